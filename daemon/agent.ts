@@ -1,0 +1,183 @@
+/**
+ * The agent: builds attribution, sinks and plugin runners from a Config and
+ * keeps them running; reload swaps only what changed, so a reload that leaves
+ * [otlp] alone keeps its retry queue and connection.
+ */
+import { createAttribution } from '../src/attribution/provider.js';
+import type { Config } from '../src/config/load.js';
+import type { Logger } from '../src/log.js';
+import { Pipeline } from '../src/pipeline/pipeline.js';
+import type { PluginContext } from '../src/plugin.js';
+import { resourceAttributes } from '../src/resource.js';
+import { SINKS } from '../src/sinks/index.js';
+import type { Sink } from '../src/sinks/sink.js';
+import { PLUGINS } from '../plugins/index.js';
+import { PluginRunner } from './runner.js';
+import { selfMetricsPlugin } from './self-metrics.js';
+
+interface Held<T> {
+  readonly item: T;
+  /** The section's values when built: unchanged on reload means keep it. */
+  readonly fingerprint: string;
+}
+
+const SINK_RETRY_MS = [5_000, 15_000, 60_000];
+
+export class Agent {
+  private readonly runners = new Map<string, Held<PluginRunner>>();
+  private readonly sinks = new Map<string, Held<Sink>>();
+  private readonly pendingSinks = new Map<string, NodeJS.Timeout>();
+  private selfRunner: PluginRunner | undefined;
+  private pipeline: Pipeline;
+  private running = false;
+  readonly startTime = Date.now();
+
+  constructor(private cfg: Config, private readonly log: Logger) {
+    this.pipeline = new Pipeline(createAttribution(cfg.str('daemon', 'attribution') as 'auto', log), [], log);
+  }
+
+  get config(): Config {
+    return this.cfg;
+  }
+
+  /** Every sink section fingerprint also covers [daemon] resource keys: the resource is baked into sinks. */
+  private fingerprint(section: string): string {
+    const c = this.cfg;
+    return JSON.stringify([c.section(section), resourceAttributes(c)]);
+  }
+
+  private intervalMs(section: string): number {
+    return (this.cfg.num(section, 'interval') ?? this.cfg.num('daemon', 'interval')!) * 1000;
+  }
+
+  private timeoutMs(section: string): number {
+    return (this.cfg.num(section, 'timeout') ?? this.cfg.num(section, 'interval') ?? this.cfg.num('daemon', 'interval')!) * 1000;
+  }
+
+  /** Builds sinks and runners for the current config (keeping unchanged ones). */
+  private async build(): Promise<void> {
+    const cfg = this.cfg;
+    const wantSinks = new Set(cfg.list('daemon', 'sinks'));
+    for (const [name, held] of [...this.sinks]) {
+      if (!wantSinks.has(name) || held.fingerprint !== this.fingerprint(name)) {
+        this.sinks.delete(name);
+        await held.item.close(Date.now() + 2000);
+      }
+    }
+    for (const [name, t] of this.pendingSinks) {
+      clearTimeout(t);
+      this.pendingSinks.delete(name);
+    }
+    for (const f of SINKS) {
+      if (!wantSinks.has(f.name) || this.sinks.has(f.name)) continue;
+      const sink = f.create({ config: cfg, log: this.log.child(f.name), resource: resourceAttributes(cfg), startTime: this.startTime });
+      await this.startSink(f.name, sink, 0);
+    }
+
+    const wantPlugins = new Set(cfg.list('daemon', 'plugins'));
+    for (const [name, held] of [...this.runners]) {
+      if (!wantPlugins.has(name) || held.fingerprint !== this.fingerprint(name)) {
+        this.runners.delete(name);
+        await held.item.stop(Date.now() + 2000);
+      }
+    }
+    const ctx: PluginContext = { config: cfg, log: this.log, hostName: cfg.str('daemon', 'host_name') ?? '' };
+    for (const f of PLUGINS) {
+      if (!wantPlugins.has(f.name) || this.runners.has(f.name)) continue;
+      const runner = new PluginRunner(
+        f.name,
+        () => f.create({ ...ctx, log: this.log.child(f.name) }),
+        this.intervalMs(f.name),
+        this.timeoutMs(f.name),
+        (b) => this.pipeline.publish(b),
+        this.log,
+      );
+      this.runners.set(f.name, { item: runner, fingerprint: this.fingerprint(f.name) });
+      if (this.running) runner.start();
+    }
+
+    await this.selfRunner?.stop(Date.now());
+    const interval = cfg.num('daemon', 'interval')! * 1000;
+    this.selfRunner = new PluginRunner(
+      'self',
+      () => selfMetricsPlugin(() => this.allRunners(), () => this.sinkList()),
+      interval,
+      interval,
+      (b) => this.pipeline.publish(b),
+      this.log,
+    );
+    if (this.running) this.selfRunner.start();
+    this.pipeline.sinks = this.sinkList();
+  }
+
+  /** A sink that cannot start (port in use) is left out and retried with backoff; the agent goes on. */
+  private async startSink(name: string, sink: Sink, attempt: number): Promise<void> {
+    try {
+      await sink.start?.();
+      this.sinks.set(name, { item: sink, fingerprint: this.fingerprint(name) });
+      this.pipeline.sinks = this.sinkList();
+      if (attempt > 0) this.log.info('sink started', { sink: name, attempt: attempt + 1 });
+    } catch (e) {
+      const delay = SINK_RETRY_MS[Math.min(attempt, SINK_RETRY_MS.length - 1)]!;
+      this.log.error('sink could not start: retrying', { sink: name, error: (e as Error).message, retry_in_s: delay / 1000 });
+      sink.stats.errors++;
+      const t = setTimeout(() => {
+        this.pendingSinks.delete(name);
+        void this.startSink(name, sink, attempt + 1);
+      }, delay);
+      t.unref();
+      this.pendingSinks.set(name, t);
+    }
+  }
+
+  private sinkList(): Sink[] {
+    return [...this.sinks.values()].map((h) => h.item);
+  }
+
+  private allRunners(): PluginRunner[] {
+    return [...[...this.runners.values()].map((h) => h.item), ...(this.selfRunner ? [this.selfRunner] : [])];
+  }
+
+  sinkByName(name: string): Sink | undefined {
+    return this.sinks.get(name)?.item;
+  }
+
+  async start(): Promise<void> {
+    await this.build();
+    this.running = true;
+    for (const r of this.allRunners()) r.start();
+  }
+
+  /** --once: every enabled plugin once, then the self-metrics, then every sink flushed. */
+  async once(): Promise<void> {
+    await this.build();
+    await Promise.all([...this.runners.values()].map((h) => h.item.collectOnce()));
+    await this.selfRunner!.collectOnce();
+    await this.stop();
+  }
+
+  async reload(cfg: Config): Promise<void> {
+    const prevAttribution = this.cfg.str('daemon', 'attribution');
+    this.cfg = cfg;
+    if (cfg.str('daemon', 'attribution') !== prevAttribution) {
+      this.pipeline.attribution.close?.();
+      this.pipeline.attribution = createAttribution(cfg.str('daemon', 'attribution') as 'auto', this.log);
+    }
+    await this.build();
+    this.log.info('configuration reloaded', { file: cfg.file ?? '(none)', plugins: cfg.list('daemon', 'plugins').join(','), sinks: cfg.list('daemon', 'sinks').join(',') });
+  }
+
+  /** Stops collecting, then flushes and closes every sink within [daemon] shutdown_timeout. */
+  async stop(): Promise<void> {
+    this.running = false;
+    const budget = this.cfg.num('daemon', 'shutdown_timeout')! * 1000;
+    const deadline = Date.now() + budget;
+    // a hung plugin may hold its runner: give collections at most half the budget, keep the rest for delivery
+    const collectDeadline = Date.now() + Math.min(2000, budget / 2);
+    await Promise.all(this.allRunners().map((r) => r.stop(collectDeadline)));
+    for (const t of this.pendingSinks.values()) clearTimeout(t);
+    this.pendingSinks.clear();
+    await Promise.all(this.sinkList().map((s) => s.close(deadline).catch((e: Error) => this.log.error('sink close failed', { sink: s.name, error: e.message }))));
+    this.pipeline.attribution.close?.();
+  }
+}

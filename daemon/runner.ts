@@ -1,0 +1,123 @@
+/**
+ * Runs one plugin on its own interval. Ticks never overlap: while a
+ * collection is in flight the next ticks are skipped and counted. A throwing
+ * plugin is counted and retried next tick; a hung one is counted once at its
+ * timeout and its late result discarded. Plugin creation happens here too, so
+ * a source that is missing at boot (driver not loaded yet) is retried.
+ */
+import { performance } from 'node:perf_hooks';
+import type { Logger } from '../src/log.js';
+import { PointBuffer, type Batch } from '../src/metrics/model.js';
+import type { Plugin } from '../src/plugin.js';
+
+export class CollectorStats {
+  runs = 0;
+  points = 0;
+  errors = 0;
+  skipped = 0;
+  lastDurationS = 0;
+  lastError: string | undefined;
+  lastSuccess = 0;
+}
+
+export class PluginRunner {
+  readonly stats = new CollectorStats();
+  private plugin: Plugin | undefined;
+  private inFlight: Promise<void> | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  private failing = false;
+
+  constructor(
+    readonly name: string,
+    private readonly create: () => Plugin | Promise<Plugin>,
+    readonly intervalMs: number,
+    readonly timeoutMs: number,
+    private readonly publish: (b: Batch) => void,
+    private readonly log: Logger,
+  ) {}
+
+  start(): void {
+    this.tick();
+    this.schedule(Date.now() + this.intervalMs);
+  }
+
+  /** Drift-free: ticks land on start + k * interval; a late timer skips the slots it missed. */
+  private schedule(next: number): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      this.tick();
+      let n = next + this.intervalMs;
+      const now = Date.now();
+      if (n <= now) n += Math.ceil((now - n) / this.intervalMs) * this.intervalMs;
+      this.schedule(n);
+    }, Math.max(0, next - Date.now()));
+  }
+
+  private tick(): void {
+    if (this.inFlight) {
+      this.stats.skipped++;
+      this.log.debug('tick skipped: previous collection still running', { plugin: this.name, skipped: this.stats.skipped });
+      return;
+    }
+    this.inFlight = this.collectOnce().finally(() => {
+      this.inFlight = undefined;
+    });
+  }
+
+  /** One collection, published unless it failed or outlived its timeout. */
+  async collectOnce(): Promise<void> {
+    const started = performance.now();
+    const time = Date.now();
+    const ac = new AbortController();
+    let timedOut = false;
+    const timeout = setTimeout(() => {
+      timedOut = true;
+      this.stats.errors++;
+      this.stats.lastError = `collection exceeded its ${this.timeoutMs / 1000}s timeout`;
+      this.log.warn('collection timed out: its ticks are skipped until it returns', { plugin: this.name, timeout_s: this.timeoutMs / 1000 });
+      ac.abort(new Error('timeout'));
+    }, this.timeoutMs);
+    const buf = new PointBuffer();
+    try {
+      this.plugin ??= await this.create();
+      await this.plugin.collect(buf, ac.signal);
+      if (timedOut) return;
+      this.stats.runs++;
+      this.stats.points += buf.points.length;
+      this.stats.lastSuccess = time;
+      if (this.failing) {
+        this.failing = false;
+        this.log.info('plugin recovered', { plugin: this.name });
+      }
+      this.publish({ source: this.name, time, intervalMs: this.intervalMs, points: buf.points });
+    } catch (e) {
+      if (timedOut) return;
+      const msg = (e as Error)?.message ?? String(e);
+      this.stats.errors++;
+      // one line per distinct failure, not one per tick
+      if (!this.failing || msg !== this.stats.lastError) this.log.error('collection failed', { plugin: this.name, error: msg });
+      this.failing = true;
+      this.stats.lastError = msg;
+    } finally {
+      clearTimeout(timeout);
+      this.stats.lastDurationS = (performance.now() - started) / 1000;
+    }
+  }
+
+  /** Stops ticking and waits (up to the deadline) for a collection in flight, then closes the plugin. */
+  async stop(deadline: number): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    if (this.inFlight) {
+      let t: NodeJS.Timeout | undefined;
+      await Promise.race([this.inFlight, new Promise<void>((r) => (t = setTimeout(r, Math.max(0, deadline - Date.now()))))]);
+      clearTimeout(t);
+    }
+    try {
+      await this.plugin?.close?.();
+    } catch (e) {
+      this.log.warn('plugin close failed', { plugin: this.name, error: (e as Error).message });
+    }
+  }
+}

@@ -1,0 +1,42 @@
+/** The agent's own health as metrics: per-plugin and per-sink counters, RSS and CPU. */
+import { metric } from '../src/metrics/registry.js';
+import type { Emitter } from '../src/metrics/model.js';
+import type { Plugin } from '../src/plugin.js';
+import type { Sink } from '../src/sinks/sink.js';
+import type { PluginRunner } from './runner.js';
+
+const DURATION = metric('l9gpu.collector.duration');
+const POINTS = metric('l9gpu.collector.points');
+const ERRORS = metric('l9gpu.collector.errors');
+const SKIPPED = metric('l9gpu.collector.skipped');
+const EXPORTED = metric('l9gpu.sink.exported');
+const DROPPED = metric('l9gpu.sink.dropped');
+const SINK_ERRORS = metric('l9gpu.sink.errors');
+const QUEUE = metric('l9gpu.sink.queue.size');
+const RSS = metric('l9gpu.process.memory.rss');
+const CPU = metric('l9gpu.process.cpu.time');
+
+export function selfMetricsPlugin(runners: () => Iterable<PluginRunner>, sinks: () => Iterable<Sink>): Plugin {
+  return {
+    collect(out: Emitter) {
+      for (const r of runners()) {
+        const a = { 'l9gpu.plugin': r.name };
+        out.add(DURATION, r.stats.lastDurationS, a);
+        out.add(POINTS, r.stats.points, a);
+        out.add(ERRORS, r.stats.errors, a);
+        out.add(SKIPPED, r.stats.skipped, a);
+      }
+      for (const s of sinks()) {
+        const a = { 'l9gpu.sink': s.name };
+        out.add(EXPORTED, s.stats.exported, a);
+        out.add(DROPPED, s.stats.dropped, a);
+        out.add(SINK_ERRORS, s.stats.errors, a);
+        out.add(QUEUE, s.stats.queueBytes, a);
+      }
+      out.add(RSS, process.memoryUsage.rss(), {});
+      const cpu = process.cpuUsage();
+      out.add(CPU, cpu.user / 1e6, { 'cpu.mode': 'user' });
+      out.add(CPU, cpu.system / 1e6, { 'cpu.mode': 'system' });
+    },
+  };
+}

@@ -1,0 +1,115 @@
+/**
+ * Host CPU, memory and load from /proc. CPU utilization is a rate, so it is
+ * computed between two reads of /proc/stat; the first collection takes a
+ * short baseline so that `--once` still reports it.
+ */
+import { readFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { pluginSection } from '../../src/config/sections.js';
+import { metric } from '../../src/metrics/registry.js';
+import type { Emitter } from '../../src/metrics/model.js';
+import type { Plugin, PluginFactory } from '../../src/plugin.js';
+
+const CPU_UTIL = metric('system.cpu.utilization');
+const CPU_COUNT = metric('system.cpu.logical.count');
+const LOAD1 = metric('system.cpu.load_average.1m');
+const LOAD5 = metric('system.cpu.load_average.5m');
+const LOAD15 = metric('system.cpu.load_average.15m');
+const MEM_USAGE = metric('system.memory.usage');
+const MEM_LIMIT = metric('system.memory.limit');
+const MEM_UTIL = metric('system.memory.utilization');
+
+const BASELINE_MS = 100;
+
+export interface CpuTimes {
+  busy: number;
+  total: number;
+  cpus: number;
+}
+
+/** Aggregate jiffies from /proc/stat. iowait counts as idle; guest time is already inside user. */
+export function parseProcStat(text: string, file = '/proc/stat'): CpuTimes {
+  const lines = text.split('\n');
+  const agg = lines.find((l) => l.startsWith('cpu '));
+  if (!agg) throw new Error(`${file}: no aggregate "cpu" line`);
+  const f = agg.trim().split(/\s+/).slice(1).map(Number);
+  if (f.length < 4 || f.some((x) => !Number.isFinite(x))) throw new Error(`${file}: malformed "cpu" line: ${agg.slice(0, 80)}`);
+  const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = f;
+  const total = user + nice + system + idle + iowait + irq + softirq + steal;
+  return { busy: total - idle - iowait, total, cpus: lines.filter((l) => /^cpu\d+\s/.test(l)).length };
+}
+
+/** /proc/meminfo values in bytes (the file says kB and means KiB). */
+export function parseMeminfo(text: string, file = '/proc/meminfo'): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const line of text.split('\n')) {
+    const m = /^(\w+(?:\(\w+\))?):\s+(\d+)(?:\s+kB)?$/.exec(line.trim());
+    if (m) out[m[1]!] = Number(m[2]) * (line.includes('kB') ? 1024 : 1);
+  }
+  if (out.MemTotal === undefined) throw new Error(`${file}: no MemTotal line`);
+  return out;
+}
+
+export function parseLoadavg(text: string, file = '/proc/loadavg'): [number, number, number] {
+  const f = text.trim().split(/\s+/).slice(0, 3).map(Number);
+  if (f.length < 3 || f.some((x) => !Number.isFinite(x))) throw new Error(`${file}: malformed: ${text.slice(0, 80)}`);
+  return f as [number, number, number];
+}
+
+class HostPlugin implements Plugin {
+  private prev: CpuTimes | undefined;
+  constructor(private readonly proc: string) {}
+
+  private async cpu(): Promise<CpuTimes> {
+    const file = join(this.proc, 'stat');
+    return parseProcStat(await readFile(file, 'utf8'), file);
+  }
+
+  async collect(out: Emitter): Promise<void> {
+    if (!this.prev) {
+      this.prev = await this.cpu();
+      await new Promise((r) => setTimeout(r, BASELINE_MS));
+    }
+    const [cur, memText, loadText] = await Promise.all([
+      this.cpu(),
+      readFile(join(this.proc, 'meminfo'), 'utf8'),
+      readFile(join(this.proc, 'loadavg'), 'utf8'),
+    ]);
+    const dTotal = cur.total - this.prev.total;
+    // a counter that went backwards (CPU hot-unplug) gives no rate this time
+    if (dTotal > 0 && cur.busy >= this.prev.busy) out.add(CPU_UTIL, Math.min(1, (cur.busy - this.prev.busy) / dTotal), {});
+    this.prev = cur;
+    out.add(CPU_COUNT, cur.cpus, {});
+
+    const mem = parseMeminfo(memText, join(this.proc, 'meminfo'));
+    const total = mem.MemTotal!;
+    const free = mem.MemFree ?? 0;
+    const buffers = mem.Buffers ?? 0;
+    const cached = (mem.Cached ?? 0) + (mem.SReclaimable ?? 0);
+    out.add(MEM_LIMIT, total, {});
+    out.add(MEM_USAGE, Math.max(0, total - free - buffers - cached), { 'system.memory.state': 'used' });
+    out.add(MEM_USAGE, free, { 'system.memory.state': 'free' });
+    out.add(MEM_USAGE, buffers, { 'system.memory.state': 'buffers' });
+    out.add(MEM_USAGE, cached, { 'system.memory.state': 'cached' });
+    if (mem.MemAvailable !== undefined && total > 0) out.add(MEM_UTIL, 1 - mem.MemAvailable / total, {});
+
+    const [l1, l5, l15] = parseLoadavg(loadText, join(this.proc, 'loadavg'));
+    out.add(LOAD1, l1, {});
+    out.add(LOAD5, l5, {});
+    out.add(LOAD15, l15, {});
+  }
+}
+
+export const hostPlugin: PluginFactory = {
+  name: 'host',
+  description: 'Host CPU utilization, memory and load average from /proc',
+  section: pluginSection('host', 'Host CPU, memory and load from /proc.', [
+    { key: 'proc_path', type: 'path', default: '/proc', description: 'Where procfs is mounted (a container may mount the host\'s elsewhere).' },
+  ]),
+  create: (ctx) => new HostPlugin(ctx.config.str('host', 'proc_path') ?? '/proc'),
+  probe: async (ctx) => {
+    const p = ctx.config.str('host', 'proc_path') ?? '/proc';
+    return existsSync(join(p, 'stat')) ? { ok: true, detail: `${p}/stat readable` } : { ok: false, detail: `${p}/stat not found` };
+  },
+};

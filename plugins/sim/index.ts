@@ -1,0 +1,181 @@
+/**
+ * Simulated GPUs (gpu.vendor=sim) with plausible, moving, self-consistent
+ * values, for demos and dashboards on machines without GPUs. Never used to
+ * test vendor plugins: those are tested against their real ABI or format.
+ *
+ * Each GPU alternates between idle spells and "jobs" with a target
+ * utilization; power follows utilization, temperature follows power with a
+ * lag, energy integrates power, and clocks drop when power nears the limit.
+ */
+import { createHash } from 'node:crypto';
+import { pluginSection } from '../../src/config/sections.js';
+import { metric } from '../../src/metrics/registry.js';
+import type { Attributes, Emitter } from '../../src/metrics/model.js';
+import type { Plugin, PluginFactory } from '../../src/plugin.js';
+
+const M = {
+  util: metric('gpu.utilization'),
+  memUtil: metric('gpu.memory.utilization'),
+  memUsed: metric('gpu.memory.used'),
+  memFree: metric('gpu.memory.free'),
+  memTotal: metric('gpu.memory.total'),
+  temp: metric('gpu.temperature'),
+  power: metric('gpu.power.draw'),
+  powerLimit: metric('gpu.power.limit'),
+  energy: metric('gpu.energy.consumption'),
+  clock: metric('gpu.clock.frequency'),
+  throttle: metric('gpu.throttle.active'),
+  ecc: metric('gpu.ecc.errors'),
+  pcie: metric('gpu.pcie.throughput'),
+  link: metric('gpu.interconnect.throughput'),
+  pstate: metric('gpu.performance_state'),
+};
+
+const IDLE_W = 70;
+const MAX_SM_MHZ = 1980;
+const MEM_MHZ = 2619;
+
+/** Small deterministic PRNG (mulberry32) so a seed reproduces a run. */
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** A stable NVML-style UUID per (host, index): dashboards keep their series across restarts. */
+export function simUuid(host: string, index: number): string {
+  const h = createHash('sha1').update(`l9gpu-sim/${host}/${index}`).digest('hex');
+  return `GPU-${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
+}
+
+interface SimGpu {
+  attrs: Attributes;
+  util: number;
+  target: number;
+  phaseLeft: number;
+  mem: number;
+  memTarget: number;
+  temp: number;
+  memTemp: number;
+  energyJ: number;
+  eccCorrected: number;
+  start: number;
+}
+
+class SimPlugin implements Plugin {
+  private readonly gpus: SimGpu[];
+  private readonly rand: () => number;
+  private last = 0;
+
+  constructor(count: number, private readonly model: string, private readonly memBytes: number, private readonly limitW: number, host: string, seed: number) {
+    this.rand = rng(seed);
+    const now = Date.now();
+    this.gpus = Array.from({ length: count }, (_, i) => ({
+      attrs: {
+        'gpu.index': i,
+        'gpu.uuid': simUuid(host, i),
+        'gpu.model': model,
+        'gpu.vendor': 'sim',
+        'gpu.pci.bus_id': `00000000:${(0x18 + i * 0x10).toString(16).toUpperCase().padStart(2, '0')}:00.0`,
+      },
+      util: 0,
+      target: 0,
+      phaseLeft: 0,
+      mem: 0.6e9,
+      memTarget: 0.6e9,
+      temp: 32 + this.rand() * 4,
+      memTemp: 36,
+      energyJ: 1e6 * (1 + this.rand()),
+      eccCorrected: 0,
+      start: now,
+    }));
+  }
+
+  collect(out: Emitter): void {
+    const now = Date.now();
+    const dt = this.last ? Math.min(300, (now - this.last) / 1000) : 0;
+    this.last = now;
+    for (const g of this.gpus) {
+      this.step(g, dt);
+      const a = g.attrs;
+      const power = IDLE_W + (this.limitW - IDLE_W) * Math.min(1, g.util * (0.85 + 0.1 * this.rand()));
+      const powerCapped = power > this.limitW * 0.97;
+      const thermal = g.temp > 83;
+      g.energyJ += power * dt;
+      const smMhz = g.util < 0.02 ? 345 : Math.round(MAX_SM_MHZ * (powerCapped ? 0.86 : thermal ? 0.8 : 1));
+      out.add(M.util, round(g.util, 3), a);
+      out.add(M.memUtil, round(g.util * 0.55 * (0.8 + 0.4 * this.rand()), 3), a);
+      out.add(M.memUsed, Math.round(g.mem), a);
+      out.add(M.memFree, Math.round(this.memBytes - g.mem), a);
+      out.add(M.memTotal, this.memBytes, a);
+      out.add(M.temp, round(g.temp, 0), { ...a, 'gpu.temperature.sensor': 'edge' });
+      out.add(M.temp, round(g.memTemp, 0), { ...a, 'gpu.temperature.sensor': 'memory' });
+      out.add(M.power, round(power, 1), a);
+      out.add(M.powerLimit, this.limitW, a);
+      out.add(M.energy, round(g.energyJ, 3), a, g.start);
+      out.add(M.clock, smMhz, { ...a, 'gpu.clock.type': 'sm' });
+      out.add(M.clock, smMhz, { ...a, 'gpu.clock.type': 'graphics' });
+      out.add(M.clock, MEM_MHZ, { ...a, 'gpu.clock.type': 'memory' });
+      out.add(M.throttle, powerCapped ? 1 : 0, { ...a, 'gpu.throttle.cause': 'power' });
+      out.add(M.throttle, thermal ? 1 : 0, { ...a, 'gpu.throttle.cause': 'thermal' });
+      out.add(M.throttle, 0, { ...a, 'gpu.throttle.cause': 'sw' });
+      out.add(M.throttle, 0, { ...a, 'gpu.throttle.cause': 'hw' });
+      for (const scope of ['volatile', 'aggregate']) {
+        out.add(M.ecc, g.eccCorrected, { ...a, 'error.type': 'corrected', 'gpu.ecc.scope': scope }, g.start);
+        out.add(M.ecc, 0, { ...a, 'error.type': 'uncorrected', 'gpu.ecc.scope': scope }, g.start);
+      }
+      const pcie = g.util * 2.5e9 * this.rand();
+      out.add(M.pcie, Math.round(pcie), { ...a, 'network.io.direction': 'transmit' });
+      out.add(M.pcie, Math.round(pcie * 1.6), { ...a, 'network.io.direction': 'receive' });
+      const link = g.util * 120e9 * (0.7 + 0.3 * this.rand());
+      out.add(M.link, Math.round(link), { ...a, 'network.io.direction': 'transmit', 'gpu.interconnect.type': 'nvlink' });
+      out.add(M.link, Math.round(link), { ...a, 'network.io.direction': 'receive', 'gpu.interconnect.type': 'nvlink' });
+      out.add(M.pstate, g.util < 0.02 ? 8 : 0, a);
+    }
+  }
+
+  private step(g: SimGpu, dt: number): void {
+    g.phaseLeft -= dt;
+    if (g.phaseLeft <= 0) {
+      // a new "job" (busy 60-600 s) or an idle spell (30-300 s)
+      const busy = this.rand() < 0.7;
+      g.target = busy ? 0.35 + 0.63 * this.rand() : 0;
+      g.memTarget = busy ? this.memBytes * (0.2 + 0.75 * this.rand()) : 0.6e9;
+      g.phaseLeft = busy ? 60 + 540 * this.rand() : 30 + 270 * this.rand();
+    }
+    const k = dt > 0 ? 1 - Math.exp(-dt / 15) : 1;
+    const noise = g.target > 0 ? (this.rand() - 0.5) * 0.1 : 0;
+    g.util = clamp01(g.util + (g.target - g.util) * k + noise);
+    g.mem = Math.min(this.memBytes, Math.max(0, g.mem + (g.memTarget - g.mem) * k));
+    const targetTemp = 30 + g.util * 52;
+    g.temp += (targetTemp - g.temp) * (dt > 0 ? 1 - Math.exp(-dt / 40) : 0);
+    g.memTemp = g.temp + 4;
+    if (g.util > 0.5 && this.rand() < 0.002 * dt) g.eccCorrected++;
+  }
+}
+
+const clamp01 = (x: number): number => Math.min(1, Math.max(0, x));
+const round = (x: number, d: number): number => Math.round(x * 10 ** d) / 10 ** d;
+
+export const simPlugin: PluginFactory = {
+  name: 'sim',
+  description: 'Simulated GPUs (gpu.vendor=sim) for demos on machines without GPUs',
+  section: pluginSection('sim', 'Simulated GPUs for demos; never enable on real GPU nodes.', [
+    { key: 'gpus', type: 'int', default: 8, min: 1, max: 256, description: 'Number of simulated GPUs.' },
+    { key: 'model', type: 'string', default: 'l9gpu Sim H100 80GB', description: 'gpu.model of every simulated GPU.' },
+    { key: 'memory', type: 'bytes', default: 85_899_345_920, min: 1_048_576, example: '80GiB', description: 'Device memory of each simulated GPU.' },
+    { key: 'power_limit', type: 'number', default: 700, min: 100, max: 2000, description: 'Power limit of each simulated GPU, W.' },
+    { key: 'seed', type: 'int', default: null, example: '42', description: 'Random seed (default: from the host name).' },
+  ]),
+  create: (ctx) => {
+    const c = ctx.config;
+    const seed = c.num('sim', 'seed') ?? createHash('sha1').update(ctx.hostName).digest().readUInt32LE(0);
+    return new SimPlugin(c.num('sim', 'gpus')!, c.str('sim', 'model') ?? 'sim', c.num('sim', 'memory')!, c.num('sim', 'power_limit')!, ctx.hostName, seed);
+  },
+  probe: async (ctx) => ({ ok: true, detail: `${ctx.config.num('sim', 'gpus')} simulated GPUs` }),
+};

@@ -1,0 +1,47 @@
+/**
+ * Attribution: one transform applied to every batch between the plugins and
+ * the sinks, adding job attributes to GPU points (like dcgm-exporter's
+ * "transformations"). Slurm and Kubernetes implement this same interface.
+ */
+import { existsSync } from 'node:fs';
+import { ConfigError } from '../config/schema.js';
+import type { Logger } from '../log.js';
+import type { Batch } from '../metrics/model.js';
+
+export type AttributionMode = 'auto' | 'slurm' | 'kubernetes' | 'none';
+
+export interface AttributionProvider {
+  readonly name: 'slurm' | 'kubernetes' | 'none';
+  /** Returns the batch with attribution attributes on its GPU points (a point may be split per job). */
+  attribute(batch: Batch): Batch;
+  /** One line for doctor. */
+  status(): string;
+  close?(): void;
+}
+
+export const noneProvider: AttributionProvider = {
+  name: 'none',
+  attribute: (b) => b,
+  status: () => 'none: GPU points carry no job attributes',
+};
+
+/** Where Slurm's config lives on a node, in the order slurmd looks. */
+export function slurmConfPath(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  return [env.SLURM_CONF, '/etc/slurm/slurm.conf', '/etc/slurm-llnl/slurm.conf'].find((p): p is string => !!p && existsSync(p));
+}
+
+export function resolveMode(mode: AttributionMode, env: NodeJS.ProcessEnv = process.env): Exclude<AttributionMode, 'auto'> {
+  if (mode !== 'auto') return mode;
+  return slurmConfPath(env) ? 'slurm' : 'none';
+}
+
+export function createAttribution(mode: AttributionMode, log: Logger, env: NodeJS.ProcessEnv = process.env): AttributionProvider {
+  const resolved = resolveMode(mode, env);
+  if (resolved === 'none') return noneProvider;
+  // The slurm and kubernetes providers are not part of this build yet.
+  if (mode === 'auto') {
+    log.warn(`Slurm is configured on this node (${slurmConfPath(env)}) but this build has no slurm attribution yet: GPU points carry no job attributes`);
+    return noneProvider;
+  }
+  throw new ConfigError(`[daemon] attribution: "${resolved}" is not available in this build (available: none, auto)`, { section: 'daemon', key: 'attribution' });
+}

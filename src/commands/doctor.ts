@@ -1,0 +1,112 @@
+import { Command, Flags } from '@oclif/core';
+import { join } from 'node:path';
+import { ALL_SECTIONS, loadAgentConfig } from '../../daemon/catalog.js';
+import { PLUGINS } from '../../plugins/index.js';
+import { resolveMode, slurmConfPath, type AttributionMode } from '../attribution/provider.js';
+import { DEFAULT_CONFIG_PATH, displayValue, type Config } from '../config/load.js';
+import { ConfigError } from '../config/schema.js';
+import { createLogger } from '../log.js';
+import { dirWritable } from '../probe.js';
+import { VERSION, resourceAttributes } from '../resource.js';
+import { SINKS } from '../sinks/index.js';
+
+interface Check {
+  name: string;
+  enabled: boolean;
+  ok: boolean;
+  detail: string;
+  describe?: string;
+}
+
+export default class Doctor extends Command {
+  static override summary = 'Report the environment: configuration and where each value came from, plugins and their sources, sinks, store.';
+  static override description = `Reads the configuration exactly as the daemon would (same file, environment and precedence) and checks, without sending any data, whether each enabled plugin's source and each enabled sink's destination is usable.
+Exit codes: 0 all enabled parts usable, 1 a problem was found, 2 bad configuration.`;
+
+  static override examples = ['<%= config.bin %> doctor', '<%= config.bin %> doctor --config /etc/l9gpu/l9gpu.ini --json'];
+
+  static override flags = {
+    config: Flags.string({ char: 'c', helpValue: 'FILE', description: 'INI configuration file (default /etc/l9gpu/l9gpu.ini, or $L9GPU_CONFIG).' }),
+    json: Flags.boolean({ description: 'Print the report as JSON.' }),
+    all: Flags.boolean({ description: 'List the settings of disabled plugins and sinks too.' }),
+  };
+
+  async run(): Promise<void> {
+    const { flags } = await this.parse(Doctor);
+    let cfg: Config;
+    try {
+      cfg = loadAgentConfig({ configPath: flags.config });
+    } catch (e) {
+      if (e instanceof ConfigError) {
+        process.stderr.write(`l9gpu: ${e.message}\n`);
+        this.exit(2);
+      }
+      throw e;
+    }
+    const enabledPlugins = new Set(cfg.list('daemon', 'plugins'));
+    const enabledSinks = new Set(cfg.list('daemon', 'sinks'));
+    const ctx = { config: cfg, log: createLogger('error'), hostName: cfg.str('daemon', 'host_name') ?? '' };
+
+    const plugins: Check[] = await Promise.all(
+      PLUGINS.map(async (p) => ({ name: p.name, enabled: enabledPlugins.has(p.name), ...(await p.probe(ctx).catch((e: Error) => ({ ok: false, detail: e.message }))) })),
+    );
+    const sinks: Check[] = await Promise.all(
+      SINKS.map(async (s) => {
+        const enabled = enabledSinks.has(s.name);
+        const r = enabled ? await s.probe(cfg).catch((e: Error) => ({ ok: false, detail: e.message })) : { ok: true, detail: '' };
+        return { name: s.name, enabled, ...r, describe: s.describe(cfg) };
+      }),
+    );
+    const mode = cfg.str('daemon', 'attribution') as AttributionMode;
+    const resolved = resolveMode(mode);
+    const slurmConf = slurmConfPath();
+    const stateDir = cfg.str('daemon', 'state_dir')!;
+    const store = { path: join(stateDir, 'l9gpu.db'), ...dirWritable(stateDir) };
+
+    const shown = ALL_SECTIONS.filter((s) => flags.all || s.name === 'daemon' || enabledPlugins.has(s.name) || enabledSinks.has(s.name));
+    const settings = shown.flatMap((s) =>
+      s.keys.map((k) => {
+        const p = cfg.sourceOf(s.name, k.key);
+        return { section: s.name, key: k.key, value: displayValue(cfg, s.name, k.key), source: p.source, detail: p.detail };
+      }),
+    );
+    const problems = [...plugins, ...sinks].filter((c) => c.enabled && !c.ok).length + (store.ok ? 0 : 1);
+    const report = {
+      version: VERSION,
+      node: process.version,
+      config: { file: cfg.file, origin: cfg.fileOrigin, default_path: DEFAULT_CONFIG_PATH },
+      resource: resourceAttributes(cfg),
+      settings,
+      plugins,
+      sinks,
+      attribution: { mode, resolved, slurm_conf: slurmConf ?? null },
+      store,
+      problems,
+    };
+
+    if (flags.json) {
+      process.stdout.write(JSON.stringify(report, null, 2) + '\n');
+    } else {
+      const out: string[] = [];
+      const mark = (c: { enabled: boolean; ok: boolean }): string => (!c.enabled ? '  -  ' : c.ok ? ' ok  ' : ' FAIL');
+      out.push(`l9gpu ${VERSION} (node ${process.version}) on ${report.resource['host.name']}`);
+      const origin = { flag: '--config', env: '$L9GPU_CONFIG', default: 'default path', none: '' }[cfg.fileOrigin];
+      out.push(`config file: ${cfg.file ? `${cfg.file} (${origin})` : `none: embedded defaults (${DEFAULT_CONFIG_PATH} not found)`}`);
+      out.push('', 'settings (source in brackets):');
+      let section = '';
+      for (const s of settings) {
+        if (s.section !== section) out.push(`  [${(section = s.section)}]`);
+        out.push(`    ${s.key} = ${s.value}${' '.repeat(Math.max(1, 28 - s.key.length - s.value.length))}(${s.source}${s.detail ? `: ${s.detail}` : ''})`);
+      }
+      out.push('', 'plugins:');
+      for (const c of plugins) out.push(`  ${mark(c)} ${c.name.padEnd(12)} ${c.enabled ? 'enabled ' : 'disabled'}  ${c.detail}`);
+      out.push('', 'sinks:');
+      for (const c of sinks) out.push(`  ${mark(c)} ${c.name.padEnd(12)} ${c.enabled ? 'enabled ' : 'disabled'}  ${c.describe}${c.enabled ? ` - ${c.detail}` : ''}`);
+      out.push('', `attribution: ${resolved}${mode === 'auto' ? ` (auto: ${slurmConf ? `Slurm configured at ${slurmConf}` : 'no slurm.conf found'})` : ''}`);
+      out.push(`store: ${store.path} - ${store.detail}`);
+      out.push('', problems === 0 ? 'no problems found' : `${problems} problem(s) found`);
+      process.stdout.write(out.join('\n') + '\n');
+    }
+    if (problems > 0) this.exit(1);
+  }
+}

@@ -1,0 +1,164 @@
+/**
+ * Config schema: every section and key l9gpu accepts, with its type, default,
+ * environment variables and description. The loader validates against it, the
+ * example config (docs/l9gpu.example.ini) is generated from it, and doctor
+ * reports provenance per key.
+ */
+export type ConfigValue = string | number | boolean | string[] | Record<string, string> | null;
+
+export type KeyType = 'string' | 'path' | 'int' | 'number' | 'duration' | 'bytes' | 'bool' | 'list' | 'enum' | 'url' | 'map';
+
+export interface EnvSource {
+  readonly name: string;
+  /** Converts the raw variable to the key's INI spelling (e.g. ms -> "250ms"). */
+  readonly map?: (raw: string) => string;
+}
+
+export interface KeySpec {
+  readonly key: string;
+  readonly type: KeyType;
+  /** Parsed default; null means unset (the consumer decides). A function is evaluated at load. */
+  readonly default: ConfigValue | (() => ConfigValue);
+  readonly description: string;
+  readonly values?: readonly string[];
+  readonly min?: number;
+  readonly max?: number;
+  readonly env?: readonly EnvSource[];
+  /** Masked in doctor output. */
+  readonly secret?: boolean;
+  /** Shown in the example config instead of the default. */
+  readonly example?: string;
+}
+
+export interface SectionSpec {
+  readonly name: string;
+  readonly description: string;
+  readonly keys: readonly KeySpec[];
+}
+
+export class ConfigError extends Error {
+  constructor(message: string, readonly where?: { file?: string; section?: string; key?: string; env?: string }) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+const UNITS_DURATION: Record<string, number> = { ms: 0.001, s: 1, m: 60, h: 3600 };
+const UNITS_BYTES: Record<string, number> = {
+  '': 1, b: 1, kb: 1e3, mb: 1e6, gb: 1e9, kib: 1024, mib: 1024 ** 2, gib: 1024 ** 3,
+};
+
+/** Parses one raw value to the key's type; throws a plain message naming what was expected. */
+export function parseValue(spec: KeySpec, raw: string): ConfigValue {
+  const s = raw.trim();
+  const range = (n: number, unit = ''): number => {
+    if (spec.min !== undefined && n < spec.min) throw new Error(`${s} is below the minimum ${spec.min}${unit}`);
+    if (spec.max !== undefined && n > spec.max) throw new Error(`${s} is above the maximum ${spec.max}${unit}`);
+    return n;
+  };
+  switch (spec.type) {
+    case 'string':
+    case 'path':
+      if (spec.type === 'path' && s !== '' && !s.startsWith('/')) throw new Error(`"${s}" is not an absolute path`);
+      return s === '' ? null : s;
+    case 'int': {
+      if (!/^-?\d+$/.test(s)) throw new Error(`"${s}" is not an integer`);
+      return range(Number(s));
+    }
+    case 'number': {
+      const n = Number(s);
+      if (s === '' || !Number.isFinite(n)) throw new Error(`"${s}" is not a number`);
+      return range(n);
+    }
+    case 'duration': {
+      const mt = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h)?$/i.exec(s);
+      if (!mt) throw new Error(`"${s}" is not a duration (examples: 10, 10s, 500ms, 2m)`);
+      return range(Number(mt[1]) * UNITS_DURATION[(mt[2] ?? 's').toLowerCase()]!, 's');
+    }
+    case 'bytes': {
+      const mt = /^(\d+(?:\.\d+)?)\s*([kmg]i?b|b)?$/i.exec(s);
+      if (!mt) throw new Error(`"${s}" is not a size (examples: 1048576, 64MiB, 100MB)`);
+      return range(Math.floor(Number(mt[1]) * UNITS_BYTES[(mt[2] ?? '').toLowerCase()]!), ' bytes');
+    }
+    case 'bool': {
+      const v = s.toLowerCase();
+      if (['true', 'yes', 'on', '1'].includes(v)) return true;
+      if (['false', 'no', 'off', '0'].includes(v)) return false;
+      throw new Error(`"${s}" is not a boolean (true/false)`);
+    }
+    case 'list':
+      return s.split(/[\s,]+/).filter(Boolean);
+    case 'enum':
+      if (!spec.values!.includes(s)) throw new Error(`"${s}" is not one of ${spec.values!.join(', ')}`);
+      return s;
+    case 'url': {
+      if (s === '') return null;
+      let u: URL;
+      try {
+        u = new URL(s);
+      } catch {
+        throw new Error(`"${s}" is not a URL`);
+      }
+      if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error(`"${s}" is not an http(s) URL`);
+      return s;
+    }
+    case 'map': {
+      // OTEL_EXPORTER_OTLP_HEADERS syntax: k=v,k2=v2 with percent-encoded values.
+      const out: Record<string, string> = {};
+      for (const part of s.split(',')) {
+        if (part.trim() === '') continue;
+        const eq = part.indexOf('=');
+        if (eq <= 0) throw new Error(`"${part.trim()}" is not key=value`);
+        let v = part.slice(eq + 1).trim();
+        try {
+          v = decodeURIComponent(v);
+        } catch {
+          /* keep undecodable values as written */
+        }
+        out[part.slice(0, eq).trim()] = v;
+      }
+      return out;
+    }
+  }
+}
+
+export function defaultOf(spec: KeySpec): ConfigValue {
+  return typeof spec.default === 'function' ? spec.default() : spec.default;
+}
+
+/** Renders a value the way it would be written in the INI file. */
+export function formatValue(spec: KeySpec, v: ConfigValue): string {
+  if (v === null) return '';
+  if (Array.isArray(v)) return v.join(', ');
+  if (typeof v === 'object') return Object.entries(v).map(([k, x]) => `${k}=${encodeURIComponent(x)}`).join(',');
+  if (spec.type === 'duration' && typeof v === 'number') return v < 1 ? `${Math.round(v * 1000)}ms` : `${v}s`;
+  return String(v);
+}
+
+/** Closest known name for "did you mean" hints. */
+export function closest(word: string, candidates: readonly string[]): string | undefined {
+  let best: string | undefined;
+  let bestD = Math.max(2, Math.floor(word.length / 3)) + 1;
+  for (const c of candidates) {
+    const d = editDistance(word, c);
+    if (d < bestD) {
+      bestD = d;
+      best = c;
+    }
+  }
+  return best;
+}
+
+function editDistance(a: string, b: string): number {
+  const row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    let prev = row[0]!;
+    row[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const tmp = row[j]!;
+      row[j] = Math.min(row[j]! + 1, row[j - 1]! + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
+      prev = tmp;
+    }
+  }
+  return row[b.length]!;
+}

@@ -1,0 +1,72 @@
+/** Renders docs/metrics.md and docs/l9gpu.example.ini from the registry and the config schema. */
+import { formatValue, defaultOf, type SectionSpec } from '../config/schema.js';
+import { ATTRIBUTION_ATTRIBUTES, METRICS, SCOPE_ATTRIBUTES, prometheusName, type MetricDef } from './registry.js';
+
+const KIND: Record<MetricDef['kind'], string> = { gauge: 'gauge', sum: 'monotonic sum', updown: 'up-down sum' };
+const SCOPE_TITLE: Record<MetricDef['scope'], string> = { gpu: 'GPU', host: 'Host', agent: 'Agent self-metrics' };
+
+export function renderMetricsDoc(): string {
+  const out: string[] = [
+    '# l9gpu metrics',
+    '',
+    '<!-- Generated from src/metrics/registry.ts by `npm run docs`. Do not edit: a test fails when this file is stale. -->',
+    '',
+    'Units are [UCUM](https://ucum.org/) as OpenTelemetry uses them, and are the same for every vendor:',
+    'ratios are 0..1 with unit `1` (never percent), power `W`, energy `J`, memory `By`, temperature `Cel`, clocks `MHz`.',
+    'A *monotonic sum* is a cumulative counter (OTLP Sum, cumulative temporality, monotonic); a backend computes rates from it.',
+    '',
+    'The Prometheus name is what the pull endpoint (`[prometheus]`) shows: dots become underscores, monotonic sums get `_total`,',
+    'attribute keys become labels the same way (`gpu.uuid` -> `gpu_uuid`). Over OTLP, VictoriaMetrics keeps the dotted names.',
+    '',
+    '## Identity attributes',
+    '',
+    `Every GPU point carries ${SCOPE_ATTRIBUTES.gpu.required.map((a) => `\`${a}\``).join(', ')}; a MIG instance adds ${SCOPE_ATTRIBUTES.gpu.optional.map((a) => `\`${a}\``).join(', ')}.`,
+    `Job attribution adds ${ATTRIBUTION_ATTRIBUTES.map((a) => `\`${a}\``).join(', ')} to GPU points when a job holds the GPU.`,
+    'Resource attributes (OTLP resource, Prometheus `target_info`): `service.name`, `service.version`, `host.name`, `cluster.name` when configured, and `[daemon] resource_attributes`.',
+    '',
+  ];
+  for (const scope of ['gpu', 'host', 'agent'] as const) {
+    out.push(`## ${SCOPE_TITLE[scope]}`, '', '| name | unit | kind | attributes | Prometheus name | description |', '| --- | --- | --- | --- | --- | --- |');
+    for (const d of METRICS.filter((x) => x.scope === scope)) {
+      out.push(`| \`${d.name}\` | \`${d.unit}\` | ${KIND[d.kind]} | ${d.attributes.map((a) => `\`${a}\``).join(', ')} | \`${prometheusName(d)}\` | ${d.description.replace(/\|/g, '\\|')} |`);
+    }
+    out.push('');
+  }
+  return out.join('\n');
+}
+
+function wrap(text: string, prefix: string, width = 88): string[] {
+  const lines: string[] = [];
+  let cur = prefix;
+  for (const w of text.split(/\s+/)) {
+    if (cur.length + w.length + 1 > width && cur !== prefix) {
+      lines.push(cur.trimEnd());
+      cur = prefix;
+    }
+    cur += w + ' ';
+  }
+  lines.push(cur.trimEnd());
+  return lines;
+}
+
+export function renderExampleConfig(sections: readonly SectionSpec[]): string {
+  const out: string[] = [
+    '; l9gpu configuration: /etc/l9gpu/l9gpu.ini (or --config FILE, or $L9GPU_CONFIG).',
+    '; Generated from the schema by `npm run docs`; every key is listed with its default, commented out.',
+    '; Precedence: command-line flags > environment variables > this file > defaults.',
+    '; Durations: 10, 10s, 500ms, 2m. Sizes: 1048576, 64MiB, 100MB. Lists: comma-separated.',
+    '; An unknown section or key, or a bad value, stops the daemon with exit code 2 and names the file, line, section and key.',
+    '',
+  ];
+  for (const s of sections) {
+    out.push(...wrap(s.description, '; '), `[${s.name}]`);
+    for (const k of s.keys) {
+      out.push(...wrap(k.description, ';; '));
+      if (k.type === 'enum') out.push(`;; one of: ${k.values!.join(', ')}`);
+      if (k.env?.length) out.push(`;; environment: ${k.env.map((e) => e.name).join(', ')}`);
+      const shown = k.example ?? formatValue(k, typeof k.default === 'function' ? null : defaultOf(k));
+      out.push(`;${k.key} = ${shown}`, '');
+    }
+  }
+  return out.join('\n');
+}

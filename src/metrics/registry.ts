@@ -1,0 +1,109 @@
+/**
+ * The one table of every metric l9gpu emits: name, UCUM unit, kind,
+ * description, metric-specific attribute keys. docs/metrics.md is generated
+ * from it (npm run docs:metrics) and a test fails when the doc is stale.
+ *
+ * Units are what the value *is* after conversion, for every vendor: ratios are
+ * 0..1 with unit "1" (never percent), power W (NVML reports mW), energy J
+ * (NVML reports mJ), memory By, temperature Cel, clocks MHz.
+ */
+
+export type MetricKind = 'gauge' | 'sum' | 'updown';
+
+/** Which identity attributes a metric's points carry besides its own keys. */
+export type MetricScope = 'gpu' | 'host' | 'agent';
+
+export interface MetricDef {
+  readonly name: string;
+  readonly unit: string;
+  readonly kind: MetricKind;
+  readonly scope: MetricScope;
+  readonly description: string;
+  /** Attribute keys specific to this metric (identity keys come from the scope). */
+  readonly attributes: readonly string[];
+}
+
+/** Identity carried by every point of a scope. */
+export const SCOPE_ATTRIBUTES: Record<MetricScope, { required: readonly string[]; optional: readonly string[] }> = {
+  gpu: {
+    required: ['gpu.index', 'gpu.uuid', 'gpu.model', 'gpu.vendor', 'gpu.pci.bus_id'],
+    optional: ['gpu.mig.instance_id', 'gpu.mig.compute_instance_id', 'gpu.mig.parent_uuid'],
+  },
+  host: { required: [], optional: [] },
+  agent: { required: [], optional: [] },
+};
+
+/** Attributes the attribution step may add to GPU points. */
+export const ATTRIBUTION_ATTRIBUTES = [
+  'slurm.job.id', 'slurm.user', 'slurm.account', 'slurm.partition', 'slurm.job.name',
+  'slurm.array.job.id', 'slurm.array.task.id', 'slurm.cluster.name',
+  'k8s.pod.name', 'k8s.namespace.name', 'k8s.container.name',
+] as const;
+
+const m = (
+  name: string, unit: string, kind: MetricKind, scope: MetricScope,
+  description: string, attributes: readonly string[] = [],
+): MetricDef => Object.freeze({ name, unit, kind, scope, description, attributes: Object.freeze([...attributes]) });
+
+export const METRICS: readonly MetricDef[] = Object.freeze([
+  // --- GPU (every vendor; the contract names of design.md) ---
+  m('gpu.utilization', '1', 'gauge', 'gpu', 'Fraction of the sample period during which one or more kernels ran on the GPU (0..1).'),
+  m('gpu.memory.utilization', '1', 'gauge', 'gpu', 'Fraction of the sample period during which device memory was read or written (memory controller busy, 0..1).'),
+  m('gpu.memory.used', 'By', 'gauge', 'gpu', 'Device memory allocated by processes and the driver.'),
+  m('gpu.memory.free', 'By', 'gauge', 'gpu', 'Device memory available for allocation.'),
+  m('gpu.memory.total', 'By', 'gauge', 'gpu', 'Total device memory visible to the driver.'),
+  m('gpu.temperature', 'Cel', 'gauge', 'gpu', 'Temperature of a GPU sensor.', ['gpu.temperature.sensor']),
+  m('gpu.power.draw', 'W', 'gauge', 'gpu', 'Current board power draw.'),
+  m('gpu.power.limit', 'W', 'gauge', 'gpu', 'Power limit currently enforced by the driver.'),
+  m('gpu.energy.consumption', 'J', 'sum', 'gpu', 'Energy consumed by the GPU since the driver (or the source) started counting; monotonic, resets on driver reload.'),
+  m('gpu.clock.frequency', 'MHz', 'gauge', 'gpu', 'Current clock frequency.', ['gpu.clock.type']),
+  m('gpu.throttle.active', '1', 'gauge', 'gpu', '1 while clocks are reduced for the given cause, else 0 (idle is not throttling).', ['gpu.throttle.cause']),
+  m('gpu.ecc.errors', '{error}', 'sum', 'gpu', 'ECC memory errors counted by the driver.', ['error.type', 'gpu.ecc.scope']),
+  m('gpu.xid.errors', '{error}', 'sum', 'gpu', 'Xid error events seen by this agent since it started, by Xid code.', ['gpu.xid.code']),
+  m('gpu.pcie.throughput', 'By/s', 'gauge', 'gpu', 'PCIe data rate.', ['network.io.direction']),
+  m('gpu.interconnect.throughput', 'By/s', 'gauge', 'gpu', 'GPU-to-GPU interconnect data rate, computed between two samples of the cumulative counter.', ['network.io.direction', 'gpu.interconnect.type']),
+  m('gpu.fan.speed', '1', 'gauge', 'gpu', 'Fan speed as a fraction of its maximum (0..1).'),
+  m('gpu.performance_state', '{state}', 'gauge', 'gpu', 'Performance state (0 = maximum performance, 15 = minimum).'),
+
+  // --- host (plugins/host, from /proc) ---
+  m('system.cpu.utilization', '1', 'gauge', 'host', 'Fraction of CPU time not idle or iowait over the sample period, all logical CPUs together (0..1).'),
+  m('system.cpu.logical.count', '{cpu}', 'updown', 'host', 'Logical CPUs online.'),
+  m('system.cpu.load_average.1m', '{thread}', 'gauge', 'host', 'Load average over 1 minute.'),
+  m('system.cpu.load_average.5m', '{thread}', 'gauge', 'host', 'Load average over 5 minutes.'),
+  m('system.cpu.load_average.15m', '{thread}', 'gauge', 'host', 'Load average over 15 minutes.'),
+  m('system.memory.usage', 'By', 'updown', 'host', 'Host memory by state: used (excludes page cache and buffers), free, buffers, cached (page cache plus reclaimable slab).', ['system.memory.state']),
+  m('system.memory.limit', 'By', 'updown', 'host', 'Total usable host memory.'),
+  m('system.memory.utilization', '1', 'gauge', 'host', 'Fraction of host memory not available for allocation (1 - MemAvailable/MemTotal).'),
+
+  // --- the agent itself ---
+  m('l9gpu.collector.duration', 's', 'gauge', 'agent', 'Wall time of the last collection of a plugin.', ['l9gpu.plugin']),
+  m('l9gpu.collector.points', '{point}', 'sum', 'agent', 'Data points produced by a plugin.', ['l9gpu.plugin']),
+  m('l9gpu.collector.errors', '{error}', 'sum', 'agent', 'Collections of a plugin that threw or timed out.', ['l9gpu.plugin']),
+  m('l9gpu.collector.skipped', '{tick}', 'sum', 'agent', 'Ticks of a plugin skipped because its previous collection was still running.', ['l9gpu.plugin']),
+  m('l9gpu.sink.exported', '{point}', 'sum', 'agent', 'Data points a sink delivered.', ['l9gpu.sink']),
+  m('l9gpu.sink.dropped', '{point}', 'sum', 'agent', 'Data points a sink gave up on (queue full, rejected by the backend, output blocked).', ['l9gpu.sink']),
+  m('l9gpu.sink.errors', '{error}', 'sum', 'agent', 'Failed delivery attempts of a sink (each retry counts).', ['l9gpu.sink']),
+  m('l9gpu.sink.queue.size', 'By', 'updown', 'agent', 'Encoded bytes waiting in a sink\'s retry queue.', ['l9gpu.sink']),
+  m('l9gpu.process.memory.rss', 'By', 'gauge', 'agent', 'Resident set size of the agent process.'),
+  m('l9gpu.process.cpu.time', 's', 'sum', 'agent', 'CPU time used by the agent process.', ['cpu.mode']),
+]);
+
+const byName = new Map(METRICS.map((d) => [d.name, d]));
+if (byName.size !== METRICS.length) throw new Error('metric registry: duplicate metric name');
+
+/** Looks a metric up; throws at module load for a typo rather than at the first sample. */
+export function metric(name: string): MetricDef {
+  const def = byName.get(name);
+  if (!def) throw new Error(`metric registry: unknown metric "${name}"`);
+  return def;
+}
+
+export function findMetric(name: string): MetricDef | undefined {
+  return byName.get(name);
+}
+
+/** The name a Prometheus scrape shows (what @opentelemetry/exporter-prometheus writes). */
+export function prometheusName(def: MetricDef): string {
+  const base = def.name.replace(/[^a-zA-Z0-9_:]/g, '_');
+  return def.kind === 'sum' && !base.endsWith('_total') ? `${base}_total` : base;
+}

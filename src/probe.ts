@@ -1,0 +1,46 @@
+/** Cheap, side-effect-free reachability checks for `l9gpu doctor`. */
+import { accessSync, constants, existsSync, statSync } from 'node:fs';
+import net from 'node:net';
+import { dirname } from 'node:path';
+import type { ProbeResult } from './plugin.js';
+
+/** Opens and closes a TCP connection: tells "listening" from "refused" without sending data. */
+export function tcpReachable(url: string, timeoutMs = 2000): Promise<ProbeResult> {
+  const u = new URL(url);
+  const port = Number(u.port || (u.protocol === 'https:' ? 443 : 80));
+  const host = u.hostname.replace(/^\[|\]$/g, '');
+  return new Promise((resolve) => {
+    const sock = net.connect({ host, port });
+    const done = (r: ProbeResult): void => {
+      sock.destroy();
+      resolve(r);
+    };
+    sock.setTimeout(timeoutMs, () => done({ ok: false, detail: `${host}:${port} did not answer within ${timeoutMs} ms` }));
+    sock.once('connect', () => done({ ok: true, detail: `${host}:${port} accepts connections` }));
+    sock.once('error', (e: NodeJS.ErrnoException) => done({ ok: false, detail: `${host}:${port}: ${e.code ?? e.message}` }));
+  });
+}
+
+/** Whether a listener could bind host:port right now. */
+export function portFree(host: string, port: number): Promise<ProbeResult> {
+  return new Promise((resolve) => {
+    const srv = net.createServer();
+    srv.once('error', (e: NodeJS.ErrnoException) =>
+      resolve({ ok: false, detail: e.code === 'EADDRINUSE' ? `${host}:${port} is in use (is the daemon already running?)` : `${host}:${port}: ${e.code ?? e.message}` }),
+    );
+    srv.listen(port, host, () => srv.close(() => resolve({ ok: true, detail: `${host}:${port} is free` })));
+  });
+}
+
+/** Whether a folder exists and is writable, or could be created. */
+export function dirWritable(dir: string): ProbeResult {
+  let d = dir;
+  while (!existsSync(d) && dirname(d) !== d) d = dirname(d);
+  try {
+    if (!statSync(d).isDirectory()) return { ok: false, detail: `${d} is not a folder` };
+    accessSync(d, constants.W_OK);
+    return { ok: true, detail: d === dir ? `${dir} is writable` : `${dir} does not exist yet; ${d} is writable` };
+  } catch {
+    return { ok: false, detail: `${d} is not writable by uid ${process.getuid?.()}` };
+  }
+}

@@ -1,0 +1,164 @@
+/**
+ * OTLP/HTTP sink. Encoding uses the OpenTelemetry exporters' own serializers
+ * (@opentelemetry/otlp-transformer); delivery is ours: a bounded retry queue,
+ * because the stock exporter drops data once a few quick retries fail.
+ */
+import { gzipSync } from 'node:zlib';
+import { ConfigError, type SectionSpec } from '../config/schema.js';
+import type { Config } from '../config/load.js';
+import type { Batch } from '../metrics/model.js';
+import { VERSION } from '../resource.js';
+import { DeliveryQueue } from './delivery-queue.js';
+import { createPoster, type Poster } from './http-post.js';
+import { toResourceMetrics } from './resource-metrics.js';
+import { tcpReachable } from '../probe.js';
+import { SinkStats, type Sink, type SinkContext, type SinkFactory } from './sink.js';
+
+const SIGNAL_PATH = '/v1/metrics';
+/** OTEL_EXPORTER_OTLP_ENDPOINT is a base URL: the spec appends the signal path. */
+const basePlusSignal = (raw: string): string => raw.replace(/\/+$/, '') + SIGNAL_PATH;
+const msToDuration = (raw: string): string => {
+  if (!/^\d+$/.test(raw.trim())) throw new Error(`"${raw}" is not a whole number of milliseconds`);
+  return `${raw.trim()}ms`;
+};
+
+export const OTLP_SECTION: SectionSpec = {
+  name: 'otlp',
+  description: 'OTLP/HTTP export (VictoriaMetrics, Prometheus 3 OTLP receiver, Mimir, an OpenTelemetry Collector, Last9...).',
+  keys: [
+    {
+      key: 'endpoint', type: 'url', default: 'http://localhost:4318/v1/metrics',
+      env: [{ name: 'OTEL_EXPORTER_OTLP_METRICS_ENDPOINT' }, { name: 'OTEL_EXPORTER_OTLP_ENDPOINT', map: basePlusSignal }],
+      description: 'Full URL metrics are POSTed to (OTEL_EXPORTER_OTLP_ENDPOINT is a base URL: /v1/metrics is appended).',
+    },
+    {
+      key: 'protocol', type: 'enum', values: ['http/protobuf', 'http/json'], default: 'http/protobuf',
+      env: [{ name: 'OTEL_EXPORTER_OTLP_METRICS_PROTOCOL' }, { name: 'OTEL_EXPORTER_OTLP_PROTOCOL' }],
+      description: 'Wire encoding (grpc is not supported: use http/protobuf on port 4318).',
+    },
+    {
+      key: 'compression', type: 'enum', values: ['gzip', 'none'], default: 'gzip',
+      env: [{ name: 'OTEL_EXPORTER_OTLP_METRICS_COMPRESSION' }, { name: 'OTEL_EXPORTER_OTLP_COMPRESSION' }],
+      description: 'Request body compression.',
+    },
+    {
+      key: 'headers', type: 'map', default: {}, secret: true, example: 'authorization=Basic%20dXNlcjpwYXNz',
+      env: [{ name: 'OTEL_EXPORTER_OTLP_METRICS_HEADERS' }, { name: 'OTEL_EXPORTER_OTLP_HEADERS' }],
+      description: 'Extra request headers, key=value,key2=value2 (values percent-encoded), e.g. an Authorization header.',
+    },
+    {
+      key: 'timeout', type: 'duration', default: 10, min: 0.1, max: 300,
+      env: [{ name: 'OTEL_EXPORTER_OTLP_METRICS_TIMEOUT', map: msToDuration }, { name: 'OTEL_EXPORTER_OTLP_TIMEOUT', map: msToDuration }],
+      description: 'Per-request timeout (the OTEL_* variables are in milliseconds).',
+    },
+    { key: 'export_interval', type: 'duration', default: 10, min: 0.05, max: 3600, description: 'How often buffered points are sent in one request.' },
+    { key: 'max_queue_bytes', type: 'bytes', default: 16 * 1024 * 1024, min: 1024, description: 'Encoded data kept for retry while the endpoint is down; past it the oldest is dropped (l9gpu.sink.dropped).' },
+  ],
+};
+
+type Serializer = { serializeRequest(rm: unknown): Uint8Array | undefined; deserializeResponse(b: Uint8Array): unknown };
+
+class OtlpSink implements Sink {
+  readonly name = 'otlp';
+  readonly stats = new SinkStats();
+  private pending: Batch[] = [];
+  private pendingPoints = 0;
+  private serializer!: Serializer;
+  private poster!: Poster;
+  private queue!: DeliveryQueue;
+  private timer: NodeJS.Timeout | undefined;
+  private readonly url: string;
+  private readonly json: boolean;
+  private readonly gzip: boolean;
+  private readonly headers: Record<string, string>;
+
+  constructor(private readonly ctx: SinkContext) {
+    const c = ctx.config;
+    this.url = c.str('otlp', 'endpoint') ?? '';
+    if (!this.url) throw new ConfigError('[otlp] endpoint: required when the otlp sink is enabled', { section: 'otlp', key: 'endpoint' });
+    this.json = c.str('otlp', 'protocol') === 'http/json';
+    this.gzip = c.str('otlp', 'compression') === 'gzip';
+    this.headers = {
+      ...c.map('otlp', 'headers'),
+      'content-type': this.json ? 'application/json' : 'application/x-protobuf',
+      'user-agent': `l9gpu/${VERSION}`,
+      ...(this.gzip ? { 'content-encoding': 'gzip' } : {}),
+    };
+  }
+
+  async start(): Promise<void> {
+    const t = await import('@opentelemetry/otlp-transformer');
+    this.serializer = (this.json ? t.JsonMetricsSerializer : t.ProtobufMetricsSerializer) as unknown as Serializer;
+    const c = this.ctx.config;
+    this.poster = createPoster(this.url, c.num('otlp', 'timeout')! * 1000);
+    this.queue = new DeliveryQueue({
+      maxBytes: c.num('otlp', 'max_queue_bytes')!,
+      send: (p) => this.poster.post(p.body, this.headers),
+      rejected: (body) => this.rejectedPoints(body),
+      stats: this.stats,
+      log: this.ctx.log,
+    });
+    this.timer = setInterval(() => this.encodePending(), c.num('otlp', 'export_interval')! * 1000);
+    this.timer.unref();
+  }
+
+  write(batch: Batch): void {
+    if (batch.points.length === 0) return;
+    this.pending.push(batch);
+    this.pendingPoints += batch.points.length;
+  }
+
+  /** Encodes everything buffered into one request and queues it. */
+  private encodePending(): void {
+    if (this.pending.length === 0) return;
+    const batches = this.pending;
+    const points = this.pendingPoints;
+    this.pending = [];
+    this.pendingPoints = 0;
+    try {
+      const rm = toResourceMetrics(batches, this.ctx.resource, this.ctx.startTime, VERSION);
+      const raw = this.serializer.serializeRequest(rm);
+      if (!raw) throw new Error('serializer returned nothing');
+      const buf = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
+      this.queue.push({ body: this.gzip ? gzipSync(buf) : buf, points });
+    } catch (e) {
+      this.stats.errors++;
+      this.stats.dropped += points;
+      this.ctx.log.error('could not encode OTLP request', { error: (e as Error).message, points });
+    }
+  }
+
+  private rejectedPoints(body: Buffer): number {
+    if (body.length === 0) return 0;
+    try {
+      const r = this.serializer.deserializeResponse(body) as { partialSuccess?: { rejectedDataPoints?: number | string; errorMessage?: string } };
+      const n = Number(r.partialSuccess?.rejectedDataPoints ?? 0);
+      if (n > 0) this.ctx.log.warn('backend rejected part of an export', { rejected: n, message: r.partialSuccess?.errorMessage });
+      return n;
+    } catch {
+      return 0; // a body we cannot read is not a rejection
+    }
+  }
+
+  async flush(deadline: number): Promise<void> {
+    this.encodePending();
+    await this.queue.drain(deadline);
+  }
+
+  async close(deadline: number): Promise<void> {
+    clearInterval(this.timer);
+    await this.flush(deadline);
+    if (this.queue.length > 0) this.ctx.log.warn('exiting with undelivered OTLP data', { requests: this.queue.length });
+    this.queue.close();
+    this.poster.close();
+  }
+}
+
+export const otlpSink: SinkFactory = {
+  name: 'otlp',
+  description: 'OTLP/HTTP (protobuf or JSON) push with gzip, headers, timeout and a bounded retry queue',
+  section: OTLP_SECTION,
+  create: (ctx) => new OtlpSink(ctx),
+  describe: (c: Config) => `${c.str('otlp', 'protocol')} to ${c.str('otlp', 'endpoint')} every ${c.num('otlp', 'export_interval')}s (${c.str('otlp', 'compression')})`,
+  probe: (c: Config) => tcpReachable(c.str('otlp', 'endpoint') ?? 'http://localhost:4318'),
+};

@@ -1,0 +1,117 @@
+/**
+ * Prometheus pull endpoint. Holds the latest batch of every source and
+ * renders it with @opentelemetry/exporter-prometheus's serializer at scrape
+ * time, so names match what that exporter would show (dots -> underscores,
+ * counters get _total). A source that stops reporting ages out after three of
+ * its intervals, so series of ended jobs and lost GPUs disappear.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { SectionSpec } from '../config/schema.js';
+import type { Config } from '../config/load.js';
+import type { Batch } from '../metrics/model.js';
+import { VERSION } from '../resource.js';
+import { toResourceMetrics } from './resource-metrics.js';
+import { portFree } from '../probe.js';
+import { SinkStats, type Sink, type SinkContext, type SinkFactory } from './sink.js';
+
+export const PROMETHEUS_SECTION: SectionSpec = {
+  name: 'prometheus',
+  description: 'Prometheus pull endpoint (text exposition format 0.0.4).',
+  keys: [
+    { key: 'host', type: 'string', default: '0.0.0.0', description: 'Address to listen on (127.0.0.1 to keep it local).' },
+    { key: 'port', type: 'int', default: 9464, min: 0, max: 65535, description: 'TCP port (0 picks a free one, logged at start).' },
+    { key: 'path', type: 'string', default: '/metrics', description: 'URL path of the metrics page.' },
+    { key: 'resource_labels', type: 'list', default: [], example: 'cluster.name', description: 'Resource attributes added as labels to every series (target_info always carries all of them).' },
+  ],
+};
+
+const STALE_INTERVALS = 3;
+
+class PrometheusSink implements Sink {
+  readonly name = 'prometheus';
+  readonly stats = new SinkStats();
+  private readonly latest = new Map<string, Batch>();
+  private server: http.Server | undefined;
+  private serializer!: { serialize(rm: unknown): string };
+  /** The port actually bound (differs from the config when it says 0). */
+  port = 0;
+
+  constructor(private readonly ctx: SinkContext) {}
+
+  async start(): Promise<void> {
+    const { PrometheusSerializer } = await import('@opentelemetry/exporter-prometheus');
+    const labels = this.ctx.config.list('prometheus', 'resource_labels');
+    const re = labels.length ? new RegExp(`^(${labels.map((l) => l.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|')})$`) : undefined;
+    this.serializer = new PrometheusSerializer('', false, re) as unknown as { serialize(rm: unknown): string };
+    const path = this.ctx.config.str('prometheus', 'path') ?? '/metrics';
+    const host = this.ctx.config.str('prometheus', 'host') ?? '0.0.0.0';
+    const port = this.ctx.config.num('prometheus', 'port')!;
+    const server = http.createServer((req, res) => {
+      const url = (req.url ?? '/').split('?')[0];
+      if (req.method !== 'GET' && req.method !== 'HEAD') {
+        res.writeHead(405, { allow: 'GET, HEAD' }).end();
+      } else if (url === path) {
+        let body: string;
+        try {
+          body = this.render();
+        } catch (e) {
+          this.stats.errors++;
+          res.writeHead(500, { 'content-type': 'text/plain' }).end(`l9gpu: ${(e as Error).message}\n`);
+          return;
+        }
+        res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' }).end(req.method === 'HEAD' ? undefined : body);
+      } else {
+        res.writeHead(404, { 'content-type': 'text/plain' }).end(`l9gpu metrics are at ${path}\n`);
+      }
+    });
+    server.keepAliveTimeout = 65_000;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', (e: NodeJS.ErrnoException) =>
+        reject(new Error(e.code === 'EADDRINUSE' ? `cannot listen on ${host}:${port}: the port is in use ([prometheus] port)` : `cannot listen on ${host}:${port}: ${e.message}`)),
+      );
+      server.listen(port, host, () => resolve());
+    });
+    server.on('error', (e) => this.ctx.log.error('prometheus endpoint error', { error: e.message }));
+    this.server = server;
+    this.port = (server.address() as AddressInfo).port;
+    this.ctx.log.info('prometheus endpoint listening', { url: `http://${host}:${this.port}${path}` });
+  }
+
+  write(batch: Batch): void {
+    this.latest.set(batch.source, batch);
+  }
+
+  render(): string {
+    const now = Date.now();
+    const live: Batch[] = [];
+    for (const [source, b] of this.latest) {
+      if (now - b.time > STALE_INTERVALS * b.intervalMs) this.latest.delete(source);
+      else live.push(b);
+    }
+    const rm = toResourceMetrics(live, this.ctx.resource, this.ctx.startTime, VERSION);
+    for (const b of live) this.stats.exported += b.points.length;
+    return this.serializer.serialize(rm);
+  }
+
+  async flush(): Promise<void> {}
+
+  async close(): Promise<void> {
+    const s = this.server;
+    if (!s) return;
+    this.server = undefined;
+    await new Promise<void>((r) => {
+      s.close(() => r());
+      s.closeAllConnections();
+    });
+  }
+}
+
+export const prometheusSink: SinkFactory = {
+  name: 'prometheus',
+  description: 'Prometheus pull endpoint (default :9464/metrics)',
+  section: PROMETHEUS_SECTION,
+  create: (ctx) => new PrometheusSink(ctx),
+  describe: (c: Config) => `listening on http://${c.str('prometheus', 'host')}:${c.num('prometheus', 'port')}${c.str('prometheus', 'path')}`,
+  probe: (c: Config) => portFree(c.str('prometheus', 'host') ?? '0.0.0.0', c.num('prometheus', 'port')!),
+};

@@ -1,0 +1,96 @@
+/**
+ * POSTs each batch as {"resource": {...}, "points": [<stdout-format objects>]}
+ * with an optional bearer token, through the same bounded retry queue as OTLP.
+ */
+import { readFileSync } from 'node:fs';
+import { ConfigError, type SectionSpec } from '../config/schema.js';
+import type { Config } from '../config/load.js';
+import type { Batch } from '../metrics/model.js';
+import { VERSION } from '../resource.js';
+import { DeliveryQueue } from './delivery-queue.js';
+import { createPoster, type Poster } from './http-post.js';
+import { pointJson } from './jsonl.js';
+import { tcpReachable } from '../probe.js';
+import { SinkStats, type Sink, type SinkContext, type SinkFactory } from './sink.js';
+
+export const WEBHOOK_SECTION: SectionSpec = {
+  name: 'webhook',
+  description: 'POST JSON batches to an HTTP endpoint.',
+  keys: [
+    { key: 'url', type: 'url', default: null, example: 'https://hooks.example.com/l9gpu', description: 'Endpoint (required when the webhook sink is enabled).' },
+    { key: 'token', type: 'string', default: null, secret: true, env: [{ name: 'L9GPU_WEBHOOK_TOKEN' }], description: 'Sent as "Authorization: Bearer <token>". Prefer token_file.' },
+    { key: 'token_file', type: 'path', default: null, description: 'File holding the bearer token (read at start and on reload).' },
+    { key: 'headers', type: 'map', default: {}, secret: true, description: 'Extra request headers, key=value,key2=value2.' },
+    { key: 'timeout', type: 'duration', default: 10, min: 0.1, max: 300, description: 'Per-request timeout.' },
+    { key: 'max_batch_points', type: 'int', default: 5000, min: 1, description: 'Points per request; larger batches are split.' },
+    { key: 'max_queue_bytes', type: 'bytes', default: 16 * 1024 * 1024, min: 1024, description: 'Data kept for retry while the endpoint is down; past it the oldest is dropped.' },
+  ],
+};
+
+class WebhookSink implements Sink {
+  readonly name = 'webhook';
+  readonly stats = new SinkStats();
+  private readonly poster: Poster;
+  private readonly queue: DeliveryQueue;
+  private readonly headers: Record<string, string>;
+  private readonly resourceJson: string;
+  private readonly maxPoints: number;
+
+  constructor(private readonly ctx: SinkContext) {
+    const c = ctx.config;
+    const url = c.str('webhook', 'url');
+    if (!url) throw new ConfigError('[webhook] url: required when the webhook sink is enabled', { section: 'webhook', key: 'url' });
+    let token = c.str('webhook', 'token');
+    const tokenFile = c.str('webhook', 'token_file');
+    if (tokenFile) {
+      try {
+        token = readFileSync(tokenFile, 'utf8').trim();
+      } catch (e) {
+        throw new ConfigError(`[webhook] token_file: cannot read ${tokenFile}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { section: 'webhook', key: 'token_file' });
+      }
+    }
+    this.headers = {
+      ...c.map('webhook', 'headers'),
+      'content-type': 'application/json',
+      'user-agent': `l9gpu/${VERSION}`,
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+    };
+    this.resourceJson = JSON.stringify(ctx.resource);
+    this.maxPoints = c.num('webhook', 'max_batch_points')!;
+    this.poster = createPoster(url, c.num('webhook', 'timeout')! * 1000);
+    this.queue = new DeliveryQueue({
+      maxBytes: c.num('webhook', 'max_queue_bytes')!,
+      send: (p) => this.poster.post(p.body, this.headers),
+      stats: this.stats,
+      log: ctx.log,
+    });
+  }
+
+  write(batch: Batch): void {
+    const lines = pointJson(batch, undefined);
+    for (let i = 0; i < lines.length; i += this.maxPoints) {
+      const part = lines.slice(i, i + this.maxPoints);
+      this.queue.push({ body: Buffer.from(`{"resource":${this.resourceJson},"points":[${part.join(',')}]}`), points: part.length });
+    }
+  }
+
+  flush(deadline: number): Promise<void> {
+    return this.queue.drain(deadline);
+  }
+
+  async close(deadline: number): Promise<void> {
+    await this.flush(deadline);
+    if (this.queue.length > 0) this.ctx.log.warn('exiting with undelivered webhook data', { requests: this.queue.length });
+    this.queue.close();
+    this.poster.close();
+  }
+}
+
+export const webhookSink: SinkFactory = {
+  name: 'webhook',
+  description: 'POST JSON batches with a bearer token, timeout and retry',
+  section: WEBHOOK_SECTION,
+  create: (ctx) => new WebhookSink(ctx),
+  describe: (c: Config) => `POST to ${c.str('webhook', 'url') ?? '(no [webhook] url set)'}${c.str('webhook', 'token') || c.str('webhook', 'token_file') ? ' with a bearer token' : ''}`,
+  probe: async (c: Config) => (c.str('webhook', 'url') ? tcpReachable(c.str('webhook', 'url')!) : { ok: false, detail: '[webhook] url is not set' }),
+};
