@@ -150,6 +150,14 @@ export function loadConfig(opts: LoadOptions): Config {
 
   if (file) {
     const text = readConfigFile(file);
+    // headers are checked on the raw text: the ini package turns [a.b] into nested objects
+    text.split('\n').forEach((raw, i) => {
+      const hdr = /^\s*\[(.*)\]\s*$/.exec(raw);
+      if (!hdr || specs.has(hdr[1]!.trim())) return;
+      const name = hdr[1]!.trim();
+      const hint = closest(name, [...specs.keys()]);
+      throw new ConfigError(`${where(file!, i + 1, name)}: unknown section${hint ? ` (did you mean [${hint}]?)` : ''}`, { file: file!, section: name });
+    });
     let parsed: Record<string, unknown>;
     try {
       parsed = ini.parse(text);
@@ -161,11 +169,7 @@ export function loadConfig(opts: LoadOptions): Config {
         throw new ConfigError(`${file}: key "${section}" is outside any section (put it under [daemon])`, { file, key: section });
       }
       const spec = specs.get(section);
-      if (!spec) {
-        const hint = closest(section, [...specs.keys()]);
-        // the ini package turns [a.b] into nested objects: report the header as written
-        throw new ConfigError(`${where(file, lineOf(text, section), section)}: unknown section${hint ? ` (did you mean [${hint}]?)` : ''}`, { file, section });
-      }
+      if (!spec) throw new ConfigError(`${where(file, lineOf(text, section), section)}: unknown section`, { file, section });
       for (const [key, v] of Object.entries(body as Record<string, unknown>)) {
         const k = spec.keys.find((x) => x.key === key);
         const line = lineOf(text, section, key);

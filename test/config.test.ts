@@ -1,0 +1,144 @@
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { loadAgentConfig } from '../daemon/catalog.js';
+import { displayValue } from '../src/config/load.js';
+import { ConfigError } from '../src/config/schema.js';
+import { resourceAttributes } from '../src/resource.js';
+import { tempDir } from './helpers/paths.js';
+
+const dir = tempDir();
+function ini(name: string, text: string): string {
+  const p = join(dir, name);
+  writeFileSync(p, text);
+  return p;
+}
+const NOFILE = { defaultPath: '/nonexistent/l9gpu.ini' };
+
+test('embedded defaults when no file exists', () => {
+  const c = loadAgentConfig({ ...NOFILE, env: {} });
+  assert.equal(c.file, null);
+  assert.equal(c.fileOrigin, 'none');
+  assert.deepEqual(c.list('daemon', 'plugins'), ['host']);
+  assert.deepEqual(c.list('daemon', 'sinks'), ['prometheus']);
+  assert.equal(c.num('daemon', 'interval'), 10);
+  assert.equal(c.num('prometheus', 'port'), 9464);
+  assert.equal(c.str('otlp', 'protocol'), 'http/protobuf');
+  assert.equal(c.sourceOf('daemon', 'interval').source, 'default');
+});
+
+test('precedence: flags > environment > file > defaults, with provenance', () => {
+  const f = ini('prec.ini', '[daemon]\ninterval = 30s\nsinks = stdout\n[otlp]\nendpoint = http://file.example:4318/v1/metrics\ntimeout = 7\n[sim]\ngpus = 3\n');
+  const c = loadAgentConfig({
+    configPath: f,
+    env: { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://env.example:4318/', OTEL_EXPORTER_OTLP_TIMEOUT: '2500', L9GPU_CONFIG: '/ignored.ini' },
+    overrides: [{ section: 'daemon', key: 'interval', raw: '5', flag: '--interval' }],
+  });
+  assert.equal(c.file, f);
+  assert.equal(c.fileOrigin, 'flag');
+  assert.equal(c.num('daemon', 'interval'), 5);
+  assert.deepEqual(c.sourceOf('daemon', 'interval'), { source: 'flag', detail: '--interval' });
+  assert.deepEqual(c.list('daemon', 'sinks'), ['stdout']);
+  assert.deepEqual(c.sourceOf('daemon', 'sinks'), { source: 'file', detail: `${f}:3` });
+  // the base endpoint gets the signal path appended; env beats the file
+  assert.equal(c.str('otlp', 'endpoint'), 'http://env.example:4318/v1/metrics');
+  assert.deepEqual(c.sourceOf('otlp', 'endpoint'), { source: 'env', detail: 'OTEL_EXPORTER_OTLP_ENDPOINT' });
+  assert.equal(c.num('otlp', 'timeout'), 2.5, 'OTEL_EXPORTER_OTLP_TIMEOUT is milliseconds');
+  assert.equal(c.num('sim', 'gpus'), 3);
+  assert.equal(c.num('host', 'interval'), null, 'a plugin interval inherits from [daemon]');
+});
+
+test('L9GPU_CONFIG selects the file when --config is absent', () => {
+  const f = ini('envsel.ini', '[daemon]\ncluster = alps\n');
+  const c = loadAgentConfig({ ...NOFILE, env: { L9GPU_CONFIG: f } });
+  assert.equal(c.fileOrigin, 'env');
+  assert.equal(c.str('daemon', 'cluster'), 'alps');
+  assert.equal(resourceAttributes(c)['cluster.name'], 'alps');
+});
+
+test('the signal-specific OTEL variables win over the generic ones', () => {
+  const c = loadAgentConfig({
+    ...NOFILE,
+    env: {
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://generic:4318',
+      OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: 'http://specific:9999/custom/path',
+      OTEL_EXPORTER_OTLP_HEADERS: 'authorization=Basic%20abc,x-scope-orgid=generic',
+      OTEL_EXPORTER_OTLP_METRICS_PROTOCOL: 'http/json',
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
+      OTEL_EXPORTER_OTLP_COMPRESSION: 'none',
+    },
+  });
+  assert.equal(c.str('otlp', 'endpoint'), 'http://specific:9999/custom/path');
+  assert.deepEqual(c.map('otlp', 'headers'), { authorization: 'Basic abc', 'x-scope-orgid': 'generic' });
+  assert.equal(c.str('otlp', 'protocol'), 'http/json');
+  assert.equal(c.str('otlp', 'compression'), 'none');
+  assert.equal(displayValue(c, 'otlp', 'headers'), 'authorization=***,x-scope-orgid=***', 'doctor masks secrets');
+});
+
+test('OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME shape the resource', () => {
+  const c = loadAgentConfig({ ...NOFILE, env: { OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment=prod,team=hpc%20ops', OTEL_SERVICE_NAME: 'gpu-agent' } });
+  const r = resourceAttributes(c);
+  assert.equal(r['service.name'], 'gpu-agent');
+  assert.equal(r['deployment.environment'], 'prod');
+  assert.equal(r.team, 'hpc ops');
+  assert.equal(typeof r['host.name'], 'string');
+  assert.ok(String(r['host.name']).length > 0);
+});
+
+function configError(text: string, env: NodeJS.ProcessEnv = {}): string {
+  const f = ini(`bad-${Math.random().toString(36).slice(2)}.ini`, text);
+  try {
+    loadAgentConfig({ configPath: f, env });
+  } catch (e) {
+    assert.ok(e instanceof ConfigError, `expected ConfigError, got ${e}`);
+    return e.message.replace(f, 'FILE');
+  }
+  assert.fail(`no error for ${JSON.stringify(text)}`);
+}
+
+test('unknown sections, keys and bad values name the file, line, section and key', () => {
+  assert.equal(configError('[daemon]\nintervall = 5\n'), 'FILE:2 [daemon] intervall: unknown key (did you mean interval?)');
+  assert.equal(configError('[deamon]\ninterval = 5\n'), 'FILE:1 [deamon]: unknown section (did you mean [daemon]?)');
+  assert.equal(configError('interval = 5\n'), 'FILE: key "interval" is outside any section (put it under [daemon])');
+  assert.equal(configError('[otlp]\ntimeout = abc\n'), 'FILE:2 [otlp] timeout: "abc" is not a duration (examples: 10, 10s, 500ms, 2m)');
+  assert.equal(configError('[otlp]\n\nprotocol = grpc\n'), 'FILE:3 [otlp] protocol: "grpc" is not one of http/protobuf, http/json');
+  assert.equal(configError('[otlp]\nendpoint = localhost:4318\n'), 'FILE:2 [otlp] endpoint: "localhost:4318" is not an http(s) URL');
+  assert.equal(configError('[prometheus]\nport = 70000\n'), 'FILE:2 [prometheus] port: 70000 is above the maximum 65535');
+  assert.equal(configError('[prometheus]\nport = 9464.5\n'), 'FILE:2 [prometheus] port: "9464.5" is not an integer');
+  assert.equal(configError('[stdout]\nresource = maybe\n'), 'FILE:2 [stdout] resource: "maybe" is not a boolean (true/false)');
+  assert.equal(configError('[file]\nmax_bytes = 12 parsecs\n'), 'FILE:2 [file] max_bytes: "12 parsecs" is not a size (examples: 1048576, 64MiB, 100MB)');
+  assert.equal(configError('[file]\npath = relative/metrics.jsonl\n'), 'FILE:2 [file] path: "relative/metrics.jsonl" is not an absolute path');
+  assert.equal(configError('[daemon]\ninterval = 0.001\n'), 'FILE:2 [daemon] interval: 0.001 is below the minimum 0.05s');
+  assert.equal(configError('[otlp]\nheaders = novalue\n'), 'FILE:2 [otlp] headers: "novalue" is not key=value');
+  assert.equal(configError('[daemon]\nplugins = host, simm\n'), 'FILE:2 [daemon] plugins: unknown plugin "simm" (did you mean sim?); known: host, sim');
+  assert.equal(configError('[daemon]\nsinks = otlp, kafka\n'), 'FILE:2 [daemon] sinks: unknown sink "kafka"; known: otlp, prometheus, stdout, file, webhook');
+  assert.equal(configError('[daemon]\n[sink.otlp]\nendpoint = http://x\n'), 'FILE:2 [sink.otlp]: unknown section');
+});
+
+test('bad environment values name the variable and the key it sets', () => {
+  assert.throws(() => loadAgentConfig({ ...NOFILE, env: { OTEL_EXPORTER_OTLP_TIMEOUT: '5s' } }), {
+    message: 'environment OTEL_EXPORTER_OTLP_TIMEOUT (for [otlp] timeout): "5s" is not a whole number of milliseconds',
+  });
+  assert.throws(() => loadAgentConfig({ ...NOFILE, env: { L9GPU_STATE_DIR: 'relative' } }), {
+    message: 'environment L9GPU_STATE_DIR (for [daemon] state_dir): "relative" is not an absolute path',
+  });
+});
+
+test('a missing or oversized config file is an error, a missing default file is not', () => {
+  assert.throws(() => loadAgentConfig({ configPath: join(dir, 'nope.ini'), env: {} }), { message: `config file ${join(dir, 'nope.ini')}: not found` });
+  assert.throws(() => loadAgentConfig({ ...NOFILE, env: { L9GPU_CONFIG: dir } }), { message: `config file ${dir}: not a regular file` });
+  const big = ini('big.ini', '[daemon]\n' + ';'.repeat(1 << 20 + 1));
+  assert.throws(() => loadAgentConfig({ configPath: big, env: {} }), /larger than the 1 MiB limit/);
+});
+
+test('durations, sizes, lists and booleans parse in every documented spelling', () => {
+  const f = ini('spell.ini', '[daemon]\ninterval = 500ms\nplugins = host sim\n[otlp]\nmax_queue_bytes = 2MiB\nexport_interval = 2m\n[file]\nmax_bytes = 1.5MB\n[stdout]\nresource = off\n');
+  const c = loadAgentConfig({ configPath: f, env: {} });
+  assert.equal(c.num('daemon', 'interval'), 0.5);
+  assert.deepEqual(c.list('daemon', 'plugins'), ['host', 'sim']);
+  assert.equal(c.num('otlp', 'max_queue_bytes'), 2 * 1024 * 1024);
+  assert.equal(c.num('otlp', 'export_interval'), 120);
+  assert.equal(c.num('file', 'max_bytes'), 1_500_000);
+  assert.equal(c.bool('stdout', 'resource'), false);
+});

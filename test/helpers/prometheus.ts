@@ -1,0 +1,58 @@
+/** A real Prometheus 2.42 (Debian 12 package) scraping a target on loopback. */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { freePort } from './net.js';
+import { tempDir } from './paths.js';
+import type { PromSample } from './victoriametrics.js';
+import { waitFor } from './wait.js';
+
+export const PROMETHEUS_BIN = process.env.L9GPU_TEST_PROMETHEUS_BIN ?? '/usr/bin/prometheus';
+export const PROMTOOL_BIN = process.env.L9GPU_TEST_PROMTOOL_BIN ?? '/usr/bin/promtool';
+
+export class Prometheus {
+  private proc: ChildProcess | undefined;
+  private dir = '';
+  port = 0;
+  log = '';
+
+  async start(target: string, scrapeInterval = '1s'): Promise<this> {
+    this.port = await freePort();
+    this.dir = tempDir('l9gpu-prom-');
+    const cfg = join(this.dir, 'prometheus.yml');
+    writeFileSync(cfg, `global:\n  scrape_interval: ${scrapeInterval}\n  scrape_timeout: ${scrapeInterval}\nscrape_configs:\n  - job_name: l9gpu\n    static_configs:\n      - targets: ['${target}']\n`);
+    this.proc = spawn(PROMETHEUS_BIN, [`--config.file=${cfg}`, `--storage.tsdb.path=${join(this.dir, 'data')}`, `--web.listen-address=127.0.0.1:${this.port}`, '--log.level=warn'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    this.proc.on('error', (e) => (this.log += `spawn failed: ${e.message}\n`));
+    this.proc.stdout!.on('data', (d: Buffer) => (this.log += d.toString()));
+    this.proc.stderr!.on('data', (d: Buffer) => (this.log += d.toString()));
+    await waitFor('Prometheus ready', async () => (await fetch(`${this.url}/-/ready`).catch(() => undefined))?.ok, 30_000);
+    return this;
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  async query(promql: string): Promise<PromSample[]> {
+    const r = await fetch(`${this.url}/api/v1/query?${new URLSearchParams({ query: promql })}`);
+    const j = (await r.json()) as { status: string; data: { result: PromSample[] }; error?: string };
+    if (j.status !== 'success') throw new Error(`query ${promql}: ${j.error}`);
+    return j.data.result;
+  }
+
+  async stop(): Promise<void> {
+    const p = this.proc;
+    if (p && p.exitCode === null) {
+      const exited = new Promise((r) => p.once('exit', r));
+      p.kill('SIGTERM');
+      await exited;
+    }
+    if (this.dir) rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** `promtool check metrics`: Prometheus' own linter for an exposition page. */
+export function promtoolCheckMetrics(text: string): { status: number | null; output: string } {
+  const r = spawnSync(PROMTOOL_BIN, ['check', 'metrics'], { input: text, encoding: 'utf8' });
+  return { status: r.status, output: `${r.stdout}${r.stderr}` };
+}

@@ -1,0 +1,89 @@
+/** A real VictoriaMetrics 1.112 on loopback (installed by test/setup/install-test-deps.sh). */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { freePort } from './net.js';
+import { ROOT, tempDir } from './paths.js';
+import { waitFor } from './wait.js';
+
+export const VM_BIN = process.env.L9GPU_TEST_VM_BIN ?? join(ROOT, '.cache', 'victoria-metrics', 'usr', 'bin', 'victoria-metrics');
+
+export interface PromSample {
+  metric: Record<string, string>;
+  value?: [number, string];
+  values?: [number, string][];
+}
+
+export class VictoriaMetrics {
+  private proc: ChildProcess | undefined;
+  private dir = '';
+  port = 0;
+  log = '';
+
+  /** prometheusNaming: VictoriaMetrics' -opentelemetry.usePrometheusNaming (unit suffixes appear in names). */
+  async start(opts: { port?: number; prometheusNaming?: boolean } = {}): Promise<this> {
+    if (!existsSync(VM_BIN)) throw new Error(`VictoriaMetrics not found at ${VM_BIN}: run test/setup/install-test-deps.sh (as root) or set L9GPU_TEST_VM_BIN`);
+    this.port = opts.port ?? (await freePort());
+    this.dir = tempDir('l9gpu-vm-');
+    const args = [`-storageDataPath=${join(this.dir, 'data')}`, `-httpListenAddr=127.0.0.1:${this.port}`, '-search.latencyOffset=0s', '-loggerLevel=ERROR', '-search.disableCache'];
+    if (opts.prometheusNaming) args.push('-opentelemetry.usePrometheusNaming');
+    this.proc = spawn(VM_BIN, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    this.proc.stdout!.on('data', (d: Buffer) => (this.log += d.toString()));
+    this.proc.stderr!.on('data', (d: Buffer) => (this.log += d.toString()));
+    await waitFor('VictoriaMetrics /health', async () => (await fetch(`${this.url}/health`).catch(() => undefined))?.ok, 20_000);
+    return this;
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  get otlpEndpoint(): string {
+    return `${this.url}/opentelemetry/v1/metrics`;
+  }
+
+  private async api<T>(path: string, params: Record<string, string | string[]>): Promise<T> {
+    const q = new URLSearchParams();
+    for (const [k, v] of Object.entries(params)) for (const x of Array.isArray(v) ? v : [v]) q.append(k, x);
+    const r = await fetch(`${this.url}${path}?${q}`);
+    const j = (await r.json()) as { status: string; data: T; error?: string };
+    if (j.status !== 'success') throw new Error(`${path}: ${j.error}`);
+    return j.data;
+  }
+
+  /** Instant query; VictoriaMetrics looks back 5 minutes for the latest point of each series. */
+  async query(promql: string): Promise<PromSample[]> {
+    return (await this.api<{ result: PromSample[] }>('/api/v1/query', { query: promql })).result;
+  }
+
+  async series(match: string): Promise<Record<string, string>[]> {
+    return this.api<Record<string, string>[]>('/api/v1/series', { 'match[]': match, start: String(Math.floor(Date.now() / 1000) - 3600) });
+  }
+
+  async names(): Promise<string[]> {
+    return this.api<string[]>('/api/v1/label/__name__/values', {});
+  }
+
+  /** Raw samples of a selector over the last hour (export API: every stored point, no step alignment). */
+  async exportRaw(match: string): Promise<{ metric: Record<string, string>; values: number[]; timestamps: number[] }[]> {
+    const r = await fetch(`${this.url}/api/v1/export?${new URLSearchParams({ 'match[]': match, start: String(Math.floor(Date.now() / 1000) - 3600) })}`);
+    const text = await r.text();
+    return text.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  }
+
+  /** Makes just-ingested data visible to queries. */
+  async flush(): Promise<void> {
+    await fetch(`${this.url}/internal/force_flush`);
+  }
+
+  async stop(): Promise<void> {
+    const p = this.proc;
+    if (p && p.exitCode === null) {
+      const exited = new Promise((r) => p.once('exit', r));
+      p.kill('SIGTERM');
+      await exited;
+    }
+    this.proc = undefined;
+    if (this.dir) rmSync(this.dir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,60 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { PrometheusSerializer } from '@opentelemetry/exporter-prometheus';
+import { ALL_SECTIONS } from '../daemon/catalog.js';
+import { renderExampleConfig, renderMetricsDoc } from '../src/metrics/docs.js';
+import { METRICS, metric, prometheusName } from '../src/metrics/registry.js';
+import { toResourceMetrics } from '../src/sinks/resource-metrics.js';
+import { ROOT } from './helpers/paths.js';
+
+const UCUM = new Set(['1', 'By', 'By/s', 'Cel', 'W', 'J', 'MHz', 's', '{error}', '{state}', '{cpu}', '{thread}', '{point}', '{tick}']);
+
+test('every metric has a known UCUM unit, a kind, a description and a dotted lower-case name', () => {
+  for (const d of METRICS) {
+    assert.ok(UCUM.has(d.unit), `${d.name}: unit ${d.unit}`);
+    assert.ok(['gauge', 'sum', 'updown'].includes(d.kind), d.name);
+    assert.match(d.name, /^[a-z][a-z0-9_]*(\.[a-z0-9_]+)+$/, d.name);
+    assert.ok(d.description.length > 10, `${d.name} needs a description`);
+    if (d.unit === '1' && d.kind === 'gauge') assert.match(d.description, /0\.\.1|1 while|fraction/i, `${d.name}: a ratio must say its range`);
+  }
+});
+
+test('the contract metrics of design.md have their contract unit and kind', () => {
+  const contract: [string, string, string][] = [
+    ['gpu.utilization', '1', 'gauge'], ['gpu.memory.utilization', '1', 'gauge'], ['gpu.memory.used', 'By', 'gauge'],
+    ['gpu.memory.free', 'By', 'gauge'], ['gpu.memory.total', 'By', 'gauge'], ['gpu.temperature', 'Cel', 'gauge'],
+    ['gpu.power.draw', 'W', 'gauge'], ['gpu.power.limit', 'W', 'gauge'], ['gpu.energy.consumption', 'J', 'sum'],
+    ['gpu.clock.frequency', 'MHz', 'gauge'], ['gpu.throttle.active', '1', 'gauge'], ['gpu.ecc.errors', '{error}', 'sum'],
+    ['gpu.xid.errors', '{error}', 'sum'], ['gpu.pcie.throughput', 'By/s', 'gauge'], ['gpu.interconnect.throughput', 'By/s', 'gauge'],
+  ];
+  for (const [name, unit, kind] of contract) {
+    const d = metric(name);
+    assert.equal(d.unit, unit, name);
+    assert.equal(d.kind, kind, name);
+  }
+  assert.deepEqual(metric('gpu.temperature').attributes, ['gpu.temperature.sensor']);
+  assert.deepEqual(metric('gpu.throttle.active').attributes, ['gpu.throttle.cause']);
+  assert.throws(() => metric('gpu.utilisation'), /unknown metric "gpu.utilisation"/);
+});
+
+test('prometheusName() is exactly what the Prometheus serializer writes for every metric', () => {
+  const batch = { source: 't', time: Date.now(), intervalMs: 1000, points: METRICS.map((d) => ({ metric: d, value: 1, attributes: {} })) };
+  const text = new PrometheusSerializer('', false).serialize(toResourceMetrics([batch], { 'service.name': 'l9gpu' }, Date.now(), '0') as never);
+  const written = new Set([...text.matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1]));
+  for (const d of METRICS) assert.ok(written.has(prometheusName(d)), `${d.name} -> ${prometheusName(d)} not in serializer output`);
+});
+
+test('docs/metrics.md and docs/l9gpu.example.ini are up to date (npm run docs)', () => {
+  assert.equal(readFileSync(join(ROOT, 'docs', 'metrics.md'), 'utf8'), renderMetricsDoc(), 'docs/metrics.md is stale: run npm run docs');
+  assert.equal(readFileSync(join(ROOT, 'docs', 'l9gpu.example.ini'), 'utf8'), renderExampleConfig(ALL_SECTIONS), 'docs/l9gpu.example.ini is stale: run npm run docs');
+});
+
+test('every key of the schema is documented in the example config', () => {
+  const text = readFileSync(join(ROOT, 'docs', 'l9gpu.example.ini'), 'utf8');
+  for (const s of ALL_SECTIONS) {
+    assert.ok(text.includes(`[${s.name}]`), s.name);
+    for (const k of s.keys) assert.ok(new RegExp(`^;${k.key} = `, 'm').test(text.split(`[${s.name}]`)[1]!), `[${s.name}] ${k.key}`);
+  }
+});

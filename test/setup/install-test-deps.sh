@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs the real components the tests run against (Debian 12, root):
+#   - Prometheus 2.42 (Debian 12) for the pull path and promtool
+#   - VictoriaMetrics 1.112 (Debian 13's package; runs on Debian 12) as the OTLP receiver
+# Idempotent: skips what is already there. VictoriaMetrics lands in .cache/ (git-ignored),
+# without touching the machine's own apt lists.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cache="$root/.cache"
+export DEBIAN_FRONTEND=noninteractive
+
+need=()
+command -v prometheus >/dev/null || need+=(prometheus)
+command -v gcc >/dev/null || need+=(gcc)
+if [ ${#need[@]} -gt 0 ]; then
+  apt-get update -qq
+  # policy-rc.d keeps the package from starting a system prometheus we do not want
+  printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod 755 /usr/sbin/policy-rc.d
+  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  rm -f /usr/sbin/policy-rc.d
+fi
+
+vm="$cache/victoria-metrics/usr/bin/victoria-metrics"
+if [ ! -x "$vm" ]; then
+  d="$cache/apt-trixie"
+  mkdir -p "$d/lists/partial" "$d/dl/partial"
+  echo "deb http://deb.debian.org/debian trixie main" > "$d/sources.list"
+  o=(-o "Dir::Etc::sourcelist=$d/sources.list" -o "Dir::Etc::sourceparts=-" -o "Dir::State::Lists=$d/lists" -o "Dir::Cache::archives=$d/dl")
+  apt-get "${o[@]}" update -qq
+  (cd "$d/dl" && apt-get "${o[@]}" download victoria-metrics=1.112.0+ds1-2 >/dev/null)
+  dpkg -x "$d"/dl/victoria-metrics_*.deb "$cache/victoria-metrics"
+  rm -rf "$d"
+fi
+"$vm" -version
+prometheus --version 2>&1 | head -1
