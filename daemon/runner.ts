@@ -68,7 +68,7 @@ export class PluginRunner {
   /** One collection, published unless it failed or outlived its timeout. */
   async collectOnce(): Promise<void> {
     const started = performance.now();
-    const time = Date.now();
+    let time = Date.now();
     const ac = new AbortController();
     let timedOut = false;
     const timeout = setTimeout(() => {
@@ -80,7 +80,10 @@ export class PluginRunner {
     }, this.timeoutMs);
     const buf = new PointBuffer();
     try {
-      this.plugin ??= await this.create();
+      if (!this.plugin) {
+        this.plugin = await this.create();
+        time = Date.now(); // a cumulative series' start (set at creation) must not be after its first point
+      }
       await this.plugin.collect(buf, ac.signal);
       if (timedOut) return;
       this.stats.runs++;

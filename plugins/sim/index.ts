@@ -75,7 +75,9 @@ class SimPlugin implements Plugin {
   constructor(count: number, private readonly model: string, private readonly memBytes: number, private readonly limitW: number, host: string, seed: number) {
     this.rand = rng(seed);
     const now = Date.now();
-    this.gpus = Array.from({ length: count }, (_, i) => ({
+    this.gpus = Array.from({ length: count }, (_, i) => {
+      const energyJ = 1e6 * (1 + this.rand());
+      return {
       attrs: {
         'gpu.index': i,
         'gpu.uuid': simUuid(host, i),
@@ -90,10 +92,12 @@ class SimPlugin implements Plugin {
       memTarget: 0.6e9,
       temp: 32 + this.rand() * 4,
       memTemp: 36,
-      energyJ: 1e6 * (1 + this.rand()),
+      energyJ,
       eccCorrected: 0,
-      start: now,
-    }));
+      // as if the GPU had idled since its counter started: energy and start agree
+      start: now - Math.round((energyJ / IDLE_W) * 1000),
+    };
+    });
   }
 
   collect(out: Emitter): void {

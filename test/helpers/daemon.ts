@@ -1,6 +1,8 @@
 /** Runs the real CLI as a child process and watches its output. */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { CLI } from './paths.js';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { CLI, tempDir } from './paths.js';
 import { waitFor } from './wait.js';
 
 export interface JsonPoint {
@@ -14,11 +16,15 @@ export interface JsonPoint {
   resource?: Record<string, string | number | boolean>;
 }
 
+/** An empty config file, so that tests never read the machine's /etc/l9gpu/l9gpu.ini. */
+export const EMPTY_CONFIG = join(tempDir('l9gpu-empty-'), 'empty.ini');
+writeFileSync(EMPTY_CONFIG, '; intentionally empty: embedded defaults\n');
+
 /** Environment for a child: no OTEL_* or L9GPU_* leaking in from the caller's shell. */
 export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('OTEL_') && !k.startsWith('L9GPU_') && !k.startsWith('SLURM')) env[k] = v;
-  return { ...env, L9GPU_CONFIG: '/nonexistent/l9gpu-test-has-no-config.ini', ...extra };
+  return { ...env, L9GPU_CONFIG: EMPTY_CONFIG, ...extra };
 }
 
 export interface RunResult {
@@ -27,12 +33,29 @@ export interface RunResult {
   stderr: string;
 }
 
-/** Runs `l9gpu <args>` to completion. L9GPU_CONFIG points nowhere unless a test sets it or passes --config. */
-export function runCli(args: string[], env: Record<string, string> = {}, timeoutMs = 60_000): RunResult {
+/**
+ * Runs `l9gpu <args>` to completion, on an empty config unless the test sets
+ * L9GPU_CONFIG or passes --config. Asynchronous: loopback peers served by the
+ * test process itself must keep answering while the CLI runs.
+ */
+export function runCli(args: string[], env: Record<string, string> = {}, timeoutMs = 60_000): Promise<RunResult> {
   const e = cleanEnv(env);
   if (args.includes('--config') || args.includes('-c')) delete e.L9GPU_CONFIG;
-  const r = spawnSync(process.execPath, [CLI, ...args], { env: e, encoding: 'utf8', timeout: timeoutMs, maxBuffer: 64 << 20 });
-  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, ...args], { env: e, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`l9gpu ${args.join(' ')} did not finish within ${timeoutMs} ms; stderr: ${stderr}`));
+    }, timeoutMs);
+    child.on('close', (status) => {
+      clearTimeout(timer);
+      resolve({ status, stdout, stderr });
+    });
+  });
 }
 
 export function parseLines(stdout: string): JsonPoint[] {

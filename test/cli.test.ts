@@ -1,0 +1,110 @@
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { METRICS } from '../src/metrics/registry.js';
+import { EMPTY_CONFIG, parseLines, runCli } from './helpers/daemon.js';
+import { freePort } from './helpers/net.js';
+import { tempDir } from './helpers/paths.js';
+
+const dir = tempDir();
+
+test('a bad config is one line on stderr and exit code 2', async () => {
+  const f = join(dir, 'bad.ini');
+  writeFileSync(f, '[daemon]\nsinks = stdout\n[stdout]\nresource = perhaps\n');
+  for (const args of [['daemon', '--config', f], ['daemon', '--once', '--config', f], ['doctor', '--config', f]]) {
+    const r = await runCli(args);
+    assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`);
+    assert.equal(r.stderr, `l9gpu: ${f}:4 [stdout] resource: "perhaps" is not a boolean (true/false)\n`);
+    assert.equal(r.stdout, '');
+  }
+  const r = await runCli(['daemon', '--once', '--plugin', 'sim', '--interval', 'soon']);
+  assert.equal(r.status, 2);
+  assert.equal(r.stderr, 'l9gpu: --interval: "soon" is not a duration (examples: 10, 10s, 500ms, 2m)\n');
+  const e = await runCli(['daemon', '--once', '--sink', 'otlp'], { OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' });
+  assert.equal(e.status, 2);
+  assert.equal(e.stderr, 'l9gpu: environment OTEL_EXPORTER_OTLP_PROTOCOL (for [otlp] protocol): "grpc" is not one of http/protobuf, http/json\n');
+  const w = await runCli(['daemon', '--once', '--sink', 'webhook']);
+  assert.equal(w.status, 2);
+  assert.equal(w.stderr, 'l9gpu: [webhook] url: required when the webhook sink is enabled\n');
+});
+
+test('help documents every command and every daemon flag', async () => {
+  const top = await runCli(['--help']);
+  assert.equal(top.status, 0);
+  assert.match(top.stdout, /daemon\s+Run the telemetry agent/);
+  assert.match(top.stdout, /doctor\s+Report the environment/);
+  const d = await runCli(['daemon', '--help']);
+  for (const flag of ['--config=FILE', '--once', '--interval=SECONDS', '--sink=NAME', '--plugin=NAME', '--attribution=<option>']) assert.ok(d.stdout.includes(flag), flag);
+  assert.match(d.stdout, /SIGHUP reloads/);
+  const doc = await runCli(['doctor', '--help']);
+  for (const flag of ['--config=FILE', '--json', '--all']) assert.ok(doc.stdout.includes(flag), flag);
+});
+
+test('--once with --plugin/--sink runs each plugin once and exits 0', async () => {
+  const r = await runCli(['daemon', '--once', '--plugin', 'host', '--plugin', 'sim', '--sink', 'stdout']);
+  assert.equal(r.status, 0, r.stderr);
+  const pts = parseLines(r.stdout);
+  const names = new Set(pts.map((p) => p.name));
+  for (const n of ['system.cpu.utilization', 'system.memory.usage', 'gpu.utilization', 'gpu.energy.consumption', 'l9gpu.collector.points', 'l9gpu.process.memory.rss']) assert.ok(names.has(n), n);
+  // exactly one collection per plugin: 8 sim GPUs -> 8 utilization points
+  assert.equal(pts.filter((p) => p.name === 'gpu.utilization').length, 8);
+  const collected = pts.filter((p) => p.name === 'l9gpu.collector.points');
+  assert.ok(collected.find((p) => p.attributes['l9gpu.plugin'] === 'sim')!.value > 0);
+});
+
+test('every sim point follows the stdout contract with the registry unit and kind', async () => {
+  const r = await runCli(['daemon', '--once', '--plugin', 'sim', '--sink', 'stdout']);
+  assert.equal(r.status, 0, r.stderr);
+  const byName = new Map(METRICS.map((m) => [m.name, m]));
+  const lines = r.stdout.trim().split('\n');
+  assert.ok(lines.length > 100);
+  for (const line of lines) {
+    const p = JSON.parse(line);
+    assert.deepEqual(Object.keys(p).filter((k) => k !== 'monotonic'), ['time', 'name', 'unit', 'kind', 'value', 'attributes', 'resource']);
+    assert.ok(!Number.isNaN(Date.parse(p.time)) && p.time.endsWith('Z'), p.time);
+    const def = byName.get(p.name)!;
+    assert.ok(def, p.name);
+    assert.equal(p.unit, def.unit);
+    assert.equal(p.kind, def.kind === 'gauge' ? 'gauge' : 'sum');
+    if (def.kind !== 'gauge') assert.equal(p.monotonic, def.kind === 'sum');
+    assert.equal(typeof p.value, 'number');
+    assert.equal(p.resource['service.name'], 'l9gpu');
+    if (def.scope === 'gpu') {
+      assert.equal(p.attributes['gpu.vendor'], 'sim');
+      assert.match(p.attributes['gpu.uuid'], /^GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+      for (const k of ['gpu.index', 'gpu.model', 'gpu.pci.bus_id']) assert.ok(k in p.attributes, k);
+      for (const k of def.attributes) assert.ok(k in p.attributes, `${p.name} needs ${k}`);
+      if (def.unit === '1') assert.ok(p.value >= 0 && p.value <= 1, `${p.name}=${p.value} is a ratio`);
+    }
+  }
+});
+
+test('doctor reports the config file, provenance, plugins, sinks and store', async () => {
+  const port = await freePort();
+  const f = join(dir, 'doctor.ini');
+  writeFileSync(f, `[daemon]\nplugins = host, sim\nsinks = prometheus, otlp\n[prometheus]\nhost = 127.0.0.1\nport = ${port}\n[otlp]\nendpoint = http://127.0.0.1:${await freePort()}/v1/metrics\nheaders = authorization=secret\n`);
+  const r = await runCli(['doctor', '--config', f], { L9GPU_STATE_DIR: join(dir, 'state'), OTEL_EXPORTER_OTLP_TIMEOUT: '3000' });
+  assert.equal(r.status, 1, 'the otlp endpoint is down: one problem');
+  assert.match(r.stdout, new RegExp(`config file: ${f} \\(--config\\)`));
+  assert.match(r.stdout, new RegExp(`plugins = host, sim\\s+\\(file: ${f}:2\\)`));
+  assert.match(r.stdout, /interval = 10s\s+\(default\)/);
+  assert.match(r.stdout, /timeout = 3s\s+\(env: OTEL_EXPORTER_OTLP_TIMEOUT\)/);
+  assert.match(r.stdout, /headers = authorization=\*\*\*/);
+  assert.ok(!r.stdout.includes('secret'), 'secrets are masked');
+  assert.match(r.stdout, /ok\s+host\s+enabled\s+\S+\/stat readable/);
+  assert.match(r.stdout, /ok\s+sim\s+enabled\s+8 simulated GPUs/);
+  assert.match(r.stdout, new RegExp(`ok\\s+prometheus\\s+enabled\\s+listening on http://127.0.0.1:${port}/metrics - 127.0.0.1:${port} is free`));
+  assert.match(r.stdout, /FAIL otlp\s+enabled .* ECONNREFUSED/);
+  assert.match(r.stdout, /-\s+webhook\s+disabled/);
+  assert.match(r.stdout, new RegExp(`store: ${join(dir, 'state', 'l9gpu.db')} - ${join(dir, 'state')} does not exist yet; ${dir} is writable`));
+  assert.match(r.stdout, /attribution: none \(auto: no slurm.conf found\)/);
+  assert.match(r.stdout, /1 problem\(s\) found/);
+
+  const j = await runCli(['doctor', '--json'], { L9GPU_STATE_DIR: join(dir, 'state') });
+  const rep = JSON.parse(j.stdout);
+  assert.equal(rep.config.file, EMPTY_CONFIG);
+  assert.equal(rep.config.origin, 'env');
+  assert.deepEqual(rep.plugins.map((p: { name: string; enabled: boolean }) => [p.name, p.enabled]), [['host', true], ['sim', false]]);
+  assert.equal(rep.settings.find((s: { section: string; key: string }) => s.section === 'daemon' && s.key === 'state_dir').source, 'env');
+});
