@@ -149,11 +149,11 @@ export class Agent {
   }
 
   /** --once: every enabled plugin once, then the self-metrics, then every sink flushed. */
-  async once(): Promise<void> {
+  async once(): Promise<string[]> {
     await this.build();
     await Promise.all([...this.runners.values()].map((h) => h.item.collectOnce()));
     await this.selfRunner!.collectOnce();
-    await this.stop();
+    return this.stop();
   }
 
   async reload(cfg: Config): Promise<void> {
@@ -167,8 +167,11 @@ export class Agent {
     this.log.info('configuration reloaded', { file: cfg.file ?? '(none)', plugins: cfg.list('daemon', 'plugins').join(','), sinks: cfg.list('daemon', 'sinks').join(',') });
   }
 
-  /** Stops collecting, then flushes and closes every sink within [daemon] shutdown_timeout. */
-  async stop(): Promise<void> {
+  /**
+   * Stops collecting, then flushes and closes every sink within [daemon] shutdown_timeout.
+   * Returns the plugins still stuck in a collection (the caller must not rely on a normal exit).
+   */
+  async stop(): Promise<string[]> {
     this.running = false;
     const budget = this.cfg.num('daemon', 'shutdown_timeout')! * 1000;
     const deadline = Date.now() + budget;
@@ -179,5 +182,8 @@ export class Agent {
     this.pendingSinks.clear();
     await Promise.all(this.sinkList().map((s) => s.close(deadline).catch((e: Error) => this.log.error('sink close failed', { sink: s.name, error: e.message }))));
     this.pipeline.attribution.close?.();
+    const blocked = this.allRunners().filter((r) => r.blocked).map((r) => r.name);
+    if (blocked.length) this.log.warn('plugins still blocked in a collection at exit', { plugins: blocked.join(',') });
+    return blocked;
   }
 }

@@ -23,7 +23,8 @@ export class CollectorStats {
 export class PluginRunner {
   readonly stats = new CollectorStats();
   private plugin: Plugin | undefined;
-  private inFlight: Promise<void> | undefined;
+  /** The plugin's own work: settles only when the plugin returns, even after a timeout. */
+  private work: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
   private failing = false;
@@ -37,8 +38,13 @@ export class PluginRunner {
     private readonly log: Logger,
   ) {}
 
+  /** True while the plugin has not returned from a collection (it may be stuck in a blocking call). */
+  get blocked(): boolean {
+    return this.work !== undefined;
+  }
+
   start(): void {
-    this.tick();
+    void this.collectOnce();
     this.schedule(Date.now() + this.intervalMs);
   }
 
@@ -46,7 +52,7 @@ export class PluginRunner {
   private schedule(next: number): void {
     if (this.stopped) return;
     this.timer = setTimeout(() => {
-      this.tick();
+      void this.collectOnce();
       let n = next + this.intervalMs;
       const now = Date.now();
       if (n <= now) n += Math.ceil((now - n) / this.intervalMs) * this.intervalMs;
@@ -54,69 +60,77 @@ export class PluginRunner {
     }, Math.max(0, next - Date.now()));
   }
 
-  private tick(): void {
-    if (this.inFlight) {
+  /**
+   * One collection, published unless it failed or outlived its timeout.
+   * Resolves when the collection ends or times out, whichever is first; while
+   * the plugin has not returned, further calls are skipped and counted.
+   */
+  collectOnce(): Promise<void> {
+    if (this.work) {
       this.stats.skipped++;
       this.log.debug('tick skipped: previous collection still running', { plugin: this.name, skipped: this.stats.skipped });
-      return;
+      return Promise.resolve();
     }
-    this.inFlight = this.collectOnce().finally(() => {
-      this.inFlight = undefined;
-    });
-  }
-
-  /** One collection, published unless it failed or outlived its timeout. */
-  async collectOnce(): Promise<void> {
     const started = performance.now();
     let time = Date.now();
     const ac = new AbortController();
     let timedOut = false;
+    let release!: () => void;
+    const done = new Promise<void>((r) => (release = r));
     const timeout = setTimeout(() => {
       timedOut = true;
       this.stats.errors++;
       this.stats.lastError = `collection exceeded its ${this.timeoutMs / 1000}s timeout`;
       this.log.warn('collection timed out: its ticks are skipped until it returns', { plugin: this.name, timeout_s: this.timeoutMs / 1000 });
       ac.abort(new Error('timeout'));
+      release();
     }, this.timeoutMs);
     const buf = new PointBuffer();
-    try {
-      if (!this.plugin) {
-        this.plugin = await this.create();
-        time = Date.now(); // a cumulative series' start (set at creation) must not be after its first point
+    this.work = (async () => {
+      try {
+        if (!this.plugin) {
+          this.plugin = await this.create();
+          time = Date.now(); // a cumulative series' start (set at creation) must not be after its first point
+        }
+        await this.plugin.collect(buf, ac.signal);
+        if (timedOut) return; // late results are stale: dropped (the timeout was counted)
+        this.stats.runs++;
+        this.stats.points += buf.points.length;
+        this.stats.lastSuccess = time;
+        if (this.failing) {
+          this.failing = false;
+          this.log.info('plugin recovered', { plugin: this.name });
+        }
+        this.publish({ source: this.name, time, intervalMs: this.intervalMs, points: buf.points });
+      } catch (e) {
+        if (timedOut) return;
+        const msg = (e as Error)?.message ?? String(e);
+        this.stats.errors++;
+        // one line per distinct failure, not one per tick
+        if (!this.failing || msg !== this.stats.lastError) this.log.error('collection failed', { plugin: this.name, error: msg });
+        this.failing = true;
+        this.stats.lastError = msg;
+      } finally {
+        clearTimeout(timeout);
+        this.stats.lastDurationS = (performance.now() - started) / 1000;
       }
-      await this.plugin.collect(buf, ac.signal);
-      if (timedOut) return;
-      this.stats.runs++;
-      this.stats.points += buf.points.length;
-      this.stats.lastSuccess = time;
-      if (this.failing) {
-        this.failing = false;
-        this.log.info('plugin recovered', { plugin: this.name });
-      }
-      this.publish({ source: this.name, time, intervalMs: this.intervalMs, points: buf.points });
-    } catch (e) {
-      if (timedOut) return;
-      const msg = (e as Error)?.message ?? String(e);
-      this.stats.errors++;
-      // one line per distinct failure, not one per tick
-      if (!this.failing || msg !== this.stats.lastError) this.log.error('collection failed', { plugin: this.name, error: msg });
-      this.failing = true;
-      this.stats.lastError = msg;
-    } finally {
-      clearTimeout(timeout);
-      this.stats.lastDurationS = (performance.now() - started) / 1000;
-    }
+    })().finally(() => {
+      this.work = undefined;
+      release();
+    });
+    return done;
   }
 
   /** Stops ticking and waits (up to the deadline) for a collection in flight, then closes the plugin. */
   async stop(deadline: number): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
-    if (this.inFlight) {
+    if (this.work) {
       let t: NodeJS.Timeout | undefined;
-      await Promise.race([this.inFlight, new Promise<void>((r) => (t = setTimeout(r, Math.max(0, deadline - Date.now()))))]);
+      await Promise.race([this.work, new Promise<void>((r) => (t = setTimeout(r, Math.max(0, deadline - Date.now()))))]);
       clearTimeout(t);
     }
+    if (this.work) return; // still hung: closing under it could crash a native binding
     try {
       await this.plugin?.close?.();
     } catch (e) {

@@ -4,6 +4,7 @@ import { loadAgentConfig } from '../../daemon/catalog.js';
 import { PLUGINS } from '../../plugins/index.js';
 import type { Override } from '../config/load.js';
 import { ConfigError } from '../config/schema.js';
+import { exitProcess } from '../hard-exit.js';
 import { createLogger, type LogLevel } from '../log.js';
 
 export default class Daemon extends Command {
@@ -47,8 +48,8 @@ Exit codes: 0 normal, 2 bad configuration (one line on stderr naming file, secti
       const log = createLogger(cfg.str('daemon', 'log_level') as LogLevel);
       agent = new Agent(cfg, log);
       if (flags.once) {
-        await agent.once();
-        return;
+        const blocked = await agent.once();
+        await exitProcess(0, blocked.length > 0);
       }
       await agent.start();
       log.info('l9gpu daemon started', {
@@ -57,16 +58,20 @@ Exit codes: 0 normal, 2 bad configuration (one line on stderr naming file, secti
         sinks: cfg.list('daemon', 'sinks').join(','),
         attribution: cfg.str('daemon', 'attribution'),
       });
-      await new Promise<void>((resolve) => {
+      // runs until a signal: stop() ends the process
+      await new Promise<never>(() => {
         let stopping = false;
         const stop = (sig: string): void => {
           if (stopping) return;
           stopping = true;
           log.info('stopping: flushing sinks', { signal: sig });
-          agent.stop().then(resolve, (e: Error) => {
-            log.error('error while stopping', { error: e.message });
-            resolve();
-          });
+          agent.stop().then(
+            (blocked) => exitProcess(0, blocked.length > 0),
+            (e: Error) => {
+              log.error('error while stopping', { error: e.message });
+              return exitProcess(0, true);
+            },
+          );
         };
         process.on('SIGTERM', () => stop('SIGTERM'));
         process.on('SIGINT', () => stop('SIGINT'));

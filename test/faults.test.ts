@@ -1,0 +1,125 @@
+/**
+ * Faults on the real daemon process: an OTLP endpoint that is down and comes
+ * back (a real VictoriaMetrics started late on the same port), a plugin that
+ * throws, a plugin that hangs in a blocking read.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { DaemonProcess, parseLines, runCli, type JsonPoint } from './helpers/daemon.js';
+import { freePort } from './helpers/net.js';
+import { tempDir } from './helpers/paths.js';
+import { VictoriaMetrics } from './helpers/victoriametrics.js';
+import { waitFor } from './helpers/wait.js';
+
+const dir = tempDir();
+
+function fileLines(path: string): JsonPoint[] {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch {
+    return [];
+  }
+  return parseLines(text.slice(0, text.lastIndexOf('\n') + 1));
+}
+
+const selfValue = (pts: JsonPoint[], name: string, key: string, who: string): number[] =>
+  pts.filter((p) => p.name === name && p.attributes[key] === who).map((p) => p.value);
+
+test('OTLP endpoint down, then up: the daemon keeps running, the queue stays bounded, drops are counted, data resumes', async () => {
+  const port = await freePort();
+  const selfFile = join(dir, 'outage-self.jsonl');
+  const maxQueue = 24 * 1024;
+  const f = join(dir, 'outage.ini');
+  writeFileSync(f, `[daemon]\nplugins = sim\nsinks = otlp, file\ninterval = 200ms\n[sim]\ngpus = 8\n[otlp]\nendpoint = http://127.0.0.1:${port}/opentelemetry/v1/metrics\nexport_interval = 200ms\nmax_queue_bytes = ${maxQueue}\ntimeout = 1s\n[file]\npath = ${selfFile}\n`);
+  const d = new DaemonProcess(['--config', f]);
+  let vm: VictoriaMetrics | undefined;
+  try {
+    await d.waitStderr(/delivery failed: queueing and retrying with backoff reason="ECONNREFUSED/);
+    // let the outage last until the bounded queue has had to drop data
+    await waitFor('otlp drops', () => selfValue(fileLines(selfFile), 'l9gpu.sink.dropped', 'l9gpu.sink', 'otlp').some((v) => v > 0), 30_000);
+    await d.waitStderr(/retry queue full: dropping the oldest data/);
+    const outageEnd = Date.now();
+    vm = await new VictoriaMetrics().start({ port });
+    const back = await d.waitStderr(/(\S+) info \[l9gpu\/otlp\] endpoint is back: delivering queued data/, 90_000);
+    const backAt = Date.parse(back[1]!);
+
+    // data resumes: points sampled after the endpoint came back arrive
+    await waitFor('fresh points in VictoriaMetrics', async () => {
+      await vm!.flush();
+      const raw = await vm!.exportRaw('{__name__="gpu.utilization"}');
+      return raw.some((s) => s.timestamps.some((t) => t > outageEnd + 1000)) ? raw : undefined;
+    }, 60_000);
+    // and points queued while it was down were delivered too, not only new ones
+    // (the oldest were dropped: the queue holds about a second of data here)
+    const raw = await vm.exportRaw('{__name__="gpu.utilization"}');
+    assert.ok(raw.some((s) => s.timestamps.some((t) => t < backAt - 500)), 'queued data from the outage was delivered');
+
+    const self = fileLines(selfFile);
+    const queue = selfValue(self, 'l9gpu.sink.queue.size', 'l9gpu.sink', 'otlp');
+    assert.ok(queue.length > 10);
+    assert.ok(Math.max(...queue) <= maxQueue, `queue peaked at ${Math.max(...queue)} bytes, bound ${maxQueue}`);
+    // the self-metrics report the delivery on their next tick
+    await waitFor('exported points counted', () => selfValue(fileLines(selfFile), 'l9gpu.sink.exported', 'l9gpu.sink', 'otlp').some((v) => v > 0));
+    const rss = self.filter((p) => p.name === 'l9gpu.process.memory.rss').map((p) => p.value);
+    assert.ok(Math.max(...rss) < 200 * 1024 * 1024, `RSS peaked at ${Math.max(...rss)}`);
+    assert.equal(d.child.exitCode, null, 'still running');
+  } finally {
+    assert.equal(await d.stop(), 0, d.stderr);
+    await vm?.stop();
+  }
+});
+
+test('a plugin that throws is counted and logged once; the other plugins go on', async () => {
+  const badProc = join(dir, 'empty-proc');
+  mkdirSync(badProc);
+  const out = join(dir, 'throws.jsonl');
+  const f = join(dir, 'throws.ini');
+  writeFileSync(f, `[daemon]\nplugins = host, sim\nsinks = file\ninterval = 100ms\n[host]\nproc_path = ${badProc}\n[sim]\ngpus = 1\n[file]\npath = ${out}\n`);
+  const d = new DaemonProcess(['--config', f]);
+  try {
+    await waitFor('10 host errors while sim keeps publishing', () => {
+      const pts = fileLines(out);
+      const errs = selfValue(pts, 'l9gpu.collector.errors', 'l9gpu.plugin', 'host');
+      return errs.some((v) => v >= 10) && pts.filter((p) => p.name === 'gpu.utilization').length >= 10;
+    });
+    const lines = d.stderr.split('\n').filter((l) => l.includes('collection failed plugin=host'));
+    assert.equal(lines.length, 1, 'the same failure is logged once, not once per tick');
+    assert.match(lines[0]!, /ENOENT/);
+    assert.match(lines[0]!, new RegExp(`${badProc}/stat`));
+  } finally {
+    assert.equal(await d.stop(), 0);
+  }
+});
+
+test('a plugin that hangs is timed out, its ticks skipped and counted; the others go on; SIGTERM still exits 0', async () => {
+  const hungProc = join(dir, 'fifo-proc');
+  mkdirSync(hungProc);
+  // reading a FIFO with no writer blocks forever: a real hang in a real read
+  execFileSync('mkfifo', [join(hungProc, 'stat')]);
+  const out = join(dir, 'hang.jsonl');
+  const f = join(dir, 'hang.ini');
+  writeFileSync(f, `[daemon]\nplugins = host, sim\nsinks = file\ninterval = 100ms\nshutdown_timeout = 2s\n[host]\nproc_path = ${hungProc}\ntimeout = 300ms\n[sim]\ngpus = 1\n[file]\npath = ${out}\n`);
+  const d = new DaemonProcess(['--config', f]);
+  try {
+    await waitFor('host skipped ticks while sim keeps publishing', () => {
+      const pts = fileLines(out);
+      return selfValue(pts, 'l9gpu.collector.skipped', 'l9gpu.plugin', 'host').some((v) => v >= 5) && selfValue(pts, 'l9gpu.collector.points', 'l9gpu.plugin', 'sim').some((v) => v > 200);
+    });
+    const pts = fileLines(out);
+    assert.equal(Math.max(...selfValue(pts, 'l9gpu.collector.errors', 'l9gpu.plugin', 'host')), 1, 'one timeout, counted once');
+    assert.equal(pts.filter((p) => p.name === 'system.cpu.utilization').length, 0);
+    assert.match(d.stderr, /collection timed out: its ticks are skipped until it returns plugin=host timeout_s=0.3/);
+  } finally {
+    const t0 = Date.now();
+    assert.equal(await d.stop(), 0, d.stderr);
+    assert.ok(Date.now() - t0 < 10_000, 'exits despite the hung read');
+  }
+  // --once does not wait forever for a hung plugin either
+  const once = await runCli(['daemon', '--once', '--config', f, '--sink', 'stdout'], {}, 20_000);
+  assert.equal(once.status, 0, once.stderr);
+  assert.ok(parseLines(once.stdout).some((p) => p.name === 'gpu.utilization'));
+});
