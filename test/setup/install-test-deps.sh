@@ -12,6 +12,7 @@ export DEBIAN_FRONTEND=noninteractive
 need=()
 command -v prometheus >/dev/null || need+=(prometheus)
 command -v gcc >/dev/null || need+=(gcc)
+command -v systemd-analyze >/dev/null || need+=(systemd)
 if [ ${#need[@]} -gt 0 ]; then
   apt-get update -qq
   # policy-rc.d keeps the package from starting a system prometheus we do not want

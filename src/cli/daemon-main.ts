@@ -1,0 +1,33 @@
+/**
+ * The light entry of `l9gpu daemon`: parses the same flags as the oclif
+ * command with node:util and starts the daemon without loading oclif, which
+ * would cost the long-running process ~12 MB of RSS for nothing. Help goes
+ * through oclif (bin/run.js routes --help there).
+ */
+import { parseArgs } from 'node:util';
+import { DAEMON_FLAGS, type DaemonFlags } from './daemon-flags.js';
+import { runDaemon } from './run-daemon.js';
+
+export async function main(argv: string[]): Promise<never> {
+  let flags: DaemonFlags;
+  try {
+    const { values, positionals } = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: Object.fromEntries(
+        DAEMON_FLAGS.map((f) => [f.name, { type: f.type, ...(f.char ? { short: f.char } : {}), ...(f.multiple ? { multiple: true } : {}) }]),
+      ),
+    });
+    if (positionals.length) throw new Error(`unexpected argument: ${positionals[0]}`);
+    flags = values as DaemonFlags;
+    for (const f of DAEMON_FLAGS) {
+      const v = (flags as Record<string, unknown>)[f.name];
+      if (f.multiple && Array.isArray(v)) (flags as Record<string, unknown>)[f.name] = v.flatMap((x: string) => x.split(',')).filter(Boolean);
+      if (f.options && typeof v === 'string' && !f.options.includes(v)) throw new Error(`--${f.name}: "${v}" is not one of ${f.options.join(', ')}`);
+    }
+  } catch (e) {
+    process.stderr.write(`l9gpu: ${(e as Error).message.replace(/\. To specify.*$/s, '')} (see l9gpu daemon --help)\n`);
+    process.exit(2);
+  }
+  return runDaemon(flags);
+}

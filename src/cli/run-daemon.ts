@@ -1,0 +1,59 @@
+/** Runs the daemon for `l9gpu daemon`, whichever entry parsed the flags. */
+import { Agent } from '../../daemon/agent.js';
+import { loadAgentConfig } from '../../daemon/catalog.js';
+import { ConfigError } from '../config/schema.js';
+import { exitProcess } from '../hard-exit.js';
+import { createLogger, type LogLevel } from '../log.js';
+import { flagOverrides, type DaemonFlags } from './daemon-flags.js';
+
+/** Never returns: the process ends with 0, or 2 on a bad configuration. */
+export async function runDaemon(flags: DaemonFlags): Promise<never> {
+  const load = () => loadAgentConfig({ configPath: flags.config, overrides: flagOverrides(flags) });
+  try {
+    const cfg = load();
+    const log = createLogger(cfg.str('daemon', 'log_level') as LogLevel);
+    const agent = new Agent(cfg, log);
+    if (flags.once) return exitProcess(0, (await agent.once()).length > 0);
+    await agent.start();
+    log.info('l9gpu daemon started', {
+      config: cfg.file ?? '(embedded defaults)',
+      plugins: cfg.list('daemon', 'plugins').join(','),
+      sinks: cfg.list('daemon', 'sinks').join(','),
+      attribution: cfg.str('daemon', 'attribution'),
+    });
+    let stopping = false;
+    const stop = (sig: string): void => {
+      if (stopping) return;
+      stopping = true;
+      log.info('stopping: flushing sinks', { signal: sig });
+      agent.stop().then(
+        (blocked) => exitProcess(0, blocked.length > 0),
+        (e: Error) => {
+          log.error('error while stopping', { error: e.message });
+          return exitProcess(0, true);
+        },
+      );
+    };
+    process.on('SIGTERM', () => stop('SIGTERM'));
+    process.on('SIGINT', () => stop('SIGINT'));
+    process.on('SIGHUP', () => {
+      if (stopping) return;
+      let next;
+      try {
+        next = load();
+      } catch (e) {
+        log.error('reload failed: keeping the running configuration', { error: (e as Error).message });
+        return;
+      }
+      agent.reload(next).catch((e: Error) => log.error('reload failed', { error: e.message }));
+    });
+    // runs until a signal: stop() ends the process
+    return await new Promise<never>(() => {});
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      process.stderr.write(`l9gpu: ${e.message}\n`);
+      return exitProcess(2, false);
+    }
+    throw e;
+  }
+}
