@@ -71,6 +71,13 @@ export class DeliveryQueue {
     }
   }
 
+  /** drain() then close(), saying what could not be delivered: a sink's last words. */
+  async shutdown(deadline: number): Promise<void> {
+    await this.drain(deadline);
+    if (this.items.length > 0) this.o.log.warn('exiting with undelivered data (counted as dropped)', { requests: this.items.length, points: this.items.reduce((n, p) => n + p.points, 0) });
+    this.close();
+  }
+
   close(): void {
     this.closed = true;
     clearTimeout(this.timer);

@@ -147,9 +147,8 @@ class OtlpSink implements Sink {
 
   async close(deadline: number): Promise<void> {
     clearInterval(this.timer);
-    await this.flush(deadline);
-    if (this.queue.length > 0) this.ctx.log.warn('exiting with undelivered OTLP data', { requests: this.queue.length });
-    this.queue.close();
+    this.encodePending();
+    await this.queue.shutdown(deadline);
     this.poster.close();
   }
 }

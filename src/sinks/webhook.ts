@@ -79,9 +79,7 @@ class WebhookSink implements Sink {
   }
 
   async close(deadline: number): Promise<void> {
-    await this.flush(deadline);
-    if (this.queue.length > 0) this.ctx.log.warn('exiting with undelivered webhook data', { requests: this.queue.length });
-    this.queue.close();
+    await this.queue.shutdown(deadline);
     this.poster.close();
   }
 }

@@ -3,6 +3,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { freePort } from './net.js';
+import { stopProcess } from './process.js';
 import { tempDir } from './paths.js';
 import type { PromSample } from './victoriametrics.js';
 import { waitFor } from './wait.js';
@@ -41,12 +42,7 @@ export class Prometheus {
   }
 
   async stop(): Promise<void> {
-    const p = this.proc;
-    if (p && p.exitCode === null) {
-      const exited = new Promise((r) => p.once('exit', r));
-      p.kill('SIGTERM');
-      await exited;
-    }
+    await stopProcess(this.proc);
     if (this.dir) rmSync(this.dir, { recursive: true, force: true });
   }
 }

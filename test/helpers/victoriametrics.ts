@@ -3,6 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { freePort } from './net.js';
+import { stopProcess } from './process.js';
 import { ROOT, tempDir } from './paths.js';
 import { waitFor } from './wait.js';
 
@@ -77,12 +78,7 @@ export class VictoriaMetrics {
   }
 
   async stop(): Promise<void> {
-    const p = this.proc;
-    if (p && p.exitCode === null) {
-      const exited = new Promise((r) => p.once('exit', r));
-      p.kill('SIGTERM');
-      await exited;
-    }
+    await stopProcess(this.proc);
     this.proc = undefined;
     if (this.dir) rmSync(this.dir, { recursive: true, force: true });
   }
