@@ -36,6 +36,7 @@ test('Prometheus scrapes every sim GPU and answers PromQL with the labels and re
     assert.match(s.metric.gpu_uuid!, /^GPU-/);
     assert.equal(s.metric.cluster_name, 'ci', 'resource_labels puts cluster.name on every series');
     assert.equal(s.metric.job, 'l9gpu');
+    assert.equal(s.metric.otel_scope_name, undefined, 'no scope labels on every series');
     const v = Number(s.value![1]);
     assert.ok(v >= 0 && v <= 1);
   }

@@ -43,7 +43,8 @@ class PrometheusSink implements Sink {
     const { PrometheusSerializer } = await import('@opentelemetry/exporter-prometheus');
     const labels = this.ctx.config.list('prometheus', 'resource_labels');
     const re = labels.length ? new RegExp(`^(${labels.map((l) => l.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|')})$`) : undefined;
-    this.serializer = new PrometheusSerializer('', false, re) as unknown as { serialize(rm: unknown): string };
+    // no otel_scope_* labels: one scope (l9gpu), they would only add noise to every series
+    this.serializer = new PrometheusSerializer('', false, re, false, true) as unknown as { serialize(rm: unknown): string };
     const path = this.ctx.config.str('prometheus', 'path') ?? '/metrics';
     const host = this.ctx.config.str('prometheus', 'host') ?? '0.0.0.0';
     const port = this.ctx.config.num('prometheus', 'port')!;
