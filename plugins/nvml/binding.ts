@@ -1,0 +1,177 @@
+/**
+ * libnvidia-ml bound with koffi. Only the thread that loads it calls it: the
+ * nvml worker (worker.ts), so a call that blocks in the driver never stalls
+ * the daemon's event loop.
+ *
+ * Optional entry points are detected at load: koffi throws at lib.func() for
+ * a missing symbol, and each optional call has an older fallback name.
+ */
+import koffi from 'koffi';
+
+export const NVML = {
+  SUCCESS: 0, UNINITIALIZED: 1, INVALID_ARGUMENT: 2, NOT_SUPPORTED: 3, NO_PERMISSION: 4, NOT_FOUND: 6,
+  INSUFFICIENT_SIZE: 7, DRIVER_NOT_LOADED: 9, TIMEOUT: 10, GPU_IS_LOST: 15, RESET_REQUIRED: 16,
+  LIB_RM_VERSION_MISMATCH: 18, FUNCTION_NOT_FOUND: 13, UNKNOWN: 999,
+} as const;
+
+/** nvmlMemory_v2_t: sizeof | version << 24 */
+export const MEMORY_V2_VERSION = 40 | (2 << 24);
+export const FIELD_VALUE_SIZE = 40;
+export const PROCESS_INFO_SIZE = 24;
+export const EVENT_DATA_SIZE = 32;
+
+export type Handle = bigint;
+type Out<T> = [T];
+type Fn = (...args: unknown[]) => number;
+
+export interface PciInfo { busId: string; domain: number; bus: number; device: number }
+export interface MemoryV2 { version: number; total: number; reserved: number; free: number; used: number }
+
+export interface NvmlBinding {
+  readonly path: string;
+  /** Which optional entry points the library has (for doctor and the README). */
+  readonly variants: Record<string, string>;
+  init(): number;
+  shutdown(): number;
+  errorString(r: number): string;
+  driverVersion(out: Buffer): number;
+  count(out: Out<number>): number;
+  handleByIndex(i: number, out: Out<Handle | null>): number;
+  uuid(h: Handle, out: Buffer): number;
+  name(h: Handle, out: Buffer): number;
+  pciInfo(h: Handle, out: Partial<PciInfo>): number;
+  minor(h: Handle, out: Out<number>): number;
+  utilization(h: Handle, out: { gpu?: number; memory?: number }): number;
+  /** v2 when present (reserved memory apart), else v1 (reserved counted as used). */
+  memory(h: Handle, out: Partial<MemoryV2>): number;
+  readonly memoryV2: boolean;
+  temperature(h: Handle, sensor: number, out: Out<number>): number;
+  power(h: Handle, out: Out<number>): number;
+  powerLimit(h: Handle, out: Out<number>): number;
+  energy(h: Handle, out: Out<number | bigint>): number;
+  clock(h: Handle, type: number, out: Out<number>): number;
+  clockReasons(h: Handle, out: Out<number | bigint>): number;
+  eccTotal(h: Handle, errType: number, counter: number, out: Out<number | bigint>): number;
+  remappedRows(h: Handle, c: Out<number>, u: Out<number>, p: Out<number>, f: Out<number>): number;
+  retiredPages(h: Handle, cause: number, count: Out<number>, addrs: Buffer | null): number;
+  pcieThroughput(h: Handle, counter: number, out: Out<number>): number;
+  pcieReplay(h: Handle, out: Out<number>): number;
+  fanSpeed(h: Handle, out: Out<number>): number;
+  pstate(h: Handle, out: Out<number>): number;
+  processes(h: Handle, count: Out<number>, infos: Buffer | null): number;
+  migMode(h: Handle, cur: Out<number>, pending: Out<number>): number;
+  maxMigCount(h: Handle, out: Out<number>): number;
+  migHandle(h: Handle, i: number, out: Out<Handle | null>): number;
+  gpuInstanceId(h: Handle, out: Out<number>): number;
+  computeInstanceId(h: Handle, out: Out<number>): number;
+  fieldValues(h: Handle, n: number, values: Buffer): number;
+  eventSetCreate(out: Out<Handle | null>): number;
+  registerEvents(h: Handle, types: number | bigint, set: Handle): number;
+  /** Blocks up to timeoutMs: call it with .async (see waitEventAsync). */
+  eventWait: Fn & { async: (...args: unknown[]) => void };
+  eventSetFree(set: Handle): number;
+}
+
+let typesDeclared = false;
+function declareTypes(): void {
+  if (typesDeclared) return;
+  typesDeclared = true;
+  koffi.pointer('nvmlDevice_t', koffi.opaque());
+  koffi.pointer('nvmlEventSet_t', koffi.opaque());
+  koffi.struct('nvmlPciInfo_t', {
+    busIdLegacy: koffi.array('char', 16, 'String'), domain: 'uint', bus: 'uint', device: 'uint',
+    pciDeviceId: 'uint', pciSubSystemId: 'uint', busId: koffi.array('char', 32, 'String'),
+  });
+  koffi.struct('nvmlUtilization_t', { gpu: 'uint', memory: 'uint' });
+  koffi.struct('nvmlMemory_t', { total: 'uint64', free: 'uint64', used: 'uint64' });
+  koffi.struct('nvmlMemory_v2_t', { version: 'uint', total: 'uint64', reserved: 'uint64', free: 'uint64', used: 'uint64' });
+}
+
+/** Loads the library; throws with the path in the message (koffi's own error does not name it). */
+export function loadNvml(path: string): NvmlBinding {
+  declareTypes();
+  let lib: ReturnType<typeof koffi.load>;
+  try {
+    lib = koffi.load(path);
+  } catch (e) {
+    throw new Error(`cannot load NVML library ${path}: ${(e as Error).message} ([nvml] library or L9GPU_NVML_LIBRARY)`);
+  }
+  const variants: Record<string, string> = {};
+  const req = (sig: string): Fn => lib.func(sig) as Fn;
+  /** The first signature whose symbol exists. */
+  const pick = (what: string, ...sigs: string[]): Fn => {
+    for (const sig of sigs) {
+      try {
+        const f = lib.func(sig) as Fn;
+        variants[what] = /\s(nvml\w+)\(/.exec(sig)![1]!;
+        return f;
+      } catch {
+        /* symbol absent in this driver: try the older name */
+      }
+    }
+    variants[what] = 'missing';
+    return () => NVML.FUNCTION_NOT_FOUND;
+  };
+
+  const memV2 = pick('memory', 'int nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t, _Inout_ nvmlMemory_v2_t *)');
+  const memV1 = req('int nvmlDeviceGetMemoryInfo(nvmlDevice_t, _Out_ nvmlMemory_t *)');
+  const hasV2 = variants.memory !== 'missing';
+  if (!hasV2) variants.memory = 'nvmlDeviceGetMemoryInfo';
+  const errorString = req('const char *nvmlErrorString(int)');
+  const wait = lib.func('int nvmlEventSetWait_v2(nvmlEventSet_t, void *, uint)') as NvmlBinding['eventWait'];
+
+  return {
+    path,
+    variants,
+    memoryV2: hasV2,
+    init: req('int nvmlInit_v2()') as () => number,
+    shutdown: req('int nvmlShutdown()') as () => number,
+    errorString: (r) => (errorString(r) as unknown as string) ?? `error ${r}`,
+    driverVersion: ((f) => (out: Buffer) => f(out, out.length))(req('int nvmlSystemGetDriverVersion(_Out_ char *, uint)')),
+    count: req('int nvmlDeviceGetCount_v2(_Out_ uint *)'),
+    handleByIndex: req('int nvmlDeviceGetHandleByIndex_v2(uint, _Out_ nvmlDevice_t *)'),
+    uuid: ((f) => (h: Handle, out: Buffer) => f(h, out, out.length))(req('int nvmlDeviceGetUUID(nvmlDevice_t, _Out_ char *, uint)')),
+    name: ((f) => (h: Handle, out: Buffer) => f(h, out, out.length))(req('int nvmlDeviceGetName(nvmlDevice_t, _Out_ char *, uint)')),
+    pciInfo: req('int nvmlDeviceGetPciInfo_v3(nvmlDevice_t, _Out_ nvmlPciInfo_t *)'),
+    minor: req('int nvmlDeviceGetMinorNumber(nvmlDevice_t, _Out_ uint *)'),
+    utilization: req('int nvmlDeviceGetUtilizationRates(nvmlDevice_t, _Out_ nvmlUtilization_t *)'),
+    memory: hasV2
+      ? (h, out) => {
+          out.version = MEMORY_V2_VERSION;
+          return memV2(h, out);
+        }
+      : (h, out) => memV1(h, out),
+    temperature: req('int nvmlDeviceGetTemperature(nvmlDevice_t, int, _Out_ uint *)'),
+    power: req('int nvmlDeviceGetPowerUsage(nvmlDevice_t, _Out_ uint *)'),
+    powerLimit: req('int nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t, _Out_ uint *)'),
+    energy: pick('energy', 'int nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t, _Out_ uint64 *)'),
+    clock: req('int nvmlDeviceGetClockInfo(nvmlDevice_t, int, _Out_ uint *)'),
+    clockReasons: pick(
+      'clockReasons',
+      'int nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t, _Out_ uint64 *)',
+      'int nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t, _Out_ uint64 *)',
+    ),
+    eccTotal: req('int nvmlDeviceGetTotalEccErrors(nvmlDevice_t, int, int, _Out_ uint64 *)'),
+    remappedRows: pick('remappedRows', 'int nvmlDeviceGetRemappedRows(nvmlDevice_t, _Out_ uint *, _Out_ uint *, _Out_ uint *, _Out_ uint *)'),
+    retiredPages: pick('retiredPages', 'int nvmlDeviceGetRetiredPages(nvmlDevice_t, int, _Inout_ uint *, void *)'),
+    pcieThroughput: pick('pcieThroughput', 'int nvmlDeviceGetPcieThroughput(nvmlDevice_t, int, _Out_ uint *)'),
+    pcieReplay: pick('pcieReplay', 'int nvmlDeviceGetPcieReplayCounter(nvmlDevice_t, _Out_ uint *)'),
+    fanSpeed: req('int nvmlDeviceGetFanSpeed(nvmlDevice_t, _Out_ uint *)'),
+    pstate: req('int nvmlDeviceGetPerformanceState(nvmlDevice_t, _Out_ int *)'),
+    processes: pick(
+      'processes',
+      'int nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t, _Inout_ uint *, void *)',
+      'int nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t, _Inout_ uint *, void *)',
+    ),
+    migMode: pick('mig', 'int nvmlDeviceGetMigMode(nvmlDevice_t, _Out_ uint *, _Out_ uint *)'),
+    maxMigCount: pick('maxMigCount', 'int nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t, _Out_ uint *)'),
+    migHandle: pick('migHandle', 'int nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t, uint, _Out_ nvmlDevice_t *)'),
+    gpuInstanceId: pick('gpuInstanceId', 'int nvmlDeviceGetGpuInstanceId(nvmlDevice_t, _Out_ uint *)'),
+    computeInstanceId: pick('computeInstanceId', 'int nvmlDeviceGetComputeInstanceId(nvmlDevice_t, _Out_ uint *)'),
+    fieldValues: pick('fieldValues', 'int nvmlDeviceGetFieldValues(nvmlDevice_t, int, void *)'),
+    eventSetCreate: req('int nvmlEventSetCreate(_Out_ nvmlEventSet_t *)'),
+    registerEvents: req('int nvmlDeviceRegisterEvents(nvmlDevice_t, uint64, nvmlEventSet_t)'),
+    eventWait: wait,
+    eventSetFree: req('int nvmlEventSetFree(nvmlEventSet_t)'),
+  };
+}

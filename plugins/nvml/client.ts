@@ -1,0 +1,88 @@
+/** Main-thread side of the nvml worker: sample requests with abort, events, restart after a crash. */
+import { Worker } from 'node:worker_threads';
+import type { Logger } from '../../src/log.js';
+import type { Snapshot, XidEvent } from './snapshot.js';
+import type { Reply, Request, WorkerOptions } from './worker.js';
+
+export class NvmlClient {
+  private worker: Worker | undefined;
+  private seq = 0;
+  private readonly pending = new Map<number, { resolve: (s: Snapshot) => void; reject: (e: Error) => void }>();
+
+  constructor(
+    private readonly opts: WorkerOptions,
+    private readonly log: Logger,
+    private readonly onEvent: (e: XidEvent) => void,
+  ) {}
+
+  private spawn(): Worker {
+    const w = new Worker(new URL('./worker.js', import.meta.url), { workerData: this.opts });
+    w.on('message', (m: Reply) => {
+      if (m.type === 'event') return this.onEvent(m.event);
+      if (m.type !== 'sample') return;
+      const p = this.pending.get(m.id);
+      if (!p) return; // its collection already timed out
+      this.pending.delete(m.id);
+      if (m.ok) p.resolve(m.snapshot);
+      else {
+        this.logNotes(m.notes);
+        p.reject(new Error(m.error));
+      }
+    });
+    w.on('error', (e) => {
+      this.log.error('nvml worker crashed: it will be restarted', { error: e.message });
+      for (const p of this.pending.values()) p.reject(new Error(`nvml worker crashed: ${e.message}`));
+      this.pending.clear();
+      this.worker = undefined;
+    });
+    w.on('exit', () => {
+      if (this.worker === w) this.worker = undefined;
+    });
+    w.unref(); // the runner's timers keep the daemon alive, not the worker
+    return w;
+  }
+
+  logNotes(notes: Snapshot['notes']): void {
+    for (const n of notes) this.log[n.level](n.msg);
+  }
+
+  sample(signal: AbortSignal): Promise<Snapshot> {
+    this.worker ??= this.spawn();
+    const id = ++this.seq;
+    return new Promise<Snapshot>((resolve, reject) => {
+      const onAbort = (): void => {
+        this.pending.delete(id);
+        reject(new Error('NVML did not answer in time (a call may be blocked in the driver)'));
+      };
+      if (signal.aborted) return onAbort();
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.pending.set(id, {
+        resolve: (s) => {
+          signal.removeEventListener('abort', onAbort);
+          resolve(s);
+        },
+        reject: (e) => {
+          signal.removeEventListener('abort', onAbort);
+          reject(e);
+        },
+      });
+      this.worker!.postMessage({ type: 'sample', id } satisfies Request);
+    });
+  }
+
+  /** Asks the worker to shut NVML down; gives up after timeoutMs (a call stuck in the driver). */
+  async close(timeoutMs = 3000): Promise<void> {
+    const w = this.worker;
+    if (!w) return;
+    this.worker = undefined;
+    let t: NodeJS.Timeout | undefined;
+    const stopped = new Promise<void>((r) => {
+      w.on('message', (m: Reply) => m.type === 'stopped' && r());
+      w.on('exit', () => r());
+    });
+    w.postMessage({ type: 'stop' } satisfies Request);
+    await Promise.race([stopped, new Promise<void>((r) => (t = setTimeout(r, timeoutMs)))]);
+    clearTimeout(t);
+    await w.terminate();
+  }
+}

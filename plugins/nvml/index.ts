@@ -1,0 +1,79 @@
+/**
+ * NVIDIA GPUs through NVML (libnvidia-ml.so.1) bound with koffi. Every NVML
+ * call runs in a worker thread (worker.ts); this side converts snapshots to
+ * points (convert.ts) and counts Xid events.
+ */
+import { existsSync } from 'node:fs';
+import { pluginSection } from '../../src/config/sections.js';
+import type { Emitter } from '../../src/metrics/model.js';
+import type { Plugin, PluginContext, PluginFactory, ProbeResult } from '../../src/plugin.js';
+import { NvmlClient } from './client.js';
+import { NvmlConverter } from './convert.js';
+import type { Snapshot } from './snapshot.js';
+
+export const DEFAULT_LIBRARY = 'libnvidia-ml.so.1';
+
+export interface NvmlOptions {
+  library: string;
+  processes: boolean;
+  events: boolean;
+}
+
+export function nvmlOptions(ctx: Pick<PluginContext, 'config'>): NvmlOptions {
+  const c = ctx.config;
+  return { library: c.str('nvml', 'library') ?? DEFAULT_LIBRARY, processes: c.bool('nvml', 'processes'), events: c.bool('nvml', 'events') };
+}
+
+class NvmlPlugin implements Plugin {
+  private readonly converter = new NvmlConverter();
+  private readonly client: NvmlClient;
+  /** Latest snapshot, for `l9gpu gpus` (processes, MIG children). */
+  last: Snapshot | undefined;
+
+  constructor(opts: NvmlOptions, private readonly ctx: PluginContext) {
+    this.client = new NvmlClient({ ...opts, eventWaitMs: 1000 }, ctx.log, (e) => {
+      this.converter.addEvent(e);
+      if (e.eventType & 0x8) ctx.log.warn('Xid error', { gpu: e.uuid, xid: e.data });
+    });
+  }
+
+  async collect(out: Emitter, signal: AbortSignal): Promise<void> {
+    const s = await this.client.sample(signal);
+    this.client.logNotes(s.notes);
+    this.last = s;
+    this.converter.convert(s, out);
+  }
+
+  close(): Promise<void> {
+    return this.client.close();
+  }
+}
+
+export async function probeNvml(opts: NvmlOptions): Promise<ProbeResult> {
+  if (opts.library.includes('/') && !existsSync(opts.library)) return { ok: false, detail: `${opts.library} not found` };
+  const client = new NvmlClient({ ...opts, events: false, eventWaitMs: 100 }, { debug() {}, info() {}, warn() {}, error() {}, once() {}, child() { return this; } } as never, () => {});
+  const ac = new AbortController();
+  const t = setTimeout(() => ac.abort(), 5000);
+  try {
+    const s = await client.sample(ac.signal);
+    const lost = s.gpus.filter((g) => g.lost).length;
+    return { ok: s.gpus.length > 0 && lost === 0, detail: `driver ${s.driverVersion}, ${s.gpus.length} GPU(s)${lost ? `, ${lost} lost` : ''} via ${opts.library}` };
+  } catch (e) {
+    return { ok: false, detail: (e as Error).message };
+  } finally {
+    clearTimeout(t);
+    await client.close();
+  }
+}
+
+export const nvmlPlugin: PluginFactory = {
+  name: 'nvml',
+  description: 'NVIDIA GPUs through NVML (libnvidia-ml.so.1, bound with koffi)',
+  section: pluginSection('nvml', 'NVIDIA GPUs through NVML.', [
+    { key: 'library', type: 'string', default: DEFAULT_LIBRARY, env: [{ name: 'L9GPU_NVML_LIBRARY' }], description: 'NVML library: a file name searched like dlopen does, or an absolute path.' },
+    { key: 'processes', type: 'bool', default: true, description: 'Report running compute processes (count, and memory per pid).' },
+    { key: 'events', type: 'bool', default: true, description: 'Count Xid errors from an NVML event set (waited on off the event loop, 1 s at a time).' },
+  ]),
+  create: (ctx) => new NvmlPlugin(nvmlOptions(ctx), ctx),
+  probe: (ctx) => probeNvml(nvmlOptions(ctx)),
+};

@@ -1,0 +1,297 @@
+/**
+ * Reads every field of every GPU through the binding. Runs in the nvml
+ * worker (synchronous calls are fine there). NOT_SUPPORTED (or a symbol the
+ * driver lacks) removes the field for that GPU and is said once; GPU_IS_LOST
+ * marks the GPU lost and stops reading it until NVML is re-initialised.
+ */
+import { FIELD_VALUE_SIZE, NVML, PROCESS_INFO_SIZE, type Handle, type NvmlBinding } from './binding.js';
+import type { GpuSnapshot, MigSnapshot, ProcessSnapshot, Snapshot } from './snapshot.js';
+
+const FIELD = { RETIRED_PENDING: 31, MEMORY_TEMP: 82, NVLINK_TX: 138, NVLINK_RX: 139 } as const;
+const ALL_LINKS = 0xffffffff;
+const NO_INSTANCE = 0xffffffff;
+
+class GpuLost extends Error {}
+
+interface Gpu {
+  index: number;
+  handle: Handle;
+  uuid: string;
+  name: string;
+  pciBusId: string;
+  minor?: number;
+  unsupported: Set<string>;
+  /** (call, code) pairs already reported */
+  said: Set<string>;
+}
+
+export class Sampler {
+  private gpus: Gpu[] = [];
+  private notes: Snapshot['notes'] = [];
+  private readonly buf96 = Buffer.alloc(96);
+  private readonly fields = Buffer.alloc(4 * FIELD_VALUE_SIZE);
+  private procBuf = Buffer.alloc(16 * PROCESS_INFO_SIZE);
+  private lostSeen = new Set<string>();
+  driverVersion = '';
+
+  constructor(private readonly nvml: NvmlBinding, private readonly withProcesses: boolean) {}
+
+  /** Enumerates GPUs and their identity (after init and every re-init). */
+  enumerate(): void {
+    const n = this.nvml;
+    const v = Buffer.alloc(96);
+    this.driverVersion = n.driverVersion(v) === NVML.SUCCESS ? str(v) : '';
+    const count: [number] = [0];
+    const r = n.count(count);
+    if (r !== NVML.SUCCESS) throw new Error(`nvmlDeviceGetCount_v2: ${n.errorString(r)} (${r})`);
+    this.gpus = [];
+    for (let i = 0; i < count[0]; i++) {
+      const h: [Handle | null] = [null];
+      const rh = n.handleByIndex(i, h);
+      if (rh !== NVML.SUCCESS) {
+        // NO_PERMISSION: a GPU hidden from us (cgroup); GPU_IS_LOST: reported below
+        this.note('warn', `GPU ${i}: nvmlDeviceGetHandleByIndex_v2: ${n.errorString(rh)} (${rh}): not sampled`);
+        continue;
+      }
+      const handle = h[0]!;
+      const gpu: Gpu = { index: i, handle, uuid: '', name: '', pciBusId: '', unsupported: new Set(), said: new Set() };
+      if (n.uuid(handle, this.buf96) === NVML.SUCCESS) gpu.uuid = str(this.buf96);
+      if (!gpu.uuid) {
+        this.note('warn', `GPU ${i}: no UUID: not sampled (every metric is keyed by UUID)`);
+        continue;
+      }
+      if (n.name(handle, this.buf96) === NVML.SUCCESS) gpu.name = str(this.buf96);
+      const pci: { busId?: string } = {};
+      if (n.pciInfo(handle, pci) === NVML.SUCCESS) gpu.pciBusId = pci.busId ?? '';
+      const minor: [number] = [0];
+      if (n.minor(handle, minor) === NVML.SUCCESS) gpu.minor = minor[0];
+      this.gpus.push(gpu);
+    }
+  }
+
+  get gpuCount(): number {
+    return this.gpus.length;
+  }
+
+  /** The handle -> UUID map the event wait uses. */
+  handles(): Map<bigint, string> {
+    return new Map(this.gpus.map((g) => [BigInt(g.handle), g.uuid]));
+  }
+
+  eventHandles(): { handle: Handle; uuid: string }[] {
+    return this.gpus.map((g) => ({ handle: g.handle, uuid: g.uuid }));
+  }
+
+  /** Takes the notes gathered since the last call. */
+  takeNotes(): Snapshot['notes'] {
+    const n = this.notes;
+    this.notes = [];
+    return n;
+  }
+
+  note(level: 'info' | 'warn' | 'error', msg: string): void {
+    this.notes.push({ level, msg });
+  }
+
+  /** Samples every GPU; a lost GPU comes back with lost: true and nothing else. */
+  sample(): { gpus: GpuSnapshot[]; anyLost: boolean } {
+    const out: GpuSnapshot[] = [];
+    let anyLost = false;
+    for (const g of this.gpus) {
+      const s: GpuSnapshot = { index: g.index, uuid: g.uuid, name: g.name, pciBusId: g.pciBusId, ...(g.minor !== undefined ? { minor: g.minor } : {}) };
+      try {
+        this.read(g, s);
+        this.lostSeen.delete(g.uuid);
+      } catch (e) {
+        if (!(e instanceof GpuLost)) throw e;
+        anyLost = true;
+        if (!this.lostSeen.has(g.uuid)) this.note('error', `GPU ${g.index} (${g.uuid}) is lost (NVML_ERROR_GPU_IS_LOST): check \`dmesg\` for Xid 79; NVML will be re-initialised`);
+        this.lostSeen.add(g.uuid);
+        out.push({ index: g.index, uuid: g.uuid, name: g.name, pciBusId: g.pciBusId, lost: true });
+        continue;
+      }
+      out.push(s);
+    }
+    return { gpus: out, anyLost };
+  }
+
+  /** Runs one call; false when the value is unavailable this time (or for good). */
+  private ok(g: Gpu, what: string, r: number): boolean {
+    if (r === NVML.SUCCESS) return true;
+    if (r === NVML.GPU_IS_LOST) throw new GpuLost();
+    if (r === NVML.NOT_SUPPORTED || r === NVML.FUNCTION_NOT_FOUND) {
+      g.unsupported.add(what);
+      this.note('info', `GPU ${g.index} (${g.uuid}): ${what} ${r === NVML.NOT_SUPPORTED ? 'is not supported' : 'is missing from this NVML library'}: not read from now on`);
+      return false;
+    }
+    const key = `${what}:${r}`;
+    if (!g.said.has(key)) {
+      g.said.add(key);
+      this.note('warn', `GPU ${g.index} (${g.uuid}): ${what}: ${this.nvml.errorString(r)} (${r})`);
+    }
+    return false;
+  }
+
+  private read(g: Gpu, s: GpuSnapshot): void {
+    const n = this.nvml;
+    const h = g.handle;
+    const skip = g.unsupported;
+    const u1: [number] = [0];
+    const big: [number | bigint] = [0];
+
+    if (!skip.has('utilization')) {
+      const u: { gpu?: number; memory?: number } = {};
+      if (this.ok(g, 'utilization', n.utilization(h, u))) {
+        s.utilGpuPct = u.gpu;
+        s.utilMemPct = u.memory;
+      }
+    }
+    if (!skip.has('memory')) {
+      const m: { total?: number; used?: number; free?: number; reserved?: number } = {};
+      if (this.ok(g, 'memory', n.memory(h, m))) {
+        s.memTotal = m.total;
+        s.memUsed = m.used;
+        s.memFree = m.free;
+        if (n.memoryV2) s.memReserved = m.reserved;
+      }
+    }
+    if (!skip.has('temperature') && this.ok(g, 'temperature', n.temperature(h, 0, u1))) s.tempGpuC = u1[0];
+    if (!skip.has('power') && this.ok(g, 'power', n.power(h, u1))) s.powerMw = u1[0];
+    if (!skip.has('power limit') && this.ok(g, 'power limit', n.powerLimit(h, u1))) s.powerLimitMw = u1[0];
+    if (!skip.has('energy') && this.ok(g, 'energy', n.energy(h, big))) s.energyMj = Number(big[0]);
+    if (!skip.has('graphics clock') && this.ok(g, 'graphics clock', n.clock(h, 0, u1))) s.clockGraphicsMhz = u1[0];
+    if (!skip.has('sm clock') && this.ok(g, 'sm clock', n.clock(h, 1, u1))) s.clockSmMhz = u1[0];
+    if (!skip.has('memory clock') && this.ok(g, 'memory clock', n.clock(h, 2, u1))) s.clockMemMhz = u1[0];
+    if (!skip.has('clock event reasons') && this.ok(g, 'clock event reasons', n.clockReasons(h, big))) s.clockReasons = Number(big[0]);
+    if (!skip.has('ecc')) {
+      const ecc: NonNullable<GpuSnapshot['ecc']> = {};
+      const names = [['correctedVolatile', 0, 0], ['uncorrectedVolatile', 1, 0], ['correctedAggregate', 0, 1], ['uncorrectedAggregate', 1, 1]] as const;
+      let any = false;
+      for (const [k, type, counter] of names) {
+        if (this.ok(g, 'ecc', n.eccTotal(h, type, counter, big))) {
+          ecc[k] = Number(big[0]);
+          any = true;
+        } else if (skip.has('ecc')) break; // ECC off: one NOT_SUPPORTED says it for all four
+      }
+      if (any) s.ecc = ecc;
+    }
+    if (!skip.has('remapped rows')) {
+      const c: [number] = [0], un: [number] = [0], p: [number] = [0], f: [number] = [0];
+      if (this.ok(g, 'remapped rows', n.remappedRows(h, c, un, p, f))) s.remapped = { corrected: c[0], uncorrected: un[0], pending: p[0], failure: f[0] };
+    }
+    if (!skip.has('retired pages')) {
+      const cnt: [number] = [0];
+      if (this.ok(g, 'retired pages', n.retiredPages(h, 0, cnt, null))) {
+        s.retiredSbe = cnt[0];
+        cnt[0] = 0;
+        if (this.ok(g, 'retired pages', n.retiredPages(h, 1, cnt, null))) s.retiredDbe = cnt[0];
+      }
+    }
+    if (!skip.has('pcie throughput')) {
+      if (this.ok(g, 'pcie throughput', n.pcieThroughput(h, 0, u1))) {
+        s.pcieTxKBs = u1[0];
+        if (this.ok(g, 'pcie throughput', n.pcieThroughput(h, 1, u1))) s.pcieRxKBs = u1[0];
+      }
+    }
+    if (!skip.has('pcie replay counter') && this.ok(g, 'pcie replay counter', n.pcieReplay(h, u1))) s.pcieReplay = u1[0];
+    if (!skip.has('fan speed') && this.ok(g, 'fan speed', n.fanSpeed(h, u1))) s.fanPct = u1[0];
+    if (!skip.has('performance state') && this.ok(g, 'performance state', n.pstate(h, u1))) s.pstate = u1[0];
+    if (!skip.has('field values')) this.readFields(g, s);
+    if (this.withProcesses && !skip.has('processes')) this.readProcesses(g, s);
+    if (!skip.has('mig')) this.readMig(g, s);
+  }
+
+  /** Memory temperature, NVLink cumulative counters, pending retirement: one nvmlDeviceGetFieldValues call. */
+  private readFields(g: Gpu, s: GpuSnapshot): void {
+    const b = this.fields;
+    const ids = [FIELD.MEMORY_TEMP, FIELD.NVLINK_TX, FIELD.NVLINK_RX, FIELD.RETIRED_PENDING];
+    b.fill(0);
+    ids.forEach((id, i) => {
+      b.writeUInt32LE(id, i * FIELD_VALUE_SIZE);
+      b.writeUInt32LE(id === FIELD.NVLINK_TX || id === FIELD.NVLINK_RX ? ALL_LINKS : 0, i * FIELD_VALUE_SIZE + 4);
+    });
+    if (!this.ok(g, 'field values', this.nvml.fieldValues(g.handle, ids.length, b))) return;
+    for (let i = 0; i < ids.length; i++) {
+      const o = i * FIELD_VALUE_SIZE;
+      if (b.readInt32LE(o + 28) !== NVML.SUCCESS) continue; // per-field nvmlReturn: NOT_SUPPORTED is normal (no NVLink on PCIe cards)
+      const v = fieldValue(b, o);
+      switch (ids[i]) {
+        case FIELD.MEMORY_TEMP: s.tempMemC = v; break;
+        case FIELD.NVLINK_TX: s.nvlinkTxKiB = v; s.nvlinkTimestampUs = Number(b.readBigInt64LE(o + 8)); break;
+        case FIELD.NVLINK_RX: s.nvlinkRxKiB = v; break;
+        case FIELD.RETIRED_PENDING: s.retiredPending = v; break;
+      }
+    }
+  }
+
+  private readProcesses(g: Gpu, s: GpuSnapshot): void {
+    const n = this.nvml;
+    const count: [number] = [this.procBuf.length / PROCESS_INFO_SIZE];
+    let r = n.processes(g.handle, count, this.procBuf);
+    if (r === NVML.INSUFFICIENT_SIZE) {
+      this.procBuf = Buffer.alloc((count[0] + 8) * PROCESS_INFO_SIZE); // processes may start between the two calls
+      count[0] = this.procBuf.length / PROCESS_INFO_SIZE;
+      r = n.processes(g.handle, count, this.procBuf);
+    }
+    if (!this.ok(g, 'processes', r)) return;
+    const list: ProcessSnapshot[] = [];
+    for (let i = 0; i < count[0]; i++) {
+      const o = i * PROCESS_INFO_SIZE;
+      const gi = this.procBuf.readUInt32LE(o + 16);
+      const ci = this.procBuf.readUInt32LE(o + 20);
+      const p: ProcessSnapshot = { pid: this.procBuf.readUInt32LE(o), usedBytes: Number(this.procBuf.readBigUInt64LE(o + 8)) };
+      if (gi !== NO_INSTANCE) p.gi = gi;
+      if (ci !== NO_INSTANCE) p.ci = ci;
+      list.push(p);
+    }
+    s.processes = list;
+  }
+
+  private readMig(g: Gpu, s: GpuSnapshot): void {
+    const n = this.nvml;
+    const cur: [number] = [0], pend: [number] = [0];
+    if (!this.ok(g, 'mig', n.migMode(g.handle, cur, pend))) return;
+    s.migMode = cur[0];
+    if (cur[0] !== 1) return;
+    const max: [number] = [0];
+    if (!this.ok(g, 'mig', n.maxMigCount(g.handle, max))) return;
+    const migs: MigSnapshot[] = [];
+    for (let i = 0; i < max[0]; i++) {
+      const mh: [Handle | null] = [null];
+      const r = n.migHandle(g.handle, i, mh);
+      if (r === NVML.NOT_FOUND) continue; // empty slot
+      if (!this.ok(g, 'mig', r)) continue;
+      const h = mh[0]!;
+      if (n.uuid(h, this.buf96) !== NVML.SUCCESS) continue;
+      const m: MigSnapshot = { uuid: str(this.buf96), name: n.name(h, this.buf96) === NVML.SUCCESS ? str(this.buf96) : g.name, gi: 0, ci: 0 };
+      const id: [number] = [0];
+      if (n.gpuInstanceId(h, id) === NVML.SUCCESS) m.gi = id[0];
+      if (n.computeInstanceId(h, id) === NVML.SUCCESS) m.ci = id[0];
+      const mem: { total?: number; used?: number; free?: number } = {};
+      if (n.memory(h, mem) === NVML.SUCCESS) {
+        m.memTotal = mem.total;
+        m.memUsed = mem.used;
+        m.memFree = mem.free;
+      }
+      migs.push(m);
+    }
+    s.mig = migs;
+  }
+}
+
+function str(b: Buffer): string {
+  const z = b.indexOf(0);
+  return b.toString('utf8', 0, z < 0 ? b.length : z);
+}
+
+/** nvmlFieldValue_t.value by valueType (DOUBLE 0, UINT 1, ULONG 2, ULONGLONG 3, SLONGLONG 4, SINT 5, USHORT 6). */
+export function fieldValue(b: Buffer, o: number): number {
+  switch (b.readInt32LE(o + 24)) {
+    case 0: return b.readDoubleLE(o + 32);
+    case 1: return b.readUInt32LE(o + 32);
+    case 4: return Number(b.readBigInt64LE(o + 32));
+    case 5: return b.readInt32LE(o + 32);
+    case 6: return b.readUInt16LE(o + 32);
+    default: return Number(b.readBigUInt64LE(o + 32));
+  }
+}

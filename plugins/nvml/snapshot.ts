@@ -1,0 +1,81 @@
+/**
+ * What the nvml worker sends to the main thread each tick: raw NVML values in
+ * NVML's own units (mW, mJ, KB/s, percent, KiB counters). Conversion to the
+ * registry's units happens in convert.ts, in one place.
+ */
+export interface ProcessSnapshot {
+  pid: number;
+  usedBytes: number;
+  /** GPU / compute instance ids; absent without MIG (NVML gives 0xFFFFFFFF). */
+  gi?: number;
+  ci?: number;
+}
+
+export interface MigSnapshot {
+  uuid: string;
+  name: string;
+  gi: number;
+  ci: number;
+  memTotal?: number;
+  memUsed?: number;
+  memFree?: number;
+}
+
+export interface GpuSnapshot {
+  index: number;
+  uuid: string;
+  name: string;
+  pciBusId: string;
+  minor?: number;
+  lost?: boolean;
+  utilGpuPct?: number;
+  utilMemPct?: number;
+  memTotal?: number;
+  memUsed?: number;
+  memFree?: number;
+  memReserved?: number;
+  tempGpuC?: number;
+  tempMemC?: number;
+  powerMw?: number;
+  powerLimitMw?: number;
+  energyMj?: number;
+  clockGraphicsMhz?: number;
+  clockSmMhz?: number;
+  clockMemMhz?: number;
+  clockReasons?: number;
+  ecc?: { correctedVolatile?: number; uncorrectedVolatile?: number; correctedAggregate?: number; uncorrectedAggregate?: number };
+  remapped?: { corrected: number; uncorrected: number; pending: number; failure: number };
+  retiredSbe?: number;
+  retiredDbe?: number;
+  retiredPending?: number;
+  pcieTxKBs?: number;
+  pcieRxKBs?: number;
+  pcieReplay?: number;
+  fanPct?: number;
+  pstate?: number;
+  /** Cumulative NVLink data counters over all links, KiB, and NVML's timestamp of them (us). */
+  nvlinkTxKiB?: number;
+  nvlinkRxKiB?: number;
+  nvlinkTimestampUs?: number;
+  processes?: ProcessSnapshot[];
+  migMode?: number;
+  mig?: MigSnapshot[];
+}
+
+export interface Snapshot {
+  driverVersion: string;
+  /** ms since epoch when the sampling started. */
+  time: number;
+  gpus: GpuSnapshot[];
+  /** Log lines worth saying once (NOT_SUPPORTED, lost GPU, re-init). */
+  notes: { level: 'info' | 'warn' | 'error'; msg: string }[];
+}
+
+export interface XidEvent {
+  uuid: string;
+  eventType: number;
+  data: number;
+  gi?: number;
+  ci?: number;
+  time: number;
+}
