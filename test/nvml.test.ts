@@ -1,0 +1,199 @@
+/**
+ * The nvml plugin through the production koffi binding, loaded against the
+ * fake libnvidia-ml.so.1 (real symbols, real struct layouts), end to end
+ * through `l9gpu daemon`.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { DaemonProcess, parseLines, runCli, type JsonPoint } from './helpers/daemon.js';
+import { FakeNvml, h100 } from './helpers/fake-nvml.js';
+import { waitFor } from './helpers/wait.js';
+
+function pick(pts: JsonPoint[], name: string, attrs: Record<string, unknown> = {}): JsonPoint[] {
+  return pts.filter((p) => p.name === name && Object.entries(attrs).every(([k, v]) => p.attributes[k] === v));
+}
+function one(pts: JsonPoint[], name: string, attrs: Record<string, unknown> = {}): number {
+  const m = pick(pts, name, attrs);
+  assert.equal(m.length, 1, `${name} ${JSON.stringify(attrs)}: ${m.length} points`);
+  return m[0]!.value;
+}
+
+test('every NVML field arrives with the registry name and unit, converted exactly', async () => {
+  const fake = new FakeNvml({ driver_version: '550.54.15', devices: [h100(0, { clock_reasons: 0x4 | 0x1 }), h100(1)] });
+  const r = await runCli(['daemon', '--once', '--plugin', 'nvml', '--sink', 'stdout'], fake.env());
+  assert.equal(r.status, 0, r.stderr);
+  const pts = parseLines(r.stdout);
+  const g0 = { 'gpu.uuid': fake.desc.devices[0]!.uuid };
+  for (const p of pick(pts, 'gpu.utilization')) {
+    assert.equal(p.attributes['gpu.vendor'], 'nvidia');
+    assert.equal(p.attributes['gpu.model'], 'NVIDIA H100 80GB HBM3');
+  }
+  assert.deepEqual(pick(pts, 'gpu.utilization').map((p) => [p.attributes['gpu.index'], p.attributes['gpu.pci.bus_id']]), [[0, '00000000:18:00.0'], [1, '00000000:28:00.0']]);
+  assert.equal(one(pts, 'gpu.utilization', g0), 0.87, 'percent -> ratio');
+  assert.equal(one(pts, 'gpu.memory.utilization', g0), 0.4);
+  assert.equal(one(pts, 'gpu.memory.used', g0), 42_949_672_960);
+  assert.equal(one(pts, 'gpu.memory.free', g0), 42_412_802_048);
+  assert.equal(one(pts, 'gpu.memory.total', g0), 85_899_345_920);
+  assert.equal(one(pts, 'gpu.memory.reserved', g0), 536_870_912);
+  assert.equal(one(pts, 'gpu.temperature', { ...g0, 'gpu.temperature.sensor': 'edge' }), 45);
+  assert.equal(one(pts, 'gpu.temperature', { ...g0, 'gpu.temperature.sensor': 'memory' }), 50, 'field 82 MEMORY_TEMP');
+  assert.equal(one(pts, 'gpu.power.draw', g0), 350.123, 'mW -> W');
+  assert.equal(one(pts, 'gpu.power.limit', g0), 700, 'mW -> W');
+  assert.equal(one(pts, 'gpu.energy.consumption', g0), 123_456.789, 'mJ -> J');
+  assert.equal(one(pts, 'gpu.clock.frequency', { ...g0, 'gpu.clock.type': 'sm' }), 1755);
+  assert.equal(one(pts, 'gpu.clock.frequency', { ...g0, 'gpu.clock.type': 'graphics' }), 1755);
+  assert.equal(one(pts, 'gpu.clock.frequency', { ...g0, 'gpu.clock.type': 'memory' }), 2619);
+  assert.equal(one(pts, 'gpu.throttle.active', { ...g0, 'gpu.throttle.cause': 'power' }), 1, 'SwPowerCap');
+  for (const c of ['thermal', 'hw', 'sw']) assert.equal(one(pts, 'gpu.throttle.active', { ...g0, 'gpu.throttle.cause': c }), 0, `${c}: idle (0x1) is not throttling`);
+  assert.equal(one(pts, 'gpu.ecc.errors', { ...g0, 'error.type': 'corrected', 'gpu.ecc.scope': 'volatile' }), 1);
+  assert.equal(one(pts, 'gpu.ecc.errors', { ...g0, 'error.type': 'corrected', 'gpu.ecc.scope': 'aggregate' }), 5);
+  assert.equal(one(pts, 'gpu.ecc.errors', { ...g0, 'error.type': 'uncorrected', 'gpu.ecc.scope': 'aggregate' }), 0);
+  assert.equal(one(pts, 'gpu.memory.remapped_rows', { ...g0, 'gpu.memory.remap.cause': 'corrected' }), 2);
+  assert.equal(one(pts, 'gpu.memory.remap.pending', g0), 0);
+  assert.equal(one(pts, 'gpu.memory.retired_pages', { ...g0, 'gpu.memory.retirement.cause': 'double_bit_ecc' }), 0);
+  assert.equal(one(pts, 'gpu.memory.retirement.pending', g0), 0);
+  assert.equal(one(pts, 'gpu.pcie.throughput', { ...g0, 'network.io.direction': 'transmit' }), 1000 * 1024, 'KB/s -> By/s');
+  assert.equal(one(pts, 'gpu.pcie.throughput', { ...g0, 'network.io.direction': 'receive' }), 2000 * 1024);
+  assert.equal(one(pts, 'gpu.pcie.replays', g0), 3);
+  assert.equal(one(pts, 'gpu.fan.speed', g0), 0.3, 'percent -> ratio');
+  assert.equal(one(pts, 'gpu.performance_state', g0), 0);
+  assert.equal(one(pts, 'gpu.interconnect.io', { ...g0, 'network.io.direction': 'transmit', 'gpu.interconnect.type': 'nvlink' }), 1000 * 1024, 'KiB -> By');
+  assert.equal(pick(pts, 'gpu.interconnect.throughput').length, 0, 'a rate needs two samples');
+  assert.equal(one(pts, 'gpu.process.count', g0), 1);
+  assert.equal(one(pts, 'gpu.process.memory.used', { ...g0, 'process.pid': 4242 }), 1_048_576_000);
+  assert.equal(one(pts, 'gpu.info', { ...g0, 'gpu.driver.version': '550.54.15' }), 1);
+  assert.equal(one(pts, 'gpu.lost', g0), 0);
+  for (const p of pts) assert.ok(['gpu.', 'l9gpu.'].some((x) => p.name.startsWith(x)));
+  for (const p of pick(pts, 'gpu.energy.consumption')) assert.equal(p.kind, 'sum');
+});
+
+test('NOT_SUPPORTED fields are skipped and said once per GPU; other errors too', async () => {
+  const fake = new FakeNvml({ devices: [h100(0, { errors: { nvmlDeviceGetFanSpeed: 3, nvmlDeviceGetPowerUsage: 999 } }), h100(1)] });
+  const d = new DaemonProcess(['--plugin', 'nvml', '--sink', 'stdout', '--interval', '100ms'], fake.env());
+  try {
+    await waitFor('5 collections', () => pick(d.points(), 'gpu.utilization').length >= 10);
+    const pts = d.points();
+    const g0 = fake.desc.devices[0]!.uuid;
+    assert.equal(pick(pts, 'gpu.fan.speed', { 'gpu.uuid': g0 }).length, 0);
+    assert.equal(pick(pts, 'gpu.power.draw', { 'gpu.uuid': g0 }).length, 0);
+    assert.ok(pick(pts, 'gpu.fan.speed', { 'gpu.uuid': fake.desc.devices[1]!.uuid }).length >= 5, 'the other GPU still reports it');
+    assert.equal(d.stderr.split('fan speed is not supported').length - 1, 1, 'said once');
+    assert.equal(d.stderr.split('power: Unknown Error (999)').length - 1, 1, 'an unexpected error is said once too');
+  } finally {
+    assert.equal(await d.stop(), 0);
+  }
+});
+
+test('an older driver without the newer entry points: memory v1, throttle reasons, processes v2', async () => {
+  const fake = new FakeNvml({ devices: [h100(0, { clock_reasons: 0x40 })] });
+  const r = await runCli(['daemon', '--once', '--plugin', 'nvml', '--sink', 'stdout'], fake.env('old'));
+  assert.equal(r.status, 0, r.stderr);
+  const pts = parseLines(r.stdout);
+  assert.equal(one(pts, 'gpu.memory.used'), 42_949_672_960 + 536_870_912, 'v1 counts the reservation as used');
+  assert.equal(pick(pts, 'gpu.memory.reserved').length, 0);
+  assert.equal(one(pts, 'gpu.throttle.active', { 'gpu.throttle.cause': 'thermal' }), 1, 'via nvmlDeviceGetCurrentClocksThrottleReasons');
+  assert.equal(one(pts, 'gpu.throttle.active', { 'gpu.throttle.cause': 'hw' }), 1);
+  assert.equal(one(pts, 'gpu.process.memory.used', { 'process.pid': 4242 }), 1_048_576_000);
+});
+
+test('MIG: instances with their own UUID, memory and ids, and the parent UUID', async () => {
+  const parent = h100(0, {
+    name: 'NVIDIA A100-SXM4-40GB',
+    mig_mode: 1,
+    mig_max: 7,
+    mig: [
+      { slot: 0, uuid: 'MIG-aaaaaaaa-1111-2222-3333-444444444444', name: 'NVIDIA A100-SXM4-40GB MIG 3g.20gb', gi: 1, ci: 0, mem_total: 20_937_965_568, mem_used: 13_631_488, mem_free: 20_924_334_080 },
+      { slot: 3, uuid: 'MIG-bbbbbbbb-1111-2222-3333-444444444444', name: 'NVIDIA A100-SXM4-40GB MIG 1g.5gb', gi: 9, ci: 0, mem_total: 4_966_055_936, mem_used: 4_000_000_000, mem_free: 966_055_936 },
+    ],
+    processes: [{ pid: 77, used: 3_900_000_000, gi: 9, ci: 0 }],
+  });
+  const fake = new FakeNvml({ devices: [parent] });
+  const r = await runCli(['daemon', '--once', '--plugin', 'nvml', '--sink', 'stdout'], fake.env());
+  assert.equal(r.status, 0, r.stderr);
+  const pts = parseLines(r.stdout);
+  const mig = { 'gpu.uuid': 'MIG-bbbbbbbb-1111-2222-3333-444444444444' };
+  assert.equal(one(pts, 'gpu.memory.used', mig), 4_000_000_000);
+  assert.equal(one(pts, 'gpu.memory.total', mig), 4_966_055_936);
+  const p = pick(pts, 'gpu.memory.total', mig)[0]!;
+  assert.equal(p.attributes['gpu.mig.parent_uuid'], parent.uuid);
+  assert.equal(p.attributes['gpu.mig.instance_id'], 9);
+  assert.equal(p.attributes['gpu.mig.compute_instance_id'], 0);
+  assert.equal(p.attributes['gpu.model'], 'NVIDIA A100-SXM4-40GB MIG 1g.5gb');
+  assert.equal(pick(pts, 'gpu.memory.total').length, 3, 'the parent and its two instances');
+  assert.equal(pick(pts, 'gpu.memory.remapped_rows').length, 0, 'NOT_SUPPORTED with MIG on');
+  const proc = pick(pts, 'gpu.process.memory.used', { 'process.pid': 77 })[0]!;
+  assert.equal(proc.attributes['gpu.mig.instance_id'], 9);
+  assert.match(r.stderr, /remapped rows is not supported/);
+});
+
+test('Xid events are counted per code as a monotonic sum; NVLink gets a rate between samples', async () => {
+  const gpus = [h100(0), h100(1)];
+  const fake = new FakeNvml({ devices: gpus, events: [] });
+  const d = new DaemonProcess(['--plugin', 'nvml', '--sink', 'stdout', '--interval', '200ms'], fake.env());
+  try {
+    await waitFor('first samples', () => pick(d.points(), 'gpu.utilization').length >= 2);
+    fake.write({
+      devices: [h100(0, { fields: { '138': { value: 5000 }, '139': { value: 9000 } } }), h100(1)],
+      events: [{ device: 1, type: 8, data: 79 }, { device: 1, type: 1, data: 0 }, { device: 1, type: 8, data: 79 }, { device: 0, type: 8, data: 13 }],
+    });
+    const xid = await waitFor('Xid counts', () => {
+      const x = pick(d.points(), 'gpu.xid.errors', { 'gpu.uuid': gpus[1]!.uuid, 'gpu.xid.code': '79' });
+      return x.length && x[x.length - 1]!.value === 2 ? x : undefined;
+    });
+    assert.equal(xid[0]!.kind, 'sum');
+    assert.equal(xid[0]!.monotonic, true);
+    await waitFor('Xid 13 on GPU 0', () => pick(d.points(), 'gpu.xid.errors', { 'gpu.uuid': gpus[0]!.uuid, 'gpu.xid.code': '13' }).length > 0);
+    assert.equal(pick(d.points(), 'gpu.xid.errors', { 'gpu.xid.code': '0' }).length, 0, 'an ECC event is not an Xid');
+    assert.match(d.stderr, /Xid error gpu=GPU-01a1b2c3\S* xid=79/);
+    const rate = await waitFor('NVLink rate', () => pick(d.points(), 'gpu.interconnect.throughput', { 'gpu.uuid': gpus[0]!.uuid, 'network.io.direction': 'transmit' }).find((p) => p.value > 0));
+    // 4000 KiB more between two samples about 200 ms apart (NVML's own timestamps)
+    assert.ok(rate.value > 4000 * 1024 && rate.value < 4000 * 1024 * 20, `rate ${rate.value} By/s`);
+  } finally {
+    assert.equal(await d.stop(), 0);
+  }
+});
+
+test('a lost GPU is reported and NVML re-initialised with backoff; the GPU comes back', async () => {
+  const gpus = [h100(0), h100(1)];
+  const fake = new FakeNvml({ devices: gpus });
+  const d = new DaemonProcess(['--plugin', 'nvml', '--sink', 'stdout', '--interval', '100ms'], fake.env());
+  try {
+    await waitFor('samples', () => pick(d.points(), 'gpu.utilization').length >= 2);
+    fake.write({ devices: [h100(0), h100(1, { lost: true })] });
+    await waitFor('gpu.lost = 1', () => pick(d.points(), 'gpu.lost', { 'gpu.uuid': gpus[1]!.uuid }).some((p) => p.value === 1));
+    await d.waitStderr(/GPU 1 \(GPU-01\S+\) is lost \(NVML_ERROR_GPU_IS_LOST\)/);
+    const mark = d.stdout.length;
+    fake.write({ devices: [h100(0), h100(1)] });
+    await d.waitStderr(/NVML is back/, 15_000);
+    await waitFor('GPU 1 samples again', () => parseLines(d.stdout.slice(mark, d.stdout.lastIndexOf('\n') + 1)).some((p) => p.name === 'gpu.utilization' && p.attributes['gpu.uuid'] === gpus[1]!.uuid));
+    assert.equal(d.stderr.split('is lost (NVML_ERROR_GPU_IS_LOST)').length - 1, 1, 'said once per loss');
+  } finally {
+    assert.equal(await d.stop(), 0);
+  }
+});
+
+test('a driver not loaded at start is an error counted per tick, said once, and recovered from', async () => {
+  const fake = new FakeNvml({ init_error: 9, devices: [h100(0)] });
+  const d = new DaemonProcess(['--plugin', 'nvml', '--sink', 'stdout', '--interval', '100ms'], fake.env());
+  try {
+    await waitFor('errors counted', () => pick(d.points(), 'l9gpu.collector.errors', { 'l9gpu.plugin': 'nvml' }).some((p) => p.value >= 3));
+    assert.match(d.stderr, /collection failed plugin=nvml error="nvmlInit_v2: Driver Not Loaded \(9\)/);
+    fake.write({ init_error: 0, devices: [h100(0)] });
+    await waitFor('samples after the driver loads', () => pick(d.points(), 'gpu.utilization').length > 0, 15_000);
+    await d.waitStderr(/plugin recovered plugin=nvml/);
+  } finally {
+    assert.equal(await d.stop(), 0);
+  }
+});
+
+test('a missing library: a clear error in the daemon and in doctor', async () => {
+  const r = await runCli(['daemon', '--once', '--plugin', 'nvml', '--sink', 'stdout'], { L9GPU_NVML_LIBRARY: '/nonexistent/libnvidia-ml.so.1' });
+  assert.equal(r.status, 0);
+  assert.match(r.stderr, /collection failed plugin=nvml error="\/nonexistent\/libnvidia-ml.so.1 not found|cannot load NVML library \/nonexistent\/libnvidia-ml.so.1/);
+  const doc = await runCli(['doctor'], { L9GPU_PLUGINS: 'nvml', L9GPU_NVML_LIBRARY: '/nonexistent/libnvidia-ml.so.1' });
+  assert.equal(doc.status, 1);
+  assert.match(doc.stdout, /FAIL nvml\s+enabled\s+\/nonexistent\/libnvidia-ml.so.1 not found/);
+  const fake = new FakeNvml({ driver_version: '550.54.15', devices: [h100(0), h100(1)] });
+  const ok = await runCli(['doctor'], { L9GPU_PLUGINS: 'nvml', ...fake.env() });
+  assert.match(ok.stdout, /ok\s+nvml\s+enabled\s+driver 550.54.15, 2 GPU\(s\) via \S+libnvidia-ml.so.1/);
+});
