@@ -28,7 +28,7 @@ test('every NVML field arrives with the registry name and unit, converted exactl
     assert.equal(p.attributes['gpu.vendor'], 'nvidia');
     assert.equal(p.attributes['gpu.model'], 'NVIDIA H100 80GB HBM3');
   }
-  assert.deepEqual(pick(pts, 'gpu.utilization').map((p) => [p.attributes['gpu.index'], p.attributes['gpu.pci.bus_id']]), [[0, '00000000:18:00.0'], [1, '00000000:28:00.0']]);
+  assert.deepEqual(pick(pts, 'gpu.utilization').map((p) => [p.attributes['gpu.index'], p.attributes['gpu.pci.bus_id']]), [[0, '0000:18:00.0'], [1, '0000:28:00.0']], 'the sysfs form, whatever NVML prints');
   assert.equal(one(pts, 'gpu.utilization', g0), 0.87, 'percent -> ratio');
   assert.equal(one(pts, 'gpu.memory.utilization', g0), 0.4);
   assert.equal(one(pts, 'gpu.memory.used', g0), 42_949_672_960);

@@ -4,6 +4,7 @@
  * driver lacks) removes the field for that GPU and is said once; GPU_IS_LOST
  * marks the GPU lost and stops reading it until NVML is re-initialised.
  */
+import { normalizePciBusId } from '../../src/pci.js';
 import { FIELD_VALUE_SIZE, NVML, PROCESS_INFO_SIZE, type Handle, type NvmlBinding } from './binding.js';
 import type { GpuSnapshot, MigSnapshot, ProcessSnapshot, Snapshot } from './snapshot.js';
 
@@ -62,7 +63,7 @@ export class Sampler {
       }
       if (n.name(handle, this.buf96) === NVML.SUCCESS) gpu.name = str(this.buf96);
       const pci: { busId?: string } = {};
-      if (n.pciInfo(handle, pci) === NVML.SUCCESS) gpu.pciBusId = pci.busId ?? '';
+      if (n.pciInfo(handle, pci) === NVML.SUCCESS) gpu.pciBusId = normalizePciBusId(pci.busId ?? '');
       const minor: [number] = [0];
       if (n.minor(handle, minor) === NVML.SUCCESS) gpu.minor = minor[0];
       this.gpus.push(gpu);

@@ -83,7 +83,7 @@ class SimPlugin implements Plugin {
         'gpu.uuid': simUuid(host, i),
         'gpu.model': model,
         'gpu.vendor': 'sim',
-        'gpu.pci.bus_id': `00000000:${(0x18 + i * 0x10).toString(16).toUpperCase().padStart(2, '0')}:00.0`,
+        'gpu.pci.bus_id': `0000:${(0x18 + i * 0x10).toString(16).padStart(2, '0')}:00.0`,
       },
       util: 0,
       target: 0,

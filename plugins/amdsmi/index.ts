@@ -1,0 +1,89 @@
+/**
+ * AMD GPUs through the amd-smi CLI's JSON (the libamd_smi C structs change
+ * ABI between releases; the CLI's JSON is the stable interface). Metrics and
+ * processes are read every tick; identity (list, static) at start and every
+ * static_interval, or when a GPU appears.
+ */
+import { pluginSection } from '../../src/config/sections.js';
+import type { Emitter } from '../../src/metrics/model.js';
+import type { Plugin, PluginContext, PluginFactory, ProbeResult } from '../../src/plugin.js';
+import { findTool, runTool } from '../../src/tool.js';
+import { emitMetrics, emitProcesses, gpuEntries, parseIdentity, type AmdGpuIdentity } from './parse.js';
+
+const EXTRA_DIRS = ['/opt/rocm/bin', '/usr/bin', '/usr/local/bin'];
+
+interface Opts {
+  command: string;
+  timeoutMs: number;
+  staticIntervalMs: number;
+  processes: boolean;
+}
+
+function opts(ctx: Pick<PluginContext, 'config'>): Opts {
+  const c = ctx.config;
+  return {
+    command: c.str('amdsmi', 'command') ?? 'amd-smi',
+    timeoutMs: c.num('amdsmi', 'command_timeout')! * 1000,
+    staticIntervalMs: c.num('amdsmi', 'static_interval')! * 1000,
+    processes: c.bool('amdsmi', 'processes'),
+  };
+}
+
+function locate(o: Opts): string {
+  const p = findTool(o.command, EXTRA_DIRS);
+  if (!p) throw new Error(`${o.command} not found in PATH or ${EXTRA_DIRS.join(', ')} ([amdsmi] command)`);
+  return p;
+}
+
+class AmdSmiPlugin implements Plugin {
+  private ids = new Map<number, AmdGpuIdentity>();
+  private identityAt = 0;
+  private readonly start = Date.now();
+
+  constructor(private readonly o: Opts) {}
+
+  private async refreshIdentity(tool: string, signal: AbortSignal): Promise<void> {
+    const [list, stat] = await Promise.all([
+      runTool(tool, ['list', '--json'], this.o.timeoutMs, signal),
+      runTool(tool, ['static', '--json'], this.o.timeoutMs, signal),
+    ]);
+    this.ids = new Map(parseIdentity(list, stat).filter((g) => g.uuid).map((g) => [g.index, g]));
+    this.identityAt = Date.now();
+  }
+
+  async collect(out: Emitter, signal: AbortSignal): Promise<void> {
+    const tool = locate(this.o);
+    if (this.ids.size === 0 || Date.now() - this.identityAt > this.o.staticIntervalMs) await this.refreshIdentity(tool, signal);
+    const [metricText, processText] = await Promise.all([
+      runTool(tool, ['metric', '--json'], this.o.timeoutMs, signal),
+      this.o.processes ? runTool(tool, ['process', '--json'], this.o.timeoutMs, signal) : Promise.resolve(undefined),
+    ]);
+    // a GPU we have no identity for (hot-added, reset): re-read identity now rather than drop it for static_interval
+    if (gpuEntries(metricText, 'amd-smi metric --json').some((e) => !this.ids.has(e.gpu as number))) await this.refreshIdentity(tool, signal);
+    emitMetrics(metricText, this.ids, out, this.start);
+    if (processText !== undefined) emitProcesses(processText, this.ids, out);
+  }
+}
+
+export async function probeAmdSmi(o: Opts): Promise<ProbeResult> {
+  try {
+    const tool = locate(o);
+    const list = await runTool(tool, ['list', '--json'], o.timeoutMs);
+    return { ok: true, detail: `${tool}: ${gpuEntries(list, 'amd-smi list --json').length} GPU(s)` };
+  } catch (e) {
+    return { ok: false, detail: (e as Error).message };
+  }
+}
+
+export const amdsmiPlugin: PluginFactory = {
+  name: 'amdsmi',
+  description: 'AMD GPUs through amd-smi (metric, static, process, list --json)',
+  section: pluginSection('amdsmi', 'AMD GPUs through the amd-smi CLI.', [
+    { key: 'command', type: 'string', default: 'amd-smi', description: 'amd-smi executable: a name searched in PATH and /opt/rocm/bin, or an absolute path.' },
+    { key: 'command_timeout', type: 'duration', default: 5, min: 0.1, max: 120, description: 'Longest one amd-smi run may take.' },
+    { key: 'static_interval', type: 'duration', default: 300, min: 1, description: 'How often identity (UUID, PCI address, model, power cap) is re-read.' },
+    { key: 'processes', type: 'bool', default: true, description: 'Report running processes (amd-smi process --json).' },
+  ]),
+  create: (ctx) => new AmdSmiPlugin(opts(ctx)),
+  probe: (ctx) => probeAmdSmi(opts(ctx)),
+};

@@ -1,0 +1,155 @@
+/**
+ * amd-smi JSON -> points. Pure functions over the tool's text, so the real
+ * recorded outputs in testdata/ test them exactly.
+ *
+ * Both top-level shapes are accepted: a bare list (amd-smi 24.x and `process`)
+ * and {"gpu_data": [...]} (25.x and later). A leaf is {"value", "unit"} or
+ * "N/A"; N/A is skipped, never zero.
+ */
+import { metric } from '../../src/metrics/registry.js';
+import type { Attributes, Emitter } from '../../src/metrics/model.js';
+import { normalizePciBusId } from '../../src/pci.js';
+import { toBase, type BaseUnit } from '../../src/units.js';
+
+type Json = Record<string, unknown>;
+
+export interface AmdGpuIdentity {
+  index: number;
+  uuid: string;
+  bdf: string;
+  model: string;
+  powerLimitW?: number;
+}
+
+/** The per-GPU entries of an amd-smi --json output, whichever top-level shape it has. */
+export function gpuEntries(text: string, where: string): Json[] {
+  let j: unknown;
+  try {
+    j = JSON.parse(text);
+  } catch (e) {
+    throw new Error(`${where}: not JSON (${(e as Error).message}): ${text.slice(0, 80).replace(/\s+/g, ' ')}`);
+  }
+  const list = Array.isArray(j) ? j : j && typeof j === 'object' && Array.isArray((j as Json).gpu_data) ? ((j as Json).gpu_data as unknown[]) : undefined;
+  if (!list) throw new Error(`${where}: neither a list nor {"gpu_data": [...]}`);
+  return list.filter((x): x is Json => !!x && typeof x === 'object' && typeof (x as Json).gpu === 'number');
+}
+
+function at(o: unknown, ...path: string[]): unknown {
+  let v = o;
+  for (const k of path) v = v && typeof v === 'object' ? (v as Json)[k] : undefined;
+  return v;
+}
+
+/** A {value, unit} leaf (or a bare number) in the base unit; undefined for N/A or absent. */
+export function leaf(v: unknown, expect: BaseUnit, where: string): number | undefined {
+  if (v === undefined || v === null || v === 'N/A') return undefined;
+  if (typeof v === 'number') return v;
+  if (typeof v === 'object' && 'value' in (v as Json)) {
+    const { value, unit } = v as { value: unknown; unit?: unknown };
+    if (value === 'N/A' || value === null) return undefined;
+    const n = typeof value === 'number' ? value : Number(value);
+    if (!Number.isFinite(n)) throw new Error(`${where}: value ${JSON.stringify(value)} is not a number`);
+    return typeof unit === 'string' && unit !== '' ? toBase(n, unit, expect, where) : n;
+  }
+  if (typeof v === 'string' && /^-?\d+(\.\d+)?$/.test(v)) return Number(v);
+  throw new Error(`${where}: unexpected ${JSON.stringify(v).slice(0, 60)}`);
+}
+
+/** Identity from `amd-smi list --json` (uuid, bdf) and `amd-smi static --json` (model, power cap). */
+export function parseIdentity(listText: string, staticText: string): AmdGpuIdentity[] {
+  const stat = new Map(gpuEntries(staticText, 'amd-smi static --json').map((e) => [e.gpu as number, e]));
+  return gpuEntries(listText, 'amd-smi list --json').map((e) => {
+    const s = stat.get(e.gpu as number);
+    const bdf = String(e.bdf ?? at(s, 'bus', 'bdf') ?? '');
+    const id: AmdGpuIdentity = {
+      index: e.gpu as number,
+      uuid: String(e.uuid ?? ''),
+      bdf: normalizePciBusId(bdf),
+      model: String(at(s, 'asic', 'market_name') ?? 'AMD GPU'),
+    };
+    const where = `amd-smi static --json gpu ${id.index} limit`;
+    const cap = leaf(at(s, 'limit', 'socket_power'), 'W', where) ?? leaf(at(s, 'limit', 'max_power'), 'W', where);
+    if (cap !== undefined) id.powerLimitW = cap;
+    return id;
+  });
+}
+
+const M = {
+  util: metric('gpu.utilization'),
+  memUtil: metric('gpu.memory.utilization'),
+  memUsed: metric('gpu.memory.used'),
+  memFree: metric('gpu.memory.free'),
+  memTotal: metric('gpu.memory.total'),
+  temp: metric('gpu.temperature'),
+  power: metric('gpu.power.draw'),
+  powerLimit: metric('gpu.power.limit'),
+  energy: metric('gpu.energy.consumption'),
+  clock: metric('gpu.clock.frequency'),
+  ecc: metric('gpu.ecc.errors'),
+  eccBlock: metric('gpu.ecc.block.errors'),
+  replays: metric('gpu.pcie.replays'),
+  fan: metric('gpu.fan.speed'),
+  procCount: metric('gpu.process.count'),
+  procMem: metric('gpu.process.memory.used'),
+};
+
+export function identityAttributes(id: AmdGpuIdentity): Attributes {
+  return { 'gpu.index': id.index, 'gpu.uuid': id.uuid, 'gpu.model': id.model, 'gpu.vendor': 'amd', 'gpu.pci.bus_id': id.bdf };
+}
+
+/** `amd-smi metric --json` -> points, for the GPUs in ids (others are skipped: no UUID, no point). */
+export function emitMetrics(text: string, ids: ReadonlyMap<number, AmdGpuIdentity>, out: Emitter, energyStart: number): void {
+  for (const e of gpuEntries(text, 'amd-smi metric --json')) {
+    const id = ids.get(e.gpu as number);
+    if (!id) continue;
+    const a = identityAttributes(id);
+    const w = `amd-smi metric --json gpu ${id.index}`;
+    const put = (def: (typeof M)[keyof typeof M], v: number | undefined, extra?: Attributes, start?: number): void => {
+      if (v !== undefined) out.add(def, v, extra ? { ...a, ...extra } : a, start);
+    };
+    put(M.util, leaf(at(e, 'usage', 'gfx_activity'), '1', `${w} usage.gfx_activity`));
+    put(M.memUtil, leaf(at(e, 'usage', 'umc_activity'), '1', `${w} usage.umc_activity`));
+    put(M.memTotal, leaf(at(e, 'mem_usage', 'total_vram'), 'By', `${w} mem_usage.total_vram`));
+    put(M.memUsed, leaf(at(e, 'mem_usage', 'used_vram'), 'By', `${w} mem_usage.used_vram`));
+    put(M.memFree, leaf(at(e, 'mem_usage', 'free_vram'), 'By', `${w} mem_usage.free_vram`));
+    for (const [key, sensor] of [['edge', 'edge'], ['hotspot', 'hotspot'], ['mem', 'memory']] as const) {
+      put(M.temp, leaf(at(e, 'temperature', key), 'Cel', `${w} temperature.${key}`), { 'gpu.temperature.sensor': sensor });
+    }
+    // older releases call it average_socket_power
+    put(M.power, leaf(at(e, 'power', 'socket_power') ?? at(e, 'power', 'average_socket_power'), 'W', `${w} power.socket_power`));
+    if (id.powerLimitW !== undefined) put(M.powerLimit, id.powerLimitW);
+    put(M.energy, leaf(at(e, 'energy', 'total_energy_consumption'), 'J', `${w} energy.total_energy_consumption`), undefined, energyStart);
+    put(M.clock, leaf(at(e, 'clock', 'gfx_0', 'clk'), 'MHz', `${w} clock.gfx_0.clk`), { 'gpu.clock.type': 'graphics' });
+    put(M.clock, leaf(at(e, 'clock', 'mem_0', 'clk'), 'MHz', `${w} clock.mem_0.clk`), { 'gpu.clock.type': 'memory' });
+    // RAS counters since the driver loaded: the volatile scope in NVML's terms
+    put(M.ecc, leaf(at(e, 'ecc', 'total_correctable_count'), '1', `${w} ecc`), { 'error.type': 'corrected', 'gpu.ecc.scope': 'volatile' }, energyStart);
+    put(M.ecc, leaf(at(e, 'ecc', 'total_uncorrectable_count'), '1', `${w} ecc`), { 'error.type': 'uncorrected', 'gpu.ecc.scope': 'volatile' }, energyStart);
+    const blocks = at(e, 'ecc_blocks');
+    if (blocks && typeof blocks === 'object') {
+      for (const [block, counts] of Object.entries(blocks as Json)) {
+        const b = block.toLowerCase();
+        put(M.eccBlock, leaf(at(counts, 'correctable_count'), '1', `${w} ecc_blocks.${block}`), { 'error.type': 'corrected', 'gpu.ecc.block': b }, energyStart);
+        put(M.eccBlock, leaf(at(counts, 'uncorrectable_count'), '1', `${w} ecc_blocks.${block}`), { 'error.type': 'uncorrected', 'gpu.ecc.block': b }, energyStart);
+      }
+    }
+    put(M.replays, leaf(at(e, 'pcie', 'replay_count'), '1', `${w} pcie.replay_count`), undefined, energyStart);
+    put(M.fan, leaf(at(e, 'fan', 'usage'), '1', `${w} fan.usage`));
+  }
+}
+
+/** `amd-smi process --json` -> process count and memory per pid. */
+export function emitProcesses(text: string, ids: ReadonlyMap<number, AmdGpuIdentity>, out: Emitter): void {
+  for (const e of gpuEntries(text, 'amd-smi process --json')) {
+    const id = ids.get(e.gpu as number);
+    if (!id) continue;
+    const a = identityAttributes(id);
+    // no processes: an empty list, or a message string in some releases
+    const list = Array.isArray(e.process_list) ? (e.process_list as Json[]) : [];
+    const procs = list.map((p) => (p.process_info ?? p) as Json).filter((p) => typeof p.pid === 'number');
+    out.add(M.procCount, procs.length, a);
+    for (const p of procs) {
+      const mem = leaf(p.mem_usage ?? p.memory_usage, 'By', `amd-smi process --json gpu ${id.index} pid ${p.pid}`);
+      if (mem !== undefined) out.add(M.procMem, mem, { ...a, 'process.pid': p.pid as number });
+    }
+  }
+}

@@ -1,0 +1,53 @@
+/**
+ * Intel Gaudi accelerators through `hl-smi -Q <fields> -f csv`, run every
+ * tick (the original l9gpu read it once at start-up and repeated that
+ * snapshot forever).
+ */
+import { pluginSection } from '../../src/config/sections.js';
+import type { Emitter } from '../../src/metrics/model.js';
+import type { Plugin, PluginContext, PluginFactory, ProbeResult } from '../../src/plugin.js';
+import { findTool, runTool } from '../../src/tool.js';
+import { HL_FIELDS, emitRows, parseCsv } from './parse.js';
+
+const EXTRA_DIRS = ['/usr/bin', '/usr/local/bin', '/opt/habanalabs/bin'];
+export const HL_ARGS = ['-Q', HL_FIELDS.join(','), '-f', 'csv'];
+
+function opts(ctx: Pick<PluginContext, 'config'>): { command: string; timeoutMs: number } {
+  return { command: ctx.config.str('hlsmi', 'command') ?? 'hl-smi', timeoutMs: ctx.config.num('hlsmi', 'command_timeout')! * 1000 };
+}
+
+function locate(command: string): string {
+  const p = findTool(command, EXTRA_DIRS);
+  if (!p) throw new Error(`${command} not found in PATH or ${EXTRA_DIRS.join(', ')} ([hlsmi] command)`);
+  return p;
+}
+
+class HlSmiPlugin implements Plugin {
+  private readonly start = Date.now();
+  constructor(private readonly o: { command: string; timeoutMs: number }) {}
+
+  async collect(out: Emitter, signal: AbortSignal): Promise<void> {
+    const text = await runTool(locate(this.o.command), HL_ARGS, this.o.timeoutMs, signal);
+    emitRows(parseCsv(text, 'hl-smi -f csv'), out, this.start);
+  }
+}
+
+export const hlsmiPlugin: PluginFactory = {
+  name: 'hlsmi',
+  description: 'Intel Gaudi accelerators through hl-smi -Q ... -f csv',
+  section: pluginSection('hlsmi', 'Intel Gaudi accelerators through hl-smi.', [
+    { key: 'command', type: 'string', default: 'hl-smi', description: 'hl-smi executable: a name searched in PATH, or an absolute path.' },
+    { key: 'command_timeout', type: 'duration', default: 5, min: 0.1, max: 120, description: 'Longest one hl-smi run may take.' },
+  ]),
+  create: (ctx) => new HlSmiPlugin(opts(ctx)),
+  probe: async (ctx): Promise<ProbeResult> => {
+    const o = opts(ctx);
+    try {
+      const tool = locate(o.command);
+      const rows = parseCsv(await runTool(tool, HL_ARGS, o.timeoutMs), 'hl-smi -f csv');
+      return { ok: true, detail: `${tool}: ${rows.length} device(s)` };
+    } catch (e) {
+      return { ok: false, detail: (e as Error).message };
+    }
+  },
+};

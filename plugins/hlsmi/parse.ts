@@ -1,0 +1,100 @@
+/**
+ * hl-smi CSV -> points. Columns are mapped by header name, never by
+ * position; a header may carry its unit in brackets ("power.draw [W]") and a
+ * cell may carry it too ("226 W"); "[N/A]" is skipped, never zero.
+ */
+import { metric } from '../../src/metrics/registry.js';
+import type { Attributes, Emitter } from '../../src/metrics/model.js';
+import { normalizePciBusId } from '../../src/pci.js';
+import { parseQuantity, toBase, type BaseUnit } from '../../src/units.js';
+
+/** The fields queried with -Q, in this order. */
+export const HL_FIELDS = [
+  'index', 'uuid', 'name', 'bus_id', 'driver_version',
+  'temperature.aip', 'utilization.aip', 'memory.total', 'memory.used', 'memory.free',
+  'power.draw', 'power.max',
+  'ecc.errors.corrected.volatile.total', 'ecc.errors.uncorrected.volatile.total',
+  'ecc.errors.corrected.aggregate.total', 'ecc.errors.uncorrected.aggregate.total',
+] as const;
+
+/** Units hl-smi uses when a header or cell names none. */
+const DEFAULT_UNIT: Record<string, string> = {
+  'temperature.aip': 'C', 'utilization.aip': '%', 'memory.total': 'MiB', 'memory.used': 'MiB', 'memory.free': 'MiB', 'power.draw': 'W', 'power.max': 'W',
+};
+
+export type HlRow = Map<string, { text: string; unit?: string }>;
+
+export function parseCsv(text: string, where = 'hl-smi'): HlRow[] {
+  const lines = text.split('\n').map((l) => l.trim()).filter(Boolean);
+  if (lines.length === 0) return [];
+  const header = lines[0]!.split(',').map((h) => h.trim());
+  const cols = header.map((h) => {
+    const m = /^([a-z0-9_.]+)\s*(?:\[(.+)\])?$/i.exec(h);
+    if (!m) throw new Error(`${where}: unexpected header column "${h}"`);
+    return { name: m[1]!, unit: m[2] };
+  });
+  if (!cols.some((c) => c.name === 'uuid')) throw new Error(`${where}: no uuid column in the header (${lines[0]!.slice(0, 80)})`);
+  return lines.slice(1).map((line, i) => {
+    const cells = line.split(',').map((c) => c.trim());
+    if (cells.length !== cols.length) throw new Error(`${where}: line ${i + 2} has ${cells.length} fields, the header ${cols.length}`);
+    return new Map(cols.map((c, j) => [c.name, { text: cells[j]!, ...(c.unit ? { unit: c.unit } : {}) }]));
+  });
+}
+
+function value(row: HlRow, field: string, expect: BaseUnit | 'count', where: string): number | undefined {
+  const cell = row.get(field);
+  if (!cell) return undefined;
+  let q: [number, string] | undefined;
+  try {
+    q = parseQuantity(cell.text);
+  } catch (e) {
+    throw new Error(`${where} ${field}: ${(e as Error).message}`);
+  }
+  if (!q) return undefined;
+  if (expect === 'count') return q[0];
+  return toBase(q[0], q[1] || cell.unit || DEFAULT_UNIT[field] || '', expect, `${where} ${field}`);
+}
+
+const M = {
+  util: metric('gpu.utilization'),
+  memUsed: metric('gpu.memory.used'),
+  memFree: metric('gpu.memory.free'),
+  memTotal: metric('gpu.memory.total'),
+  temp: metric('gpu.temperature'),
+  power: metric('gpu.power.draw'),
+  powerLimit: metric('gpu.power.limit'),
+  ecc: metric('gpu.ecc.errors'),
+  info: metric('gpu.info'),
+};
+
+export function emitRows(rows: HlRow[], out: Emitter, start: number): void {
+  for (const row of rows) {
+    const uuid = row.get('uuid')?.text;
+    const idx = row.get('index')?.text;
+    if (!uuid || /N\/A/.test(uuid)) continue; // no UUID, no point: everything is keyed by it
+    const where = `hl-smi device ${idx ?? uuid}`;
+    const a: Attributes = {
+      'gpu.index': idx !== undefined && /^\d+$/.test(idx) ? Number(idx) : -1,
+      'gpu.uuid': uuid,
+      'gpu.model': row.get('name')?.text ?? 'Intel Gaudi',
+      'gpu.vendor': 'intel',
+      'gpu.pci.bus_id': normalizePciBusId(row.get('bus_id')?.text ?? ''),
+    };
+    const put = (def: (typeof M)[keyof typeof M], v: number | undefined, extra?: Attributes, s?: number): void => {
+      if (v !== undefined) out.add(def, v, extra ? { ...a, ...extra } : a, s);
+    };
+    put(M.util, value(row, 'utilization.aip', '1', where));
+    put(M.memTotal, value(row, 'memory.total', 'By', where));
+    put(M.memUsed, value(row, 'memory.used', 'By', where));
+    put(M.memFree, value(row, 'memory.free', 'By', where));
+    // the AIP die sensor: the one every accelerator has, reported as sensor=edge like NVML's GPU sensor
+    put(M.temp, value(row, 'temperature.aip', 'Cel', where), { 'gpu.temperature.sensor': 'edge' });
+    put(M.power, value(row, 'power.draw', 'W', where));
+    put(M.powerLimit, value(row, 'power.max', 'W', where));
+    for (const [type, scope] of [['corrected', 'volatile'], ['uncorrected', 'volatile'], ['corrected', 'aggregate'], ['uncorrected', 'aggregate']] as const) {
+      put(M.ecc, value(row, `ecc.errors.${type}.${scope}.total`, 'count', where), { 'error.type': type, 'gpu.ecc.scope': scope }, start);
+    }
+    const drv = row.get('driver_version')?.text;
+    if (drv && !/N\/A/.test(drv)) put(M.info, 1, { 'gpu.driver.version': drv });
+  }
+}

@@ -1,0 +1,38 @@
+/**
+ * Runs a vendor tool (amd-smi, hl-smi) with execa: no shell, an argument
+ * array, a timeout, bounded output, and an error that names the command and
+ * says what went wrong.
+ */
+import { existsSync } from 'node:fs';
+import { delimiter, join } from 'node:path';
+import { execa } from 'execa';
+
+const MAX_OUTPUT = 16 * 1024 * 1024;
+
+/** Finds a command in PATH plus extra folders (slurmd and systemd give a short PATH). */
+export function findTool(command: string, extraDirs: readonly string[] = []): string | undefined {
+  if (command.includes('/')) return existsSync(command) ? command : undefined;
+  const dirs = [...(process.env.PATH ?? '').split(delimiter), ...extraDirs].filter(Boolean);
+  for (const d of dirs) {
+    const p = join(d, command);
+    if (existsSync(p)) return p;
+  }
+  return undefined;
+}
+
+export async function runTool(path: string, args: readonly string[], timeoutMs: number, signal?: AbortSignal): Promise<string> {
+  const cmd = `${path} ${args.join(' ')}`;
+  let r;
+  try {
+    r = await execa(path, args, { timeout: timeoutMs, maxBuffer: MAX_OUTPUT, reject: false, stdin: 'ignore', cancelSignal: signal, env: { LC_ALL: 'C' } });
+  } catch (e) {
+    throw new Error(`${cmd}: ${(e as Error).message}`);
+  }
+  if (r.timedOut) throw new Error(`${cmd}: no answer within ${timeoutMs / 1000} s`);
+  if (r.isMaxBuffer) throw new Error(`${cmd}: output larger than ${MAX_OUTPUT} bytes`);
+  if (r.failed || r.exitCode !== 0) {
+    const why = (r.stderr || r.stdout || '').split('\n').find((l) => l.trim()) ?? r.shortMessage ?? '';
+    throw new Error(`${cmd}: ${r.exitCode !== undefined ? `exit code ${r.exitCode}` : 'failed'}${why ? `: ${why.trim().slice(0, 200)}` : ''}`);
+  }
+  return r.stdout;
+}
