@@ -12,6 +12,7 @@ import { resourceAttributes } from '../src/resource.js';
 import { SINKS } from '../src/sinks/index.js';
 import type { Sink } from '../src/sinks/sink.js';
 import { PLUGINS } from '../plugins/index.js';
+import { selectPlugins } from './catalog.js';
 import { PluginRunner } from './runner.js';
 import { selfMetricsPlugin } from './self-metrics.js';
 
@@ -31,6 +32,8 @@ export class Agent {
   private pipeline: Pipeline;
   private running = false;
   readonly startTime = Date.now();
+  /** The plugins running, with `auto` expanded. */
+  pluginNames: string[] = [];
 
   constructor(private cfg: Config, private readonly log: Logger) {
     this.pipeline = new Pipeline(createAttribution(cfg.str('daemon', 'attribution') as 'auto', log), [], log);
@@ -74,14 +77,19 @@ export class Agent {
       await this.startSink(f.name, sink, 0);
     }
 
-    const wantPlugins = new Set(cfg.list('daemon', 'plugins'));
+    const ctx: PluginContext = { config: cfg, log: this.log, hostName: cfg.str('daemon', 'host_name') ?? '' };
+    const selection = await selectPlugins(cfg, ctx);
+    for (const [name, r] of Object.entries(selection.detected)) {
+      this.log.info(r.ok ? 'plugins = auto: enabled' : 'plugins = auto: not enabled', { plugin: name, source: r.detail });
+    }
+    const wantPlugins = new Set(selection.names);
+    this.pluginNames = selection.names;
     for (const [name, held] of [...this.runners]) {
       if (!wantPlugins.has(name) || held.fingerprint !== this.fingerprint(name)) {
         this.runners.delete(name);
         await held.item.stop(Date.now() + 2000);
       }
     }
-    const ctx: PluginContext = { config: cfg, log: this.log, hostName: cfg.str('daemon', 'host_name') ?? '' };
     for (const f of PLUGINS) {
       if (!wantPlugins.has(f.name) || this.runners.has(f.name)) continue;
       const runner = new PluginRunner(
@@ -164,7 +172,7 @@ export class Agent {
       this.pipeline.attribution = createAttribution(cfg.str('daemon', 'attribution') as 'auto', this.log);
     }
     await this.build();
-    this.log.info('configuration reloaded', { file: cfg.file ?? '(none)', plugins: cfg.list('daemon', 'plugins').join(','), sinks: cfg.list('daemon', 'sinks').join(',') });
+    this.log.info('configuration reloaded', { file: cfg.file ?? '(none)', plugins: this.pluginNames.join(','), sinks: cfg.list('daemon', 'sinks').join(',') });
   }
 
   /**

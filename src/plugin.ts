@@ -33,4 +33,6 @@ export interface PluginFactory {
   create(ctx: PluginContext): Plugin | Promise<Plugin>;
   /** Cheap reachability check for `l9gpu doctor`; never throws. */
   probe(ctx: PluginContext): Promise<ProbeResult>;
+  /** `plugins = auto` runs it when its probe succeeds (GPU vendors); host always; others never. */
+  readonly auto?: 'always' | 'detect';
 }

@@ -20,7 +20,7 @@ test('embedded defaults when no file exists', () => {
   const c = loadAgentConfig({ ...NOFILE, env: {} });
   assert.equal(c.file, null);
   assert.equal(c.fileOrigin, 'none');
-  assert.deepEqual(c.list('daemon', 'plugins'), ['host']);
+  assert.deepEqual(c.list('daemon', 'plugins'), ['auto']);
   assert.deepEqual(c.list('daemon', 'sinks'), ['prometheus']);
   assert.equal(c.num('daemon', 'interval'), 10);
   assert.equal(c.num('prometheus', 'port'), 9464);
@@ -111,7 +111,7 @@ test('unknown sections, keys and bad values name the file, line, section and key
   assert.equal(configError('[file]\npath = relative/metrics.jsonl\n'), 'FILE:2 [file] path: "relative/metrics.jsonl" is not an absolute path');
   assert.equal(configError('[daemon]\ninterval = 0.001\n'), 'FILE:2 [daemon] interval: 0.001 is below the minimum 0.05s');
   assert.equal(configError('[otlp]\nheaders = novalue\n'), 'FILE:2 [otlp] headers: "novalue" is not key=value');
-  assert.equal(configError('[daemon]\nplugins = host, simm\n'), 'FILE:2 [daemon] plugins: unknown plugin "simm" (did you mean sim?); known: host, sim');
+  assert.equal(configError('[daemon]\nplugins = host, simm\n'), 'FILE:2 [daemon] plugins: unknown plugin "simm" (did you mean sim?); known: auto, host, nvml, amdsmi, hlsmi, sim');
   assert.equal(configError('[daemon]\nsinks = otlp, kafka\n'), 'FILE:2 [daemon] sinks: unknown sink "kafka"; known: otlp, prometheus, stdout, file, webhook');
   assert.equal(configError('[daemon]\n[sink.otlp]\nendpoint = http://x\n'), 'FILE:2 [sink.otlp]: unknown section');
 });

@@ -77,6 +77,7 @@ export async function probeAmdSmi(o: Opts): Promise<ProbeResult> {
 
 export const amdsmiPlugin: PluginFactory = {
   name: 'amdsmi',
+  auto: 'detect',
   description: 'AMD GPUs through amd-smi (metric, static, process, list --json)',
   section: pluginSection('amdsmi', 'AMD GPUs through the amd-smi CLI.', [
     { key: 'command', type: 'string', default: 'amd-smi', description: 'amd-smi executable: a name searched in PATH and /opt/rocm/bin, or an absolute path.' },

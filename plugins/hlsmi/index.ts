@@ -34,6 +34,7 @@ class HlSmiPlugin implements Plugin {
 
 export const hlsmiPlugin: PluginFactory = {
   name: 'hlsmi',
+  auto: 'detect',
   description: 'Intel Gaudi accelerators through hl-smi -Q ... -f csv',
   section: pluginSection('hlsmi', 'Intel Gaudi accelerators through hl-smi.', [
     { key: 'command', type: 'string', default: 'hl-smi', description: 'hl-smi executable: a name searched in PATH, or an absolute path.' },

@@ -103,6 +103,7 @@ class HostPlugin implements Plugin {
 
 export const hostPlugin: PluginFactory = {
   name: 'host',
+  auto: 'always',
   description: 'Host CPU utilization, memory and load average from /proc',
   section: pluginSection('host', 'Host CPU, memory and load from /proc.', [
     { key: 'proc_path', type: 'path', default: '/proc', description: 'Where procfs is mounted (a container may mount the host\'s elsewhere).' },

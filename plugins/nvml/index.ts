@@ -68,6 +68,7 @@ export async function probeNvml(opts: NvmlOptions): Promise<ProbeResult> {
 
 export const nvmlPlugin: PluginFactory = {
   name: 'nvml',
+  auto: 'detect',
   description: 'NVIDIA GPUs through NVML (libnvidia-ml.so.1, bound with koffi)',
   section: pluginSection('nvml', 'NVIDIA GPUs through NVML.', [
     { key: 'library', type: 'string', default: DEFAULT_LIBRARY, env: [{ name: 'L9GPU_NVML_LIBRARY' }], description: 'NVML library: a file name searched like dlopen does, or an absolute path.' },

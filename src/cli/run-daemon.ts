@@ -17,7 +17,7 @@ export async function runDaemon(flags: DaemonFlags): Promise<never> {
     await agent.start();
     log.info('l9gpu daemon started', {
       config: cfg.file ?? '(embedded defaults)',
-      plugins: cfg.list('daemon', 'plugins').join(','),
+      plugins: agent.pluginNames.join(','),
       sinks: cfg.list('daemon', 'sinks').join(','),
       attribution: cfg.str('daemon', 'attribution'),
     });

@@ -1,6 +1,6 @@
 import { Command, Flags } from '@oclif/core';
 import { join } from 'node:path';
-import { ALL_SECTIONS, loadAgentConfig } from '../../daemon/catalog.js';
+import { ALL_SECTIONS, AUTO, loadAgentConfig, selectPlugins } from '../../daemon/catalog.js';
 import { PLUGINS } from '../../plugins/index.js';
 import { resolveMode, slurmConfPath, type AttributionMode } from '../attribution/provider.js';
 import { DEFAULT_CONFIG_PATH, displayValue, type Config } from '../config/load.js';
@@ -43,12 +43,17 @@ Exit codes: 0 all enabled parts usable, 1 a problem was found, 2 bad configurati
       }
       throw e;
     }
-    const enabledPlugins = new Set(cfg.list('daemon', 'plugins'));
     const enabledSinks = new Set(cfg.list('daemon', 'sinks'));
     const ctx = { config: cfg, log: createLogger('error'), hostName: cfg.str('daemon', 'host_name') ?? '' };
+    const selection = await selectPlugins(cfg, ctx);
+    const enabledPlugins = new Set(selection.names);
 
     const plugins: Check[] = await Promise.all(
-      PLUGINS.map(async (p) => ({ name: p.name, enabled: enabledPlugins.has(p.name), ...(await p.probe(ctx).catch((e: Error) => ({ ok: false, detail: e.message }))) })),
+      PLUGINS.map(async (p) => ({
+        name: p.name,
+        enabled: enabledPlugins.has(p.name),
+        ...(selection.detected[p.name] ?? (await p.probe(ctx).catch((e: Error) => ({ ok: false, detail: e.message })))),
+      })),
     );
     const sinks: Check[] = await Promise.all(
       SINKS.map(async (s) => {
@@ -71,9 +76,11 @@ Exit codes: 0 all enabled parts usable, 1 a problem was found, 2 bad configurati
       }),
     );
     const problems = [...plugins, ...sinks].filter((c) => c.enabled && !c.ok).length + (store.ok ? 0 : 1);
+    for (const c of plugins) if (!c.enabled && selection.detected[c.name]) c.detail = `not enabled by auto: ${c.detail}`;
     const report = {
       version: VERSION,
       node: process.version,
+      plugins_enabled: selection.names,
       config: { file: cfg.file, origin: cfg.fileOrigin, default_path: DEFAULT_CONFIG_PATH },
       resource: resourceAttributes(cfg),
       settings,
@@ -98,7 +105,7 @@ Exit codes: 0 all enabled parts usable, 1 a problem was found, 2 bad configurati
         if (s.section !== section) out.push(`  [${(section = s.section)}]`);
         out.push(`    ${s.key} = ${s.value}${' '.repeat(Math.max(1, 28 - s.key.length - s.value.length))}(${s.source}${s.detail ? `: ${s.detail}` : ''})`);
       }
-      out.push('', 'plugins:');
+      out.push('', `plugins${cfg.list('daemon', 'plugins').includes(AUTO) ? ` (auto: ${selection.names.join(', ')})` : ''}:`);
       for (const c of plugins) out.push(`  ${mark(c)} ${c.name.padEnd(12)} ${c.enabled ? 'enabled ' : 'disabled'}  ${c.detail}`);
       out.push('', 'sinks:');
       for (const c of sinks) out.push(`  ${mark(c)} ${c.name.padEnd(12)} ${c.enabled ? 'enabled ' : 'disabled'}  ${c.describe}${c.enabled ? ` - ${c.detail}` : ''}`);

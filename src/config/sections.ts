@@ -12,7 +12,7 @@ export const DAEMON_SECTION: SectionSpec = {
   name: 'daemon',
   description: 'The agent: what it runs, where it sends data, how it names itself.',
   keys: [
-    { key: 'plugins', type: 'list', default: ['host'], env: [{ name: 'L9GPU_PLUGINS' }], description: 'Plugins to run (see `l9gpu doctor` for the list). --plugin replaces this list for one run.' },
+    { key: 'plugins', type: 'list', default: ['auto'], env: [{ name: 'L9GPU_PLUGINS' }], description: 'Plugins to run (see `l9gpu doctor` for the list). auto = host plus every GPU plugin whose source answers at start (NVML loads and sees GPUs, amd-smi or hl-smi answers); named plugins always run. --plugin replaces this list for one run.' },
     { key: 'sinks', type: 'list', default: ['prometheus'], env: [{ name: 'L9GPU_SINKS' }], description: 'Where data goes: otlp, prometheus, stdout, file, webhook (several at once). --sink replaces this list for one run.' },
     { key: 'interval', type: 'duration', default: 10, min: 0.05, max: 3600, description: 'Default collection interval of every plugin (a plugin section may set its own). --interval sets all of them for one run.' },
     { key: 'attribution', type: 'enum', values: ['auto', 'slurm', 'kubernetes', 'none'], default: 'auto', description: 'How GPU points get job attributes: auto = slurm when Slurm is configured on this node, else none.' },

@@ -2,6 +2,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { findMetric } from '../../src/metrics/registry.js';
 import { CLI, tempDir } from './paths.js';
 import { waitFor } from './wait.js';
 
@@ -58,8 +59,19 @@ export function runCli(args: string[], env: Record<string, string> = {}, timeout
   });
 }
 
+/**
+ * Parses JSON lines and checks each against the registry: a known name, the
+ * registry's unit and kind. Every test that reads points checks this.
+ */
 export function parseLines(stdout: string): JsonPoint[] {
-  return stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as JsonPoint);
+  const pts = stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as JsonPoint);
+  for (const p of pts) {
+    const def = findMetric(p.name);
+    if (!def) throw new Error(`point with a name not in the registry: ${p.name}`);
+    if (p.unit !== def.unit) throw new Error(`${p.name}: unit ${p.unit}, the registry says ${def.unit}`);
+    if (p.kind !== (def.kind === 'gauge' ? 'gauge' : 'sum')) throw new Error(`${p.name}: kind ${p.kind}, the registry says ${def.kind}`);
+  }
+  return pts;
 }
 
 export class DaemonProcess {

@@ -1,0 +1,94 @@
+/**
+ * NVML sampling cost through the production binding, on the fake
+ * libnvidia-ml with 8 GPUs and every field set (read once: FAKE_NVML_STATIC),
+ * and the daemon's event-loop lag while an event wait is in progress.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import { loadNvml } from '../plugins/nvml/binding.js';
+import { NvmlClient } from '../plugins/nvml/client.js';
+import { NvmlConverter } from '../plugins/nvml/convert.js';
+import { Sampler } from '../plugins/nvml/sampler.js';
+import { createLogger } from '../src/log.js';
+import { PointBuffer } from '../src/metrics/model.js';
+
+const SRC = fileURLToPath(new URL('../../test/fixtures/fake-nvml/fake_nvml.c', import.meta.url));
+
+function fakeDescription(gpus: number): object {
+  const hex = (n: number) => n.toString(16).padStart(2, '0');
+  return {
+    driver_version: '550.54.15',
+    devices: Array.from({ length: gpus }, (_, i) => ({
+      uuid: `GPU-${hex(i)}a1b2c3-d4e5-f6a7-b8c9-d0e1f2a3b4${hex(i)}`, name: 'NVIDIA H100 80GB HBM3', pci_bus_id: `00000000:${hex(0x18 + i * 0x10)}:00.0`, minor: i,
+      util_gpu: 87, util_mem: 40, mem_total: 85899345920, mem_used: 42949672960, mem_free: 42412802048, mem_reserved: 536870912,
+      temp_gpu: 45, power_mw: 350123, power_limit_mw: 700000, energy_mj: 123456789, clock_graphics: 1755, clock_sm: 1755, clock_mem: 2619, clock_reasons: 4,
+      ecc: { corrected_volatile: 1, uncorrected_volatile: 0, corrected_aggregate: 5, uncorrected_aggregate: 0 },
+      remapped: { corrected: 2, uncorrected: 0, pending: 0, failure: 0 }, retired: { sbe: 0, dbe: 0 },
+      pcie_tx_kbs: 1000, pcie_rx_kbs: 2000, pcie_replay: 3, fan: 30, pstate: 0,
+      processes: [{ pid: 4242 + i, used: 1048576000 }, { pid: 5000 + i, used: 2097152000 }],
+      fields: { '82': { type: 1, value: 50 }, '138': { value: 1000 }, '139': { value: 2000 }, '31': { type: 1, value: 0 } }, mig_mode: 0,
+    })),
+    events: [],
+  };
+}
+
+export interface NvmlBenchResult {
+  gpus: number;
+  fieldsPerGpu: number;
+  usPerGpuSample: number;
+  usPerGpuConvert: number;
+  eventLoopLagMaxMs: number;
+  eventLoopLagP99Ms: number;
+}
+
+export async function benchNvml(gpus = 8, iterations = 2000): Promise<NvmlBenchResult> {
+  const dir = mkdtempSync(join(tmpdir(), 'l9gpu-bench-nvml-'));
+  mkdirSync(join(dir, 'lib'));
+  const lib = join(dir, 'lib', 'libnvidia-ml.so.1');
+  execFileSync('gcc', ['-shared', '-fPIC', '-O2', '-o', lib, SRC, '-lpthread']);
+  const desc = join(dir, 'nvml.json');
+  writeFileSync(desc, JSON.stringify(fakeDescription(gpus)));
+  process.env.FAKE_NVML_CONFIG = desc;
+  process.env.FAKE_NVML_STATIC = '1';
+
+  // sampling, as the worker does it (synchronous calls through the binding)
+  const nvml = loadNvml(lib);
+  nvml.init();
+  const sampler = new Sampler(nvml, true);
+  sampler.enumerate();
+  for (let i = 0; i < 200; i++) sampler.sample();
+  let t0 = performance.now();
+  for (let i = 0; i < iterations; i++) sampler.sample();
+  const sampleUs = ((performance.now() - t0) * 1000) / iterations / gpus;
+  // conversion to points, as the main thread does it
+  const snap = { driverVersion: '550', time: Date.now(), gpus: sampler.sample().gpus, notes: [] };
+  const conv = new NvmlConverter();
+  let fields = 0;
+  for (let i = 0; i < 200; i++) conv.convert(snap, new PointBuffer());
+  t0 = performance.now();
+  for (let i = 0; i < iterations; i++) {
+    const b = new PointBuffer();
+    conv.convert(snap, b);
+    fields = b.points.length / gpus;
+  }
+  const convertUs = ((performance.now() - t0) * 1000) / iterations / gpus;
+  nvml.shutdown();
+
+  // event-loop lag on the main thread while the worker's event wait (1 s at a time) is pending and samples run
+  const client = new NvmlClient({ library: lib, processes: true, events: true, eventWaitMs: 1000 }, createLogger('error'), () => {});
+  const h = monitorEventLoopDelay({ resolution: 1 });
+  await client.sample(new AbortController().signal); // init + the first wait starts
+  h.enable();
+  const end = Date.now() + 3000;
+  while (Date.now() < end) {
+    await client.sample(new AbortController().signal);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  h.disable();
+  await client.close();
+  return { gpus, fieldsPerGpu: fields, usPerGpuSample: sampleUs, usPerGpuConvert: convertUs, eventLoopLagMaxMs: h.max / 1e6, eventLoopLagP99Ms: h.percentile(99) / 1e6 };
+}
