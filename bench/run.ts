@@ -3,6 +3,7 @@
  * BENCH_DAEMON_SECONDS (default 60) sets how long the daemon is watched.
  */
 import { benchDaemon } from './daemon.js';
+import { benchNvml } from './nvml.js';
 import { benchPipeline } from './pipeline.js';
 
 const fmt = (n: number, d = 0) => n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
@@ -14,6 +15,12 @@ const p = benchPipeline(Number(process.env.BENCH_PIPELINE_SECONDS ?? 2));
 line(`pipeline: points/s (${p.pointsPerBatch}-point batches)`, fmt(p.pointsPerSecond), '>= 200,000', p.pointsPerSecond >= 200_000);
 line('pipeline: points/s incl. gzip', fmt(p.pointsPerSecondGzip), '(info)', true);
 line('pipeline: OTLP request bytes per batch', `${fmt(p.bytesPerBatch)} / ${fmt(p.bytesPerBatchGzip)} gz`, '(info)', true);
+
+const n = await benchNvml(8);
+line(`nvml: sampling cost per GPU (${n.gpus} fake GPUs, full set)`, `${fmt(n.usPerGpuSample, 1)} us`, '<= 200 us', n.usPerGpuSample <= 200);
+line(`nvml: conversion to ${fmt(n.fieldsPerGpu)} points per GPU`, `${fmt(n.usPerGpuConvert, 1)} us`, '(info)', true);
+line('nvml: event-loop lag during event wait, max', `${fmt(n.eventLoopLagMaxMs, 2)} ms`, '< 5 ms', n.eventLoopLagMaxMs < 5);
+line('nvml: event-loop lag during event wait, p99', `${fmt(n.eventLoopLagP99Ms, 2)} ms`, '(info)', true);
 
 const d = await benchDaemon(Number(process.env.BENCH_DAEMON_SECONDS ?? 60), 10);
 line(`daemon (8 sim GPUs + host, 10 s): CPU of one core`, `${fmt(d.cpuPercentOfOneCore, 3)} %`, '<= 0.5 %', d.cpuPercentOfOneCore <= 0.5);

@@ -23,6 +23,7 @@ export class NvmlClient {
       const p = this.pending.get(m.id);
       if (!p) return; // its collection already timed out
       this.pending.delete(m.id);
+      if (this.pending.size === 0) w.unref();
       if (m.ok) p.resolve(m.snapshot);
       else {
         this.logNotes(m.notes);
@@ -38,7 +39,8 @@ export class NvmlClient {
     w.on('exit', () => {
       if (this.worker === w) this.worker = undefined;
     });
-    w.unref(); // the runner's timers keep the daemon alive, not the worker
+    // referenced only while a request waits: an idle worker must not keep a finished command alive
+    w.unref();
     return w;
   }
 
@@ -52,6 +54,7 @@ export class NvmlClient {
     return new Promise<Snapshot>((resolve, reject) => {
       const onAbort = (): void => {
         this.pending.delete(id);
+        if (this.pending.size === 0) this.worker?.unref();
         reject(new Error('NVML did not answer in time (a call may be blocked in the driver)'));
       };
       if (signal.aborted) return onAbort();
@@ -66,6 +69,7 @@ export class NvmlClient {
           reject(e);
         },
       });
+      this.worker!.ref();
       this.worker!.postMessage({ type: 'sample', id } satisfies Request);
     });
   }
