@@ -59,6 +59,10 @@ test('amd-smi {"gpu_data": [...]} output: every field in the registry unit, N/A 
   assert.equal(get(pts, 'gpu.process.count', { 'gpu.uuid': '36ff74a1-0000-1000-80ba-bb7c3f5a0c54' }), 0);
   for (const p of pts.filter((x) => x.name === 'gpu.energy.consumption' || x.name === 'gpu.ecc.errors')) assert.equal(p.kind, 'sum');
   assert.deepEqual(t.calls('amd-smi').sort(), ['list --json', 'metric --json', 'process --json', 'static --json']);
+  assert.deepEqual([...new Set(pts.map((p) => p.name))].sort(), [
+    'gpu.clock.frequency', 'gpu.ecc.block.errors', 'gpu.ecc.errors', 'gpu.energy.consumption', 'gpu.memory.free', 'gpu.memory.total', 'gpu.memory.used',
+    'gpu.memory.utilization', 'gpu.pcie.replays', 'gpu.power.draw', 'gpu.power.limit', 'gpu.process.count', 'gpu.process.memory.used', 'gpu.temperature', 'gpu.utilization',
+  ], 'every metric amd-smi can give (fan is N/A on MI300X; asserted in the W7900 case)');
 });
 
 test('amd-smi bare-list output of older releases, other units (uJ), and a process list message', async () => {
@@ -123,6 +127,9 @@ test('hl-smi CSV with units: mapped by header, converted, [N/A] skipped, refresh
   assert.equal(p.attributes['gpu.vendor'], 'intel');
   assert.equal(p.attributes['gpu.model'], 'HL-325L');
   assert.equal(p.attributes['gpu.pci.bus_id'], '0000:b3:00.0');
+  assert.deepEqual([...new Set(pts.filter((x) => x.name.startsWith('gpu.')).map((x) => x.name))].sort(), [
+    'gpu.ecc.errors', 'gpu.info', 'gpu.memory.free', 'gpu.memory.total', 'gpu.memory.used', 'gpu.power.draw', 'gpu.power.limit', 'gpu.temperature', 'gpu.utilization',
+  ], 'every metric hl-smi can give');
   const g2 = '01P4-HL3090A0-18-U4V193-09-01-05';
   assert.equal(last(g2, 'gpu.utilization'), undefined, '[N/A] is skipped, not 0');
   assert.equal(last(g2, 'gpu.memory.total'), 131072 * MiB);
