@@ -6,7 +6,7 @@
  * and {"gpu_data": [...]} (25.x and later). A leaf is {"value", "unit"} or
  * "N/A"; N/A is skipped, never zero.
  */
-import { metric } from '../../src/metrics/registry.js';
+import { GPU } from '../../src/metrics/gpu-metrics.js';
 import type { Attributes, Emitter } from '../../src/metrics/model.js';
 import { normalizePciBusId } from '../../src/pci.js';
 import { toBase, type BaseUnit } from '../../src/units.js';
@@ -74,24 +74,6 @@ export function parseIdentity(listText: string, staticText: string): AmdGpuIdent
   });
 }
 
-const M = {
-  util: metric('gpu.utilization'),
-  memUtil: metric('gpu.memory.utilization'),
-  memUsed: metric('gpu.memory.used'),
-  memFree: metric('gpu.memory.free'),
-  memTotal: metric('gpu.memory.total'),
-  temp: metric('gpu.temperature'),
-  power: metric('gpu.power.draw'),
-  powerLimit: metric('gpu.power.limit'),
-  energy: metric('gpu.energy.consumption'),
-  clock: metric('gpu.clock.frequency'),
-  ecc: metric('gpu.ecc.errors'),
-  eccBlock: metric('gpu.ecc.block.errors'),
-  replays: metric('gpu.pcie.replays'),
-  fan: metric('gpu.fan.speed'),
-  procCount: metric('gpu.process.count'),
-  procMem: metric('gpu.process.memory.used'),
-};
 
 export function identityAttributes(id: AmdGpuIdentity): Attributes {
   return { 'gpu.index': id.index, 'gpu.uuid': id.uuid, 'gpu.model': id.model, 'gpu.vendor': 'amd', 'gpu.pci.bus_id': id.bdf };
@@ -104,36 +86,36 @@ export function emitMetrics(text: string, ids: ReadonlyMap<number, AmdGpuIdentit
     if (!id) continue;
     const a = identityAttributes(id);
     const w = `amd-smi metric --json gpu ${id.index}`;
-    const put = (def: (typeof M)[keyof typeof M], v: number | undefined, extra?: Attributes, start?: number): void => {
+    const put = (def: (typeof GPU)[keyof typeof GPU], v: number | undefined, extra?: Attributes, start?: number): void => {
       if (v !== undefined) out.add(def, v, extra ? { ...a, ...extra } : a, start);
     };
-    put(M.util, leaf(at(e, 'usage', 'gfx_activity'), '1', `${w} usage.gfx_activity`));
-    put(M.memUtil, leaf(at(e, 'usage', 'umc_activity'), '1', `${w} usage.umc_activity`));
-    put(M.memTotal, leaf(at(e, 'mem_usage', 'total_vram'), 'By', `${w} mem_usage.total_vram`));
-    put(M.memUsed, leaf(at(e, 'mem_usage', 'used_vram'), 'By', `${w} mem_usage.used_vram`));
-    put(M.memFree, leaf(at(e, 'mem_usage', 'free_vram'), 'By', `${w} mem_usage.free_vram`));
+    put(GPU.util, leaf(at(e, 'usage', 'gfx_activity'), '1', `${w} usage.gfx_activity`));
+    put(GPU.memUtil, leaf(at(e, 'usage', 'umc_activity'), '1', `${w} usage.umc_activity`));
+    put(GPU.memTotal, leaf(at(e, 'mem_usage', 'total_vram'), 'By', `${w} mem_usage.total_vram`));
+    put(GPU.memUsed, leaf(at(e, 'mem_usage', 'used_vram'), 'By', `${w} mem_usage.used_vram`));
+    put(GPU.memFree, leaf(at(e, 'mem_usage', 'free_vram'), 'By', `${w} mem_usage.free_vram`));
     for (const [key, sensor] of [['edge', 'edge'], ['hotspot', 'hotspot'], ['mem', 'memory']] as const) {
-      put(M.temp, leaf(at(e, 'temperature', key), 'Cel', `${w} temperature.${key}`), { 'gpu.temperature.sensor': sensor });
+      put(GPU.temp, leaf(at(e, 'temperature', key), 'Cel', `${w} temperature.${key}`), { 'gpu.temperature.sensor': sensor });
     }
     // older releases call it average_socket_power
-    put(M.power, leaf(at(e, 'power', 'socket_power') ?? at(e, 'power', 'average_socket_power'), 'W', `${w} power.socket_power`));
-    if (id.powerLimitW !== undefined) put(M.powerLimit, id.powerLimitW);
-    put(M.energy, leaf(at(e, 'energy', 'total_energy_consumption'), 'J', `${w} energy.total_energy_consumption`), undefined, energyStart);
-    put(M.clock, leaf(at(e, 'clock', 'gfx_0', 'clk'), 'MHz', `${w} clock.gfx_0.clk`), { 'gpu.clock.type': 'graphics' });
-    put(M.clock, leaf(at(e, 'clock', 'mem_0', 'clk'), 'MHz', `${w} clock.mem_0.clk`), { 'gpu.clock.type': 'memory' });
+    put(GPU.power, leaf(at(e, 'power', 'socket_power') ?? at(e, 'power', 'average_socket_power'), 'W', `${w} power.socket_power`));
+    if (id.powerLimitW !== undefined) put(GPU.powerLimit, id.powerLimitW);
+    put(GPU.energy, leaf(at(e, 'energy', 'total_energy_consumption'), 'J', `${w} energy.total_energy_consumption`), undefined, energyStart);
+    put(GPU.clock, leaf(at(e, 'clock', 'gfx_0', 'clk'), 'MHz', `${w} clock.gfx_0.clk`), { 'gpu.clock.type': 'graphics' });
+    put(GPU.clock, leaf(at(e, 'clock', 'mem_0', 'clk'), 'MHz', `${w} clock.mem_0.clk`), { 'gpu.clock.type': 'memory' });
     // RAS counters since the driver loaded: the volatile scope in NVML's terms
-    put(M.ecc, leaf(at(e, 'ecc', 'total_correctable_count'), '1', `${w} ecc`), { 'error.type': 'corrected', 'gpu.ecc.scope': 'volatile' }, energyStart);
-    put(M.ecc, leaf(at(e, 'ecc', 'total_uncorrectable_count'), '1', `${w} ecc`), { 'error.type': 'uncorrected', 'gpu.ecc.scope': 'volatile' }, energyStart);
+    put(GPU.ecc, leaf(at(e, 'ecc', 'total_correctable_count'), '1', `${w} ecc`), { 'error.type': 'corrected', 'gpu.ecc.scope': 'volatile' }, energyStart);
+    put(GPU.ecc, leaf(at(e, 'ecc', 'total_uncorrectable_count'), '1', `${w} ecc`), { 'error.type': 'uncorrected', 'gpu.ecc.scope': 'volatile' }, energyStart);
     const blocks = at(e, 'ecc_blocks');
     if (blocks && typeof blocks === 'object') {
       for (const [block, counts] of Object.entries(blocks as Json)) {
         const b = block.toLowerCase();
-        put(M.eccBlock, leaf(at(counts, 'correctable_count'), '1', `${w} ecc_blocks.${block}`), { 'error.type': 'corrected', 'gpu.ecc.block': b }, energyStart);
-        put(M.eccBlock, leaf(at(counts, 'uncorrectable_count'), '1', `${w} ecc_blocks.${block}`), { 'error.type': 'uncorrected', 'gpu.ecc.block': b }, energyStart);
+        put(GPU.eccBlock, leaf(at(counts, 'correctable_count'), '1', `${w} ecc_blocks.${block}`), { 'error.type': 'corrected', 'gpu.ecc.block': b }, energyStart);
+        put(GPU.eccBlock, leaf(at(counts, 'uncorrectable_count'), '1', `${w} ecc_blocks.${block}`), { 'error.type': 'uncorrected', 'gpu.ecc.block': b }, energyStart);
       }
     }
-    put(M.replays, leaf(at(e, 'pcie', 'replay_count'), '1', `${w} pcie.replay_count`), undefined, energyStart);
-    put(M.fan, leaf(at(e, 'fan', 'usage'), '1', `${w} fan.usage`));
+    put(GPU.replays, leaf(at(e, 'pcie', 'replay_count'), '1', `${w} pcie.replay_count`), undefined, energyStart);
+    put(GPU.fan, leaf(at(e, 'fan', 'usage'), '1', `${w} fan.usage`));
   }
 }
 
@@ -146,10 +128,10 @@ export function emitProcesses(text: string, ids: ReadonlyMap<number, AmdGpuIdent
     // no processes: an empty list, or a message string in some releases
     const list = Array.isArray(e.process_list) ? (e.process_list as Json[]) : [];
     const procs = list.map((p) => (p.process_info ?? p) as Json).filter((p) => typeof p.pid === 'number');
-    out.add(M.procCount, procs.length, a);
+    out.add(GPU.procCount, procs.length, a);
     for (const p of procs) {
       const mem = leaf(p.mem_usage ?? p.memory_usage, 'By', `amd-smi process --json gpu ${id.index} pid ${p.pid}`);
-      if (mem !== undefined) out.add(M.procMem, mem, { ...a, 'process.pid': p.pid as number });
+      if (mem !== undefined) out.add(GPU.procMem, mem, { ...a, 'process.pid': p.pid as number });
     }
   }
 }

@@ -3,7 +3,7 @@
  * position; a header may carry its unit in brackets ("power.draw [W]") and a
  * cell may carry it too ("226 W"); "[N/A]" is skipped, never zero.
  */
-import { metric } from '../../src/metrics/registry.js';
+import { GPU } from '../../src/metrics/gpu-metrics.js';
 import type { Attributes, Emitter } from '../../src/metrics/model.js';
 import { normalizePciBusId } from '../../src/pci.js';
 import { parseQuantity, toBase, type BaseUnit } from '../../src/units.js';
@@ -55,17 +55,6 @@ function value(row: HlRow, field: string, expect: BaseUnit | 'count', where: str
   return toBase(q[0], q[1] || cell.unit || DEFAULT_UNIT[field] || '', expect, `${where} ${field}`);
 }
 
-const M = {
-  util: metric('gpu.utilization'),
-  memUsed: metric('gpu.memory.used'),
-  memFree: metric('gpu.memory.free'),
-  memTotal: metric('gpu.memory.total'),
-  temp: metric('gpu.temperature'),
-  power: metric('gpu.power.draw'),
-  powerLimit: metric('gpu.power.limit'),
-  ecc: metric('gpu.ecc.errors'),
-  info: metric('gpu.info'),
-};
 
 export function emitRows(rows: HlRow[], out: Emitter, start: number): void {
   for (const row of rows) {
@@ -80,21 +69,21 @@ export function emitRows(rows: HlRow[], out: Emitter, start: number): void {
       'gpu.vendor': 'intel',
       'gpu.pci.bus_id': normalizePciBusId(row.get('bus_id')?.text ?? ''),
     };
-    const put = (def: (typeof M)[keyof typeof M], v: number | undefined, extra?: Attributes, s?: number): void => {
+    const put = (def: (typeof GPU)[keyof typeof GPU], v: number | undefined, extra?: Attributes, s?: number): void => {
       if (v !== undefined) out.add(def, v, extra ? { ...a, ...extra } : a, s);
     };
-    put(M.util, value(row, 'utilization.aip', '1', where));
-    put(M.memTotal, value(row, 'memory.total', 'By', where));
-    put(M.memUsed, value(row, 'memory.used', 'By', where));
-    put(M.memFree, value(row, 'memory.free', 'By', where));
+    put(GPU.util, value(row, 'utilization.aip', '1', where));
+    put(GPU.memTotal, value(row, 'memory.total', 'By', where));
+    put(GPU.memUsed, value(row, 'memory.used', 'By', where));
+    put(GPU.memFree, value(row, 'memory.free', 'By', where));
     // the AIP die sensor: the one every accelerator has, reported as sensor=edge like NVML's GPU sensor
-    put(M.temp, value(row, 'temperature.aip', 'Cel', where), { 'gpu.temperature.sensor': 'edge' });
-    put(M.power, value(row, 'power.draw', 'W', where));
-    put(M.powerLimit, value(row, 'power.max', 'W', where));
+    put(GPU.temp, value(row, 'temperature.aip', 'Cel', where), { 'gpu.temperature.sensor': 'edge' });
+    put(GPU.power, value(row, 'power.draw', 'W', where));
+    put(GPU.powerLimit, value(row, 'power.max', 'W', where));
     for (const [type, scope] of [['corrected', 'volatile'], ['uncorrected', 'volatile'], ['corrected', 'aggregate'], ['uncorrected', 'aggregate']] as const) {
-      put(M.ecc, value(row, `ecc.errors.${type}.${scope}.total`, 'count', where), { 'error.type': type, 'gpu.ecc.scope': scope }, start);
+      put(GPU.ecc, value(row, `ecc.errors.${type}.${scope}.total`, 'count', where), { 'error.type': type, 'gpu.ecc.scope': scope }, start);
     }
     const drv = row.get('driver_version')?.text;
-    if (drv && !/N\/A/.test(drv)) put(M.info, 1, { 'gpu.driver.version': drv });
+    if (drv && !/N\/A/.test(drv)) put(GPU.info, 1, { 'gpu.driver.version': drv });
   }
 }

@@ -4,41 +4,10 @@
  * KiB counters -> By. Also keeps what needs two samples: NVLink rates, energy
  * counter resets, and the Xid counts from the event wait.
  */
-import { metric } from '../../src/metrics/registry.js';
+import { GPU } from '../../src/metrics/gpu-metrics.js';
 import type { Attributes, Emitter } from '../../src/metrics/model.js';
 import type { GpuSnapshot, Snapshot, XidEvent } from './snapshot.js';
 
-const M = {
-  util: metric('gpu.utilization'),
-  memUtil: metric('gpu.memory.utilization'),
-  memUsed: metric('gpu.memory.used'),
-  memFree: metric('gpu.memory.free'),
-  memTotal: metric('gpu.memory.total'),
-  memReserved: metric('gpu.memory.reserved'),
-  temp: metric('gpu.temperature'),
-  power: metric('gpu.power.draw'),
-  powerLimit: metric('gpu.power.limit'),
-  energy: metric('gpu.energy.consumption'),
-  clock: metric('gpu.clock.frequency'),
-  throttle: metric('gpu.throttle.active'),
-  ecc: metric('gpu.ecc.errors'),
-  remapped: metric('gpu.memory.remapped_rows'),
-  remapPending: metric('gpu.memory.remap.pending'),
-  remapFailed: metric('gpu.memory.remap.failed'),
-  retired: metric('gpu.memory.retired_pages'),
-  retirePending: metric('gpu.memory.retirement.pending'),
-  pcie: metric('gpu.pcie.throughput'),
-  replays: metric('gpu.pcie.replays'),
-  link: metric('gpu.interconnect.throughput'),
-  linkIo: metric('gpu.interconnect.io'),
-  fan: metric('gpu.fan.speed'),
-  pstate: metric('gpu.performance_state'),
-  procCount: metric('gpu.process.count'),
-  procMem: metric('gpu.process.memory.used'),
-  xid: metric('gpu.xid.errors'),
-  lost: metric('gpu.lost'),
-  info: metric('gpu.info'),
-};
 
 /**
  * Clock event reason bits -> throttle causes. Idle (0x1) is not throttling.
@@ -103,30 +72,30 @@ export class NvmlConverter {
   convert(s: Snapshot, out: Emitter): void {
     for (const g of s.gpus) {
       const a = this.ident(g);
-      out.add(M.lost, g.lost ? 1 : 0, a);
+      out.add(GPU.lost, g.lost ? 1 : 0, a);
       if (g.lost) continue;
-      out.add(M.info, 1, this.with(g, 'gpu.driver.version', s.driverVersion));
-      if (g.utilGpuPct !== undefined) out.add(M.util, g.utilGpuPct / 100, a);
-      if (g.utilMemPct !== undefined) out.add(M.memUtil, g.utilMemPct / 100, a);
-      if (g.memUsed !== undefined) out.add(M.memUsed, g.memUsed, a);
-      if (g.memFree !== undefined) out.add(M.memFree, g.memFree, a);
-      if (g.memTotal !== undefined) out.add(M.memTotal, g.memTotal, a);
-      if (g.memReserved !== undefined) out.add(M.memReserved, g.memReserved, a);
-      if (g.tempGpuC !== undefined) out.add(M.temp, g.tempGpuC, this.with(g, 'gpu.temperature.sensor', 'edge'));
-      if (g.tempMemC !== undefined) out.add(M.temp, g.tempMemC, this.with(g, 'gpu.temperature.sensor', 'memory'));
-      if (g.powerMw !== undefined) out.add(M.power, g.powerMw / 1000, a);
-      if (g.powerLimitMw !== undefined) out.add(M.powerLimit, g.powerLimitMw / 1000, a);
+      out.add(GPU.info, 1, this.with(g, 'gpu.driver.version', s.driverVersion));
+      if (g.utilGpuPct !== undefined) out.add(GPU.util, g.utilGpuPct / 100, a);
+      if (g.utilMemPct !== undefined) out.add(GPU.memUtil, g.utilMemPct / 100, a);
+      if (g.memUsed !== undefined) out.add(GPU.memUsed, g.memUsed, a);
+      if (g.memFree !== undefined) out.add(GPU.memFree, g.memFree, a);
+      if (g.memTotal !== undefined) out.add(GPU.memTotal, g.memTotal, a);
+      if (g.memReserved !== undefined) out.add(GPU.memReserved, g.memReserved, a);
+      if (g.tempGpuC !== undefined) out.add(GPU.temp, g.tempGpuC, this.with(g, 'gpu.temperature.sensor', 'edge'));
+      if (g.tempMemC !== undefined) out.add(GPU.temp, g.tempMemC, this.with(g, 'gpu.temperature.sensor', 'memory'));
+      if (g.powerMw !== undefined) out.add(GPU.power, g.powerMw / 1000, a);
+      if (g.powerLimitMw !== undefined) out.add(GPU.powerLimit, g.powerLimitMw / 1000, a);
       if (g.energyMj !== undefined) this.addEnergy(g, a, s.time, out);
-      if (g.clockGraphicsMhz !== undefined) out.add(M.clock, g.clockGraphicsMhz, this.with(g, 'gpu.clock.type', 'graphics'));
-      if (g.clockSmMhz !== undefined) out.add(M.clock, g.clockSmMhz, this.with(g, 'gpu.clock.type', 'sm'));
-      if (g.clockMemMhz !== undefined) out.add(M.clock, g.clockMemMhz, this.with(g, 'gpu.clock.type', 'memory'));
+      if (g.clockGraphicsMhz !== undefined) out.add(GPU.clock, g.clockGraphicsMhz, this.with(g, 'gpu.clock.type', 'graphics'));
+      if (g.clockSmMhz !== undefined) out.add(GPU.clock, g.clockSmMhz, this.with(g, 'gpu.clock.type', 'sm'));
+      if (g.clockMemMhz !== undefined) out.add(GPU.clock, g.clockMemMhz, this.with(g, 'gpu.clock.type', 'memory'));
       if (g.clockReasons !== undefined) {
-        for (const [cause, mask] of THROTTLE_CAUSES) out.add(M.throttle, g.clockReasons & mask ? 1 : 0, this.with(g, 'gpu.throttle.cause', cause));
+        for (const [cause, mask] of THROTTLE_CAUSES) out.add(GPU.throttle, g.clockReasons & mask ? 1 : 0, this.with(g, 'gpu.throttle.cause', cause));
       }
       if (g.ecc) {
         const e = g.ecc;
         const add = (v: number | undefined, type: string, scope: string): void => {
-          if (v !== undefined) out.add(M.ecc, v, { ...this.with(g, 'error.type', type), 'gpu.ecc.scope': scope });
+          if (v !== undefined) out.add(GPU.ecc, v, { ...this.with(g, 'error.type', type), 'gpu.ecc.scope': scope });
         };
         add(e.correctedVolatile, 'corrected', 'volatile');
         add(e.uncorrectedVolatile, 'uncorrected', 'volatile');
@@ -134,39 +103,39 @@ export class NvmlConverter {
         add(e.uncorrectedAggregate, 'uncorrected', 'aggregate');
       }
       if (g.remapped) {
-        out.add(M.remapped, g.remapped.corrected, this.with(g, 'gpu.memory.remap.cause', 'corrected'));
-        out.add(M.remapped, g.remapped.uncorrected, this.with(g, 'gpu.memory.remap.cause', 'uncorrected'));
-        out.add(M.remapPending, g.remapped.pending ? 1 : 0, a);
-        out.add(M.remapFailed, g.remapped.failure ? 1 : 0, a);
+        out.add(GPU.remapped, g.remapped.corrected, this.with(g, 'gpu.memory.remap.cause', 'corrected'));
+        out.add(GPU.remapped, g.remapped.uncorrected, this.with(g, 'gpu.memory.remap.cause', 'uncorrected'));
+        out.add(GPU.remapPending, g.remapped.pending ? 1 : 0, a);
+        out.add(GPU.remapFailed, g.remapped.failure ? 1 : 0, a);
       }
-      if (g.retiredSbe !== undefined) out.add(M.retired, g.retiredSbe, this.with(g, 'gpu.memory.retirement.cause', 'multiple_single_bit_ecc'));
-      if (g.retiredDbe !== undefined) out.add(M.retired, g.retiredDbe, this.with(g, 'gpu.memory.retirement.cause', 'double_bit_ecc'));
-      if (g.retiredPending !== undefined) out.add(M.retirePending, g.retiredPending ? 1 : 0, a);
-      if (g.pcieTxKBs !== undefined) out.add(M.pcie, g.pcieTxKBs * KIB, this.with(g, 'network.io.direction', 'transmit'));
-      if (g.pcieRxKBs !== undefined) out.add(M.pcie, g.pcieRxKBs * KIB, this.with(g, 'network.io.direction', 'receive'));
-      if (g.pcieReplay !== undefined) out.add(M.replays, g.pcieReplay, a);
-      if (g.fanPct !== undefined) out.add(M.fan, g.fanPct / 100, a);
-      if (g.pstate !== undefined && g.pstate !== 32) out.add(M.pstate, g.pstate, a); // 32 = unknown
+      if (g.retiredSbe !== undefined) out.add(GPU.retired, g.retiredSbe, this.with(g, 'gpu.memory.retirement.cause', 'multiple_single_bit_ecc'));
+      if (g.retiredDbe !== undefined) out.add(GPU.retired, g.retiredDbe, this.with(g, 'gpu.memory.retirement.cause', 'double_bit_ecc'));
+      if (g.retiredPending !== undefined) out.add(GPU.retirePending, g.retiredPending ? 1 : 0, a);
+      if (g.pcieTxKBs !== undefined) out.add(GPU.pcie, g.pcieTxKBs * KIB, this.with(g, 'network.io.direction', 'transmit'));
+      if (g.pcieRxKBs !== undefined) out.add(GPU.pcie, g.pcieRxKBs * KIB, this.with(g, 'network.io.direction', 'receive'));
+      if (g.pcieReplay !== undefined) out.add(GPU.replays, g.pcieReplay, a);
+      if (g.fanPct !== undefined) out.add(GPU.fan, g.fanPct / 100, a);
+      if (g.pstate !== undefined && g.pstate !== 32) out.add(GPU.pstate, g.pstate, a); // 32 = unknown
       if (g.nvlinkTxKiB !== undefined && g.nvlinkRxKiB !== undefined) this.addLinks(g, out);
       if (g.processes) {
-        out.add(M.procCount, g.processes.length, a);
+        out.add(GPU.procCount, g.processes.length, a);
         for (const p of g.processes) {
           const pa: Attributes = { ...a, 'process.pid': p.pid };
           if (p.gi !== undefined) pa['gpu.mig.instance_id'] = p.gi;
           if (p.ci !== undefined) pa['gpu.mig.compute_instance_id'] = p.ci;
-          out.add(M.procMem, p.usedBytes, pa);
+          out.add(GPU.procMem, p.usedBytes, pa);
         }
       }
       const xids = this.xid.get(g.uuid);
-      if (xids) for (const [code, n] of xids) out.add(M.xid, n, this.with(g, 'gpu.xid.code', String(code)), this.xidStart);
+      if (xids) for (const [code, n] of xids) out.add(GPU.xid, n, this.with(g, 'gpu.xid.code', String(code)), this.xidStart);
       for (const mig of g.mig ?? []) {
         const ma: Attributes = {
           'gpu.index': g.index, 'gpu.uuid': mig.uuid, 'gpu.model': mig.name, 'gpu.vendor': 'nvidia', 'gpu.pci.bus_id': g.pciBusId,
           'gpu.mig.instance_id': mig.gi, 'gpu.mig.compute_instance_id': mig.ci, 'gpu.mig.parent_uuid': g.uuid,
         };
-        if (mig.memUsed !== undefined) out.add(M.memUsed, mig.memUsed, ma);
-        if (mig.memFree !== undefined) out.add(M.memFree, mig.memFree, ma);
-        if (mig.memTotal !== undefined) out.add(M.memTotal, mig.memTotal, ma);
+        if (mig.memUsed !== undefined) out.add(GPU.memUsed, mig.memUsed, ma);
+        if (mig.memFree !== undefined) out.add(GPU.memFree, mig.memFree, ma);
+        if (mig.memTotal !== undefined) out.add(GPU.memTotal, mig.memTotal, ma);
       }
     }
   }
@@ -178,7 +147,7 @@ export class NvmlConverter {
     // the counter runs since the driver loaded, which NVML does not tell: the series starts when first seen
     if (!e || mj < e.last) this.energy.set(g.uuid, (e = { last: mj, start: time - 1 }));
     e.last = mj;
-    out.add(M.energy, mj / 1000, a, e.start);
+    out.add(GPU.energy, mj / 1000, a, e.start);
   }
 
   /** NVLink: cumulative KiB -> By (sum) and By/s between two samples (NVML's own timestamps). */
@@ -190,13 +159,13 @@ export class NvmlConverter {
     const rxA = this.with(g, 'network.io.direction', 'receive');
     const lt = { ...txA, 'gpu.interconnect.type': 'nvlink' };
     const lr = { ...rxA, 'gpu.interconnect.type': 'nvlink' };
-    out.add(M.linkIo, tx * KIB, lt);
-    out.add(M.linkIo, rx * KIB, lr);
+    out.add(GPU.linkIo, tx * KIB, lt);
+    out.add(GPU.linkIo, rx * KIB, lr);
     const prev = this.link.get(g.uuid);
     this.link.set(g.uuid, { tx, rx, tsUs: ts });
     if (!prev || ts <= prev.tsUs || tx < prev.tx || rx < prev.rx) return; // first sample or a reset: no rate
     const dt = (ts - prev.tsUs) / 1e6;
-    out.add(M.link, ((tx - prev.tx) * KIB) / dt, lt);
-    out.add(M.link, ((rx - prev.rx) * KIB) / dt, lr);
+    out.add(GPU.link, ((tx - prev.tx) * KIB) / dt, lt);
+    out.add(GPU.link, ((rx - prev.rx) * KIB) / dt, lr);
   }
 }

@@ -9,27 +9,10 @@
  */
 import { createHash } from 'node:crypto';
 import { pluginSection } from '../../src/config/sections.js';
-import { metric } from '../../src/metrics/registry.js';
+import { GPU } from '../../src/metrics/gpu-metrics.js';
 import type { Attributes, Emitter } from '../../src/metrics/model.js';
 import type { Plugin, PluginFactory } from '../../src/plugin.js';
 
-const M = {
-  util: metric('gpu.utilization'),
-  memUtil: metric('gpu.memory.utilization'),
-  memUsed: metric('gpu.memory.used'),
-  memFree: metric('gpu.memory.free'),
-  memTotal: metric('gpu.memory.total'),
-  temp: metric('gpu.temperature'),
-  power: metric('gpu.power.draw'),
-  powerLimit: metric('gpu.power.limit'),
-  energy: metric('gpu.energy.consumption'),
-  clock: metric('gpu.clock.frequency'),
-  throttle: metric('gpu.throttle.active'),
-  ecc: metric('gpu.ecc.errors'),
-  pcie: metric('gpu.pcie.throughput'),
-  link: metric('gpu.interconnect.throughput'),
-  pstate: metric('gpu.performance_state'),
-};
 
 const IDLE_W = 70;
 const MAX_SM_MHZ = 1980;
@@ -112,34 +95,34 @@ class SimPlugin implements Plugin {
       const thermal = g.temp > 83;
       g.energyJ += power * dt;
       const smMhz = g.util < 0.02 ? 345 : Math.round(MAX_SM_MHZ * (powerCapped ? 0.86 : thermal ? 0.8 : 1));
-      out.add(M.util, round(g.util, 3), a);
-      out.add(M.memUtil, round(g.util * 0.55 * (0.8 + 0.4 * this.rand()), 3), a);
-      out.add(M.memUsed, Math.round(g.mem), a);
-      out.add(M.memFree, Math.round(this.memBytes - g.mem), a);
-      out.add(M.memTotal, this.memBytes, a);
-      out.add(M.temp, round(g.temp, 0), { ...a, 'gpu.temperature.sensor': 'edge' });
-      out.add(M.temp, round(g.memTemp, 0), { ...a, 'gpu.temperature.sensor': 'memory' });
-      out.add(M.power, round(power, 1), a);
-      out.add(M.powerLimit, this.limitW, a);
-      out.add(M.energy, round(g.energyJ, 3), a, g.start);
-      out.add(M.clock, smMhz, { ...a, 'gpu.clock.type': 'sm' });
-      out.add(M.clock, smMhz, { ...a, 'gpu.clock.type': 'graphics' });
-      out.add(M.clock, MEM_MHZ, { ...a, 'gpu.clock.type': 'memory' });
-      out.add(M.throttle, powerCapped ? 1 : 0, { ...a, 'gpu.throttle.cause': 'power' });
-      out.add(M.throttle, thermal ? 1 : 0, { ...a, 'gpu.throttle.cause': 'thermal' });
-      out.add(M.throttle, 0, { ...a, 'gpu.throttle.cause': 'sw' });
-      out.add(M.throttle, 0, { ...a, 'gpu.throttle.cause': 'hw' });
+      out.add(GPU.util, round(g.util, 3), a);
+      out.add(GPU.memUtil, round(g.util * 0.55 * (0.8 + 0.4 * this.rand()), 3), a);
+      out.add(GPU.memUsed, Math.round(g.mem), a);
+      out.add(GPU.memFree, Math.round(this.memBytes - g.mem), a);
+      out.add(GPU.memTotal, this.memBytes, a);
+      out.add(GPU.temp, round(g.temp, 0), { ...a, 'gpu.temperature.sensor': 'edge' });
+      out.add(GPU.temp, round(g.memTemp, 0), { ...a, 'gpu.temperature.sensor': 'memory' });
+      out.add(GPU.power, round(power, 1), a);
+      out.add(GPU.powerLimit, this.limitW, a);
+      out.add(GPU.energy, round(g.energyJ, 3), a, g.start);
+      out.add(GPU.clock, smMhz, { ...a, 'gpu.clock.type': 'sm' });
+      out.add(GPU.clock, smMhz, { ...a, 'gpu.clock.type': 'graphics' });
+      out.add(GPU.clock, MEM_MHZ, { ...a, 'gpu.clock.type': 'memory' });
+      out.add(GPU.throttle, powerCapped ? 1 : 0, { ...a, 'gpu.throttle.cause': 'power' });
+      out.add(GPU.throttle, thermal ? 1 : 0, { ...a, 'gpu.throttle.cause': 'thermal' });
+      out.add(GPU.throttle, 0, { ...a, 'gpu.throttle.cause': 'sw' });
+      out.add(GPU.throttle, 0, { ...a, 'gpu.throttle.cause': 'hw' });
       for (const scope of ['volatile', 'aggregate']) {
-        out.add(M.ecc, g.eccCorrected, { ...a, 'error.type': 'corrected', 'gpu.ecc.scope': scope }, g.start);
-        out.add(M.ecc, 0, { ...a, 'error.type': 'uncorrected', 'gpu.ecc.scope': scope }, g.start);
+        out.add(GPU.ecc, g.eccCorrected, { ...a, 'error.type': 'corrected', 'gpu.ecc.scope': scope }, g.start);
+        out.add(GPU.ecc, 0, { ...a, 'error.type': 'uncorrected', 'gpu.ecc.scope': scope }, g.start);
       }
       const pcie = g.util * 2.5e9 * this.rand();
-      out.add(M.pcie, Math.round(pcie), { ...a, 'network.io.direction': 'transmit' });
-      out.add(M.pcie, Math.round(pcie * 1.6), { ...a, 'network.io.direction': 'receive' });
+      out.add(GPU.pcie, Math.round(pcie), { ...a, 'network.io.direction': 'transmit' });
+      out.add(GPU.pcie, Math.round(pcie * 1.6), { ...a, 'network.io.direction': 'receive' });
       const link = g.util * 120e9 * (0.7 + 0.3 * this.rand());
-      out.add(M.link, Math.round(link), { ...a, 'network.io.direction': 'transmit', 'gpu.interconnect.type': 'nvlink' });
-      out.add(M.link, Math.round(link), { ...a, 'network.io.direction': 'receive', 'gpu.interconnect.type': 'nvlink' });
-      out.add(M.pstate, g.util < 0.02 ? 8 : 0, a);
+      out.add(GPU.link, Math.round(link), { ...a, 'network.io.direction': 'transmit', 'gpu.interconnect.type': 'nvlink' });
+      out.add(GPU.link, Math.round(link), { ...a, 'network.io.direction': 'receive', 'gpu.interconnect.type': 'nvlink' });
+      out.add(GPU.pstate, g.util < 0.02 ? 8 : 0, a);
     }
   }
 
