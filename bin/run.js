@@ -2,7 +2,12 @@
 // `l9gpu daemon` is a long-running process: it starts without the CLI framework
 // (see src/cli/daemon-main.ts). Everything else, and all help, goes through oclif.
 const args = process.argv.slice(2);
-if (args[0] === 'daemon' && !args.includes('--help') && !args.includes('-h')) {
+const help = args.includes('--help') || args.includes('-h');
+if (args[0] === 'slurm' && (args[1] === 'prolog' || args[1] === 'epilog') && !help) {
+  // the hooks run on every job start and end: never through the CLI framework
+  process.argv.splice(2, 1);
+  await import('../dist/slurm/hook.js');
+} else if (args[0] === 'daemon' && !help) {
   const { main } = await import('../dist/src/cli/daemon-main.js');
   await main(args.slice(1));
 } else {

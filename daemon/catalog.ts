@@ -5,9 +5,10 @@ import { ConfigError, closest, type SectionSpec } from '../src/config/schema.js'
 import type { PluginContext, ProbeResult } from '../src/plugin.js';
 import { SINKS } from '../src/sinks/index.js';
 import { PLUGINS } from '../plugins/index.js';
+import { SLURM_SECTION } from '../slurm/config.js';
 
 export const ALL_SECTIONS: readonly SectionSpec[] = (() => {
-  const all = [DAEMON_SECTION, ...PLUGINS.map((p) => p.section), ...SINKS.map((s) => s.section)];
+  const all = [DAEMON_SECTION, SLURM_SECTION, ...PLUGINS.map((p) => p.section), ...SINKS.map((s) => s.section)];
   const seen = new Set<string>();
   for (const s of all) {
     if (seen.has(s.name)) throw new Error(`config schema: section [${s.name}] defined twice`);

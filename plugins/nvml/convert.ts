@@ -61,6 +61,12 @@ export class NvmlConverter {
     return a;
   }
 
+  /** gpu.info attributes: the driver version and the /dev/nvidiaN minor (what Slurm's gres.conf File= names). */
+  private info(g: GpuSnapshot, driver: string): Attributes {
+    const a = this.with(g, 'gpu.driver.version', driver);
+    return g.minor === undefined || a['gpu.device.minor'] === g.minor ? a : Object.assign(a, { 'gpu.device.minor': g.minor });
+  }
+
   addEvent(e: XidEvent): void {
     // Xid errors arrive as XidCriticalError events; ECC events are counted by the ECC counters
     if ((e.eventType & 0x8) === 0) return;
@@ -74,7 +80,7 @@ export class NvmlConverter {
       const a = this.ident(g);
       out.add(GPU.lost, g.lost ? 1 : 0, a);
       if (g.lost) continue;
-      out.add(GPU.info, 1, this.with(g, 'gpu.driver.version', s.driverVersion));
+      out.add(GPU.info, 1, this.info(g, s.driverVersion));
       if (g.utilGpuPct !== undefined) out.add(GPU.util, g.utilGpuPct / 100, a);
       if (g.utilMemPct !== undefined) out.add(GPU.memUtil, g.utilMemPct / 100, a);
       if (g.memUsed !== undefined) out.add(GPU.memUsed, g.memUsed, a);

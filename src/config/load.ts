@@ -34,6 +34,8 @@ export interface LoadOptions {
   readonly env?: NodeJS.ProcessEnv;
   readonly overrides?: readonly Override[];
   readonly defaultPath?: string;
+  /** Read only the given sections and pass over the others (the Slurm hooks: the daemon validates the whole file). */
+  readonly partial?: boolean;
 }
 
 export class Config {
@@ -153,7 +155,7 @@ export function loadConfig(opts: LoadOptions): Config {
     // headers are checked on the raw text: the ini package turns [a.b] into nested objects
     text.split('\n').forEach((raw, i) => {
       const hdr = /^\s*\[(.*)\]\s*$/.exec(raw);
-      if (!hdr || specs.has(hdr[1]!.trim())) return;
+      if (!hdr || specs.has(hdr[1]!.trim()) || opts.partial) return;
       const name = hdr[1]!.trim();
       const hint = closest(name, [...specs.keys()]);
       throw new ConfigError(`${where(file!, i + 1, name)}: unknown section${hint ? ` (did you mean [${hint}]?)` : ''}`, { file: file!, section: name });
@@ -169,6 +171,7 @@ export function loadConfig(opts: LoadOptions): Config {
         throw new ConfigError(`${file}: key "${section}" is outside any section (put it under [daemon])`, { file, key: section });
       }
       const spec = specs.get(section);
+      if (!spec && opts.partial) continue;
       if (!spec) throw new ConfigError(`${where(file, lineOf(text, section), section)}: unknown section`, { file, section });
       for (const [key, v] of Object.entries(body as Record<string, unknown>)) {
         const k = spec.keys.find((x) => x.key === key);

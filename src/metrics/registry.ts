@@ -76,7 +76,7 @@ export const METRICS: readonly MetricDef[] = Object.freeze([
   m('gpu.process.count', '{process}', 'gauge', 'gpu', 'Compute processes running on the GPU.'),
   m('gpu.process.memory.used', 'By', 'gauge', 'gpu', 'Device memory used by one process.', ['process.pid']),
   m('gpu.lost', '1', 'gauge', 'gpu', '1 while the driver reports the GPU lost (fell off the bus, Xid 79), else 0; its other metrics stop meanwhile.'),
-  m('gpu.info', '1', 'gauge', 'gpu', 'Always 1; carries slowly changing facts as attributes (driver version, device minor number) for joins.', ['gpu.driver.version']),
+  m('gpu.info', '1', 'gauge', 'gpu', 'Always 1; carries slowly changing facts as attributes (driver version, device minor number) for joins.', ['gpu.driver.version', 'gpu.device.minor']),
 
   // --- host (plugins/host, from /proc) ---
   m('system.cpu.utilization', '1', 'gauge', 'host', 'Fraction of CPU time not idle or iowait over the sample period, all logical CPUs together (0..1).'),

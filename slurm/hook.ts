@@ -1,0 +1,142 @@
+/**
+ * The Slurm prolog/epilog: record the job run and its GPU bindings in the
+ * store, in one transaction. Fail-open and fast, because a failing or slow
+ * prolog drains the node: every error exits 0 (unless [slurm] hook_strict),
+ * a hard deadline ends the run, nothing but the slurmd environment is read
+ * (no PATH, no HOME, no Slurm commands), and neither OpenTelemetry nor oclif
+ * is loaded.
+ */
+import { appendFileSync, statSync, renameSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig, type Config } from '../src/config/load.js';
+import { DAEMON_SECTION } from '../src/config/sections.js';
+import { openStore } from '../src/store/open.js';
+import { recordEnd, recordStart, type JobEnd, type JobRecord } from '../src/store/jobs.js';
+import { SLURM_SECTION } from './config.js';
+import { gresConfPath } from './gres.js';
+import { resolveGpus, storeInventory } from './resolve.js';
+
+export type HookKind = 'prolog' | 'epilog';
+const MAX_LOG_BYTES = 1 << 20;
+
+/** A job run's key: Slurm 25.11's SLUID when present, else the restart count (requeue keeps the job id). */
+export function runKey(env: NodeJS.ProcessEnv): string {
+  return env.SLURM_JOB_SLUID ? `sluid:${env.SLURM_JOB_SLUID}` : `r${Number(env.SLURM_JOB_RESTART_COUNT ?? 0) || 0}`;
+}
+
+const num = (v: string | undefined): number | null => (v !== undefined && /^\d+$/.test(v) ? Number(v) : null);
+const str = (v: string | undefined): string | null => (v === undefined || v === '' || v === '(null)' ? null : v);
+
+export function jobFromEnv(env: NodeJS.ProcessEnv): JobRecord {
+  const jobId = str(env.SLURM_JOB_ID) ?? str(env.SLURM_JOBID);
+  if (!jobId || !/^\d+$/.test(jobId)) throw new Error(`SLURM_JOB_ID is ${jobId === null ? 'not set' : `"${jobId}", not a job id`}: not run by slurmd?`);
+  const start = num(env.SLURM_JOB_START_TIME);
+  return {
+    jobId,
+    runKey: runKey(env),
+    cluster: str(env.SLURM_CLUSTER_NAME),
+    user: str(env.SLURM_JOB_USER),
+    uid: num(env.SLURM_JOB_UID),
+    account: str(env.SLURM_JOB_ACCOUNT),
+    partition: str(env.SLURM_JOB_PARTITION),
+    qos: str(env.SLURM_JOB_QOS),
+    name: str(env.SLURM_JOB_NAME), // only in PrologSlurmctld; the reconciler fills it otherwise
+    arrayJobId: str(env.SLURM_ARRAY_JOB_ID),
+    arrayTaskId: str(env.SLURM_ARRAY_TASK_ID),
+    hetJobId: str(env.SLURM_HET_JOB_ID),
+    hetJobOffset: str(env.SLURM_HET_JOB_OFFSET),
+    startTime: start !== null ? start * 1000 : null,
+  };
+}
+
+/** Epilog: SLURM_JOB_EXIT_CODE is the raw wait status. A cancelled job also ends 0:0: state is left to the reconciler. */
+export function endFromEnv(env: NodeJS.ProcessEnv, now: number): JobEnd {
+  const raw = num(env.SLURM_JOB_EXIT_CODE);
+  if (raw === null) return { endTime: now };
+  const code = (raw >> 8) & 0xff;
+  const sig = raw & 0x7f;
+  return { endTime: now, exitCode: code, exitSignal: sig, state: code !== 0 || sig !== 0 ? 'FAILED' : null };
+}
+
+export interface HookResult {
+  ok: boolean;
+  message: string;
+}
+
+export function hookConfig(env: NodeJS.ProcessEnv): Config {
+  return loadConfig({ sections: [DAEMON_SECTION, SLURM_SECTION], env, partial: true });
+}
+
+export function runHook(kind: HookKind, env: NodeJS.ProcessEnv, cfg: Config = hookConfig(env), now = Date.now()): HookResult {
+  const stateDir = cfg.str('daemon', 'state_dir')!;
+  const job = jobFromEnv(env);
+  const db = openStore(stateDir);
+  try {
+    const gpus = resolveGpus(
+      {
+        cudaVisibleDevices: env.CUDA_VISIBLE_DEVICES,
+        jobGpus: env.SLURM_JOB_GPUS,
+        shared: !!env.SLURM_SHARDS_ON_NODE || !!env.CUDA_MPS_ACTIVE_THREAD_PERCENTAGE,
+        gresConf: gresConfPath(env.SLURM_CONF ?? cfg.str('slurm', 'slurm_conf') ?? undefined, cfg.str('slurm', 'gres_conf')),
+        node: env.SLURMD_NODENAME ?? cfg.str('slurm', 'node_name') ?? hostname().split('.')[0]!,
+      },
+      storeInventory(db),
+    );
+    if (kind === 'prolog') recordStart(db, job, gpus, 'prolog', now);
+    else recordEnd(db, job, endFromEnv(env, now), gpus, 'epilog', now);
+    return { ok: true, message: `${kind} job ${job.jobId} run ${job.runKey}: ${gpus.map((g) => g.uuid).join(',') || 'no GPUs'}` };
+  } finally {
+    db.close();
+  }
+}
+
+/** Appends to <state_dir>/hooks.log, rotated at 1 MiB; never throws. */
+function logLine(stateDir: string | undefined, line: string): void {
+  process.stderr.write(line + '\n');
+  if (!stateDir) return;
+  const path = join(stateDir, 'hooks.log');
+  try {
+    if (statSync(path).size > MAX_LOG_BYTES) renameSync(path, `${path}.1`);
+  } catch {
+    /* no log yet */
+  }
+  try {
+    appendFileSync(path, line + '\n', { mode: 0o644 });
+  } catch {
+    /* the hook must not fail because its log cannot be written */
+  }
+}
+
+/** Entry point of slurm/prolog and slurm/epilog: always exits, within the deadline. */
+export function main(kind: HookKind, env: NodeJS.ProcessEnv = process.env): void {
+  let strict = false;
+  let stateDir: string | undefined;
+  let timeoutS = 5;
+  let cfg: Config | undefined;
+  try {
+    cfg = hookConfig(env);
+    strict = cfg.bool('slurm', 'hook_strict');
+    stateDir = cfg.str('daemon', 'state_dir') ?? undefined;
+    timeoutS = cfg.num('slurm', 'hook_timeout')!;
+  } catch (e) {
+    logLine(undefined, `${new Date().toISOString()} l9gpu ${kind}: config: ${(e as Error).message}`);
+  }
+  const timer = setTimeout(() => {
+    logLine(stateDir, `${new Date().toISOString()} l9gpu ${kind} job ${env.SLURM_JOB_ID}: deadline of ${timeoutS}s passed: giving up`);
+    process.exit(strict ? 1 : 0);
+  }, timeoutS * 1000);
+  try {
+    const r = runHook(kind, env, cfg);
+    if (env.L9GPU_HOOK_VERBOSE) logLine(stateDir, `${new Date().toISOString()} l9gpu ${r.message}`);
+    clearTimeout(timer);
+    process.exit(0);
+  } catch (e) {
+    logLine(stateDir, `${new Date().toISOString()} l9gpu ${kind} job ${env.SLURM_JOB_ID ?? '?'}: ${(e as Error).message}`);
+    clearTimeout(timer);
+    process.exit(strict ? 1 : 0);
+  }
+}
+
+const kind = process.argv[2];
+if (kind === 'prolog' || kind === 'epilog') main(kind);

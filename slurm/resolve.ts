@@ -1,0 +1,60 @@
+/**
+ * Which GPUs (by UUID) a job holds on this node, from the slurmd
+ * environment: CUDA_VISIBLE_DEVICES when it carries UUIDs (MIG always, and
+ * plain GPUs from Slurm 25.11 with AutoDetect=nvml), else the GRES indices of
+ * SLURM_JOB_GPUS through gres.conf order and the inventory's minor numbers.
+ * A GRES index that cannot be resolved yet is kept as "gres:<index>": the
+ * reconciler resolves it once the daemon has written the inventory.
+ */
+import type { Db } from '../src/store/open.js';
+import type { GpuBinding } from '../src/store/jobs.js';
+import { deviceMinor, readGresConf, type GresDevice } from './gres.js';
+import { expandIndexList } from './hostlist.js';
+
+export interface ResolveInput {
+  cudaVisibleDevices?: string;
+  jobGpus?: string;
+  /** Shards put several jobs on one GPU: every binding is marked shared. */
+  shared: boolean;
+  gresConf: string;
+  node: string;
+}
+
+/** The inventory lookup the resolution needs (a SQLite query, or a map in tests). */
+export interface Inventory {
+  uuidByMinor(minor: number): string | undefined;
+  /** Old-driver MIG ids: MIG-GPU-<parent uuid>/<gi>/<ci>. */
+  migUuid(parent: string, gi: number, ci: number): string | undefined;
+}
+
+export function storeInventory(db: Db): Inventory {
+  const byMinor = db.prepare('SELECT uuid FROM gpus WHERE minor = ? AND mig_parent IS NULL ORDER BY last_seen DESC LIMIT 1');
+  const mig = db.prepare('SELECT uuid FROM gpus WHERE mig_parent = ? AND mig_gi = ? AND mig_ci = ? LIMIT 1');
+  return {
+    uuidByMinor: (m) => (byMinor.get(m) as { uuid: string } | undefined)?.uuid,
+    migUuid: (p, gi, ci) => (mig.get(p, gi, ci) as { uuid: string } | undefined)?.uuid,
+  };
+}
+
+const UUID_RE = /^(GPU|MIG)-/;
+
+export function resolveGpus(input: ResolveInput, inv: Inventory): GpuBinding[] {
+  const cvd = (input.cudaVisibleDevices ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  if (cvd.length > 0 && cvd.every((d) => UUID_RE.test(d))) {
+    return cvd.map((d) => {
+      const old = /^MIG-(GPU-[0-9a-f-]+)\/(\d+)\/(\d+)$/i.exec(d);
+      const uuid = old ? (inv.migUuid(old[1]!, Number(old[2]), Number(old[3])) ?? d) : d;
+      return { uuid, shared: input.shared };
+    });
+  }
+  const indices = expandIndexList(input.jobGpus ?? '');
+  if (indices.length === 0) return [];
+  let devices: GresDevice[] | undefined;
+  return indices.map((i) => {
+    devices ??= readGresConf(input.gresConf, input.node);
+    const dev = devices.find((d) => d.index === i);
+    const minor = dev ? deviceMinor(dev.file) : undefined;
+    const uuid = minor !== undefined ? inv.uuidByMinor(minor) : undefined;
+    return { uuid: uuid ?? `gres:${i}`, shared: input.shared };
+  });
+}

@@ -1,0 +1,148 @@
+/**
+ * Writes and reads of jobs and bindings. One transaction per hook call; every
+ * write is idempotent (an epilog twice, an epilog without a prolog, the
+ * reconciler opening what a prolog already opened).
+ */
+import type { Db } from './open.js';
+
+export interface JobRecord {
+  jobId: string;
+  runKey: string;
+  cluster?: string | null;
+  user?: string | null;
+  uid?: number | null;
+  account?: string | null;
+  partition?: string | null;
+  qos?: string | null;
+  name?: string | null;
+  arrayJobId?: string | null;
+  arrayTaskId?: string | null;
+  hetJobId?: string | null;
+  hetJobOffset?: string | null;
+  startTime?: number | null;
+}
+
+export interface JobEnd {
+  endTime: number;
+  state?: string | null;
+  exitCode?: number | null;
+  exitSignal?: number | null;
+}
+
+export interface GpuBinding {
+  /** A GPU or MIG UUID; "gres:<index>" while the inventory cannot resolve it yet. */
+  uuid: string;
+  shared: boolean;
+}
+
+export type Source = 'prolog' | 'epilog' | 'poll';
+
+const COLS = ['cluster', 'user', 'uid', 'account', 'partition', 'qos', 'name', 'array_job_id', 'array_task_id', 'het_job_id', 'het_job_offset', 'start_time'] as const;
+
+function jobValues(j: JobRecord): Record<(typeof COLS)[number], unknown> {
+  return {
+    cluster: j.cluster ?? null, user: j.user ?? null, uid: j.uid ?? null, account: j.account ?? null, partition: j.partition ?? null,
+    qos: j.qos ?? null, name: j.name ?? null, array_job_id: j.arrayJobId ?? null, array_task_id: j.arrayTaskId ?? null,
+    het_job_id: j.hetJobId ?? null, het_job_offset: j.hetJobOffset ?? null, start_time: j.startTime ?? null,
+  };
+}
+
+/** Insert or fill in a job run: known fields are never overwritten by unknown (null) ones. */
+function upsertJob(db: Db, j: JobRecord, source: Source, now: number): void {
+  db.prepare(
+    `INSERT INTO jobs (job_id, run_key, ${COLS.join(', ')}, source, updated_at)
+     VALUES (@job_id, @run_key, ${COLS.map((c) => `@${c}`).join(', ')}, @source, @now)
+     ON CONFLICT (job_id, run_key) DO UPDATE SET ${COLS.map((c) => `${c} = COALESCE(excluded.${c}, jobs.${c})`).join(', ')}, updated_at = excluded.updated_at`,
+  ).run({ job_id: j.jobId, run_key: j.runKey, ...jobValues(j), source, now });
+}
+
+/**
+ * A job run started on this node with these GPUs (prolog, or the reconciler
+ * finding a job the prolog missed). Earlier runs of the same job id (requeue)
+ * are closed.
+ */
+export function recordStart(db: Db, j: JobRecord, gpus: readonly GpuBinding[], source: Source, now = Date.now()): void {
+  db.transaction(() => {
+    const start = j.startTime ?? now;
+    db.prepare(`UPDATE bindings SET end_time = ?, closed_by = 'requeue' WHERE job_id = ? AND run_key <> ? AND end_time IS NULL`).run(now, j.jobId, j.runKey);
+    db.prepare(`UPDATE jobs SET end_time = ?, state = COALESCE(state, 'REQUEUED'), updated_at = ? WHERE job_id = ? AND run_key <> ? AND end_time IS NULL`).run(now, now, j.jobId, j.runKey);
+    upsertJob(db, { ...j, startTime: start }, source, now);
+    const ins = db.prepare(
+      `INSERT INTO bindings (job_id, run_key, gpu_uuid, start_time, source, shared) VALUES (?, ?, ?, ?, ?, ?)
+       ON CONFLICT (job_id, run_key, gpu_uuid) DO UPDATE SET shared = MAX(bindings.shared, excluded.shared)`,
+    );
+    for (const g of gpus) ins.run(j.jobId, j.runKey, g.uuid, start, source, g.shared ? 1 : 0);
+  })();
+}
+
+/**
+ * A job run ended (epilog, or the reconciler for a missed epilog). Without a
+ * prior start, the job and its bindings are recorded closed. A second call
+ * changes nothing already recorded.
+ */
+export function recordEnd(db: Db, j: JobRecord, end: JobEnd, gpus: readonly GpuBinding[], closedBy: Source, now = Date.now()): void {
+  db.transaction(() => {
+    upsertJob(db, j, closedBy, now);
+    const start = (db.prepare('SELECT start_time FROM jobs WHERE job_id = ? AND run_key = ?').get(j.jobId, j.runKey) as { start_time: number | null }).start_time ?? end.endTime;
+    const ins = db.prepare(
+      `INSERT INTO bindings (job_id, run_key, gpu_uuid, start_time, end_time, source, closed_by, shared) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (job_id, run_key, gpu_uuid) DO NOTHING`,
+    );
+    for (const g of gpus) ins.run(j.jobId, j.runKey, g.uuid, start, end.endTime, closedBy, closedBy, g.shared ? 1 : 0);
+    db.prepare(`UPDATE bindings SET end_time = ?, closed_by = ? WHERE job_id = ? AND run_key = ? AND end_time IS NULL`).run(end.endTime, closedBy, j.jobId, j.runKey);
+    db.prepare(
+      `UPDATE jobs SET end_time = COALESCE(end_time, @end), state = COALESCE(@state, state), exit_code = COALESCE(@code, exit_code), exit_signal = COALESCE(@sig, exit_signal), updated_at = @now
+       WHERE job_id = @job AND run_key = @run`,
+    ).run({ end: end.endTime, state: end.state ?? null, code: end.exitCode ?? null, sig: end.exitSignal ?? null, now, job: j.jobId, run: j.runKey });
+  })();
+}
+
+export interface InventoryGpu {
+  uuid: string;
+  vendor: string;
+  vendorIndex: number | null;
+  minor: number | null;
+  pciBusId: string | null;
+  model: string | null;
+  migParent: string | null;
+  migGi: number | null;
+  migCi: number | null;
+}
+
+export function upsertInventory(db: Db, gpus: readonly InventoryGpu[], now = Date.now()): void {
+  const st = db.prepare(
+    `INSERT INTO gpus (uuid, vendor, vendor_index, minor, pci_bus_id, model, mig_parent, mig_gi, mig_ci, first_seen, last_seen)
+     VALUES (@uuid, @vendor, @vendorIndex, @minor, @pciBusId, @model, @migParent, @migGi, @migCi, @now, @now)
+     ON CONFLICT (uuid) DO UPDATE SET vendor = excluded.vendor, vendor_index = excluded.vendor_index, minor = COALESCE(excluded.minor, gpus.minor),
+       pci_bus_id = excluded.pci_bus_id, model = excluded.model, mig_parent = excluded.mig_parent, mig_gi = excluded.mig_gi, mig_ci = excluded.mig_ci, last_seen = excluded.last_seen`,
+  );
+  db.transaction(() => {
+    for (const g of gpus) st.run({ ...g, now });
+  })();
+}
+
+export interface OpenBinding {
+  jobId: string;
+  runKey: string;
+  gpuUuid: string;
+  shared: boolean;
+  start: number;
+  cluster: string | null;
+  user: string | null;
+  account: string | null;
+  partition: string | null;
+  name: string | null;
+  arrayJobId: string | null;
+  arrayTaskId: string | null;
+}
+
+export function openBindings(db: Db): OpenBinding[] {
+  return db
+    .prepare(
+      `SELECT b.job_id AS jobId, b.run_key AS runKey, b.gpu_uuid AS gpuUuid, b.shared AS shared, b.start_time AS start,
+              j.cluster, j.user, j.account, j.partition, j.name, j.array_job_id AS arrayJobId, j.array_task_id AS arrayTaskId
+       FROM bindings b JOIN jobs j USING (job_id, run_key) WHERE b.end_time IS NULL ORDER BY b.job_id, b.gpu_uuid`,
+    )
+    .all()
+    .map((r) => ({ ...(r as OpenBinding), shared: !!(r as { shared: number }).shared }));
+}

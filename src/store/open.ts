@@ -1,0 +1,62 @@
+/**
+ * Opening the store: WAL, a busy timeout, migrations, and file modes that fit
+ * a store written by root hooks and read by the daemon and by users'
+ * `l9gpu jobs` (folder 0755, files 0644: read-only WAL readers need a
+ * readable -shm). Kept small: the Slurm hooks load it on every job start.
+ */
+import { chmodSync, existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { MIGRATIONS, SCHEMA_VERSION } from './schema.js';
+
+export type Db = Database.Database;
+export const STORE_FILE = 'l9gpu.db';
+const BUSY_TIMEOUT_MS = 2000;
+
+export function storePath(stateDir: string): string {
+  return join(stateDir, STORE_FILE);
+}
+
+/** Opens (and creates or migrates) the store for writing. */
+export function openStore(stateDir: string, busyTimeoutMs = BUSY_TIMEOUT_MS): Db {
+  if (!existsSync(stateDir)) mkdirSync(stateDir, { recursive: true, mode: 0o755 });
+  const path = storePath(stateDir);
+  const fresh = !existsSync(path);
+  const db = new Database(path, { timeout: busyTimeoutMs });
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  db.pragma('foreign_keys = ON');
+  migrate(db);
+  if (fresh) {
+    for (const f of [path, `${path}-wal`, `${path}-shm`]) {
+      try {
+        chmodSync(f, 0o644);
+      } catch {
+        /* -wal/-shm appear with the first write */
+      }
+    }
+  }
+  return db;
+}
+
+/** Opens the store read-only (users' `l9gpu jobs`); throws if it does not exist. */
+export function openStoreReadOnly(stateDir: string): Db {
+  const path = storePath(stateDir);
+  if (!existsSync(path)) throw new Error(`no l9gpu store at ${path}: is the daemon running on this node, and [daemon] state_dir the same?`);
+  const db = new Database(path, { readonly: true, fileMustExist: true, timeout: BUSY_TIMEOUT_MS });
+  const v = db.pragma('user_version', { simple: true }) as number;
+  if (v > SCHEMA_VERSION) throw new Error(`${path} has schema version ${v}, newer than this l9gpu (${SCHEMA_VERSION}): upgrade l9gpu`);
+  return db;
+}
+
+export function migrate(db: Db): void {
+  const v = db.pragma('user_version', { simple: true }) as number;
+  if (v > SCHEMA_VERSION) throw new Error(`store schema version ${v} is newer than this l9gpu (${SCHEMA_VERSION}): upgrade l9gpu`);
+  if (v === SCHEMA_VERSION) return;
+  // BEGIN IMMEDIATE: concurrent hooks on a fresh node must not both migrate
+  db.transaction(() => {
+    const cur = db.pragma('user_version', { simple: true }) as number;
+    for (let i = cur; i < MIGRATIONS.length; i++) db.exec(MIGRATIONS[i]!);
+    db.pragma(`user_version = ${MIGRATIONS.length}`);
+  }).immediate();
+}

@@ -1,0 +1,69 @@
+/**
+ * The local store's schema, as numbered migrations (PRAGMA user_version).
+ * Times are ms since the epoch. A job run is (job_id, run_key): requeue keeps
+ * the job id and bumps the restart count (or the SLUID from Slurm 25.11).
+ * Bindings are many-to-one: shards and MPS put several jobs on one GPU.
+ */
+export const MIGRATIONS: readonly string[] = [
+  // 1: inventory, jobs, bindings
+  `
+  CREATE TABLE gpus (
+    uuid TEXT PRIMARY KEY,
+    vendor TEXT NOT NULL,
+    vendor_index INTEGER,
+    minor INTEGER,
+    pci_bus_id TEXT,
+    model TEXT,
+    mig_parent TEXT,
+    mig_gi INTEGER,
+    mig_ci INTEGER,
+    first_seen INTEGER NOT NULL,
+    last_seen INTEGER NOT NULL
+  );
+  CREATE INDEX gpus_minor ON gpus(minor) WHERE mig_parent IS NULL;
+
+  CREATE TABLE jobs (
+    job_id TEXT NOT NULL,
+    run_key TEXT NOT NULL,
+    cluster TEXT,
+    user TEXT,
+    uid INTEGER,
+    account TEXT,
+    partition TEXT,
+    qos TEXT,
+    name TEXT,
+    array_job_id TEXT,
+    array_task_id TEXT,
+    het_job_id TEXT,
+    het_job_offset TEXT,
+    start_time INTEGER,
+    end_time INTEGER,
+    state TEXT,
+    exit_code INTEGER,
+    exit_signal INTEGER,
+    source TEXT NOT NULL,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (job_id, run_key)
+  );
+  CREATE INDEX jobs_open ON jobs(job_id) WHERE end_time IS NULL;
+
+  CREATE TABLE bindings (
+    id INTEGER PRIMARY KEY,
+    job_id TEXT NOT NULL,
+    run_key TEXT NOT NULL,
+    gpu_uuid TEXT NOT NULL,
+    start_time INTEGER NOT NULL,
+    end_time INTEGER,
+    source TEXT NOT NULL,
+    closed_by TEXT,
+    shared INTEGER NOT NULL DEFAULT 0,
+    UNIQUE (job_id, run_key, gpu_uuid),
+    FOREIGN KEY (job_id, run_key) REFERENCES jobs(job_id, run_key)
+  );
+  CREATE INDEX bindings_open ON bindings(gpu_uuid) WHERE end_time IS NULL;
+
+  CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+  `,
+];
+
+export const SCHEMA_VERSION = MIGRATIONS.length;
