@@ -3,7 +3,7 @@
  * keeps them running; reload swaps only what changed, so a reload that leaves
  * [otlp] alone keeps its retry queue and connection.
  */
-import { createAttribution } from '../src/attribution/provider.js';
+import { createAttribution } from './attribution.js';
 import type { Config } from '../src/config/load.js';
 import type { Logger } from '../src/log.js';
 import { Pipeline } from '../src/pipeline/pipeline.js';
@@ -36,7 +36,7 @@ export class Agent {
   pluginNames: string[] = [];
 
   constructor(private cfg: Config, private readonly log: Logger) {
-    this.pipeline = new Pipeline(createAttribution(cfg.str('daemon', 'attribution') as 'auto', log), [], log);
+    this.pipeline = new Pipeline(createAttribution(cfg, log), [], log);
   }
 
   get config(): Config {
@@ -108,7 +108,7 @@ export class Agent {
     const interval = cfg.num('daemon', 'interval')! * 1000;
     this.selfRunner = new PluginRunner(
       'self',
-      () => selfMetricsPlugin(() => this.allRunners(), () => this.sinkList()),
+      () => selfMetricsPlugin(() => this.allRunners(), () => this.sinkList(), () => this.pipeline.attribution),
       interval,
       interval,
       (b) => this.pipeline.publish(b),
@@ -165,11 +165,13 @@ export class Agent {
   }
 
   async reload(cfg: Config): Promise<void> {
-    const prevAttribution = this.cfg.str('daemon', 'attribution');
+    const attributionKeys = (c: Config) => JSON.stringify([c.str('daemon', 'attribution'), c.str('daemon', 'state_dir'), c.section('slurm')]);
+    const changed = attributionKeys(cfg) !== attributionKeys(this.cfg);
     this.cfg = cfg;
-    if (cfg.str('daemon', 'attribution') !== prevAttribution) {
+    if (changed) {
+      const next = createAttribution(cfg, this.log);
       this.pipeline.attribution.close?.();
-      this.pipeline.attribution = createAttribution(cfg.str('daemon', 'attribution') as 'auto', this.log);
+      this.pipeline.attribution = next;
     }
     await this.build();
     this.log.info('configuration reloaded', { file: cfg.file ?? '(none)', plugins: this.pluginNames.join(','), sinks: cfg.list('daemon', 'sinks').join(',') });

@@ -1,4 +1,5 @@
 /** The agent's own health as metrics: per-plugin and per-sink counters, RSS and CPU. */
+import type { AttributionProvider } from '../src/attribution/provider.js';
 import { metric } from '../src/metrics/registry.js';
 import type { Emitter } from '../src/metrics/model.js';
 import type { Plugin } from '../src/plugin.js';
@@ -16,7 +17,7 @@ const QUEUE = metric('l9gpu.sink.queue.size');
 const RSS = metric('l9gpu.process.memory.rss');
 const CPU = metric('l9gpu.process.cpu.time');
 
-export function selfMetricsPlugin(runners: () => Iterable<PluginRunner>, sinks: () => Iterable<Sink>): Plugin {
+export function selfMetricsPlugin(runners: () => Iterable<PluginRunner>, sinks: () => Iterable<Sink>, attribution: () => AttributionProvider): Plugin {
   return {
     collect(out: Emitter) {
       for (const r of runners()) {
@@ -33,6 +34,7 @@ export function selfMetricsPlugin(runners: () => Iterable<PluginRunner>, sinks: 
         out.add(SINK_ERRORS, s.stats.errors, a);
         out.add(QUEUE, s.stats.queueBytes, a);
       }
+      attribution().collectSelf?.(out);
       out.add(RSS, process.memoryUsage.rss(), {});
       const cpu = process.cpuUsage();
       out.add(CPU, cpu.user / 1e6, { 'cpu.mode': 'user' });

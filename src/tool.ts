@@ -20,11 +20,11 @@ export function findTool(command: string, extraDirs: readonly string[] = []): st
   return undefined;
 }
 
-export async function runTool(path: string, args: readonly string[], timeoutMs: number, signal?: AbortSignal): Promise<string> {
+export async function runTool(path: string, args: readonly string[], timeoutMs: number, signal?: AbortSignal, env: Record<string, string> = {}): Promise<string> {
   const cmd = `${path} ${args.join(' ')}`;
   let r;
   try {
-    r = await execa(path, args, { timeout: timeoutMs, maxBuffer: MAX_OUTPUT, reject: false, stdin: 'ignore', cancelSignal: signal, env: { LC_ALL: 'C' } });
+    r = await execa(path, args, { timeout: timeoutMs, maxBuffer: MAX_OUTPUT, reject: false, stdin: 'ignore', cancelSignal: signal, env: { LC_ALL: 'C', ...env } });
   } catch (e) {
     throw new Error(`${cmd}: ${(e as Error).message}`);
   }

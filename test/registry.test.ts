@@ -9,7 +9,7 @@ import { METRICS, metric, prometheusName } from '../src/metrics/registry.js';
 import { toResourceMetrics } from '../src/sinks/resource-metrics.js';
 import { ROOT } from './helpers/paths.js';
 
-const UCUM = new Set(['1', 'By', 'By/s', 'Cel', 'W', 'J', 'MHz', 's', '{error}', '{state}', '{cpu}', '{thread}', '{point}', '{tick}', '{row}', '{page}', '{replay}', '{process}']);
+const UCUM = new Set(['{binding}', '1', 'By', 'By/s', 'Cel', 'W', 'J', 'MHz', 's', '{error}', '{state}', '{cpu}', '{thread}', '{point}', '{tick}', '{row}', '{page}', '{replay}', '{process}']);
 
 test('every metric has a known UCUM unit, a kind, a description and a dotted lower-case name', () => {
   for (const d of METRICS) {

@@ -4,9 +4,7 @@
  * "transformations"). Slurm and Kubernetes implement this same interface.
  */
 import { existsSync } from 'node:fs';
-import { ConfigError } from '../config/schema.js';
-import type { Logger } from '../log.js';
-import type { Batch } from '../metrics/model.js';
+import type { Batch, Emitter } from '../metrics/model.js';
 
 export type AttributionMode = 'auto' | 'slurm' | 'kubernetes' | 'none';
 
@@ -16,6 +14,8 @@ export interface AttributionProvider {
   attribute(batch: Batch): Batch;
   /** One line for doctor. */
   status(): string;
+  /** The provider's own health for the self-metrics. */
+  collectSelf?(out: Emitter): void;
   close?(): void;
 }
 
@@ -35,13 +35,3 @@ export function resolveMode(mode: AttributionMode, env: NodeJS.ProcessEnv = proc
   return slurmConfPath(env) ? 'slurm' : 'none';
 }
 
-export function createAttribution(mode: AttributionMode, log: Logger, env: NodeJS.ProcessEnv = process.env): AttributionProvider {
-  const resolved = resolveMode(mode, env);
-  if (resolved === 'none') return noneProvider;
-  // The slurm and kubernetes providers are not part of this build yet.
-  if (mode === 'auto') {
-    log.warn(`Slurm is configured on this node (${slurmConfPath(env)}) but this build has no slurm attribution yet: GPU points carry no job attributes`);
-    return noneProvider;
-  }
-  throw new ConfigError(`[daemon] attribution: "${resolved}" is not available in this build (available: none, auto)`, { section: 'daemon', key: 'attribution' });
-}

@@ -78,6 +78,9 @@ export const METRICS: readonly MetricDef[] = Object.freeze([
   m('gpu.lost', '1', 'gauge', 'gpu', '1 while the driver reports the GPU lost (fell off the bus, Xid 79), else 0; its other metrics stop meanwhile.'),
   m('gpu.info', '1', 'gauge', 'gpu', 'Always 1; carries slowly changing facts as attributes (driver version, device minor number) for joins.', ['gpu.driver.version', 'gpu.device.minor']),
 
+  m('gpu.job.share', '1', 'gauge', 'gpu', 'Share (0..1) of the GPU attributed to a job: 1 when the job holds it alone; on a shared GPU (shards, MPS) the job\'s part of the per-process memory, else 1/N. Multiply additive values (power, energy) by it.'),
+  m('gpu.process.outside_allocation', '{process}', 'gauge', 'gpu', 'Processes running on the GPU that belong to no job bound to it (another job\'s process, or none): a GPU used outside its allocation.'),
+
   // --- host (plugins/host, from /proc) ---
   m('system.cpu.utilization', '1', 'gauge', 'host', 'Fraction of CPU time not idle or iowait over the sample period, all logical CPUs together (0..1).'),
   m('system.cpu.logical.count', '{cpu}', 'updown', 'host', 'Logical CPUs online.'),
@@ -98,6 +101,8 @@ export const METRICS: readonly MetricDef[] = Object.freeze([
   m('l9gpu.sink.errors', '{error}', 'sum', 'agent', 'Failed delivery attempts of a sink (each retry counts).', ['l9gpu.sink']),
   m('l9gpu.sink.queue.size', 'By', 'updown', 'agent', 'Encoded bytes waiting in a sink\'s retry queue.', ['l9gpu.sink']),
   m('l9gpu.process.memory.rss', 'By', 'gauge', 'agent', 'Resident set size of the agent process.'),
+  m('l9gpu.slurm.bindings', '{binding}', 'gauge', 'agent', 'Open job-to-GPU bindings in the store.'),
+  m('l9gpu.slurm.reconcile.age', 's', 'gauge', 'agent', 'Seconds since Slurm last answered the reconciler (grows while Slurm is down).'),
   m('l9gpu.process.cpu.time', 's', 'sum', 'agent', 'CPU time used by the agent process.', ['cpu.mode']),
 ]);
 

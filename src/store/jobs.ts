@@ -80,8 +80,13 @@ export function recordStart(db: Db, j: JobRecord, gpus: readonly GpuBinding[], s
  * prior start, the job and its bindings are recorded closed. A second call
  * changes nothing already recorded.
  */
-export function recordEnd(db: Db, j: JobRecord, end: JobEnd, gpus: readonly GpuBinding[], closedBy: Source, now = Date.now()): void {
+export function recordEnd(db: Db, job: JobRecord, end: JobEnd, gpus: readonly GpuBinding[], closedBy: Source, now = Date.now()): void {
   db.transaction(() => {
+    let j = job;
+    // On requeue slurmd runs the killed run's epilog with the restart count already bumped:
+    // the epilog ends the run of this job that is open here, whatever key its environment suggests.
+    const open = db.prepare('SELECT run_key AS k FROM jobs WHERE job_id = ? AND end_time IS NULL').all(j.jobId) as { k: string }[];
+    if (open.length > 0 && !open.some((r) => r.k === j.runKey)) j = { ...j, runKey: open[0]!.k };
     upsertJob(db, j, closedBy, now);
     const start = (db.prepare('SELECT start_time FROM jobs WHERE job_id = ? AND run_key = ?').get(j.jobId, j.runKey) as { start_time: number | null }).start_time ?? end.endTime;
     const ins = db.prepare(

@@ -13,12 +13,25 @@ need=()
 command -v prometheus >/dev/null || need+=(prometheus)
 command -v gcc >/dev/null || need+=(gcc)
 command -v systemd-analyze >/dev/null || need+=(systemd)
+# a real Slurm 22.05 (slurmctld, slurmd, slurmdbd) with munge and MariaDB for accounting
+command -v slurmctld >/dev/null || need+=(slurm-wlm munge)
+command -v slurmdbd >/dev/null || need+=(slurmdbd)
+command -v mariadbd >/dev/null || need+=(mariadb-server)
 if [ ${#need[@]} -gt 0 ]; then
   apt-get update -qq
   # policy-rc.d keeps the package from starting a system prometheus we do not want
   printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod 755 /usr/sbin/policy-rc.d
   apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
   rm -f /usr/sbin/policy-rc.d
+fi
+
+# an unprivileged user for jobs submitted by someone other than root
+id l9gputest >/dev/null 2>&1 || useradd --create-home --shell /bin/sh l9gputest
+# munge's key (the packages do not create one in a container)
+if [ ! -s /etc/munge/munge.key ]; then
+  mkdir -p /etc/munge
+  dd if=/dev/urandom of=/etc/munge/munge.key bs=128 count=1 2>/dev/null
+  chown munge:munge /etc/munge/munge.key; chmod 400 /etc/munge/munge.key
 fi
 
 vm="$cache/victoria-metrics/usr/bin/victoria-metrics"

@@ -1,0 +1,197 @@
+/**
+ * Running jobs from Slurm's own commands, parsed defensively by version:
+ * `squeue --json` (22.05's openapi v0.0.38, and the data_parser formats of
+ * 23.02+ where numbers become {set, infinite, number} and job_state a list),
+ * `scontrol show job -d` text (no JSON before 23.02), and `sacct -P`.
+ */
+import { expandHostlist, expandIndexList } from './hostlist.js';
+
+export interface SlurmJob {
+  jobId: string;
+  arrayJobId: string | null;
+  arrayTaskId: string | null;
+  hetJobId: string | null;
+  hetJobOffset: string | null;
+  user: string | null;
+  uid: number | null;
+  account: string | null;
+  partition: string | null;
+  qos: string | null;
+  name: string | null;
+  cluster: string | null;
+  state: string;
+  /** ms since epoch, null when unknown */
+  startTime: number | null;
+  endTime: number | null;
+  restarts: number;
+  nodes: string[];
+  /** GRES indices of gpus per node (gres_detail / GRES=...(IDX:...)). */
+  gpuIdx: Record<string, number[]>;
+  /** Shared GRES (shard) on a node: the job's GPUs there are shared. */
+  shardNodes: string[];
+  exitCode: number | null;
+}
+
+type J = Record<string, unknown>;
+
+/** A number in any squeue JSON shape: 5, "5", {set: true, number: 5}, {set: false} -> null. */
+export function jnum(v: unknown): number | null {
+  if (typeof v === 'number') return Number.isFinite(v) ? v : null;
+  if (typeof v === 'string' && /^-?\d+$/.test(v)) return Number(v);
+  if (v && typeof v === 'object') {
+    const o = v as J;
+    if (o.set === false || o.infinite === true) return null;
+    return jnum(o.number);
+  }
+  return null;
+}
+const jstr = (v: unknown): string | null => (typeof v === 'string' && v !== '' && v !== '(null)' ? v : null);
+const secs = (v: unknown): number | null => {
+  const n = jnum(v);
+  return n && n > 0 ? n * 1000 : null;
+};
+
+/**
+ * "gpu:2(IDX:0-1)", "gpu:a100:2(IDX:0,2)" -> GPU indices. A shard entry names
+ * the GPU it lives on the same way ("shard:1(IDX:0)"), or per GPU as
+ * "shard:8(-/5,5/5,3/5,0/5)" (position = GPU index, "-" = none).
+ */
+export function parseGresDetail(detail: string): { idx: number[]; shard: boolean } {
+  const out = { idx: [] as number[], shard: false };
+  for (const part of detail.split(/,(?=[a-z]+:)/i)) {
+    const m = /^(gpu|shard)(?::[^:(]+)?(?::\d+)?\(([^)]*)\)/i.exec(part.trim());
+    if (!m) continue;
+    const isShard = m[1]!.toLowerCase() === 'shard';
+    if (isShard) out.shard = true;
+    const body = m[2]!;
+    let idx: number[] = [];
+    if (/^IDX:/i.test(body)) idx = expandIndexList(body.slice(4));
+    else if (isShard) body.split(',').forEach((c, i) => c.trim() !== '-' && Number(c.split('/')[0]) > 0 && idx.push(i));
+    for (const i of idx) if (!out.idx.includes(i)) out.idx.push(i);
+  }
+  return out;
+}
+
+/** `squeue --json`: every job in the answer (callers filter by node and state). */
+export function parseSqueueJson(text: string): SlurmJob[] {
+  let j: J;
+  try {
+    j = JSON.parse(text) as J;
+  } catch (e) {
+    throw new Error(`squeue --json: not JSON (${(e as Error).message})`);
+  }
+  if (!Array.isArray(j.jobs)) throw new Error(`squeue --json: no "jobs" list${Array.isArray(j.errors) && j.errors.length ? `: ${JSON.stringify(j.errors[0]).slice(0, 120)}` : ''}`);
+  return (j.jobs as J[]).map((x) => {
+    const nodes = expandHostlist(jstr(x.nodes) ?? '');
+    const details = Array.isArray(x.gres_detail) ? (x.gres_detail as unknown[]).map(String) : [];
+    const gpuIdx: Record<string, number[]> = {};
+    const shardNodes: string[] = [];
+    // one gres_detail entry per allocated node, in node order
+    details.forEach((d, i) => {
+      const node = nodes[i];
+      if (!node) return;
+      const g = parseGresDetail(d);
+      gpuIdx[node] = g.idx;
+      if (g.shard) shardNodes.push(node);
+    });
+    const state = Array.isArray(x.job_state) ? String((x.job_state as unknown[])[0] ?? '') : String(x.job_state ?? '');
+    const arrayJob = jnum(x.array_job_id);
+    const het = jnum(x.het_job_id);
+    const exit = x.exit_code as J | number | undefined;
+    return {
+      jobId: String(jnum(x.job_id) ?? ''),
+      arrayJobId: arrayJob ? String(arrayJob) : null,
+      arrayTaskId: jnum(x.array_task_id) !== null && arrayJob ? String(jnum(x.array_task_id)) : null,
+      hetJobId: het ? String(het) : null,
+      hetJobOffset: het ? String(jnum(x.het_job_offset) ?? '') || null : null,
+      user: jstr(x.user_name),
+      uid: jnum(x.user_id),
+      account: jstr(x.account),
+      partition: jstr(x.partition),
+      qos: jstr(x.qos),
+      name: jstr(x.name),
+      cluster: jstr(x.cluster),
+      state,
+      startTime: secs(x.start_time),
+      endTime: secs(x.end_time),
+      restarts: jnum(x.restart_cnt) ?? 0,
+      nodes,
+      gpuIdx,
+      shardNodes,
+      exitCode: typeof exit === 'number' ? exit : exit && typeof exit === 'object' ? jnum((exit as J).return_code) : null,
+    };
+  });
+}
+
+/** `scontrol show job -d` text: blank-line separated records of Key=Value tokens. */
+export function parseScontrolJobs(text: string): SlurmJob[] {
+  const records = text.split(/\n\s*\n/).map((r) => r.trim()).filter((r) => r.startsWith('JobId='));
+  return records.map((rec) => {
+    const kv = (key: string): string | null => {
+      const m = new RegExp(`(?:^|\\s)${key}=(\\S*)`).exec(rec);
+      return m ? jstr(m[1]) : null;
+    };
+    const gpuIdx: Record<string, number[]> = {};
+    const shardNodes: string[] = [];
+    // per-node lines: "Nodes=n[1-2] CPU_IDs=0-7 Mem=0 GRES=gpu:h100:2(IDX:0-1)"; before 19.05 "GRES_IDX="
+    for (const m of rec.matchAll(/^\s*Nodes=(\S+)\s.*?\bGRES(?:_IDX)?=(\S+)/gm)) {
+      const g = parseGresDetail(m[2]!);
+      for (const node of expandHostlist(m[1]!)) {
+        gpuIdx[node] = [...(gpuIdx[node] ?? []), ...g.idx];
+        if (g.shard) shardNodes.push(node);
+      }
+    }
+    const user = /UserId=([^(\s]+)\((\d+)\)/.exec(rec);
+    const iso = (v: string | null): number | null => (v && /^\d{4}-/.test(v) ? Date.parse(v) : null); // local time, as Slurm prints it
+    const exit = /ExitCode=(\d+):(\d+)/.exec(rec);
+    return {
+      jobId: kv('JobId') ?? '',
+      arrayJobId: kv('ArrayJobId'),
+      arrayTaskId: kv('ArrayTaskId'),
+      hetJobId: kv('HetJobId'),
+      hetJobOffset: kv('HetJobOffset'),
+      user: user ? user[1]! : null,
+      uid: user ? Number(user[2]) : null,
+      account: kv('Account'),
+      partition: kv('Partition'),
+      qos: kv('QOS'),
+      name: kv('JobName'),
+      cluster: null,
+      state: kv('JobState') ?? '',
+      startTime: iso(kv('StartTime')),
+      endTime: iso(kv('EndTime')),
+      restarts: Number(kv('Restarts') ?? 0) || 0,
+      nodes: expandHostlist(kv('NodeList') ?? ''),
+      gpuIdx,
+      shardNodes,
+      exitCode: exit ? Number(exit[1]) : null,
+    };
+  });
+}
+
+export interface SacctRecord {
+  jobIdRaw: string;
+  jobId: string;
+  state: string;
+  exitCode: number | null;
+  exitSignal: number | null;
+  start: number | null;
+  end: number | null;
+}
+
+export const SACCT_FIELDS = 'JobIDRaw,JobID,State,ExitCode,Start,End';
+
+/** `sacct -X -P -n -o JobIDRaw,JobID,State,ExitCode,Start,End`. */
+export function parseSacct(text: string): SacctRecord[] {
+  return text
+    .split('\n')
+    .filter((l) => l.trim() && !l.startsWith('JobIDRaw|'))
+    .map((l) => {
+      const f = l.split('|');
+      if (f.length < 6) throw new Error(`sacct: expected 6 fields, got ${f.length}: ${l.slice(0, 80)}`);
+      const ec = /^(\d+):(\d+)$/.exec(f[3]!);
+      const t = (v: string) => (/^\d{4}-/.test(v) ? Date.parse(v) : null);
+      // "CANCELLED by 0" -> CANCELLED
+      return { jobIdRaw: f[0]!, jobId: f[1]!, state: f[2]!.split(' ')[0]!, exitCode: ec ? Number(ec[1]) : null, exitSignal: ec ? Number(ec[2]) : null, start: t(f[4]!), end: t(f[5]!) };
+    });
+}

@@ -1,0 +1,49 @@
+/**
+ * Which Slurm job a process belongs to: its cgroup path (".../job_<id>/...",
+ * cgroup v1 and v2, task/cgroup) or, without cgroups (proctrack/linuxproc),
+ * SLURM_JOB_ID in its environment (root only). Cached per pid and start time,
+ * since pids are reused.
+ */
+import { readFileSync } from 'node:fs';
+
+const MAX_ENVIRON = 256 * 1024;
+
+function startTime(pid: number, proc: string): string | undefined {
+  try {
+    const s = readFileSync(`${proc}/${pid}/stat`, 'utf8');
+    return s.slice(s.lastIndexOf(')') + 2).split(' ')[19];
+  } catch {
+    return undefined;
+  }
+}
+
+export function jobOfPid(pid: number, proc = '/proc'): string | null {
+  try {
+    const m = /\/job_(\d+)(?:\/|$)/m.exec(readFileSync(`${proc}/${pid}/cgroup`, 'utf8'));
+    if (m) return m[1]!;
+  } catch {
+    return null; // gone
+  }
+  try {
+    const env = readFileSync(`${proc}/${pid}/environ`).subarray(0, MAX_ENVIRON).toString('latin1');
+    const m = /(?:^|\0)SLURM_JOB_ID=(\d+)(?:\0|$)/.exec(env);
+    return m ? m[1]! : null;
+  } catch {
+    return null; // not ours to read, or gone
+  }
+}
+
+export class PidJobCache {
+  private readonly cache = new Map<number, { start: string | undefined; job: string | null }>();
+  constructor(private readonly proc = '/proc') {}
+
+  job(pid: number): string | null {
+    const start = startTime(pid, this.proc);
+    const c = this.cache.get(pid);
+    if (c && c.start === start) return c.job;
+    const job = start === undefined ? null : jobOfPid(pid, this.proc);
+    this.cache.set(pid, { start, job });
+    if (this.cache.size > 4096) this.cache.delete(this.cache.keys().next().value!);
+    return job;
+  }
+}

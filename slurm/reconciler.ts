@@ -1,0 +1,189 @@
+/**
+ * Polling reconciles; it does not replace the hooks. Every interval it asks
+ * Slurm which jobs run on this node and:
+ *  - opens bindings a prolog missed (no PrologFlags=Alloc, hook failure),
+ *  - closes bindings of job runs that are gone (epilog never ran: node crash,
+ *    slurmd killed, daemon down meanwhile),
+ *  - fills what the prolog environment lacks (job name, array ids, QOS),
+ *  - resolves "gres:<index>" bindings once the inventory knows the GPU,
+ *  - records the end state of ended jobs from sacct (or scontrol within
+ *    MinJobAge when there is no accounting).
+ * Slurm being down changes nothing in the store: last known bindings stay,
+ * and the failure is visible in doctor and l9gpu.slurm.reconcile.age.
+ */
+import type { Logger } from '../src/log.js';
+import type { Db } from '../src/store/open.js';
+import { recordEnd, recordStart, type GpuBinding, type JobRecord } from '../src/store/jobs.js';
+import { findTool, runTool } from '../src/tool.js';
+import { deviceMinor, readGresConf, type GresDevice } from './gres.js';
+import { SACCT_FIELDS, parseSacct, parseScontrolJobs, parseSqueueJson, type SlurmJob } from './jobs-query.js';
+import { storeInventory } from './resolve.js';
+
+const SLURM_DIRS = ['/usr/bin', '/usr/local/bin', '/opt/slurm/bin'];
+/** A binding younger than this is never closed by polling: squeue may lag a prolog that just ran. */
+const GRACE_MS = 30_000;
+const ACTIVE = new Set(['RUNNING', 'COMPLETING', 'CONFIGURING', 'SUSPENDED', 'STAGE_OUT', 'RESIZING', 'SIGNALING']);
+
+export interface ReconcilerOptions {
+  db: Db;
+  node: string;
+  gresConf: string;
+  binDir: string | null;
+  slurmConf: string | null;
+  commandTimeoutMs: number;
+  log: Logger;
+}
+
+export interface ReconcileResult {
+  running: number;
+  opened: number;
+  closed: number;
+  states: number;
+  source: 'squeue --json' | 'scontrol show job -d';
+}
+
+export class Reconciler {
+  private sacctUnavailableUntil = 0;
+  private failing = '';
+  lastOk = 0;
+
+  constructor(private readonly o: ReconcilerOptions) {}
+
+  private tool(name: string): string {
+    const p = findTool(name, [...(this.o.binDir ? [this.o.binDir] : []), ...SLURM_DIRS]);
+    if (!p) throw new Error(`${name} not found in PATH or ${[this.o.binDir, ...SLURM_DIRS].filter(Boolean).join(', ')} ([slurm] bin_dir)`);
+    return p;
+  }
+
+  private run(name: string, args: string[]): Promise<string> {
+    // without SLURM_CONF client commands try a DNS "configless" lookup
+    return runTool(this.tool(name), args, this.o.commandTimeoutMs, undefined, this.o.slurmConf ? { SLURM_CONF: this.o.slurmConf } : {});
+  }
+
+  /** Jobs of this node, from squeue --json, else scontrol's text (Slurm without JSON support). */
+  async jobsOnNode(): Promise<{ jobs: SlurmJob[]; source: ReconcileResult['source'] }> {
+    let jobs: SlurmJob[];
+    let source: ReconcileResult['source'] = 'squeue --json';
+    try {
+      jobs = parseSqueueJson(await this.run('squeue', ['--json']));
+    } catch (e) {
+      const msg = (e as Error).message;
+      if (/not found in PATH/.test(msg)) throw e;
+      source = 'scontrol show job -d';
+      jobs = parseScontrolJobs(await this.run('scontrol', ['show', 'job', '-d']));
+    }
+    return { jobs: jobs.filter((j) => j.nodes.includes(this.o.node)), source };
+  }
+
+  private gpusOf(job: SlurmJob, devices: () => GresDevice[]): GpuBinding[] {
+    const inv = storeInventory(this.o.db);
+    const shared = job.shardNodes.includes(this.o.node);
+    return (job.gpuIdx[this.o.node] ?? []).map((i) => {
+      const dev = devices().find((d) => d.index === i);
+      const minor = dev ? deviceMinor(dev.file) : undefined;
+      return { uuid: (minor !== undefined ? inv.uuidByMinor(minor) : undefined) ?? `gres:${i}`, shared };
+    });
+  }
+
+  async reconcileOnce(now = Date.now()): Promise<ReconcileResult> {
+    const db = this.o.db;
+    let listed;
+    try {
+      listed = await this.jobsOnNode();
+    } catch (e) {
+      const msg = (e as Error).message;
+      if (msg !== this.failing) this.o.log.error('Slurm query failed: keeping the last known bindings', { error: msg });
+      this.failing = msg;
+      db.prepare(`INSERT INTO meta (key, value) VALUES ('reconcile.last_error', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`).run(`${new Date(now).toISOString()} ${msg}`);
+      throw e;
+    }
+    if (this.failing) this.o.log.info('Slurm answers again', { source: listed.source });
+    this.failing = '';
+    const running = listed.jobs.filter((j) => ACTIVE.has(j.state));
+    let devices: GresDevice[] | undefined;
+    const gres = () => {
+      try {
+        return (devices ??= readGresConf(this.o.gresConf, this.o.node));
+      } catch {
+        return (devices = []);
+      }
+    };
+
+    const openBefore = db.prepare(`SELECT COUNT(*) AS n FROM bindings WHERE end_time IS NULL`).get() as { n: number };
+    const openSluid = db.prepare(`SELECT run_key AS k FROM jobs WHERE job_id = ? AND end_time IS NULL AND run_key LIKE 'sluid:%'`);
+    for (const j of running) {
+      // Slurm 25.11 hooks key runs by SLUID, which squeue does not print: keep the hook's key
+      const sluid = (openSluid.get(j.jobId) as { k: string } | undefined)?.k;
+      const rec: JobRecord = {
+        jobId: j.jobId, runKey: sluid ?? `r${j.restarts}`, cluster: j.cluster, user: j.user, uid: j.uid, account: j.account, partition: j.partition,
+        qos: j.qos, name: j.name, arrayJobId: j.arrayJobId, arrayTaskId: j.arrayTaskId, hetJobId: j.hetJobId, hetJobOffset: j.hetJobOffset, startTime: j.startTime,
+      };
+      const gpus = this.gpusOf(j, gres);
+      recordStart(db, rec, gpus, 'poll', now);
+      // a prolog that ran before the inventory existed left "gres:<i>" bindings: now resolved, they go
+      if (gpus.some((g) => !g.uuid.startsWith('gres:'))) {
+        db.prepare(`DELETE FROM bindings WHERE job_id = ? AND run_key = ? AND end_time IS NULL AND gpu_uuid LIKE 'gres:%'`).run(rec.jobId, rec.runKey);
+      }
+    }
+    const openAfterStart = db.prepare(`SELECT COUNT(*) AS n FROM bindings WHERE end_time IS NULL`).get() as { n: number };
+
+    // runs with open bindings that Slurm no longer lists as running here: their epilog never ran
+    const alive = new Set(running.map((j) => j.jobId));
+    const stale = db
+      .prepare(`SELECT DISTINCT job_id AS jobId, run_key AS runKey FROM bindings WHERE end_time IS NULL AND start_time < ?`)
+      .all(now - GRACE_MS) as { jobId: string; runKey: string }[];
+    let closed = 0;
+    for (const s of stale) {
+      // a running job's older runs (requeue) were closed by recordStart above
+      if (alive.has(s.jobId)) continue;
+      recordEnd(db, { jobId: s.jobId, runKey: s.runKey }, { endTime: now }, [], 'poll', now);
+      closed++;
+      this.o.log.info('closed the bindings of a job whose epilog did not run', { job: s.jobId, run: s.runKey });
+    }
+
+    const states = await this.fillEndStates(now);
+    this.lastOk = now;
+    db.prepare(`INSERT INTO meta (key, value) VALUES ('reconcile.last_ok', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`).run(String(now));
+    return { running: running.length, opened: Math.max(0, openAfterStart.n - openBefore.n), closed, states, source: listed.source };
+  }
+
+  /** End state and exit code of recently ended runs whose epilog could not tell (cancelled jobs also end 0:0). */
+  private async fillEndStates(now: number): Promise<number> {
+    const db = this.o.db;
+    const todo = db
+      .prepare(`SELECT job_id AS jobId, run_key AS runKey FROM jobs WHERE end_time IS NOT NULL AND end_time > ? AND (state IS NULL OR state = 'FAILED') AND updated_at > ? LIMIT 200`)
+      .all(now - 86_400_000, now - 86_400_000) as { jobId: string; runKey: string }[];
+    if (todo.length === 0) return 0;
+    const ids = [...new Set(todo.map((t) => t.jobId))];
+    let filled = 0;
+    const setState = db.prepare(
+      `UPDATE jobs SET state = @state, exit_code = COALESCE(@code, exit_code), exit_signal = COALESCE(@sig, exit_signal), updated_at = @now WHERE job_id = @job AND end_time IS NOT NULL AND (state IS NULL OR state = 'FAILED')`,
+    );
+    const fixEnd = db.prepare(`UPDATE bindings SET end_time = @end WHERE job_id = @job AND closed_by = 'poll' AND end_time > @end`);
+    const apply = (job: string, state: string, code: number | null, sig: number | null, end: number | null) => {
+      if (!state || ACTIVE.has(state) || state === 'PENDING') return;
+      filled += setState.run({ state, code, sig, now, job }).changes;
+      if (end) fixEnd.run({ end, job });
+    };
+    if (now >= this.sacctUnavailableUntil) {
+      try {
+        const recs = parseSacct(await this.run('sacct', ['-X', '-P', '-n', '-o', SACCT_FIELDS, '-j', ids.join(',')]));
+        for (const r of recs) apply(r.jobIdRaw, r.state, r.exitCode, r.exitSignal, r.end);
+        return filled;
+      } catch (e) {
+        // "accounting storage is disabled": fall back to slurmctld's memory of recent jobs
+        this.sacctUnavailableUntil = now + 600_000;
+        this.o.log.debug('sacct unavailable: using scontrol for end states', { error: (e as Error).message });
+      }
+    }
+    for (const id of ids) {
+      try {
+        const [j] = parseScontrolJobs(await this.run('scontrol', ['show', 'job', '-d', id]));
+        if (j) apply(id, j.state, j.exitCode, null, j.endTime);
+      } catch {
+        /* aged out of slurmctld (MinJobAge): the state stays unknown */
+      }
+    }
+    return filled;
+  }
+}

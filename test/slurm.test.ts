@@ -1,0 +1,245 @@
+/**
+ * Slurm attribution end to end: a real slurmctld + slurmd (+ slurmdbd on
+ * MariaDB) runs the project's prolog/epilog; the daemon samples the fake
+ * NVML (whose NVML index order differs from the GRES/minor order, so only
+ * UUID keying gets it right), reconciles with squeue/sacct, and exports
+ * points to a file. Each case asserts the store and the exported slurm.*.
+ */
+import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import Database from 'better-sqlite3';
+import { DaemonProcess, parseLines, type JsonPoint } from './helpers/daemon.js';
+import { FakeNvml, h100, type FakeGpu } from './helpers/fake-nvml.js';
+import { NODE, SlurmCluster, TEST_USER } from './helpers/slurm.js';
+import { tempDir } from './helpers/paths.js';
+import { waitFor } from './helpers/wait.js';
+
+const dir = tempDir('l9gpu-slurmtest-');
+const stateDir = join(dir, 'state');
+const pointsFile = join(dir, 'points.jsonl');
+const configFile = join(dir, 'l9gpu.ini');
+// NVML index i has device minor MINORS[i]: GRES index g (fakegpu g, minor g) is NVML GPU MINORS.indexOf(g)
+const MINORS = [2, 0, 3, 1];
+const gpus: FakeGpu[] = MINORS.map((minor, i) => h100(i, { minor, processes: [] }));
+const fake = new FakeNvml({ driver_version: '550.54.15', devices: gpus });
+const uuidOfGres = (g: number): string => gpus[MINORS.indexOf(g)]!.uuid;
+
+let cluster: SlurmCluster;
+let daemon: DaemonProcess;
+
+interface JobRow { job_id: string; run_key: string; user: string | null; uid: number | null; account: string | null; partition: string | null; name: string | null; array_job_id: string | null; array_task_id: string | null; state: string | null; exit_code: number | null; end_time: number | null; cluster: string | null }
+interface BindingRow { job_id: string; run_key: string; gpu_uuid: string; end_time: number | null; source: string; closed_by: string | null; shared: number }
+
+function q<T>(sql: string, ...args: unknown[]): T[] {
+  const db = new Database(join(stateDir, 'l9gpu.db'), { readonly: true });
+  try {
+    return db.prepare(sql).all(...args) as T[];
+  } finally {
+    db.close();
+  }
+}
+const job = (id: string, run = 'r0') => q<JobRow>('SELECT * FROM jobs WHERE job_id = ? AND run_key = ?', id, run)[0];
+const bindings = (id: string) => q<BindingRow>('SELECT * FROM bindings WHERE job_id = ? ORDER BY run_key, gpu_uuid', id);
+
+function points(): JsonPoint[] {
+  const text = readFileSync(pointsFile, 'utf8');
+  return parseLines(text.slice(0, text.lastIndexOf('\n') + 1));
+}
+const jobPoints = (jobId: string, name = 'gpu.utilization') => points().filter((p) => p.name === name && p.attributes['slurm.job.id'] === jobId);
+
+/** GRES indices of a running job on this node, as Slurm itself reports them. */
+async function gresIdx(jobId: string): Promise<number[]> {
+  const out = await cluster.cmd(['scontrol', 'show', 'job', '-d', jobId]);
+  const m = /GRES=(?:gpu|shard)[^(]*\(IDX:([\d,-]+)\)/.exec(out);
+  assert.ok(m, out);
+  return m[1]!.split(',').flatMap((r) => {
+    const [a, b] = r.split('-').map(Number);
+    return Array.from({ length: (b ?? a!) - a! + 1 }, (_, k) => a! + k);
+  });
+}
+
+async function pidsOf(jobId: string): Promise<number[]> {
+  const out = await waitFor(`pids of ${jobId}`, async () => {
+    const o = await cluster.cmd(['scontrol', 'listpids', jobId]).catch(() => '');
+    return /\n\s*\d+\s/.test(o) ? o : undefined;
+  });
+  return out.split('\n').slice(1).map((l) => Number(l.trim().split(/\s+/)[0])).filter((n) => n > 0);
+}
+
+before(async () => {
+  writeFileSync(configFile, `[daemon]
+plugins = nvml
+sinks = file
+interval = 300ms
+attribution = slurm
+state_dir = ${stateDir}
+[slurm]
+reconcile_interval = 1s
+node_name = ${NODE}
+[nvml]
+events = false
+[file]
+path = ${pointsFile}
+resource = false
+`);
+  cluster = new SlurmCluster({ gpus: 4, hookConfig: configFile, withDbd: true });
+  writeFileSync(configFile, readFileSync(configFile, 'utf8').replace('[slurm]\n', `[slurm]\nslurm_conf = ${cluster.conf}\n`));
+  await cluster.start();
+  daemon = new DaemonProcess(['--config', configFile], { ...fake.env(), SLURM_CONF: cluster.conf });
+  // the hooks turn GRES indices into UUIDs through the inventory the daemon writes
+  await waitFor('inventory of 4 GPUs', () => {
+    try {
+      return q<{ n: number }>('SELECT COUNT(*) AS n FROM gpus WHERE minor IS NOT NULL')[0]!.n === 4;
+    } catch {
+      return false;
+    }
+  }, 30_000);
+});
+
+after(async () => {
+  const code = await daemon?.stop();
+  await cluster?.stop();
+  assert.equal(code, 0, daemon?.stderr);
+});
+
+test('sbatch --gres=gpu:2: the prolog binds both GPUs by UUID, every point carries slurm.*, the epilog closes them', async () => {
+  const id = await cluster.sbatch(['--gres=gpu:2', '-J', 'train-llm', '--wrap', 'sleep 5']);
+  await cluster.waitState(id, ['RUNNING']);
+  const want = (await gresIdx(id)).map(uuidOfGres).sort();
+  const b = await waitFor('2 bindings', () => (bindings(id).length === 2 ? bindings(id) : undefined));
+  assert.deepEqual(b.map((x) => x.gpu_uuid).sort(), want, 'GRES index -> /dev minor -> NVML UUID, not NVML index');
+  assert.ok(b.every((x) => x.source === 'prolog' && x.end_time === null && x.run_key === 'r0'));
+  const pts = await waitFor('points with the job name (filled by the reconciler)', () => {
+    const p = jobPoints(id).filter((x) => x.attributes['slurm.job.name'] === 'train-llm');
+    return new Set(p.map((x) => x.attributes['gpu.uuid'])).size === 2 ? p : undefined;
+  });
+  const a = pts[0]!.attributes;
+  assert.equal(a['slurm.user'], 'root');
+  assert.equal(a['slurm.partition'], 'gpu');
+  assert.equal(a['slurm.account'], 'root');
+  assert.equal(a['slurm.cluster.name'], 'ci');
+  assert.deepEqual([...new Set(pts.map((x) => x.attributes['gpu.uuid']))].sort(), want);
+  assert.equal(jobPoints(id, 'gpu.job.share').at(-1)!.value, 1, 'an exclusive GPU: share 1');
+
+  await cluster.waitState(id, ['COMPLETED']);
+  await waitFor('bindings closed by the epilog', () => bindings(id).every((x) => x.end_time !== null && x.closed_by === 'epilog'));
+  await waitFor('state from sacct', () => job(id)?.state === 'COMPLETED');
+  assert.equal(job(id)!.exit_code, 0);
+  const ended = Math.max(...bindings(id).map((x) => x.end_time!));
+  await waitFor('points without the job after it ended', () => points().some((p) => p.name === 'gpu.utilization' && p.attributes['gpu.uuid'] === want[0] && Date.parse(p.time) > ended + 500 && !('slurm.job.id' in p.attributes)));
+});
+
+test('srun --gres=gpu:1 and a job submitted by a non-root user', async () => {
+  const srun = cluster.srun(['--gres=gpu:1', '-J', 'srun-job', 'sleep', '4']);
+  const sb = await cluster.sbatch(['--gres=gpu:1', '--wrap', 'sleep 4'], TEST_USER);
+  const srunId = await waitFor('srun job in the store', () => q<{ job_id: string }>(`SELECT job_id FROM jobs WHERE name = 'srun-job'`)[0]?.job_id);
+  assert.equal(bindings(srunId).length, 1);
+  await waitFor('user job bound', () => bindings(sb).length === 1);
+  const u = job(sb)!;
+  assert.equal(u.user, TEST_USER);
+  assert.equal(u.uid, Number((await cluster.cmd(['id', '-u', TEST_USER])).trim()));
+  await waitFor('the user on the points', () => jobPoints(sb).some((p) => p.attributes['slurm.user'] === TEST_USER));
+  assert.equal(await srun, 0);
+  await waitFor('srun binding closed', () => bindings(srunId).every((x) => x.end_time !== null));
+});
+
+test('two concurrent jobs on different GPUs: each GPU carries only its own job', async () => {
+  const [j1, j2] = await Promise.all([cluster.sbatch(['--gres=gpu:1', '--wrap', 'sleep 5']), cluster.sbatch(['--gres=gpu:1', '--wrap', 'sleep 5'])]);
+  await Promise.all([cluster.waitState(j1, ['RUNNING']), cluster.waitState(j2, ['RUNNING'])]);
+  const [u1] = (await gresIdx(j1)).map(uuidOfGres);
+  const [u2] = (await gresIdx(j2)).map(uuidOfGres);
+  assert.notEqual(u1, u2);
+  await waitFor('points of both', () => jobPoints(j1).length > 0 && jobPoints(j2).length > 0);
+  assert.ok(jobPoints(j1).every((p) => p.attributes['gpu.uuid'] === u1));
+  assert.ok(jobPoints(j2).every((p) => p.attributes['gpu.uuid'] === u2));
+});
+
+test('a cancelled job and a failing job: bindings closed, end state and exit code recorded', async () => {
+  const c = await cluster.sbatch(['--gres=gpu:1', '--wrap', 'sleep 60']);
+  const f = await cluster.sbatch(['--gres=gpu:1', '--wrap', 'sleep 1; exit 3']);
+  await cluster.waitState(c, ['RUNNING']);
+  await waitFor('bound', () => bindings(c).length === 1);
+  await cluster.cmd(['scancel', c]);
+  await waitFor('cancelled: closed', () => bindings(c).every((x) => x.end_time !== null));
+  await waitFor('CANCELLED from sacct (the epilog sees 0:0 for a cancelled job)', () => job(c)?.state === 'CANCELLED', 30_000);
+  await waitFor('failed job ended', () => job(f)?.end_time !== null && job(f)?.exit_code === 3);
+  assert.equal(job(f)!.state, 'FAILED');
+});
+
+test('an array job: each task is its own job, the array ids are filled by the reconciler', async () => {
+  const arr = await cluster.sbatch(['--array=0-1', '--gres=gpu:1', '--wrap', 'sleep 4']);
+  const tasks = await waitFor('two array tasks with array ids', () => {
+    const rows = q<JobRow>('SELECT * FROM jobs WHERE array_job_id = ? ORDER BY array_task_id', arr);
+    return rows.length === 2 ? rows : undefined;
+  });
+  assert.deepEqual(tasks.map((t) => t.array_task_id), ['0', '1']);
+  for (const t of tasks) assert.equal(bindings(t.job_id).length, 1);
+  await waitFor('array attributes on points', () => points().some((p) => p.attributes['slurm.array.job.id'] === arr && p.attributes['slurm.array.task.id'] === '1'));
+});
+
+test('two jobs sharing one GPU through shards: both bound, points per job, shares from per-process memory', async () => {
+  const [s1, s2] = await Promise.all([cluster.sbatch(['--gres=shard:1', '--wrap', 'sleep 30']), cluster.sbatch(['--gres=shard:1', '--wrap', 'sleep 30'])]);
+  await Promise.all([cluster.waitState(s1, ['RUNNING']), cluster.waitState(s2, ['RUNNING'])]);
+  const [g1] = (await gresIdx(s1)).map(uuidOfGres);
+  const [g2] = (await gresIdx(s2)).map(uuidOfGres);
+  assert.equal(g1, g2, 'Slurm put both shards on one GPU');
+  await waitFor('both bound to it, marked shared', () => bindings(s1).concat(bindings(s2)).filter((b) => b.gpu_uuid === g1 && b.shared === 1).length === 2);
+  await waitFor('equal shares without process data', () => jobPoints(s1, 'gpu.job.share').at(-1)?.value === 0.5 && jobPoints(s2, 'gpu.job.share').at(-1)?.value === 0.5);
+  // NVML reports each job's process on the GPU: 3 GiB and 1 GiB
+  const [p1] = await pidsOf(s1);
+  const [p2] = await pidsOf(s2);
+  const devices = gpus.map((g) => (g.uuid === g1 ? { ...g, processes: [{ pid: p1, used: 3 * 2 ** 30 }, { pid: p2, used: 2 ** 30 }] } : g));
+  fake.write({ ...fake.desc, devices });
+  await waitFor('shares by process memory', () => jobPoints(s1, 'gpu.job.share').at(-1)?.value === 0.75 && jobPoints(s2, 'gpu.job.share').at(-1)?.value === 0.25);
+  const util = points().filter((p) => p.name === 'gpu.utilization' && p.attributes['gpu.uuid'] === g1).slice(-2);
+  assert.deepEqual(util.map((p) => p.attributes['slurm.job.id']).sort(), [s1, s2].sort(), 'one copy per job, same value');
+  assert.equal(util[0]!.value, util[1]!.value);
+  const proc = points().filter((p) => p.name === 'gpu.process.memory.used' && p.attributes['process.pid'] === p1).at(-1)!;
+  assert.equal(proc.attributes['slurm.job.id'], s1, 'a process point belongs to the job owning the pid');
+  fake.write({ ...fake.desc, devices: gpus });
+  await cluster.cmd(['scancel', s1, s2]);
+});
+
+test('a process on a GPU outside its job allocation is reported', async () => {
+  const k = await cluster.sbatch(['--gres=gpu:1', '--wrap', 'sleep 30']);
+  await cluster.waitState(k, ['RUNNING']);
+  const [mine] = (await gresIdx(k)).map(uuidOfGres);
+  const other = gpus.find((g) => g.uuid !== mine)!.uuid;
+  const [pid] = await pidsOf(k);
+  fake.write({ ...fake.desc, devices: gpus.map((g) => (g.uuid === other ? { ...g, processes: [{ pid, used: 2 ** 30 }] } : g)) });
+  await waitFor('outside_allocation = 1 on the other GPU', () => points().some((p) => p.name === 'gpu.process.outside_allocation' && p.attributes['gpu.uuid'] === other && p.value === 1));
+  await daemon.waitStderr(new RegExp(`process on a GPU outside its allocation gpu=${other} pid=${pid} job=${k}`));
+  fake.write({ ...fake.desc, devices: gpus });
+  await cluster.cmd(['scancel', k]);
+});
+
+test('a requeued job: same id, a new run; the old run is closed', async () => {
+  const r = await cluster.sbatch(['--gres=gpu:1', '--requeue', '--wrap', 'sleep 30']);
+  await cluster.waitState(r, ['RUNNING']);
+  await waitFor('run r0 bound', () => bindings(r).some((b) => b.run_key === 'r0'));
+  await cluster.cmd(['scontrol', 'requeue', r]);
+  // Slurm delays a requeued batch job's BeginTime; make it eligible now
+  await waitFor('requeued', async () => ['PENDING', 'REQUEUED'].includes(await cluster.state(r)));
+  await cluster.cmd(['scontrol', 'update', `jobid=${r}`, 'starttime=now']);
+  await waitFor('run r1 bound', () => bindings(r).some((b) => b.run_key === 'r1' && b.end_time === null), 60_000);
+  // slurmd ran r0's epilog with the restart count already 1: it must have closed r0, not invented a closed r1
+  assert.ok(bindings(r).filter((b) => b.run_key === 'r0').every((b) => b.end_time !== null && b.closed_by === 'epilog'), 'r0 closed by its epilog');
+  assert.equal(bindings(r).filter((b) => b.run_key === 'r1').length, 1);
+  assert.equal(job(r)!.end_time !== null, true);
+  assert.ok(job(r, 'r1'), 'the new run is its own row');
+  await waitFor('points carry the running job', () => jobPoints(r).length > 0);
+  await cluster.cmd(['scancel', r]);
+});
+
+test('slurmd killed while a job runs: no epilog, the reconciler closes the binding', async () => {
+  const k = await cluster.sbatch(['--gres=gpu:1', '--no-requeue', '--wrap', 'sleep 120']);
+  await cluster.waitState(k, ['RUNNING']);
+  await waitFor('bound', () => bindings(k).length === 1);
+  cluster.killSlurmd();
+  await cluster.cmd(['scontrol', 'update', `nodename=${NODE}`, 'state=down', 'reason=l9gpu-test']);
+  await waitFor('closed by polling', () => bindings(k).every((b) => b.end_time !== null && b.closed_by === 'poll'), 60_000);
+  await waitFor('NODE_FAIL from sacct', () => job(k)?.state === 'NODE_FAIL', 30_000);
+  await cluster.restartSlurmd();
+});
