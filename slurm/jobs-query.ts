@@ -181,17 +181,26 @@ export interface SacctRecord {
 
 export const SACCT_FIELDS = 'JobIDRaw,JobID,State,ExitCode,Start,End';
 
-/** `sacct -X -P -n -o JobIDRaw,JobID,State,ExitCode,Start,End`. */
+/**
+ * `sacct -X -P -n -o JobIDRaw,JobID,State,ExitCode,Start,End`; with a header
+ * line (no -n) the columns are found by name, in any order and number.
+ */
 export function parseSacct(text: string): SacctRecord[] {
-  return text
-    .split('\n')
-    .filter((l) => l.trim() && !l.startsWith('JobIDRaw|'))
-    .map((l) => {
-      const f = l.split('|');
-      if (f.length < 6) throw new Error(`sacct: expected 6 fields, got ${f.length}: ${l.slice(0, 80)}`);
-      const ec = /^(\d+):(\d+)$/.exec(f[3]!);
-      const t = (v: string) => (/^\d{4}-/.test(v) ? Date.parse(v) : null);
-      // "CANCELLED by 0" -> CANCELLED
-      return { jobIdRaw: f[0]!, jobId: f[1]!, state: f[2]!.split(' ')[0]!, exitCode: ec ? Number(ec[1]) : null, exitSignal: ec ? Number(ec[2]) : null, start: t(f[4]!), end: t(f[5]!) };
-    });
+  const lines = text.split('\n').filter((l) => l.trim());
+  let cols = SACCT_FIELDS.split(',');
+  if (lines[0]?.startsWith('JobIDRaw|') || lines[0]?.startsWith('JobID|')) cols = lines.shift()!.split('|');
+  const at = (name: string) => {
+    const i = cols.indexOf(name);
+    if (i < 0) throw new Error(`sacct: no ${name} column`);
+    return i;
+  };
+  const ix = { raw: at('JobIDRaw'), id: at('JobID'), state: at('State'), exit: at('ExitCode'), start: at('Start'), end: at('End') };
+  return lines.map((l) => {
+    const f = l.split('|');
+    if (f.length < cols.length) throw new Error(`sacct: expected ${cols.length} fields, got ${f.length}: ${l.slice(0, 80)}`);
+    const ec = /^(\d+):(\d+)$/.exec(f[ix.exit]!);
+    const t = (v: string) => (/^\d{4}-/.test(v) ? Date.parse(v) : null);
+    // "CANCELLED by 0" -> CANCELLED
+    return { jobIdRaw: f[ix.raw]!, jobId: f[ix.id]!, state: f[ix.state]!.split(' ')[0]!, exitCode: ec ? Number(ec[1]) : null, exitSignal: ec ? Number(ec[2]) : null, start: t(f[ix.start]!), end: t(f[ix.end]!) };
+  });
 }

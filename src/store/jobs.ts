@@ -96,7 +96,8 @@ export function recordEnd(db: Db, job: JobRecord, end: JobEnd, gpus: readonly Gp
     for (const g of gpus) ins.run(j.jobId, j.runKey, g.uuid, start, end.endTime, closedBy, closedBy, g.shared ? 1 : 0);
     db.prepare(`UPDATE bindings SET end_time = ?, closed_by = ? WHERE job_id = ? AND run_key = ? AND end_time IS NULL`).run(end.endTime, closedBy, j.jobId, j.runKey);
     db.prepare(
-      `UPDATE jobs SET end_time = COALESCE(end_time, @end), state = COALESCE(@state, state), exit_code = COALESCE(@code, exit_code), exit_signal = COALESCE(@sig, exit_signal), updated_at = @now
+      // the first end recorded wins: a second epilog (or a late poll) does not rewrite it
+      `UPDATE jobs SET end_time = COALESCE(end_time, @end), state = COALESCE(state, @state), exit_code = COALESCE(exit_code, @code), exit_signal = COALESCE(exit_signal, @sig), updated_at = @now
        WHERE job_id = @job AND run_key = @run`,
     ).run({ end: end.endTime, state: end.state ?? null, code: end.exitCode ?? null, sig: end.exitSignal ?? null, now, job: j.jobId, run: j.runKey });
   })();

@@ -4,7 +4,8 @@
  * `l9gpu jobs` (folder 0755, files 0644: read-only WAL readers need a
  * readable -shm). Kept small: the Slurm hooks load it on every job start.
  */
-import { chmodSync, existsSync, mkdirSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { MIGRATIONS, SCHEMA_VERSION } from './schema.js';
@@ -27,23 +28,38 @@ export function openStore(stateDir: string, busyTimeoutMs = BUSY_TIMEOUT_MS): Db
   db.pragma('synchronous = NORMAL');
   db.pragma('foreign_keys = ON');
   migrate(db);
-  if (fresh) {
-    for (const f of [path, `${path}-wal`, `${path}-shm`]) {
-      try {
-        chmodSync(f, 0o644);
-      } catch {
-        /* -wal/-shm appear with the first write */
-      }
+  // readers without write access need a readable -shm (WAL) and db; whatever umask slurmd or systemd set
+  for (const f of fresh ? [path, `${path}-wal`, `${path}-shm`] : [`${path}-wal`, `${path}-shm`]) {
+    try {
+      chmodSync(f, 0o644);
+    } catch {
+      /* not there, or not ours (a reader's copy) */
     }
   }
   return db;
 }
 
-/** Opens the store read-only (users' `l9gpu jobs`); throws if it does not exist. */
+/**
+ * Opens the store read-only (users' `l9gpu jobs`). While a writer (the
+ * daemon) is connected, the WAL files exist and a read-only connection works
+ * directly. With no writer connected SQLite has removed them, and a reader
+ * that cannot write the folder cannot create the -shm: then the database file
+ * is fully checkpointed, and a private copy of it is read instead.
+ */
 export function openStoreReadOnly(stateDir: string): Db {
   const path = storePath(stateDir);
   if (!existsSync(path)) throw new Error(`no l9gpu store at ${path}: is the daemon running on this node, and [daemon] state_dir the same?`);
-  const db = new Database(path, { readonly: true, fileMustExist: true, timeout: BUSY_TIMEOUT_MS });
+  let db: Db;
+  try {
+    db = new Database(path, { readonly: true, fileMustExist: true, timeout: BUSY_TIMEOUT_MS });
+    db.pragma('user_version', { simple: true });
+  } catch (e) {
+    if (!/readonly|unable to open/i.test((e as Error).message) || existsSync(`${path}-wal`)) throw e;
+    const dir = mkdtempSync(join(tmpdir(), 'l9gpu-store-'));
+    copyFileSync(path, join(dir, STORE_FILE));
+    db = new Database(join(dir, STORE_FILE), { fileMustExist: true });
+    process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+  }
   const v = db.pragma('user_version', { simple: true }) as number;
   if (v > SCHEMA_VERSION) throw new Error(`${path} has schema version ${v}, newer than this l9gpu (${SCHEMA_VERSION}): upgrade l9gpu`);
   return db;

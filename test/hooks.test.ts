@@ -1,0 +1,151 @@
+/**
+ * The real hook executables (slurm/prolog, slurm/epilog) run the way slurmd
+ * runs them: an environment with no PATH and no HOME, as root. Edge cases
+ * the live-Slurm tests cannot force.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import Database from 'better-sqlite3';
+import { upsertInventory } from '../src/store/jobs.js';
+import { openStore } from '../src/store/open.js';
+import { ROOT, tempDir } from './helpers/paths.js';
+
+function hook(kind: 'prolog' | 'epilog', env: Record<string, string>): { status: number | null; stderr: string } {
+  // slurmd's environment: no PATH, no HOME
+  const r = spawnSync(join(ROOT, 'slurm', kind), [], { env: { L9GPU_NODE: process.execPath, ...env }, encoding: 'utf8' });
+  return { status: r.status, stderr: r.stderr };
+}
+
+function setup(extraIni = ''): { state: string; env: Record<string, string>; rows: (sql: string, ...a: unknown[]) => Record<string, unknown>[] } {
+  const d = tempDir('l9gpu-hooks-');
+  chmodSync(d, 0o755); // like /var/lib: other users may traverse it
+  const state = join(d, 'state');
+  writeFileSync(join(d, 'l9gpu.ini'), `[daemon]\nstate_dir = ${state}\n${extraIni}`);
+  const rows = (sql: string, ...a: unknown[]) => {
+    const db = new Database(join(state, 'l9gpu.db'), { readonly: true });
+    try {
+      return db.prepare(sql).all(...a) as Record<string, unknown>[];
+    } finally {
+      db.close();
+    }
+  };
+  return { state, env: { L9GPU_CONFIG: join(d, 'l9gpu.ini'), SLURM_JOB_USER: 'alice', SLURM_JOB_UID: '1001', SLURM_JOB_PARTITION: 'gpu', SLURM_CLUSTER_NAME: 'alps' }, rows };
+}
+
+test('prolog then epilog twice: one closed binding per GPU, the second epilog changes nothing', () => {
+  const { env, rows } = setup();
+  const job = { ...env, SLURM_JOB_ID: '100', CUDA_VISIBLE_DEVICES: 'GPU-aaaa,GPU-bbbb' };
+  assert.equal(hook('prolog', job).status, 0);
+  assert.deepEqual(rows('SELECT gpu_uuid, end_time IS NULL AS open, source FROM bindings ORDER BY gpu_uuid'), [
+    { gpu_uuid: 'GPU-aaaa', open: 1, source: 'prolog' },
+    { gpu_uuid: 'GPU-bbbb', open: 1, source: 'prolog' },
+  ]);
+  assert.equal(hook('epilog', { ...job, SLURM_JOB_EXIT_CODE: '256' }).status, 0);
+  const first = rows('SELECT * FROM bindings ORDER BY id');
+  const j = rows('SELECT * FROM jobs')[0]!;
+  assert.equal(hook('epilog', { ...job, SLURM_JOB_EXIT_CODE: '0' }).status, 0);
+  assert.deepEqual(rows('SELECT * FROM bindings ORDER BY id'), first, 'idempotent');
+  assert.equal(rows('SELECT * FROM jobs')[0]!.end_time, j.end_time);
+  assert.equal(rows('SELECT exit_code FROM jobs')[0]!.exit_code, 1, 'raw wait status 256 = exit 1; not overwritten by the second epilog');
+  assert.ok(first.every((b) => b.closed_by === 'epilog' && b.end_time !== null));
+});
+
+test('an epilog without a prolog records the job and its GPUs, closed', () => {
+  const { env, rows } = setup();
+  assert.equal(hook('epilog', { ...env, SLURM_JOB_ID: '200', CUDA_VISIBLE_DEVICES: 'MIG-11111111-2222-3333-4444-555555555555', SLURM_JOB_EXIT_CODE: '0' }).status, 0);
+  const b = rows('SELECT * FROM bindings');
+  assert.equal(b.length, 1);
+  assert.equal(b[0]!.gpu_uuid, 'MIG-11111111-2222-3333-4444-555555555555');
+  assert.equal(b[0]!.source, 'epilog');
+  assert.notEqual(b[0]!.end_time, null);
+  assert.equal(rows('SELECT user FROM jobs')[0]!.user, 'alice');
+});
+
+test('GRES indices resolve through gres.conf order and device minors to UUIDs; unknown ones wait as gres:<i>', () => {
+  const { state, env, rows } = setup();
+  const d = tempDir('l9gpu-gres-');
+  for (let i = 0; i < 3; i++) spawnSync('mknod', [join(d, `gpu${i}`), 'c', '195', String(10 + i)]);
+  writeFileSync(join(d, 'gres.conf'), `NodeName=n1 Name=gpu File=${d}/gpu[0-2]\n`);
+  writeFileSync(join(d, 'slurm.conf'), 'ClusterName=x\n');
+  mkdirSync(state, { recursive: true });
+  const db = openStore(state);
+  const inv = (uuid: string, minor: number) => ({ uuid, vendor: 'nvidia', vendorIndex: 0, minor, pciBusId: null, model: null, migParent: null, migGi: null, migCi: null });
+  upsertInventory(db, [inv('GPU-minor10', 10), inv('GPU-minor12', 12)]);
+  db.close();
+  assert.equal(hook('prolog', { ...env, SLURM_JOB_ID: '300', SLURM_JOB_GPUS: '0,2,1', CUDA_VISIBLE_DEVICES: '0,2,1', SLURM_CONF: join(d, 'slurm.conf'), SLURMD_NODENAME: 'n1' }).status, 0);
+  assert.deepEqual(rows('SELECT gpu_uuid FROM bindings ORDER BY gpu_uuid').map((r) => r.gpu_uuid), ['GPU-minor10', 'GPU-minor12', 'gres:1']);
+});
+
+test('old-style MIG ids (MIG-GPU-<uuid>/<gi>/<ci>) resolve through the inventory', () => {
+  const { state, env, rows } = setup();
+  mkdirSync(state, { recursive: true });
+  const db = openStore(state);
+  upsertInventory(db, [{ uuid: 'MIG-9f0c', vendor: 'nvidia', vendorIndex: 0, minor: null, pciBusId: null, model: null, migParent: 'GPU-abc', migGi: 7, migCi: 0 }]);
+  db.close();
+  assert.equal(hook('prolog', { ...env, SLURM_JOB_ID: '301', CUDA_VISIBLE_DEVICES: 'MIG-GPU-abc/7/0' }).status, 0);
+  assert.deepEqual(rows('SELECT gpu_uuid FROM bindings').map((r) => r.gpu_uuid), ['MIG-9f0c']);
+});
+
+test('requeue: the new run is a new row and closes the old one; het job ids are kept', () => {
+  const { env, rows } = setup();
+  const job = { ...env, SLURM_JOB_ID: '400', CUDA_VISIBLE_DEVICES: 'GPU-aaaa', SLURM_HET_JOB_ID: '399', SLURM_HET_JOB_OFFSET: '1' };
+  assert.equal(hook('prolog', { ...job, SLURM_JOB_RESTART_COUNT: '0' }).status, 0);
+  assert.equal(hook('epilog', { ...job, SLURM_JOB_RESTART_COUNT: '1' }).status, 0, 'the killed run\'s epilog already sees restart count 1');
+  assert.equal(hook('prolog', { ...job, SLURM_JOB_RESTART_COUNT: '1' }).status, 0);
+  assert.deepEqual(rows('SELECT run_key, end_time IS NULL AS open, closed_by FROM bindings ORDER BY run_key'), [
+    { run_key: 'r0', open: 0, closed_by: 'epilog' },
+    { run_key: 'r1', open: 1, closed_by: null },
+  ]);
+  assert.deepEqual(rows('SELECT DISTINCT het_job_id, het_job_offset FROM jobs'), [{ het_job_id: '399', het_job_offset: '1' }]);
+  assert.equal(hook('prolog', { ...job, SLURM_JOB_SLUID: 'sxyz1' }).status, 0);
+  assert.equal(rows(`SELECT COUNT(*) AS n FROM jobs WHERE run_key = 'sluid:sxyz1'`)[0]!.n, 1, 'Slurm 25.11 SLUIDs key runs');
+});
+
+test('a failing hook exits 0 and says why; strict mode exits 1; never without a log line', () => {
+  const d = tempDir('l9gpu-hookfail-');
+  writeFileSync(join(d, 'file'), 'x');
+  writeFileSync(join(d, 'l9gpu.ini'), `[daemon]\nstate_dir = ${d}/file/state\n`);
+  const r = hook('prolog', { L9GPU_CONFIG: join(d, 'l9gpu.ini'), SLURM_JOB_ID: '1', CUDA_VISIBLE_DEVICES: 'GPU-a' });
+  assert.equal(r.status, 0, 'fail-open: a failing prolog would drain the node');
+  assert.match(r.stderr, /l9gpu prolog job 1: ENOTDIR|l9gpu prolog job 1: .*not a directory/i);
+  writeFileSync(join(d, 'strict.ini'), `[daemon]\nstate_dir = ${d}/file/state\n[slurm]\nhook_strict = true\n`);
+  const s = hook('prolog', { L9GPU_CONFIG: join(d, 'strict.ini'), SLURM_JOB_ID: '1', CUDA_VISIBLE_DEVICES: 'GPU-a' });
+  assert.equal(s.status, 1);
+  const bad = hook('epilog', { L9GPU_CONFIG: join(d, 'l9gpu.ini') });
+  assert.equal(bad.status, 0);
+  assert.match(bad.stderr, /SLURM_JOB_ID is not set: not run by slurmd\?/);
+  const badConf = hook('prolog', { L9GPU_CONFIG: join(d, 'missing.ini'), SLURM_JOB_ID: '1' });
+  assert.equal(badConf.status, 0);
+  assert.match(badConf.stderr, /config file \S+missing.ini: not found/);
+});
+
+test('the hooks read only their sections: other plugins\' keys in the file do not matter to them', () => {
+  const { env, rows } = setup('[nvml]\nlibrary = /opt/x/libnvidia-ml.so.1\n[someday]\nkey = 1\n');
+  assert.equal(hook('prolog', { ...env, SLURM_JOB_ID: '500', CUDA_VISIBLE_DEVICES: 'GPU-z' }).status, 0);
+  assert.equal(rows('SELECT COUNT(*) AS n FROM bindings')[0]!.n, 1);
+});
+
+test('the store is readable by other users; the hook log records errors', () => {
+  const { state, env } = setup();
+  assert.equal(hook('prolog', { ...env, SLURM_JOB_ID: '600', CUDA_VISIBLE_DEVICES: 'GPU-y' }).status, 0);
+  const st = spawnSync('stat', ['-c', '%a', state, join(state, 'l9gpu.db')], { encoding: 'utf8' }).stdout.trim().split('\n');
+  assert.deepEqual(st, ['755', '644']);
+  // no writer connected (no daemon): the WAL files are gone, the reader works on a copy
+  const read = `import(${JSON.stringify(join(ROOT, 'dist', 'src', 'store', 'open.js'))}).then((m) => console.log(m.openStoreReadOnly(${JSON.stringify(state)}).prepare('select count(*) n from bindings').get().n))`;
+  const r = spawnSync('runuser', ['-u', 'l9gputest', '--', process.execPath, '-e', read], { encoding: 'utf8' });
+  assert.equal(r.stdout.trim(), '1', r.stderr);
+  // with a writer connected (the daemon), directly
+  const writer = openStore(state);
+  try {
+    assert.equal(hook('prolog', { ...env, SLURM_JOB_ID: '601', CUDA_VISIBLE_DEVICES: 'GPU-x' }).status, 0);
+    const r2 = spawnSync('runuser', ['-u', 'l9gputest', '--', process.execPath, '-e', read], { encoding: 'utf8' });
+    assert.equal(r2.stdout.trim(), '2', r2.stderr);
+  } finally {
+    writer.close();
+  }
+  hook('prolog', { ...env });
+  assert.match(readFileSync(join(state, 'hooks.log'), 'utf8'), /l9gpu prolog job \?: SLURM_JOB_ID is not set/);
+});

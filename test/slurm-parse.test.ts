@@ -1,0 +1,116 @@
+/** Slurm output parsers on recorded real output (22.05) and the newer data_parser formats. */
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { parseGresConf } from '../slurm/gres.js';
+import { expandHostlist, expandIndexList, hostlistContains } from '../slurm/hostlist.js';
+import { parseGresDetail, parseSacct, parseScontrolJobs, parseSqueueJson } from '../slurm/jobs-query.js';
+import { ROOT } from './helpers/paths.js';
+
+const TD = join(ROOT, 'slurm', 'testdata');
+const read = (f: string) => readFileSync(join(TD, f), 'utf8');
+
+test('hostlist expressions, with padding, several groups and several ranges', () => {
+  assert.deepEqual(expandHostlist('gpu[01-04,07],login2'), ['gpu01', 'gpu02', 'gpu03', 'gpu04', 'gpu07', 'login2']);
+  assert.deepEqual(expandHostlist('a[1-2],b3'), ['a1', 'a2', 'b3']);
+  assert.deepEqual(expandHostlist('rack[1-2]-n[0-1]'), ['rack1-n0', 'rack1-n1', 'rack2-n0', 'rack2-n1']);
+  assert.deepEqual(expandHostlist('/dev/nvidia[0-3]'), ['/dev/nvidia0', '/dev/nvidia1', '/dev/nvidia2', '/dev/nvidia3']);
+  assert.deepEqual(expandHostlist('(null)'), []);
+  assert.ok(hostlistContains('gpu[010-012]', 'gpu011'));
+  assert.ok(!hostlistContains('gpu[010-012]', 'gpu11'));
+  assert.deepEqual(expandIndexList('0-1,3'), [0, 1, 3]);
+  assert.throws(() => expandHostlist('gpu[01-04'), /unbalanced \[/);
+  assert.throws(() => expandHostlist('gpu[4-1]'), /goes backwards/);
+  assert.throws(() => expandHostlist('gpu[a-b]'), /bad range "a-b"/);
+});
+
+test('gres.conf: the node\'s gpu devices in order, NodeName hostlists, comments, other GRES ignored', () => {
+  const conf = `# generated\nAutoDetect=off\nNodeName=gpu[01-02] Name=gpu Type=h100 File=/dev/nvidia[0-3]\nNodeName=gpu03 Name=gpu File=/dev/nvidia[4-5]\nName=shard Count=8 File=/dev/nvidia[0-3]\nNodeName=gpu02 Name=gpu Type=a100 File=/dev/nvidia7 # spare\n`;
+  assert.deepEqual(parseGresConf(conf, 'gpu02').map((d) => [d.index, d.file, d.type]), [[0, '/dev/nvidia0', 'h100'], [1, '/dev/nvidia1', 'h100'], [2, '/dev/nvidia2', 'h100'], [3, '/dev/nvidia3', 'h100'], [4, '/dev/nvidia7', 'a100']]);
+  assert.deepEqual(parseGresConf(conf, 'gpu03').map((d) => d.file), ['/dev/nvidia4', '/dev/nvidia5']);
+  assert.deepEqual(parseGresConf('NodeName=gpu01 Name=gpu Count=4 AutoDetect=nvml\n', 'gpu01'), [], 'AutoDetect lines give no order');
+});
+
+test('gres_detail / GRES= spellings', () => {
+  assert.deepEqual(parseGresDetail('gpu:2(IDX:0-1)'), { idx: [0, 1], shard: false });
+  assert.deepEqual(parseGresDetail('gpu:h100:2(IDX:0,2)'), { idx: [0, 2], shard: false });
+  assert.deepEqual(parseGresDetail('shard:1(IDX:0)'), { idx: [0], shard: true });
+  assert.deepEqual(parseGresDetail('shard:8(-/5,5/5,3/5,0/5)'), { idx: [1, 2], shard: true });
+  assert.deepEqual(parseGresDetail('gpu:1(IDX:3),shard:2(IDX:3)'), { idx: [3], shard: true });
+  assert.deepEqual(parseGresDetail('gpu(CNT:2)'), { idx: [], shard: false });
+});
+
+test('squeue --json of Slurm 22.05 (openapi v0.0.38), recorded', () => {
+  const jobs = parseSqueueJson(read('squeue-22.05-v0.0.38.json'));
+  const j1 = jobs.find((j) => j.jobId === '1')!;
+  assert.deepEqual({ ...j1, startTime: null, endTime: null }, {
+    jobId: '1', arrayJobId: null, arrayTaskId: null, hetJobId: null, hetJobOffset: null, user: 'root', uid: 0, account: 'root', partition: 'gpu',
+    qos: 'normal', name: 'myjob', cluster: 'ci', state: 'RUNNING', startTime: null, endTime: null, restarts: 0, nodes: ['vm'], gpuIdx: { vm: [0, 1] }, shardNodes: [], exitCode: 0,
+  });
+  assert.equal(j1.startTime, 1795250037000);
+  const task = jobs.find((j) => j.jobId === '3')!;
+  assert.equal(task.arrayJobId, '2');
+  assert.equal(task.arrayTaskId, '0');
+  const pending = jobs.find((j) => j.jobId === '2')!;
+  assert.equal(pending.state, 'PENDING');
+  assert.deepEqual(pending.nodes, []);
+});
+
+test('squeue --json of Slurm 24.05 (data_parser v0.0.40): {set, number} numbers, job_state lists, one gres_detail per node', () => {
+  const [a, p, h] = parseSqueueJson(read('squeue-24.05-v0.0.40.json'));
+  assert.equal(a!.jobId, '4249');
+  assert.equal(a!.arrayJobId, '4242');
+  assert.equal(a!.arrayTaskId, '7');
+  assert.equal(a!.restarts, 1);
+  assert.equal(a!.state, 'RUNNING');
+  assert.equal(a!.startTime, 1795250000000);
+  assert.deepEqual(a!.gpuIdx, { gpu016: [0, 1, 2, 3], gpu017: [1, 3] });
+  assert.equal(a!.hetJobId, null, 'het_job_id 0 means none');
+  assert.equal(a!.exitCode, 0);
+  assert.equal(p!.arrayJobId, null);
+  assert.equal(p!.arrayTaskId, null, 'array_task_id {set: false}');
+  assert.equal(p!.startTime, null);
+  assert.equal(h!.hetJobId, '4251');
+  assert.equal(h!.hetJobOffset, '1');
+  assert.deepEqual(h!.shardNodes, ['gpu016']);
+  assert.deepEqual(h!.gpuIdx, { gpu016: [2] });
+});
+
+test('squeue --json errors and malformed output are clear', () => {
+  assert.throws(() => parseSqueueJson('squeue: error: Invalid user'), /squeue --json: not JSON/);
+  assert.throws(() => parseSqueueJson('{"errors": [{"error": "Unable to contact slurm controller"}], "jobs": null}'), /squeue --json: no "jobs" list: .*Unable to contact slurm controller/);
+});
+
+test('scontrol show job -d text: 22.05 recorded, multi-node GRES lines, het and array ids, pre-19.05 GRES_IDX', () => {
+  const recorded = parseScontrolJobs(read('scontrol-show-job-d-22.05.txt'));
+  const j1 = recorded.find((j) => j.jobId === '1')!;
+  assert.deepEqual(j1.gpuIdx, { vm: [0, 1] });
+  assert.equal(j1.user, 'root');
+  assert.equal(j1.uid, 0);
+  assert.equal(j1.name, 'myjob');
+  assert.equal(recorded.find((j) => j.jobId === '3')!.arrayTaskId, '0');
+  const [a, h, old] = parseScontrolJobs(read('scontrol-show-job-d-multinode.txt'));
+  assert.deepEqual(a!.gpuIdx, { gpu016: [0, 1, 2, 3], gpu017: [1, 3] });
+  assert.deepEqual(a!.nodes, ['gpu016', 'gpu017']);
+  assert.equal(a!.restarts, 1);
+  assert.equal(a!.user, 'alice');
+  assert.equal(a!.uid, 1001);
+  assert.equal(h!.hetJobId, '4251');
+  assert.deepEqual(h!.shardNodes, ['gpu016']);
+  assert.deepEqual(old!.gpuIdx, { gpu02: [0], gpu03: [0] });
+  assert.equal(old!.exitCode, 2);
+  assert.equal(old!.state, 'COMPLETED');
+});
+
+test('sacct -P, recorded: states with reasons, exit codes, unknown end', () => {
+  const recs = parseSacct(read('sacct-22.05.psv'));
+  const by = Object.fromEntries(recs.map((r) => [r.jobIdRaw, r]));
+  assert.equal(by['4']!.state, 'FAILED');
+  assert.equal(by['4']!.exitCode, 3);
+  assert.equal(by['5']!.state, 'CANCELLED', '"CANCELLED by 0"');
+  assert.equal(by['1']!.end, Date.parse('2026-11-21T08:34:27'));
+  assert.equal(parseSacct('9|9|RUNNING|0:0|2026-11-21T08:34:27|Unknown\n')[0]!.end, null, 'End=Unknown');
+  assert.equal(by['3']!.jobId, '2_0');
+  assert.throws(() => parseSacct('1|2|3\n'), /sacct: expected 6 fields, got 3/);
+});
