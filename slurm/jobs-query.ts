@@ -80,7 +80,13 @@ export function parseSqueueJson(text: string): SlurmJob[] {
   } catch (e) {
     throw new Error(`squeue --json: not JSON (${(e as Error).message})`);
   }
-  if (!Array.isArray(j.jobs)) throw new Error(`squeue --json: no "jobs" list${Array.isArray(j.errors) && j.errors.length ? `: ${JSON.stringify(j.errors[0]).slice(0, 120)}` : ''}`);
+  // With the controller down squeue --json exits 0 with an empty job list and an error entry:
+  // trusting the list would close every binding on the node.
+  if (Array.isArray(j.errors) && j.errors.length > 0) {
+    const e = j.errors[0] as J;
+    throw new Error(`squeue --json: ${[e.source, e.description ?? e.error].filter(Boolean).join(': ') || JSON.stringify(e).slice(0, 120)}`);
+  }
+  if (!Array.isArray(j.jobs)) throw new Error('squeue --json: no "jobs" list');
   return (j.jobs as J[]).map((x) => {
     const nodes = expandHostlist(jstr(x.nodes) ?? '');
     const details = Array.isArray(x.gres_detail) ? (x.gres_detail as unknown[]).map(String) : [];

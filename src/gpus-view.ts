@@ -81,7 +81,8 @@ const gib = (v: number | null) => (v === null ? '-' : (v / GiB).toFixed(1));
 export function renderGpuTable(gpus: readonly GpuRecord[], color: boolean): string {
   const bold = (s: string) => (color ? `\x1b[1m${s}\x1b[0m` : s);
   const warn = (s: string) => (color ? `\x1b[33m${s}\x1b[0m` : s);
-  const rows: string[][] = [['IDX', 'UUID', 'MODEL', 'UTIL', 'MEM GiB', 'TEMP', 'POWER', 'ENERGY kWh', 'THROTTLE', 'PROCS']];
+  const anyJobs = gpus.some((g) => g.jobs.length > 0);
+  const rows: string[][] = [['IDX', 'UUID', 'MODEL', 'UTIL', 'MEM GiB', 'TEMP', 'POWER', 'ENERGY kWh', 'THROTTLE', 'PROCS', ...(anyJobs ? ['JOBS'] : [])]];
   for (const g of gpus) {
     const temp = g.temperature_celsius.edge ?? g.temperature_celsius.hotspot;
     rows.push([
@@ -95,8 +96,9 @@ export function renderGpuTable(gpus: readonly GpuRecord[], color: boolean): stri
       g.energy_joules === null ? '-' : (g.energy_joules / 3.6e6).toFixed(2),
       g.throttle_causes.join(',') || '-',
       g.processes.map((p) => `${p.pid}(${gib(p.memory_bytes)})`).join(' ') || '-',
+      ...(anyJobs ? [g.jobs.map((j) => `${j['slurm.job.id']}(${j['slurm.user'] ?? '?'})`).join(' ') || '-'] : []),
     ]);
-    for (const m of g.mig) rows.push([' └', m.uuid, m.model, '', `${gib(m.memory_used_bytes)}/${gib(m.memory_total_bytes)}`, '', '', '', '', '']);
+    for (const m of g.mig) rows.push([' └', m.uuid, m.model, '', `${gib(m.memory_used_bytes)}/${gib(m.memory_total_bytes)}`, '', '', '', '', '', ...(anyJobs ? [''] : [])]);
   }
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
   const out = rows.map((r, n) => {

@@ -10,7 +10,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import Database from 'better-sqlite3';
-import { DaemonProcess, parseLines, type JsonPoint } from './helpers/daemon.js';
+import { DaemonProcess, parseLines, runCli, type JsonPoint } from './helpers/daemon.js';
 import { FakeNvml, h100, type FakeGpu } from './helpers/fake-nvml.js';
 import { NODE, SlurmCluster, TEST_USER } from './helpers/slurm.js';
 import { tempDir } from './helpers/paths.js';
@@ -154,6 +154,42 @@ test('two concurrent jobs on different GPUs: each GPU carries only its own job',
   await waitFor('points of both', () => jobPoints(j1).length > 0 && jobPoints(j2).length > 0);
   assert.ok(jobPoints(j1).every((p) => p.attributes['gpu.uuid'] === u1));
   assert.ok(jobPoints(j2).every((p) => p.attributes['gpu.uuid'] === u2));
+  const gpusOut = JSON.parse((await runCli(['gpus', '--json', '--config', configFile], { ...fake.env(), SLURM_CONF: cluster.conf })).stdout) as { gpus: { uuid: string; jobs: Record<string, string>[] }[] };
+  assert.deepEqual(gpusOut.gpus.find((g) => g.uuid === u1)!.jobs.map((j) => j['slurm.job.id']), [j1], 'l9gpu gpus shows the job on its GPU');
+});
+
+test('a prolog that never ran: the reconciler opens the binding from squeue', async () => {
+  const id = await cluster.sbatch(['--gres=gpu:1', '--wrap', 'sleep 20']);
+  await cluster.waitState(id, ['RUNNING']);
+  await waitFor('bound by the prolog', () => bindings(id).length === 1);
+  // as if the prolog had failed: nothing about the job in the store
+  const db = new Database(join(stateDir, 'l9gpu.db'));
+  db.prepare('DELETE FROM bindings WHERE job_id = ?').run(id);
+  db.prepare('DELETE FROM jobs WHERE job_id = ?').run(id);
+  db.close();
+  const b = await waitFor('reopened by polling', () => (bindings(id).length === 1 ? bindings(id)[0] : undefined));
+  assert.equal(b.source, 'poll');
+  assert.equal(b.gpu_uuid, (await gresIdx(id)).map(uuidOfGres)[0]);
+  await cluster.cmd(['scancel', id]);
+});
+
+test('slurmctld down: sampling and the last known bindings go on, doctor says so; then it recovers', async () => {
+  const id = await cluster.sbatch(['--gres=gpu:1', '--wrap', 'sleep 60']);
+  await cluster.waitState(id, ['RUNNING']);
+  await waitFor('bound', () => bindings(id).length === 1);
+  const pid = Number(readFileSync(join(cluster.base, 'run', 'slurmctld.pid'), 'utf8'));
+  process.kill(pid, 'SIGTERM');
+  await daemon.waitStderr(/Slurm query failed: keeping the last known bindings/, 60_000);
+  const mark = Date.now();
+  await waitFor('points still attributed', () => jobPoints(id).some((p) => Date.parse(p.time) > mark));
+  assert.equal(bindings(id)[0]!.end_time, null, 'not closed because Slurm did not answer');
+  const doc = await runCli(['doctor', '--config', configFile], { ...fake.env(), SLURM_CONF: cluster.conf });
+  assert.match(doc.stdout, /Slurm is not answering: the last known bindings are kept/);
+  assert.match(doc.stdout, new RegExp(`open binding\\(s\\): .*job ${id}`));
+  await cluster.cmd(['slurmctld', '-f', cluster.conf]);
+  await daemon.waitStderr(/Slurm answers again/, 60_000);
+  await cluster.cmd(['scancel', id]);
+  await waitFor('closed after recovery', () => bindings(id).every((x) => x.end_time !== null));
 });
 
 test('a cancelled job and a failing job: bindings closed, end state and exit code recorded', async () => {

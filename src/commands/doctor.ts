@@ -6,7 +6,11 @@ import { resolveMode, slurmConfPath, type AttributionMode } from '../attribution
 import { DEFAULT_CONFIG_PATH, displayValue, type Config } from '../config/load.js';
 import { ConfigError } from '../config/schema.js';
 import { createLogger } from '../log.js';
+import { existsSync } from 'node:fs';
+import { slurmNodeName } from '../../daemon/attribution.js';
+import { gresConfPath } from '../../slurm/gres.js';
 import { dirWritable } from '../probe.js';
+import { slurmStoreStatus } from '../slurm-status.js';
 import { VERSION, resourceAttributes } from '../resource.js';
 import { SINKS } from '../sinks/index.js';
 
@@ -63,10 +67,13 @@ Exit codes: 0 all enabled parts usable, 1 a problem was found, 2 bad configurati
       }),
     );
     const mode = cfg.str('daemon', 'attribution') as AttributionMode;
-    const resolved = resolveMode(mode);
-    const slurmConf = slurmConfPath();
+    const slurmConf = cfg.str('slurm', 'slurm_conf') ?? slurmConfPath() ?? null;
+    const resolved = mode === 'auto' ? (slurmConf ? 'slurm' : 'none') : resolveMode(mode);
     const stateDir = cfg.str('daemon', 'state_dir')!;
     const store = { path: join(stateDir, 'l9gpu.db'), ...dirWritable(stateDir) };
+    const slurm = resolved === 'slurm' ? { node: slurmNodeName(cfg), slurm_conf: slurmConf, gres_conf: gresConfPath(slurmConf ?? undefined, cfg.str('slurm', 'gres_conf')), ...slurmStoreStatus(stateDir) } : null;
+    // a reconcile error newer than the last success: Slurm did not answer the daemon lately
+    const slurmDown = !!slurm?.lastReconcileError && (!slurm.lastReconcileOk || slurm.lastReconcileError.slice(0, 24) > slurm.lastReconcileOk);
 
     const shown = ALL_SECTIONS.filter((s) => flags.all || s.name === 'daemon' || enabledPlugins.has(s.name) || enabledSinks.has(s.name));
     const settings = shown.flatMap((s) =>
@@ -75,7 +82,7 @@ Exit codes: 0 all enabled parts usable, 1 a problem was found, 2 bad configurati
         return { section: s.name, key: k.key, value: displayValue(cfg, s.name, k.key), source: p.source, detail: p.detail };
       }),
     );
-    const problems = [...plugins, ...sinks].filter((c) => c.enabled && !c.ok).length + (store.ok ? 0 : 1);
+    const problems = [...plugins, ...sinks].filter((c) => c.enabled && !c.ok).length + (store.ok ? 0 : 1) + (slurmDown ? 1 : 0);
     for (const c of plugins) if (!c.enabled && selection.detected[c.name]) c.detail = `not enabled by auto: ${c.detail}`;
     const report = {
       version: VERSION,
@@ -86,7 +93,7 @@ Exit codes: 0 all enabled parts usable, 1 a problem was found, 2 bad configurati
       settings,
       plugins,
       sinks,
-      attribution: { mode, resolved, slurm_conf: slurmConf ?? null },
+      attribution: { mode, resolved, slurm_conf: slurmConf, slurm },
       store,
       problems,
     };
@@ -110,6 +117,13 @@ Exit codes: 0 all enabled parts usable, 1 a problem was found, 2 bad configurati
       out.push('', 'sinks:');
       for (const c of sinks) out.push(`  ${mark(c)} ${c.name.padEnd(12)} ${c.enabled ? 'enabled ' : 'disabled'}  ${c.describe}${c.enabled ? ` - ${c.detail}` : ''}`);
       out.push('', `attribution: ${resolved}${mode === 'auto' ? ` (auto: ${slurmConf ? `Slurm configured at ${slurmConf}` : 'no slurm.conf found'})` : ''}`);
+      if (slurm) {
+        out.push(`  node ${slurm.node}; slurm.conf ${slurm.slurm_conf}; gres.conf ${slurm.gres_conf}${existsSync(slurm.gres_conf) ? '' : ' (not found: GRES indices cannot be mapped to UUIDs)'}`);
+        out.push(`  ${slurm.openBindings.length} open binding(s)${slurm.openBindings.length ? `: ${[...new Set(slurm.openBindings.map((b) => `job ${b.jobId}`))].join(', ')}` : ''}; ${slurm.gpusInInventory} GPU(s) in the inventory`);
+        out.push(`  reconciler: last answer from Slurm ${slurm.lastReconcileOk ?? 'never'}${slurm.lastReconcileError ? `; last error ${slurm.lastReconcileError}` : ''}${slurmDown ? '  <- Slurm is not answering: the last known bindings are kept' : ''}`);
+        if (slurm.lastHookLine) out.push(`  last hook log line: ${slurm.lastHookLine}`);
+        if (slurm.error) out.push(`  store: ${slurm.error}`);
+      }
       out.push(`store: ${store.path} - ${store.detail}`);
       out.push('', problems === 0 ? 'no problems found' : `${problems} problem(s) found`);
       process.stdout.write(out.join('\n') + '\n');

@@ -4,7 +4,9 @@ import { PLUGINS } from '../../plugins/index.js';
 import { ConfigError } from '../config/schema.js';
 import { createLogger } from '../log.js';
 import { PointBuffer, type Point } from '../metrics/model.js';
+import { jobAttributes } from '../../slurm/attribution.js';
 import { gpuView, renderGpuTable } from '../gpus-view.js';
+import { slurmStoreStatus } from '../slurm-status.js';
 
 export default class Gpus extends Command {
   static override summary = 'Show every GPU of this node now: identity, utilization, memory, temperature, power, energy, throttling, processes, MIG.';
@@ -57,6 +59,12 @@ GPUs are keyed by UUID; index is the vendor's enumeration order, which may diffe
       }),
     );
     const view = gpuView(points);
+    // the job(s) on each GPU, from the store the hooks and the daemon keep
+    const status = slurmStoreStatus(cfg.str('daemon', 'state_dir')!);
+    for (const g of view) {
+      const uuids = new Set([g.uuid, ...g.mig.map((m) => m.uuid)]);
+      g.jobs = status.openBindings.filter((b) => uuids.has(b.gpuUuid)).map((b) => ({ ...jobAttributes(b), ...(b.gpuUuid !== g.uuid ? { 'gpu.uuid': b.gpuUuid } : {}) }));
+    }
     if (flags.json) {
       process.stdout.write(JSON.stringify({ host: ctx.hostName, time: new Date().toISOString(), gpus: view, errors }, null, 2) + '\n');
     } else {

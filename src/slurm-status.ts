@@ -1,0 +1,44 @@
+/** What doctor and `l9gpu gpus` read about Slurm attribution from the store (read-only). */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { openStoreReadOnly, storePath } from './store/open.js';
+import { openBindings, type OpenBinding } from './store/jobs.js';
+
+export interface SlurmStoreStatus {
+  store: string;
+  exists: boolean;
+  openBindings: OpenBinding[];
+  gpusInInventory: number;
+  lastReconcileOk: string | null;
+  lastReconcileError: string | null;
+  lastHookLine: string | null;
+  error?: string;
+}
+
+export function slurmStoreStatus(stateDir: string): SlurmStoreStatus {
+  const store = storePath(stateDir);
+  const st: SlurmStoreStatus = { store, exists: existsSync(store), openBindings: [], gpusInInventory: 0, lastReconcileOk: null, lastReconcileError: null, lastHookLine: null };
+  try {
+    const log = readFileSync(join(stateDir, 'hooks.log'), 'utf8').trim().split('\n');
+    st.lastHookLine = log[log.length - 1] || null;
+  } catch {
+    /* no hook has logged anything */
+  }
+  if (!st.exists) return st;
+  try {
+    const db = openStoreReadOnly(stateDir);
+    try {
+      st.openBindings = openBindings(db);
+      st.gpusInInventory = (db.prepare('SELECT COUNT(*) AS n FROM gpus').get() as { n: number }).n;
+      const meta = new Map((db.prepare('SELECT key, value FROM meta').all() as { key: string; value: string }[]).map((r) => [r.key, r.value]));
+      const ok = meta.get('reconcile.last_ok');
+      st.lastReconcileOk = ok ? new Date(Number(ok)).toISOString() : null;
+      st.lastReconcileError = meta.get('reconcile.last_error') ?? null;
+    } finally {
+      db.close();
+    }
+  } catch (e) {
+    st.error = (e as Error).message;
+  }
+  return st;
+}
