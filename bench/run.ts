@@ -3,6 +3,7 @@
  * BENCH_DAEMON_SECONDS (default 60) sets how long the daemon is watched.
  */
 import { benchDaemon } from './daemon.js';
+import { benchHooks } from './hooks.js';
 import { benchNvml } from './nvml.js';
 import { benchPipeline } from './pipeline.js';
 
@@ -21,6 +22,20 @@ line(`nvml: sampling cost per GPU (${n.gpus} fake GPUs, full set)`, `${fmt(n.usP
 line(`nvml: conversion to ${fmt(n.fieldsPerGpu)} points per GPU`, `${fmt(n.usPerGpuConvert, 1)} us`, '(info)', true);
 line('nvml: event-loop lag during event wait, max', `${fmt(n.eventLoopLagMaxMs, 2)} ms`, '< 5 ms', n.eventLoopLagMaxMs < 5);
 line('nvml: event-loop lag during event wait, p99', `${fmt(n.eventLoopLagP99Ms, 2)} ms`, '(info)', true);
+
+const ms = (x: number) => `${fmt(x, 1)} ms`;
+const hookRuns = Number(process.env.BENCH_HOOK_RUNS ?? 200);
+const hm = await benchHooks(hookRuns, 0, process.env);
+line(`[machine env] bare / prolog p50 (${hookRuns} runs)`, `${ms(hm.bare.p50)} / ${ms(hm.prolog.p50)}`, `${fmt(hm.prolog.p50 / hm.bare.p50, 2)}x (info)`, true);
+const h = await benchHooks(hookRuns);
+line(`[slurmd env] bare node -e 0: p50 / p99`, `${ms(h.bare.p50)} / ${ms(h.bare.p99)}`, '(reference)', true);
+line('prolog (2 GPUs via gres.conf): p50 / p99', `${ms(h.prolog.p50)} / ${ms(h.prolog.p99)}`, '<= 1.3x / 2x bare', h.prolog.p50 <= 1.3 * h.bare.p50 && h.prolog.p99 <= 2 * h.bare.p99);
+line('prolog / bare: p50, p99', `${fmt(h.prolog.p50 / h.bare.p50, 2)}x, ${fmt(h.prolog.p99 / h.bare.p99, 2)}x`, '(info)', true);
+line('epilog: p50 / p99', `${ms(h.epilog.p50)} / ${ms(h.epilog.p99)}`, '<= 1.3x / 2x bare', h.epilog.p50 <= 1.3 * h.bare.p50 && h.epilog.p99 <= 2 * h.bare.p99);
+line('epilog / bare: p50, p99', `${fmt(h.epilog.p50 / h.bare.p50, 2)}x, ${fmt(h.epilog.p99 / h.bare.p99, 2)}x`, '(info)', true);
+const c = h.concurrent;
+line(`${c.prologs} concurrent prologs: failed, jobs, bindings`, `${c.failed}, ${c.jobs}, ${c.bindings}`, `0, ${c.prologs}, ${2 * c.prologs}`, c.failed === 0 && c.jobs === c.prologs && c.bindings === 2 * c.prologs);
+line(`${c.prologs} concurrent prologs: wall time`, ms(c.wallMs), '(info)', true);
 
 const d = await benchDaemon(Number(process.env.BENCH_DAEMON_SECONDS ?? 60), 10);
 line(`daemon (8 sim GPUs + host, 10 s): CPU of one core`, `${fmt(d.cpuPercentOfOneCore, 3)} %`, '<= 0.5 %', d.cpuPercentOfOneCore <= 0.5);

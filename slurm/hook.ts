@@ -11,7 +11,7 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig, type Config } from '../src/config/load.js';
 import { DAEMON_SECTION } from '../src/config/sections.js';
-import { openStore } from '../src/store/open.js';
+import { openStore, useNativeBinding } from '../src/store/open.js';
 import { recordEnd, recordStart, type JobEnd, type JobRecord } from '../src/store/jobs.js';
 import { SLURM_SECTION } from './config.js';
 import { gresConfPath } from './gres.js';
@@ -139,4 +139,8 @@ export function main(kind: HookKind, env: NodeJS.ProcessEnv = process.env): void
 }
 
 const kind = process.argv[2];
-if (kind === 'prolog' || kind === 'epilog') main(kind);
+if (kind === 'prolog' || kind === 'epilog') {
+  // dist/hook/hook.cjs and dist/slurm/hook.js both sit two folders below the package root
+  useNativeBinding(join(process.argv[1] ?? '', '..', '..', '..', 'node_modules', 'better-sqlite3', 'build', 'Release', 'better_sqlite3.node'));
+  main(kind);
+}

@@ -18,13 +18,23 @@ export function storePath(stateDir: string): string {
   return join(stateDir, STORE_FILE);
 }
 
+/**
+ * better-sqlite3's own lookup of its .node file (the "bindings" package) walks
+ * a dozen paths and a stack trace: the hooks, started on every job, name it.
+ */
+let nativeBinding: string | undefined;
+export function useNativeBinding(path: string | undefined): void {
+  nativeBinding = path && existsSync(path) ? path : undefined;
+}
+
 /** Opens (and creates or migrates) the store for writing. */
 export function openStore(stateDir: string, busyTimeoutMs = BUSY_TIMEOUT_MS): Db {
   if (!existsSync(stateDir)) mkdirSync(stateDir, { recursive: true, mode: 0o755 });
   const path = storePath(stateDir);
   const fresh = !existsSync(path);
-  const db = new Database(path, { timeout: busyTimeoutMs });
-  db.pragma('journal_mode = WAL');
+  const db = new Database(path, { timeout: busyTimeoutMs, ...(nativeBinding ? { nativeBinding } : {}) });
+  // WAL is a property of the file: set once, at creation (one query less per hook run)
+  if (fresh) db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
   db.pragma('foreign_keys = ON');
   migrate(db);
