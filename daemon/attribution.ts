@@ -32,5 +32,8 @@ export function createAttribution(cfg: Config, log: Logger, env: NodeJS.ProcessE
     commandTimeoutMs: cfg.num('slurm', 'command_timeout')! * 1000,
     log: slog,
   });
-  return new SlurmAttribution(db, slog, reconciler, cfg.num('slurm', 'reconcile_interval')! * 1000);
+  return new SlurmAttribution(db, slog, reconciler, cfg.num('slurm', 'reconcile_interval')! * 1000, {
+    seriesRetentionMs: cfg.num('slurm', 'series_retention')! * 1000,
+    jobRetentionMs: cfg.num('slurm', 'job_retention')! * 1000,
+  });
 }

@@ -6,9 +6,10 @@ import type { PluginContext, ProbeResult } from '../src/plugin.js';
 import { SINKS } from '../src/sinks/index.js';
 import { PLUGINS } from '../plugins/index.js';
 import { SLURM_SECTION } from '../slurm/config.js';
+import { JOBS_SECTION } from '../src/jobs/config.js';
 
 export const ALL_SECTIONS: readonly SectionSpec[] = (() => {
-  const all = [DAEMON_SECTION, SLURM_SECTION, ...PLUGINS.map((p) => p.section), ...SINKS.map((s) => s.section)];
+  const all = [DAEMON_SECTION, SLURM_SECTION, JOBS_SECTION, ...PLUGINS.map((p) => p.section), ...SINKS.map((s) => s.section)];
   const seen = new Set<string>();
   for (const s of all) {
     if (seen.has(s.name)) throw new Error(`config schema: section [${s.name}] defined twice`);

@@ -21,7 +21,9 @@ import { metric } from '../src/metrics/registry.js';
 import type { Attributes, Batch, Emitter, Point } from '../src/metrics/model.js';
 import { openBindings, upsertInventory, type InventoryGpu, type OpenBinding } from '../src/store/jobs.js';
 import type { Db } from '../src/store/open.js';
+import { samplesFromPoints } from '../src/jobs/samples.js';
 import { PidJobCache } from './proc-job.js';
+import { RollupWriter, type RollupBinding } from './rollups.js';
 import type { Reconciler } from './reconciler.js';
 
 const SHARE = metric('gpu.job.share');
@@ -31,7 +33,21 @@ const AGE = metric('l9gpu.slurm.reconcile.age');
 
 interface Bound {
   jobId: string;
+  runKey: string;
   attrs: Attributes;
+}
+
+const SUMMARY = {
+  energy: metric('gpu.job.energy'),
+  duration: metric('gpu.job.duration'),
+  util: metric('gpu.job.utilization'),
+  mem: metric('gpu.job.memory.peak'),
+};
+const PRUNE_EVERY_MS = 3_600_000;
+
+export interface RollupOptions {
+  seriesRetentionMs: number;
+  jobRetentionMs: number;
 }
 
 export function jobAttributes(b: OpenBinding): Attributes {
@@ -55,13 +71,19 @@ export class SlurmAttribution implements AttributionProvider {
   private timer: NodeJS.Timeout | undefined;
   private reconciling = false;
   private readonly said = new Set<string>();
+  private readonly rollups: RollupWriter;
+  /** Job-end summaries waiting for the next batch. */
+  private pendingSummary: Point[] = [];
+  private lastPrune = 0;
 
   constructor(
     private readonly db: Db,
     private readonly log: Logger,
     private readonly reconciler: Reconciler | undefined,
     reconcileMs: number,
+    private readonly retention: RollupOptions = { seriesRetentionMs: 30 * 86_400_000, jobRetentionMs: 365 * 86_400_000 },
   ) {
+    this.rollups = new RollupWriter(db);
     if (reconciler) {
       const tick = () => {
         if (this.reconciling) return;
@@ -89,7 +111,22 @@ export class SlurmAttribution implements AttributionProvider {
     for (const b of openBindings(this.db)) {
       let l = m.get(b.gpuUuid);
       if (!l) m.set(b.gpuUuid, (l = []));
-      if (!l.some((x) => x.jobId === b.jobId)) l.push({ jobId: b.jobId, attrs: jobAttributes(b) });
+      if (!l.some((x) => x.jobId === b.jobId)) l.push({ jobId: b.jobId, runKey: b.runKey, attrs: jobAttributes(b) });
+    }
+    // bindings that closed since the last look: their job-end summary, once
+    for (const [uuid, old] of this.byGpu) {
+      for (const b of old) {
+        if (m.get(uuid)?.some((x) => x.jobId === b.jobId && x.runKey === b.runKey)) continue;
+        const f = this.rollups.finish(b.jobId, b.runKey, uuid);
+        if (!f) continue;
+        const a = { ...f.identity, ...b.attrs };
+        this.pendingSummary.push(
+          { metric: SUMMARY.energy, value: f.figures.energyJ, attributes: a },
+          { metric: SUMMARY.duration, value: f.figures.seconds * f.figures.shareMean, attributes: a },
+          ...(f.figures.utilMean !== null ? [{ metric: SUMMARY.util, value: f.figures.utilMean, attributes: a }] : []),
+          ...(f.figures.memUsedMax !== null ? [{ metric: SUMMARY.mem, value: f.figures.memUsedMax, attributes: a }] : []),
+        );
+      }
     }
     this.byGpu = m;
   }
@@ -135,18 +172,47 @@ export class SlurmAttribution implements AttributionProvider {
     }
     // once per GPU of the batch: shares and the outside-allocation count
     const seen = new Set<string>();
+    const shares = new Map<string, RollupBinding[]>();
+    const identities = new Map<string, Attributes>();
     for (const p of batch.points) {
       const uuid = p.attributes['gpu.uuid'];
       if (typeof uuid !== 'string' || seen.has(uuid) || (p.metric !== GPU.util && p.metric !== GPU.memUsed)) continue;
       seen.add(uuid);
       const identity = identityOf(p.attributes);
       const jobs = this.byGpu.get(uuid);
+      identities.set(uuid, identity);
       if (jobs?.length) {
         const mem = procMem.get(uuid);
         const total = mem ? [...mem.values()].reduce((a, b) => a + b, 0) : 0;
-        for (const j of jobs) out.push({ metric: SHARE, value: total > 0 ? (mem!.get(j.jobId) ?? 0) / total : 1 / jobs.length, attributes: { ...identity, ...j.attrs } });
+        const list: RollupBinding[] = [];
+        for (const j of jobs) {
+          const share = total > 0 ? (mem!.get(j.jobId) ?? 0) / total : 1 / jobs.length;
+          out.push({ metric: SHARE, value: share, attributes: { ...identity, ...j.attrs } });
+          list.push({ jobId: j.jobId, runKey: j.runKey, share });
+        }
+        shares.set(uuid, list);
       }
       if (batch.points.some((x) => x.metric === GPU.procCount && x.attributes['gpu.uuid'] === uuid)) out.push({ metric: OUTSIDE, value: outside.get(uuid) ?? 0, attributes: identity });
+    }
+    // the rollups see what the sinks see: the same bindings and shares
+    if (shares.size) {
+      try {
+        this.rollups.record(samplesFromPoints(batch.points, batch.time, (p) => p.metric.name), identities, shares, 2.5 * batch.intervalMs, batch.time);
+      } catch (e) {
+        this.log.once(`rollup-${(e as Error).message}`, 'error', 'cannot update the job rollups', { error: (e as Error).message });
+      }
+    }
+    if (this.pendingSummary.length) {
+      out.push(...this.pendingSummary);
+      this.pendingSummary = [];
+    }
+    if (batch.time - this.lastPrune > PRUNE_EVERY_MS) {
+      this.lastPrune = batch.time;
+      try {
+        this.rollups.prune(this.retention.seriesRetentionMs, this.retention.jobRetentionMs, batch.time);
+      } catch (e) {
+        this.log.once(`prune-${(e as Error).message}`, 'warn', 'cannot prune old jobs', { error: (e as Error).message });
+      }
     }
     return { ...batch, points: out };
   }

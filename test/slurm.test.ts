@@ -6,14 +6,16 @@
  * points to a file. Each case asserts the store and the exported slurm.*.
  */
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { DaemonProcess, parseLines, runCli, type JsonPoint } from './helpers/daemon.js';
 import { FakeNvml, h100, type FakeGpu } from './helpers/fake-nvml.js';
 import { NODE, SlurmCluster, TEST_USER } from './helpers/slurm.js';
-import { tempDir } from './helpers/paths.js';
+import { CLI, tempDir } from './helpers/paths.js';
+import { VictoriaMetrics } from './helpers/victoriametrics.js';
 import { waitFor } from './helpers/wait.js';
 
 const dir = tempDir('l9gpu-slurmtest-');
@@ -22,12 +24,19 @@ const pointsFile = join(dir, 'points.jsonl');
 const configFile = join(dir, 'l9gpu.ini');
 // NVML index i has device minor MINORS[i]: GRES index g (fakegpu g, minor g) is NVML GPU MINORS.indexOf(g)
 const MINORS = [2, 0, 3, 1];
-const gpus: FakeGpu[] = MINORS.map((minor, i) => h100(i, { minor, processes: [] }));
-const fake = new FakeNvml({ driver_version: '550.54.15', devices: gpus });
+// known values per device minor (= GRES index): utilization %, memory used, power W (and the energy counter's rate)
+const UTIL = [60, 0, 90, 30];
+const MEM = [20, 1, 60, 40].map((g) => g * 2 ** 30);
+const WATTS = [300, 70, 600, 200];
+const gpus: FakeGpu[] = MINORS.map((minor, i) =>
+  h100(i, { minor, processes: [], util_gpu: UTIL[minor], mem_used: MEM[minor], power_mw: WATTS[minor]! * 1000, energy_mj: 10_000_000, energy_mj_per_s: WATTS[minor]! * 1000 }),
+);
+const fake = new FakeNvml({ driver_version: '550.54.15', energy_t0_s: Math.floor(Date.now() / 1000), devices: gpus });
 const uuidOfGres = (g: number): string => gpus[MINORS.indexOf(g)]!.uuid;
 
 let cluster: SlurmCluster;
 let daemon: DaemonProcess;
+const vm = new VictoriaMetrics();
 
 interface JobRow { job_id: string; run_key: string; user: string | null; uid: number | null; account: string | null; partition: string | null; name: string | null; array_job_id: string | null; array_task_id: string | null; state: string | null; exit_code: number | null; end_time: number | null; cluster: string | null }
 interface BindingRow { job_id: string; run_key: string; gpu_uuid: string; end_time: number | null; source: string; closed_by: string | null; shared: number }
@@ -69,9 +78,11 @@ async function pidsOf(jobId: string): Promise<number[]> {
 }
 
 before(async () => {
+  chmodSync(dir, 0o755); // users' l9gpu jobs read the store
+  await vm.start();
   writeFileSync(configFile, `[daemon]
 plugins = nvml
-sinks = file
+sinks = file, otlp
 interval = 300ms
 attribution = slurm
 state_dir = ${stateDir}
@@ -83,6 +94,9 @@ events = false
 [file]
 path = ${pointsFile}
 resource = false
+[otlp]
+endpoint = ${vm.otlpEndpoint}
+export_interval = 300ms
 `);
   cluster = new SlurmCluster({ gpus: 4, hookConfig: configFile, withDbd: true });
   writeFileSync(configFile, readFileSync(configFile, 'utf8').replace('[slurm]\n', `[slurm]\nslurm_conf = ${cluster.conf}\n`));
@@ -101,6 +115,7 @@ resource = false
 after(async () => {
   const code = await daemon?.stop();
   await cluster?.stop();
+  await vm.stop();
   assert.equal(code, 0, daemon?.stderr);
 });
 
@@ -267,6 +282,101 @@ test('a requeued job: same id, a new run; the old run is closed', async () => {
   assert.ok(job(r, 'r1'), 'the new run is its own row');
   await waitFor('points carry the running job', () => jobPoints(r).length > 0);
   await cluster.cmd(['scancel', r]);
+});
+
+interface Fig { samples: number; seconds: number; gpuHours: number; utilMean: number | null; utilMax: number | null; memUsedMax: number | null; energyJ: number; energySource: string; powerMean: number | null; shareMean: number }
+interface Report { source: string; job: { id: string; user: string; state: string; nodes: string[] }; gpus: { uuid: string; node: string; shared: boolean; figures: Fig }[]; totals: { gpu_hours: number; util_mean: number | null; energy_j: number; mem_peak_bytes: number | null }; notes: { code: string }[] }
+const show = async (id: string, extra: string[] = [], user?: string): Promise<Report> => {
+  const r = await runCli(['jobs', 'show', id, '--json', '--config', configFile, ...extra], { ...fake.env(), SLURM_CONF: cluster.conf });
+  assert.equal(r.status, 0, r.stderr);
+  void user;
+  return JSON.parse(r.stdout) as Report;
+};
+
+test('l9gpu jobs: exact figures for a 2-GPU job with an idle GPU, two concurrent jobs and a shared GPU; PromQL agrees with the store', async () => {
+  const multi = await cluster.sbatch(['--gres=gpu:2', '-J', 'two-gpus', '--wrap', 'sleep 6']);
+  const single = await cluster.sbatch(['--gres=gpu:1', '--wrap', 'sleep 6']);
+  const [sh1, sh2] = await Promise.all([cluster.sbatch(['--gres=shard:1', '--wrap', 'sleep 6']), cluster.sbatch(['--gres=shard:1', '--wrap', 'sleep 6'])]);
+  const ids = [multi, single, sh1, sh2];
+  await Promise.all(ids.map((j) => cluster.waitState(j, ['RUNNING'])));
+  const idx = Object.fromEntries(await Promise.all(ids.map(async (j) => [j, await gresIdx(j)] as const)));
+  await Promise.all(ids.map((j) => cluster.waitState(j, ['COMPLETED'], 60_000)));
+  await waitFor('bindings closed', () => ids.every((j) => bindings(j).every((b) => b.end_time !== null)));
+
+  for (const j of ids) {
+    const r = await show(j);
+    assert.equal(r.source, 'store');
+    assert.equal(r.job.id, j);
+    assert.equal(r.job.state, 'COMPLETED');
+    assert.equal(r.gpus.length, idx[j]!.length);
+    for (const g of r.gpus) {
+      const minor = MINORS[gpus.findIndex((x) => x.uuid === g.uuid)]!;
+      const f = g.figures;
+      assert.ok(f.samples >= 10, `${j}: ${f.samples} samples`);
+      assert.equal(f.utilMean, UTIL[minor]! / 100, 'mean utilization of a constant 0..1 value');
+      assert.equal(f.utilMax, UTIL[minor]! / 100);
+      assert.equal(f.memUsedMax, MEM[minor], 'peak memory');
+      assert.equal(f.powerMean, WATTS[minor], 'power mean, W');
+      assert.equal(f.energySource, 'counter');
+      // energy from the counter's delta over the binding: rate x the time between the first and last sample, at the job's share
+      const expected = WATTS[minor]! * f.seconds * f.shareMean;
+      assert.ok(Math.abs(f.energyJ - expected) <= 0.01 * expected, `${j}: energy ${f.energyJ} J, expected ${expected} J`);
+      assert.ok(f.seconds > 4 && f.seconds < 10, `${j}: ${f.seconds} s sampled of a 6 s job`);
+      assert.equal(f.gpuHours, Math.round((f.seconds * f.shareMean) / 3600 * 1e6) / 1e6, 'GPU-hours = sampled seconds x share');
+    }
+    // the same job from the metrics the daemon exported to VictoriaMetrics
+    const p = await waitFor('PromQL report complete', async () => {
+      await vm.flush();
+      const pr = await show(j, ['--source', 'promql', '--url', vm.url]).catch(() => undefined);
+      return pr && pr.gpus.length === r.gpus.length && pr.gpus.every((g, i) => g.figures.samples === r.gpus[i]!.figures.samples) ? pr : undefined;
+    });
+    assert.equal(p.source, 'promql');
+    assert.deepEqual(p.gpus.map((g) => [g.uuid, g.figures]), r.gpus.map((g) => [g.uuid, g.figures]), `${j}: store and PromQL give the same figures`);
+    assert.deepEqual(p.totals, r.totals);
+    assert.deepEqual(p.job.nodes, [NODE]);
+  }
+  const m = await show(multi);
+  const idle = m.gpus.find((g) => g.figures.utilMax === 0);
+  assert.ok(idle, 'the 2-GPU job got the idle GPU (GRES index 1)');
+  assert.equal(m.totals.util_mean, (UTIL[idx[multi]![0]!]! + UTIL[idx[multi]![1]!]!) / 200);
+  assert.ok(m.notes.some((n) => n.code === 'too-short'), 'a 6 s job is too short to judge');
+  const s1 = await show(sh1);
+  assert.equal(s1.gpus[0]!.shared, true);
+  assert.equal(s1.gpus[0]!.figures.shareMean, 0.5, 'two jobs on one GPU, no process data: half each');
+  assert.ok(s1.notes.some((n) => n.code === 'shared'));
+  // the job-end summary was exported once, with the store's figures
+  const summary = await waitFor('job-end summary', () => points().find((pt) => pt.name === 'gpu.job.energy' && pt.attributes['slurm.job.id'] === single));
+  assert.equal(summary.value, (await show(single)).gpus[0]!.figures.energyJ);
+
+  // the list, filters and formats
+  const list = JSON.parse((await runCli(['jobs', '--json', '--config', configFile, '--state', 'completed', '--since', '1h'], { SLURM_CONF: cluster.conf })).stdout) as { id: string; gpus: number; util_mean: number; energy_kwh: number; problems: string[] }[];
+  const row = list.find((x) => x.id === multi)!;
+  assert.equal(row.gpus, 2);
+  assert.equal(row.util_mean, m.totals.util_mean);
+  assert.equal(row.energy_kwh, Math.round((m.totals.energy_j / 3.6e6) * 1e6) / 1e6);
+  const csv = (await runCli(['jobs', '--csv', '--config', configFile, '--limit', '3'], { SLURM_CONF: cluster.conf })).stdout.trim().split('\n');
+  assert.equal(csv[0], 'id,user,account,partition,state,start,elapsed_s,gpus,gpu_hours,util_mean,mem_peak_bytes,energy_kwh,cost,problems');
+  assert.equal(csv.length, 4);
+  const text = (await runCli(['jobs', 'show', multi, '--config', configFile], { SLURM_CONF: cluster.conf })).stdout;
+  assert.match(text, new RegExp(`^Job ${multi} \\(two-gpus\\)`));
+  assert.match(text, /GPU utilization\s+\[\|+\s*\]\s+\d+%/);
+  assert.match(text, /Per GPU/);
+  assert.doesNotMatch(text, /\x1b\[/, 'no colours when not a TTY');
+  const unknown = await runCli(['jobs', 'show', '999999', '--config', configFile], { SLURM_CONF: cluster.conf });
+  assert.equal(unknown.status, 1);
+  assert.match(unknown.stderr, /job 999999 is not known to this node .* l9gpu jobs show 999999 --source promql --url/);
+  // root sees everyone; a user sees their own jobs only, and not someone else's report
+  const all = JSON.parse((await runCli(['jobs', '--json', '--config', configFile], {})).stdout) as { user: string }[];
+  assert.ok(new Set(all.map((x) => x.user)).size >= 2, 'root sees every user');
+  const asUser = (args: string[]) => spawnSync('runuser', ['-u', TEST_USER, '--', process.execPath, CLI, ...args, '--config', configFile], { encoding: 'utf8' });
+  const theirs = asUser(['jobs', '--json']);
+  assert.equal(theirs.status, 0, theirs.stderr);
+  const rows = JSON.parse(theirs.stdout) as { user: string }[];
+  assert.ok(rows.length >= 1 && rows.every((x) => x.user === TEST_USER), 'only their own jobs');
+  const denied = asUser(['jobs', 'show', multi]);
+  assert.equal(denied.status, 1);
+  assert.match(denied.stderr, new RegExp(`job ${multi} belongs to root: you can only see your own jobs`));
+  assert.equal(asUser(['jobs', '--user', 'root']).status, 1);
 });
 
 test('slurmd killed while a job runs: no epilog, the reconciler closes the binding', async () => {

@@ -43,7 +43,7 @@ export class ConfigError extends Error {
   }
 }
 
-const UNITS_DURATION: Record<string, number> = { ms: 0.001, s: 1, m: 60, h: 3600 };
+const UNITS_DURATION: Record<string, number> = { ms: 0.001, s: 1, m: 60, h: 3600, d: 86400 };
 const UNITS_BYTES: Record<string, number> = {
   '': 1, b: 1, kb: 1e3, mb: 1e6, gb: 1e9, kib: 1024, mib: 1024 ** 2, gib: 1024 ** 3,
 };
@@ -71,7 +71,7 @@ export function parseValue(spec: KeySpec, raw: string): ConfigValue {
       return range(n);
     }
     case 'duration': {
-      const mt = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h)?$/i.exec(s);
+      const mt = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?$/i.exec(s);
       if (!mt) throw new Error(`"${s}" is not a duration (examples: 10, 10s, 500ms, 2m)`);
       return range(Number(mt[1]) * UNITS_DURATION[(mt[2] ?? 's').toLowerCase()]!, 's');
     }
@@ -131,7 +131,7 @@ export function formatValue(spec: KeySpec, v: ConfigValue): string {
   if (v === null) return '';
   if (Array.isArray(v)) return v.join(', ');
   if (typeof v === 'object') return Object.entries(v).map(([k, x]) => `${k}=${encodeURIComponent(x)}`).join(',');
-  if (spec.type === 'duration' && typeof v === 'number') return v < 1 ? `${Math.round(v * 1000)}ms` : `${v}s`;
+  if (spec.type === 'duration' && typeof v === 'number') return v < 1 ? `${Math.round(v * 1000)}ms` : v >= 86400 && v % 86400 === 0 ? `${v / 86400}d` : `${v}s`;
   return String(v);
 }
 

@@ -79,6 +79,10 @@ export const METRICS: readonly MetricDef[] = Object.freeze([
   m('gpu.info', '1', 'gauge', 'gpu', 'Always 1; carries slowly changing facts as attributes (driver version, device minor number) for joins.', ['gpu.driver.version', 'gpu.device.minor']),
 
   m('gpu.job.share', '1', 'gauge', 'gpu', 'Share (0..1) of the GPU attributed to a job: 1 when the job holds it alone; on a shared GPU (shards, MPS) the job\'s part of the per-process memory, else 1/N. Multiply additive values (power, energy) by it.'),
+  m('gpu.job.energy', 'J', 'gauge', 'gpu', 'Energy a job used on the GPU over its whole binding (energy counter delta times the job\'s share); exported once, when the binding closes.'),
+  m('gpu.job.duration', 's', 'gauge', 'gpu', 'GPU time of a job on the GPU (sampled seconds times the job\'s share); exported once, when the binding closes.'),
+  m('gpu.job.utilization', '1', 'gauge', 'gpu', 'Mean utilization (0..1) of the GPU over a job\'s binding; exported once, when the binding closes.'),
+  m('gpu.job.memory.peak', 'By', 'gauge', 'gpu', 'Peak device memory used on the GPU during a job\'s binding; exported once, when the binding closes.'),
   m('gpu.process.outside_allocation', '{process}', 'gauge', 'gpu', 'Processes running on the GPU that belong to no job bound to it (another job\'s process, or none): a GPU used outside its allocation.'),
 
   // --- host (plugins/host, from /proc) ---

@@ -64,6 +64,39 @@ export const MIGRATIONS: readonly string[] = [
 
   CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
   `,
+  // 2: per (job run x GPU) rollups and a per-minute series for plots
+  `
+  CREATE TABLE job_gpu (
+    job_id TEXT NOT NULL,
+    run_key TEXT NOT NULL,
+    gpu_uuid TEXT NOT NULL,
+    model TEXT,
+    identity TEXT,
+    samples INTEGER NOT NULL,
+    covered_s REAL NOT NULL,
+    gpu_hours REAL NOT NULL,
+    util_mean REAL,
+    mem_used_max REAL,
+    mem_total REAL,
+    energy_j REAL NOT NULL,
+    state TEXT NOT NULL,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (job_id, run_key, gpu_uuid)
+  );
+  CREATE TABLE job_gpu_series (
+    job_id TEXT NOT NULL,
+    run_key TEXT NOT NULL,
+    gpu_uuid TEXT NOT NULL,
+    minute INTEGER NOT NULL,
+    util_sum REAL NOT NULL,
+    power_sum REAL NOT NULL,
+    mem_used_max REAL,
+    n INTEGER NOT NULL,
+    PRIMARY KEY (job_id, run_key, gpu_uuid, minute)
+  ) WITHOUT ROWID;
+  CREATE INDEX jobs_start ON jobs(start_time);
+  CREATE INDEX jobs_user_start ON jobs(user, start_time);
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -33,6 +33,8 @@ export interface FakeGpu {
 export interface FakeNvmlDescription {
   driver_version?: string;
   init_error?: number;
+  /** Unix seconds the devices' energy_mj_per_s counters start from. */
+  energy_t0_s?: number;
   devices: FakeGpu[];
   events?: { device: number; type: number; data: number; gi?: number; ci?: number }[];
 }

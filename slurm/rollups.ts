@@ -1,0 +1,116 @@
+/**
+ * Keeps the per (job run x GPU) rollups in the store, one transaction per
+ * tick, and a per-minute series for plots. The state of each open binding
+ * lives in memory and is persisted at every tick (the daemon restarts
+ * without losing a job's figures).
+ */
+import type { Attributes } from '../src/metrics/model.js';
+import { emptyRollup, figures, step, type GpuFigures, type GpuRollup, type GpuSample } from '../src/jobs/rollup.js';
+import type { Db } from '../src/store/open.js';
+
+export interface RollupBinding {
+  jobId: string;
+  runKey: string;
+  share: number;
+}
+
+interface Held {
+  r: GpuRollup;
+  identity: Attributes;
+}
+
+export interface Finished {
+  jobId: string;
+  runKey: string;
+  uuid: string;
+  identity: Attributes;
+  figures: GpuFigures;
+}
+
+const key = (job: string, run: string, uuid: string) => `${job}\u0000${run}\u0000${uuid}`;
+
+export class RollupWriter {
+  private readonly held = new Map<string, Held>();
+  private readonly load;
+  private readonly upsert;
+  private readonly series;
+
+  constructor(private readonly db: Db) {
+    this.load = db.prepare('SELECT state, identity FROM job_gpu WHERE job_id = ? AND run_key = ? AND gpu_uuid = ?');
+    this.upsert = db.prepare(
+      `INSERT INTO job_gpu (job_id, run_key, gpu_uuid, model, identity, samples, covered_s, gpu_hours, util_mean, mem_used_max, mem_total, energy_j, state, updated_at)
+       VALUES (@job, @run, @uuid, @model, @identity, @samples, @covered, @gpuHours, @util, @mem, @memTotal, @energy, @state, @now)
+       ON CONFLICT (job_id, run_key, gpu_uuid) DO UPDATE SET model = excluded.model, identity = excluded.identity, samples = excluded.samples,
+         covered_s = excluded.covered_s, gpu_hours = excluded.gpu_hours, util_mean = excluded.util_mean, mem_used_max = excluded.mem_used_max,
+         mem_total = excluded.mem_total, energy_j = excluded.energy_j, state = excluded.state, updated_at = excluded.updated_at`,
+    );
+    this.series = db.prepare(
+      `INSERT INTO job_gpu_series (job_id, run_key, gpu_uuid, minute, util_sum, power_sum, mem_used_max, n) VALUES (?, ?, ?, ?, ?, ?, ?, 1)
+       ON CONFLICT (job_id, run_key, gpu_uuid, minute) DO UPDATE SET util_sum = util_sum + excluded.util_sum, power_sum = power_sum + excluded.power_sum,
+         mem_used_max = MAX(COALESCE(mem_used_max, 0), COALESCE(excluded.mem_used_max, 0)), n = n + 1`,
+    );
+  }
+
+  private get(job: string, run: string, uuid: string, identity: Attributes): Held {
+    const k = key(job, run, uuid);
+    let h = this.held.get(k);
+    if (!h) {
+      const row = this.load.get(job, run, uuid) as { state: string; identity: string | null } | undefined;
+      h = { r: row ? (JSON.parse(row.state) as GpuRollup) : emptyRollup(), identity: row?.identity ? (JSON.parse(row.identity) as Attributes) : identity };
+      this.held.set(k, h);
+    }
+    h.identity = identity;
+    return h;
+  }
+
+  /** One tick: every open binding of every sampled GPU, in one transaction. */
+  record(samples: ReadonlyMap<string, GpuSample>, identities: ReadonlyMap<string, Attributes>, bindings: ReadonlyMap<string, RollupBinding[]>, maxGapMs: number, now = Date.now()): void {
+    const work: [string, GpuSample, RollupBinding[]][] = [];
+    for (const [uuid, s] of samples) {
+      const b = bindings.get(uuid);
+      if (b?.length) work.push([uuid, s, b]);
+    }
+    if (work.length === 0) return;
+    this.db.transaction(() => {
+      for (const [uuid, s, bs] of work) {
+        const identity = identities.get(uuid) ?? {};
+        for (const b of bs) {
+          const h = this.get(b.jobId, b.runKey, uuid, identity);
+          step(h.r, { ...s, share: b.share }, maxGapMs);
+          const f = figures(h.r);
+          this.upsert.run({
+            job: b.jobId, run: b.runKey, uuid, model: (identity['gpu.model'] as string) ?? null, identity: JSON.stringify(identity),
+            samples: f.samples, covered: f.seconds, gpuHours: f.gpuHours, util: f.utilMean, mem: f.memUsedMax, memTotal: f.memTotal, energy: f.energyJ,
+            state: JSON.stringify(h.r), now,
+          });
+          this.series.run(b.jobId, b.runKey, uuid, Math.floor(s.t / 60_000), s.util ?? 0, s.power ?? 0, s.memUsed ?? null);
+        }
+      }
+    })();
+  }
+
+  /** A binding closed: its final figures (for the job-end summary), and it leaves memory. */
+  finish(jobId: string, runKey: string, uuid: string): Finished | undefined {
+    const k = key(jobId, runKey, uuid);
+    const h = this.held.get(k);
+    this.held.delete(k);
+    if (!h || h.r.samples === 0) return undefined;
+    return { jobId, runKey, uuid, identity: h.identity, figures: figures(h.r) };
+  }
+
+  /** Drops the series of jobs that ended before the series retention, and whole jobs past the job retention. */
+  prune(seriesRetentionMs: number, jobRetentionMs: number, now = Date.now()): { series: number; jobs: number } {
+    return this.db.transaction(() => {
+      const series = this.db
+        .prepare(`DELETE FROM job_gpu_series WHERE (job_id, run_key) IN (SELECT job_id, run_key FROM jobs WHERE end_time IS NOT NULL AND end_time < ?)`)
+        .run(now - seriesRetentionMs).changes;
+      const old = `SELECT job_id, run_key FROM jobs WHERE end_time IS NOT NULL AND end_time < ?`;
+      const cut = now - jobRetentionMs;
+      this.db.prepare(`DELETE FROM job_gpu WHERE (job_id, run_key) IN (${old})`).run(cut);
+      this.db.prepare(`DELETE FROM job_gpu_series WHERE (job_id, run_key) IN (${old})`).run(cut);
+      this.db.prepare(`DELETE FROM bindings WHERE (job_id, run_key) IN (${old})`).run(cut);
+      const jobs = this.db.prepare(`DELETE FROM jobs WHERE end_time IS NOT NULL AND end_time < ?`).run(cut).changes;
+      return { series, jobs };
+    })();
+  }
+}

@@ -1,0 +1,56 @@
+/** What both `l9gpu jobs` commands need: the configuration, the viewer, the store, and --since. */
+import { hostname } from 'node:os';
+import { loadAgentConfig } from '../../daemon/catalog.js';
+import type { Config } from '../config/load.js';
+import { ConfigError } from '../config/schema.js';
+import { openStoreReadOnly, storePath } from '../store/open.js';
+import type { Db } from '../store/open.js';
+import { viewer, type Viewer } from './access.js';
+
+export class CliError extends Error {
+  constructor(message: string, readonly exitCode: number) {
+    super(message);
+  }
+}
+
+export interface JobsContext {
+  cfg: Config;
+  viewer: Viewer;
+  node: string;
+  stateDir: string;
+}
+
+export function jobsContext(configPath: string | undefined): JobsContext {
+  let cfg: Config;
+  try {
+    cfg = loadAgentConfig({ configPath });
+  } catch (e) {
+    if (e instanceof ConfigError) throw new CliError(e.message, 2);
+    throw e;
+  }
+  return {
+    cfg,
+    viewer: viewer(cfg.str('jobs', 'admin_group')),
+    node: cfg.str('slurm', 'node_name') ?? process.env.SLURMD_NODENAME ?? hostname().split('.')[0]!,
+    stateDir: cfg.str('daemon', 'state_dir')!,
+  };
+}
+
+export function openJobsStore(ctx: JobsContext): Db {
+  try {
+    return openStoreReadOnly(ctx.stateDir);
+  } catch (e) {
+    throw new CliError(`cannot read the job store ${storePath(ctx.stateDir)}: ${(e as Error).message}`, 1);
+  }
+}
+
+/** "2026-11-01", "2026-11-01T08:00", "24h", "7d", "90m" -> ms since the epoch. */
+export function parseSince(s: string, now = Date.now()): number {
+  const rel = /^(\d+(?:\.\d+)?)\s*(m|h|d|w)$/i.exec(s.trim());
+  if (rel) return now - Number(rel[1]) * { m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 }[rel[2]!.toLowerCase() as 'm' | 'h' | 'd' | 'w'];
+  if (/^\d{4}-\d{2}-\d{2}/.test(s)) {
+    const t = Date.parse(s.length === 10 ? `${s}T00:00:00` : s);
+    if (!Number.isNaN(t)) return t;
+  }
+  throw new CliError(`--since: "${s}" is not a time (examples: 2026-11-01, 2026-11-01T08:00, 24h, 7d)`, 2);
+}

@@ -1,0 +1,81 @@
+/** `l9gpu jobs`: one row per job from the store, filtered in SQL, newest first. */
+import type { Db } from '../store/open.js';
+import { figures, type GpuRollup } from './rollup.js';
+import { displayId, headerOf, jobState, totalsOf, type GpuRow, type Prices } from './report.js';
+import { jobNotes } from './notes.js';
+
+export interface ListFilter {
+  user?: string | null;
+  account?: string | null;
+  partition?: string | null;
+  state: 'running' | 'completed' | 'all';
+  since?: number | null;
+  limit: number;
+}
+
+export interface JobListRow {
+  id: string;
+  user: string | null;
+  account: string | null;
+  partition: string | null;
+  state: string;
+  start: string | null;
+  elapsed_s: number | null;
+  gpus: number;
+  gpu_hours: number;
+  util_mean: number | null;
+  mem_peak_bytes: number | null;
+  energy_kwh: number;
+  cost: number | null;
+  problems: string[];
+}
+
+export function listJobs(db: Db, f: ListFilter, node: string, prices: Prices | null, now = Date.now()): JobListRow[] {
+  const where: string[] = [];
+  const args: unknown[] = [];
+  if (f.user) (where.push('j.user = ?'), args.push(f.user));
+  if (f.account) (where.push('j.account = ?'), args.push(f.account));
+  if (f.partition) (where.push('j.partition = ?'), args.push(f.partition));
+  if (f.state === 'running') where.push('j.end_time IS NULL');
+  if (f.state === 'completed') where.push('j.end_time IS NOT NULL');
+  if (f.since) (where.push('j.start_time >= ?'), args.push(f.since));
+  const jobs = db
+    .prepare(`SELECT * FROM jobs j ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY j.start_time DESC ${f.limit > 0 ? 'LIMIT ?' : ''}`)
+    .all(...args, ...(f.limit > 0 ? [f.limit] : [])) as Parameters<typeof headerOf>[0][];
+  if (jobs.length === 0) return [];
+  // the GPUs of the listed runs only: notes need per-GPU figures
+  const gpuRows = db
+    .prepare(`SELECT b.job_id, b.run_key, b.gpu_uuid, b.shared, g.model, g.state FROM bindings b
+              LEFT JOIN job_gpu g ON g.job_id = b.job_id AND g.run_key = b.run_key AND g.gpu_uuid = b.gpu_uuid
+              WHERE (b.job_id, b.run_key) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?))`)
+    .all(JSON.stringify(jobs.map((j) => [j.job_id, j.run_key]))) as { job_id: string; run_key: string; gpu_uuid: string; shared: number; model: string | null; state: string | null }[];
+  const byRun = new Map<string, GpuRow[]>();
+  for (const r of gpuRows) {
+    const f = r.state ? figures(JSON.parse(r.state) as GpuRollup) : null;
+    if (!f) continue;
+    const k = `${r.job_id}/${r.run_key}`;
+    if (!byRun.has(k)) byRun.set(k, []);
+    byRun.get(k)!.push({ node, uuid: r.gpu_uuid, model: r.model, index: null, shared: !!r.shared || f.shareMean < 1, figures: f });
+  }
+  const bound = new Map<string, number>();
+  for (const r of gpuRows) bound.set(`${r.job_id}/${r.run_key}`, (bound.get(`${r.job_id}/${r.run_key}`) ?? 0) + 1);
+  return jobs.map((j) => {
+    const gpus = byRun.get(`${j.job_id}/${j.run_key}`) ?? [];
+    const totals = totalsOf(gpus, prices);
+    const header = headerOf(j, 1, [node], now);
+    return {
+      id: displayId(j.job_id, j.array_job_id, j.array_task_id),
+      user: j.user, account: j.account, partition: j.partition,
+      state: jobState(j),
+      start: header.start,
+      elapsed_s: header.elapsed_s,
+      gpus: bound.get(`${j.job_id}/${j.run_key}`) ?? 0,
+      gpu_hours: totals.gpu_hours,
+      util_mean: totals.util_mean,
+      mem_peak_bytes: totals.mem_peak_bytes,
+      energy_kwh: totals.energy_kwh,
+      cost: totals.cost,
+      problems: jobNotes(header, gpus, totals).filter((n) => n.level === 'warn').map((n) => n.code),
+    };
+  });
+}

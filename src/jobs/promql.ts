@@ -1,0 +1,166 @@
+/**
+ * A job report from the metrics the daemons exported, through the PromQL
+ * HTTP API that Prometheus, VictoriaMetrics, Mimir and Last9 share. The raw
+ * samples of the job's series are fetched (an instant query of a range
+ * vector returns every stored sample) and folded per node and GPU with the
+ * same step() the daemon uses, so a single-node job gets the same figures as
+ * the node's store.
+ *
+ * Names: OTLP into VictoriaMetrics keeps dotted names and labels
+ * (`gpu.utilization{"slurm.job.id"="42"}`); a Prometheus scrape of the pull
+ * endpoint sanitizes them (`gpu_utilization{slurm_job_id="42"}`, counters
+ * with _total). Both are tried.
+ */
+import { ATTRIBUTION_ATTRIBUTES, METRICS, SCOPE_ATTRIBUTES, findMetric, prometheusName } from '../metrics/registry.js';
+import type { Attributes } from '../metrics/model.js';
+import { emptyRollup, figures, step, type GpuRollup, type GpuSample } from './rollup.js';
+import { addToSample } from './samples.js';
+import { headerOf, totalsOf, type GpuRow, type JobReport, type Prices } from './report.js';
+import { jobNotes } from './notes.js';
+
+const USED = ['gpu.utilization', 'gpu.memory.utilization', 'gpu.memory.used', 'gpu.memory.total', 'gpu.power.draw', 'gpu.energy.consumption', 'gpu.temperature', 'gpu.throttle.active', 'gpu.xid.errors', 'gpu.ecc.errors', 'gpu.job.share'];
+type Naming = 'otel' | 'prometheus';
+
+interface Series {
+  metric: Record<string, string>;
+  values: [number, string][];
+}
+
+export interface PromqlOptions {
+  url: string;
+  window: string;
+  headers?: Record<string, string>;
+  timeoutMs?: number;
+}
+
+/** Every attribute key l9gpu emits, by its Prometheus-sanitized spelling. */
+const KEYS = (() => {
+  const all = new Set<string>(['host.name', 'cluster.name', 'service.name', ...ATTRIBUTION_ATTRIBUTES, ...SCOPE_ATTRIBUTES.gpu.required, ...SCOPE_ATTRIBUTES.gpu.optional]);
+  for (const m of METRICS) for (const a of m.attributes) all.add(a);
+  return new Map([...all].map((k) => [k.replace(/[^a-zA-Z0-9_]/g, '_'), k]));
+})();
+
+async function query(o: PromqlOptions, q: string): Promise<Series[]> {
+  const u = `${o.url.replace(/\/+$/, '')}/api/v1/query?${new URLSearchParams({ query: q })}`;
+  let r: Response;
+  try {
+    r = await fetch(u, { headers: o.headers, signal: AbortSignal.timeout(o.timeoutMs ?? 30_000) });
+  } catch (e) {
+    throw new Error(`PromQL ${o.url}: ${(e as Error).cause ? String((e as { cause: Error }).cause.message) : (e as Error).message}`);
+  }
+  const text = await r.text();
+  let j: { status?: string; error?: string; data?: { resultType: string; result: Series[] } };
+  try {
+    j = JSON.parse(text);
+  } catch {
+    throw new Error(`PromQL ${o.url}: HTTP ${r.status}, not a PromQL API answer: ${text.slice(0, 120)}`);
+  }
+  if (j.status !== 'success') throw new Error(`PromQL ${o.url}: ${j.error ?? `HTTP ${r.status}`} (query: ${q})`);
+  return j.data?.resultType === 'matrix' ? j.data.result : [];
+}
+
+function selector(name: string, naming: Naming, jobId: string): string {
+  if (naming === 'otel') return `{__name__=${JSON.stringify(name)},"slurm.job.id"=${JSON.stringify(jobId)}}`;
+  const def = findMetric(name)!;
+  return `${prometheusName(def)}{slurm_job_id=${JSON.stringify(jobId)}}`;
+}
+
+function attributes(labels: Record<string, string>, naming: Naming): Attributes {
+  const a: Attributes = {};
+  for (const [k, v] of Object.entries(labels)) {
+    if (k === '__name__') continue;
+    const key = naming === 'otel' ? k : (KEYS.get(k) ?? k);
+    a[key] = key === 'gpu.index' || key === 'gpu.mig.instance_id' || key === 'gpu.mig.compute_instance_id' ? Number(v) : v;
+  }
+  return a;
+}
+
+/** Fetches the job's samples; the naming whose series exist wins. */
+async function fetchJob(o: PromqlOptions, jobId: string): Promise<{ naming: Naming; series: Map<string, Series[]> } | undefined> {
+  for (const naming of ['otel', 'prometheus'] as Naming[]) {
+    let probe: Series[];
+    try {
+      probe = await query(o, `${selector('gpu.utilization', naming, jobId)}[${o.window}]`);
+    } catch (e) {
+      // a backend without quoted (UTF-8) label names rejects the otel selector: try the other naming
+      if (naming === 'otel' && /parse|unexpected|bad_data|syntax/i.test((e as Error).message)) continue;
+      throw e;
+    }
+    if (probe.length === 0) continue;
+    const series = new Map<string, Series[]>([['gpu.utilization', probe]]);
+    await Promise.all(USED.filter((n) => n !== 'gpu.utilization').map(async (n) => series.set(n, await query(o, `${selector(n, naming, jobId)}[${o.window}]`))));
+    return { naming, series };
+  }
+  return undefined;
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? s[Math.floor(s.length / 2)]! : 0;
+}
+
+export async function reportFromPromql(o: PromqlOptions, jobId: string, prices: Prices | null, now = Date.now()): Promise<JobReport | undefined> {
+  const got = await fetchJob(o, jobId);
+  if (!got) return undefined;
+  // (node, gpu) -> time -> sample
+  const gpus = new Map<string, { node: string; uuid: string; identity: Attributes; samples: Map<number, GpuSample> }>();
+  let labels: Attributes = {};
+  for (const [name, list] of got.series) {
+    for (const s of list) {
+      const a = attributes(s.metric, got.naming);
+      const uuid = a['gpu.uuid'];
+      if (typeof uuid !== 'string') continue;
+      const node = String(a['host.name'] ?? a.instance ?? '?');
+      const k = `${node}\u0000${uuid}`;
+      let g = gpus.get(k);
+      if (!g) gpus.set(k, (g = { node, uuid, identity: a, samples: new Map() }));
+      if (name === 'gpu.utilization') labels = a;
+      for (const [ts, v] of s.values) {
+        const t = Math.round(ts * 1000);
+        let smp = g.samples.get(t);
+        if (!smp) g.samples.set(t, (smp = { t }));
+        if (name === 'gpu.job.share') smp.share = Number(v);
+        else addToSample(smp, { name, value: Number(v), attributes: a });
+      }
+    }
+  }
+  const rows: GpuRow[] = [];
+  const perMinute = new Map<number, number[]>();
+  let first = Infinity;
+  let last = 0;
+  for (const g of gpus.values()) {
+    const samples = [...g.samples.values()].sort((a, b) => a.t - b.t);
+    const gap = median(samples.slice(1).map((s, i) => s.t - samples[i]!.t));
+    const r: GpuRollup = emptyRollup();
+    for (const s of samples) {
+      step(r, s, gap > 0 ? 2.5 * gap : Infinity);
+      if (s.util !== undefined) {
+        const m = Math.floor(s.t / 60_000) * 60_000;
+        if (!perMinute.has(m)) perMinute.set(m, []);
+        perMinute.get(m)!.push(s.util);
+      }
+    }
+    if (r.samples === 0) continue;
+    first = Math.min(first, r.firstTs);
+    last = Math.max(last, r.lastTs);
+    const f = figures(r);
+    rows.push({ node: g.node, uuid: g.uuid, model: (g.identity['gpu.model'] as string) ?? null, index: typeof g.identity['gpu.index'] === 'number' ? g.identity['gpu.index'] : null, shared: f.shareMean < 1, figures: f });
+  }
+  rows.sort((a, b) => a.node.localeCompare(b.node) || (a.index ?? 0) - (b.index ?? 0) || a.uuid.localeCompare(b.uuid));
+  const str = (k: string) => (typeof labels[k] === 'string' ? (labels[k] as string) : null);
+  const interval = median(rows.map((g) => (g.figures.samples > 1 ? (g.figures.seconds * 1000) / (g.figures.samples - 1) : 0)));
+  const running = now - last < 3 * Math.max(interval, 10_000);
+  const job = headerOf(
+    {
+      job_id: jobId, run_key: '', user: str('slurm.user'), uid: null, account: str('slurm.account'), partition: str('slurm.partition'), qos: null, name: str('slurm.job.name'),
+      cluster: str('slurm.cluster.name'), array_job_id: str('slurm.array.job.id'), array_task_id: str('slurm.array.task.id'),
+      start_time: first, end_time: running ? null : last, state: running ? null : 'ENDED', exit_code: null,
+    },
+    1,
+    [...new Set(rows.map((r) => r.node))],
+    now,
+  );
+  const totals = totalsOf(rows, prices);
+  const series = [...perMinute.entries()].sort((a, b) => a[0] - b[0]).map(([m, v]) => [m, Math.round((v.reduce((x, y) => x + y, 0) / v.length) * 1e4) / 1e4] as [number, number]);
+  return { source: 'promql', job, gpus: rows, totals, series, notes: jobNotes(job, rows, totals) };
+}

@@ -1,0 +1,128 @@
+/** Text for people: the job list, and the one-job report with meters, a per-GPU table, a plot and notes. */
+import type { JobListRow } from './list.js';
+import type { JobReport } from './report.js';
+
+const GiB = 1024 ** 3;
+const BARS = '▁▂▃▄▅▆▇█';
+
+export interface Style {
+  bold(s: string): string;
+  warn(s: string): string;
+  dim(s: string): string;
+}
+
+export function style(color: boolean): Style {
+  const w = (code: string) => (s: string) => (color ? `\x1b[${code}m${s}\x1b[0m` : s);
+  return { bold: w('1'), warn: w('33'), dim: w('2') };
+}
+
+export function duration(s: number | null): string {
+  if (s === null) return '-';
+  const d = Math.floor(s / 86400);
+  const h = Math.floor((s % 86400) / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  const sec = Math.floor(s % 60);
+  return `${d ? `${d}-` : ''}${String(h).padStart(2, '0')}:${String(m).padStart(2, '0')}:${String(sec).padStart(2, '0')}`;
+}
+
+const pct = (x: number | null) => (x === null ? '-' : `${Math.round(x * 100)}%`);
+const gib = (x: number | null) => (x === null ? '-' : (x / GiB).toFixed(1));
+
+function table(rows: string[][], st: Style): string[] {
+  const w = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  return rows.map((r, n) => {
+    const line = r.map((c, i) => c.padEnd(w[i]!)).join('  ').trimEnd();
+    return n === 0 ? st.bold(line) : line;
+  });
+}
+
+export function renderList(rows: readonly JobListRow[], st: Style): string {
+  const anyCost = rows.some((r) => r.cost !== null);
+  const out = table(
+    [
+      ['JOBID', 'USER', 'ACCOUNT', 'PARTITION', 'STATE', 'START', 'ELAPSED', 'GPUS', 'GPU-H', 'UTIL', 'PEAK MEM GiB', 'ENERGY kWh', ...(anyCost ? ['COST'] : []), 'PROBLEMS'],
+      ...rows.map((r) => [
+        r.id, r.user ?? '-', r.account ?? '-', r.partition ?? '-', r.state, r.start ? r.start.slice(0, 16).replace('T', ' ') : '-', duration(r.elapsed_s),
+        String(r.gpus), r.gpu_hours.toFixed(2), pct(r.util_mean), gib(r.mem_peak_bytes), r.energy_kwh.toFixed(3), ...(anyCost ? [r.cost === null ? '-' : r.cost.toFixed(2)] : []),
+        r.problems.join(',') || '-',
+      ]),
+    ],
+    st,
+  );
+  return out.map((l, i) => (i > 0 && rows[i - 1]!.problems.length ? st.warn(l) : l)).join('\n') + '\n';
+}
+
+function meter(label: string, frac: number | null, st: Style, width = 50): string {
+  if (frac === null) return `  ${label.padEnd(20)} [${' '.repeat(width)}]   -`;
+  const n = Math.round(Math.min(1, Math.max(0, frac)) * width);
+  const bar = '|'.repeat(n) + ' '.repeat(width - n);
+  const text = `  ${label.padEnd(20)} [${bar}] ${String(Math.round(frac * 100)).padStart(3)}%`;
+  return frac < 0.25 ? st.warn(text) : text;
+}
+
+/** Mean utilization per minute as one line of block characters (at most width columns). */
+export function sparkline(series: readonly [number, number][], width = 60): string {
+  if (series.length === 0) return '';
+  const per = Math.ceil(series.length / width);
+  const cols: number[] = [];
+  for (let i = 0; i < series.length; i += per) {
+    const part = series.slice(i, i + per);
+    cols.push(part.reduce((a, [, v]) => a + v, 0) / part.length);
+  }
+  return cols.map((v) => BARS[Math.min(BARS.length - 1, Math.round(v * (BARS.length - 1)))]).join('');
+}
+
+export function renderReport(r: JobReport, st: Style): string {
+  const j = r.job;
+  const out: string[] = [];
+  out.push(st.bold(`Job ${j.id}${j.name ? ` (${j.name})` : ''}`) + st.dim(`   source: ${r.source === 'store' ? 'this node\'s l9gpu store' : 'PromQL backend'}`));
+  out.push(`  user/account   ${j.user ?? '?'}${j.uid !== null ? ` (${j.uid})` : ''} / ${j.account ?? '-'}`);
+  out.push(`  state          ${j.state}${j.exit_code !== null ? `, exit code ${j.exit_code}` : ''}${j.earlier_runs ? ` (run ${j.run}; ${j.earlier_runs} earlier run(s): requeued)` : ''}`);
+  out.push(`  partition      ${j.partition ?? '-'}${j.qos ? ` / QOS ${j.qos}` : ''}${j.cluster ? `   cluster ${j.cluster}` : ''}`);
+  out.push(`  node(s)        ${j.nodes.join(', ')}`);
+  const models = [...new Set(r.gpus.map((g) => g.model ?? '?'))];
+  out.push(`  GPUs           ${r.gpus.length} x ${models.join(', ')}`);
+  out.push(`  start          ${j.start ?? '-'}${j.end ? `   end ${j.end}` : ''}   run time ${duration(j.elapsed_s)}`);
+  out.push('', st.bold('Overall'));
+  const t = r.totals;
+  out.push(meter('GPU utilization', t.util_mean, st));
+  const memFrac = t.mem_peak_bytes !== null ? t.mem_peak_bytes / Math.max(1, ...r.gpus.map((g) => g.figures.memTotal ?? 0)) : null;
+  out.push(meter('GPU memory (peak)', memFrac, st));
+  out.push(`  GPU-hours ${t.gpu_hours.toFixed(2)}   energy ${t.energy_kwh.toFixed(3)} kWh (${Math.round(t.energy_j)} J)${t.cost !== null ? `   cost ${t.cost.toFixed(2)} ${t.currency}` : ''}`);
+  out.push('', st.bold('Per GPU'));
+  out.push(
+    ...table(
+      [
+        ['NODE', 'GPU', 'UUID', 'UTIL mean/max', 'MEM peak/total GiB', 'ENERGY kWh', 'POWER mean/max W', 'TEMP max', 'THROTTLED', 'XID'],
+        ...r.gpus.map((g) => {
+          const f = g.figures;
+          const thr = Object.entries(f.throttledS).filter(([, s]) => s > 0).map(([c, s]) => `${c} ${Math.round(s)}s`).join(',');
+          return [
+            g.node, g.index === null ? '-' : String(g.index), g.uuid + (g.shared ? ' (shared)' : ''), `${pct(f.utilMean)}/${pct(f.utilMax)}`,
+            `${gib(f.memUsedMax)}/${gib(f.memTotal)}`, (f.energyJ / 3.6e6).toFixed(3),
+            `${f.powerMean === null ? '-' : Math.round(f.powerMean)}/${f.powerMax === null ? '-' : Math.round(f.powerMax)}`,
+            f.tempMax === null ? '-' : `${f.tempMax}C`, thr || '-', Object.entries(f.xid).map(([c, n]) => `${c}x${n}`).join(',') || '-',
+          ];
+        }),
+      ],
+      st,
+    ).map((l) => `  ${l}`),
+  );
+  if (r.series.length > 1) {
+    out.push('', st.bold('GPU utilization over the job') + st.dim(` (per minute, ${r.series.length} min)`));
+    out.push(`  ${sparkline(r.series)}`);
+  }
+  out.push('', st.bold('Notes'));
+  if (r.notes.length === 0) out.push('  none: the GPUs were well used');
+  for (const n of r.notes) out.push(n.level === 'warn' ? st.warn(`  ! ${n.text}`) : `  - ${n.text}`);
+  return out.join('\n') + '\n';
+}
+
+export function renderCsv(rows: readonly JobListRow[]): string {
+  const cols = ['id', 'user', 'account', 'partition', 'state', 'start', 'elapsed_s', 'gpus', 'gpu_hours', 'util_mean', 'mem_peak_bytes', 'energy_kwh', 'cost', 'problems'] as const;
+  const esc = (v: unknown) => {
+    const s = v === null || v === undefined ? '' : Array.isArray(v) ? v.join(';') : String(v);
+    return /[",\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+  };
+  return [cols.join(','), ...rows.map((r) => cols.map((c) => esc(r[c])).join(','))].join('\n') + '\n';
+}

@@ -1,0 +1,189 @@
+/**
+ * The per-job report `l9gpu jobs show` prints, whatever the source (this
+ * node's store, or a PromQL backend for a multi-node job): a header, one row
+ * per GPU with the rollup figures, totals, a utilization series and notes.
+ */
+import type { Config } from '../config/load.js';
+import type { Attributes } from '../metrics/model.js';
+import type { Db } from '../store/open.js';
+import { emptyRollup, figures, type GpuFigures, type GpuRollup } from './rollup.js';
+import { jobNotes, type Note } from './notes.js';
+
+export interface JobHeader {
+  id: string;
+  job_id: string;
+  run: string;
+  user: string | null;
+  uid: number | null;
+  account: string | null;
+  partition: string | null;
+  qos: string | null;
+  name: string | null;
+  cluster: string | null;
+  state: string;
+  start: string | null;
+  end: string | null;
+  elapsed_s: number | null;
+  exit_code: number | null;
+  nodes: string[];
+  earlier_runs: number;
+}
+
+export interface GpuRow {
+  node: string;
+  uuid: string;
+  model: string | null;
+  index: number | null;
+  shared: boolean;
+  figures: GpuFigures;
+}
+
+export interface Totals {
+  gpus: number;
+  gpu_hours: number;
+  util_mean: number | null;
+  mem_peak_bytes: number | null;
+  energy_j: number;
+  energy_kwh: number;
+  cost: number | null;
+  currency: string | null;
+}
+
+export interface JobReport {
+  source: 'store' | 'promql';
+  job: JobHeader;
+  gpus: GpuRow[];
+  totals: Totals;
+  /** Mean utilization of the job's GPUs per minute (ms, 0..1). */
+  series: [number, number][];
+  notes: Note[];
+}
+
+export interface Prices {
+  perGpuHour: number | null;
+  perModel: [string, number][];
+  perKwh: number | null;
+  currency: string;
+}
+
+export function pricesFrom(cfg: Config): Prices {
+  return {
+    perGpuHour: cfg.num('jobs', 'gpu_hour_price'),
+    perModel: Object.entries(cfg.map('jobs', 'gpu_hour_prices')).map(([k, v]) => [k, Number(v)]),
+    perKwh: cfg.num('jobs', 'kwh_price'),
+    currency: cfg.str('jobs', 'currency') ?? 'USD',
+  };
+}
+
+/** Array tasks print as ARRAYID_TASKID, like squeue and sacct. */
+export function displayId(jobId: string, arrayJobId: string | null, arrayTaskId: string | null): string {
+  return arrayJobId && arrayTaskId !== null ? `${arrayJobId}_${arrayTaskId}` : jobId;
+}
+
+export function totalsOf(gpus: readonly GpuRow[], prices: Prices | null): Totals {
+  let covered = 0;
+  let utilWeighted = 0;
+  let gpuHours = 0;
+  let energy = 0;
+  let memPeak: number | null = null;
+  let cost = 0;
+  let priced = false;
+  for (const g of gpus) {
+    const f = g.figures;
+    gpuHours += f.gpuHours;
+    energy += f.energyJ;
+    if (f.utilMean !== null) {
+      utilWeighted += f.utilMean * f.seconds;
+      covered += f.seconds;
+    }
+    if (f.memUsedMax !== null) memPeak = memPeak === null ? f.memUsedMax : Math.max(memPeak, f.memUsedMax);
+    if (prices) {
+      const model = prices.perModel.find(([k]) => g.model?.includes(k))?.[1] ?? prices.perGpuHour;
+      if (model !== null) {
+        cost += model * f.gpuHours;
+        priced = true;
+      }
+    }
+  }
+  const kwh = energy / 3.6e6;
+  if (prices?.perKwh !== null && prices?.perKwh !== undefined) {
+    cost += prices.perKwh * kwh;
+    priced = true;
+  }
+  const r6 = (x: number) => Math.round(x * 1e6) / 1e6;
+  return {
+    gpus: gpus.length,
+    gpu_hours: r6(gpuHours),
+    util_mean: covered > 0 ? r6(utilWeighted / covered) : null,
+    mem_peak_bytes: memPeak,
+    energy_j: Math.round(energy * 1000) / 1000,
+    energy_kwh: r6(kwh),
+    cost: priced ? Math.round(cost * 100) / 100 : null,
+    currency: priced ? prices!.currency : null,
+  };
+}
+
+interface JobRow {
+  job_id: string; run_key: string; user: string | null; uid: number | null; account: string | null; partition: string | null; qos: string | null; name: string | null;
+  cluster: string | null; array_job_id: string | null; array_task_id: string | null; start_time: number | null; end_time: number | null; state: string | null; exit_code: number | null;
+}
+
+export function jobState(row: { end_time: number | null; state: string | null }): string {
+  return row.end_time === null ? 'RUNNING' : row.state ?? 'ENDED';
+}
+
+/** Finds a job by raw id ("123") or array form ("122_4"): its latest run. */
+export function findJob(db: Db, id: string): { row: JobRow; runs: number } | undefined {
+  const m = /^(\d+)_(\d+)$/.exec(id);
+  const rows = (m
+    ? db.prepare('SELECT * FROM jobs WHERE array_job_id = ? AND array_task_id = ? ORDER BY start_time DESC').all(m[1], m[2])
+    : db.prepare('SELECT * FROM jobs WHERE job_id = ? ORDER BY start_time DESC').all(id)) as JobRow[];
+  return rows[0] ? { row: rows[0], runs: rows.length } : undefined;
+}
+
+export function headerOf(row: JobRow, runs: number, nodes: string[], now = Date.now()): JobHeader {
+  const iso = (t: number | null) => (t === null ? null : new Date(t).toISOString());
+  return {
+    id: displayId(row.job_id, row.array_job_id, row.array_task_id),
+    job_id: row.job_id,
+    run: row.run_key,
+    user: row.user, uid: row.uid, account: row.account, partition: row.partition, qos: row.qos, name: row.name, cluster: row.cluster,
+    state: jobState(row),
+    start: iso(row.start_time),
+    end: iso(row.end_time),
+    elapsed_s: row.start_time === null ? null : Math.round(((row.end_time ?? now) - row.start_time) / 1000),
+    exit_code: row.exit_code,
+    nodes,
+    earlier_runs: runs - 1,
+  };
+}
+
+/** The report of a job from this node's store. */
+export function reportFromStore(db: Db, row: JobRow, runs: number, node: string, prices: Prices | null): JobReport {
+  const rows = db
+    .prepare(`SELECT b.gpu_uuid AS uuid, b.shared AS shared, g.model AS model, g.identity AS identity, g.state AS state FROM bindings b
+              LEFT JOIN job_gpu g ON g.job_id = b.job_id AND g.run_key = b.run_key AND g.gpu_uuid = b.gpu_uuid
+              WHERE b.job_id = ? AND b.run_key = ? ORDER BY b.gpu_uuid`)
+    .all(row.job_id, row.run_key) as { uuid: string; shared: number; model: string | null; identity: string | null; state: string | null }[];
+  const inv = db.prepare('SELECT model, vendor_index AS idx FROM gpus WHERE uuid = ?');
+  const gpus: GpuRow[] = rows.map((r) => {
+    const identity = r.identity ? (JSON.parse(r.identity) as Attributes) : {};
+    const known = inv.get(r.uuid) as { model: string | null; idx: number | null } | undefined;
+    const f = r.state ? figures(JSON.parse(r.state) as GpuRollup) : figures(emptyRollup());
+    return {
+      node,
+      uuid: r.uuid,
+      model: r.model ?? known?.model ?? null,
+      index: typeof identity['gpu.index'] === 'number' ? identity['gpu.index'] : known?.idx ?? null,
+      shared: !!r.shared || f.shareMean < 1,
+      figures: f,
+    };
+  });
+  const series = db
+    .prepare(`SELECT minute, SUM(util_sum) / SUM(n) AS util FROM job_gpu_series WHERE job_id = ? AND run_key = ? GROUP BY minute ORDER BY minute`)
+    .all(row.job_id, row.run_key) as { minute: number; util: number }[];
+  const job = headerOf(row, runs, [node]);
+  const totals = totalsOf(gpus, prices);
+  return { source: 'store', job, gpus, totals, series: series.map((s) => [s.minute * 60_000, Math.round(s.util * 1e4) / 1e4]), notes: jobNotes(job, gpus, totals) };
+}
+

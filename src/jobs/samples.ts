@@ -1,0 +1,49 @@
+/**
+ * Points of one collection -> one GpuSample per GPU UUID: the rollup's input,
+ * built the same way from the daemon's batches and from series a PromQL
+ * backend returns (see promql.ts).
+ */
+import type { Attributes } from '../metrics/model.js';
+import type { GpuSample } from './rollup.js';
+
+export interface SamplePoint {
+  name: string;
+  value: number;
+  attributes: Attributes;
+}
+
+/** Adds one point to the sample of its GPU; false for points the rollup does not use. */
+export function addToSample(s: GpuSample, p: SamplePoint): boolean {
+  const a = p.attributes;
+  switch (p.name) {
+    case 'gpu.utilization': s.util = p.value; return true;
+    case 'gpu.memory.utilization': s.memUtil = p.value; return true;
+    case 'gpu.memory.used': s.memUsed = p.value; return true;
+    case 'gpu.memory.total': s.memTotal = p.value; return true;
+    case 'gpu.power.draw': s.power = p.value; return true;
+    case 'gpu.energy.consumption': s.energy = p.value; return true;
+    case 'gpu.temperature': s.temp = s.temp === undefined ? p.value : Math.max(s.temp, p.value); return true;
+    case 'gpu.throttle.active': (s.throttle ??= {})[String(a['gpu.throttle.cause'])] = p.value; return true;
+    case 'gpu.xid.errors': (s.xid ??= {})[String(a['gpu.xid.code'])] = p.value; return true;
+    case 'gpu.ecc.errors':
+      if (a['gpu.ecc.scope'] !== 'volatile') return false;
+      if (a['error.type'] === 'corrected') s.eccCorrected = p.value;
+      else if (a['error.type'] === 'uncorrected') s.eccUncorrected = p.value;
+      return true;
+    default:
+      return false;
+  }
+}
+
+/** GPU samples of one collection, keyed by UUID (MIG instances by their MIG UUID). */
+export function samplesFromPoints<P extends { value: number; attributes: Attributes }>(points: readonly P[], t: number, nameOf: (p: P) => string): Map<string, GpuSample> {
+  const out = new Map<string, GpuSample>();
+  for (const p of points) {
+    const uuid = p.attributes['gpu.uuid'];
+    if (typeof uuid !== 'string') continue;
+    let s = out.get(uuid);
+    if (!s) out.set(uuid, (s = { t }));
+    addToSample(s, { name: nameOf(p), value: p.value, attributes: p.attributes });
+  }
+  return out;
+}
