@@ -69,6 +69,11 @@ async function gresIdx(jobId: string): Promise<number[]> {
   });
 }
 
+/** Waits until no job runs: cases that count the jobs on a GPU start from an idle node. */
+async function idle(): Promise<void> {
+  await waitFor('an idle cluster', async () => (await cluster.cmd(['squeue', '-h', '-t', 'R,CG,CF', '-o', '%A'])).trim() === '', 60_000, 200);
+}
+
 async function pidsOf(jobId: string): Promise<number[]> {
   const out = await waitFor(`pids of ${jobId}`, async () => {
     const o = await cluster.cmd(['scontrol', 'listpids', jobId]).catch(() => '');
@@ -231,6 +236,7 @@ test('an array job: each task is its own job, the array ids are filled by the re
 });
 
 test('two jobs sharing one GPU through shards: both bound, points per job, shares from per-process memory', async () => {
+  await idle();
   const [s1, s2] = await Promise.all([cluster.sbatch(['--gres=shard:1', '--wrap', 'sleep 30']), cluster.sbatch(['--gres=shard:1', '--wrap', 'sleep 30'])]);
   await Promise.all([cluster.waitState(s1, ['RUNNING']), cluster.waitState(s2, ['RUNNING'])]);
   const [g1] = (await gresIdx(s1)).map(uuidOfGres);
@@ -294,6 +300,7 @@ const show = async (id: string, extra: string[] = [], user?: string): Promise<Re
 };
 
 test('l9gpu jobs: exact figures for a 2-GPU job with an idle GPU, two concurrent jobs and a shared GPU; PromQL agrees with the store', async () => {
+  await idle();
   const multi = await cluster.sbatch(['--gres=gpu:2', '-J', 'two-gpus', '--wrap', 'sleep 6']);
   const single = await cluster.sbatch(['--gres=gpu:1', '--wrap', 'sleep 6']);
   const [sh1, sh2] = await Promise.all([cluster.sbatch(['--gres=shard:1', '--wrap', 'sleep 6']), cluster.sbatch(['--gres=shard:1', '--wrap', 'sleep 6'])]);
@@ -302,6 +309,8 @@ test('l9gpu jobs: exact figures for a 2-GPU job with an idle GPU, two concurrent
   const idx = Object.fromEntries(await Promise.all(ids.map(async (j) => [j, await gresIdx(j)] as const)));
   await Promise.all(ids.map((j) => cluster.waitState(j, ['COMPLETED'], 60_000)));
   await waitFor('bindings closed', () => ids.every((j) => bindings(j).every((b) => b.end_time !== null)));
+  // the epilog cannot tell COMPLETED from CANCELLED: the state comes from sacct a few seconds later
+  await waitFor('states from sacct', () => ids.every((j) => job(j)?.state === 'COMPLETED'), 30_000);
 
   for (const j of ids) {
     const r = await show(j);
@@ -336,8 +345,8 @@ test('l9gpu jobs: exact figures for a 2-GPU job with an idle GPU, two concurrent
     assert.deepEqual(p.job.nodes, [NODE]);
   }
   const m = await show(multi);
-  const idle = m.gpus.find((g) => g.figures.utilMax === 0);
-  assert.ok(idle, 'the 2-GPU job got the idle GPU (GRES index 1)');
+  const idleGpu = m.gpus.find((g) => g.figures.utilMax === 0);
+  assert.ok(idleGpu, 'the 2-GPU job got the idle GPU (GRES index 1)');
   assert.equal(m.totals.util_mean, (UTIL[idx[multi]![0]!]! + UTIL[idx[multi]![1]!]!) / 200);
   assert.ok(m.notes.some((n) => n.code === 'too-short'), 'a 6 s job is too short to judge');
   const s1 = await show(sh1);
