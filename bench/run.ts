@@ -4,6 +4,7 @@
  */
 import { benchDaemon } from './daemon.js';
 import { benchHooks } from './hooks.js';
+import { benchJobs } from './jobs.js';
 import { benchNvml } from './nvml.js';
 import { benchPipeline } from './pipeline.js';
 
@@ -36,6 +37,16 @@ line('epilog / bare: p50, p99', `${fmt(h.epilog.p50 / h.bare.p50, 2)}x, ${fmt(h.
 const c = h.concurrent;
 line(`${c.prologs} concurrent prologs: failed, jobs, bindings`, `${c.failed}, ${c.jobs}, ${c.bindings}`, `0, ${c.prologs}, ${2 * c.prologs}`, c.failed === 0 && c.jobs === c.prologs && c.bindings === 2 * c.prologs);
 line(`${c.prologs} concurrent prologs: wall time`, ms(c.wallMs), '(info)', true);
+
+const j = benchJobs(Number(process.env.BENCH_JOBS ?? 100_000));
+line(`jobs: store of ${fmt(j.jobs)} jobs, ${fmt(j.bindings)} GPU bindings`, `${fmt(j.buildS, 1)} s to build`, '(info)', true);
+line('jobs: list query (newest 100)', ms(j.listMs), '< 50 ms', j.listMs < 50);
+line('jobs: filtered list query (user, account, state, since)', ms(j.filterMs), '< 50 ms', j.filterMs < 50);
+line('jobs: show query (one job)', ms(j.showMs), '< 50 ms', j.showMs < 50);
+line('l9gpu --version wall time', ms(j.versionWallMs), '(reference)', true);
+line('l9gpu jobs wall time (above --version)', `${ms(j.listWallMs)} (+${fmt(j.listWallMs - j.versionWallMs, 1)})`, '<= +150 ms', j.listWallMs - j.versionWallMs <= 150);
+line('l9gpu jobs show wall time (above --version)', `${ms(j.showWallMs)} (+${fmt(j.showWallMs - j.versionWallMs, 1)})`, '<= +150 ms', j.showWallMs - j.versionWallMs <= 150);
+line('rollup: per tick, 8 GPUs with a job each', ms(j.rollupTickMs), '< 2 ms', j.rollupTickMs < 2);
 
 const d = await benchDaemon(Number(process.env.BENCH_DAEMON_SECONDS ?? 60), 10);
 line(`daemon (8 sim GPUs + host, 10 s): CPU of one core`, `${fmt(d.cpuPercentOfOneCore, 3)} %`, '<= 0.5 %', d.cpuPercentOfOneCore <= 0.5);

@@ -1,0 +1,122 @@
+/**
+ * `l9gpu jobs` over a store of 100k jobs: query times in-process (list,
+ * filtered list, show), the commands' wall time next to `l9gpu --version`,
+ * and the daemon's per-tick rollup cost for 8 GPUs.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { performance } from 'node:perf_hooks';
+import { emptyRollup, step } from '../src/jobs/rollup.js';
+import { listJobs } from '../src/jobs/list.js';
+import { findJob, reportFromStore } from '../src/jobs/report.js';
+import { openStore, openStoreReadOnly } from '../src/store/open.js';
+import { RollupWriter } from '../slurm/rollups.js';
+
+const CLI = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
+const USERS = Array.from({ length: 200 }, (_, i) => `user${i}`);
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+function time(fn: () => unknown, n = 21): number {
+  fn();
+  const ts: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t = performance.now();
+    fn();
+    ts.push(performance.now() - t);
+  }
+  return median(ts);
+}
+
+function wall(args: string[], env: NodeJS.ProcessEnv, n = 9): number {
+  spawnSync(process.execPath, [CLI, ...args], { env });
+  const ts: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t = performance.now();
+    const r = spawnSync(process.execPath, [CLI, ...args], { env });
+    if (r.status !== 0) throw new Error(`l9gpu ${args.join(' ')}: ${r.stderr}`);
+    ts.push(performance.now() - t);
+  }
+  return median(ts);
+}
+
+export interface JobsBenchResult {
+  jobs: number;
+  bindings: number;
+  buildS: number;
+  listMs: number;
+  filterMs: number;
+  showMs: number;
+  versionWallMs: number;
+  listWallMs: number;
+  showWallMs: number;
+  rollupTickMs: number;
+}
+
+export function benchJobs(jobs = 100_000): JobsBenchResult {
+  const dir = mkdtempSync(join(tmpdir(), 'l9gpu-bench-jobs-'));
+  const state = join(dir, 'state');
+  const db = openStore(state);
+  const t0 = performance.now();
+  const now = Date.now();
+  // a realistic rollup state: a 30-sample fold
+  const r = emptyRollup();
+  for (let i = 0; i < 30; i++) step(r, { t: i * 10_000, util: 0.6, memUsed: 40e9, memTotal: 80e9, power: 450, energy: i * 4500, temp: 60, throttle: { power: 0, thermal: 0, hw: 0, sw: 0 } }, 25_000);
+  const stateJson = JSON.stringify(r);
+  const insJob = db.prepare(`INSERT INTO jobs (job_id, run_key, cluster, user, uid, account, partition, name, start_time, end_time, state, exit_code, source, updated_at) VALUES (?, 'r0', 'bench', ?, ?, ?, ?, ?, ?, ?, 'COMPLETED', 0, 'prolog', ?)`);
+  const insBind = db.prepare(`INSERT INTO bindings (job_id, run_key, gpu_uuid, start_time, end_time, source, closed_by) VALUES (?, 'r0', ?, ?, ?, 'prolog', 'epilog')`);
+  const insGpu = db.prepare(`INSERT INTO job_gpu (job_id, run_key, gpu_uuid, model, identity, samples, covered_s, gpu_hours, util_mean, mem_used_max, mem_total, energy_j, state, updated_at) VALUES (?, 'r0', ?, 'NVIDIA H100 80GB HBM3', '{}', 30, 290, 0.08, 0.6, 4e10, 8e10, 130500, ?, ?)`);
+  let bindings = 0;
+  db.transaction(() => {
+    for (let i = 0; i < jobs; i++) {
+      const start = now - (jobs - i) * 60_000;
+      const u = USERS[i % USERS.length]!;
+      insJob.run(String(1_000_000 + i), u, 10_000 + (i % USERS.length), `acct${i % 20}`, i % 5 ? 'gpu' : 'debug', `job-${i}`, start, start + 300_000, start + 300_000);
+      const n = 1 + (i % 8 === 0 ? 7 : i % 3);
+      for (let g = 0; g < n; g++) {
+        insBind.run(String(1_000_000 + i), `GPU-${g}`, start, start + 300_000);
+        insGpu.run(String(1_000_000 + i), `GPU-${g}`, stateJson, start + 300_000);
+        bindings++;
+      }
+    }
+  })();
+  db.close();
+  const buildS = (performance.now() - t0) / 1000;
+
+  const ro = openStoreReadOnly(state);
+  const listMs = time(() => listJobs(ro, { state: 'all', limit: 100 }, 'bench', null));
+  const filterMs = time(() => listJobs(ro, { user: 'user42', state: 'completed', account: 'acct2', since: now - 7 * 86_400_000, limit: 100 }, 'bench', null));
+  const showMs = time(() => {
+    const f = findJob(ro, String(1_000_000 + jobs / 2))!;
+    return reportFromStore(ro, f.row, f.runs, 'bench', null);
+  });
+  ro.close();
+
+  const cfg = join(dir, 'l9gpu.ini');
+  writeFileSync(cfg, `[daemon]\nstate_dir = ${state}\n`);
+  const env = { ...process.env, L9GPU_CONFIG: cfg };
+  const versionWallMs = wall(['--version'], env);
+  const listWallMs = wall(['jobs'], env);
+  const showWallMs = wall(['jobs', 'show', String(1_000_000 + jobs / 2)], env);
+
+  // the daemon's rollup: 8 GPUs with a job each, one transaction per tick
+  const live = openStore(join(dir, 'live'));
+  const w = new RollupWriter(live);
+  const samples = new Map(Array.from({ length: 8 }, (_, g) => [`GPU-${g}`, { t: 0, util: 0.7, memUtil: 0.3, memUsed: 5e10, memTotal: 8e10, power: 500, energy: 0, temp: 65, throttle: { power: 0, thermal: 0, hw: 0, sw: 0 }, eccCorrected: 0, eccUncorrected: 0 }]));
+  const ids = new Map(Array.from({ length: 8 }, (_, g) => [`GPU-${g}`, { 'gpu.uuid': `GPU-${g}`, 'gpu.model': 'H100' }]));
+  const binds = new Map(Array.from({ length: 8 }, (_, g) => [`GPU-${g}`, [{ jobId: String(g), runKey: 'r0', share: 1 }]]));
+  let tick = 0;
+  const rollupTickMs = time(() => {
+    tick++;
+    for (const s of samples.values()) {
+      s.t = tick * 10_000;
+      s.energy = tick * 5000;
+    }
+    w.record(samples, ids, binds, 25_000, tick * 10_000);
+  }, 301);
+  live.close();
+  return { jobs, bindings, buildS, listMs, filterMs, showMs, versionWallMs, listWallMs, showWallMs, rollupTickMs };
+}

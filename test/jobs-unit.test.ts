@@ -1,0 +1,97 @@
+/** The rollup fold and the notes on exact inputs. */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { emptyRollup, figures, step } from '../src/jobs/rollup.js';
+import { jobNotes } from '../src/jobs/notes.js';
+import { totalsOf, type GpuRow, type JobHeader } from '../src/jobs/report.js';
+import { parseSince } from '../src/jobs/cli.js';
+import { sparkline } from '../src/jobs/render.js';
+
+const G = 1024 ** 3;
+
+test('the fold: means, maxima, covered time with capped gaps, energy from counter deltas at the share, resets', () => {
+  const r = emptyRollup();
+  const samples = [
+    { t: 0, util: 0.5, memUsed: 10 * G, power: 300, energy: 1000, temp: 50, share: 0.5 },
+    { t: 10_000, util: 1, memUsed: 20 * G, power: 500, energy: 4000, temp: 60, share: 0.5 },
+    { t: 20_000, util: 0.5, memUsed: 15 * G, power: 400, energy: 7000, temp: 55, share: 0.5 },
+    // the daemon was down 5 minutes: the gap counts only up to the cap
+    { t: 320_000, util: 0.5, memUsed: 15 * G, power: 400, energy: 9000, share: 0.5 },
+    // driver reload: the counter starts over, a new base, no negative energy
+    { t: 330_000, util: 0.5, memUsed: 15 * G, power: 400, energy: 100, share: 0.5 },
+    { t: 340_000, util: 0.5, memUsed: 15 * G, power: 400, energy: 2100, share: 0.5 },
+  ];
+  for (const s of samples) step(r, s, 25_000);
+  step(r, { t: 340_000, util: 1 }, 25_000); // the same timestamp again: ignored
+  const f = figures(r);
+  assert.equal(f.samples, 6);
+  assert.equal(f.seconds, 10 + 10 + 25 + 10 + 10);
+  assert.equal(f.utilMean, Math.round((3.5 / 6) * 1e6) / 1e6, 'rounded to 6 decimals in reports');
+  assert.equal(f.utilMax, 1);
+  assert.equal(f.memUsedMax, 20 * G);
+  assert.equal(f.energyJ, ((4000 - 1000) + (7000 - 4000) + (9000 - 7000) + (2100 - 100)) * 0.5);
+  assert.equal(f.energySource, 'counter');
+  assert.equal(f.powerMean, 400);
+  assert.equal(f.tempMax, 60);
+  assert.equal(f.shareMean, 0.5);
+  assert.equal(f.gpuHours, Math.round((65 * 0.5) / 3600 * 1e6) / 1e6);
+});
+
+test('the fold: power integrated when there is no energy counter; throttled time; Xid and ECC as deltas from the first sample', () => {
+  const r = emptyRollup();
+  step(r, { t: 0, power: 100, throttle: { power: 0, thermal: 0 }, xid: { '13': 2 }, eccCorrected: 5, eccUncorrected: 0 }, 60_000);
+  step(r, { t: 10_000, power: 300, throttle: { power: 1, thermal: 0 }, xid: { '13': 2 }, eccCorrected: 7, eccUncorrected: 1 }, 60_000);
+  step(r, { t: 20_000, power: 300, throttle: { power: 1, thermal: 1 }, xid: { '13': 3, '79': 1 }, eccCorrected: 7, eccUncorrected: 1 }, 60_000);
+  const f = figures(r);
+  assert.equal(f.energyJ, ((100 + 300) / 2) * 10 + ((300 + 300) / 2) * 10, 'trapezoid over each gap');
+  assert.equal(f.energySource, 'power');
+  assert.deepEqual(f.throttledS, { power: 20, thermal: 10 });
+  assert.deepEqual(f.xid, { '13': 1, '79': 1 }, 'Xid 13 happened before the job: only the new one counts; 79 is new');
+  assert.equal(f.eccCorrected, 2);
+  assert.equal(f.eccUncorrected, 1);
+});
+
+const header: JobHeader = { id: '1', job_id: '1', run: 'r0', user: 'alice', uid: 1, account: 'a', partition: 'p', qos: null, name: null, cluster: null, state: 'COMPLETED', start: null, end: null, elapsed_s: 3600, exit_code: 0, nodes: ['n1'], earlier_runs: 0 };
+function gpu(uuid: string, over: Partial<GpuRow['figures']> = {}, shared = false): GpuRow {
+  return {
+    node: 'n1', uuid, model: 'H100', index: 0, shared,
+    figures: { samples: 360, seconds: 3600, gpuHours: 1, utilMean: 0.9, utilMax: 1, memUtilMean: 0.5, memUsedMax: 60 * G, memTotal: 80 * G, energyJ: 2e6, energySource: 'counter', powerMean: 550, powerMax: 700, tempMax: 70, throttledS: {}, xid: {}, eccCorrected: 0, eccUncorrected: 0, shareMean: 1, ...over },
+  };
+}
+const codes = (gpus: GpuRow[], h = header) => jobNotes(h, gpus, totalsOf(gpus, null)).map((n) => n.code);
+
+test('notes: a well-used job has none; each problem is named', () => {
+  assert.deepEqual(codes([gpu('GPU-a'), gpu('GPU-b')]), []);
+  const unused = jobNotes(header, [gpu('GPU-aaaaaaaaaaaa1'), gpu('GPU-bbbbbbbbbbbb2', { utilMean: 0, utilMax: 0.001 }), gpu('GPU-cccccccccccc3', { utilMean: 0, utilMax: 0 })], totalsOf([], null));
+  assert.match(unused.find((n) => n.code === 'unused-gpus')!.text, /did not use 2 of 3 GPUs \(GPU-bbbbbbbb, GPU-cccccccc\)/);
+  assert.deepEqual(codes([gpu('GPU-a', { utilMean: 0.1, utilMax: 0.3 })]), ['low-utilization']);
+  assert.deepEqual(codes([gpu('GPU-a', { memUsedMax: 4 * G })]), ['small-memory']);
+  assert.deepEqual(codes([gpu('GPU-a', { throttledS: { thermal: 720, power: 10 } })]), ['throttled']);
+  assert.deepEqual(codes([gpu('GPU-a', { xid: { '79': 1 } })]), ['xid']);
+  assert.deepEqual(codes([gpu('GPU-a', { eccUncorrected: 2 })]), ['ecc']);
+  assert.deepEqual(codes([gpu('GPU-a', { shareMean: 0.5 }, true)]), ['shared']);
+  assert.deepEqual(codes([gpu('GPU-a', { energySource: 'power' })]), ['energy-from-power']);
+  assert.deepEqual(codes([gpu('GPU-a', { seconds: 30, samples: 3, utilMax: 0, utilMean: 0 })]), ['too-short'], 'too short: no utilization verdicts');
+  assert.deepEqual(codes([]), ['no-gpus']);
+});
+
+test('totals: utilization weighted by time, energy summed, cost by model price and kWh', () => {
+  const t = totalsOf([gpu('GPU-a', { utilMean: 1, seconds: 3000 }), gpu('GPU-b', { model: 'x', utilMean: 0.5, seconds: 1000 } as never)], {
+    perGpuHour: 2, perModel: [['H100', 3]], perKwh: 0.5, currency: 'EUR',
+  });
+  assert.equal(t.util_mean, (1 * 3000 + 0.5 * 1000) / 4000);
+  assert.equal(t.energy_j, 4e6);
+  assert.equal(t.cost, Math.round((3 * 1 + 3 * 1 + 0.5 * (4e6 / 3.6e6)) * 100) / 100);
+  assert.equal(t.currency, 'EUR');
+  assert.equal(totalsOf([gpu('GPU-a')], { perGpuHour: null, perModel: [], perKwh: null, currency: 'USD' }).cost, null, 'no prices: no cost');
+});
+
+test('--since spellings, and a sparkline', () => {
+  const now = Date.parse('2026-11-21T12:00:00Z');
+  assert.equal(parseSince('24h', now), now - 86_400_000);
+  assert.equal(parseSince('7d', now), now - 7 * 86_400_000);
+  assert.equal(parseSince('2026-11-01', now), Date.parse('2026-11-01T00:00:00'));
+  assert.throws(() => parseSince('yesterday', now), /--since: "yesterday" is not a time/);
+  assert.equal(sparkline([[0, 0], [1, 0.5], [2, 1]]), '▁▅█');
+  assert.equal(sparkline(Array.from({ length: 120 }, (_, i) => [i, i < 60 ? 0 : 1] as [number, number])).length, 60);
+});
