@@ -86,7 +86,7 @@ export class RollupWriter {
           this.series.run(b.jobId, b.runKey, uuid, Math.floor(s.t / 60_000), s.util ?? 0, s.power ?? 0, s.memUsed ?? null);
         }
       }
-    })();
+    }).immediate();
   }
 
   /** A binding closed: its final figures (for the job-end summary), and it leaves memory. */
@@ -111,6 +111,6 @@ export class RollupWriter {
       this.db.prepare(`DELETE FROM bindings WHERE (job_id, run_key) IN (${old})`).run(cut);
       const jobs = this.db.prepare(`DELETE FROM jobs WHERE end_time IS NOT NULL AND end_time < ?`).run(cut).changes;
       return { series, jobs };
-    })();
+    }).immediate();
   }
 }

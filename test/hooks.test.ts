@@ -4,7 +4,7 @@
  * the live-Slurm tests cannot force.
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -148,4 +148,34 @@ test('the store is readable by other users; the hook log records errors', () => 
   }
   hook('prolog', { ...env });
   assert.match(readFileSync(join(state, 'hooks.log'), 'utf8'), /l9gpu prolog job \?: SLURM_JOB_ID is not set/);
+});
+
+test('hooks racing a writer that commits every few ms (the daemon) all succeed: write transactions take the lock up front', async () => {
+  const { state, env, rows } = setup();
+  mkdirSync(state, { recursive: true });
+  const writer = openStore(state);
+  const inv = (i: number) => ({ uuid: `GPU-w${i}`, vendor: 'nvidia', vendorIndex: i, minor: null, pciBusId: null, model: null, migParent: null, migGi: null, migCi: null });
+  let n = 0;
+  const timer = setInterval(() => upsertInventory(writer, [inv(n++ % 8)]), 2);
+  const run = (kind: 'prolog' | 'epilog', id: number) =>
+    new Promise<number | null>((resolve) =>
+      spawn(join(ROOT, 'slurm', kind), [], { env: { L9GPU_NODE: process.execPath, ...env, SLURM_JOB_ID: String(id), CUDA_VISIBLE_DEVICES: `GPU-${id}`, SLURM_JOB_EXIT_CODE: '0' }, stdio: 'ignore' }).on('exit', resolve),
+    );
+  try {
+    const ids = Array.from({ length: 30 }, (_, i) => 7000 + i);
+    assert.deepEqual(await Promise.all(ids.map((id) => run('prolog', id))), ids.map(() => 0));
+    assert.deepEqual(await Promise.all(ids.map((id) => run('epilog', id))), ids.map(() => 0));
+  } finally {
+    clearInterval(timer);
+    writer.close();
+  }
+  assert.ok(n > 20, `the writer committed ${n} times meanwhile`);
+  assert.equal(rows('SELECT COUNT(*) AS n FROM bindings WHERE end_time IS NOT NULL')[0]!.n, 30, 'every binding opened and closed');
+  let log = '';
+  try {
+    log = readFileSync(join(state, 'hooks.log'), 'utf8');
+  } catch {
+    /* no errors, no log */
+  }
+  assert.doesNotMatch(log, /locked|busy/i);
 });

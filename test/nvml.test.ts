@@ -67,9 +67,9 @@ test('every NVML field arrives with the registry name and unit, converted exactl
   for (const p of pts) assert.ok(['gpu.', 'l9gpu.'].some((x) => p.name.startsWith(x)));
   // every GPU metric of the registry, but for AMD's per-block ECC, the two that need more
   // than one sample or an event (asserted in the Xid/NVLink test below), and the two the
-  // Slurm attribution adds (test/slurm.test.ts)
-  const notNvml = ['gpu.ecc.block.errors', 'gpu.xid.errors', 'gpu.interconnect.throughput', 'gpu.job.share', 'gpu.process.outside_allocation'];
-  const expected = METRICS.filter((m) => m.scope === 'gpu').map((m) => m.name).filter((n) => !notNvml.includes(n));
+  // Slurm attribution adds (gpu.job.*, outside_allocation: test/slurm.test.ts)
+  const notNvml = ['gpu.ecc.block.errors', 'gpu.xid.errors', 'gpu.interconnect.throughput', 'gpu.process.outside_allocation'];
+  const expected = METRICS.filter((m) => m.scope === 'gpu').map((m) => m.name).filter((n) => !notNvml.includes(n) && !n.startsWith('gpu.job.'));
   assert.deepEqual([...new Set(pts.filter((p) => p.name.startsWith('gpu.')).map((p) => p.name))].sort(), expected.sort());
   for (const p of pick(pts, 'gpu.energy.consumption')) assert.equal(p.kind, 'sum');
 });

@@ -13,6 +13,17 @@ export class CliError extends Error {
   }
 }
 
+/** Runs a command body; a CliError becomes one line on stderr and its exit code. */
+export async function reportingCliErrors(exit: (code: number) => never, body: () => Promise<void>): Promise<void> {
+  try {
+    await body();
+  } catch (e) {
+    if (!(e instanceof CliError)) throw e;
+    process.stderr.write(`l9gpu: ${e.message}\n`);
+    exit(e.exitCode);
+  }
+}
+
 export interface JobsContext {
   cfg: Config;
   viewer: Viewer;

@@ -2,6 +2,11 @@
  * Writes and reads of jobs and bindings. One transaction per hook call; every
  * write is idempotent (an epilog twice, an epilog without a prolog, the
  * reconciler opening what a prolog already opened).
+ *
+ * Every write transaction is BEGIN IMMEDIATE: in WAL mode a deferred one that
+ * reads, then writes after another connection committed (the daemon commits
+ * every tick) fails at once with SQLITE_BUSY_SNAPSHOT, without waiting on the
+ * busy timeout. Seen as "database is locked" in epilogs under the real Slurm.
  */
 import type { Db } from './open.js';
 
@@ -72,7 +77,7 @@ export function recordStart(db: Db, j: JobRecord, gpus: readonly GpuBinding[], s
        ON CONFLICT (job_id, run_key, gpu_uuid) DO UPDATE SET shared = MAX(bindings.shared, excluded.shared)`,
     );
     for (const g of gpus) ins.run(j.jobId, j.runKey, g.uuid, start, source, g.shared ? 1 : 0);
-  })();
+  }).immediate();
 }
 
 /**
@@ -100,7 +105,7 @@ export function recordEnd(db: Db, job: JobRecord, end: JobEnd, gpus: readonly Gp
       `UPDATE jobs SET end_time = COALESCE(end_time, @end), state = COALESCE(state, @state), exit_code = COALESCE(exit_code, @code), exit_signal = COALESCE(exit_signal, @sig), updated_at = @now
        WHERE job_id = @job AND run_key = @run`,
     ).run({ end: end.endTime, state: end.state ?? null, code: end.exitCode ?? null, sig: end.exitSignal ?? null, now, job: j.jobId, run: j.runKey });
-  })();
+  }).immediate();
 }
 
 export interface InventoryGpu {
@@ -124,7 +129,7 @@ export function upsertInventory(db: Db, gpus: readonly InventoryGpu[], now = Dat
   );
   db.transaction(() => {
     for (const g of gpus) st.run({ ...g, now });
-  })();
+  }).immediate();
 }
 
 export interface OpenBinding {

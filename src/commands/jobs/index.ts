@@ -1,5 +1,5 @@
 import { Command, Flags } from '@oclif/core';
-import { CliError, jobsContext, openJobsStore, parseSince } from '../../jobs/cli.js';
+import { CliError, jobsContext, openJobsStore, reportingCliErrors, parseSince } from '../../jobs/cli.js';
 import { listJobs } from '../../jobs/list.js';
 import { renderCsv, renderList, style } from '../../jobs/render.js';
 import { pricesFrom } from '../../jobs/report.js';
@@ -31,7 +31,7 @@ For one job in detail: l9gpu jobs show <jobid>.`;
 
   async run(): Promise<void> {
     const { flags } = await this.parse(Jobs);
-    try {
+    await reportingCliErrors((code) => this.exit(code), async () => {
       const ctx = jobsContext(flags.config);
       if (flags.user && flags.user !== ctx.viewer.name && !ctx.viewer.privileged) throw new CliError(`you can only list your own jobs (${ctx.viewer.name}); root and [jobs] admin_group see everyone's`, 1);
       const user = flags.user ?? (ctx.viewer.privileged ? null : ctx.viewer.name);
@@ -42,12 +42,6 @@ For one job in detail: l9gpu jobs show <jobid>.`;
       else if (flags.csv) process.stdout.write(renderCsv(rows));
       else if (rows.length === 0) process.stdout.write(`no jobs${user ? ` of ${user}` : ''} match on this node\n`);
       else process.stdout.write(renderList(rows, style(process.stdout.isTTY === true && !process.env.NO_COLOR)));
-    } catch (e) {
-      if (e instanceof CliError) {
-        process.stderr.write(`l9gpu: ${e.message}\n`);
-        this.exit(e.exitCode);
-      }
-      throw e;
-    }
+    });
   }
 }

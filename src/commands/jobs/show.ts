@@ -1,5 +1,5 @@
 import { Args, Command, Flags } from '@oclif/core';
-import { CliError, jobsContext, openJobsStore } from '../../jobs/cli.js';
+import { CliError, jobsContext, openJobsStore, reportingCliErrors } from '../../jobs/cli.js';
 import { reportFromPromql } from '../../jobs/promql.js';
 import { renderReport, style } from '../../jobs/render.js';
 import { findJob, pricesFrom, reportFromStore, type JobReport } from '../../jobs/report.js';
@@ -25,7 +25,7 @@ the whole multi-node job, per node, with the same figures and notes.`;
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(JobsShow);
-    try {
+    await reportingCliErrors((code) => this.exit(code), async () => {
       if (!/^\d+(_\d+)?$/.test(args.jobid)) throw new CliError(`"${args.jobid}" is not a job id (123 or 122_4)`, 2);
       const ctx = jobsContext(flags.config);
       const prices = pricesFrom(ctx.cfg);
@@ -53,12 +53,6 @@ the whole multi-node job, per node, with the same figures and notes.`;
       }
       if (flags.json) process.stdout.write(JSON.stringify(report, null, 2) + '\n');
       else process.stdout.write(renderReport(report, style(process.stdout.isTTY === true && !process.env.NO_COLOR)));
-    } catch (e) {
-      if (e instanceof CliError) {
-        process.stderr.write(`l9gpu: ${e.message}\n`);
-        this.exit(e.exitCode);
-      }
-      throw e;
-    }
+    });
   }
 }
