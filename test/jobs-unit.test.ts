@@ -5,7 +5,7 @@ import { emptyRollup, figures, step } from '../src/jobs/rollup.js';
 import { jobNotes } from '../src/jobs/notes.js';
 import { totalsOf, type GpuRow, type JobHeader } from '../src/jobs/report.js';
 import { parseSince } from '../src/jobs/cli.js';
-import { sparkline } from '../src/jobs/render.js';
+import { renderReport, sparkline, style } from '../src/jobs/render.js';
 
 const G = 1024 ** 3;
 
@@ -94,4 +94,16 @@ test('--since spellings, and a sparkline', () => {
   assert.throws(() => parseSince('yesterday', now), /--since: "yesterday" is not a time/);
   assert.equal(sparkline([[0, 0], [1, 0.5], [2, 1]]), '▁▅█');
   assert.equal(sparkline(Array.from({ length: 120 }, (_, i) => [i, i < 60 ? 0 : 1] as [number, number])).length, 60);
+});
+
+test('the report text: a multi-node job gets a per-node section; no colours unless asked', () => {
+  const g = (node: string, uuid: string) => ({ ...gpu(uuid), node });
+  const gpus = [g('n1', 'GPU-a'), g('n1', 'GPU-b'), g('n2', 'GPU-c')];
+  const report = { source: 'promql' as const, job: { ...header, nodes: ['n1', 'n2'] }, gpus, totals: totalsOf(gpus, null), series: [[0, 0.5], [60_000, 1]] as [number, number][], notes: [] };
+  const text = renderReport(report, style(false));
+  assert.match(text, /Per node\n\s+NODE\s+GPUS\s+UTIL mean\s+MEM peak GiB\s+ENERGY kWh\s+GPU-H\n\s+n1\s+2\s+90%\s+60\.0\s+1\.111\s+2\.00\n\s+n2\s+1\s+90%/);
+  assert.match(text, /source: PromQL backend/);
+  assert.doesNotMatch(text, /\x1b\[/);
+  assert.match(renderReport(report, style(true)), /\x1b\[1mJob 1/);
+  assert.match(text, /GPU utilization over the job \(per minute, 2 min\)\n\s+▅█/);
 });

@@ -1,6 +1,6 @@
 /** Text for people: the job list, and the one-job report with meters, a per-GPU table, a plot and notes. */
 import type { JobListRow } from './list.js';
-import type { JobReport } from './report.js';
+import { totalsOf, type JobReport } from './report.js';
 
 const GiB = 1024 ** 3;
 const BARS = '▁▂▃▄▅▆▇█';
@@ -89,6 +89,21 @@ export function renderReport(r: JobReport, st: Style): string {
   const memFrac = t.mem_peak_bytes !== null ? t.mem_peak_bytes / Math.max(1, ...r.gpus.map((g) => g.figures.memTotal ?? 0)) : null;
   out.push(meter('GPU memory (peak)', memFrac, st));
   out.push(`  GPU-hours ${t.gpu_hours.toFixed(2)}   energy ${t.energy_kwh.toFixed(3)} kWh (${Math.round(t.energy_j)} J)${t.cost !== null ? `   cost ${t.cost.toFixed(2)} ${t.currency}` : ''}`);
+  if (j.nodes.length > 1) {
+    out.push('', st.bold('Per node'));
+    out.push(
+      ...table(
+        [
+          ['NODE', 'GPUS', 'UTIL mean', 'MEM peak GiB', 'ENERGY kWh', 'GPU-H'],
+          ...j.nodes.map((n) => {
+            const t = totalsOf(r.gpus.filter((g) => g.node === n), null);
+            return [n, String(t.gpus), pct(t.util_mean), gib(t.mem_peak_bytes), t.energy_kwh.toFixed(3), t.gpu_hours.toFixed(2)];
+          }),
+        ],
+        st,
+      ).map((l) => `  ${l}`),
+    );
+  }
   out.push('', st.bold('Per GPU'));
   out.push(
     ...table(
