@@ -3,6 +3,7 @@
  * keeps them running; reload swaps only what changed, so a reload that leaves
  * [otlp] alone keeps its retry queue and connection.
  */
+import { noneProvider } from '../src/attribution/provider.js';
 import { createAttribution } from './attribution.js';
 import type { Config } from '../src/config/load.js';
 import type { Logger } from '../src/log.js';
@@ -36,7 +37,16 @@ export class Agent {
   pluginNames: string[] = [];
 
   constructor(private cfg: Config, private readonly log: Logger) {
-    this.pipeline = new Pipeline(createAttribution(cfg, log), [], log);
+    this.pipeline = new Pipeline(noneProvider, [], log);
+  }
+
+  private attributionReady = false;
+
+  /** Builds the attribution provider once (start, once); reload swaps it when its settings change. */
+  private async initAttribution(): Promise<void> {
+    if (this.attributionReady) return;
+    this.pipeline.attribution = await createAttribution(this.cfg, this.log);
+    this.attributionReady = true;
   }
 
   get config(): Config {
@@ -151,6 +161,7 @@ export class Agent {
   }
 
   async start(): Promise<void> {
+    await this.initAttribution();
     await this.build();
     this.running = true;
     for (const r of this.allRunners()) r.start();
@@ -158,6 +169,7 @@ export class Agent {
 
   /** --once: every enabled plugin once, then the self-metrics, then every sink flushed. */
   async once(): Promise<string[]> {
+    await this.initAttribution();
     await this.build();
     await Promise.all([...this.runners.values()].map((h) => h.item.collectOnce()));
     await this.selfRunner!.collectOnce();
@@ -169,7 +181,7 @@ export class Agent {
     const changed = attributionKeys(cfg) !== attributionKeys(this.cfg);
     this.cfg = cfg;
     if (changed) {
-      const next = createAttribution(cfg, this.log);
+      const next = await createAttribution(cfg, this.log);
       this.pipeline.attribution.close?.();
       this.pipeline.attribution = next;
     }

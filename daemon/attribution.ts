@@ -4,16 +4,14 @@ import { noneProvider, resolveMode, slurmConfPath, type AttributionMode, type At
 import type { Config } from '../src/config/load.js';
 import { ConfigError } from '../src/config/schema.js';
 import type { Logger } from '../src/log.js';
-import { openStore } from '../src/store/open.js';
-import { SlurmAttribution } from '../slurm/attribution.js';
 import { gresConfPath } from '../slurm/gres.js';
-import { Reconciler } from '../slurm/reconciler.js';
 
 export function slurmNodeName(cfg: Config, env: NodeJS.ProcessEnv = process.env): string {
   return cfg.str('slurm', 'node_name') ?? env.SLURMD_NODENAME ?? hostname().split('.')[0]!;
 }
 
-export function createAttribution(cfg: Config, log: Logger, env: NodeJS.ProcessEnv = process.env): AttributionProvider {
+/** The provider for the configuration; the store and the Slurm code load only when Slurm attribution is on. */
+export async function createAttribution(cfg: Config, log: Logger, env: NodeJS.ProcessEnv = process.env): Promise<AttributionProvider> {
   const mode = cfg.str('daemon', 'attribution') as AttributionMode;
   const slurmConf = cfg.str('slurm', 'slurm_conf') ?? slurmConfPath(env) ?? null;
   const resolved = mode === 'auto' ? (slurmConf ? 'slurm' : 'none') : resolveMode(mode, env);
@@ -21,6 +19,11 @@ export function createAttribution(cfg: Config, log: Logger, env: NodeJS.ProcessE
   if (resolved === 'kubernetes') {
     throw new ConfigError('[daemon] attribution: "kubernetes" is not available in this build (available: auto, slurm, none)', { section: 'daemon', key: 'attribution' });
   }
+  const [{ openStore }, { SlurmAttribution }, { Reconciler }] = await Promise.all([
+    import('../src/store/open.js'),
+    import('../slurm/attribution.js'),
+    import('../slurm/reconciler.js'),
+  ]);
   const db = openStore(cfg.str('daemon', 'state_dir')!);
   const slog = log.child('slurm');
   const reconciler = new Reconciler({

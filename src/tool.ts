@@ -5,7 +5,6 @@
  */
 import { existsSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
-import { execa } from 'execa';
 
 const MAX_OUTPUT = 16 * 1024 * 1024;
 
@@ -22,6 +21,8 @@ export function findTool(command: string, extraDirs: readonly string[] = []): st
 
 export async function runTool(path: string, args: readonly string[], timeoutMs: number, signal?: AbortSignal, env: Record<string, string> = {}): Promise<string> {
   const cmd = `${path} ${args.join(' ')}`;
+  // loaded on first use: execa and its dependencies cost a daemon without vendor tools ~15 MB of RSS
+  const { execa } = await import('execa');
   let r;
   try {
     r = await execa(path, args, { timeout: timeoutMs, maxBuffer: MAX_OUTPUT, reject: false, stdin: 'ignore', cancelSignal: signal, env: { LC_ALL: 'C', ...env } });
