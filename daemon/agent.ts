@@ -156,9 +156,6 @@ export class Agent {
     return [...[...this.runners.values()].map((h) => h.item), ...(this.selfRunner ? [this.selfRunner] : [])];
   }
 
-  sinkByName(name: string): Sink | undefined {
-    return this.sinks.get(name)?.item;
-  }
 
   async start(): Promise<void> {
     await this.initAttribution();

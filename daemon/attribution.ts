@@ -1,6 +1,6 @@
 /** Builds the attribution provider the configuration asks for. */
 import { hostname } from 'node:os';
-import { noneProvider, resolveMode, slurmConfPath, type AttributionMode, type AttributionProvider } from '../src/attribution/provider.js';
+import { noneProvider, resolveAttribution, type AttributionProvider } from '../src/attribution/provider.js';
 import type { Config } from '../src/config/load.js';
 import { ConfigError } from '../src/config/schema.js';
 import type { Logger } from '../src/log.js';
@@ -12,9 +12,7 @@ export function slurmNodeName(cfg: Config, env: NodeJS.ProcessEnv = process.env)
 
 /** The provider for the configuration; the store and the Slurm code load only when Slurm attribution is on. */
 export async function createAttribution(cfg: Config, log: Logger, env: NodeJS.ProcessEnv = process.env): Promise<AttributionProvider> {
-  const mode = cfg.str('daemon', 'attribution') as AttributionMode;
-  const slurmConf = cfg.str('slurm', 'slurm_conf') ?? slurmConfPath(env) ?? null;
-  const resolved = mode === 'auto' ? (slurmConf ? 'slurm' : 'none') : resolveMode(mode, env);
+  const { resolved, slurmConf } = resolveAttribution(cfg, env);
   if (resolved === 'none') return noneProvider;
   if (resolved === 'kubernetes') {
     throw new ConfigError('[daemon] attribution: "kubernetes" is not available in this build (available: auto, slurm, none)', { section: 'daemon', key: 'attribution' });

@@ -17,7 +17,6 @@ export class CollectorStats {
   skipped = 0;
   lastDurationS = 0;
   lastError: string | undefined;
-  lastSuccess = 0;
 }
 
 export class PluginRunner {
@@ -96,7 +95,6 @@ export class PluginRunner {
         if (timedOut) return; // late results are stale: dropped (the timeout was counted)
         this.stats.runs++;
         this.stats.points += buf.points.length;
-        this.stats.lastSuccess = time;
         if (this.failing) {
           this.failing = false;
           this.log.info('plugin recovered', { plugin: this.name });

@@ -131,12 +131,6 @@ export class SlurmAttribution implements AttributionProvider {
     this.byGpu = m;
   }
 
-  /** Jobs on a GPU now, for `l9gpu gpus`. */
-  jobsOn(uuid: string): Attributes[] {
-    this.refresh();
-    return (this.byGpu.get(uuid) ?? []).map((b) => b.attrs);
-  }
-
   attribute(batch: Batch): Batch {
     if (!batch.points.some((p) => typeof p.attributes['gpu.uuid'] === 'string')) return batch;
     this.observeInventory(batch.points);
@@ -144,9 +138,11 @@ export class SlurmAttribution implements AttributionProvider {
     const out: Point[] = [];
     const procMem = new Map<string, Map<string, number>>(); // gpu -> job -> bytes
     const outside = new Map<string, number>();
+    const withProcesses = new Set<string>(); // GPUs whose process list this batch carries
     for (const p of batch.points) {
       const uuid = p.attributes['gpu.uuid'];
       const jobs = typeof uuid === 'string' ? this.byGpu.get(uuid) : undefined;
+      if (p.metric === GPU.procCount && typeof uuid === 'string') withProcesses.add(uuid);
       if (p.metric === GPU.procMem && typeof uuid === 'string') {
         const pid = Number(p.attributes['process.pid']);
         const job = this.pids.job(pid);
@@ -192,7 +188,7 @@ export class SlurmAttribution implements AttributionProvider {
         }
         shares.set(uuid, list);
       }
-      if (batch.points.some((x) => x.metric === GPU.procCount && x.attributes['gpu.uuid'] === uuid)) out.push({ metric: OUTSIDE, value: outside.get(uuid) ?? 0, attributes: identity });
+      if (withProcesses.has(uuid)) out.push({ metric: OUTSIDE, value: outside.get(uuid) ?? 0, attributes: identity });
     }
     // the rollups see what the sinks see: the same bindings and shares
     if (shares.size) {

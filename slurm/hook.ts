@@ -68,7 +68,7 @@ export function hookConfig(env: NodeJS.ProcessEnv): Config {
   return loadConfig({ sections: [DAEMON_SECTION, SLURM_SECTION], env, partial: true });
 }
 
-export function runHook(kind: HookKind, env: NodeJS.ProcessEnv, cfg: Config = hookConfig(env), now = Date.now()): HookResult {
+export function runHook(kind: HookKind, env: NodeJS.ProcessEnv, cfg: Config, now = Date.now()): HookResult {
   const stateDir = cfg.str('daemon', 'state_dir')!;
   const job = jobFromEnv(env);
   const db = openStore(stateDir);
@@ -113,14 +113,16 @@ export function main(kind: HookKind, env: NodeJS.ProcessEnv = process.env): void
   let strict = false;
   let stateDir: string | undefined;
   let timeoutS = 5;
-  let cfg: Config | undefined;
+  let cfg: Config;
   try {
     cfg = hookConfig(env);
     strict = cfg.bool('slurm', 'hook_strict');
     stateDir = cfg.str('daemon', 'state_dir') ?? undefined;
     timeoutS = cfg.num('slurm', 'hook_timeout')!;
   } catch (e) {
-    logLine(undefined, `${new Date().toISOString()} l9gpu ${kind}: config: ${(e as Error).message}`);
+    // without a config there is no store to write: say it once, and let the job run
+    logLine(undefined, `${new Date().toISOString()} l9gpu ${kind} job ${env.SLURM_JOB_ID ?? '?'}: ${(e as Error).message}`);
+    process.exit(0);
   }
   const timer = setTimeout(() => {
     logLine(stateDir, `${new Date().toISOString()} l9gpu ${kind} job ${env.SLURM_JOB_ID}: deadline of ${timeoutS}s passed: giving up`);

@@ -13,11 +13,11 @@
  */
 import type { Logger } from '../src/log.js';
 import type { Db } from '../src/store/open.js';
-import { recordEnd, recordStart, type GpuBinding, type JobRecord } from '../src/store/jobs.js';
-import { findTool, runTool } from '../src/tool.js';
-import { deviceMinor, readGresConf, type GresDevice } from './gres.js';
+import { recordEnd, recordStart, type JobRecord } from '../src/store/jobs.js';
+import { requireTool, runTool } from '../src/tool.js';
+import { readGresConf, type GresDevice } from './gres.js';
 import { SACCT_FIELDS, parseSacct, parseScontrolJobs, parseSqueueJson, type SlurmJob } from './jobs-query.js';
-import { storeInventory } from './resolve.js';
+import { gresIndicesToGpus, storeInventory } from './resolve.js';
 
 const SLURM_DIRS = ['/usr/bin', '/usr/local/bin', '/opt/slurm/bin'];
 /** A binding younger than this is never closed by polling: squeue may lag a prolog that just ran. */
@@ -49,15 +49,9 @@ export class Reconciler {
 
   constructor(private readonly o: ReconcilerOptions) {}
 
-  private tool(name: string): string {
-    const p = findTool(name, [...(this.o.binDir ? [this.o.binDir] : []), ...SLURM_DIRS]);
-    if (!p) throw new Error(`${name} not found in PATH or ${[this.o.binDir, ...SLURM_DIRS].filter(Boolean).join(', ')} ([slurm] bin_dir)`);
-    return p;
-  }
-
   private run(name: string, args: string[]): Promise<string> {
     // without SLURM_CONF client commands try a DNS "configless" lookup
-    return runTool(this.tool(name), args, this.o.commandTimeoutMs, undefined, this.o.slurmConf ? { SLURM_CONF: this.o.slurmConf } : {});
+    return runTool(requireTool(name, [...(this.o.binDir ? [this.o.binDir] : []), ...SLURM_DIRS], '[slurm] bin_dir'), args, this.o.commandTimeoutMs, undefined, this.o.slurmConf ? { SLURM_CONF: this.o.slurmConf } : {});
   }
 
   /** Jobs of this node, from squeue --json, else scontrol's text (Slurm without JSON support). */
@@ -73,16 +67,6 @@ export class Reconciler {
       jobs = parseScontrolJobs(await this.run('scontrol', ['show', 'job', '-d']));
     }
     return { jobs: jobs.filter((j) => j.nodes.includes(this.o.node)), source };
-  }
-
-  private gpusOf(job: SlurmJob, devices: () => GresDevice[]): GpuBinding[] {
-    const inv = storeInventory(this.o.db);
-    const shared = job.shardNodes.includes(this.o.node);
-    return (job.gpuIdx[this.o.node] ?? []).map((i) => {
-      const dev = devices().find((d) => d.index === i);
-      const minor = dev ? deviceMinor(dev.file) : undefined;
-      return { uuid: (minor !== undefined ? inv.uuidByMinor(minor) : undefined) ?? `gres:${i}`, shared };
-    });
   }
 
   async reconcileOnce(now = Date.now()): Promise<ReconcileResult> {
@@ -110,6 +94,7 @@ export class Reconciler {
     };
 
     const openBefore = db.prepare(`SELECT COUNT(*) AS n FROM bindings WHERE end_time IS NULL`).get() as { n: number };
+    const inv = storeInventory(db);
     const openSluid = db.prepare(`SELECT run_key AS k FROM jobs WHERE job_id = ? AND end_time IS NULL AND run_key LIKE 'sluid:%'`);
     for (const j of running) {
       // Slurm 25.11 hooks key runs by SLUID, which squeue does not print: keep the hook's key
@@ -118,7 +103,7 @@ export class Reconciler {
         jobId: j.jobId, runKey: sluid ?? `r${j.restarts}`, cluster: j.cluster, user: j.user, uid: j.uid, account: j.account, partition: j.partition,
         qos: j.qos, name: j.name, arrayJobId: j.arrayJobId, arrayTaskId: j.arrayTaskId, hetJobId: j.hetJobId, hetJobOffset: j.hetJobOffset, startTime: j.startTime,
       };
-      const gpus = this.gpusOf(j, gres);
+      const gpus = gresIndicesToGpus(j.gpuIdx[this.o.node] ?? [], j.shardNodes.includes(this.o.node), gres, inv);
       recordStart(db, rec, gpus, 'poll', now);
       // a prolog that ran before the inventory existed left "gres:<i>" bindings: now resolved, they go
       if (gpus.some((g) => !g.uuid.startsWith('gres:'))) {

@@ -47,14 +47,21 @@ export function resolveGpus(input: ResolveInput, inv: Inventory): GpuBinding[] {
       return { uuid, shared: input.shared };
     });
   }
-  const indices = expandIndexList(input.jobGpus ?? '');
+  return gresIndicesToGpus(expandIndexList(input.jobGpus ?? ''), input.shared, () => readGresConf(input.gresConf, input.node), inv);
+}
+
+/**
+ * GRES indices -> device file (gres.conf order) -> its minor -> the inventory's
+ * UUID; "gres:<index>" while the inventory cannot tell. gres.conf is read only
+ * when there are indices to resolve.
+ */
+export function gresIndicesToGpus(indices: readonly number[], shared: boolean, devices: () => GresDevice[], inv: Inventory): GpuBinding[] {
   if (indices.length === 0) return [];
-  let devices: GresDevice[] | undefined;
+  const devs = devices();
   return indices.map((i) => {
-    devices ??= readGresConf(input.gresConf, input.node);
-    const dev = devices.find((d) => d.index === i);
+    const dev = devs.find((d) => d.index === i);
     const minor = dev ? deviceMinor(dev.file) : undefined;
     const uuid = minor !== undefined ? inv.uuidByMinor(minor) : undefined;
-    return { uuid: uuid ?? `gres:${i}`, shared: input.shared };
+    return { uuid: uuid ?? `gres:${i}`, shared };
   });
 }

@@ -57,6 +57,3 @@ export function createLogger(
   };
 }
 
-export function errorMessage(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}

@@ -19,6 +19,13 @@ export function findTool(command: string, extraDirs: readonly string[] = []): st
   return undefined;
 }
 
+/** findTool, or an error that says where it looked and which setting names another place. */
+export function requireTool(command: string, extraDirs: readonly string[], setting: string): string {
+  const p = findTool(command, extraDirs);
+  if (!p) throw new Error(`${command} not found in PATH or ${extraDirs.join(', ')} (${setting})`);
+  return p;
+}
+
 export async function runTool(path: string, args: readonly string[], timeoutMs: number, signal?: AbortSignal, env: Record<string, string> = {}): Promise<string> {
   const cmd = `${path} ${args.join(' ')}`;
   // loaded on first use: execa and its dependencies cost a daemon without vendor tools ~15 MB of RSS

@@ -39,7 +39,7 @@ test('gpus --json: NVIDIA (with MIG and processes), AMD and Gaudi together, dete
   assert.equal(out.gpus.find((g) => g.uuid === '01P4-HL3090A0-18-U4V193-09-01-05')!.utilization, null, '[N/A] stays unknown');
 });
 
-test('gpus: a readable table; a missing vendor tool is named on stderr', async () => {
+test('gpus: a readable table; a failing vendor tool is named on stderr with its error', async () => {
   const nv = new FakeNvml({ devices: [h100(0, { clock_reasons: 0x4 }), h100(1, { lost: true })] });
   const tools = new FakeTools();
   const r = await runCli(['gpus', '--plugin', 'nvml,hlsmi'], { ...nv.env(), ...tools.env() });
@@ -50,5 +50,6 @@ test('gpus: a readable table; a missing vendor tool is named on stderr', async (
   assert.equal(lines.length, 2, 'a GPU lost before NVML could open it has no UUID: it is named on stderr instead');
   assert.match(r.stderr, /GPU 1: nvmlDeviceGetHandleByIndex_v2: GPU is lost \(15\): not sampled/);
   assert.doesNotMatch(r.stdout, /\x1b\[/, 'no colour when not a TTY');
-  assert.match(r.stderr, /l9gpu: hlsmi: \S+hl-smi -Q \S+ -f csv: exit code 1|l9gpu: hlsmi: /);
+  // the stand-in has no recorded output: it fails like a broken hl-smi would
+  assert.match(r.stderr, /^l9gpu: hlsmi: \S+\/hl-smi -Q index,uuid,\S+ -f csv: exit code 1: cat: \S+hl-smi\.csv: No such file or directory$/m);
 });

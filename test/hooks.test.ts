@@ -119,7 +119,8 @@ test('a failing hook exits 0 and says why; strict mode exits 1; never without a 
   assert.match(bad.stderr, /SLURM_JOB_ID is not set: not run by slurmd\?/);
   const badConf = hook('prolog', { L9GPU_CONFIG: join(d, 'missing.ini'), SLURM_JOB_ID: '1' });
   assert.equal(badConf.status, 0);
-  assert.match(badConf.stderr, /config file \S+missing.ini: not found/);
+  assert.equal(badConf.stderr.trim().split('\n').length, 1, 'said once');
+  assert.match(badConf.stderr, /l9gpu prolog job 1: config file \S+missing.ini: not found/);
 });
 
 test('the hooks read only their sections: other plugins\' keys in the file do not matter to them', () => {

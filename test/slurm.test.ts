@@ -292,10 +292,9 @@ test('a requeued job: same id, a new run; the old run is closed', async () => {
 
 interface Fig { samples: number; seconds: number; gpuHours: number; utilMean: number | null; utilMax: number | null; memUsedMax: number | null; energyJ: number; energySource: string; powerMean: number | null; shareMean: number }
 interface Report { source: string; job: { id: string; user: string; state: string; nodes: string[] }; gpus: { uuid: string; node: string; shared: boolean; figures: Fig }[]; totals: { gpu_hours: number; util_mean: number | null; energy_j: number; mem_peak_bytes: number | null }; notes: { code: string }[] }
-const show = async (id: string, extra: string[] = [], user?: string): Promise<Report> => {
+const show = async (id: string, extra: string[] = []): Promise<Report> => {
   const r = await runCli(['jobs', 'show', id, '--json', '--config', configFile, ...extra], { ...fake.env(), SLURM_CONF: cluster.conf });
   assert.equal(r.status, 0, r.stderr);
-  void user;
   return JSON.parse(r.stdout) as Report;
 };
 

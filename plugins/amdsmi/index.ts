@@ -7,7 +7,7 @@
 import { pluginSection } from '../../src/config/sections.js';
 import type { Emitter } from '../../src/metrics/model.js';
 import type { Plugin, PluginContext, PluginFactory, ProbeResult } from '../../src/plugin.js';
-import { findTool, runTool } from '../../src/tool.js';
+import { requireTool, runTool } from '../../src/tool.js';
 import { emitMetrics, emitProcesses, gpuEntries, parseIdentity, type AmdGpuIdentity } from './parse.js';
 
 const EXTRA_DIRS = ['/opt/rocm/bin', '/usr/bin', '/usr/local/bin'];
@@ -29,11 +29,7 @@ function opts(ctx: Pick<PluginContext, 'config'>): Opts {
   };
 }
 
-function locate(o: Opts): string {
-  const p = findTool(o.command, EXTRA_DIRS);
-  if (!p) throw new Error(`${o.command} not found in PATH or ${EXTRA_DIRS.join(', ')} ([amdsmi] command)`);
-  return p;
-}
+const locate = (o: Opts): string => requireTool(o.command, EXTRA_DIRS, '[amdsmi] command');
 
 class AmdSmiPlugin implements Plugin {
   private ids = new Map<number, AmdGpuIdentity>();

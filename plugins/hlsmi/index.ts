@@ -6,7 +6,7 @@
 import { pluginSection } from '../../src/config/sections.js';
 import type { Emitter } from '../../src/metrics/model.js';
 import type { Plugin, PluginContext, PluginFactory, ProbeResult } from '../../src/plugin.js';
-import { findTool, runTool } from '../../src/tool.js';
+import { requireTool, runTool } from '../../src/tool.js';
 import { HL_FIELDS, emitRows, parseCsv } from './parse.js';
 
 const EXTRA_DIRS = ['/usr/bin', '/usr/local/bin', '/opt/habanalabs/bin'];
@@ -16,11 +16,7 @@ function opts(ctx: Pick<PluginContext, 'config'>): { command: string; timeoutMs:
   return { command: ctx.config.str('hlsmi', 'command') ?? 'hl-smi', timeoutMs: ctx.config.num('hlsmi', 'command_timeout')! * 1000 };
 }
 
-function locate(command: string): string {
-  const p = findTool(command, EXTRA_DIRS);
-  if (!p) throw new Error(`${command} not found in PATH or ${EXTRA_DIRS.join(', ')} ([hlsmi] command)`);
-  return p;
-}
+const locate = (command: string): string => requireTool(command, EXTRA_DIRS, '[hlsmi] command');
 
 class HlSmiPlugin implements Plugin {
   private readonly start = Date.now();

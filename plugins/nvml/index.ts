@@ -5,6 +5,7 @@
  */
 import { existsSync } from 'node:fs';
 import { pluginSection } from '../../src/config/sections.js';
+import { createLogger } from '../../src/log.js';
 import type { Emitter } from '../../src/metrics/model.js';
 import type { Plugin, PluginContext, PluginFactory, ProbeResult } from '../../src/plugin.js';
 import { NvmlClient } from './client.js';
@@ -51,7 +52,8 @@ class NvmlPlugin implements Plugin {
 
 export async function probeNvml(opts: NvmlOptions): Promise<ProbeResult> {
   if (opts.library.includes('/') && !existsSync(opts.library)) return { ok: false, detail: `${opts.library} not found` };
-  const client = new NvmlClient({ ...opts, events: false, eventWaitMs: 100 }, { debug() {}, info() {}, warn() {}, error() {}, once() {}, child() { return this; } } as never, () => {});
+  // the probe's notes (NOT_SUPPORTED fields...) are the daemon's business, not doctor's
+  const client = new NvmlClient({ ...opts, events: false, eventWaitMs: 100 }, createLogger('error', () => {}), () => {});
   const ac = new AbortController();
   const t = setTimeout(() => ac.abort(), 5000);
   try {

@@ -4,6 +4,7 @@
  * "transformations"). Slurm and Kubernetes implement this same interface.
  */
 import { existsSync } from 'node:fs';
+import type { Config } from '../config/load.js';
 import type { Batch, Emitter } from '../metrics/model.js';
 
 export type AttributionMode = 'auto' | 'slurm' | 'kubernetes' | 'none';
@@ -30,8 +31,17 @@ export function slurmConfPath(env: NodeJS.ProcessEnv = process.env): string | un
   return [env.SLURM_CONF, '/etc/slurm/slurm.conf', '/etc/slurm-llnl/slurm.conf'].find((p): p is string => !!p && existsSync(p));
 }
 
-export function resolveMode(mode: AttributionMode, env: NodeJS.ProcessEnv = process.env): Exclude<AttributionMode, 'auto'> {
-  if (mode !== 'auto') return mode;
-  return slurmConfPath(env) ? 'slurm' : 'none';
+export interface ResolvedAttribution {
+  mode: AttributionMode;
+  resolved: Exclude<AttributionMode, 'auto'>;
+  /** [slurm] slurm_conf, else where slurmd would look. */
+  slurmConf: string | null;
+}
+
+/** What `attribution = ...` means on this node: auto is slurm when a slurm.conf is there. */
+export function resolveAttribution(cfg: Config, env: NodeJS.ProcessEnv = process.env): ResolvedAttribution {
+  const mode = cfg.str('daemon', 'attribution') as AttributionMode;
+  const slurmConf = cfg.str('slurm', 'slurm_conf') ?? slurmConfPath(env) ?? null;
+  return { mode, slurmConf, resolved: mode !== 'auto' ? mode : slurmConf ? 'slurm' : 'none' };
 }
 

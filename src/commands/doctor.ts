@@ -2,7 +2,7 @@ import { Command, Flags } from '@oclif/core';
 import { join } from 'node:path';
 import { ALL_SECTIONS, AUTO, loadAgentConfig, selectPlugins } from '../../daemon/catalog.js';
 import { PLUGINS } from '../../plugins/index.js';
-import { resolveMode, slurmConfPath, type AttributionMode } from '../attribution/provider.js';
+import { resolveAttribution } from '../attribution/provider.js';
 import { DEFAULT_CONFIG_PATH, displayValue, type Config } from '../config/load.js';
 import { ConfigError } from '../config/schema.js';
 import { createLogger } from '../log.js';
@@ -66,9 +66,7 @@ Exit codes: 0 all enabled parts usable, 1 a problem was found, 2 bad configurati
         return { name: s.name, enabled, ...r, describe: s.describe(cfg) };
       }),
     );
-    const mode = cfg.str('daemon', 'attribution') as AttributionMode;
-    const slurmConf = cfg.str('slurm', 'slurm_conf') ?? slurmConfPath() ?? null;
-    const resolved = mode === 'auto' ? (slurmConf ? 'slurm' : 'none') : resolveMode(mode);
+    const { mode, resolved, slurmConf } = resolveAttribution(cfg);
     const stateDir = cfg.str('daemon', 'state_dir')!;
     const store = { path: join(stateDir, 'l9gpu.db'), ...dirWritable(stateDir) };
     const slurm = resolved === 'slurm' ? { node: slurmNodeName(cfg), slurm_conf: slurmConf, gres_conf: gresConfPath(slurmConf ?? undefined, cfg.str('slurm', 'gres_conf')), ...slurmStoreStatus(stateDir) } : null;

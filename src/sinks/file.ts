@@ -31,6 +31,7 @@ class FileSink implements Sink {
   private readonly path: string;
   private readonly maxBytes: number;
   private readonly maxFiles: number;
+  private readonly withResource: boolean;
 
   constructor(private readonly ctx: SinkContext) {
     const p = ctx.config.str('file', 'path');
@@ -38,6 +39,7 @@ class FileSink implements Sink {
     this.path = p;
     this.maxBytes = ctx.config.num('file', 'max_bytes')!;
     this.maxFiles = ctx.config.num('file', 'max_files')!;
+    this.withResource = ctx.config.bool('file', 'resource');
   }
 
   async start(): Promise<void> {
@@ -69,7 +71,7 @@ class FileSink implements Sink {
 
   write(batch: Batch): void {
     if (batch.points.length === 0) return;
-    const data = Buffer.from(jsonLines(batch, this.ctx.config.bool('file', 'resource') ? this.ctx.resource : undefined));
+    const data = Buffer.from(jsonLines(batch, this.withResource ? this.ctx.resource : undefined));
     try {
       if (this.fd < 0) this.open();
       if (this.size > 0 && this.size + data.length > this.maxBytes) this.rotate();
