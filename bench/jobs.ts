@@ -13,7 +13,7 @@ import { emptyRollup, step } from '../src/jobs/rollup.js';
 import { listJobs } from '../src/jobs/list.js';
 import { findJob, reportFromStore } from '../src/jobs/report.js';
 import { openStore, openStoreReadOnly } from '../src/store/open.js';
-import { RollupWriter } from '../slurm/rollups.js';
+import { RollupWriter } from '../src/ledger/rollup-writer.js';
 
 const CLI = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
 const USERS = Array.from({ length: 200 }, (_, i) => `user${i}`);

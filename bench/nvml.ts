@@ -13,8 +13,8 @@ import { loadNvml } from '../plugins/nvml/binding.js';
 import { NvmlClient } from '../plugins/nvml/client.js';
 import { NvmlConverter } from '../plugins/nvml/convert.js';
 import { Sampler } from '../plugins/nvml/sampler.js';
-import { createLogger } from '../src/log.js';
-import { PointBuffer } from '../src/metrics/model.js';
+import { createLogger } from '../src/core/log.js';
+import { PointBuffer } from '../src/core/metrics/model.js';
 
 const SRC = fileURLToPath(new URL('../../test/fixtures/fake-nvml/fake_nvml.c', import.meta.url));
 

@@ -6,9 +6,9 @@
 import { performance } from 'node:perf_hooks';
 import { gzipSync } from 'node:zlib';
 import { ProtobufMetricsSerializer } from '@opentelemetry/otlp-transformer';
-import type { AttributionProvider } from '../src/attribution/provider.js';
-import { PointBuffer, type Attributes, type Batch } from '../src/metrics/model.js';
-import { METRICS, type MetricDef } from '../src/metrics/registry.js';
+import type { AttributionProvider } from '../src/core/attribution.js';
+import { PointBuffer, type Attributes, type Batch } from '../src/core/metrics/model.js';
+import { METRICS, type MetricDef } from '../src/core/metrics/registry.js';
 import { toResourceMetrics } from '../src/sinks/resource-metrics.js';
 
 const GPUS = 8;

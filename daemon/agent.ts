@@ -1,20 +1,18 @@
 /**
- * The agent: builds attribution, sinks and plugin runners from a Config and
- * keeps them running; reload swaps only what changed, so a reload that leaves
+ * The agent: builds attribution, the job ledger, sinks and plugin runners
+ * from a Config and the manifests the composition root hands it, and keeps
+ * them running; reload swaps only what changed, so a reload that leaves
  * [otlp] alone keeps its retry queue and connection.
  */
-import { noneProvider } from '../src/attribution/provider.js';
-import { createAttribution } from './attribution.js';
-import type { Config } from '../src/config/load.js';
-import type { Logger } from '../src/log.js';
+import { noneProvider, type AttributionProvider } from '../src/core/attribution.js';
+import type { Config } from '../src/core/config/load.js';
+import type { Logger } from '../src/core/log.js';
+import type { PluginContext } from '../src/core/plugin.js';
+import { resourceAttributes } from '../src/core/resource.js';
+import type { Sink } from '../src/core/sink.js';
 import { Pipeline } from '../src/pipeline/pipeline.js';
-import type { PluginContext } from '../src/plugin.js';
-import { resourceAttributes } from '../src/resource.js';
-import { SINKS } from '../src/sinks/index.js';
-import type { Sink } from '../src/sinks/sink.js';
-import { PLUGINS } from '../plugins/index.js';
-import { selectPlugins } from './catalog.js';
 import { PluginRunner } from './runner.js';
+import { resolveAttribution, selectPlugins, type Manifests } from './selection.js';
 import { selfMetricsPlugin } from './self-metrics.js';
 
 interface Held<T> {
@@ -36,17 +34,57 @@ export class Agent {
   /** The plugins running, with `auto` expanded. */
   pluginNames: string[] = [];
 
-  constructor(private cfg: Config, private readonly log: Logger) {
-    this.pipeline = new Pipeline(noneProvider, [], log);
+  constructor(
+    private cfg: Config,
+    private readonly log: Logger,
+    private readonly manifests: Manifests,
+    private readonly env: NodeJS.ProcessEnv = process.env,
+  ) {
+    this.pipeline = new Pipeline(log);
   }
 
   private attributionReady = false;
+  /** Closes the provider and the store it shares with the ledger. */
+  private closeAttribution: () => void = () => {};
 
   /** Builds the attribution provider once (start, once); reload swaps it when its settings change. */
   private async initAttribution(): Promise<void> {
     if (this.attributionReady) return;
-    this.pipeline.attribution = await createAttribution(this.cfg, this.log);
+    await this.swapAttribution();
     this.attributionReady = true;
+  }
+
+  /**
+   * The provider the configuration resolves to, and the job ledger on the
+   * same store connection. The store and its native module load only when a
+   * provider is on: a node without a scheduler never pays for them.
+   */
+  private async swapAttribution(): Promise<void> {
+    const cfg = this.cfg;
+    const r = resolveAttribution(this.manifests, cfg, this.env);
+    let provider: AttributionProvider = noneProvider;
+    let ledger: Pipeline['ledger'];
+    let close = (): void => {};
+    if (r.manifest) {
+      const [{ openStore }, { JobLedger }] = await Promise.all([import('../src/store/open.js'), import('../src/ledger/ledger.js')]);
+      const db = openStore(cfg.str('daemon', 'state_dir')!);
+      try {
+        provider = await r.manifest.create({ config: cfg, log: this.log, env: this.env, store: db });
+      } catch (e) {
+        db.close();
+        throw e;
+      }
+      ledger = new JobLedger(db, this.log.child('ledger'), { seriesMs: cfg.num('jobs', 'series_retention')! * 1000, jobsMs: cfg.num('jobs', 'job_retention')! * 1000 });
+      const p = provider;
+      close = () => {
+        p.close?.();
+        db.close();
+      };
+    }
+    this.closeAttribution();
+    this.pipeline.attribution = provider;
+    this.pipeline.ledger = ledger;
+    this.closeAttribution = close;
   }
 
   get config(): Config {
@@ -81,14 +119,14 @@ export class Agent {
       clearTimeout(t);
       this.pendingSinks.delete(name);
     }
-    for (const f of SINKS) {
+    for (const f of this.manifests.sinks) {
       if (!wantSinks.has(f.name) || this.sinks.has(f.name)) continue;
       const sink = f.create({ config: cfg, log: this.log.child(f.name), resource: resourceAttributes(cfg), startTime: this.startTime });
       await this.startSink(f.name, sink, 0);
     }
 
     const ctx: PluginContext = { config: cfg, log: this.log, hostName: cfg.str('daemon', 'host_name') ?? '' };
-    const selection = await selectPlugins(cfg, ctx);
+    const selection = await selectPlugins(this.manifests, cfg, ctx);
     for (const [name, r] of Object.entries(selection.detected)) {
       this.log.info(r.ok ? 'plugins = auto: enabled' : 'plugins = auto: not enabled', { plugin: name, source: r.detail });
     }
@@ -100,7 +138,7 @@ export class Agent {
         await held.item.stop(Date.now() + 2000);
       }
     }
-    for (const f of PLUGINS) {
+    for (const f of this.manifests.plugins) {
       if (!wantPlugins.has(f.name) || this.runners.has(f.name)) continue;
       const runner = new PluginRunner(
         f.name,
@@ -174,14 +212,11 @@ export class Agent {
   }
 
   async reload(cfg: Config): Promise<void> {
-    const attributionKeys = (c: Config) => JSON.stringify([c.str('daemon', 'attribution'), c.str('daemon', 'state_dir'), c.section('slurm')]);
+    const sections = ['jobs', ...this.manifests.attributions.flatMap((a) => a.sections.map((s) => s.name))];
+    const attributionKeys = (c: Config) => JSON.stringify([c.str('daemon', 'attribution'), c.str('daemon', 'state_dir'), ...sections.map((s) => c.section(s))]);
     const changed = attributionKeys(cfg) !== attributionKeys(this.cfg);
     this.cfg = cfg;
-    if (changed) {
-      const next = await createAttribution(cfg, this.log);
-      this.pipeline.attribution.close?.();
-      this.pipeline.attribution = next;
-    }
+    if (changed) await this.swapAttribution();
     await this.build();
     this.log.info('configuration reloaded', { file: cfg.file ?? '(none)', plugins: this.pluginNames.join(','), sinks: cfg.list('daemon', 'sinks').join(',') });
   }
@@ -200,7 +235,8 @@ export class Agent {
     for (const t of this.pendingSinks.values()) clearTimeout(t);
     this.pendingSinks.clear();
     await Promise.all(this.sinkList().map((s) => s.close(deadline).catch((e: Error) => this.log.error('sink close failed', { sink: s.name, error: e.message }))));
-    this.pipeline.attribution.close?.();
+    this.closeAttribution();
+    this.closeAttribution = () => {};
     const blocked = this.allRunners().filter((r) => r.blocked).map((r) => r.name);
     if (blocked.length) this.log.warn('plugins still blocked in a collection at exit', { plugins: blocked.join(',') });
     return blocked;

@@ -6,9 +6,9 @@
  * a source that is missing at boot (driver not loaded yet) is retried.
  */
 import { performance } from 'node:perf_hooks';
-import type { Logger } from '../src/log.js';
-import { PointBuffer, type Batch } from '../src/metrics/model.js';
-import type { Plugin } from '../src/plugin.js';
+import type { Logger } from '../src/core/log.js';
+import { PointBuffer, type Batch } from '../src/core/metrics/model.js';
+import type { Plugin } from '../src/core/plugin.js';
 
 export class CollectorStats {
   runs = 0;

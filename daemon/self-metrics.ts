@@ -1,9 +1,9 @@
 /** The agent's own health as metrics: per-plugin and per-sink counters, RSS and CPU. */
-import type { AttributionProvider } from '../src/attribution/provider.js';
-import { metric } from '../src/metrics/registry.js';
-import type { Emitter } from '../src/metrics/model.js';
-import type { Plugin } from '../src/plugin.js';
-import type { Sink } from '../src/sinks/sink.js';
+import type { AttributionProvider } from '../src/core/attribution.js';
+import { metric } from '../src/core/metrics/registry.js';
+import type { Emitter } from '../src/core/metrics/model.js';
+import type { Plugin } from '../src/core/plugin.js';
+import type { Sink } from '../src/core/sink.js';
 import type { PluginRunner } from './runner.js';
 
 const DURATION = metric('l9gpu.collector.duration');
@@ -16,6 +16,9 @@ const SINK_ERRORS = metric('l9gpu.sink.errors');
 const QUEUE = metric('l9gpu.sink.queue.size');
 const RSS = metric('l9gpu.process.memory.rss');
 const CPU = metric('l9gpu.process.cpu.time');
+
+/** Registry names of what the agent reports about itself. */
+export const SELF_METRICS = [DURATION, POINTS, ERRORS, SKIPPED, EXPORTED, DROPPED, SINK_ERRORS, QUEUE, RSS, CPU].map((d) => d.name);
 
 export function selfMetricsPlugin(runners: () => Iterable<PluginRunner>, sinks: () => Iterable<Sink>, attribution: () => AttributionProvider): Plugin {
   return {

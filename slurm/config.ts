@@ -1,5 +1,5 @@
 /** The [slurm] section: hooks, reconciliation and the node's identity in Slurm. */
-import type { SectionSpec } from '../src/config/schema.js';
+import type { SectionSpec } from '../src/core/config/schema.js';
 
 export const SLURM_SECTION: SectionSpec = {
   name: 'slurm',
@@ -11,8 +11,6 @@ export const SLURM_SECTION: SectionSpec = {
     { key: 'bin_dir', type: 'path', default: null, example: '/opt/slurm/bin', description: 'Folder of squeue, scontrol and sacct (default: PATH, /usr/bin, /usr/local/bin, /opt/slurm/bin).' },
     { key: 'reconcile_interval', type: 'duration', default: 60, min: 1, max: 3600, description: 'How often running jobs are reconciled with squeue (opens bindings a prolog missed, closes those whose epilog never ran).' },
     { key: 'command_timeout', type: 'duration', default: 10, min: 0.5, max: 300, description: 'Longest one squeue/scontrol/sacct run may take.' },
-    { key: 'series_retention', type: 'duration', default: 30 * 86400, min: 3600, example: '30d', description: 'How long the per-minute utilization/memory/power series of ended jobs are kept (for `l9gpu jobs show` plots).' },
-    { key: 'job_retention', type: 'duration', default: 365 * 86400, min: 86400, example: '365d', description: 'How long ended jobs and their figures are kept in the store.' },
     { key: 'hook_timeout', type: 'duration', default: 5, min: 0.5, max: 60, description: 'Hard deadline of a prolog/epilog run; keep it far below slurm.conf MessageTimeout.' },
     { key: 'hook_strict', type: 'bool', default: false, description: 'false: hooks always exit 0 (an error is logged; the job runs). true: a hook error exits 1, which makes Slurm drain the node.' },
   ],

@@ -7,14 +7,14 @@
  * is loaded.
  */
 import { appendFileSync, statSync, renameSync } from 'node:fs';
-import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { loadConfig, type Config } from '../src/config/load.js';
-import { DAEMON_SECTION } from '../src/config/sections.js';
-import { openStore, useNativeBinding } from '../src/store/open.js';
+import { loadConfig, type Config } from '../src/core/config/load.js';
+import { daemonSection } from '../src/core/config/sections.js';
+import { openStore } from '../src/store/open.js';
 import { recordEnd, recordStart, type JobEnd, type JobRecord } from '../src/store/jobs.js';
 import { SLURM_SECTION } from './config.js';
-import { gresConfPath } from './gres.js';
+import { slurmNodeName } from './node-name.js';
+import { gresConfFor } from './paths.js';
 import { resolveGpus, storeInventory } from './resolve.js';
 
 export type HookKind = 'prolog' | 'epilog';
@@ -65,7 +65,7 @@ export interface HookResult {
 }
 
 export function hookConfig(env: NodeJS.ProcessEnv): Config {
-  return loadConfig({ sections: [DAEMON_SECTION, SLURM_SECTION], env, partial: true });
+  return loadConfig({ sections: [daemonSection(), SLURM_SECTION], env, partial: true });
 }
 
 export function runHook(kind: HookKind, env: NodeJS.ProcessEnv, cfg: Config, now = Date.now()): HookResult {
@@ -78,8 +78,8 @@ export function runHook(kind: HookKind, env: NodeJS.ProcessEnv, cfg: Config, now
         cudaVisibleDevices: env.CUDA_VISIBLE_DEVICES,
         jobGpus: env.SLURM_JOB_GPUS,
         shared: !!env.SLURM_SHARDS_ON_NODE || !!env.CUDA_MPS_ACTIVE_THREAD_PERCENTAGE,
-        gresConf: gresConfPath(env.SLURM_CONF ?? cfg.str('slurm', 'slurm_conf') ?? undefined, cfg.str('slurm', 'gres_conf')),
-        node: env.SLURMD_NODENAME ?? cfg.str('slurm', 'node_name') ?? hostname().split('.')[0]!,
+        gresConf: gresConfFor(cfg, env),
+        node: slurmNodeName(cfg, env),
       },
       storeInventory(db),
     );
@@ -138,11 +138,4 @@ export function main(kind: HookKind, env: NodeJS.ProcessEnv = process.env): void
     clearTimeout(timer);
     process.exit(strict ? 1 : 0);
   }
-}
-
-const kind = process.argv[2];
-if (kind === 'prolog' || kind === 'epilog') {
-  // dist/hook/hook.cjs and dist/slurm/hook.js both sit two folders below the package root
-  useNativeBinding(join(process.argv[1] ?? '', '..', '..', '..', 'node_modules', 'better-sqlite3', 'build', 'Release', 'better_sqlite3.node'));
-  main(kind);
 }

@@ -11,10 +11,10 @@
  * Slurm being down changes nothing in the store: last known bindings stay,
  * and the failure is visible in doctor and l9gpu.slurm.reconcile.age.
  */
-import type { Logger } from '../src/log.js';
+import type { Logger } from '../src/core/log.js';
 import type { Db } from '../src/store/open.js';
 import { recordEnd, recordStart, type JobRecord } from '../src/store/jobs.js';
-import { requireTool, runTool } from '../src/tool.js';
+import { requireTool, runTool } from '../src/core/tool.js';
 import { readGresConf, type GresDevice } from './gres.js';
 import { SACCT_FIELDS, parseSacct, parseScontrolJobs, parseSqueueJson, type SlurmJob } from './jobs-query.js';
 import { gresIndicesToGpus, storeInventory } from './resolve.js';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { METRICS } from '../src/metrics/registry.js';
+import { METRICS } from '../src/core/metrics/registry.js';
 import { EMPTY_CONFIG, parseLines, runCli } from './helpers/daemon.js';
 import { freePort } from './helpers/net.js';
 import { tempDir } from './helpers/paths.js';

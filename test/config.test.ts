@@ -3,9 +3,9 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { loadAgentConfig } from '../daemon/catalog.js';
-import { displayValue } from '../src/config/load.js';
-import { ConfigError } from '../src/config/schema.js';
-import { resourceAttributes } from '../src/resource.js';
+import { displayValue } from '../src/core/config/load.js';
+import { ConfigError } from '../src/core/config/schema.js';
+import { resourceAttributes } from '../src/core/resource.js';
 import { tempDir } from './helpers/paths.js';
 
 const dir = tempDir();

@@ -1,10 +1,10 @@
 /** The bounded retry queue over real HTTP to a loopback peer. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { createLogger } from '../src/log.js';
+import { createLogger } from '../src/core/log.js';
 import { DeliveryQueue } from '../src/sinks/delivery-queue.js';
 import { createPoster } from '../src/sinks/http-post.js';
-import { SinkStats } from '../src/sinks/sink.js';
+import { SinkStats } from '../src/core/sink.js';
 import { HttpCapture } from './helpers/http-capture.js';
 import { waitFor } from './helpers/wait.js';
 

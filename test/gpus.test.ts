@@ -16,7 +16,7 @@ test('gpus --json: NVIDIA (with MIG and processes), AMD and Gaudi together, dete
       }),
     ],
   });
-  const tools = new FakeTools().amd({ list: 'list.json', static: 'static.json', metric: 'metric-gpu_data.json', process: 'process.json' }).hl('hl-smi-units.csv');
+  const tools = new FakeTools().amd('mi300x').hl('units');
   const r = await runCli(['gpus', '--json'], { ...nv.env(), ...tools.env() });
   assert.equal(r.status, 0, r.stderr);
   const out = JSON.parse(r.stdout) as { gpus: Record<string, unknown>[]; errors: unknown[] };

@@ -3,8 +3,8 @@ import { copyFileSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { hostPlugin, parseLoadavg, parseMeminfo, parseProcStat } from '../plugins/host/index.js';
-import { createLogger } from '../src/log.js';
-import { PointBuffer } from '../src/metrics/model.js';
+import { createLogger } from '../src/core/log.js';
+import { PointBuffer } from '../src/core/metrics/model.js';
 import { configFrom } from './helpers/config.js';
 import { ROOT, tempDir } from './helpers/paths.js';
 

@@ -3,9 +3,11 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { emptyRollup, figures, step } from '../src/jobs/rollup.js';
 import { jobNotes } from '../src/jobs/notes.js';
-import { totalsOf, type GpuRow, type JobHeader } from '../src/jobs/report.js';
-import { parseSince } from '../src/jobs/cli.js';
-import { renderReport, sparkline, style } from '../src/jobs/render.js';
+import { totalsOf } from '../src/jobs/report.js';
+import type { GpuRow, JobHeader } from '../src/jobs/report-model.js';
+import { parseSince } from '../src/cli/jobs-context.js';
+import { renderReport, sparkline } from '../src/jobs/render.js';
+import { style } from '../src/core/text-table.js';
 
 const G = 1024 ** 3;
 

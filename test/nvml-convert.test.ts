@@ -1,7 +1,7 @@
 /** The two-sample logic of the NVML conversion, on exact snapshots. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { PointBuffer } from '../src/metrics/model.js';
+import { PointBuffer } from '../src/core/metrics/model.js';
 import { NvmlConverter } from '../plugins/nvml/convert.js';
 import type { GpuSnapshot, Snapshot } from '../plugins/nvml/snapshot.js';
 

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { METRICS } from '../src/metrics/registry.js';
+import { METRICS } from '../src/core/metrics/registry.js';
 import { DaemonProcess, parseLines, runCli, type JsonPoint } from './helpers/daemon.js';
 import { FakeNvml, h100 } from './helpers/fake-nvml.js';
 import { waitFor } from './helpers/wait.js';

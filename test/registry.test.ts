@@ -3,9 +3,9 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { PrometheusSerializer } from '@opentelemetry/exporter-prometheus';
-import { ALL_SECTIONS } from '../daemon/catalog.js';
-import { renderExampleConfig, renderMetricsDoc } from '../src/metrics/docs.js';
-import { METRICS, metric, prometheusName } from '../src/metrics/registry.js';
+import { ALL_SECTIONS, ATTRIBUTIONS, METRIC_EMITTERS, PLUGINS } from '../daemon/catalog.js';
+import { renderConfigSection, renderExampleConfig, renderMetricsDoc, withConfigSection } from '../src/core/docs.js';
+import { METRICS, metric, prometheusName } from '../src/core/metrics/registry.js';
 import { toResourceMetrics } from '../src/sinks/resource-metrics.js';
 import { ROOT } from './helpers/paths.js';
 
@@ -47,7 +47,7 @@ test('prometheusName() is exactly what the Prometheus serializer writes for ever
 });
 
 test('docs/metrics.md and docs/l9gpu.example.ini are up to date (npm run docs)', () => {
-  assert.equal(readFileSync(join(ROOT, 'docs', 'metrics.md'), 'utf8'), renderMetricsDoc(), 'docs/metrics.md is stale: run npm run docs');
+  assert.equal(readFileSync(join(ROOT, 'docs', 'metrics.md'), 'utf8'), renderMetricsDoc(METRIC_EMITTERS), 'docs/metrics.md is stale: run npm run docs');
   assert.equal(readFileSync(join(ROOT, 'docs', 'l9gpu.example.ini'), 'utf8'), renderExampleConfig(ALL_SECTIONS), 'docs/l9gpu.example.ini is stale: run npm run docs');
 });
 
@@ -57,4 +57,28 @@ test('every key of the schema is documented in the example config', () => {
     assert.ok(text.includes(`[${s.name}]`), s.name);
     for (const k of s.keys) assert.ok(new RegExp(`^;${k.key} = `, 'm').test(text.split(`[${s.name}]`)[1]!), `[${s.name}] ${k.key}`);
   }
+});
+
+test('every plugin README has its config section as the manifest defines it (npm run docs)', () => {
+  for (const p of PLUGINS) {
+    const readme = readFileSync(join(ROOT, 'plugins', p.name, 'README.md'), 'utf8');
+    assert.equal(readme, withConfigSection(readme, p.section), `plugins/${p.name}/README.md config section is stale: run npm run docs`);
+    assert.ok(readme.includes(renderConfigSection(p.section)), p.name);
+  }
+});
+
+test('the config section of a README is replaced up to the next heading, and a key change shows', () => {
+  const section = { name: 'x', description: '', keys: [{ key: 'k', type: 'duration' as const, default: 5, description: 'A | B.', env: [{ name: 'X_K' }] }] };
+  const readme = '# x\n\n## Config (`[x]`)\nold text\n\n## Example output\nkeep\n';
+  const out = withConfigSection(readme, section);
+  assert.equal(out, '# x\n\n' + renderConfigSection(section) + '\n## Example output\nkeep\n');
+  assert.match(out, /^\| `k` \| duration \| 5s \| `X_K` \| A \\\| B\. \|$/m);
+  assert.notEqual(withConfigSection(out, { ...section, keys: [{ ...section.keys[0]!, default: 6 }] }), out);
+  assert.throws(() => withConfigSection('# x\n', section), /no "## Config" section for \[x\]/);
+});
+
+test('every registry metric names who emits it, and every manifest names only registry metrics', () => {
+  for (const d of METRICS) assert.ok(METRIC_EMITTERS.get(d.name)?.length, `${d.name}: no plugin, provider or agent stage lists it`);
+  const names = new Set(METRICS.map((d) => d.name));
+  for (const m of [...PLUGINS, ...ATTRIBUTIONS]) for (const n of m.metrics) assert.ok(names.has(n), `${m.name}: ${n} is not in the registry`);
 });

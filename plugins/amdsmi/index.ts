@@ -4,10 +4,11 @@
  * processes are read every tick; identity (list, static) at start and every
  * static_interval, or when a GPU appears.
  */
-import { pluginSection } from '../../src/config/sections.js';
-import type { Emitter } from '../../src/metrics/model.js';
-import type { Plugin, PluginContext, PluginFactory, ProbeResult } from '../../src/plugin.js';
-import { requireTool, runTool } from '../../src/tool.js';
+import { GPU } from '../../src/core/metrics/gpu-metrics.js';
+import { pluginSection } from '../../src/core/config/sections.js';
+import type { Emitter } from '../../src/core/metrics/model.js';
+import type { Plugin, PluginContext, PluginManifest, ProbeResult } from '../../src/core/plugin.js';
+import { allInOrder, requireTool, runTool } from '../../src/core/tool.js';
 import { emitMetrics, emitProcesses, gpuEntries, parseIdentity, type AmdGpuIdentity } from './parse.js';
 
 const EXTRA_DIRS = ['/opt/rocm/bin', '/usr/bin', '/usr/local/bin'];
@@ -39,7 +40,7 @@ class AmdSmiPlugin implements Plugin {
   constructor(private readonly o: Opts) {}
 
   private async refreshIdentity(tool: string, signal: AbortSignal): Promise<void> {
-    const [list, stat] = await Promise.all([
+    const [list, stat] = await allInOrder<[string, string]>([
       runTool(tool, ['list', '--json'], this.o.timeoutMs, signal),
       runTool(tool, ['static', '--json'], this.o.timeoutMs, signal),
     ]);
@@ -50,7 +51,7 @@ class AmdSmiPlugin implements Plugin {
   async collect(out: Emitter, signal: AbortSignal): Promise<void> {
     const tool = locate(this.o);
     if (this.ids.size === 0 || Date.now() - this.identityAt > this.o.staticIntervalMs) await this.refreshIdentity(tool, signal);
-    const [metricText, processText] = await Promise.all([
+    const [metricText, processText] = await allInOrder<[string, string | undefined]>([
       runTool(tool, ['metric', '--json'], this.o.timeoutMs, signal),
       this.o.processes ? runTool(tool, ['process', '--json'], this.o.timeoutMs, signal) : Promise.resolve(undefined),
     ]);
@@ -71,8 +72,10 @@ export async function probeAmdSmi(o: Opts): Promise<ProbeResult> {
   }
 }
 
-export const amdsmiPlugin: PluginFactory = {
+export const amdsmiPlugin: PluginManifest = {
   name: 'amdsmi',
+  reportsGpus: true,
+  metrics: [GPU.clock, GPU.ecc, GPU.eccBlock, GPU.energy, GPU.fan, GPU.memFree, GPU.memTotal, GPU.memUsed, GPU.memUtil, GPU.power, GPU.powerLimit, GPU.procCount, GPU.procMem, GPU.replays, GPU.temp, GPU.util].map((d) => d.name),
   auto: 'detect',
   description: 'AMD GPUs through amd-smi (metric, static, process, list --json)',
   section: pluginSection('amdsmi', 'AMD GPUs through the amd-smi CLI.', [

@@ -6,10 +6,11 @@
  * and {"gpu_data": [...]} (25.x and later). A leaf is {"value", "unit"} or
  * "N/A"; N/A is skipped, never zero.
  */
-import { GPU } from '../../src/metrics/gpu-metrics.js';
-import type { Attributes, Emitter } from '../../src/metrics/model.js';
-import { normalizePciBusId } from '../../src/pci.js';
-import { toBase, type BaseUnit } from '../../src/units.js';
+import { gpuAttributes } from '../../src/core/gpu-identity.js';
+import { GPU } from '../../src/core/metrics/gpu-metrics.js';
+import type { Attributes, Emitter } from '../../src/core/metrics/model.js';
+import { normalizePciBusId } from '../../src/core/pci.js';
+import { toBase, type BaseUnit } from '../../src/core/units.js';
 
 type Json = Record<string, unknown>;
 
@@ -76,7 +77,7 @@ export function parseIdentity(listText: string, staticText: string): AmdGpuIdent
 
 
 export function identityAttributes(id: AmdGpuIdentity): Attributes {
-  return { 'gpu.index': id.index, 'gpu.uuid': id.uuid, 'gpu.model': id.model, 'gpu.vendor': 'amd', 'gpu.pci.bus_id': id.bdf };
+  return gpuAttributes({ index: id.index, uuid: id.uuid, model: id.model, vendor: 'amd', pciBusId: id.bdf });
 }
 
 /** `amd-smi metric --json` -> points, for the GPUs in ids (others are skipped: no UUID, no point). */

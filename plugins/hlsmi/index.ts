@@ -3,10 +3,11 @@
  * tick (the original l9gpu read it once at start-up and repeated that
  * snapshot forever).
  */
-import { pluginSection } from '../../src/config/sections.js';
-import type { Emitter } from '../../src/metrics/model.js';
-import type { Plugin, PluginContext, PluginFactory, ProbeResult } from '../../src/plugin.js';
-import { requireTool, runTool } from '../../src/tool.js';
+import { GPU } from '../../src/core/metrics/gpu-metrics.js';
+import { pluginSection } from '../../src/core/config/sections.js';
+import type { Emitter } from '../../src/core/metrics/model.js';
+import type { Plugin, PluginContext, PluginManifest, ProbeResult } from '../../src/core/plugin.js';
+import { requireTool, runTool } from '../../src/core/tool.js';
 import { HL_FIELDS, emitRows, parseCsv } from './parse.js';
 
 const EXTRA_DIRS = ['/usr/bin', '/usr/local/bin', '/opt/habanalabs/bin'];
@@ -28,8 +29,10 @@ class HlSmiPlugin implements Plugin {
   }
 }
 
-export const hlsmiPlugin: PluginFactory = {
+export const hlsmiPlugin: PluginManifest = {
   name: 'hlsmi',
+  reportsGpus: true,
+  metrics: [GPU.ecc, GPU.info, GPU.memFree, GPU.memTotal, GPU.memUsed, GPU.power, GPU.powerLimit, GPU.temp, GPU.util].map((d) => d.name),
   auto: 'detect',
   description: 'Intel Gaudi accelerators through hl-smi -Q ... -f csv',
   section: pluginSection('hlsmi', 'Intel Gaudi accelerators through hl-smi.', [

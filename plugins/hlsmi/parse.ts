@@ -3,10 +3,11 @@
  * position; a header may carry its unit in brackets ("power.draw [W]") and a
  * cell may carry it too ("226 W"); "[N/A]" is skipped, never zero.
  */
-import { GPU } from '../../src/metrics/gpu-metrics.js';
-import type { Attributes, Emitter } from '../../src/metrics/model.js';
-import { normalizePciBusId } from '../../src/pci.js';
-import { parseQuantity, toBase, type BaseUnit } from '../../src/units.js';
+import { gpuAttributes } from '../../src/core/gpu-identity.js';
+import { GPU } from '../../src/core/metrics/gpu-metrics.js';
+import type { Attributes, Emitter } from '../../src/core/metrics/model.js';
+import { normalizePciBusId } from '../../src/core/pci.js';
+import { parseQuantity, toBase, type BaseUnit } from '../../src/core/units.js';
 
 /** The fields queried with -Q, in this order. */
 export const HL_FIELDS = [
@@ -62,13 +63,13 @@ export function emitRows(rows: HlRow[], out: Emitter, start: number): void {
     const idx = row.get('index')?.text;
     if (!uuid || /N\/A/.test(uuid)) continue; // no UUID, no point: everything is keyed by it
     const where = `hl-smi device ${idx ?? uuid}`;
-    const a: Attributes = {
-      'gpu.index': idx !== undefined && /^\d+$/.test(idx) ? Number(idx) : -1,
-      'gpu.uuid': uuid,
-      'gpu.model': row.get('name')?.text ?? 'Intel Gaudi',
-      'gpu.vendor': 'intel',
-      'gpu.pci.bus_id': normalizePciBusId(row.get('bus_id')?.text ?? ''),
-    };
+    const a = gpuAttributes({
+      index: idx !== undefined && /^\d+$/.test(idx) ? Number(idx) : -1,
+      uuid,
+      model: row.get('name')?.text ?? 'Intel Gaudi',
+      vendor: 'intel',
+      pciBusId: normalizePciBusId(row.get('bus_id')?.text ?? ''),
+    });
     const put = (def: (typeof GPU)[keyof typeof GPU], v: number | undefined, extra?: Attributes, s?: number): void => {
       if (v !== undefined) out.add(def, v, extra ? { ...a, ...extra } : a, s);
     };

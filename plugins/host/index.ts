@@ -6,10 +6,10 @@
 import { readFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { pluginSection } from '../../src/config/sections.js';
-import { metric } from '../../src/metrics/registry.js';
-import type { Emitter } from '../../src/metrics/model.js';
-import type { Plugin, PluginFactory } from '../../src/plugin.js';
+import { pluginSection } from '../../src/core/config/sections.js';
+import { metric } from '../../src/core/metrics/registry.js';
+import type { Emitter } from '../../src/core/metrics/model.js';
+import type { Plugin, PluginManifest } from '../../src/core/plugin.js';
 
 const CPU_UTIL = metric('system.cpu.utilization');
 const CPU_COUNT = metric('system.cpu.logical.count');
@@ -57,7 +57,7 @@ export function parseLoadavg(text: string, file = '/proc/loadavg'): [number, num
   return f as [number, number, number];
 }
 
-class HostPlugin implements Plugin {
+export class HostPlugin implements Plugin {
   private prev: CpuTimes | undefined;
   constructor(private readonly proc: string) {}
 
@@ -101,8 +101,10 @@ class HostPlugin implements Plugin {
   }
 }
 
-export const hostPlugin: PluginFactory = {
+export const hostPlugin: PluginManifest = {
   name: 'host',
+  reportsGpus: false,
+  metrics: ['system.cpu.utilization', 'system.cpu.logical.count', 'system.cpu.load_average.1m', 'system.cpu.load_average.5m', 'system.cpu.load_average.15m', 'system.memory.usage', 'system.memory.limit', 'system.memory.utilization'],
   auto: 'always',
   description: 'Host CPU utilization, memory and load average from /proc',
   section: pluginSection('host', 'Host CPU, memory and load from /proc.', [

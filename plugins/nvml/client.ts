@@ -1,6 +1,6 @@
 /** Main-thread side of the nvml worker: sample requests with abort, events, restart after a crash. */
 import { Worker } from 'node:worker_threads';
-import type { Logger } from '../../src/log.js';
+import type { Logger } from '../../src/core/log.js';
 import type { Snapshot, XidEvent } from './snapshot.js';
 import type { Reply, Request, WorkerOptions } from './worker.js';
 

@@ -4,8 +4,9 @@
  * KiB counters -> By. Also keeps what needs two samples: NVLink rates, energy
  * counter resets, and the Xid counts from the event wait.
  */
-import { GPU } from '../../src/metrics/gpu-metrics.js';
-import type { Attributes, Emitter } from '../../src/metrics/model.js';
+import { gpuAttributes } from '../../src/core/gpu-identity.js';
+import { GPU } from '../../src/core/metrics/gpu-metrics.js';
+import type { Attributes, Emitter } from '../../src/core/metrics/model.js';
 import type { GpuSnapshot, Snapshot, XidEvent } from './snapshot.js';
 
 
@@ -43,7 +44,7 @@ export class NvmlConverter {
   private ident(g: GpuSnapshot): Attributes {
     let a = this.identity.get(g.uuid);
     if (!a || a['gpu.index'] !== g.index || (g.name && a['gpu.model'] !== g.name)) {
-      a = { 'gpu.index': g.index, 'gpu.uuid': g.uuid, 'gpu.model': g.name, 'gpu.vendor': 'nvidia', 'gpu.pci.bus_id': g.pciBusId };
+      a = gpuAttributes({ index: g.index, uuid: g.uuid, model: g.name, vendor: 'nvidia', pciBusId: g.pciBusId });
       this.identity.set(g.uuid, a);
       this.variants.delete(g.uuid);
     }
@@ -135,10 +136,7 @@ export class NvmlConverter {
       const xids = this.xid.get(g.uuid);
       if (xids) for (const [code, n] of xids) out.add(GPU.xid, n, this.with(g, 'gpu.xid.code', String(code)), this.xidStart);
       for (const mig of g.mig ?? []) {
-        const ma: Attributes = {
-          'gpu.index': g.index, 'gpu.uuid': mig.uuid, 'gpu.model': mig.name, 'gpu.vendor': 'nvidia', 'gpu.pci.bus_id': g.pciBusId,
-          'gpu.mig.instance_id': mig.gi, 'gpu.mig.compute_instance_id': mig.ci, 'gpu.mig.parent_uuid': g.uuid,
-        };
+        const ma = gpuAttributes({ index: g.index, uuid: mig.uuid, model: mig.name, vendor: 'nvidia', pciBusId: g.pciBusId }, { parentUuid: g.uuid, gpuInstance: mig.gi, computeInstance: mig.ci });
         if (mig.memUsed !== undefined) out.add(GPU.memUsed, mig.memUsed, ma);
         if (mig.memFree !== undefined) out.add(GPU.memFree, mig.memFree, ma);
         if (mig.memTotal !== undefined) out.add(GPU.memTotal, mig.memTotal, ma);

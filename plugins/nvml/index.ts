@@ -3,11 +3,12 @@
  * call runs in a worker thread (worker.ts); this side converts snapshots to
  * points (convert.ts) and counts Xid events.
  */
+import { GPU } from '../../src/core/metrics/gpu-metrics.js';
 import { existsSync } from 'node:fs';
-import { pluginSection } from '../../src/config/sections.js';
-import { createLogger } from '../../src/log.js';
-import type { Emitter } from '../../src/metrics/model.js';
-import type { Plugin, PluginContext, PluginFactory, ProbeResult } from '../../src/plugin.js';
+import { pluginSection } from '../../src/core/config/sections.js';
+import { createLogger } from '../../src/core/log.js';
+import type { Emitter } from '../../src/core/metrics/model.js';
+import type { Plugin, PluginContext, PluginManifest, ProbeResult } from '../../src/core/plugin.js';
 import { NvmlClient } from './client.js';
 import { NvmlConverter } from './convert.js';
 import type { Snapshot } from './snapshot.js';
@@ -68,8 +69,10 @@ export async function probeNvml(opts: NvmlOptions): Promise<ProbeResult> {
   }
 }
 
-export const nvmlPlugin: PluginFactory = {
+export const nvmlPlugin: PluginManifest = {
   name: 'nvml',
+  reportsGpus: true,
+  metrics: [GPU.clock, GPU.ecc, GPU.energy, GPU.fan, GPU.info, GPU.link, GPU.linkIo, GPU.lost, GPU.memFree, GPU.memReserved, GPU.memTotal, GPU.memUsed, GPU.memUtil, GPU.pcie, GPU.power, GPU.powerLimit, GPU.procCount, GPU.procMem, GPU.pstate, GPU.remapFailed, GPU.remapPending, GPU.remapped, GPU.replays, GPU.retirePending, GPU.retired, GPU.temp, GPU.throttle, GPU.util, GPU.xid].map((d) => d.name),
   auto: 'detect',
   description: 'NVIDIA GPUs through NVML (libnvidia-ml.so.1, bound with koffi)',
   section: pluginSection('nvml', 'NVIDIA GPUs through NVML.', [

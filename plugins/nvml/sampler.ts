@@ -4,7 +4,7 @@
  * driver lacks) removes the field for that GPU and is said once; GPU_IS_LOST
  * marks the GPU lost and stops reading it until NVML is re-initialised.
  */
-import { normalizePciBusId } from '../../src/pci.js';
+import { normalizePciBusId } from '../../src/core/pci.js';
 import { FIELD_VALUE_SIZE, NVML, PROCESS_INFO_SIZE, type Handle, type NvmlBinding } from './binding.js';
 import type { GpuSnapshot, MigSnapshot, ProcessSnapshot, Snapshot } from './snapshot.js';
 

@@ -7,11 +7,12 @@
  * utilization; power follows utilization, temperature follows power with a
  * lag, energy integrates power, and clocks drop when power nears the limit.
  */
+import { gpuAttributes } from '../../src/core/gpu-identity.js';
 import { createHash } from 'node:crypto';
-import { pluginSection } from '../../src/config/sections.js';
-import { GPU } from '../../src/metrics/gpu-metrics.js';
-import type { Attributes, Emitter } from '../../src/metrics/model.js';
-import type { Plugin, PluginFactory } from '../../src/plugin.js';
+import { pluginSection } from '../../src/core/config/sections.js';
+import { GPU } from '../../src/core/metrics/gpu-metrics.js';
+import type { Attributes, Emitter } from '../../src/core/metrics/model.js';
+import type { Plugin, PluginManifest } from '../../src/core/plugin.js';
 
 
 const IDLE_W = 70;
@@ -61,13 +62,7 @@ class SimPlugin implements Plugin {
     this.gpus = Array.from({ length: count }, (_, i) => {
       const energyJ = 1e6 * (1 + this.rand());
       return {
-      attrs: {
-        'gpu.index': i,
-        'gpu.uuid': simUuid(host, i),
-        'gpu.model': model,
-        'gpu.vendor': 'sim',
-        'gpu.pci.bus_id': `0000:${(0x18 + i * 0x10).toString(16).padStart(2, '0')}:00.0`,
-      },
+      attrs: gpuAttributes({ index: i, uuid: simUuid(host, i), model, vendor: 'sim', pciBusId: `0000:${(0x18 + i * 0x10).toString(16).padStart(2, '0')}:00.0` }),
       util: 0,
       target: 0,
       phaseLeft: 0,
@@ -149,8 +144,10 @@ class SimPlugin implements Plugin {
 const clamp01 = (x: number): number => Math.min(1, Math.max(0, x));
 const round = (x: number, d: number): number => Math.round(x * 10 ** d) / 10 ** d;
 
-export const simPlugin: PluginFactory = {
+export const simPlugin: PluginManifest = {
   name: 'sim',
+  reportsGpus: true,
+  metrics: [GPU.clock, GPU.ecc, GPU.energy, GPU.link, GPU.memFree, GPU.memTotal, GPU.memUsed, GPU.memUtil, GPU.pcie, GPU.power, GPU.powerLimit, GPU.pstate, GPU.temp, GPU.throttle, GPU.util].map((d) => d.name),
   description: 'Simulated GPUs (gpu.vendor=sim) for demos on machines without GPUs',
   section: pluginSection('sim', 'Simulated GPUs for demos; never enable on real GPU nodes.', [
     { key: 'gpus', type: 'int', default: 8, min: 1, max: 256, description: 'Number of simulated GPUs.' },

@@ -1,18 +1,19 @@
 /** Runs the daemon for `l9gpu daemon`, whichever entry parsed the flags. */
 import { Agent } from '../../daemon/agent.js';
-import { loadAgentConfig } from '../../daemon/catalog.js';
-import { ConfigError } from '../config/schema.js';
-import { exitProcess } from '../hard-exit.js';
-import { createLogger, type LogLevel } from '../log.js';
+import { MANIFESTS } from '../../daemon/catalog.js';
+import { loadCliConfig } from './config.js';
+import { asCliError, printCliError } from './errors.js';
+import { exitProcess } from '../core/hard-exit.js';
+import { createLogger, type LogLevel } from '../core/log.js';
 import { flagOverrides, type DaemonFlags } from './daemon-flags.js';
 
 /** Never returns: the process ends with 0, or 2 on a bad configuration. */
 export async function runDaemon(flags: DaemonFlags): Promise<never> {
-  const load = () => loadAgentConfig({ configPath: flags.config, overrides: flagOverrides(flags) });
+  const load = () => loadCliConfig(flags.config, flagOverrides(flags));
   try {
     const cfg = load();
     const log = createLogger(cfg.str('daemon', 'log_level') as LogLevel);
-    const agent = new Agent(cfg, log);
+    const agent = new Agent(cfg, log, MANIFESTS);
     if (flags.once) return exitProcess(0, (await agent.once()).length > 0);
     await agent.start();
     log.info('l9gpu daemon started', {
@@ -50,9 +51,10 @@ export async function runDaemon(flags: DaemonFlags): Promise<never> {
     // runs until a signal: stop() ends the process
     return await new Promise<never>(() => {});
   } catch (e) {
-    if (e instanceof ConfigError) {
-      process.stderr.write(`l9gpu: ${e.message}\n`);
-      return exitProcess(2, false);
+    const c = asCliError(e);
+    if (c) {
+      printCliError(c);
+      return exitProcess(c.exitCode, false);
     }
     throw e;
   }

@@ -1,5 +1,6 @@
-import { Command, Flags } from '@oclif/core';
+import { Command, type Interfaces } from '@oclif/core';
 import { DAEMON_FLAGS, type DaemonFlags } from '../cli/daemon-flags.js';
+import { oclifFlag } from '../cli/oclif-flags.js';
 import { runDaemon } from '../cli/run-daemon.js';
 
 export default class Daemon extends Command {
@@ -16,15 +17,7 @@ Exit codes: 0 normal, 2 bad configuration (one line on stderr naming file, secti
     'OTEL_EXPORTER_OTLP_ENDPOINT=http://vm:8428/opentelemetry <%= config.bin %> daemon --sink otlp',
   ];
 
-  static override flags = Object.fromEntries(
-    DAEMON_FLAGS.map((f) => {
-      const common = { description: f.description, ...(f.char ? { char: f.char as 'c' } : {}), ...(f.helpValue ? { helpValue: f.helpValue } : {}) };
-      if (f.type === 'boolean') return [f.name, Flags.boolean(common)];
-      if (f.multiple) return [f.name, Flags.string({ ...common, multiple: true, delimiter: ',' })];
-      if (f.options) return [f.name, Flags.string({ ...common, options: [...f.options] })];
-      return [f.name, Flags.string(common)];
-    }),
-  );
+  static override flags: Interfaces.FlagInput = Object.fromEntries(DAEMON_FLAGS.map((f) => [f.name, oclifFlag(f)]));
 
   async run(): Promise<void> {
     const { flags } = await this.parse(Daemon);

@@ -1,18 +1,14 @@
 import { Command, Flags } from '@oclif/core';
 import { join } from 'node:path';
-import { ALL_SECTIONS, AUTO, loadAgentConfig, selectPlugins } from '../../daemon/catalog.js';
-import { PLUGINS } from '../../plugins/index.js';
-import { resolveAttribution } from '../attribution/provider.js';
-import { DEFAULT_CONFIG_PATH, displayValue, type Config } from '../config/load.js';
-import { ConfigError } from '../config/schema.js';
-import { createLogger } from '../log.js';
-import { existsSync } from 'node:fs';
-import { slurmNodeName } from '../../daemon/attribution.js';
-import { gresConfPath } from '../../slurm/gres.js';
-import { dirWritable } from '../probe.js';
-import { slurmStoreStatus } from '../slurm-status.js';
-import { VERSION, resourceAttributes } from '../resource.js';
-import { SINKS } from '../sinks/index.js';
+import { ALL_SECTIONS, PLUGINS, SINKS, resolveAgentAttribution, selectAgentPlugins } from '../../daemon/catalog.js';
+import { AUTO } from '../../daemon/selection.js';
+import { DEFAULT_CONFIG_PATH, displayValue } from '../core/config/load.js';
+import { createLogger } from '../core/log.js';
+import { dirWritable } from '../core/probe.js';
+import { VERSION, resourceAttributes } from '../core/resource.js';
+import { loadCliConfig } from '../cli/config.js';
+import { reportingCliErrors } from '../cli/errors.js';
+import { configFlag } from '../cli/oclif-flags.js';
 
 interface Check {
   name: string;
@@ -30,26 +26,21 @@ Exit codes: 0 all enabled parts usable, 1 a problem was found, 2 bad configurati
   static override examples = ['<%= config.bin %> doctor', '<%= config.bin %> doctor --config /etc/l9gpu/l9gpu.ini --json'];
 
   static override flags = {
-    config: Flags.string({ char: 'c', helpValue: 'FILE', description: 'INI configuration file (default /etc/l9gpu/l9gpu.ini, or $L9GPU_CONFIG).' }),
+    config: configFlag,
     json: Flags.boolean({ description: 'Print the report as JSON.' }),
     all: Flags.boolean({ description: 'List the settings of disabled plugins and sinks too.' }),
   };
 
   async run(): Promise<void> {
     const { flags } = await this.parse(Doctor);
-    let cfg: Config;
-    try {
-      cfg = loadAgentConfig({ configPath: flags.config });
-    } catch (e) {
-      if (e instanceof ConfigError) {
-        process.stderr.write(`l9gpu: ${e.message}\n`);
-        this.exit(2);
-      }
-      throw e;
-    }
+    await reportingCliErrors((code) => this.exit(code), () => this.report(flags));
+  }
+
+  private async report(flags: { config?: string; json: boolean; all: boolean }): Promise<void> {
+    const cfg = loadCliConfig(flags.config);
     const enabledSinks = new Set(cfg.list('daemon', 'sinks'));
     const ctx = { config: cfg, log: createLogger('error'), hostName: cfg.str('daemon', 'host_name') ?? '' };
-    const selection = await selectPlugins(cfg, ctx);
+    const selection = await selectAgentPlugins(cfg, ctx);
     const enabledPlugins = new Set(selection.names);
 
     const plugins: Check[] = await Promise.all(
@@ -66,12 +57,10 @@ Exit codes: 0 all enabled parts usable, 1 a problem was found, 2 bad configurati
         return { name: s.name, enabled, ...r, describe: s.describe(cfg) };
       }),
     );
-    const { mode, resolved, slurmConf } = resolveAttribution(cfg);
+    const attribution = resolveAgentAttribution(cfg);
+    const provider = attribution.manifest ? await attribution.manifest.doctor(cfg, process.env) : undefined;
     const stateDir = cfg.str('daemon', 'state_dir')!;
     const store = { path: join(stateDir, 'l9gpu.db'), ...dirWritable(stateDir) };
-    const slurm = resolved === 'slurm' ? { node: slurmNodeName(cfg), slurm_conf: slurmConf, gres_conf: gresConfPath(slurmConf ?? undefined, cfg.str('slurm', 'gres_conf')), ...slurmStoreStatus(stateDir) } : null;
-    // a reconcile error newer than the last success: Slurm did not answer the daemon lately
-    const slurmDown = !!slurm?.lastReconcileError && (!slurm.lastReconcileOk || slurm.lastReconcileError.slice(0, 24) > slurm.lastReconcileOk);
 
     const shown = ALL_SECTIONS.filter((s) => flags.all || s.name === 'daemon' || enabledPlugins.has(s.name) || enabledSinks.has(s.name));
     const settings = shown.flatMap((s) =>
@@ -80,7 +69,7 @@ Exit codes: 0 all enabled parts usable, 1 a problem was found, 2 bad configurati
         return { section: s.name, key: k.key, value: displayValue(cfg, s.name, k.key), source: p.source, detail: p.detail };
       }),
     );
-    const problems = [...plugins, ...sinks].filter((c) => c.enabled && !c.ok).length + (store.ok ? 0 : 1) + (slurmDown ? 1 : 0);
+    const problems = [...plugins, ...sinks].filter((c) => c.enabled && !c.ok).length + (store.ok ? 0 : 1) + (provider?.problems ?? 0);
     for (const c of plugins) if (!c.enabled && selection.detected[c.name]) c.detail = `not enabled by auto: ${c.detail}`;
     const report = {
       version: VERSION,
@@ -91,7 +80,7 @@ Exit codes: 0 all enabled parts usable, 1 a problem was found, 2 bad configurati
       settings,
       plugins,
       sinks,
-      attribution: { mode, resolved, slurm_conf: slurmConf, slurm },
+      attribution: { mode: attribution.mode, resolved: attribution.resolved, detail: attribution.detail, provider: provider?.json ?? null },
       store,
       problems,
     };
@@ -114,14 +103,8 @@ Exit codes: 0 all enabled parts usable, 1 a problem was found, 2 bad configurati
       for (const c of plugins) out.push(`  ${mark(c)} ${c.name.padEnd(12)} ${c.enabled ? 'enabled ' : 'disabled'}  ${c.detail}`);
       out.push('', 'sinks:');
       for (const c of sinks) out.push(`  ${mark(c)} ${c.name.padEnd(12)} ${c.enabled ? 'enabled ' : 'disabled'}  ${c.describe}${c.enabled ? ` - ${c.detail}` : ''}`);
-      out.push('', `attribution: ${resolved}${mode === 'auto' ? ` (auto: ${slurmConf ? `Slurm configured at ${slurmConf}` : 'no slurm.conf found'})` : ''}`);
-      if (slurm) {
-        out.push(`  node ${slurm.node}; slurm.conf ${slurm.slurm_conf}; gres.conf ${slurm.gres_conf}${existsSync(slurm.gres_conf) ? '' : ' (not found: GRES indices cannot be mapped to UUIDs)'}`);
-        out.push(`  ${slurm.openBindings.length} open binding(s)${slurm.openBindings.length ? `: ${[...new Set(slurm.openBindings.map((b) => `job ${b.jobId}`))].join(', ')}` : ''}; ${slurm.gpusInInventory} GPU(s) in the inventory`);
-        out.push(`  reconciler: last answer from Slurm ${slurm.lastReconcileOk ?? 'never'}${slurm.lastReconcileError ? `; last error ${slurm.lastReconcileError}` : ''}${slurmDown ? '  <- Slurm is not answering: the last known bindings are kept' : ''}`);
-        if (slurm.lastHookLine) out.push(`  last hook log line: ${slurm.lastHookLine}`);
-        if (slurm.error) out.push(`  store: ${slurm.error}`);
-      }
+      out.push('', `attribution: ${attribution.resolved}${attribution.mode === AUTO ? ` (auto: ${attribution.detail})` : ''}`);
+      for (const l of provider?.lines ?? []) out.push(`  ${l}`);
       out.push(`store: ${store.path} - ${store.detail}`);
       out.push('', problems === 0 ? 'no problems found' : `${problems} problem(s) found`);
       process.stdout.write(out.join('\n') + '\n');

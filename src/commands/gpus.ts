@@ -1,12 +1,12 @@
 import { Command, Flags } from '@oclif/core';
-import { loadAgentConfig, selectPlugins } from '../../daemon/catalog.js';
-import { PLUGINS } from '../../plugins/index.js';
-import { ConfigError } from '../config/schema.js';
-import { createLogger } from '../log.js';
-import { PointBuffer, type Point } from '../metrics/model.js';
-import { jobAttributes } from '../../slurm/attribution.js';
-import { gpuView, renderGpuTable } from '../gpus-view.js';
-import { slurmStoreStatus } from '../slurm-status.js';
+import { PLUGINS, resolveAgentAttribution, selectAgentPlugins } from '../../daemon/catalog.js';
+import { createLogger } from '../core/log.js';
+import { PointBuffer, type Point } from '../core/metrics/model.js';
+import type { Plugin } from '../core/plugin.js';
+import { loadCliConfig } from '../cli/config.js';
+import { reportingCliErrors } from '../cli/errors.js';
+import { gpuView, renderGpuTable } from '../cli/gpus-view.js';
+import { configFlag } from '../cli/oclif-flags.js';
 
 export default class Gpus extends Command {
   static override summary = 'Show every GPU of this node now: identity, utilization, memory, temperature, power, energy, throttling, processes, MIG.';
@@ -16,35 +16,30 @@ GPUs are keyed by UUID; index is the vendor's enumeration order, which may diffe
   static override examples = ['<%= config.bin %> gpus', '<%= config.bin %> gpus --json | jq \'.gpus[] | {uuid, utilization}\''];
 
   static override flags = {
-    config: Flags.string({ char: 'c', helpValue: 'FILE', description: 'INI configuration file (default /etc/l9gpu/l9gpu.ini, or $L9GPU_CONFIG).' }),
+    config: configFlag,
     json: Flags.boolean({ description: 'Print JSON (stable field names, registry units: ratios 0..1, bytes, W, J, Cel).' }),
     plugin: Flags.string({ multiple: true, delimiter: ',', helpValue: 'NAME', description: 'GPU plugin to sample (default: the configured ones, auto-detected).' }),
   };
 
   async run(): Promise<void> {
     const { flags } = await this.parse(Gpus);
-    let cfg;
-    try {
-      cfg = loadAgentConfig({ configPath: flags.config, overrides: flags.plugin ? [{ section: 'daemon', key: 'plugins', raw: flags.plugin.join(','), flag: '--plugin' }] : [] });
-    } catch (e) {
-      if (e instanceof ConfigError) {
-        process.stderr.write(`l9gpu: ${e.message}\n`);
-        this.exit(2);
-      }
-      throw e;
-    }
+    await reportingCliErrors((code) => this.exit(code), () => this.report(flags));
+  }
+
+  private async report(flags: { config?: string; json: boolean; plugin?: string[] }): Promise<void> {
+    const cfg = loadCliConfig(flags.config, flags.plugin ? [{ section: 'daemon', key: 'plugins', raw: flags.plugin.join(','), flag: '--plugin' }] : []);
     // warnings (a GPU NVML cannot open, a field it cannot read) belong on stderr here
     const log = createLogger('warn', (l) => process.stderr.write(`l9gpu: ${l.replace(/^\S+ \w+ \[[^\]]+\] /, '')}`));
     const ctx = { config: cfg, log, hostName: cfg.str('daemon', 'host_name') ?? '' };
-    const { names } = await selectPlugins(cfg, ctx);
-    const gpuPlugins = PLUGINS.filter((p) => names.includes(p.name) && p.name !== 'host');
+    const { names } = await selectAgentPlugins(cfg, ctx);
+    const gpuPlugins = PLUGINS.filter((p) => names.includes(p.name) && p.reportsGpus);
     const points: Point[] = [];
     const errors: { plugin: string; error: string }[] = [];
     await Promise.all(
       gpuPlugins.map(async (f) => {
         const ac = new AbortController();
         const t = setTimeout(() => ac.abort(), 15_000);
-        let plugin;
+        let plugin: Plugin | undefined;
         try {
           plugin = await f.create({ ...ctx, log: log.child(f.name) });
           const buf = new PointBuffer();
@@ -59,11 +54,12 @@ GPUs are keyed by UUID; index is the vendor's enumeration order, which may diffe
       }),
     );
     const view = gpuView(points);
-    // the job(s) on each GPU, from the store the hooks and the daemon keep
-    const status = slurmStoreStatus(cfg.str('daemon', 'state_dir')!);
+    // the job(s) on each GPU (a MIG instance's jobs under its parent, with the instance's UUID)
+    const jobs = (await resolveAgentAttribution(cfg).manifest?.jobsByGpu(cfg)) ?? new Map();
     for (const g of view) {
-      const uuids = new Set([g.uuid, ...g.mig.map((m) => m.uuid)]);
-      g.jobs = status.openBindings.filter((b) => uuids.has(b.gpuUuid)).map((b) => ({ ...jobAttributes(b), ...(b.gpuUuid !== g.uuid ? { 'gpu.uuid': b.gpuUuid } : {}) }));
+      for (const uuid of [g.uuid, ...g.mig.map((m) => m.uuid)]) {
+        for (const a of jobs.get(uuid) ?? []) g.jobs.push(uuid === g.uuid ? a : { ...a, 'gpu.uuid': uuid });
+      }
     }
     if (flags.json) {
       process.stdout.write(JSON.stringify({ host: ctx.hostName, time: new Date().toISOString(), gpus: view, errors }, null, 2) + '\n');

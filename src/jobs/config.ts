@@ -1,14 +1,16 @@
-/** The [jobs] section: who sees what, and what a GPU-hour costs. */
-import type { SectionSpec } from '../config/schema.js';
+/** The [jobs] section: the job ledger's retention, who sees what in reports, and what a GPU-hour costs. */
+import type { SectionSpec } from '../core/config/schema.js';
 
 export const JOBS_SECTION: SectionSpec = {
   name: 'jobs',
-  description: '`l9gpu jobs` reports: visibility and prices.',
+  description: 'The job ledger (per job x GPU figures kept in the store under any attribution) and `l9gpu jobs` reports: retention, visibility and prices.',
   keys: [
     { key: 'admin_group', type: 'string', default: null, example: 'hpcadmin', description: 'Members of this Unix group see every user\'s jobs (root always does; others see their own).' },
     { key: 'gpu_hour_price', type: 'number', default: null, min: 0, example: '2.50', description: 'Price of one GPU-hour, for the cost column (unset: no cost shown).' },
     { key: 'gpu_hour_prices', type: 'map', default: {}, example: 'H100=3.20,A100=1.80', description: 'Per-model GPU-hour prices: the first key contained in the GPU model wins over gpu_hour_price.' },
     { key: 'kwh_price', type: 'number', default: null, min: 0, example: '0.25', description: 'Price of one kWh of GPU energy, added to the cost.' },
     { key: 'currency', type: 'string', default: 'USD', description: 'Currency shown with costs.' },
+    { key: 'series_retention', type: 'duration', default: 30 * 86400, min: 3600, example: '30d', description: 'How long the per-minute utilization/memory/power series of ended jobs are kept (for `l9gpu jobs show` plots).' },
+    { key: 'job_retention', type: 'duration', default: 365 * 86400, min: 86400, example: '365d', description: 'How long ended jobs and their figures are kept in the store.' },
   ],
 };

@@ -1,7 +1,8 @@
 /** `l9gpu jobs`: one row per job from the store, filtered in SQL, newest first. */
 import type { Db } from '../store/open.js';
 import { figures, type GpuRollup } from './rollup.js';
-import { displayId, headerOf, jobState, totalsOf, type GpuRow, type Prices } from './report.js';
+import { displayId, headerOf, jobState, totalsOf } from './report.js';
+import type { GpuRow, Prices } from './report-model.js';
 import { jobNotes } from './notes.js';
 
 export interface ListFilter {

@@ -4,13 +4,7 @@
  * below the GPU's size, throttling, Xid and ECC errors, shared GPUs, a job
  * too short to judge.
  */
-import type { GpuRow, JobHeader, Totals } from './report.js';
-
-export interface Note {
-  level: 'info' | 'warn';
-  code: string;
-  text: string;
-}
+import type { GpuRow, JobHeader, Note, Totals } from './report-model.js';
 
 const TOO_SHORT_S = 120;
 const UNUSED_UTIL = 0.01;

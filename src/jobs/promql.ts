@@ -11,11 +11,12 @@
  * endpoint sanitizes them (`gpu_utilization{slurm_job_id="42"}`, counters
  * with _total). Both are tried.
  */
-import { ATTRIBUTION_ATTRIBUTES, METRICS, SCOPE_ATTRIBUTES, findMetric, prometheusName } from '../metrics/registry.js';
-import type { Attributes } from '../metrics/model.js';
+import { ATTRIBUTION_ATTRIBUTES, METRICS, SCOPE_ATTRIBUTES, findMetric, prometheusName } from '../core/metrics/registry.js';
+import type { Attributes } from '../core/metrics/model.js';
 import { emptyRollup, figures, step, type GpuRollup, type GpuSample } from './rollup.js';
 import { addToSample } from './samples.js';
-import { headerOf, totalsOf, type GpuRow, type JobReport, type Prices } from './report.js';
+import { headerOf, totalsOf } from './report.js';
+import type { GpuRow, JobReport, Prices } from './report-model.js';
 import { jobNotes } from './notes.js';
 
 const USED = ['gpu.utilization', 'gpu.memory.utilization', 'gpu.memory.used', 'gpu.memory.total', 'gpu.power.draw', 'gpu.energy.consumption', 'gpu.temperature', 'gpu.throttle.active', 'gpu.xid.errors', 'gpu.ecc.errors', 'gpu.job.share'];

@@ -1,20 +1,11 @@
 /** Text for people: the job list, and the one-job report with meters, a per-GPU table, a plot and notes. */
 import type { JobListRow } from './list.js';
-import { totalsOf, type JobReport } from './report.js';
+import { alignColumns, type Style } from '../core/text-table.js';
+import { totalsOf } from './report.js';
+import type { JobReport } from './report-model.js';
 
 const GiB = 1024 ** 3;
 const BARS = '▁▂▃▄▅▆▇█';
-
-export interface Style {
-  bold(s: string): string;
-  warn(s: string): string;
-  dim(s: string): string;
-}
-
-export function style(color: boolean): Style {
-  const w = (code: string) => (s: string) => (color ? `\x1b[${code}m${s}\x1b[0m` : s);
-  return { bold: w('1'), warn: w('33'), dim: w('2') };
-}
 
 export function duration(s: number | null): string {
   if (s === null) return '-';
@@ -29,11 +20,7 @@ const pct = (x: number | null) => (x === null ? '-' : `${Math.round(x * 100)}%`)
 const gib = (x: number | null) => (x === null ? '-' : (x / GiB).toFixed(1));
 
 function table(rows: string[][], st: Style): string[] {
-  const w = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  return rows.map((r, n) => {
-    const line = r.map((c, i) => c.padEnd(w[i]!)).join('  ').trimEnd();
-    return n === 0 ? st.bold(line) : line;
-  });
+  return alignColumns(rows).map((line, n) => (n === 0 ? st.bold(line) : line));
 }
 
 export function renderList(rows: readonly JobListRow[], st: Style): string {

@@ -3,68 +3,12 @@
  * node's store, or a PromQL backend for a multi-node job): a header, one row
  * per GPU with the rollup figures, totals, a utilization series and notes.
  */
-import type { Config } from '../config/load.js';
-import type { Attributes } from '../metrics/model.js';
+import type { Config } from '../core/config/load.js';
+import type { Attributes } from '../core/metrics/model.js';
 import type { Db } from '../store/open.js';
-import { emptyRollup, figures, type GpuFigures, type GpuRollup } from './rollup.js';
-import { jobNotes, type Note } from './notes.js';
-
-export interface JobHeader {
-  id: string;
-  job_id: string;
-  run: string;
-  user: string | null;
-  uid: number | null;
-  account: string | null;
-  partition: string | null;
-  qos: string | null;
-  name: string | null;
-  cluster: string | null;
-  state: string;
-  start: string | null;
-  end: string | null;
-  elapsed_s: number | null;
-  exit_code: number | null;
-  nodes: string[];
-  earlier_runs: number;
-}
-
-export interface GpuRow {
-  node: string;
-  uuid: string;
-  model: string | null;
-  index: number | null;
-  shared: boolean;
-  figures: GpuFigures;
-}
-
-export interface Totals {
-  gpus: number;
-  gpu_hours: number;
-  util_mean: number | null;
-  mem_peak_bytes: number | null;
-  energy_j: number;
-  energy_kwh: number;
-  cost: number | null;
-  currency: string | null;
-}
-
-export interface JobReport {
-  source: 'store' | 'promql';
-  job: JobHeader;
-  gpus: GpuRow[];
-  totals: Totals;
-  /** Mean utilization of the job's GPUs per minute (ms, 0..1). */
-  series: [number, number][];
-  notes: Note[];
-}
-
-export interface Prices {
-  perGpuHour: number | null;
-  perModel: [string, number][];
-  perKwh: number | null;
-  currency: string;
-}
+import { emptyRollup, figures, type GpuRollup } from './rollup.js';
+import { jobNotes } from './notes.js';
+import type { GpuRow, JobHeader, JobReport, Prices, Totals } from './report-model.js';
 
 export function pricesFrom(cfg: Config): Prices {
   return {

@@ -3,7 +3,7 @@
  * built the same way from the daemon's batches and from series a PromQL
  * backend returns (see promql.ts).
  */
-import type { Attributes } from '../metrics/model.js';
+import type { Attributes } from '../core/metrics/model.js';
 import type { GpuSample } from './rollup.js';
 
 export interface SamplePoint {

@@ -1,18 +1,25 @@
 /**
- * plugins -> attribution -> every sink. One direction: sinks never call back
- * into plugins. A sink that throws is counted and skipped for that batch.
+ * plugins -> attribution -> job ledger -> every sink. One direction: nothing
+ * downstream calls back upstream. A stage that throws is logged once and
+ * passed over for that batch (points still go out, without job attributes
+ * or ledger output); a sink that throws is counted and skipped.
  */
-import type { AttributionProvider } from '../attribution/provider.js';
-import type { Logger } from '../log.js';
-import type { Batch } from '../metrics/model.js';
-import type { Sink } from '../sinks/sink.js';
+import { noneProvider, type AttributionProvider } from '../core/attribution.js';
+import type { Logger } from '../core/log.js';
+import type { Batch, Point } from '../core/metrics/model.js';
+import type { Sink } from '../core/sink.js';
+
+/** The ledger stage as the pipeline sees it: an attributed batch in, extra points (job-end summaries) out. */
+export interface LedgerStage {
+  observe(batch: Batch): Point[];
+}
 
 export class Pipeline {
-  constructor(
-    public attribution: AttributionProvider,
-    public sinks: readonly Sink[],
-    private readonly log: Logger,
-  ) {}
+  attribution: AttributionProvider = noneProvider;
+  ledger: LedgerStage | undefined;
+  sinks: readonly Sink[] = [];
+
+  constructor(private readonly log: Logger) {}
 
   publish(batch: Batch): void {
     let out = batch;
@@ -20,6 +27,14 @@ export class Pipeline {
       out = this.attribution.attribute(batch);
     } catch (e) {
       this.log.once(`attr-${(e as Error).message}`, 'error', 'attribution failed: sending points without job attributes', { error: (e as Error).message });
+    }
+    if (this.ledger) {
+      try {
+        const extra = this.ledger.observe(out);
+        if (extra.length) out = { ...out, points: [...out.points, ...extra] };
+      } catch (e) {
+        this.log.once(`ledger-${(e as Error).message}`, 'error', 'job ledger failed: this batch is not in the job figures', { error: (e as Error).message });
+      }
     }
     for (const s of this.sinks) {
       try {

@@ -3,9 +3,9 @@
  * payloads wait here; past max_queue_bytes the oldest are dropped and counted,
  * so memory stays bounded however long the outage lasts.
  */
-import type { Logger } from '../log.js';
+import type { Logger } from '../core/log.js';
 import type { SendResult } from './http-post.js';
-import type { SinkStats } from './sink.js';
+import type { SinkStats } from '../core/sink.js';
 
 export interface Payload {
   readonly body: Buffer;

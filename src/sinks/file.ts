@@ -5,12 +5,12 @@
  */
 import { closeSync, fstatSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { ConfigError, type SectionSpec } from '../config/schema.js';
-import type { Config } from '../config/load.js';
-import type { Batch } from '../metrics/model.js';
+import { ConfigError, type SectionSpec } from '../core/config/schema.js';
+import type { Config } from '../core/config/load.js';
+import type { Batch } from '../core/metrics/model.js';
 import { jsonLines } from './jsonl.js';
-import { dirWritable } from '../probe.js';
-import { SinkStats, type Sink, type SinkContext, type SinkFactory } from './sink.js';
+import { dirWritable } from '../core/probe.js';
+import { SinkStats, type Sink, type SinkContext, type SinkManifest } from '../core/sink.js';
 
 export const FILE_SECTION: SectionSpec = {
   name: 'file',
@@ -102,7 +102,7 @@ class FileSink implements Sink {
   }
 }
 
-export const fileSink: SinkFactory = {
+export const fileSink: SinkManifest = {
   name: 'file',
   description: 'JSON lines appended to a file with size rotation',
   section: FILE_SECTION,

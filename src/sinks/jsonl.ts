@@ -7,8 +7,8 @@
  * attributes stay unambiguous. Built by string concatenation: the metric part
  * of each line is cached per metric.
  */
-import type { Attributes, Batch } from '../metrics/model.js';
-import type { MetricDef } from '../metrics/registry.js';
+import type { Attributes, Batch } from '../core/metrics/model.js';
+import type { MetricDef } from '../core/metrics/registry.js';
 
 const heads = new WeakMap<MetricDef, string>();
 

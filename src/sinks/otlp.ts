@@ -4,15 +4,15 @@
  * because the stock exporter drops data once a few quick retries fail.
  */
 import { gzipSync } from 'node:zlib';
-import { ConfigError, type SectionSpec } from '../config/schema.js';
-import type { Config } from '../config/load.js';
-import type { Batch } from '../metrics/model.js';
-import { VERSION } from '../resource.js';
+import { ConfigError, type SectionSpec } from '../core/config/schema.js';
+import type { Config } from '../core/config/load.js';
+import type { Batch } from '../core/metrics/model.js';
+import { VERSION } from '../core/resource.js';
 import { DeliveryQueue } from './delivery-queue.js';
 import { createPoster, type Poster } from './http-post.js';
 import { toResourceMetrics } from './resource-metrics.js';
-import { tcpReachable } from '../probe.js';
-import { SinkStats, type Sink, type SinkContext, type SinkFactory } from './sink.js';
+import { tcpReachable } from '../core/probe.js';
+import { SinkStats, type Sink, type SinkContext, type SinkManifest } from '../core/sink.js';
 
 const SIGNAL_PATH = '/v1/metrics';
 /** OTEL_EXPORTER_OTLP_ENDPOINT is a base URL: the spec appends the signal path. */
@@ -153,7 +153,7 @@ class OtlpSink implements Sink {
   }
 }
 
-export const otlpSink: SinkFactory = {
+export const otlpSink: SinkManifest = {
   name: 'otlp',
   description: 'OTLP/HTTP (protobuf or JSON) push with gzip, headers, timeout and a bounded retry queue',
   section: OTLP_SECTION,

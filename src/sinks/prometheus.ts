@@ -7,13 +7,13 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { SectionSpec } from '../config/schema.js';
-import type { Config } from '../config/load.js';
-import type { Batch } from '../metrics/model.js';
-import { VERSION } from '../resource.js';
+import type { SectionSpec } from '../core/config/schema.js';
+import type { Config } from '../core/config/load.js';
+import type { Batch } from '../core/metrics/model.js';
+import { VERSION } from '../core/resource.js';
 import { toResourceMetrics } from './resource-metrics.js';
-import { portFree } from '../probe.js';
-import { SinkStats, type Sink, type SinkContext, type SinkFactory } from './sink.js';
+import { portFree } from '../core/probe.js';
+import { SinkStats, type Sink, type SinkContext, type SinkManifest } from '../core/sink.js';
 
 export const PROMETHEUS_SECTION: SectionSpec = {
   name: 'prometheus',
@@ -108,7 +108,7 @@ class PrometheusSink implements Sink {
   }
 }
 
-export const prometheusSink: SinkFactory = {
+export const prometheusSink: SinkManifest = {
   name: 'prometheus',
   description: 'Prometheus pull endpoint (default :9464/metrics)',
   section: PROMETHEUS_SECTION,

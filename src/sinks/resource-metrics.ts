@@ -5,8 +5,8 @@
  */
 import type { MetricData, ResourceMetrics } from '@opentelemetry/sdk-metrics';
 import type { HrTime } from '@opentelemetry/api';
-import type { Attributes, Batch } from '../metrics/model.js';
-import type { MetricDef } from '../metrics/registry.js';
+import type { Attributes, Batch } from '../core/metrics/model.js';
+import type { MetricDef } from '../core/metrics/registry.js';
 
 // Numeric values of the SDK enums (DataPointType, AggregationTemporality, ValueType),
 // inlined so that building a request does not need the SDK's runtime.

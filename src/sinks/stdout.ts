@@ -1,8 +1,8 @@
 /** JSON lines on stdout (the contract in jsonl.ts); logs go to stderr. */
-import type { SectionSpec } from '../config/schema.js';
-import type { Batch } from '../metrics/model.js';
+import type { SectionSpec } from '../core/config/schema.js';
+import type { Batch } from '../core/metrics/model.js';
 import { jsonLines } from './jsonl.js';
-import { SinkStats, type Sink, type SinkContext, type SinkFactory } from './sink.js';
+import { SinkStats, type Sink, type SinkContext, type SinkManifest } from '../core/sink.js';
 
 export const STDOUT_SECTION: SectionSpec = {
   name: 'stdout',
@@ -49,7 +49,7 @@ class StdoutSink implements Sink {
   }
 }
 
-export const stdoutSink: SinkFactory = {
+export const stdoutSink: SinkManifest = {
   name: 'stdout',
   description: 'JSON lines on standard output',
   section: STDOUT_SECTION,

@@ -3,15 +3,15 @@
  * with an optional bearer token, through the same bounded retry queue as OTLP.
  */
 import { readFileSync } from 'node:fs';
-import { ConfigError, type SectionSpec } from '../config/schema.js';
-import type { Config } from '../config/load.js';
-import type { Batch } from '../metrics/model.js';
-import { VERSION } from '../resource.js';
+import { ConfigError, type SectionSpec } from '../core/config/schema.js';
+import type { Config } from '../core/config/load.js';
+import type { Batch } from '../core/metrics/model.js';
+import { VERSION } from '../core/resource.js';
 import { DeliveryQueue } from './delivery-queue.js';
 import { createPoster, type Poster } from './http-post.js';
 import { pointJson } from './jsonl.js';
-import { tcpReachable } from '../probe.js';
-import { SinkStats, type Sink, type SinkContext, type SinkFactory } from './sink.js';
+import { tcpReachable } from '../core/probe.js';
+import { SinkStats, type Sink, type SinkContext, type SinkManifest } from '../core/sink.js';
 
 export const WEBHOOK_SECTION: SectionSpec = {
   name: 'webhook',
@@ -84,7 +84,7 @@ class WebhookSink implements Sink {
   }
 }
 
-export const webhookSink: SinkFactory = {
+export const webhookSink: SinkManifest = {
   name: 'webhook',
   description: 'POST JSON batches with a bearer token, timeout and retry',
   section: WEBHOOK_SECTION,

@@ -1,5 +1,5 @@
 import { loadAgentConfig } from '../../daemon/catalog.js';
-import type { Config } from '../../src/config/load.js';
+import type { Config } from '../../src/core/config/load.js';
 
 /** A Config as the daemon would build it, from INI text given inline (no file on disk needed). */
 export function configFrom(values: Record<string, Record<string, string>>, env: NodeJS.ProcessEnv = {}): Config {

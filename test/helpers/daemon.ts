@@ -2,7 +2,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { findMetric } from '../../src/metrics/registry.js';
+import { findMetric } from '../../src/core/metrics/registry.js';
 import { CLI, tempDir } from './paths.js';
 import { waitFor } from './wait.js';
 

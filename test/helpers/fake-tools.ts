@@ -26,14 +26,15 @@ export class FakeTools {
     script('hl-smi', '[ "$1" = "-Q" ] && [ "$3" = "-f" ] || { echo "hl-smi: bad arguments: $*" >&2; exit 2; }\nexec cat "$d/hl-smi.csv"\n');
   }
 
-  /** Which recorded files amd-smi prints: `amd-smi <cmd> --json` prints files[cmd]. */
-  amd(files: { list: string; static: string; metric: string; process: string }): this {
-    for (const [cmd, f] of Object.entries(files)) copyFileSync(join(AMD_TD, f), join(this.data, `amd-${cmd}.json`));
+  /** Which recorded case amd-smi prints: `amd-smi <cmd> --json` prints testdata/<name>/<cmd>.json. */
+  amd(name: string): this {
+    for (const cmd of ['list', 'static', 'metric', 'process']) copyFileSync(join(AMD_TD, name, `${cmd}.json`), join(this.data, `amd-${cmd}.json`));
     return this;
   }
 
-  hl(file: string): this {
-    copyFileSync(join(HL_TD, file), join(this.data, 'hl-smi.csv'));
+  /** `hl-smi -Q ... -f csv` prints testdata/<name>/hl-smi.csv. */
+  hl(name: string): this {
+    copyFileSync(join(HL_TD, name, 'hl-smi.csv'), join(this.data, 'hl-smi.csv'));
     return this;
   }
 

@@ -1,7 +1,10 @@
 import { Command, Flags } from '@oclif/core';
-import { CliError, jobsContext, openJobsStore, reportingCliErrors, parseSince } from '../../jobs/cli.js';
+import { CliError, reportingCliErrors } from '../../cli/errors.js';
+import { jobsContext, openJobsStore, parseSince } from '../../cli/jobs-context.js';
+import { configFlag } from '../../cli/oclif-flags.js';
 import { listJobs } from '../../jobs/list.js';
-import { renderCsv, renderList, style } from '../../jobs/render.js';
+import { renderCsv, renderList } from '../../jobs/render.js';
+import { style } from '../../core/text-table.js';
 import { pricesFrom } from '../../jobs/report.js';
 
 export default class Jobs extends Command {
@@ -18,7 +21,7 @@ For one job in detail: l9gpu jobs show <jobid>.`;
   ];
 
   static override flags = {
-    config: Flags.string({ char: 'c', helpValue: 'FILE', description: 'INI configuration file (default /etc/l9gpu/l9gpu.ini, or $L9GPU_CONFIG).' }),
+    config: configFlag,
     json: Flags.boolean({ description: 'Print JSON.', exclusive: ['csv'] }),
     csv: Flags.boolean({ description: 'Print CSV.', exclusive: ['json'] }),
     user: Flags.string({ char: 'u', helpValue: 'USER', description: 'Only this user\'s jobs (others\' need root or [jobs] admin_group).' }),

@@ -1,8 +1,12 @@
 import { Args, Command, Flags } from '@oclif/core';
-import { CliError, jobsContext, openJobsStore, reportingCliErrors } from '../../jobs/cli.js';
+import { CliError, reportingCliErrors } from '../../cli/errors.js';
+import { jobsContext, openJobsStore } from '../../cli/jobs-context.js';
+import { configFlag } from '../../cli/oclif-flags.js';
 import { reportFromPromql } from '../../jobs/promql.js';
-import { renderReport, style } from '../../jobs/render.js';
-import { findJob, pricesFrom, reportFromStore, type JobReport } from '../../jobs/report.js';
+import { renderReport } from '../../jobs/render.js';
+import { style } from '../../core/text-table.js';
+import { findJob, pricesFrom, reportFromStore } from '../../jobs/report.js';
+import type { JobReport } from '../../jobs/report-model.js';
 
 export default class JobsShow extends Command {
   static override summary = 'How a job used its GPUs: utilization, memory, energy, power, throttling, Xids, a plot and notes.';
@@ -15,7 +19,7 @@ the whole multi-node job, per node, with the same figures and notes.`;
   static override args = { jobid: Args.string({ required: true, description: 'Job id, or ARRAYID_TASKID.' }) };
 
   static override flags = {
-    config: Flags.string({ char: 'c', helpValue: 'FILE', description: 'INI configuration file (default /etc/l9gpu/l9gpu.ini, or $L9GPU_CONFIG).' }),
+    config: configFlag,
     json: Flags.boolean({ description: 'Print JSON.' }),
     source: Flags.string({ options: ['store', 'promql'], default: 'store', description: 'Where the figures come from.' }),
     url: Flags.string({ helpValue: 'URL', description: 'PromQL API base URL (with --source promql), e.g. http://victoria:8428 or http://prometheus:9090.' }),

@@ -24,6 +24,18 @@ export interface Batch {
   /** The source's collection interval in ms; sinks use it to age out series. */
   readonly intervalMs: number;
   readonly points: readonly Point[];
+  /** Set by attribution: the jobs holding each GPU of the batch (by UUID), with their shares. */
+  readonly jobs?: ReadonlyMap<string, readonly JobShare[]>;
+}
+
+/** One job's hold on one GPU: a provider-neutral key (job id + run) for the ledger, and the attributes its points carry. */
+export interface JobShare {
+  readonly jobId: string;
+  /** Tells apart runs of one job id (a requeued Slurm job, a recreated pod). */
+  readonly runKey: string;
+  /** How much of the GPU the job gets, 0..1 (1 for an exclusive GPU). */
+  readonly share: number;
+  readonly attributes: Attributes;
 }
 
 /** What a plugin's collect() writes into. */

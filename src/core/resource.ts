@@ -4,7 +4,7 @@ import { hostname } from 'node:os';
 import type { Config } from './config/load.js';
 import type { Attributes } from './metrics/model.js';
 
-export const VERSION: string = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+export const VERSION: string = (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 export function resourceAttributes(cfg: Config): Attributes {
   const attrs: Attributes = { ...cfg.map('daemon', 'resource_attributes') };

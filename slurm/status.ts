@@ -1,8 +1,8 @@
 /** What doctor and `l9gpu gpus` read about Slurm attribution from the store (read-only). */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { openStoreReadOnly, storePath } from './store/open.js';
-import { openBindings, type OpenBinding } from './store/jobs.js';
+import { openStoreReadOnly, storePath } from '../src/store/open.js';
+import { openBindings, type OpenBinding } from '../src/store/jobs.js';
 
 export interface SlurmStoreStatus {
   store: string;

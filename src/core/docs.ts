@@ -1,15 +1,16 @@
-/** Renders docs/metrics.md and docs/l9gpu.example.ini from the registry and the config schema. */
-import { formatValue, defaultOf, type SectionSpec } from '../config/schema.js';
-import { ATTRIBUTION_ATTRIBUTES, METRICS, SCOPE_ATTRIBUTES, prometheusName, type MetricDef } from './registry.js';
+/** Renders docs/metrics.md, docs/l9gpu.example.ini and the plugin READMEs' config tables from the registry, the config schema and the manifests. */
+import { formatValue, defaultOf, type SectionSpec } from './config/schema.js';
+import { ATTRIBUTION_ATTRIBUTES, METRICS, SCOPE_ATTRIBUTES, prometheusName, type MetricDef } from './metrics/registry.js';
 
 const KIND: Record<MetricDef['kind'], string> = { gauge: 'gauge', sum: 'monotonic sum', updown: 'up-down sum' };
 const SCOPE_TITLE: Record<MetricDef['scope'], string> = { gpu: 'GPU', host: 'Host', agent: 'Agent self-metrics' };
 
-export function renderMetricsDoc(): string {
+/** emitters: metric name -> who emits it (plugin, sink, provider or agent stage names), from the manifests. */
+export function renderMetricsDoc(emitters: ReadonlyMap<string, readonly string[]>): string {
   const out: string[] = [
     '# l9gpu metrics',
     '',
-    '<!-- Generated from src/metrics/registry.ts by `npm run docs`. Do not edit: a test fails when this file is stale. -->',
+    '<!-- Generated from src/core/metrics/registry.ts and the manifests by `npm run docs`. Do not edit: a test fails when this file is stale. -->',
     '',
     'Units are [UCUM](https://ucum.org/) as OpenTelemetry uses them, and are the same for every vendor:',
     'ratios are 0..1 with unit `1` (never percent), power `W`, energy `J`, memory `By`, temperature `Cel`, clocks `MHz`.',
@@ -26,9 +27,10 @@ export function renderMetricsDoc(): string {
     '',
   ];
   for (const scope of ['gpu', 'host', 'agent'] as const) {
-    out.push(`## ${SCOPE_TITLE[scope]}`, '', '| name | unit | kind | attributes | Prometheus name | description |', '| --- | --- | --- | --- | --- | --- |');
+    out.push(`## ${SCOPE_TITLE[scope]}`, '', '| name | unit | kind | attributes | Prometheus name | emitted by | description |', '| --- | --- | --- | --- | --- | --- | --- |');
     for (const d of METRICS.filter((x) => x.scope === scope)) {
-      out.push(`| \`${d.name}\` | \`${d.unit}\` | ${KIND[d.kind]} | ${d.attributes.map((a) => `\`${a}\``).join(', ')} | \`${prometheusName(d)}\` | ${d.description.replace(/\|/g, '\\|')} |`);
+      const by = (emitters.get(d.name) ?? []).join(', ') || '-';
+      out.push(`| \`${d.name}\` | \`${d.unit}\` | ${KIND[d.kind]} | ${d.attributes.map((a) => `\`${a}\``).join(', ')} | \`${prometheusName(d)}\` | ${by} | ${d.description.replace(/\|/g, '\\|')} |`);
     }
     out.push('');
   }
@@ -69,4 +71,33 @@ export function renderExampleConfig(sections: readonly SectionSpec[]): string {
     }
   }
   return out.join('\n');
+}
+
+const cell = (t: string) => t.replace(/\|/g, '\\|').replace(/\n/g, ' ');
+
+/** A plugin README's "## Config" section: every key of its section, as the loader takes it. */
+export function renderConfigSection(section: SectionSpec): string {
+  const out = [
+    `## Config (\`[${section.name}]\`)`,
+    '<!-- Generated from the plugin\'s manifest by `npm run docs`; a test fails when it is stale. -->',
+    '',
+    '| key | type | default | environment | description |',
+    '| --- | --- | --- | --- | --- |',
+  ];
+  for (const k of section.keys) {
+    const def = typeof k.default === 'function' ? '(computed)' : formatValue(k, defaultOf(k)) || '(unset)';
+    const type = k.type === 'enum' ? `one of ${k.values!.join(', ')}` : k.type;
+    out.push(`| \`${k.key}\` | ${type} | ${cell(def)} | ${k.env?.map((e) => `\`${e.name}\``).join(', ') ?? ''} | ${cell(k.description)} |`);
+  }
+  return out.join('\n') + '\n';
+}
+
+/** The README with its "## Config" section (up to the next "## " heading) replaced by the generated one. */
+export function withConfigSection(readme: string, section: SectionSpec): string {
+  const start = readme.search(/^## Config\b/m);
+  if (start < 0) throw new Error(`no "## Config" section for [${section.name}]`);
+  const rest = readme.slice(start + 1);
+  const next = rest.search(/^## /m);
+  const end = next < 0 ? readme.length : start + 1 + next;
+  return readme.slice(0, start) + renderConfigSection(section) + (next < 0 ? '' : '\n') + readme.slice(end);
 }

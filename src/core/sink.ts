@@ -1,9 +1,9 @@
-/** The sink interface. Sinks know nothing about plugins: they get batches. */
-import type { Config } from '../config/load.js';
-import type { SectionSpec } from '../config/schema.js';
-import type { Logger } from '../log.js';
-import type { Attributes, Batch } from '../metrics/model.js';
-import type { ProbeResult } from '../plugin.js';
+/** The sink contract. Sinks know nothing about plugins or attribution: they get batches. */
+import type { Config } from './config/load.js';
+import type { SectionSpec } from './config/schema.js';
+import type { Logger } from './log.js';
+import type { Attributes, Batch } from './metrics/model.js';
+import type { ProbeResult } from './plugin.js';
 
 /** Counters a sink keeps for the self-metrics and doctor. */
 export class SinkStats {
@@ -33,12 +33,12 @@ export interface Sink {
   close(deadline: number): Promise<void>;
 }
 
-export interface SinkFactory {
+export interface SinkManifest {
   readonly name: string;
   readonly description: string;
   readonly section: SectionSpec;
   create(ctx: SinkContext): Sink;
-  /** One line for doctor: where the data goes. */
+  /** Doctor's line: where the data goes. */
   describe(cfg: Config): string;
   /** Whether the destination is usable, without sending data. */
   probe(cfg: Config): Promise<ProbeResult>;

@@ -44,3 +44,15 @@ export async function runTool(path: string, args: readonly string[], timeoutMs: 
   }
   return r.stdout;
 }
+
+/**
+ * Awaits every promise; on failure throws the first failure in argument
+ * order, not in time order, so a tool failing the same way every tick gives
+ * the same error every tick (and is logged once, not once per race winner).
+ */
+export async function allInOrder<T extends readonly unknown[]>(promises: { [K in keyof T]: Promise<T[K]> }): Promise<T> {
+  const settled = await Promise.allSettled(promises);
+  const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
+  return settled.map((r) => (r as PromiseFulfilledResult<unknown>).value) as unknown as T;
+}

@@ -2,7 +2,8 @@
  * `l9gpu gpus`: points of one collection -> one record per GPU (keyed by
  * UUID, MIG instances under their parent), and a table for people.
  */
-import type { Point } from './metrics/model.js';
+import type { Point } from '../core/metrics/model.js';
+import { alignColumns, style } from '../core/text-table.js';
 
 export interface GpuRecord {
   index: number;
@@ -79,8 +80,7 @@ const pct = (v: number | null) => (v === null ? '-' : `${Math.round(v * 100)}%`)
 const gib = (v: number | null) => (v === null ? '-' : (v / GiB).toFixed(1));
 
 export function renderGpuTable(gpus: readonly GpuRecord[], color: boolean): string {
-  const bold = (s: string) => (color ? `\x1b[1m${s}\x1b[0m` : s);
-  const warn = (s: string) => (color ? `\x1b[33m${s}\x1b[0m` : s);
+  const { bold, warn } = style(color);
   const anyJobs = gpus.some((g) => g.jobs.length > 0);
   const rows: string[][] = [['IDX', 'UUID', 'MODEL', 'UTIL', 'MEM GiB', 'TEMP', 'POWER', 'ENERGY kWh', 'THROTTLE', 'PROCS', ...(anyJobs ? ['JOBS'] : [])]];
   for (const g of gpus) {
@@ -100,11 +100,7 @@ export function renderGpuTable(gpus: readonly GpuRecord[], color: boolean): stri
     ]);
     for (const m of g.mig) rows.push([' └', m.uuid, m.model, '', `${gib(m.memory_used_bytes)}/${gib(m.memory_total_bytes)}`, '', '', '', '', '', ...(anyJobs ? [''] : [])]);
   }
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  const out = rows.map((r, n) => {
-    const line = r.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
-    return n === 0 ? bold(line) : r[3] === 'LOST' || r[8] !== '-' ? warn(line) : line;
-  });
+  const out = alignColumns(rows).map((line, n) => (n === 0 ? bold(line) : rows[n]![3] === 'LOST' || rows[n]![8] !== '-' ? warn(line) : line));
   if (gpus.length === 0) out.push('(no GPUs found)');
   return out.join('\n') + '\n';
 }

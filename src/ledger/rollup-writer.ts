@@ -4,9 +4,9 @@
  * lives in memory and is persisted at every tick (the daemon restarts
  * without losing a job's figures).
  */
-import type { Attributes } from '../src/metrics/model.js';
-import { emptyRollup, figures, step, type GpuFigures, type GpuRollup, type GpuSample } from '../src/jobs/rollup.js';
-import type { Db } from '../src/store/open.js';
+import type { Attributes } from '../core/metrics/model.js';
+import { emptyRollup, figures, step, type GpuFigures, type GpuRollup, type GpuSample } from '../jobs/rollup.js';
+import type { Db } from '../store/open.js';
 
 export interface RollupBinding {
   jobId: string;

@@ -1,28 +1,12 @@
 /** What both `l9gpu jobs` commands need: the configuration, the viewer, the store, and --since. */
 import { hostname } from 'node:os';
-import { loadAgentConfig } from '../../daemon/catalog.js';
-import type { Config } from '../config/load.js';
-import { ConfigError } from '../config/schema.js';
+import { resolveAgentAttribution } from '../../daemon/catalog.js';
+import type { Config } from '../core/config/load.js';
+import { loadCliConfig } from './config.js';
+import { CliError } from './errors.js';
 import { openStoreReadOnly, storePath } from '../store/open.js';
 import type { Db } from '../store/open.js';
-import { viewer, type Viewer } from './access.js';
-
-export class CliError extends Error {
-  constructor(message: string, readonly exitCode: number) {
-    super(message);
-  }
-}
-
-/** Runs a command body; a CliError becomes one line on stderr and its exit code. */
-export async function reportingCliErrors(exit: (code: number) => never, body: () => Promise<void>): Promise<void> {
-  try {
-    await body();
-  } catch (e) {
-    if (!(e instanceof CliError)) throw e;
-    process.stderr.write(`l9gpu: ${e.message}\n`);
-    exit(e.exitCode);
-  }
-}
+import { viewer, type Viewer } from '../jobs/access.js';
 
 export interface JobsContext {
   cfg: Config;
@@ -32,17 +16,11 @@ export interface JobsContext {
 }
 
 export function jobsContext(configPath: string | undefined): JobsContext {
-  let cfg: Config;
-  try {
-    cfg = loadAgentConfig({ configPath });
-  } catch (e) {
-    if (e instanceof ConfigError) throw new CliError(e.message, 2);
-    throw e;
-  }
+  const cfg = loadCliConfig(configPath);
   return {
     cfg,
     viewer: viewer(cfg.str('jobs', 'admin_group')),
-    node: cfg.str('slurm', 'node_name') ?? process.env.SLURMD_NODENAME ?? hostname().split('.')[0]!,
+    node: resolveAgentAttribution(cfg).manifest?.nodeName(cfg, process.env) ?? hostname().split('.')[0]!,
     stateDir: cfg.str('daemon', 'state_dir')!,
   };
 }

@@ -1,0 +1,18 @@
+/**
+ * Golden-file case of this plugin: testdata/<case>/ holds what `amd-smi list,
+ * static, metric, process --json` printed (list.json ...), and the points they
+ * give are compared with expected.jsonl by test/golden.test.ts.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { PointBuffer, type Point } from '../../src/core/metrics/model.js';
+import { emitMetrics, emitProcesses, parseIdentity } from './parse.js';
+
+export function goldenPoints(dir: string): Point[] {
+  const read = (f: string) => readFileSync(join(dir, f), 'utf8');
+  const ids = new Map(parseIdentity(read('list.json'), read('static.json')).filter((g) => g.uuid).map((g) => [g.index, g]));
+  const out = new PointBuffer();
+  emitMetrics(read('metric.json'), ids, out, 0);
+  emitProcesses(read('process.json'), ids, out);
+  return out.points;
+}

@@ -1,0 +1,91 @@
+/**
+ * The Slurm attribution provider as the composition root sees it: detection
+ * (a slurm.conf on this node), creation (the transform plus the reconciler's
+ * timer), doctor's section, and the jobs on each GPU for `l9gpu gpus`.
+ */
+import { existsSync } from 'node:fs';
+import type { AttributionManifest, AttributionProvider } from '../src/core/attribution.js';
+import { SLURM_METRICS, SlurmAttribution, jobAttributes } from './attribution.js';
+import { SLURM_SECTION } from './config.js';
+import { slurmNodeName } from './node-name.js';
+import { gresConfFor, slurmConfPath } from './paths.js';
+import { Reconciler } from './reconciler.js';
+import { slurmStoreStatus } from './status.js';
+import type { Attributes } from '../src/core/metrics/model.js';
+
+
+export const slurmAttribution: AttributionManifest = {
+  name: 'slurm',
+  description: 'Slurm jobs: bindings written by the prolog/epilog hooks, reconciled with squeue/scontrol/sacct',
+  sections: [SLURM_SECTION],
+  metrics: SLURM_METRICS,
+
+  detect(cfg, env) {
+    const conf = slurmConfPath(cfg, env);
+    return conf ? { ok: true, detail: `Slurm configured at ${conf}` } : { ok: false, detail: 'no slurm.conf found' };
+  },
+
+  async create({ config: cfg, log, env, store }): Promise<AttributionProvider> {
+    const slog = log.child('slurm');
+    const reconciler = new Reconciler({
+      db: store,
+      node: slurmNodeName(cfg, env),
+      gresConf: gresConfFor(cfg, env),
+      binDir: cfg.str('slurm', 'bin_dir'),
+      slurmConf: slurmConfPath(cfg, env),
+      commandTimeoutMs: cfg.num('slurm', 'command_timeout')! * 1000,
+      log: slog,
+    });
+    const transform = new SlurmAttribution(store, slog, () => reconciler.lastOk || undefined);
+    let reconciling = false;
+    const tick = (): void => {
+      if (reconciling) return;
+      reconciling = true;
+      reconciler
+        .reconcileOnce()
+        .catch(() => {}) // logged by the reconciler; the bindings stay as they are
+        .finally(() => {
+          reconciling = false;
+          transform.invalidate();
+        });
+    };
+    tick();
+    const timer = setInterval(tick, cfg.num('slurm', 'reconcile_interval')! * 1000);
+    return {
+      name: transform.name,
+      attribute: (b) => transform.attribute(b),
+      status: () => transform.status(),
+      collectSelf: (out) => transform.collectSelf(out),
+      close: () => clearInterval(timer),
+    };
+  },
+
+  async doctor(cfg, env) {
+    const node = slurmNodeName(cfg, env);
+    const conf = slurmConfPath(cfg, env);
+    const gres = gresConfFor(cfg, env);
+    const st = slurmStoreStatus(cfg.str('daemon', 'state_dir')!);
+    // a reconcile error newer than the last success: Slurm did not answer the daemon lately
+    const down = !!st.lastReconcileError && (!st.lastReconcileOk || st.lastReconcileError.slice(0, 24) > st.lastReconcileOk);
+    const lines = [
+      `node ${node}; slurm.conf ${conf}; gres.conf ${gres}${existsSync(gres) ? '' : ' (not found: GRES indices cannot be mapped to UUIDs)'}`,
+      `${st.openBindings.length} open binding(s)${st.openBindings.length ? `: ${[...new Set(st.openBindings.map((b) => `job ${b.jobId}`))].join(', ')}` : ''}; ${st.gpusInInventory} GPU(s) in the inventory`,
+      `reconciler: last answer from Slurm ${st.lastReconcileOk ?? 'never'}${st.lastReconcileError ? `; last error ${st.lastReconcileError}` : ''}${down ? '  <- Slurm is not answering: the last known bindings are kept' : ''}`,
+      ...(st.lastHookLine ? [`last hook log line: ${st.lastHookLine}`] : []),
+      ...(st.error ? [`store: ${st.error}`] : []),
+    ];
+    return { lines, json: { node, slurm_conf: conf, gres_conf: gres, ...st }, problems: down ? 1 : 0 };
+  },
+
+  async jobsByGpu(cfg) {
+    const m = new Map<string, Attributes[]>();
+    for (const b of slurmStoreStatus(cfg.str('daemon', 'state_dir')!).openBindings) {
+      let l = m.get(b.gpuUuid);
+      if (!l) m.set(b.gpuUuid, (l = []));
+      l.push(jobAttributes(b));
+    }
+    return m;
+  },
+
+  nodeName: slurmNodeName,
+};

@@ -1,0 +1,49 @@
+/** The core [daemon] section and the keys every plugin section shares. */
+import { homedir, hostname } from 'node:os';
+import { join } from 'node:path';
+import type { KeySpec, SectionSpec } from './schema.js';
+
+export function defaultStateDir(env: NodeJS.ProcessEnv = process.env): string {
+  if (process.getuid?.() === 0) return '/var/lib/l9gpu';
+  return join(env.XDG_STATE_HOME || join(env.HOME || homedir(), '.local', 'state'), 'l9gpu');
+}
+
+/** The names the composition root knows; without them (the hooks) the name keys are not checked. */
+export interface KnownNames {
+  readonly plugins: readonly string[];
+  readonly sinks: readonly string[];
+  readonly attributions: readonly string[];
+}
+
+export function daemonSection(names?: KnownNames): SectionSpec {
+  const list = (l: readonly string[] | undefined, fallback: string) => (l ? l.join(', ') : fallback);
+  return {
+    name: 'daemon',
+    description: 'The agent: what it runs, where it sends data, how it names itself.',
+    keys: [
+      { key: 'plugins', type: 'list', default: ['auto'], env: [{ name: 'L9GPU_PLUGINS' }], description: `Plugins to run: auto, ${list(names?.plugins, 'see `l9gpu doctor`')}. auto = host plus every GPU plugin whose source answers at start (NVML loads and sees GPUs, amd-smi or hl-smi answers); named plugins always run. --plugin replaces this list for one run.` },
+      { key: 'sinks', type: 'list', default: ['prometheus'], env: [{ name: 'L9GPU_SINKS' }], description: `Where data goes: ${list(names?.sinks, 'see `l9gpu doctor`')} (several at once). --sink replaces this list for one run.` },
+      { key: 'interval', type: 'duration', default: 10, min: 0.05, max: 3600, description: 'Default collection interval of every plugin (a plugin section may set its own). --interval sets all of them for one run.' },
+      names
+        ? { key: 'attribution', type: 'enum', values: ['auto', ...names.attributions, 'none'], default: 'auto', description: `How GPU points get job attributes: auto = the first of ${names.attributions.join(', ')} whose scheduler is configured on this node, else none.` }
+        : { key: 'attribution', type: 'string', default: 'auto', description: 'How GPU points get job attributes.' },
+      { key: 'cluster', type: 'string', default: null, description: 'Cluster name, exported as the resource attribute cluster.name.' },
+      { key: 'host_name', type: 'string', default: () => hostname(), example: '', description: 'Exported as the resource attribute host.name (default: the system host name).' },
+      { key: 'service_name', type: 'string', default: 'l9gpu', env: [{ name: 'OTEL_SERVICE_NAME' }], description: 'Exported as the resource attribute service.name.' },
+      { key: 'resource_attributes', type: 'map', default: {}, env: [{ name: 'OTEL_RESOURCE_ATTRIBUTES' }], description: 'Extra resource attributes, key=value,key2=value2 (values percent-encoded). service.name and host.name here are overridden by the keys above.' },
+      { key: 'state_dir', type: 'path', default: () => defaultStateDir(), example: '/var/lib/l9gpu', env: [{ name: 'L9GPU_STATE_DIR' }], description: 'Folder of the local store (root: /var/lib/l9gpu; others: $XDG_STATE_HOME/l9gpu).' },
+      { key: 'log_level', type: 'enum', values: ['debug', 'info', 'warn', 'error'], default: 'info', env: [{ name: 'L9GPU_LOG_LEVEL' }], description: 'Least severe log level written to stderr.' },
+      { key: 'shutdown_timeout', type: 'duration', default: 5, min: 0, max: 300, description: 'On SIGTERM: how long to keep delivering queued data before exiting.' },
+    ],
+  };
+}
+
+/** Keys every plugin section has; null inherits from [daemon]. */
+export const PLUGIN_COMMON_KEYS: readonly KeySpec[] = [
+  { key: 'interval', type: 'duration', default: null, min: 0.05, max: 3600, example: '10s', description: 'Collection interval of this plugin (default: [daemon] interval).' },
+  { key: 'timeout', type: 'duration', default: null, min: 0.05, max: 3600, example: '10s', description: 'A collection running longer than this counts as an error; its next ticks are skipped until it returns (default: the interval).' },
+];
+
+export function pluginSection(name: string, description: string, keys: readonly KeySpec[] = []): SectionSpec {
+  return { name, description, keys: [...PLUGIN_COMMON_KEYS, ...keys] };
+}

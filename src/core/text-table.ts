@@ -1,0 +1,19 @@
+/** Text for terminals: the one table layout and the one set of styles of every command. */
+export interface Style {
+  bold(s: string): string;
+  warn(s: string): string;
+  dim(s: string): string;
+}
+
+/** ANSI styles for a terminal that wants them (a TTY without NO_COLOR), else plain text. */
+export function style(color: boolean): Style {
+  const w = (code: string) => (s: string) => (color ? `\x1b[${code}m${s}\x1b[0m` : s);
+  return { bold: w('1'), warn: w('33'), dim: w('2') };
+}
+
+/** Columns padded to their widest cell, two spaces apart: the one table layout of every command. */
+export function alignColumns(rows: readonly (readonly string[])[]): string[] {
+  if (rows.length === 0) return [];
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
+  return rows.map((r) => r.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd());
+}

@@ -1,0 +1,65 @@
+/** The shapes of a job report, shared by the store and PromQL sources, the notes and the renderers. */
+import type { GpuFigures } from './rollup.js';
+
+export interface Note {
+  level: 'info' | 'warn';
+  code: string;
+  text: string;
+}
+
+export interface JobHeader {
+  id: string;
+  job_id: string;
+  run: string;
+  user: string | null;
+  uid: number | null;
+  account: string | null;
+  partition: string | null;
+  qos: string | null;
+  name: string | null;
+  cluster: string | null;
+  state: string;
+  start: string | null;
+  end: string | null;
+  elapsed_s: number | null;
+  exit_code: number | null;
+  nodes: string[];
+  earlier_runs: number;
+}
+
+export interface GpuRow {
+  node: string;
+  uuid: string;
+  model: string | null;
+  index: number | null;
+  shared: boolean;
+  figures: GpuFigures;
+}
+
+export interface Totals {
+  gpus: number;
+  gpu_hours: number;
+  util_mean: number | null;
+  mem_peak_bytes: number | null;
+  energy_j: number;
+  energy_kwh: number;
+  cost: number | null;
+  currency: string | null;
+}
+
+export interface JobReport {
+  source: 'store' | 'promql';
+  job: JobHeader;
+  gpus: GpuRow[];
+  totals: Totals;
+  /** Mean utilization of the job's GPUs per minute (ms, 0..1). */
+  series: [number, number][];
+  notes: Note[];
+}
+
+export interface Prices {
+  perGpuHour: number | null;
+  perModel: [string, number][];
+  perKwh: number | null;
+  currency: string;
+}

@@ -1,0 +1,114 @@
+/**
+ * The job ledger: the stage between attribution and the sinks. From the
+ * attributed batch alone (its GPU points and the jobs holding each GPU, with
+ * their shares) it keeps the per (job run x GPU) rollups and per-minute
+ * series in the store, the GPU inventory, prunes old jobs, and emits a
+ * job-end summary when a job leaves a GPU. It knows no scheduler: Slurm,
+ * Kubernetes or any later provider feeds it the same way.
+ */
+import { identityOf } from '../core/gpu-identity.js';
+import type { Logger } from '../core/log.js';
+import { GPU } from '../core/metrics/gpu-metrics.js';
+import type { Attributes, Batch, JobShare, Point } from '../core/metrics/model.js';
+import { metric } from '../core/metrics/registry.js';
+import { samplesFromPoints } from '../jobs/samples.js';
+import type { Db } from '../store/open.js';
+import { InventoryWriter } from './inventory.js';
+import { RollupWriter, type RollupBinding } from './rollup-writer.js';
+
+const SUMMARY = {
+  energy: metric('gpu.job.energy'),
+  duration: metric('gpu.job.duration'),
+  util: metric('gpu.job.utilization'),
+  mem: metric('gpu.job.memory.peak'),
+};
+
+/** Registry names of what the ledger emits. */
+export const LEDGER_METRICS = Object.values(SUMMARY).map((d) => d.name);
+
+const PRUNE_EVERY_MS = 3_600_000;
+
+export interface Retention {
+  /** Per-minute series of ended jobs are dropped after this. */
+  seriesMs: number;
+  /** Ended jobs and their figures are dropped after this. */
+  jobsMs: number;
+}
+
+export class JobLedger {
+  private readonly rollups: RollupWriter;
+  private readonly inventory: InventoryWriter;
+  /** The jobs each GPU had in the last batch that carried it. */
+  private readonly holders = new Map<string, readonly JobShare[]>();
+  private lastPrune = 0;
+
+  constructor(
+    db: Db,
+    private readonly log: Logger,
+    private readonly retention: Retention,
+  ) {
+    this.rollups = new RollupWriter(db);
+    this.inventory = new InventoryWriter(db, log);
+  }
+
+  /** Takes an attributed batch; returns the points to send with it (job-end summaries). */
+  observe(batch: Batch): Point[] {
+    if (!batch.points.some((p) => typeof p.attributes['gpu.uuid'] === 'string')) return [];
+    this.inventory.observe(batch.points);
+    const samples = samplesFromPoints(batch.points, batch.time, (p) => p.metric.name);
+    const identities = new Map<string, Attributes>();
+    for (const p of batch.points) {
+      const uuid = p.attributes['gpu.uuid'];
+      if (typeof uuid === 'string' && !identities.has(uuid) && (p.metric === GPU.util || p.metric === GPU.memUsed)) identities.set(uuid, identityOf(p.attributes));
+    }
+    const summaries = this.endedJobs(identities, batch.jobs);
+    // the rollups see what the sinks see: the same jobs and shares
+    const bound = new Map<string, RollupBinding[]>();
+    for (const uuid of identities.keys()) {
+      const jobs = batch.jobs?.get(uuid);
+      if (jobs?.length) bound.set(uuid, jobs.map((j) => ({ jobId: j.jobId, runKey: j.runKey, share: j.share })));
+    }
+    if (bound.size) {
+      try {
+        this.rollups.record(samples, identities, bound, 2.5 * batch.intervalMs, batch.time);
+      } catch (e) {
+        this.log.once(`rollup-${(e as Error).message}`, 'error', 'cannot update the job rollups', { error: (e as Error).message });
+      }
+    }
+    this.prune(batch.time);
+    return summaries;
+  }
+
+  /** Jobs that held a GPU of this batch last time and hold it no more: their final figures, once. */
+  private endedJobs(gpus: ReadonlyMap<string, Attributes>, jobs: Batch['jobs']): Point[] {
+    const out: Point[] = [];
+    for (const uuid of gpus.keys()) {
+      const now = jobs?.get(uuid) ?? [];
+      for (const j of this.holders.get(uuid) ?? []) {
+        if (now.some((x) => x.jobId === j.jobId && x.runKey === j.runKey)) continue;
+        const f = this.rollups.finish(j.jobId, j.runKey, uuid);
+        if (!f) continue;
+        const a = { ...f.identity, ...j.attributes };
+        out.push(
+          { metric: SUMMARY.energy, value: f.figures.energyJ, attributes: a },
+          { metric: SUMMARY.duration, value: f.figures.seconds * f.figures.shareMean, attributes: a },
+          ...(f.figures.utilMean !== null ? [{ metric: SUMMARY.util, value: f.figures.utilMean, attributes: a }] : []),
+          ...(f.figures.memUsedMax !== null ? [{ metric: SUMMARY.mem, value: f.figures.memUsedMax, attributes: a }] : []),
+        );
+      }
+      if (now.length) this.holders.set(uuid, now);
+      else this.holders.delete(uuid);
+    }
+    return out;
+  }
+
+  private prune(now: number): void {
+    if (now - this.lastPrune <= PRUNE_EVERY_MS) return;
+    this.lastPrune = now;
+    try {
+      this.rollups.prune(this.retention.seriesMs, this.retention.jobsMs, now);
+    } catch (e) {
+      this.log.once(`prune-${(e as Error).message}`, 'warn', 'cannot prune old jobs', { error: (e as Error).message });
+    }
+  }
+}

@@ -1,0 +1,72 @@
+/**
+ * The job ledger on its own, fed attributed batches the way any provider
+ * would (here a pod-like provider, not Slurm): rollups and series in a real
+ * SQLite store, the GPU inventory, and one job-end summary when the job
+ * leaves the GPU. It reads nothing but the batch.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { createLogger } from '../src/core/log.js';
+import { GPU } from '../src/core/metrics/gpu-metrics.js';
+import type { Attributes, Batch, JobShare, Point } from '../src/core/metrics/model.js';
+import { gpuAttributes } from '../src/core/gpu-identity.js';
+import { JobLedger } from '../src/ledger/ledger.js';
+import { openStore } from '../src/store/open.js';
+import { tempDir } from './helpers/paths.js';
+
+const id = gpuAttributes({ index: 0, uuid: 'GPU-aaaa', model: 'NVIDIA H100 80GB HBM3', vendor: 'nvidia', pciBusId: '0000:18:00.0' });
+const pod: Attributes = { 'k8s.pod.name': 'trainer-0', 'k8s.namespace.name': 'ml' };
+
+function batch(t: number, util: number, energyJ: number, jobs: readonly JobShare[]): Batch {
+  const points: Point[] = [
+    { metric: GPU.util, value: util, attributes: { ...id, ...(jobs.length ? pod : {}) } },
+    { metric: GPU.memUsed, value: 1e9, attributes: { ...id, ...(jobs.length ? pod : {}) } },
+    { metric: GPU.memTotal, value: 8e10, attributes: id },
+    { metric: GPU.energy, value: energyJ, attributes: id },
+  ];
+  return { source: 'nvml', time: t, intervalMs: 1000, points, ...(jobs.length ? { jobs: new Map([['GPU-aaaa', jobs]]) } : {}) };
+}
+
+test('the ledger keeps rollups, series and inventory from an attributed batch alone, and ends the job once', () => {
+  const db = openStore(tempDir());
+  const ledger = new JobLedger(db, createLogger('error', () => {}), { seriesMs: 86_400_000, jobsMs: 86_400_000 });
+  const held: JobShare[] = [{ jobId: 'uid-1234', runKey: 'r0', share: 1, attributes: pod }];
+  const t0 = 1_800_000_000_000;
+  assert.deepEqual(ledger.observe(batch(t0, 0.5, 1000, held)), []);
+  assert.deepEqual(ledger.observe(batch(t0 + 1000, 0.7, 1300, held)), []);
+  assert.deepEqual(ledger.observe(batch(t0 + 2000, 0.9, 1700, held)), []);
+  const row = db.prepare('SELECT samples, covered_s, util_mean, energy_j FROM job_gpu WHERE job_id = ? AND run_key = ? AND gpu_uuid = ?').get('uid-1234', 'r0', 'GPU-aaaa') as Record<string, number>;
+  assert.deepEqual(row, { samples: 3, covered_s: 2, util_mean: 0.7, energy_j: 700 });
+  assert.equal((db.prepare('SELECT COUNT(*) AS n FROM gpus WHERE uuid = ?').get('GPU-aaaa') as { n: number }).n, 1, 'inventory');
+  assert.equal((db.prepare('SELECT SUM(n) AS n FROM job_gpu_series WHERE job_id = ?').get('uid-1234') as { n: number }).n, 3, 'per-minute series');
+
+  const end = ledger.observe(batch(t0 + 3000, 0, 1800, []));
+  assert.deepEqual(
+    end.map((p) => [p.metric.name, p.value, p.attributes['k8s.pod.name'], p.attributes['gpu.uuid']]),
+    [
+      ['gpu.job.energy', 700, 'trainer-0', 'GPU-aaaa'],
+      ['gpu.job.duration', 2, 'trainer-0', 'GPU-aaaa'],
+      ['gpu.job.utilization', 0.7, 'trainer-0', 'GPU-aaaa'],
+      ['gpu.job.memory.peak', 1e9, 'trainer-0', 'GPU-aaaa'],
+    ],
+  );
+  assert.deepEqual(ledger.observe(batch(t0 + 4000, 0, 1900, [])), [], 'the summary is sent once');
+  db.close();
+});
+
+test('a batch without the GPU says nothing about its jobs; a shared GPU splits energy by share', () => {
+  const db = openStore(tempDir());
+  const ledger = new JobLedger(db, createLogger('error', () => {}), { seriesMs: 86_400_000, jobsMs: 86_400_000 });
+  const a: JobShare = { jobId: 'a', runKey: 'r0', share: 0.25, attributes: { 'slurm.job.id': 'a' } };
+  const b: JobShare = { jobId: 'b', runKey: 'r0', share: 0.75, attributes: { 'slurm.job.id': 'b' } };
+  const t0 = 1_800_000_000_000;
+  ledger.observe(batch(t0, 1, 0, [a, b]));
+  ledger.observe(batch(t0 + 1000, 1, 400, [a, b]));
+  assert.deepEqual(ledger.observe({ source: 'host', time: t0 + 1500, intervalMs: 1000, points: [] }), [], 'another source, no GPU: no job ends');
+  const energy = (job: string) => (db.prepare('SELECT energy_j FROM job_gpu WHERE job_id = ?').get(job) as { energy_j: number }).energy_j;
+  assert.equal(energy('a'), 100);
+  assert.equal(energy('b'), 300);
+  const end = ledger.observe(batch(t0 + 2000, 1, 800, [b]));
+  assert.deepEqual(end.filter((p) => p.metric.name === 'gpu.job.energy').map((p) => [p.attributes['slurm.job.id'], p.value]), [['a', 100]]);
+  db.close();
+});
