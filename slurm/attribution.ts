@@ -28,9 +28,6 @@ const OUTSIDE = metric('gpu.process.outside_allocation');
 const BINDINGS = metric('l9gpu.slurm.bindings');
 const AGE = metric('l9gpu.slurm.reconcile.age');
 
-/** Registry names of what the transform itself emits. */
-export const SLURM_METRICS = [SHARE, OUTSIDE, BINDINGS, AGE].map((d) => d.name);
-
 interface Bound {
   jobId: string;
   runKey: string;

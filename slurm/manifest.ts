@@ -2,15 +2,16 @@
  * The Slurm attribution provider as the composition root sees it: detection
  * (a slurm.conf on this node), creation (the transform plus the reconciler's
  * timer), doctor's section, and the jobs on each GPU for `l9gpu gpus`.
+ *
+ * Every command imports the root, so this file stays light: the transform,
+ * the reconciler and the store (better-sqlite3's native module) load only
+ * when Slurm attribution is used.
  */
 import { existsSync } from 'node:fs';
 import type { AttributionManifest, AttributionProvider } from '../src/core/attribution.js';
-import { SLURM_METRICS, SlurmAttribution, jobAttributes } from './attribution.js';
 import { SLURM_SECTION } from './config.js';
 import { slurmNodeName } from './node-name.js';
 import { gresConfFor, slurmConfPath } from './paths.js';
-import { Reconciler } from './reconciler.js';
-import { slurmStoreStatus } from './status.js';
 import type { Attributes } from '../src/core/metrics/model.js';
 
 
@@ -18,7 +19,7 @@ export const slurmAttribution: AttributionManifest = {
   name: 'slurm',
   description: 'Slurm jobs: bindings written by the prolog/epilog hooks, reconciled with squeue/scontrol/sacct',
   sections: [SLURM_SECTION],
-  metrics: SLURM_METRICS,
+  metrics: ['gpu.job.share', 'gpu.process.outside_allocation', 'l9gpu.slurm.bindings', 'l9gpu.slurm.reconcile.age'],
 
   detect(cfg, env) {
     const conf = slurmConfPath(cfg, env);
@@ -26,6 +27,7 @@ export const slurmAttribution: AttributionManifest = {
   },
 
   async create({ config: cfg, log, env, store }): Promise<AttributionProvider> {
+    const [{ SlurmAttribution }, { Reconciler }] = await Promise.all([import('./attribution.js'), import('./reconciler.js')]);
     const slog = log.child('slurm');
     const reconciler = new Reconciler({
       db: store,
@@ -64,6 +66,7 @@ export const slurmAttribution: AttributionManifest = {
     const node = slurmNodeName(cfg, env);
     const conf = slurmConfPath(cfg, env);
     const gres = gresConfFor(cfg, env);
+    const { slurmStoreStatus } = await import('./status.js');
     const st = slurmStoreStatus(cfg.str('daemon', 'state_dir')!);
     // a reconcile error newer than the last success: Slurm did not answer the daemon lately
     const down = !!st.lastReconcileError && (!st.lastReconcileOk || st.lastReconcileError.slice(0, 24) > st.lastReconcileOk);
@@ -78,6 +81,7 @@ export const slurmAttribution: AttributionManifest = {
   },
 
   async jobsByGpu(cfg) {
+    const [{ slurmStoreStatus }, { jobAttributes }] = await Promise.all([import('./status.js'), import('./attribution.js')]);
     const m = new Map<string, Attributes[]>();
     for (const b of slurmStoreStatus(cfg.str('daemon', 'state_dir')!).openBindings) {
       let l = m.get(b.gpuUuid);
