@@ -68,10 +68,16 @@ export function hookConfig(env: NodeJS.ProcessEnv): Config {
   return loadConfig({ sections: [daemonSection(), SLURM_SECTION], env, partial: true });
 }
 
-export function runHook(kind: HookKind, env: NodeJS.ProcessEnv, cfg: Config, now = Date.now()): HookResult {
+/**
+ * busyMs: how long a store write may wait for the lock. A synchronous wait
+ * cannot be interrupted by the hook's timer, so main() sets it to what is
+ * left of the deadline; the wrapper (slurm/hook-run) kills whatever is left
+ * one second after it.
+ */
+export function runHook(kind: HookKind, env: NodeJS.ProcessEnv, cfg: Config, now = Date.now(), busyMs?: number): HookResult {
   const stateDir = cfg.str('daemon', 'state_dir')!;
   const job = jobFromEnv(env);
-  const db = openStore(stateDir);
+  const db = openStore(stateDir, busyMs);
   try {
     const gpus = resolveGpus(
       {
@@ -124,12 +130,15 @@ export function main(kind: HookKind, env: NodeJS.ProcessEnv = process.env): void
     logLine(undefined, `${new Date().toISOString()} l9gpu ${kind} job ${env.SLURM_JOB_ID ?? '?'}: ${(e as Error).message}`);
     process.exit(0);
   }
+  // the deadline counts from the process start: Node's own start-up and the config are part of it
+  const started = Date.now() - process.uptime() * 1000;
   const timer = setTimeout(() => {
     logLine(stateDir, `${new Date().toISOString()} l9gpu ${kind} job ${env.SLURM_JOB_ID}: deadline of ${timeoutS}s passed: giving up`);
     process.exit(strict ? 1 : 0);
-  }, timeoutS * 1000);
+  }, Math.max(0, timeoutS * 1000 - (Date.now() - started)));
   try {
-    const r = runHook(kind, env, cfg);
+    // leave a quarter second of the deadline to log the failure and exit
+    const r = runHook(kind, env, cfg, Date.now(), Math.max(100, Math.round(timeoutS * 1000 - (Date.now() - started) - 250)));
     if (env.L9GPU_HOOK_VERBOSE) logLine(stateDir, `${new Date().toISOString()} l9gpu ${r.message}`);
     clearTimeout(timer);
     process.exit(0);

@@ -24,6 +24,8 @@ export interface SlurmJob {
   startTime: number | null;
   endTime: number | null;
   restarts: number;
+  /** The run's SLUID (26.05: squeue/scontrol JSON step_id.sluid, scontrol text SLUID=); null before 25.11. */
+  sluid: string | null;
   nodes: string[];
   /** GRES indices of gpus per node (gres_detail / GRES=...(IDX:...)). */
   gpuIdx: Record<string, number[]>;
@@ -72,6 +74,18 @@ export function parseGresDetail(detail: string): { idx: number[]; shard: boolean
   return out;
 }
 
+/**
+ * job_state in any shape: "RUNNING" (v0.0.38/39), or from v0.0.40 a list with
+ * the base state first and flags after it. A completing job reads
+ * ["COMPLETED", "COMPLETING"] there: it still runs on its nodes until its
+ * epilog ends, so COMPLETING wins over the base state.
+ */
+export function jobState(v: unknown): string {
+  if (!Array.isArray(v)) return String(v ?? '');
+  const all = v.map(String);
+  return all.includes('COMPLETING') ? 'COMPLETING' : (all[0] ?? '');
+}
+
 /** `squeue --json`: every job in the answer (callers filter by node and state). */
 export function parseSqueueJson(text: string): SlurmJob[] {
   let j: J;
@@ -100,7 +114,7 @@ export function parseSqueueJson(text: string): SlurmJob[] {
       gpuIdx[node] = g.idx;
       if (g.shard) shardNodes.push(node);
     });
-    const state = Array.isArray(x.job_state) ? String((x.job_state as unknown[])[0] ?? '') : String(x.job_state ?? '');
+    const state = jobState(x.job_state);
     const arrayJob = jnum(x.array_job_id);
     const het = jnum(x.het_job_id);
     const exit = x.exit_code as J | number | undefined;
@@ -121,6 +135,7 @@ export function parseSqueueJson(text: string): SlurmJob[] {
       startTime: secs(x.start_time),
       endTime: secs(x.end_time),
       restarts: jnum(x.restart_cnt) ?? 0,
+      sluid: jstr((x.step_id as J | undefined)?.sluid) ?? jstr(x.sluid),
       nodes,
       gpuIdx,
       shardNodes,
@@ -167,6 +182,7 @@ export function parseScontrolJobs(text: string): SlurmJob[] {
       startTime: iso(kv('StartTime')),
       endTime: iso(kv('EndTime')),
       restarts: Number(kv('Restarts') ?? 0) || 0,
+      sluid: kv('SLUID') ?? null,
       nodes: expandHostlist(kv('NodeList') ?? ''),
       gpuIdx,
       shardNodes,

@@ -97,8 +97,10 @@ export class Reconciler {
     const inv = storeInventory(db);
     const openSluid = db.prepare(`SELECT run_key AS k FROM jobs WHERE job_id = ? AND end_time IS NULL AND run_key LIKE 'sluid:%'`);
     for (const j of running) {
-      // Slurm 25.11 hooks key runs by SLUID, which squeue does not print: keep the hook's key
-      const sluid = (openSluid.get(j.jobId) as { k: string } | undefined)?.k;
+      // the hooks key runs by SLUID where Slurm has them (25.11+): 26.05's squeue prints it, and a poll that runs
+      // before the prolog must use it too, or it opens a phantom r<n> run beside the prolog's; 25.11's squeue
+      // does not print it: keep the hook's key
+      const sluid = j.sluid ? `sluid:${j.sluid}` : (openSluid.get(j.jobId) as { k: string } | undefined)?.k;
       const rec: JobRecord = {
         jobId: j.jobId, runKey: sluid ?? `r${j.restarts}`, cluster: j.cluster, user: j.user, uid: j.uid, account: j.account, partition: j.partition,
         qos: j.qos, name: j.name, arrayJobId: j.arrayJobId, arrayTaskId: j.arrayTaskId, hetJobId: j.hetJobId, hetJobOffset: j.hetJobOffset, startTime: j.startTime,

@@ -180,3 +180,50 @@ test('hooks racing a writer that commits every few ms (the daemon) all succeed: 
   }
   assert.doesNotMatch(log, /locked|busy/i);
 });
+
+test('a store locked by another writer: the hook gives up within its deadline, exits 0 and says why', () => {
+  const { state, env, rows } = setup('[slurm]\nhook_timeout = 1s\n');
+  assert.equal(hook('prolog', { ...env, SLURM_JOB_ID: '700', CUDA_VISIBLE_DEVICES: 'GPU-a' }).status, 0);
+  const holder = openStore(state);
+  holder.prepare('BEGIN IMMEDIATE').run(); // held for as long as this test runs: longer than any deadline
+  try {
+    const t0 = Date.now();
+    const r = hook('prolog', { ...env, SLURM_JOB_ID: '701', CUDA_VISIBLE_DEVICES: 'GPU-b' });
+    const took = Date.now() - t0;
+    assert.equal(r.status, 0, 'the job runs');
+    assert.match(r.stderr, /l9gpu prolog job 701: database is locked/);
+    // the store write waits for the lock until the deadline, not a fixed busy timeout
+    assert.ok(took >= 700, `gave up after ${took} ms: before its 1 s deadline was near`);
+    assert.ok(took < 2000, `gave up after ${took} ms: past the 1 s deadline and the wrapper's 1 s hard stop`);
+  } finally {
+    holder.prepare('ROLLBACK').run();
+    holder.close();
+  }
+  assert.deepEqual(rows('SELECT job_id FROM jobs ORDER BY job_id').map((x) => x.job_id), ['700'], 'nothing half-written');
+});
+
+test('a hook stuck where Node cannot time itself out is killed from outside: exit 0 (strict: 1), one line', () => {
+  const d = tempDir('l9gpu-hookhang-');
+  // stands in for a node process blocked in a system call (a hung NFS state dir): it never answers its own timer
+  writeFileSync(join(d, 'stuck-node'), '#!/bin/sh\nexec /bin/sleep 30\n', { mode: 0o755 });
+  writeFileSync(join(d, 'l9gpu.ini'), `[daemon]\nstate_dir = ${d}/state\n[slurm]\nhook_timeout = 1s\n`);
+  const t0 = Date.now();
+  const r = spawnSync(join(ROOT, 'slurm', 'prolog'), [], { env: { L9GPU_NODE: join(d, 'stuck-node'), L9GPU_CONFIG: join(d, 'l9gpu.ini'), SLURM_JOB_ID: '9' }, encoding: 'utf8' });
+  const took = Date.now() - t0;
+  assert.equal(r.status, 0);
+  assert.ok(took >= 1900 && took < 5000, `killed after ${took} ms (limit 1 s + 1 s hard stop)`);
+  assert.equal(r.stderr, 'l9gpu prolog job 9: killed after 1s (+1s): the job runs, the binding is left to the reconciler\n');
+  writeFileSync(join(d, 'strict.ini'), `[daemon]\nstate_dir = ${d}/state\n[slurm]\nhook_timeout = 500ms\nhook_strict = yes\n`);
+  const s = spawnSync(join(ROOT, 'slurm', 'epilog'), [], { env: { L9GPU_NODE: join(d, 'stuck-node'), L9GPU_CONFIG: join(d, 'strict.ini'), SLURM_JOB_ID: '9' }, encoding: 'utf8' });
+  assert.equal(s.status, 1, 'strict: the deadline is a failure');
+});
+
+test('no Node.js on the node (a CPU-only node sharing the Slurm config): the hooks exit 0 and say so', () => {
+  const d = tempDir('l9gpu-nonode-');
+  writeFileSync(join(d, 'l9gpu.ini'), `[daemon]\nstate_dir = ${d}/state\n`);
+  for (const kind of ['prolog', 'epilog'] as const) {
+    const r = spawnSync(join(ROOT, 'slurm', kind), [], { env: { L9GPU_NODE: join(d, 'no-such-node'), L9GPU_CONFIG: join(d, 'l9gpu.ini'), SLURM_JOB_ID: '3' }, encoding: 'utf8' });
+    assert.equal(r.status, 0, kind);
+    assert.equal(r.stderr, `l9gpu ${kind}: cannot run: ${join(d, 'no-such-node')} missing \n`);
+  }
+});

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { parseGresConf } from '../slurm/gres.js';
 import { expandHostlist, expandIndexList, hostlistContains } from '../slurm/hostlist.js';
-import { parseGresDetail, parseSacct, parseScontrolJobs, parseSqueueJson } from '../slurm/jobs-query.js';
+import { jobState, parseGresDetail, parseSacct, parseScontrolJobs, parseSqueueJson } from '../slurm/jobs-query.js';
 import { ROOT } from './helpers/paths.js';
 
 const TD = join(ROOT, 'slurm', 'testdata');
@@ -116,4 +116,26 @@ test('sacct -P, recorded: states with reasons, exit codes, unknown end', () => {
   assert.equal(parseSacct('9|9|RUNNING|0:0|2026-11-21T08:34:27|Unknown\n')[0]!.end, null, 'End=Unknown');
   assert.equal(by['3']!.jobId, '2_0');
   assert.throws(() => parseSacct('1|2|3\n'), /sacct: expected 6 fields, got 3/);
+});
+
+test('squeue --json of Slurm 26.05 (data_parser v0.0.45), recorded: SLUIDs, per-GPU shard counts', () => {
+  const [gpu, shard] = parseSqueueJson(read('squeue-26.05-v0.0.45.json')).sort((a, b) => Number(a.jobId) - Number(b.jobId));
+  assert.equal(gpu!.sluid, 'sF5NM82Z83CR00', 'step_id.sluid: the run key the prolog sees as SLURM_JOB_SLUID');
+  assert.equal(gpu!.state, 'RUNNING');
+  assert.deepEqual(gpu!.gpuIdx, { vm: [0, 1] });
+  assert.deepEqual(gpu!.shardNodes, []);
+  assert.equal(shard!.sluid, 'sF5NM82Z83D400');
+  assert.deepEqual(shard!.shardNodes, ['vm']);
+  assert.deepEqual(shard!.gpuIdx, { vm: [2] }, 'shard:1(0/2,0/2,1/2,0/2): the GPU at position 2');
+  const [text] = parseScontrolJobs(read('scontrol-show-job-d-26.05.txt'));
+  assert.equal(text!.sluid, 'sF5NM82Z83CR00');
+});
+
+test('job_state flag lists (v0.0.40+): a completing job is COMPLETING whatever its base state', () => {
+  assert.equal(jobState(['COMPLETED', 'COMPLETING']), 'COMPLETING');
+  assert.equal(jobState(['RUNNING', 'COMPLETING']), 'COMPLETING');
+  assert.equal(jobState(['RUNNING', 'CONFIGURING']), 'RUNNING');
+  assert.equal(jobState(['CANCELLED']), 'CANCELLED');
+  assert.equal(jobState('COMPLETING'), 'COMPLETING');
+  assert.equal(jobState(undefined), '');
 });

@@ -57,14 +57,17 @@ function upsertJob(db: Db, j: JobRecord, source: Source, now: number): void {
   db.prepare(
     `INSERT INTO jobs (job_id, run_key, ${COLS.join(', ')}, source, updated_at)
      VALUES (@job_id, @run_key, ${COLS.map((c) => `@${c}`).join(', ')}, @source, @now)
-     ON CONFLICT (job_id, run_key) DO UPDATE SET ${COLS.map((c) => `${c} = COALESCE(excluded.${c}, jobs.${c})`).join(', ')}, updated_at = excluded.updated_at`,
+     ON CONFLICT (job_id, run_key) DO UPDATE SET ${COLS.map((c) => `${c} = COALESCE(excluded.${c}, jobs.${c})`).join(', ')}, updated_at = excluded.updated_at,
+       source = CASE WHEN excluded.source = 'prolog' THEN 'prolog' ELSE jobs.source END`,
   ).run({ job_id: j.jobId, run_key: j.runKey, ...jobValues(j), source, now });
 }
 
 /**
  * A job run started on this node with these GPUs (prolog, or the reconciler
  * finding a job the prolog missed). Earlier runs of the same job id (requeue)
- * are closed.
+ * are closed. A poll may see a job RUNNING while its prolog still runs (24.11
+ * shows it so, Reason=Prolog): the prolog's record then confirms the binding
+ * and its source becomes 'prolog', the authoritative one.
  */
 export function recordStart(db: Db, j: JobRecord, gpus: readonly GpuBinding[], source: Source, now = Date.now()): void {
   db.transaction(() => {
@@ -74,7 +77,8 @@ export function recordStart(db: Db, j: JobRecord, gpus: readonly GpuBinding[], s
     upsertJob(db, { ...j, startTime: start }, source, now);
     const ins = db.prepare(
       `INSERT INTO bindings (job_id, run_key, gpu_uuid, start_time, source, shared) VALUES (?, ?, ?, ?, ?, ?)
-       ON CONFLICT (job_id, run_key, gpu_uuid) DO UPDATE SET shared = MAX(bindings.shared, excluded.shared)`,
+       ON CONFLICT (job_id, run_key, gpu_uuid) DO UPDATE SET shared = MAX(bindings.shared, excluded.shared),
+         source = CASE WHEN excluded.source = 'prolog' THEN 'prolog' ELSE bindings.source END`,
     );
     for (const g of gpus) ins.run(j.jobId, j.runKey, g.uuid, start, source, g.shared ? 1 : 0);
   }).immediate();

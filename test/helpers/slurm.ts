@@ -1,11 +1,18 @@
 /**
- * A real single-node Slurm 22.05 (munge, slurmctld, slurmd, and slurmdbd on
+ * A real single-node Slurm (munge, slurmctld, slurmd, and slurmdbd on
  * MariaDB for sacct) on loopback, with fake GPU character devices, shards,
  * and Prolog/Epilog set to the project's own hooks. Everything lives under
  * one folder; stop() cancels jobs first, then kills daemons by pid file.
+ *
+ * Three releases: Debian 12's Slurm 22.05 on this machine, and Debian 13's
+ * 24.11 and Debian unstable's 26.05 in chroots (made once by
+ * test/setup/install-test-deps.sh under /var/cache/l9gpu-test). A chroot's
+ * daemons and clients run inside it; /proc, /dev, /sys, /tmp and the project
+ * are bind-mounted at the same paths, so slurmd runs the project's hooks by
+ * their host paths and they write the same state dir the daemon reads.
  */
 import { execFile, spawn, spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -15,6 +22,15 @@ import { waitFor } from './wait.js';
 const exec = promisify(execFile);
 export const NODE = hostname().split('.')[0]!;
 export const TEST_USER = 'l9gputest';
+
+export type SlurmRelease = 'bookworm' | 'trixie' | 'sid';
+/** The Slurm each Debian release ships (what the tests are named after). */
+export const SLURM_VERSION: Record<SlurmRelease, string> = { bookworm: '22.05', trixie: '24.11', sid: '26.05' };
+export const CHROOT_CACHE = '/var/cache/l9gpu-test';
+
+export function chrootOf(release: SlurmRelease): string | undefined {
+  return release === 'bookworm' ? undefined : join(CHROOT_CACHE, `slurm-${release}`);
+}
 
 function alive(pid: number): boolean {
   const r = spawnSync('ps', ['-o', 'stat=', '-p', String(pid)], { encoding: 'utf8' });
@@ -27,22 +43,85 @@ export interface ClusterOptions {
   hookConfig: string;
   withDbd: boolean;
   prologFlags?: string;
+  /** Which Slurm (default: this machine's 22.05). */
+  release?: SlurmRelease;
 }
 
 export class SlurmCluster {
   readonly base = tempDir('l9gpu-slurm-');
   readonly conf = join(this.base, 'etc', 'slurm.conf');
   private readonly env: NodeJS.ProcessEnv;
+  readonly release: SlurmRelease;
+  /** The chroot the daemons and clients run in; undefined for this machine's own Slurm. */
+  readonly root: string | undefined;
 
   constructor(readonly o: ClusterOptions) {
     this.env = { ...process.env, SLURM_CONF: this.conf };
+    this.release = o.release ?? 'bookworm';
+    this.root = chrootOf(this.release);
+  }
+
+  /** A command line as it runs for this cluster: inside its chroot, if it has one. */
+  private inside(file: string, args: string[]): [string, string[]] {
+    return this.root ? ['chroot', [this.root, file, ...args]] : [file, args];
   }
 
   /** Runs a Slurm client command (as a user when given). */
   async cmd(args: string[], user?: string): Promise<string> {
-    const [file, argv] = user ? ['runuser', ['-u', user, '--', ...args]] : [args[0]!, args.slice(1)];
+    const [file, argv] = this.inside(...((user ? ['runuser', ['-u', user, '--', ...args]] : [args[0]!, args.slice(1)]) as [string, string[]]));
     const { stdout } = await exec(file, argv, { env: this.env, timeout: 30_000 });
     return stdout;
+  }
+
+  /** Environment for the l9gpu daemon and CLI: this cluster's slurm.conf and its clients first on PATH. */
+  clientEnv(): Record<string, string> {
+    return { SLURM_CONF: this.conf, PATH: `${join(this.base, 'bin')}:${process.env.PATH ?? '/usr/bin:/bin'}` };
+  }
+
+  /** Mounts what the chroot shares with this machine (at the same paths), once per start. */
+  private mountChroot(): void {
+    const root = this.root!;
+    if (!existsSync(join(root, 'usr', 'sbin', 'slurmctld'))) throw new Error(`no Slurm chroot at ${root}: run test/setup/install-test-deps.sh`);
+    this.unmountChroot();
+    const sh = (c: string, a: string[]) => {
+      const r = spawnSync(c, a, { encoding: 'utf8' });
+      if (r.status !== 0) throw new Error(`${c} ${a.join(' ')}: ${r.stderr}`);
+    };
+    sh('mount', ['--bind', '/proc', join(root, 'proc')]);
+    sh('mount', ['--bind', '/dev', join(root, 'dev')]);
+    sh('mount', ['--rbind', '/sys', join(root, 'sys')]);
+    const shared = ['/tmp', ROOT.replace(/\/$/, '')];
+    for (const d of shared) {
+      if (shared.some((o) => o !== d && d.startsWith(o + '/'))) continue; // seen through its parent
+      mkdirSync(join(root, d), { recursive: true });
+      sh('mount', ['--bind', d, join(root, d)]);
+    }
+    // slurmd runs the hooks with the node binary they name (process.execPath): the same path inside
+    mkdirSync(join(root, process.execPath, '..'), { recursive: true });
+    copyFileSync(process.execPath, join(root, process.execPath));
+    copyFileSync('/etc/hosts', join(root, 'etc', 'hosts'));
+    const uid = spawnSync('id', ['-u', TEST_USER], { encoding: 'utf8' }).stdout.trim();
+    if (spawnSync('chroot', [root, 'id', TEST_USER]).status !== 0) sh('chroot', [root, 'useradd', '-u', uid, '-M', '-s', '/bin/sh', TEST_USER]);
+    if (!existsSync(join(root, 'etc', 'munge', 'munge.key'))) {
+      sh('chroot', [root, 'dd', 'if=/dev/urandom', 'of=/etc/munge/munge.key', 'bs=128', 'count=1']);
+      sh('chroot', [root, 'chown', 'munge:munge', '/etc/munge/munge.key']);
+      sh('chroot', [root, 'chmod', '400', '/etc/munge/munge.key']);
+    }
+    // the daemon under test runs on this machine and reaches this Slurm through these wrappers
+    mkdirSync(join(this.base, 'bin'), { recursive: true });
+    for (const c of ['sbatch', 'srun', 'squeue', 'scontrol', 'sacct', 'scancel', 'sinfo', 'sacctmgr']) {
+      writeFileSync(join(this.base, 'bin', c), `#!/bin/sh\nexec chroot ${root} /usr/bin/${c} "$@"\n`, { mode: 0o755 });
+    }
+  }
+
+  /** Every mount under the chroot, deepest first (the /sys rbind brings submounts; repeat until none is left). */
+  private unmountChroot(): void {
+    const root = this.root!;
+    for (let pass = 0; pass < 5; pass++) {
+      const mounts = readFileSync('/proc/mounts', 'utf8').split('\n').map((l) => l.split(' ')[1] ?? '').filter((m) => m.startsWith(root + '/')).sort().reverse();
+      if (mounts.length === 0) return;
+      for (const m of mounts) spawnSync('umount', ['-l', m]);
+    }
   }
 
   async sbatch(args: string[], user?: string): Promise<string> {
@@ -51,13 +130,21 @@ export class SlurmCluster {
 
   /** srun in the background (it blocks for the job's life); resolves with its exit code. */
   srun(args: string[]): Promise<number | null> {
-    const p = spawn('srun', args, { env: this.env, stdio: 'ignore' });
+    const p = spawn(...this.inside('srun', args), { env: this.env, stdio: 'ignore' });
     return new Promise((r) => p.on('exit', r));
   }
 
   async state(jobId: string): Promise<string> {
     const out = await this.cmd(['scontrol', 'show', 'job', jobId]).catch(() => '');
     return /JobState=(\S+)/.exec(out)?.[1] ?? 'UNKNOWN';
+  }
+
+  /** The run key the hooks give a job's current run: its SLUID where Slurm has them (25.11+), else r<restart count>. */
+  async runKey(jobId: string): Promise<string> {
+    const out = await this.cmd(['scontrol', 'show', 'job', '-d', jobId]);
+    const sluid = /\bSLUID=(\S+)/.exec(out)?.[1];
+    if (sluid && sluid !== '(null)') return `sluid:${sluid}`;
+    return `r${/\bRestarts=(\d+)/.exec(out)?.[1] ?? 0}`;
   }
 
   waitState(jobId: string, states: string[], timeoutMs = 30_000): Promise<string> {
@@ -69,10 +156,11 @@ export class SlurmCluster {
 
   async start(): Promise<this> {
     const b = this.base;
-    for (const d of ['etc', 'state/ctld', 'state/d', 'log', 'run', 'dev', 'hooks', 'munge']) mkdirSync(join(b, d), { recursive: true });
+    for (const d of ['etc', 'state/ctld', 'state/d', 'log', 'run', 'dev', 'hooks', 'munge', 'bin']) mkdirSync(join(b, d), { recursive: true });
+    if (this.root) this.mountChroot();
     chmodSync(b, 0o755);
     // munged insists on a socket folder owned by munge, mode 0755
-    const munge = Number(spawnSync('id', ['-u', 'munge'], { encoding: 'utf8' }).stdout.trim());
+    const munge = Number(spawnSync(...this.inside('id', ['-u', 'munge']), { encoding: 'utf8' }).stdout.trim());
     chownSync(join(b, 'munge'), munge, munge);
     chmodSync(join(b, 'munge'), 0o755);
     // gres.conf File= must name character devices: minor N for fake GPU N
@@ -119,8 +207,10 @@ NodeName=${NODE} NodeAddr=127.0.0.1 CPUs=16 RealMemory=1000 Gres=gpu:${this.o.gp
 PartitionName=gpu Nodes=${NODE} Default=YES MaxTime=INFINITE State=UP
 `);
     writeFileSync(join(b, 'etc', 'gres.conf'), `AutoDetect=off\nNodeName=${NODE} Name=gpu File=${b}/dev/fakegpu[0-${this.o.gpus - 1}]\nNodeName=${NODE} Name=shard Count=${this.o.gpus * 2} File=${b}/dev/fakegpu[0-${this.o.gpus - 1}]\n`);
+    // 24.05+ wants a cgroup plugin; a container has no writable cgroup tree
+    if (this.root) writeFileSync(join(b, 'etc', 'cgroup.conf'), 'CgroupPlugin=disabled\n');
     const run = (file: string, args: string[]) => {
-      const r = spawnSync(file, args, { env: this.env, encoding: 'utf8' });
+      const r = spawnSync(...this.inside(file, args), { env: this.env, encoding: 'utf8' });
       if (r.status !== 0) throw new Error(`${file} ${args.join(' ')}: ${r.stderr || r.error?.message}`);
     };
     run('runuser', ['-u', 'munge', '--', '/usr/sbin/munged', `--socket=${ms}`, `--pid-file=${b}/munge/munged.pid`, `--log-file=${b}/munge/munged.log`, `--seed-file=${b}/munge/munged.seed`]);
@@ -145,7 +235,7 @@ PartitionName=gpu Nodes=${NODE} Default=YES MaxTime=INFINITE State=UP
     const dbdConf = join(b, 'etc', 'slurmdbd.conf');
     writeFileSync(dbdConf, `AuthType=auth/munge\nAuthInfo=socket=${ms}\nDbdHost=localhost\nDbdAddr=127.0.0.1\nDbdPort=6819\nSlurmUser=root\nLogFile=${b}/log/slurmdbd.log\nPidFile=${b}/run/slurmdbd.pid\nStorageType=accounting_storage/mysql\nStorageHost=127.0.0.1\nStoragePort=3306\nStorageUser=slurm\nStoragePass=slurm\nStorageLoc=slurm_acct_db\n`, { mode: 0o600 });
     // slurmdbd reads slurmdbd.conf next to slurm.conf
-    const d = spawnSync('slurmdbd', [], { env: this.env, encoding: 'utf8' });
+    const d = spawnSync(...this.inside('slurmdbd', []), { env: this.env, encoding: 'utf8' });
     if (d.status !== 0) throw new Error(`slurmdbd: ${d.stderr}`);
     await waitFor('slurmdbd', async () => (await this.cmd(['sacctmgr', '-n', 'list', 'cluster']).then(() => true).catch(() => false)) || undefined, 30_000, 200);
     await this.cmd(['sacctmgr', '-i', 'add', 'cluster', 'ci']).catch(() => '');
@@ -158,7 +248,7 @@ PartitionName=gpu Nodes=${NODE} Default=YES MaxTime=INFINITE State=UP
   }
 
   async restartSlurmd(): Promise<void> {
-    spawnSync('slurmd', ['-f', this.conf], { env: this.env });
+    spawnSync(...this.inside('slurmd', ['-f', this.conf]), { env: this.env });
     await this.cmd(['scontrol', 'update', `nodename=${NODE}`, 'state=resume']).catch(() => '');
     await waitFor('node idle or mixed', async () => /^(idle|mixed|allocated)$/.test((await this.cmd(['sinfo', '-h', '-o', '%T']).catch(() => '')).trim()), 30_000, 200);
   }
@@ -191,5 +281,6 @@ PartitionName=gpu Nodes=${NODE} Default=YES MaxTime=INFINITE State=UP
       process.kill(p, 'SIGTERM');
       await waitFor(`${f} gone`, () => !alive(p), 10_000, 50).catch(() => process.kill(p, 'SIGKILL'));
     }
+    if (this.root) this.unmountChroot();
   }
 }

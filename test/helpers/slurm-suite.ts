@@ -1,0 +1,451 @@
+/**
+ * Slurm attribution end to end, the same cases on every Slurm release the
+ * tests run (test/slurm-<version>.test.ts): a real slurmctld + slurmd (+
+ * slurmdbd on MariaDB) runs the project's prolog/epilog; the daemon samples
+ * the fake NVML (whose NVML index order differs from the GRES/minor order, so
+ * only UUID keying gets it right), reconciles with squeue/sacct, and exports
+ * points to a file. Each case asserts the store and the exported slurm.*.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import Database from 'better-sqlite3';
+import { DaemonProcess, parseLines, runCli, type JsonPoint } from './daemon.js';
+import { FakeNvml, h100, type FakeGpu } from './fake-nvml.js';
+import { NODE, SLURM_VERSION, SlurmCluster, TEST_USER, type SlurmRelease } from './slurm.js';
+import { CLI, tempDir } from './paths.js';
+import { VictoriaMetrics } from './victoriametrics.js';
+import { waitFor } from './wait.js';
+
+export function slurmSuite(release: SlurmRelease): void {
+  const L = `[Slurm ${SLURM_VERSION[release]}] `;
+  const dir = tempDir('l9gpu-slurmtest-');
+  const stateDir = join(dir, 'state');
+  const pointsFile = join(dir, 'points.jsonl');
+  const configFile = join(dir, 'l9gpu.ini');
+  // NVML index i has device minor MINORS[i]: GRES index g (fakegpu g, minor g) is NVML GPU MINORS.indexOf(g)
+  const MINORS = [2, 0, 3, 1];
+  // known values per device minor (= GRES index): utilization %, memory used, power W (and the energy counter's rate)
+  const UTIL = [60, 0, 90, 30];
+  const MEM = [20, 1, 60, 40].map((g) => g * 2 ** 30);
+  const WATTS = [300, 70, 600, 200];
+  const gpus: FakeGpu[] = MINORS.map((minor, i) =>
+    h100(i, { minor, processes: [], util_gpu: UTIL[minor], mem_used: MEM[minor], power_mw: WATTS[minor]! * 1000, energy_mj: 10_000_000, energy_mj_per_s: WATTS[minor]! * 1000 }),
+  );
+  const fake = new FakeNvml({ driver_version: '550.54.15', energy_t0_s: Math.floor(Date.now() / 1000), devices: gpus });
+  const uuidOfGres = (g: number): string => gpus[MINORS.indexOf(g)]!.uuid;
+
+  let cluster: SlurmCluster;
+  let daemon: DaemonProcess;
+  const vm = new VictoriaMetrics();
+
+  interface JobRow { job_id: string; run_key: string; user: string | null; uid: number | null; account: string | null; partition: string | null; name: string | null; array_job_id: string | null; array_task_id: string | null; state: string | null; exit_code: number | null; end_time: number | null; cluster: string | null }
+  interface BindingRow { job_id: string; run_key: string; gpu_uuid: string; end_time: number | null; source: string; closed_by: string | null; shared: number }
+
+  function q<T>(sql: string, ...args: unknown[]): T[] {
+    const db = new Database(join(stateDir, 'l9gpu.db'), { readonly: true });
+    try {
+      return db.prepare(sql).all(...args) as T[];
+    } finally {
+      db.close();
+    }
+  }
+  /** A job's run (its first, without run). */
+  const job = (id: string, run?: string) => (run === undefined ? q<JobRow>('SELECT * FROM jobs WHERE job_id = ? ORDER BY rowid LIMIT 1', id) : q<JobRow>('SELECT * FROM jobs WHERE job_id = ? AND run_key = ?', id, run))[0];
+  const bindings = (id: string) => q<BindingRow>('SELECT * FROM bindings WHERE job_id = ? ORDER BY run_key, gpu_uuid', id);
+
+  function points(): JsonPoint[] {
+    const text = readFileSync(pointsFile, 'utf8');
+    return parseLines(text.slice(0, text.lastIndexOf('\n') + 1));
+  }
+  const jobPoints = (jobId: string, name = 'gpu.utilization') => points().filter((p) => p.name === name && p.attributes['slurm.job.id'] === jobId);
+
+  /** GRES indices of a running job on this node, as Slurm itself reports them. */
+  async function gresIdx(jobId: string): Promise<number[]> {
+    const out = await cluster.cmd(['scontrol', 'show', 'job', '-d', jobId]);
+    // per GPU shard counts (24.11+: "shard:1(1/2,0/2,0/2,0/2)", the position is the GPU's index)
+    const perGpu = /GRES=shard[^(]*\(((?:[\d-]+\/\d+,?)+)\)/.exec(out);
+    if (perGpu) return perGpu[1]!.split(',').flatMap((c, i) => (c.split('/')[0] !== '-' && Number(c.split('/')[0]) > 0 ? [i] : []));
+    const m = /GRES=(?:gpu|shard)[^(]*\(IDX:([\d,-]+)\)/.exec(out);
+    assert.ok(m, out);
+    return m[1]!.split(',').flatMap((r) => {
+      const [a, b] = r.split('-').map(Number);
+      return Array.from({ length: (b ?? a!) - a! + 1 }, (_, k) => a! + k);
+    });
+  }
+
+  /** Waits until no job runs: cases that count the jobs on a GPU start from an idle node. */
+  async function idle(): Promise<void> {
+    await waitFor('an idle cluster', async () => (await cluster.cmd(['squeue', '-h', '-t', 'R,CG,CF', '-o', '%A'])).trim() === '', 60_000, 200);
+  }
+
+  async function pidsOf(jobId: string): Promise<number[]> {
+    const out = await waitFor(`pids of ${jobId}`, async () => {
+      const o = await cluster.cmd(['scontrol', 'listpids', jobId]).catch(() => '');
+      return /\n\s*\d+\s/.test(o) ? o : undefined;
+    });
+    return out.split('\n').slice(1).map((l) => Number(l.trim().split(/\s+/)[0])).filter((n) => n > 0);
+  }
+
+  before(async () => {
+    chmodSync(dir, 0o755); // users' l9gpu jobs read the store
+    await vm.start();
+    writeFileSync(configFile, `[daemon]
+plugins = nvml
+sinks = file, otlp
+interval = 300ms
+attribution = slurm
+state_dir = ${stateDir}
+[slurm]
+reconcile_interval = 1s
+node_name = ${NODE}
+[nvml]
+events = false
+[file]
+path = ${pointsFile}
+resource = false
+[otlp]
+endpoint = ${vm.otlpEndpoint}
+export_interval = 300ms
+`);
+    cluster = new SlurmCluster({ gpus: 4, hookConfig: configFile, withDbd: true, release });
+    writeFileSync(configFile, readFileSync(configFile, 'utf8').replace('[slurm]\n', `[slurm]\nslurm_conf = ${cluster.conf}\n`));
+    await cluster.start();
+    daemon = new DaemonProcess(['--config', configFile], { ...fake.env(), ...cluster.clientEnv() });
+    // the hooks turn GRES indices into UUIDs through the inventory the daemon writes
+    await waitFor('inventory of 4 GPUs', () => {
+      try {
+        return q<{ n: number }>('SELECT COUNT(*) AS n FROM gpus WHERE minor IS NOT NULL')[0]!.n === 4;
+      } catch {
+        return false;
+      }
+    }, 30_000);
+  });
+
+  after(async () => {
+    const code = await daemon?.stop();
+    await cluster?.stop();
+    await vm.stop();
+    assert.equal(code, 0, daemon?.stderr);
+  });
+
+  test(L + 'sbatch --gres=gpu:2: the prolog binds both GPUs by UUID, every point carries slurm.*, the epilog closes them', async () => {
+    const id = await cluster.sbatch(['--gres=gpu:2', '-J', 'train-llm', '--wrap', 'sleep 5']);
+    await cluster.waitState(id, ['RUNNING']);
+    const want = (await gresIdx(id)).map(uuidOfGres).sort();
+    const b = await waitFor('2 bindings', () => (bindings(id).length === 2 ? bindings(id) : undefined));
+    assert.deepEqual(b.map((x) => x.gpu_uuid).sort(), want, 'GRES index -> /dev minor -> NVML UUID, not NVML index');
+    const run = await cluster.runKey(id);
+    assert.ok(b.every((x) => x.source === 'prolog' && x.end_time === null && x.run_key === run), `${JSON.stringify(b)}: run ${run}`);
+    const pts = await waitFor('points with the job name (filled by the reconciler)', () => {
+      const p = jobPoints(id).filter((x) => x.attributes['slurm.job.name'] === 'train-llm');
+      return new Set(p.map((x) => x.attributes['gpu.uuid'])).size === 2 ? p : undefined;
+    });
+    const a = pts[0]!.attributes;
+    assert.equal(a['slurm.user'], 'root');
+    assert.equal(a['slurm.partition'], 'gpu');
+    assert.equal(a['slurm.account'], 'root');
+    assert.equal(a['slurm.cluster.name'], 'ci');
+    assert.deepEqual([...new Set(pts.map((x) => x.attributes['gpu.uuid']))].sort(), want);
+    assert.equal(jobPoints(id, 'gpu.job.share').at(-1)!.value, 1, 'an exclusive GPU: share 1');
+
+    await cluster.waitState(id, ['COMPLETED']);
+    await waitFor('bindings closed by the epilog', () => bindings(id).every((x) => x.end_time !== null && x.closed_by === 'epilog'));
+    await waitFor('state from sacct', () => job(id)?.state === 'COMPLETED');
+    assert.equal(job(id)!.exit_code, 0);
+    const ended = Math.max(...bindings(id).map((x) => x.end_time!));
+    await waitFor('points without the job after it ended', () => points().some((p) => p.name === 'gpu.utilization' && p.attributes['gpu.uuid'] === want[0] && Date.parse(p.time) > ended + 500 && !('slurm.job.id' in p.attributes)));
+  });
+
+  test(L + 'srun --gres=gpu:1 and a job submitted by a non-root user', async () => {
+    const srun = cluster.srun(['--gres=gpu:1', '-J', 'srun-job', 'sleep', '4']);
+    const sb = await cluster.sbatch(['--gres=gpu:1', '--wrap', 'sleep 4'], TEST_USER);
+    const srunId = await waitFor('srun job in the store', () => q<{ job_id: string }>(`SELECT job_id FROM jobs WHERE name = 'srun-job'`)[0]?.job_id);
+    assert.equal(bindings(srunId).length, 1);
+    await waitFor('user job bound', () => bindings(sb).length === 1);
+    const u = job(sb)!;
+    assert.equal(u.user, TEST_USER);
+    assert.equal(u.uid, Number((await cluster.cmd(['id', '-u', TEST_USER])).trim()));
+    await waitFor('the user on the points', () => jobPoints(sb).some((p) => p.attributes['slurm.user'] === TEST_USER));
+    assert.equal(await srun, 0);
+    await waitFor('srun binding closed', () => bindings(srunId).every((x) => x.end_time !== null));
+  });
+
+  test(L + 'two concurrent jobs on different GPUs: each GPU carries only its own job', async () => {
+    const [j1, j2] = await Promise.all([cluster.sbatch(['--gres=gpu:1', '--wrap', 'sleep 5']), cluster.sbatch(['--gres=gpu:1', '--wrap', 'sleep 5'])]);
+    await Promise.all([cluster.waitState(j1, ['RUNNING']), cluster.waitState(j2, ['RUNNING'])]);
+    const [u1] = (await gresIdx(j1)).map(uuidOfGres);
+    const [u2] = (await gresIdx(j2)).map(uuidOfGres);
+    assert.notEqual(u1, u2);
+    await waitFor('points of both', () => jobPoints(j1).length > 0 && jobPoints(j2).length > 0);
+    assert.ok(jobPoints(j1).every((p) => p.attributes['gpu.uuid'] === u1));
+    assert.ok(jobPoints(j2).every((p) => p.attributes['gpu.uuid'] === u2));
+    const gpusOut = JSON.parse((await runCli(['gpus', '--json', '--config', configFile], { ...fake.env(), ...cluster.clientEnv() })).stdout) as { gpus: { uuid: string; jobs: Record<string, string>[] }[] };
+    assert.deepEqual(gpusOut.gpus.find((g) => g.uuid === u1)!.jobs.map((j) => j['slurm.job.id']), [j1], 'l9gpu gpus shows the job on its GPU');
+  });
+
+  test(L + 'a prolog that never ran: the reconciler opens the binding from squeue', async () => {
+    const id = await cluster.sbatch(['--gres=gpu:1', '--wrap', 'sleep 20']);
+    await cluster.waitState(id, ['RUNNING']);
+    // the prolog done (24.11 shows the job RUNNING while its prolog runs: a poll may have opened it first)
+    await waitFor('bound by the prolog', () => bindings(id).length === 1 && bindings(id)[0]!.source === 'prolog');
+    // as if the prolog had failed: nothing about the job in the store
+    const db = new Database(join(stateDir, 'l9gpu.db'));
+    db.prepare('DELETE FROM bindings WHERE job_id = ?').run(id);
+    db.prepare('DELETE FROM jobs WHERE job_id = ?').run(id);
+    db.close();
+    const b = await waitFor('reopened by polling', () => (bindings(id).length === 1 ? bindings(id)[0] : undefined));
+    assert.equal(b.source, 'poll');
+    assert.equal(b.gpu_uuid, (await gresIdx(id)).map(uuidOfGres)[0]);
+    await cluster.cmd(['scancel', id]);
+  });
+
+  test(L + 'slurmctld down: sampling and the last known bindings go on, doctor says so; then it recovers', async () => {
+    const id = await cluster.sbatch(['--gres=gpu:1', '--wrap', 'sleep 60']);
+    await cluster.waitState(id, ['RUNNING']);
+    await waitFor('bound', () => bindings(id).length === 1);
+    const pid = Number(readFileSync(join(cluster.base, 'run', 'slurmctld.pid'), 'utf8'));
+    process.kill(pid, 'SIGTERM');
+    await daemon.waitStderr(/Slurm query failed: keeping the last known bindings/, 60_000);
+    const mark = Date.now();
+    await waitFor('points still attributed', () => jobPoints(id).some((p) => Date.parse(p.time) > mark));
+    assert.equal(bindings(id)[0]!.end_time, null, 'not closed because Slurm did not answer');
+    const doc = await runCli(['doctor', '--config', configFile], { ...fake.env(), ...cluster.clientEnv() });
+    assert.match(doc.stdout, /Slurm is not answering: the last known bindings are kept/);
+    assert.match(doc.stdout, new RegExp(`open binding\\(s\\): .*job ${id}`));
+    await cluster.cmd(['slurmctld', '-f', cluster.conf]);
+    await daemon.waitStderr(/Slurm answers again/, 60_000);
+    await cluster.cmd(['scancel', id]);
+    await waitFor('closed after recovery', () => bindings(id).every((x) => x.end_time !== null));
+  });
+
+  test(L + 'a cancelled job and a failing job: bindings closed, end state and exit code recorded', async () => {
+    const c = await cluster.sbatch(['--gres=gpu:1', '--wrap', 'sleep 60']);
+    const f = await cluster.sbatch(['--gres=gpu:1', '--wrap', 'sleep 1; exit 3']);
+    await cluster.waitState(c, ['RUNNING']);
+    await waitFor('bound', () => bindings(c).length === 1);
+    await cluster.cmd(['scancel', c]);
+    await waitFor('cancelled: closed', () => bindings(c).every((x) => x.end_time !== null));
+    await waitFor('CANCELLED from sacct (the epilog sees 0:0 for a cancelled job)', () => job(c)?.state === 'CANCELLED', 30_000);
+    await waitFor('failed job ended', () => job(f)?.end_time !== null && job(f)?.exit_code === 3);
+    assert.equal(job(f)!.state, 'FAILED');
+  });
+
+  test(L + 'an array job: each task is its own job, the array ids are filled by the reconciler', async () => {
+    const arr = await cluster.sbatch(['--array=0-1', '--gres=gpu:1', '--wrap', 'sleep 4']);
+    const tasks = await waitFor('two array tasks with array ids', () => {
+      const rows = q<JobRow>('SELECT * FROM jobs WHERE array_job_id = ? ORDER BY array_task_id', arr);
+      return rows.length === 2 ? rows : undefined;
+    });
+    assert.deepEqual(tasks.map((t) => t.array_task_id), ['0', '1']);
+    for (const t of tasks) assert.equal(bindings(t.job_id).length, 1);
+    await waitFor('array attributes on points', () => points().some((p) => p.attributes['slurm.array.job.id'] === arr && p.attributes['slurm.array.task.id'] === '1'));
+  });
+
+  test(L + 'two jobs sharing one GPU through shards: both bound, points per job, shares from per-process memory', async () => {
+    await idle();
+    const [s1, s2] = await Promise.all([cluster.sbatch(['--gres=shard:1', '--wrap', 'sleep 30']), cluster.sbatch(['--gres=shard:1', '--wrap', 'sleep 30'])]);
+    await Promise.all([cluster.waitState(s1, ['RUNNING']), cluster.waitState(s2, ['RUNNING'])]);
+    const [g1] = (await gresIdx(s1)).map(uuidOfGres);
+    const [g2] = (await gresIdx(s2)).map(uuidOfGres);
+    assert.equal(g1, g2, 'Slurm put both shards on one GPU');
+    await waitFor('both bound to it, marked shared', () => bindings(s1).concat(bindings(s2)).filter((b) => b.gpu_uuid === g1 && b.shared === 1).length === 2);
+    await waitFor('equal shares without process data', () => jobPoints(s1, 'gpu.job.share').at(-1)?.value === 0.5 && jobPoints(s2, 'gpu.job.share').at(-1)?.value === 0.5);
+    // NVML reports each job's process on the GPU: 3 GiB and 1 GiB
+    const [p1] = await pidsOf(s1);
+    const [p2] = await pidsOf(s2);
+    const devices = gpus.map((g) => (g.uuid === g1 ? { ...g, processes: [{ pid: p1, used: 3 * 2 ** 30 }, { pid: p2, used: 2 ** 30 }] } : g));
+    fake.write({ ...fake.desc, devices });
+    await waitFor('shares by process memory', () => jobPoints(s1, 'gpu.job.share').at(-1)?.value === 0.75 && jobPoints(s2, 'gpu.job.share').at(-1)?.value === 0.25);
+    const util = points().filter((p) => p.name === 'gpu.utilization' && p.attributes['gpu.uuid'] === g1).slice(-2);
+    assert.deepEqual(util.map((p) => p.attributes['slurm.job.id']).sort(), [s1, s2].sort(), 'one copy per job, same value');
+    assert.equal(util[0]!.value, util[1]!.value);
+    const proc = points().filter((p) => p.name === 'gpu.process.memory.used' && p.attributes['process.pid'] === p1).at(-1)!;
+    assert.equal(proc.attributes['slurm.job.id'], s1, 'a process point belongs to the job owning the pid');
+    fake.write({ ...fake.desc, devices: gpus });
+    await cluster.cmd(['scancel', s1, s2]);
+  });
+
+  test(L + 'a process on a GPU outside its job allocation is reported', async () => {
+    const k = await cluster.sbatch(['--gres=gpu:1', '--wrap', 'sleep 30']);
+    await cluster.waitState(k, ['RUNNING']);
+    const [mine] = (await gresIdx(k)).map(uuidOfGres);
+    const other = gpus.find((g) => g.uuid !== mine)!.uuid;
+    const [pid] = await pidsOf(k);
+    fake.write({ ...fake.desc, devices: gpus.map((g) => (g.uuid === other ? { ...g, processes: [{ pid, used: 2 ** 30 }] } : g)) });
+    await waitFor('outside_allocation = 1 on the other GPU', () => points().some((p) => p.name === 'gpu.process.outside_allocation' && p.attributes['gpu.uuid'] === other && p.value === 1));
+    await daemon.waitStderr(new RegExp(`process on a GPU outside its allocation gpu=${other} pid=${pid} job=${k}`));
+    fake.write({ ...fake.desc, devices: gpus });
+    await cluster.cmd(['scancel', k]);
+  });
+
+  test(L + 'a requeued job: same id, a new run; the old run is closed', async () => {
+    const r = await cluster.sbatch(['--gres=gpu:1', '--requeue', '--wrap', 'sleep 30']);
+    await cluster.waitState(r, ['RUNNING']);
+    const run0 = await cluster.runKey(r);
+    await waitFor('first run bound', () => bindings(r).some((b) => b.run_key === run0));
+    await cluster.cmd(['scontrol', 'requeue', r]);
+    // Slurm delays a requeued batch job's BeginTime once its epilog is done (REQUEUED -> PENDING): an update sent
+    // before that is overwritten, so make it eligible again for as long as it is still pending
+    await waitFor('requeued', async () => ['PENDING', 'REQUEUED'].includes(await cluster.state(r)));
+    await waitFor('second run bound', async () => {
+      if ((await cluster.state(r)) === 'PENDING') await cluster.cmd(['scontrol', 'update', `jobid=${r}`, 'starttime=now']);
+      return bindings(r).some((b) => b.run_key !== run0 && b.end_time === null);
+    }, 60_000);
+    const run1 = await cluster.runKey(r);
+    assert.notEqual(run1, run0);
+    // slurmd ran the first run's epilog with the restart count already bumped: it must have closed that run, not invented a closed second one
+    assert.ok(bindings(r).filter((b) => b.run_key === run0).every((b) => b.end_time !== null && b.closed_by === 'epilog'), 'the first run closed by its epilog');
+    assert.equal(bindings(r).filter((b) => b.run_key === run1).length, 1);
+    assert.equal(job(r, run0)!.end_time !== null, true);
+    assert.ok(job(r, run1), 'the new run is its own row');
+    await waitFor('points carry the running job', () => jobPoints(r).length > 0);
+    await cluster.cmd(['scancel', r]);
+  });
+
+  interface Fig { samples: number; seconds: number; gpuHours: number; utilMean: number | null; utilMax: number | null; memUsedMax: number | null; energyJ: number; energySource: string; powerMean: number | null; shareMean: number }
+  interface Report { source: string; job: { id: string; user: string; state: string; nodes: string[] }; gpus: { uuid: string; node: string; shared: boolean; figures: Fig }[]; totals: { gpu_hours: number; util_mean: number | null; energy_j: number; mem_peak_bytes: number | null }; notes: { code: string }[] }
+  const show = async (id: string, extra: string[] = []): Promise<Report> => {
+    const r = await runCli(['jobs', 'show', id, '--json', '--config', configFile, ...extra], { ...fake.env(), ...cluster.clientEnv() });
+    assert.equal(r.status, 0, r.stderr);
+    return JSON.parse(r.stdout) as Report;
+  };
+
+  test(L + 'l9gpu jobs: exact figures for a 2-GPU job with an idle GPU, two concurrent jobs and a shared GPU; PromQL agrees with the store', async () => {
+    await idle();
+    const multi = await cluster.sbatch(['--gres=gpu:2', '-J', 'two-gpus', '--wrap', 'sleep 6']);
+    const single = await cluster.sbatch(['--gres=gpu:1', '--wrap', 'sleep 6']);
+    const [sh1, sh2] = await Promise.all([cluster.sbatch(['--gres=shard:1', '--wrap', 'sleep 6']), cluster.sbatch(['--gres=shard:1', '--wrap', 'sleep 6'])]);
+    const ids = [multi, single, sh1, sh2];
+    await Promise.all(ids.map((j) => cluster.waitState(j, ['RUNNING'])));
+    const idx = Object.fromEntries(await Promise.all(ids.map(async (j) => [j, await gresIdx(j)] as const)));
+    await Promise.all(ids.map((j) => cluster.waitState(j, ['COMPLETED'], 60_000)));
+    await waitFor('bindings closed', () => ids.every((j) => bindings(j).every((b) => b.end_time !== null)));
+    // the epilog cannot tell COMPLETED from CANCELLED: the state comes from sacct a few seconds later
+    await waitFor('states from sacct', () => ids.every((j) => job(j)?.state === 'COMPLETED'), 30_000);
+
+    for (const j of ids) {
+      const r = await show(j);
+      assert.equal(r.source, 'store');
+      assert.equal(r.job.id, j);
+      assert.equal(r.job.state, 'COMPLETED');
+      assert.equal(r.gpus.length, idx[j]!.length);
+      for (const g of r.gpus) {
+        const minor = MINORS[gpus.findIndex((x) => x.uuid === g.uuid)]!;
+        const f = g.figures;
+        assert.ok(f.samples >= 10, `${j}: ${f.samples} samples`);
+        assert.equal(f.utilMean, UTIL[minor]! / 100, 'mean utilization of a constant 0..1 value');
+        assert.equal(f.utilMax, UTIL[minor]! / 100);
+        assert.equal(f.memUsedMax, MEM[minor], 'peak memory');
+        assert.equal(f.powerMean, WATTS[minor], 'power mean, W');
+        assert.equal(f.energySource, 'counter');
+        // energy = the delta of the counter values the daemon exported for this job and GPU, times the share
+        const counter = points().filter((pt) => pt.name === 'gpu.energy.consumption' && pt.attributes['slurm.job.id'] === j && pt.attributes['gpu.uuid'] === g.uuid);
+        assert.equal(counter.length, f.samples, 'one counter value per sample of the binding');
+        // each gap's counter delta counts at the share the job had at the sample closing it (a shard job's share
+        // is 1 until the second shard job is bound, then 0.5: the total delta x the mean share is not the same)
+        const shareAt = new Map(points().filter((pt) => pt.name === 'gpu.job.share' && pt.attributes['slurm.job.id'] === j && pt.attributes['gpu.uuid'] === g.uuid).map((pt) => [pt.time, pt.value]));
+        let delta = 0;
+        for (let i = 1; i < counter.length; i++) delta += (counter[i]!.value - counter[i - 1]!.value) * shareAt.get(counter[i]!.time)!;
+        assert.ok(Math.abs(f.energyJ - delta) < 1e-3, `${j}: energy ${f.energyJ} J, counter deltas x shares ${delta} J`);
+        // and physically: the counter grows at the GPU's power (read a few ms after each sample, so not exactly)
+        const physical = WATTS[minor]! * f.seconds * f.shareMean;
+        assert.ok(Math.abs(f.energyJ - physical) <= 0.15 * physical, `${j}: energy ${f.energyJ} J, power x time ${physical} J`);
+        assert.ok(f.seconds > 4 && f.seconds < 10, `${j}: ${f.seconds} s sampled of a 6 s job`);
+        assert.equal(f.gpuHours, Math.round((f.seconds * f.shareMean) / 3600 * 1e6) / 1e6, 'GPU-hours = sampled seconds x share');
+      }
+      // the same job from the metrics the daemon exported to VictoriaMetrics
+      const p = await waitFor('PromQL report complete', async () => {
+        await vm.flush();
+        const pr = await show(j, ['--source', 'promql', '--url', vm.url]).catch(() => undefined);
+        return pr && pr.gpus.length === r.gpus.length && pr.gpus.every((g, i) => g.figures.samples === r.gpus[i]!.figures.samples) ? pr : undefined;
+      });
+      assert.equal(p.source, 'promql');
+      assert.deepEqual(p.gpus.map((g) => [g.uuid, g.figures]), r.gpus.map((g) => [g.uuid, g.figures]), `${j}: store and PromQL give the same figures`);
+      assert.deepEqual(p.totals, r.totals);
+      assert.deepEqual(p.job.nodes, [NODE]);
+    }
+    const m = await show(multi);
+    const idleGpu = m.gpus.find((g) => g.figures.utilMax === 0);
+    assert.ok(idleGpu, 'the 2-GPU job got the idle GPU (GRES index 1)');
+    assert.equal(m.totals.util_mean, (UTIL[idx[multi]![0]!]! + UTIL[idx[multi]![1]!]!) / 200);
+    assert.ok(m.notes.some((n) => n.code === 'too-short'), 'a 6 s job is too short to judge');
+    const s1 = await show(sh1);
+    assert.equal(s1.gpus[0]!.shared, true);
+    // two jobs on one GPU, no process data: half each; a shard job alone for its first sample (the other one's
+    // prolog a tick later) has the whole GPU then. The mean is over the shares the daemon exported for it.
+    const s1Shares = points().filter((pt) => pt.name === 'gpu.job.share' && pt.attributes['slurm.job.id'] === sh1).map((pt) => pt.value);
+    assert.ok(s1Shares.every((v) => v === 0.5 || v === 1) && s1Shares.filter((v) => v === 1).length <= 1, `${sh1}: shares ${s1Shares.join(',')}`);
+    assert.equal(s1.gpus[0]!.figures.shareMean, Math.round((s1Shares.reduce((a, b) => a + b, 0) / s1Shares.length) * 1e6) / 1e6);
+    assert.ok(s1.notes.some((n) => n.code === 'shared'));
+    // the job-end summary was exported once, with the store's figures
+    const summary = await waitFor('job-end summary', () => points().find((pt) => pt.name === 'gpu.job.energy' && pt.attributes['slurm.job.id'] === single));
+    assert.equal(summary.value, (await show(single)).gpus[0]!.figures.energyJ);
+
+    // the list, filters and formats
+    const list = JSON.parse((await runCli(['jobs', '--json', '--config', configFile, '--state', 'completed', '--since', '1h'], { SLURM_CONF: cluster.conf })).stdout) as { id: string; gpus: number; util_mean: number; energy_kwh: number; problems: string[] }[];
+    const row = list.find((x) => x.id === multi)!;
+    assert.equal(row.gpus, 2);
+    assert.equal(row.util_mean, m.totals.util_mean);
+    assert.equal(row.energy_kwh, Math.round((m.totals.energy_j / 3.6e6) * 1e6) / 1e6);
+    const csv = (await runCli(['jobs', '--csv', '--config', configFile, '--limit', '3'], { SLURM_CONF: cluster.conf })).stdout.trim().split('\n');
+    assert.equal(csv[0], 'id,user,account,partition,state,start,elapsed_s,gpus,gpu_hours,util_mean,mem_peak_bytes,energy_kwh,cost,problems');
+    assert.equal(csv.length, 4);
+    const text = (await runCli(['jobs', 'show', multi, '--config', configFile], { SLURM_CONF: cluster.conf })).stdout;
+    assert.match(text, new RegExp(`^Job ${multi} \\(two-gpus\\)`));
+    assert.match(text, /GPU utilization\s+\[\|+\s*\]\s+\d+%/);
+    assert.match(text, /Per GPU/);
+    assert.doesNotMatch(text, /\x1b\[/, 'no colours when not a TTY');
+    const unknown = await runCli(['jobs', 'show', '999999', '--config', configFile], { SLURM_CONF: cluster.conf });
+    assert.equal(unknown.status, 1);
+    assert.match(unknown.stderr, /job 999999 is not known to this node .* l9gpu jobs show 999999 --source promql --url/);
+    // root sees everyone; a user sees their own jobs only, and not someone else's report
+    const all = JSON.parse((await runCli(['jobs', '--json', '--config', configFile], {})).stdout) as { user: string }[];
+    assert.ok(new Set(all.map((x) => x.user)).size >= 2, 'root sees every user');
+    const asUser = (args: string[]) => spawnSync('runuser', ['-u', TEST_USER, '--', process.execPath, CLI, ...args, '--config', configFile], { encoding: 'utf8' });
+    const theirs = asUser(['jobs', '--json']);
+    assert.equal(theirs.status, 0, theirs.stderr);
+    const rows = JSON.parse(theirs.stdout) as { user: string }[];
+    assert.ok(rows.length >= 1 && rows.every((x) => x.user === TEST_USER), 'only their own jobs');
+    const denied = asUser(['jobs', 'show', multi]);
+    assert.equal(denied.status, 1);
+    assert.match(denied.stderr, new RegExp(`job ${multi} belongs to root: you can only see your own jobs`));
+    assert.equal(asUser(['jobs', '--user', 'root']).status, 1);
+  });
+
+  test(L + 'a store locked by another writer: the prolog gives up within its deadline, the job runs, polling binds it after', async () => {
+    await idle();
+    const holder = new Database(join(stateDir, 'l9gpu.db'), { timeout: 10_000 });
+    holder.prepare('BEGIN IMMEDIATE').run();
+    let id = '';
+    try {
+      const t0 = Date.now();
+      id = await cluster.sbatch(['--gres=gpu:1', '--wrap', 'sleep 20']);
+      await cluster.waitState(id, ['RUNNING']);
+      const line = await waitFor('the prolog said why', () => readFileSync(join(stateDir, 'hooks.log'), 'utf8').split('\n').find((l) => l.includes(`l9gpu prolog job ${id}: database is locked`)));
+      // the hook's deadline is [slurm] hook_timeout (5 s); the wrapper kills it one second later at the latest
+      assert.ok(Date.parse(line.slice(0, 24)) - t0 < 7000, `${line}: ${Date.parse(line.slice(0, 24)) - t0} ms after sbatch`);
+      assert.equal(await cluster.state(id), 'RUNNING', 'the node is not drained, the job runs');
+    } finally {
+      holder.prepare('ROLLBACK').run();
+      holder.close();
+    }
+    const b = await waitFor('bound by polling once the lock is gone', () => bindings(id)[0]);
+    assert.equal(b.source, 'poll');
+    assert.equal(b.gpu_uuid, (await gresIdx(id)).map(uuidOfGres)[0]);
+    await cluster.cmd(['scancel', id]);
+  });
+
+  test(L + 'slurmd killed while a job runs: no epilog, the reconciler closes the binding', async () => {
+    const k = await cluster.sbatch(['--gres=gpu:1', '--no-requeue', '--wrap', 'sleep 120']);
+    await cluster.waitState(k, ['RUNNING']);
+    await waitFor('bound', () => bindings(k).length === 1);
+    cluster.killSlurmd();
+    await cluster.cmd(['scontrol', 'update', `nodename=${NODE}`, 'state=down', 'reason=l9gpu-test']);
+    await waitFor('closed by polling', () => bindings(k).every((b) => b.end_time !== null && b.closed_by === 'poll'), 60_000);
+    await waitFor('NODE_FAIL from sacct', () => job(k)?.state === 'NODE_FAIL', 30_000);
+    await cluster.restartSlurmd();
+  });
+}
