@@ -6,7 +6,7 @@ export const SLURM_SECTION: SectionSpec = {
   description: 'Slurm attribution: prolog/epilog hooks, reconciliation with squeue/scontrol/sacct.',
   keys: [
     { key: 'node_name', type: 'string', default: null, example: 'gpu017', description: 'This node\'s name in Slurm (default: $SLURMD_NODENAME, else the short host name).' },
-    { key: 'slurm_conf', type: 'path', default: null, example: '/etc/slurm/slurm.conf', env: [{ name: 'SLURM_CONF' }], description: 'slurm.conf (default: $SLURM_CONF, /etc/slurm/slurm.conf, /etc/slurm-llnl/slurm.conf); gres.conf is read next to it.' },
+    { key: 'slurm_conf', type: 'path', default: null, example: '/etc/slurm/slurm.conf', env: [{ name: 'SLURM_CONF' }], description: 'slurm.conf (default: $SLURM_CONF, /etc/slurm/slurm.conf, /etc/slurm-llnl/slurm.conf, then the configless cache /run/slurm/conf/slurm.conf); gres.conf is read next to it.' },
     { key: 'gres_conf', type: 'path', default: null, example: '/etc/slurm/gres.conf', description: 'gres.conf, when it is not next to slurm.conf.' },
     { key: 'bin_dir', type: 'path', default: null, example: '/opt/slurm/bin', description: 'Folder of squeue, scontrol and sacct (default: PATH, /usr/bin, /usr/local/bin, /opt/slurm/bin).' },
     { key: 'reconcile_interval', type: 'duration', default: 60, min: 1, max: 3600, description: 'How often running jobs are reconciled with squeue (opens bindings a prolog missed, closes those whose epilog never ran).' },

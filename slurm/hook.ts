@@ -13,7 +13,8 @@ import { daemonSection } from '../src/core/config/sections.js';
 import { openStore } from '../src/store/open.js';
 import { recordEnd, recordStart, type JobEnd, type JobRecord } from '../src/store/jobs.js';
 import { SLURM_SECTION } from './config.js';
-import { slurmNodeName } from './node-name.js';
+import { LEARNED_NODE_KEY, slurmNodeName } from './node-name.js';
+import { setMeta } from '../src/store/meta.js';
 import { gresConfFor } from './paths.js';
 import { resolveGpus, storeInventory } from './resolve.js';
 
@@ -91,6 +92,8 @@ export function runHook(kind: HookKind, env: NodeJS.ProcessEnv, cfg: Config, now
     );
     if (kind === 'prolog') recordStart(db, job, gpus, 'prolog', now);
     else recordEnd(db, job, endFromEnv(env, now), gpus, 'epilog', now);
+    // the daemon (a systemd service) never sees SLURMD_NODENAME: this is how it learns its node's name in Slurm
+    if (env.SLURMD_NODENAME) setMeta(db, LEARNED_NODE_KEY, env.SLURMD_NODENAME);
     return { ok: true, message: `${kind} job ${job.jobId} run ${job.runKey}: ${gpus.map((g) => g.uuid).join(',') || 'no GPUs'}` };
   } finally {
     db.close();

@@ -10,7 +10,7 @@
 import { existsSync } from 'node:fs';
 import type { AttributionManifest, AttributionProvider } from '../src/core/attribution.js';
 import { SLURM_SECTION } from './config.js';
-import { slurmNodeName } from './node-name.js';
+import { LEARNED_NODE_KEY, resolveNodeName, slurmNodeName } from './node-name.js';
 import { gresConfFor, slurmConfPath } from './paths.js';
 import type { Attributes } from '../src/core/metrics/model.js';
 
@@ -28,10 +28,11 @@ export const slurmAttribution: AttributionManifest = {
 
   async create({ config: cfg, log, env, store }): Promise<AttributionProvider> {
     const [{ SlurmAttribution }, { Reconciler }] = await Promise.all([import('./attribution.js'), import('./reconciler.js')]);
+    const { getMeta } = await import('../src/store/meta.js');
     const slog = log.child('slurm');
     const reconciler = new Reconciler({
       db: store,
-      node: slurmNodeName(cfg, env),
+      node: () => slurmNodeName(cfg, env, getMeta(store, LEARNED_NODE_KEY)),
       gresConf: gresConfFor(cfg, env),
       binDir: cfg.str('slurm', 'bin_dir'),
       slurmConf: slurmConfPath(cfg, env),
@@ -39,20 +40,23 @@ export const slurmAttribution: AttributionManifest = {
       log: slog,
     });
     const transform = new SlurmAttribution(store, slog, () => reconciler.lastOk || undefined);
-    let reconciling = false;
-    const tick = (): void => {
-      if (reconciling) return;
-      reconciling = true;
-      reconciler
+    let running: Promise<void> | undefined;
+    const tick = (): Promise<void> => {
+      running ??= reconciler
         .reconcileOnce()
-        .catch(() => {}) // logged by the reconciler; the bindings stay as they are
+        .then(() => {}, () => {}) // logged by the reconciler; the bindings stay as they are
         .finally(() => {
-          reconciling = false;
+          running = undefined;
           transform.invalidate();
         });
+      return running;
     };
-    tick();
-    const timer = setInterval(tick, cfg.num('slurm', 'reconcile_interval')! * 1000);
+    // after a start or a reboot, bindings of jobs that died with the node are still open: reconcile before the
+    // first batch is attributed, so no sample is credited to them; Slurm may be slow or down, so wait boundedly
+    let bound: NodeJS.Timeout | undefined;
+    await Promise.race([tick(), new Promise<void>((r) => (bound = setTimeout(r, Math.min(5, cfg.num('slurm', 'command_timeout')!) * 1000)))]);
+    clearTimeout(bound);
+    const timer = setInterval(() => void tick(), cfg.num('slurm', 'reconcile_interval')! * 1000);
     return {
       name: transform.name,
       attribute: (b) => transform.attribute(b),
@@ -63,21 +67,21 @@ export const slurmAttribution: AttributionManifest = {
   },
 
   async doctor(cfg, env) {
-    const node = slurmNodeName(cfg, env);
-    const conf = slurmConfPath(cfg, env);
-    const gres = gresConfFor(cfg, env);
     const { slurmStoreStatus } = await import('./status.js');
     const st = slurmStoreStatus(cfg.str('daemon', 'state_dir')!);
+    const { name: node, source: nodeSource } = resolveNodeName(cfg, env, st.learnedNodeName);
+    const conf = slurmConfPath(cfg, env);
+    const gres = gresConfFor(cfg, env);
     // a reconcile error newer than the last success: Slurm did not answer the daemon lately
     const down = !!st.lastReconcileError && (!st.lastReconcileOk || st.lastReconcileError.slice(0, 24) > st.lastReconcileOk);
     const lines = [
-      `node ${node}; slurm.conf ${conf}; gres.conf ${gres}${existsSync(gres) ? '' : ' (not found: GRES indices cannot be mapped to UUIDs)'}`,
+      `node ${node} (from ${nodeSource}${nodeSource === 'host name' ? ': no prolog has run here yet to tell Slurm\'s name; the reconciler checks it with Slurm before closing anything' : ''}); slurm.conf ${conf}; gres.conf ${gres}${existsSync(gres) ? '' : ' (not found: GRES indices cannot be mapped to UUIDs)'}`,
       `${st.openBindings.length} open binding(s)${st.openBindings.length ? `: ${[...new Set(st.openBindings.map((b) => `job ${b.jobId}`))].join(', ')}` : ''}; ${st.gpusInInventory} GPU(s) in the inventory`,
       `reconciler: last answer from Slurm ${st.lastReconcileOk ?? 'never'}${st.lastReconcileError ? `; last error ${st.lastReconcileError}` : ''}${down ? '  <- Slurm is not answering: the last known bindings are kept' : ''}`,
       ...(st.lastHookLine ? [`last hook log line: ${st.lastHookLine}`] : []),
       ...(st.error ? [`store: ${st.error}`] : []),
     ];
-    return { lines, json: { node, slurm_conf: conf, gres_conf: gres, ...st }, problems: down ? 1 : 0 };
+    return { lines, json: { node, node_source: nodeSource, slurm_conf: conf, gres_conf: gres, ...st }, problems: down ? 1 : 0 };
   },
 
   async jobsByGpu(cfg) {
@@ -91,5 +95,8 @@ export const slurmAttribution: AttributionManifest = {
     return m;
   },
 
-  nodeName: slurmNodeName,
+  async nodeName(cfg, env) {
+    const { slurmStoreStatus } = await import('./status.js');
+    return slurmNodeName(cfg, env, slurmStoreStatus(cfg.str('daemon', 'state_dir')!).learnedNodeName);
+  },
 };

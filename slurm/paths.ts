@@ -3,9 +3,16 @@ import { existsSync } from 'node:fs';
 import type { Config } from '../src/core/config/load.js';
 import { gresConfPath } from './gres.js';
 
-/** [slurm] slurm_conf (or $SLURM_CONF through it), else where slurmd looks. */
-export function slurmConfPath(cfg: Config, env: NodeJS.ProcessEnv = process.env): string | null {
-  return cfg.str('slurm', 'slurm_conf') ?? [env.SLURM_CONF, '/etc/slurm/slurm.conf', '/etc/slurm-llnl/slurm.conf'].find((p): p is string => !!p && existsSync(p)) ?? null;
+/**
+ * Where Slurm's own clients look, in their order (read_config.c): the default
+ * path, Debian's old one, then configless Slurm's cache, which slurmd keeps
+ * (with gres.conf beside it) when it fetched its config from slurmctld.
+ */
+export const SLURM_CONF_CANDIDATES = ['/etc/slurm/slurm.conf', '/etc/slurm-llnl/slurm.conf', '/run/slurm/conf/slurm.conf'];
+
+/** [slurm] slurm_conf (or $SLURM_CONF through it), else where Slurm's clients look. */
+export function slurmConfPath(cfg: Config, env: NodeJS.ProcessEnv = process.env, candidates: readonly string[] = SLURM_CONF_CANDIDATES): string | null {
+  return cfg.str('slurm', 'slurm_conf') ?? [env.SLURM_CONF, ...candidates].find((p): p is string => !!p && existsSync(p)) ?? null;
 }
 
 /** [slurm] gres_conf, else gres.conf next to slurm.conf. */

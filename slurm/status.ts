@@ -3,6 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { openStoreReadOnly, storePath } from '../src/store/open.js';
 import { openBindings, type OpenBinding } from '../src/store/jobs.js';
+import { LEARNED_NODE_KEY } from './node-name.js';
 
 export interface SlurmStoreStatus {
   store: string;
@@ -12,12 +13,14 @@ export interface SlurmStoreStatus {
   lastReconcileOk: string | null;
   lastReconcileError: string | null;
   lastHookLine: string | null;
+  /** The node name the hooks recorded (SLURMD_NODENAME). */
+  learnedNodeName: string | null;
   error?: string;
 }
 
 export function slurmStoreStatus(stateDir: string): SlurmStoreStatus {
   const store = storePath(stateDir);
-  const st: SlurmStoreStatus = { store, exists: existsSync(store), openBindings: [], gpusInInventory: 0, lastReconcileOk: null, lastReconcileError: null, lastHookLine: null };
+  const st: SlurmStoreStatus = { store, exists: existsSync(store), openBindings: [], gpusInInventory: 0, lastReconcileOk: null, lastReconcileError: null, lastHookLine: null, learnedNodeName: null };
   try {
     const log = readFileSync(join(stateDir, 'hooks.log'), 'utf8').trim().split('\n');
     st.lastHookLine = log[log.length - 1] || null;
@@ -34,6 +37,7 @@ export function slurmStoreStatus(stateDir: string): SlurmStoreStatus {
       const ok = meta.get('reconcile.last_ok');
       st.lastReconcileOk = ok ? new Date(Number(ok)).toISOString() : null;
       st.lastReconcileError = meta.get('reconcile.last_error') ?? null;
+      st.learnedNodeName = meta.get(LEARNED_NODE_KEY) ?? null;
     } finally {
       db.close();
     }

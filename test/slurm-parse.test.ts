@@ -1,12 +1,14 @@
 /** Slurm output parsers on recorded real output (22.05) and the newer data_parser formats. */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { parseGresConf } from '../slurm/gres.js';
+import { gresConfPath, parseGresConf } from '../slurm/gres.js';
+import { SLURM_CONF_CANDIDATES, slurmConfPath } from '../slurm/paths.js';
+import { configFrom } from './helpers/config.js';
 import { expandHostlist, expandIndexList, hostlistContains } from '../slurm/hostlist.js';
 import { jobState, parseGresDetail, parseSacct, parseScontrolJobs, parseSqueueJson } from '../slurm/jobs-query.js';
-import { ROOT } from './helpers/paths.js';
+import { ROOT, tempDir } from './helpers/paths.js';
 
 const TD = join(ROOT, 'slurm', 'testdata');
 const read = (f: string) => readFileSync(join(TD, f), 'utf8');
@@ -46,7 +48,7 @@ test('squeue --json of Slurm 22.05 (openapi v0.0.38), recorded', () => {
   const j1 = jobs.find((j) => j.jobId === '1')!;
   assert.deepEqual({ ...j1, startTime: null, endTime: null }, {
     jobId: '1', arrayJobId: null, arrayTaskId: null, hetJobId: null, hetJobOffset: null, user: 'root', uid: 0, account: 'root', partition: 'gpu',
-    qos: 'normal', name: 'myjob', cluster: 'ci', state: 'RUNNING', startTime: null, endTime: null, restarts: 0, nodes: ['vm'], gpuIdx: { vm: [0, 1] }, shardNodes: [], exitCode: 0,
+    qos: 'normal', name: 'myjob', cluster: 'ci', state: 'RUNNING', startTime: null, endTime: null, restarts: 0, sluid: null, nodes: ['vm'], gpuIdx: { vm: [0, 1] }, shardNodes: [], exitCode: 0,
   });
   assert.equal(j1.startTime, 1795250037000);
   const task = jobs.find((j) => j.jobId === '3')!;
@@ -138,4 +140,22 @@ test('job_state flag lists (v0.0.40+): a completing job is COMPLETING whatever i
   assert.equal(jobState(['CANCELLED']), 'CANCELLED');
   assert.equal(jobState('COMPLETING'), 'COMPLETING');
   assert.equal(jobState(undefined), '');
+});
+
+test('slurm.conf is found where Slurm\'s clients look, configless Slurm\'s cache last; gres.conf beside it', () => {
+  const d = tempDir('l9gpu-conf-');
+  const etc = join(d, 'etc', 'slurm.conf');
+  const cache = join(d, 'run', 'slurm', 'conf', 'slurm.conf');
+  const candidates = [etc, cache];
+  mkdirSync(join(d, 'run', 'slurm', 'conf'), { recursive: true });
+  writeFileSync(cache, 'ClusterName=c\n');
+  const cfg = configFrom({});
+  assert.equal(slurmConfPath(cfg, {}, candidates), cache, 'configless: only the cache exists');
+  assert.equal(gresConfPath(slurmConfPath(cfg, {}, candidates) ?? undefined), join(d, 'run', 'slurm', 'conf', 'gres.conf'));
+  mkdirSync(join(d, 'etc'));
+  writeFileSync(etc, 'ClusterName=c\n');
+  assert.equal(slurmConfPath(cfg, {}, candidates), etc, 'a local slurm.conf wins over the cache');
+  assert.equal(slurmConfPath(cfg, { SLURM_CONF: cache }, candidates), cache, '$SLURM_CONF wins over both');
+  assert.equal(slurmConfPath(configFrom({ slurm: { slurm_conf: '/x/slurm.conf' } }), {}, candidates), '/x/slurm.conf');
+  assert.deepEqual(SLURM_CONF_CANDIDATES.at(-1), '/run/slurm/conf/slurm.conf');
 });

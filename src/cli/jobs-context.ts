@@ -15,12 +15,12 @@ export interface JobsContext {
   stateDir: string;
 }
 
-export function jobsContext(configPath: string | undefined): JobsContext {
+export async function jobsContext(configPath: string | undefined): Promise<JobsContext> {
   const cfg = loadCliConfig(configPath);
   return {
     cfg,
     viewer: viewer(cfg.str('jobs', 'admin_group')),
-    node: resolveAgentAttribution(cfg).manifest?.nodeName(cfg, process.env) ?? hostname().split('.')[0]!,
+    node: (await resolveAgentAttribution(cfg).manifest?.nodeName(cfg, process.env)) ?? hostname().split('.')[0]!,
     stateDir: cfg.str('daemon', 'state_dir')!,
   };
 }

@@ -65,5 +65,5 @@ export interface AttributionManifest {
   /** The jobs holding each GPU now, by GPU UUID, as their points' attributes (for `l9gpu gpus`). */
   jobsByGpu(cfg: Config): Promise<ReadonlyMap<string, readonly Attributes[]>>;
   /** This node's name in the scheduler, as job reports label it. */
-  nodeName(cfg: Config, env: NodeJS.ProcessEnv): string;
+  nodeName(cfg: Config, env: NodeJS.ProcessEnv): Promise<string>;
 }

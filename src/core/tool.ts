@@ -9,9 +9,10 @@ import { delimiter, join } from 'node:path';
 const MAX_OUTPUT = 16 * 1024 * 1024;
 
 /** Finds a command in PATH plus extra folders (slurmd and systemd give a short PATH). */
-export function findTool(command: string, extraDirs: readonly string[] = []): string | undefined {
+export function findTool(command: string, extraDirs: readonly string[] = [], firstDirs: readonly string[] = []): string | undefined {
   if (command.includes('/')) return existsSync(command) ? command : undefined;
-  const dirs = [...(process.env.PATH ?? '').split(delimiter), ...extraDirs].filter(Boolean);
+  // a folder the admin configured wins over PATH; the usual install folders come after it
+  const dirs = [...firstDirs, ...(process.env.PATH ?? '').split(delimiter), ...extraDirs].filter(Boolean);
   for (const d of dirs) {
     const p = join(d, command);
     if (existsSync(p)) return p;
@@ -20,9 +21,9 @@ export function findTool(command: string, extraDirs: readonly string[] = []): st
 }
 
 /** findTool, or an error that says where it looked and which setting names another place. */
-export function requireTool(command: string, extraDirs: readonly string[], setting: string): string {
-  const p = findTool(command, extraDirs);
-  if (!p) throw new Error(`${command} not found in PATH or ${extraDirs.join(', ')} (${setting})`);
+export function requireTool(command: string, extraDirs: readonly string[], setting: string, firstDirs: readonly string[] = []): string {
+  const p = findTool(command, extraDirs, firstDirs);
+  if (!p) throw new Error(`${command} not found in ${firstDirs.map((d) => `${d}, `).join('')}PATH or ${extraDirs.join(', ')} (${setting})`);
   return p;
 }
 

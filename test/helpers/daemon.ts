@@ -89,8 +89,11 @@ export class DaemonProcess {
     this.exit = new Promise((r) => this.child.on('exit', (code) => r(code)));
   }
 
+  /** A failure shows the end of what the daemon said instead. */
   waitStderr(re: RegExp, timeoutMs = 15_000): Promise<RegExpMatchArray> {
-    return waitFor(`stderr matching ${re}`, () => this.stderr.match(re) ?? undefined, timeoutMs);
+    return waitFor(`stderr matching ${re}`, () => this.stderr.match(re) ?? undefined, timeoutMs).catch((e: Error) => {
+      throw new Error(`${e.message}; the daemon's stderr ends:\n${this.stderr.slice(-3000)}`);
+    });
   }
 
   points(): JsonPoint[] {

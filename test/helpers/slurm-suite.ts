@@ -14,7 +14,7 @@ import { after, before, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { DaemonProcess, parseLines, runCli, type JsonPoint } from './daemon.js';
 import { FakeNvml, h100, type FakeGpu } from './fake-nvml.js';
-import { NODE, SLURM_VERSION, SlurmCluster, TEST_USER, type SlurmRelease } from './slurm.js';
+import { NODE, SLURM_NODE, SLURM_VERSION, SlurmCluster, TEST_USER, type SlurmRelease } from './slurm.js';
 import { CLI, tempDir } from './paths.js';
 import { VictoriaMetrics } from './victoriametrics.js';
 import { waitFor } from './wait.js';
@@ -100,7 +100,6 @@ attribution = slurm
 state_dir = ${stateDir}
 [slurm]
 reconcile_interval = 1s
-node_name = ${NODE}
 [nvml]
 events = false
 [file]
@@ -159,6 +158,32 @@ export_interval = 300ms
     await waitFor('points without the job after it ended', () => points().some((p) => p.name === 'gpu.utilization' && p.attributes['gpu.uuid'] === want[0] && Date.parse(p.time) > ended + 500 && !('slurm.job.id' in p.attributes)));
   });
 
+  test(L + 'NodeName is not the host name: the daemon learns it from the prologs; a name Slurm does not know closes nothing', async () => {
+    // the first test's prolog taught it (a systemd service never sees SLURMD_NODENAME)
+    assert.equal(q<{ value: string }>(`SELECT value FROM meta WHERE key = 'slurm.node_name'`)[0]?.value, SLURM_NODE);
+    const doc = await runCli(['doctor', '--config', configFile], { ...fake.env(), ...cluster.clientEnv() });
+    assert.match(doc.stdout, new RegExp(`node ${SLURM_NODE} \\(from hooks\\)`));
+    await idle();
+    // a stale open binding (a job long gone whose epilog never ran here) and a wrong name for this node
+    const rw = new Database(join(stateDir, 'l9gpu.db'), { timeout: 5000 });
+    const old = Date.now() - 3_600_000;
+    rw.prepare(`INSERT INTO jobs (job_id, run_key, start_time, source, updated_at) VALUES ('777777', 'r0', ?, 'prolog', ?)`).run(old, old);
+    rw.prepare(`INSERT INTO bindings (job_id, run_key, gpu_uuid, start_time, source, shared) VALUES ('777777', 'r0', ?, ?, 'prolog', 0)`).run(gpus[0]!.uuid, old);
+    rw.prepare(`UPDATE meta SET value = 'not-this-node' WHERE key = 'slurm.node_name'`).run();
+    rw.close();
+    await daemon.waitStderr(/this node's name in Slurm is not \\"not-this-node\\" \(Slurm knows no such node\)/, 30_000);
+    assert.equal(bindings('777777')[0]!.end_time, null, 'nothing closed on the word of a name Slurm does not know');
+    const down = await runCli(['doctor', '--config', configFile], { ...fake.env(), ...cluster.clientEnv() });
+    assert.match(down.stdout, /last error .*Slurm knows no such node/);
+    const fix = new Database(join(stateDir, 'l9gpu.db'), { timeout: 5000 });
+    fix.prepare(`UPDATE meta SET value = ? WHERE key = 'slurm.node_name'`).run(SLURM_NODE);
+    fix.close();
+    await waitFor('the stale binding closed once the name is right', () => bindings('777777')[0]!.end_time !== null);
+    const clean = new Database(join(stateDir, 'l9gpu.db'), { timeout: 5000 });
+    for (const t of ['bindings', 'jobs']) clean.prepare(`DELETE FROM ${t} WHERE job_id = '777777'`).run();
+    clean.close();
+  });
+
   test(L + 'srun --gres=gpu:1 and a job submitted by a non-root user', async () => {
     const srun = cluster.srun(['--gres=gpu:1', '-J', 'srun-job', 'sleep', '4']);
     const sb = await cluster.sbatch(['--gres=gpu:1', '--wrap', 'sleep 4'], TEST_USER);
@@ -208,7 +233,7 @@ export_interval = 300ms
     await waitFor('bound', () => bindings(id).length === 1);
     const pid = Number(readFileSync(join(cluster.base, 'run', 'slurmctld.pid'), 'utf8'));
     process.kill(pid, 'SIGTERM');
-    await daemon.waitStderr(/Slurm query failed: keeping the last known bindings/, 60_000);
+    await daemon.waitStderr(/Slurm query failed: keeping the last known bindings error="\S*\/(squeue|scontrol) /, 60_000);
     const mark = Date.now();
     await waitFor('points still attributed', () => jobPoints(id).some((p) => Date.parse(p.time) > mark));
     assert.equal(bindings(id)[0]!.end_time, null, 'not closed because Slurm did not answer');
@@ -443,7 +468,7 @@ export_interval = 300ms
     await cluster.waitState(k, ['RUNNING']);
     await waitFor('bound', () => bindings(k).length === 1);
     cluster.killSlurmd();
-    await cluster.cmd(['scontrol', 'update', `nodename=${NODE}`, 'state=down', 'reason=l9gpu-test']);
+    await cluster.cmd(['scontrol', 'update', `nodename=${SLURM_NODE}`, 'state=down', 'reason=l9gpu-test']);
     await waitFor('closed by polling', () => bindings(k).every((b) => b.end_time !== null && b.closed_by === 'poll'), 60_000);
     await waitFor('NODE_FAIL from sacct', () => job(k)?.state === 'NODE_FAIL', 30_000);
     await cluster.restartSlurmd();

@@ -21,6 +21,8 @@ import { waitFor } from './wait.js';
 
 const exec = promisify(execFile);
 export const NODE = hostname().split('.')[0]!;
+/** The node's name in Slurm: not the host name (NodeHostname=, slurmd -N), as on many real clusters. */
+export const SLURM_NODE = 'gpunode1';
 export const TEST_USER = 'l9gputest';
 
 export type SlurmRelease = 'bookworm' | 'trixie' | 'sid';
@@ -203,10 +205,10 @@ Epilog=${b}/hooks/epilog
 KillWait=2
 MinJobAge=300
 SlurmdTimeout=10
-NodeName=${NODE} NodeAddr=127.0.0.1 CPUs=16 RealMemory=1000 Gres=gpu:${this.o.gpus},shard:${this.o.gpus * 2} State=UNKNOWN
-PartitionName=gpu Nodes=${NODE} Default=YES MaxTime=INFINITE State=UP
+NodeName=${SLURM_NODE} NodeHostname=${NODE} NodeAddr=127.0.0.1 CPUs=16 RealMemory=1000 Gres=gpu:${this.o.gpus},shard:${this.o.gpus * 2} State=UNKNOWN
+PartitionName=gpu Nodes=${SLURM_NODE} Default=YES MaxTime=INFINITE State=UP
 `);
-    writeFileSync(join(b, 'etc', 'gres.conf'), `AutoDetect=off\nNodeName=${NODE} Name=gpu File=${b}/dev/fakegpu[0-${this.o.gpus - 1}]\nNodeName=${NODE} Name=shard Count=${this.o.gpus * 2} File=${b}/dev/fakegpu[0-${this.o.gpus - 1}]\n`);
+    writeFileSync(join(b, 'etc', 'gres.conf'), `AutoDetect=off\nNodeName=${SLURM_NODE} Name=gpu File=${b}/dev/fakegpu[0-${this.o.gpus - 1}]\nNodeName=${SLURM_NODE} Name=shard Count=${this.o.gpus * 2} File=${b}/dev/fakegpu[0-${this.o.gpus - 1}]\n`);
     // 24.05+ wants a cgroup plugin; a container has no writable cgroup tree
     if (this.root) writeFileSync(join(b, 'etc', 'cgroup.conf'), 'CgroupPlugin=disabled\n');
     const run = (file: string, args: string[]) => {
@@ -216,7 +218,7 @@ PartitionName=gpu Nodes=${NODE} Default=YES MaxTime=INFINITE State=UP
     run('runuser', ['-u', 'munge', '--', '/usr/sbin/munged', `--socket=${ms}`, `--pid-file=${b}/munge/munged.pid`, `--log-file=${b}/munge/munged.log`, `--seed-file=${b}/munge/munged.seed`]);
     if (this.o.withDbd) await this.startDbd(ms);
     run('slurmctld', ['-f', this.conf]);
-    run('slurmd', ['-f', this.conf]);
+    run('slurmd', ['-f', this.conf, '-N', SLURM_NODE]);
     await waitFor('node idle', async () => (await this.cmd(['sinfo', '-h', '-o', '%T']).catch(() => '')).trim() === 'idle', 30_000, 200);
     return this;
   }
@@ -248,8 +250,8 @@ PartitionName=gpu Nodes=${NODE} Default=YES MaxTime=INFINITE State=UP
   }
 
   async restartSlurmd(): Promise<void> {
-    spawnSync(...this.inside('slurmd', ['-f', this.conf]), { env: this.env });
-    await this.cmd(['scontrol', 'update', `nodename=${NODE}`, 'state=resume']).catch(() => '');
+    spawnSync(...this.inside('slurmd', ['-f', this.conf, '-N', SLURM_NODE]), { env: this.env });
+    await this.cmd(['scontrol', 'update', `nodename=${SLURM_NODE}`, 'state=resume']).catch(() => '');
     await waitFor('node idle or mixed', async () => /^(idle|mixed|allocated)$/.test((await this.cmd(['sinfo', '-h', '-o', '%T']).catch(() => '')).trim()), 30_000, 200);
   }
 

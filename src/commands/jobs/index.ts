@@ -35,7 +35,7 @@ For one job in detail: l9gpu jobs show <jobid>.`;
   async run(): Promise<void> {
     const { flags } = await this.parse(Jobs);
     await reportingCliErrors((code) => this.exit(code), async () => {
-      const ctx = jobsContext(flags.config);
+      const ctx = await jobsContext(flags.config);
       if (flags.user && flags.user !== ctx.viewer.name && !ctx.viewer.privileged) throw new CliError(`you can only list your own jobs (${ctx.viewer.name}); root and [jobs] admin_group see everyone's`, 1);
       const user = flags.user ?? (ctx.viewer.privileged ? null : ctx.viewer.name);
       const db = openJobsStore(ctx);

@@ -31,7 +31,7 @@ the whole multi-node job, per node, with the same figures and notes.`;
     const { args, flags } = await this.parse(JobsShow);
     await reportingCliErrors((code) => this.exit(code), async () => {
       if (!/^\d+(_\d+)?$/.test(args.jobid)) throw new CliError(`"${args.jobid}" is not a job id (123 or 122_4)`, 2);
-      const ctx = jobsContext(flags.config);
+      const ctx = await jobsContext(flags.config);
       const prices = pricesFrom(ctx.cfg);
       let report: JobReport | undefined;
       if (flags.source === 'promql') {

@@ -1,0 +1,115 @@
+/**
+ * The reconciler's bounds, with squeue, sacct and scontrol stand-ins in
+ * [slurm] bin_dir that print recorded Slurm 22.05 output and count their
+ * calls (the real-Slurm suites cover the rest): end states are backfilled
+ * with a bounded number of calls, and a job Slurm answered for is not asked
+ * about again.
+ */
+import assert from 'node:assert/strict';
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { createLogger } from '../src/core/log.js';
+import { recordEnd, recordStart } from '../src/store/jobs.js';
+import { openStore } from '../src/store/open.js';
+import { Reconciler } from '../slurm/reconciler.js';
+import { simUuid } from '../plugins/sim/index.js';
+import { parseLines, runCli } from './helpers/daemon.js';
+import { ROOT, tempDir } from './helpers/paths.js';
+
+const TD = join(ROOT, 'slurm', 'testdata');
+
+function fakeSlurm(opts: { sacct: 'disabled' | 'recorded' }): { bin: string; calls: (tool: string) => string[] } {
+  const d = tempDir('l9gpu-fake-slurm-');
+  const bin = join(d, 'bin');
+  mkdirSync(bin);
+  const tool = (name: string, body: string) => {
+    writeFileSync(join(bin, name), `#!/bin/sh\necho "$*" >> '${d}/${name}.calls'\n${body}\n`);
+    chmodSync(join(bin, name), 0o755);
+  };
+  // recorded on a 22.05 node named vm: no job runs on the node these tests reconcile
+  tool('squeue', `cat '${join(TD, 'squeue-22.05-v0.0.38.json')}'`);
+  tool('sacct', opts.sacct === 'disabled' ? `echo 'sacct: error: Slurm accounting storage is disabled' >&2; exit 1` : `tail -n +2 '${join(TD, 'sacct-22.05.psv')}'`);
+  // the recorded record of a finished job, whatever id is asked for
+  tool('scontrol', [
+    // `scontrol show node -o NAME` answers for the one node this stand-in cluster has, in scontrol's one-line form
+    `if [ "$1 $2" = "show node" ]; then [ "$4" = gpunode9 ] && { echo 'NodeName=gpunode9 Arch=x86_64 CoresPerSocket=1 CPUAlloc=0 CPUTot=16 State=IDLE'; exit 0; }; echo "Node $4 not found"; exit 1; fi`,
+    `sed -e 's/JobState=RUNNING/JobState=COMPLETED/' '${join(TD, 'scontrol-show-job-d-22.05.txt')}' | awk 'NR == 1, /^$/'`,
+  ].join('\n'));
+  const calls = (t: string) => {
+    try {
+      return readFileSync(join(d, `${t}.calls`), 'utf8').trim().split('\n');
+    } catch {
+      return [];
+    }
+  };
+  return { bin, calls };
+}
+
+function reconciler(bin: string) {
+  const db = openStore(tempDir());
+  const r = new Reconciler({ db, node: () => 'gpunode9', gresConf: '/nonexistent/gres.conf', binDir: bin, slurmConf: null, commandTimeoutMs: 5000, log: createLogger('error', () => {}) });
+  return { db, r };
+}
+
+test('without accounting, end states come from scontrol, at most 10 calls a reconcile, each job asked once', async () => {
+  const slurm = fakeSlurm({ sacct: 'disabled' });
+  const { db, r } = reconciler(slurm.bin);
+  const now = Date.now();
+  for (let i = 0; i < 25; i++) {
+    recordStart(db, { jobId: String(5000 + i), runKey: 'r0' }, [], 'prolog', now - 120_000);
+    recordEnd(db, { jobId: String(5000 + i), runKey: 'r0' }, { endTime: now - 60_000 }, [], 'epilog', now - 60_000);
+  }
+  const perTick: number[] = [];
+  for (let t = 0; t < 4; t++) {
+    const before = slurm.calls('scontrol').length;
+    await r.reconcileOnce(now + t * 1000);
+    perTick.push(slurm.calls('scontrol').length - before);
+  }
+  assert.deepEqual(perTick, [10, 10, 5, 0]);
+  assert.equal(slurm.calls('sacct').length, 1, 'sacct said no once: not asked again for 10 minutes');
+  assert.equal(new Set(slurm.calls('scontrol')).size, 25, 'each job asked once');
+  assert.equal((db.prepare(`SELECT COUNT(*) AS n FROM jobs WHERE state = 'COMPLETED'`).get() as { n: number }).n, 25);
+  db.close();
+});
+
+test('with accounting, one sacct call a reconcile; a FAILED job sacct confirmed is not asked about again', async () => {
+  const slurm = fakeSlurm({ sacct: 'recorded' });
+  const { db, r } = reconciler(slurm.bin);
+  const now = Date.now();
+  // job 4 failed (exit code 3: the epilog records FAILED); sacct-22.05.psv has it FAILED 3:0
+  recordStart(db, { jobId: '4', runKey: 'r0' }, [], 'prolog', now - 120_000);
+  recordEnd(db, { jobId: '4', runKey: 'r0' }, { endTime: now - 60_000, exitCode: 3, exitSignal: 0, state: 'FAILED' }, [], 'epilog', now - 60_000);
+  await r.reconcileOnce(now);
+  await r.reconcileOnce(now + 1000);
+  await r.reconcileOnce(now + 2000);
+  assert.deepEqual(slurm.calls('sacct').map((c) => c.split(' -j ')[1]), ['4'], 'asked once: FAILED from sacct is final');
+  assert.equal(slurm.calls('scontrol').length, 0);
+  db.close();
+});
+
+test('[slurm] bin_dir wins over PATH', async () => {
+  const slurm = fakeSlurm({ sacct: 'disabled' });
+  const { db, r } = reconciler(slurm.bin);
+  await r.reconcileOnce();
+  assert.equal(slurm.calls('squeue').length, 1, `the squeue in bin_dir, not ${process.env.PATH}'s`);
+  db.close();
+});
+
+test('after a restart the first batch is reconciled first: a job that died with the node gets no sample', async () => {
+  const slurm = fakeSlurm({ sacct: 'disabled' });
+  const d = tempDir('l9gpu-restart-');
+  const state = join(d, 'state');
+  const db = openStore(state);
+  // the node went down with job 4100 on sim GPU 0: its binding is still open in the store
+  recordStart(db, { jobId: '4100', runKey: 'r0', user: 'alice' }, [{ uuid: simUuid('testhost', 0), shared: false }], 'prolog', Date.now() - 3_600_000);
+  db.close();
+  writeFileSync(join(d, 'slurm.conf'), 'ClusterName=ci\n');
+  writeFileSync(join(d, 'l9gpu.ini'), `[daemon]\nhost_name = testhost\nstate_dir = ${state}\nattribution = slurm\n[slurm]\nslurm_conf = ${join(d, 'slurm.conf')}\nnode_name = gpunode9\nbin_dir = ${slurm.bin}\n[sim]\ngpus = 2\n`);
+  const r = await runCli(['daemon', '--once', '--plugin', 'sim', '--sink', 'stdout', '--config', join(d, 'l9gpu.ini')]);
+  assert.equal(r.status, 0, r.stderr);
+  const pts = parseLines(r.stdout).filter((p) => p.name === 'gpu.utilization');
+  assert.equal(pts.length, 2);
+  assert.ok(pts.every((p) => !('slurm.job.id' in p.attributes)), JSON.stringify(pts.map((p) => p.attributes)));
+  assert.match(r.stderr, /closed the bindings of a job whose epilog did not run job=4100/);
+});
