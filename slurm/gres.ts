@@ -27,19 +27,50 @@ function fields(line: string): Record<string, string> {
   return out;
 }
 
-/** The node's gpu devices in GRES index order. Lines without NodeName apply to every node. */
-export function parseGresConf(text: string, node: string, name = 'gpu'): GresDevice[] {
+/**
+ * How slurmd numbers this node's GPUs. With AutoDetect (nvml, nvidia from
+ * 24.11, rsmi, oneapi) slurmd merges the detected GPUs with gres.conf and
+ * sorts them by "links", its stand-in for PCI bus order (gres_gpu.c
+ * _merge_system_gres_conf): the GRES index is then the PCI bus order of the
+ * vendor's GPUs, not the File= order. Without it, the order of the File= and
+ * MultipleFiles= lines (one GPU each) for this node is the GRES index.
+ */
+export interface GresLayout {
+  /** The AutoDetect mechanism in force for this node, or null (off, or none). */
+  autodetect: string | null;
+  /** Without AutoDetect: the node's gpu devices in GRES index order. */
+  devices: GresDevice[];
+}
+
+/** The vendor whose GPUs an AutoDetect mechanism finds (as the inventory names vendors). */
+export const AUTODETECT_VENDOR: Record<string, string> = { nvml: 'nvidia', nvidia: 'nvidia', rsmi: 'amd', oneapi: 'intel' };
+
+/** Lines without NodeName apply to every node; a node's own AutoDetect wins over the global one. */
+export function parseGresLayout(text: string, node: string, name = 'gpu'): GresLayout {
   const files: { file: string; type?: string }[] = [];
+  let globalAuto: string | null = null;
+  let nodeAuto: string | null = null;
   for (const raw of text.split('\n')) {
     const line = raw.replace(/#.*/, '').trim();
     if (!line) continue;
     const f = fields(line);
-    if ((f.name ?? '').toLowerCase() !== name) continue;
     if (f.nodename && !hostlistContains(f.nodename, node)) continue;
-    if (!f.file) continue; // AutoDetect or Count-only lines carry no device order
-    for (const file of expandHostlist(f.file)) files.push({ file, ...(f.type ? { type: f.type } : {}) });
+    if (f.autodetect) {
+      const a = f.autodetect.toLowerCase();
+      if (f.nodename) nodeAuto = a;
+      else globalAuto = a;
+    }
+    if ((f.name ?? '').toLowerCase() !== name) continue;
+    if (f.multiplefiles) files.push({ file: expandHostlist(f.multiplefiles.split(',')[0]!)[0]!, ...(f.type ? { type: f.type } : {}) });
+    else if (f.file) for (const file of expandHostlist(f.file)) files.push({ file, ...(f.type ? { type: f.type } : {}) });
   }
-  return files.map((d, index) => ({ index, ...d }));
+  const auto = nodeAuto ?? globalAuto;
+  return { autodetect: auto && auto !== 'off' && AUTODETECT_VENDOR[auto] ? auto : null, devices: files.map((d, index) => ({ index, ...d })) };
+}
+
+/** The node's gpu devices in File= order (see parseGresLayout for what AutoDetect changes). */
+export function parseGresConf(text: string, node: string, name = 'gpu'): GresDevice[] {
+  return parseGresLayout(text, node, name).devices;
 }
 
 /** Minor number of a character device (the N of /dev/nvidiaN, or a mknod test node). */
@@ -54,12 +85,12 @@ export function deviceMinor(file: string): number | undefined {
   }
 }
 
-export function readGresConf(path: string, node: string): GresDevice[] {
+export function readGresLayout(path: string, node: string): GresLayout {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
   } catch (e) {
     throw new Error(`cannot read ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
   }
-  return parseGresConf(text, node);
+  return parseGresLayout(text, node);
 }

@@ -16,7 +16,7 @@ import type { Db } from '../src/store/open.js';
 import { recordEnd, recordStart, type JobRecord } from '../src/store/jobs.js';
 import { setMeta } from '../src/store/meta.js';
 import { requireTool, runTool } from '../src/core/tool.js';
-import { readGresConf, type GresDevice } from './gres.js';
+import { readGresLayout, type GresLayout } from './gres.js';
 import { SACCT_FIELDS, parseSacct, parseScontrolJobs, parseSqueueJson, type SlurmJob } from './jobs-query.js';
 import { gresIndicesToGpus, storeInventory } from './resolve.js';
 
@@ -116,12 +116,12 @@ export class Reconciler {
     if (this.failing) this.o.log.info('Slurm answers again', { source: listed.source });
     this.failing = '';
     const running = listed.jobs.filter((j) => ACTIVE.has(j.state));
-    let devices: GresDevice[] | undefined;
+    let layout: GresLayout | undefined;
     const gres = () => {
       try {
-        return (devices ??= readGresConf(this.o.gresConf, node));
+        return (layout ??= readGresLayout(this.o.gresConf, node));
       } catch {
-        return (devices = []);
+        return (layout = { autodetect: null, devices: [] });
       }
     };
 

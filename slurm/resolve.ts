@@ -8,7 +8,7 @@
  */
 import type { Db } from '../src/store/open.js';
 import type { GpuBinding } from '../src/store/jobs.js';
-import { deviceMinor, readGresConf, type GresDevice } from './gres.js';
+import { AUTODETECT_VENDOR, deviceMinor, readGresLayout, type GresLayout } from './gres.js';
 import { expandIndexList } from './hostlist.js';
 
 export interface ResolveInput {
@@ -25,12 +25,16 @@ export interface Inventory {
   uuidByMinor(minor: number): string | undefined;
   /** Old-driver MIG ids: MIG-GPU-<parent uuid>/<gi>/<ci>. */
   migUuid(parent: string, gi: number, ci: number): string | undefined;
+  /** The vendor's whole GPUs (no MIG instances) in PCI bus id order: AutoDetect's GRES order. */
+  uuidsByPci(vendor: string): string[];
 }
 
 export function storeInventory(db: Db): Inventory {
   const byMinor = db.prepare('SELECT uuid FROM gpus WHERE minor = ? AND mig_parent IS NULL ORDER BY last_seen DESC LIMIT 1');
   const mig = db.prepare('SELECT uuid FROM gpus WHERE mig_parent = ? AND mig_gi = ? AND mig_ci = ? LIMIT 1');
+  const byPci = db.prepare('SELECT uuid, pci_bus_id AS pci FROM gpus WHERE vendor = ? AND mig_parent IS NULL');
   return {
+    uuidsByPci: (vendor) => pciOrder(byPci.all(vendor) as { uuid: string; pci: string | null }[]),
     uuidByMinor: (m) => (byMinor.get(m) as { uuid: string } | undefined)?.uuid,
     migUuid: (p, gi, ci) => (mig.get(p, gi, ci) as { uuid: string } | undefined)?.uuid,
   };
@@ -47,21 +51,38 @@ export function resolveGpus(input: ResolveInput, inv: Inventory): GpuBinding[] {
       return { uuid, shared: input.shared };
     });
   }
-  return gresIndicesToGpus(expandIndexList(input.jobGpus ?? ''), input.shared, () => readGresConf(input.gresConf, input.node), inv);
+  return gresIndicesToGpus(expandIndexList(input.jobGpus ?? ''), input.shared, () => readGresLayout(input.gresConf, input.node), inv);
 }
 
 /**
- * GRES indices -> device file (gres.conf order) -> its minor -> the inventory's
- * UUID; "gres:<index>" while the inventory cannot tell. gres.conf is read only
- * when there are indices to resolve.
+ * UUIDs in PCI bus id order ("0000:18:00.0" < "0000:3b:00.0" < "0001:..."),
+ * or none at all when a GPU has no PCI id: then the order is unknown.
  */
-export function gresIndicesToGpus(indices: readonly number[], shared: boolean, devices: () => GresDevice[], inv: Inventory): GpuBinding[] {
+function pciOrder(gpus: readonly { uuid: string; pci: string | null }[]): string[] {
+  if (gpus.some((g) => !g.pci)) return [];
+  const key = (p: string) => p.toLowerCase().split(/[:.]/).map((x) => x.padStart(8, '0')).join(':');
+  return [...gpus].sort((a, b) => (key(a.pci!) < key(b.pci!) ? -1 : key(a.pci!) > key(b.pci!) ? 1 : 0)).map((g) => g.uuid);
+}
+
+/**
+ * GRES indices -> UUIDs, the way slurmd numbered the GPUs: under AutoDetect
+ * the vendor's GPUs in PCI bus order, else the gres.conf device file's minor
+ * -> the inventory's UUID. "gres:<index>" while the inventory cannot tell
+ * (a wrong UUID is worse than none). gres.conf is read only when there are
+ * indices to resolve.
+ */
+export function gresIndicesToGpus(indices: readonly number[], shared: boolean, layout: () => GresLayout, inv: Inventory): GpuBinding[] {
   if (indices.length === 0) return [];
-  const devs = devices();
+  const l = layout();
+  const byPci = l.autodetect ? inv.uuidsByPci(AUTODETECT_VENDOR[l.autodetect]!) : [];
   return indices.map((i) => {
-    const dev = devs.find((d) => d.index === i);
-    const minor = dev ? deviceMinor(dev.file) : undefined;
-    const uuid = minor !== undefined ? inv.uuidByMinor(minor) : undefined;
+    let uuid: string | undefined;
+    if (l.autodetect) uuid = byPci[i];
+    else {
+      const dev = l.devices.find((d) => d.index === i);
+      const minor = dev ? deviceMinor(dev.file) : undefined;
+      uuid = minor !== undefined ? inv.uuidByMinor(minor) : undefined;
+    }
     return { uuid: uuid ?? `gres:${i}`, shared };
   });
 }

@@ -79,6 +79,32 @@ test('GRES indices resolve through gres.conf order and device minors to UUIDs; u
   assert.deepEqual(rows('SELECT gpu_uuid FROM bindings ORDER BY gpu_uuid').map((r) => r.gpu_uuid), ['GPU-minor10', 'GPU-minor12', 'gres:1']);
 });
 
+test('AutoDetect=nvml: GRES indices follow PCI bus order, not File= order or minors; an unknown order stays gres:<i>', () => {
+  const { state, env, rows } = setup();
+  const d = tempDir('l9gpu-autodetect-');
+  for (let i = 0; i < 4; i++) spawnSync('mknod', [join(d, `gpu${i}`), 'c', '195', String(i)]);
+  // File= lines in minor order, as admins write them; slurmd still numbers the GPUs by PCI bus id under AutoDetect
+  writeFileSync(join(d, 'gres.conf'), `AutoDetect=nvml\nNodeName=n1 Name=gpu Type=h100 File=${d}/gpu[0-3]\n`);
+  writeFileSync(join(d, 'slurm.conf'), 'ClusterName=x\n');
+  mkdirSync(state, { recursive: true });
+  const db = openStore(state);
+  const inv = (uuid: string, minor: number, pci: string | null) => ({ uuid, vendor: 'nvidia', vendorIndex: 0, minor, pciBusId: pci, model: null, migParent: null, migGi: null, migCi: null });
+  // PCI order: minor 2 (18), minor 0 (3b), minor 3 (86), minor 1 (0001:1a)
+  upsertInventory(db, [inv('GPU-m0', 0, '0000:3b:00.0'), inv('GPU-m1', 1, '0001:1a:00.0'), inv('GPU-m2', 2, '0000:18:00.0'), inv('GPU-m3', 3, '0000:86:00.0')]);
+  db.close();
+  const slurm = { SLURM_CONF: join(d, 'slurm.conf'), SLURMD_NODENAME: 'n1' };
+  assert.equal(hook('prolog', { ...env, ...slurm, SLURM_JOB_ID: '310', SLURM_JOB_GPUS: '0,3', CUDA_VISIBLE_DEVICES: '0,3' }).status, 0);
+  assert.deepEqual(rows(`SELECT gpu_uuid FROM bindings WHERE job_id = '310' ORDER BY gpu_uuid`).map((r) => r.gpu_uuid), ['GPU-m1', 'GPU-m2']);
+  // AutoDetect off for this node: File= order (minors) again
+  writeFileSync(join(d, 'gres.conf'), `AutoDetect=nvml\nNodeName=n1 AutoDetect=off\nNodeName=n1 Name=gpu File=${d}/gpu[0-3]\n`);
+  assert.equal(hook('prolog', { ...env, ...slurm, SLURM_JOB_ID: '311', SLURM_JOB_GPUS: '0,3', CUDA_VISIBLE_DEVICES: '0,3' }).status, 0);
+  assert.deepEqual(rows(`SELECT gpu_uuid FROM bindings WHERE job_id = '311' ORDER BY gpu_uuid`).map((r) => r.gpu_uuid), ['GPU-m0', 'GPU-m3']);
+  // AutoDetect with no File= lines at all (the common case), and an index past the GPUs the inventory knows
+  writeFileSync(join(d, 'gres.conf'), `NodeName=n1 AutoDetect=nvml Name=gpu\n`);
+  assert.equal(hook('prolog', { ...env, ...slurm, SLURM_JOB_ID: '312', SLURM_JOB_GPUS: '1,7', CUDA_VISIBLE_DEVICES: '1,7' }).status, 0);
+  assert.deepEqual(rows(`SELECT gpu_uuid FROM bindings WHERE job_id = '312' ORDER BY gpu_uuid`).map((r) => r.gpu_uuid), ['GPU-m0', 'gres:7']);
+});
+
 test('old-style MIG ids (MIG-GPU-<uuid>/<gi>/<ci>) resolve through the inventory', () => {
   const { state, env, rows } = setup();
   mkdirSync(state, { recursive: true });

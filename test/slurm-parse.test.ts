@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { gresConfPath, parseGresConf } from '../slurm/gres.js';
+import { gresConfPath, parseGresConf, parseGresLayout } from '../slurm/gres.js';
 import { SLURM_CONF_CANDIDATES, slurmConfPath } from '../slurm/paths.js';
 import { configFrom } from './helpers/config.js';
 import { expandHostlist, expandIndexList, hostlistContains } from '../slurm/hostlist.js';
@@ -32,6 +32,16 @@ test('gres.conf: the node\'s gpu devices in order, NodeName hostlists, comments,
   assert.deepEqual(parseGresConf(conf, 'gpu02').map((d) => [d.index, d.file, d.type]), [[0, '/dev/nvidia0', 'h100'], [1, '/dev/nvidia1', 'h100'], [2, '/dev/nvidia2', 'h100'], [3, '/dev/nvidia3', 'h100'], [4, '/dev/nvidia7', 'a100']]);
   assert.deepEqual(parseGresConf(conf, 'gpu03').map((d) => d.file), ['/dev/nvidia4', '/dev/nvidia5']);
   assert.deepEqual(parseGresConf('NodeName=gpu01 Name=gpu Count=4 AutoDetect=nvml\n', 'gpu01'), [], 'AutoDetect lines give no order');
+  assert.deepEqual(parseGresLayout('AutoDetect=nvml\nNodeName=gpu01 Name=gpu File=/dev/nvidia[0-1]\n', 'gpu01').autodetect, 'nvml', 'a global AutoDetect line');
+  assert.equal(parseGresLayout('AutoDetect=nvml\nNodeName=gpu01 AutoDetect=off\n', 'gpu01').autodetect, null, 'the node\'s own line wins');
+  assert.equal(parseGresLayout('AutoDetect=nvml\nNodeName=gpu02 AutoDetect=off\n', 'gpu01').autodetect, 'nvml');
+  assert.equal(parseGresLayout('NodeName=gpu01 AutoDetect=nvidia\n', 'gpu01').autodetect, 'nvidia', '24.11+');
+  assert.equal(parseGresLayout('AutoDetect=bogus\n', 'gpu01').autodetect, null);
+  // MultipleFiles= is one GPU (MIG capability files, several device files): it takes an index and shifts none
+  assert.deepEqual(
+    parseGresConf('NodeName=gpu01 Name=gpu MultipleFiles=/dev/nvidia0,/dev/nvidia-caps/nvidia-cap21\nNodeName=gpu01 Name=gpu File=/dev/nvidia1\n', 'gpu01').map((d) => [d.index, d.file]),
+    [[0, '/dev/nvidia0'], [1, '/dev/nvidia1']],
+  );
 });
 
 test('gres_detail / GRES= spellings', () => {
