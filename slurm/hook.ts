@@ -84,7 +84,9 @@ export function runHook(kind: HookKind, env: NodeJS.ProcessEnv, cfg: Config, now
       {
         cudaVisibleDevices: env.CUDA_VISIBLE_DEVICES,
         jobGpus: env.SLURM_JOB_GPUS,
-        shared: !!env.SLURM_SHARDS_ON_NODE || !!env.CUDA_MPS_ACTIVE_THREAD_PERCENTAGE,
+        // no version's prolog environment says "shard" (SLURM_SHARDS_ON_NODE is not in it); MPS is visible.
+        // A GPU another job already holds is marked shared by the store; the reconciler adds gres_detail's word
+        shared: !!env.CUDA_MPS_ACTIVE_THREAD_PERCENTAGE,
         gresConf: gresConfFor(cfg, env),
         node: slurmNodeName(cfg, env),
       },

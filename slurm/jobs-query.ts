@@ -29,8 +29,8 @@ export interface SlurmJob {
   nodes: string[];
   /** GRES indices of gpus per node (gres_detail / GRES=...(IDX:...)). */
   gpuIdx: Record<string, number[]>;
-  /** Shared GRES (shard) on a node: the job's GPUs there are shared. */
-  shardNodes: string[];
+  /** GRES indices per node that the job holds through a shard or MPS (shared with other jobs). */
+  sharedIdx: Record<string, number[]>;
   exitCode: number | null;
 }
 
@@ -54,22 +54,24 @@ const secs = (v: unknown): number | null => {
 };
 
 /**
- * "gpu:2(IDX:0-1)", "gpu:a100:2(IDX:0,2)" -> GPU indices. A shard entry names
- * the GPU it lives on the same way ("shard:1(IDX:0)"), or per GPU as
- * "shard:8(-/5,5/5,3/5,0/5)" (position = GPU index, "-" = none).
+ * "gpu:2(IDX:0-1)", "gpu:a100:2(IDX:0,2)" -> GPU indices. A shard or MPS
+ * entry names the GPU it lives on the same way ("shard:1(IDX:0)",
+ * "mps:50(IDX:0)"), or per GPU as "shard:8(-/5,5/5,3/5,0/5)" (23.11.2+:
+ * position = GPU index, "-" = none). `shared` lists the GPUs held through a
+ * shard or MPS, and only those: a job may hold one GPU whole and share another.
  */
-export function parseGresDetail(detail: string): { idx: number[]; shard: boolean } {
-  const out = { idx: [] as number[], shard: false };
+export function parseGresDetail(detail: string): { idx: number[]; shared: number[] } {
+  const out = { idx: [] as number[], shared: [] as number[] };
   for (const part of detail.split(/,(?=[a-z]+:)/i)) {
-    const m = /^(gpu|shard)(?::[^:(]+)?(?::\d+)?\(([^)]*)\)/i.exec(part.trim());
+    const m = /^(gpu|shard|mps)(?::[^:(]+)?(?::\d+)?\(([^)]*)\)/i.exec(part.trim());
     if (!m) continue;
-    const isShard = m[1]!.toLowerCase() === 'shard';
-    if (isShard) out.shard = true;
+    const isShared = m[1]!.toLowerCase() !== 'gpu';
     const body = m[2]!;
     let idx: number[] = [];
     if (/^IDX:/i.test(body)) idx = expandIndexList(body.slice(4));
-    else if (isShard) body.split(',').forEach((c, i) => c.trim() !== '-' && Number(c.split('/')[0]) > 0 && idx.push(i));
+    else if (isShared) body.split(',').forEach((c, i) => c.trim() !== '-' && Number(c.split('/')[0]) > 0 && idx.push(i));
     for (const i of idx) if (!out.idx.includes(i)) out.idx.push(i);
+    if (isShared) for (const i of idx) if (!out.shared.includes(i)) out.shared.push(i);
   }
   return out;
 }
@@ -105,14 +107,14 @@ export function parseSqueueJson(text: string): SlurmJob[] {
     const nodes = expandHostlist(jstr(x.nodes) ?? '');
     const details = Array.isArray(x.gres_detail) ? (x.gres_detail as unknown[]).map(String) : [];
     const gpuIdx: Record<string, number[]> = {};
-    const shardNodes: string[] = [];
+    const sharedIdx: Record<string, number[]> = {};
     // one gres_detail entry per allocated node, in node order
     details.forEach((d, i) => {
       const node = nodes[i];
       if (!node) return;
       const g = parseGresDetail(d);
       gpuIdx[node] = g.idx;
-      if (g.shard) shardNodes.push(node);
+      if (g.shared.length) sharedIdx[node] = g.shared;
     });
     const state = jobState(x.job_state);
     const arrayJob = jnum(x.array_job_id);
@@ -138,7 +140,7 @@ export function parseSqueueJson(text: string): SlurmJob[] {
       sluid: jstr((x.step_id as J | undefined)?.sluid) ?? jstr(x.sluid),
       nodes,
       gpuIdx,
-      shardNodes,
+      sharedIdx,
       exitCode: typeof exit === 'number' ? exit : exit && typeof exit === 'object' ? jnum((exit as J).return_code) : null,
     };
   });
@@ -153,13 +155,13 @@ export function parseScontrolJobs(text: string): SlurmJob[] {
       return m ? jstr(m[1]) : null;
     };
     const gpuIdx: Record<string, number[]> = {};
-    const shardNodes: string[] = [];
+    const sharedIdx: Record<string, number[]> = {};
     // per-node lines: "Nodes=n[1-2] CPU_IDs=0-7 Mem=0 GRES=gpu:h100:2(IDX:0-1)"; before 19.05 "GRES_IDX="
     for (const m of rec.matchAll(/^\s*Nodes=(\S+)\s.*?\bGRES(?:_IDX)?=(\S+)/gm)) {
       const g = parseGresDetail(m[2]!);
       for (const node of expandHostlist(m[1]!)) {
         gpuIdx[node] = [...(gpuIdx[node] ?? []), ...g.idx];
-        if (g.shard) shardNodes.push(node);
+        if (g.shared.length) sharedIdx[node] = [...(sharedIdx[node] ?? []), ...g.shared];
       }
     }
     const user = /UserId=([^(\s]+)\((\d+)\)/.exec(rec);
@@ -185,7 +187,7 @@ export function parseScontrolJobs(text: string): SlurmJob[] {
       sluid: kv('SLUID') ?? null,
       nodes: expandHostlist(kv('NodeList') ?? ''),
       gpuIdx,
-      shardNodes,
+      sharedIdx,
       exitCode: exit ? Number(exit[1]) : null,
     };
   });

@@ -137,7 +137,7 @@ export class Reconciler {
         jobId: j.jobId, runKey: sluid ?? `r${j.restarts}`, cluster: j.cluster, user: j.user, uid: j.uid, account: j.account, partition: j.partition,
         qos: j.qos, name: j.name, arrayJobId: j.arrayJobId, arrayTaskId: j.arrayTaskId, hetJobId: j.hetJobId, hetJobOffset: j.hetJobOffset, startTime: j.startTime,
       };
-      const gpus = gresIndicesToGpus(j.gpuIdx[node] ?? [], j.shardNodes.includes(node), gres, inv);
+      const gpus = gresIndicesToGpus(j.gpuIdx[node] ?? [], j.sharedIdx[node] ?? [], gres, inv);
       recordStart(db, rec, gpus, 'poll', now);
       // a prolog that ran before the inventory existed left "gres:<i>" bindings: now resolved, they go
       if (gpus.some((g) => !g.uuid.startsWith('gres:'))) {

@@ -14,7 +14,7 @@ import { expandIndexList } from './hostlist.js';
 export interface ResolveInput {
   cudaVisibleDevices?: string;
   jobGpus?: string;
-  /** Shards put several jobs on one GPU: every binding is marked shared. */
+  /** The environment says the GPUs are shared (MPS): every binding is marked shared. */
   shared: boolean;
   gresConf: string;
   node: string;
@@ -51,7 +51,8 @@ export function resolveGpus(input: ResolveInput, inv: Inventory): GpuBinding[] {
       return { uuid, shared: input.shared };
     });
   }
-  return gresIndicesToGpus(expandIndexList(input.jobGpus ?? ''), input.shared, () => readGresLayout(input.gresConf, input.node), inv);
+  const indices = expandIndexList(input.jobGpus ?? '');
+  return gresIndicesToGpus(indices, input.shared ? indices : [], () => readGresLayout(input.gresConf, input.node), inv);
 }
 
 /**
@@ -71,7 +72,7 @@ function pciOrder(gpus: readonly { uuid: string; pci: string | null }[]): string
  * (a wrong UUID is worse than none). gres.conf is read only when there are
  * indices to resolve.
  */
-export function gresIndicesToGpus(indices: readonly number[], shared: boolean, layout: () => GresLayout, inv: Inventory): GpuBinding[] {
+export function gresIndicesToGpus(indices: readonly number[], sharedIdx: readonly number[], layout: () => GresLayout, inv: Inventory): GpuBinding[] {
   if (indices.length === 0) return [];
   const l = layout();
   const byPci = l.autodetect ? inv.uuidsByPci(AUTODETECT_VENDOR[l.autodetect]!) : [];
@@ -83,6 +84,6 @@ export function gresIndicesToGpus(indices: readonly number[], shared: boolean, l
       const minor = dev ? deviceMinor(dev.file) : undefined;
       uuid = minor !== undefined ? inv.uuidByMinor(minor) : undefined;
     }
-    return { uuid: uuid ?? `gres:${i}`, shared };
+    return { uuid: uuid ?? `gres:${i}`, shared: sharedIdx.includes(i) };
   });
 }

@@ -253,3 +253,16 @@ test('no Node.js on the node (a CPU-only node sharing the Slurm config): the hoo
     assert.equal(r.stderr, `l9gpu ${kind}: cannot run: ${join(d, 'no-such-node')} missing \n`);
   }
 });
+
+test('a shard job\'s prolog (nothing in its environment says shard): a GPU another job holds makes both bindings shared', () => {
+  const { env, rows } = setup();
+  const shared = () => rows(`SELECT job_id, gpu_uuid, shared FROM bindings ORDER BY job_id`).map((r) => `${r.job_id}:${r.gpu_uuid}:${r.shared}`);
+  assert.equal(hook('prolog', { ...env, SLURM_JOB_ID: '801', CUDA_VISIBLE_DEVICES: 'GPU-s1' }).status, 0);
+  assert.deepEqual(shared(), ['801:GPU-s1:0'], 'alone on its GPU: not shared (yet)');
+  assert.equal(hook('prolog', { ...env, SLURM_JOB_ID: '802', CUDA_VISIBLE_DEVICES: 'GPU-s1' }).status, 0);
+  assert.equal(hook('prolog', { ...env, SLURM_JOB_ID: '803', CUDA_VISIBLE_DEVICES: 'GPU-other' }).status, 0);
+  assert.deepEqual(shared(), ['801:GPU-s1:1', '802:GPU-s1:1', '803:GPU-other:0']);
+  assert.equal(hook('epilog', { ...env, SLURM_JOB_ID: '801', CUDA_VISIBLE_DEVICES: 'GPU-s1' }).status, 0);
+  assert.equal(hook('prolog', { ...env, SLURM_JOB_ID: '804', CUDA_VISIBLE_DEVICES: 'GPU-t', CUDA_MPS_ACTIVE_THREAD_PERCENTAGE: '50' }).status, 0);
+  assert.deepEqual(shared().slice(-1), ['804:GPU-t:1'], 'MPS: shared from the environment');
+});

@@ -45,12 +45,14 @@ test('gres.conf: the node\'s gpu devices in order, NodeName hostlists, comments,
 });
 
 test('gres_detail / GRES= spellings', () => {
-  assert.deepEqual(parseGresDetail('gpu:2(IDX:0-1)'), { idx: [0, 1], shard: false });
-  assert.deepEqual(parseGresDetail('gpu:h100:2(IDX:0,2)'), { idx: [0, 2], shard: false });
-  assert.deepEqual(parseGresDetail('shard:1(IDX:0)'), { idx: [0], shard: true });
-  assert.deepEqual(parseGresDetail('shard:8(-/5,5/5,3/5,0/5)'), { idx: [1, 2], shard: true });
-  assert.deepEqual(parseGresDetail('gpu:1(IDX:3),shard:2(IDX:3)'), { idx: [3], shard: true });
-  assert.deepEqual(parseGresDetail('gpu(CNT:2)'), { idx: [], shard: false });
+  assert.deepEqual(parseGresDetail('gpu:2(IDX:0-1)'), { idx: [0, 1], shared: [] });
+  assert.deepEqual(parseGresDetail('gpu:h100:2(IDX:0,2)'), { idx: [0, 2], shared: [] });
+  assert.deepEqual(parseGresDetail('shard:1(IDX:0)'), { idx: [0], shared: [0] });
+  assert.deepEqual(parseGresDetail('shard:8(-/5,5/5,3/5,0/5)'), { idx: [1, 2], shared: [1, 2] });
+  assert.deepEqual(parseGresDetail('gpu:1(IDX:3),shard:2(IDX:3)'), { idx: [3], shared: [3] });
+  assert.deepEqual(parseGresDetail('gpu:1(IDX:0),shard:2(0/8,2/8)'), { idx: [0, 1], shared: [1] }, 'a whole GPU and a shard of another: only that one is shared');
+  assert.deepEqual(parseGresDetail('mps:50(IDX:2)'), { idx: [2], shared: [2] }, 'MPS shares the GPU too');
+  assert.deepEqual(parseGresDetail('gpu(CNT:2)'), { idx: [], shared: [] });
 });
 
 test('squeue --json of Slurm 22.05 (openapi v0.0.38), recorded', () => {
@@ -58,7 +60,7 @@ test('squeue --json of Slurm 22.05 (openapi v0.0.38), recorded', () => {
   const j1 = jobs.find((j) => j.jobId === '1')!;
   assert.deepEqual({ ...j1, startTime: null, endTime: null }, {
     jobId: '1', arrayJobId: null, arrayTaskId: null, hetJobId: null, hetJobOffset: null, user: 'root', uid: 0, account: 'root', partition: 'gpu',
-    qos: 'normal', name: 'myjob', cluster: 'ci', state: 'RUNNING', startTime: null, endTime: null, restarts: 0, sluid: null, nodes: ['vm'], gpuIdx: { vm: [0, 1] }, shardNodes: [], exitCode: 0,
+    qos: 'normal', name: 'myjob', cluster: 'ci', state: 'RUNNING', startTime: null, endTime: null, restarts: 0, sluid: null, nodes: ['vm'], gpuIdx: { vm: [0, 1] }, sharedIdx: {}, exitCode: 0,
   });
   assert.equal(j1.startTime, 1795250037000);
   const task = jobs.find((j) => j.jobId === '3')!;
@@ -85,7 +87,7 @@ test('squeue --json of Slurm 24.05 (data_parser v0.0.40): {set, number} numbers,
   assert.equal(p!.startTime, null);
   assert.equal(h!.hetJobId, '4251');
   assert.equal(h!.hetJobOffset, '1');
-  assert.deepEqual(h!.shardNodes, ['gpu016']);
+  assert.deepEqual(h!.sharedIdx, { gpu016: [2] });
   assert.deepEqual(h!.gpuIdx, { gpu016: [2] });
 });
 
@@ -112,7 +114,7 @@ test('scontrol show job -d text: 22.05 recorded, multi-node GRES lines, het and 
   assert.equal(a!.user, 'alice');
   assert.equal(a!.uid, 1001);
   assert.equal(h!.hetJobId, '4251');
-  assert.deepEqual(h!.shardNodes, ['gpu016']);
+  assert.deepEqual(h!.sharedIdx, { gpu016: [2] });
   assert.deepEqual(old!.gpuIdx, { gpu02: [0], gpu03: [0] });
   assert.equal(old!.exitCode, 2);
   assert.equal(old!.state, 'COMPLETED');
@@ -135,9 +137,9 @@ test('squeue --json of Slurm 26.05 (data_parser v0.0.45), recorded: SLUIDs, per-
   assert.equal(gpu!.sluid, 'sF5NM82Z83CR00', 'step_id.sluid: the run key the prolog sees as SLURM_JOB_SLUID');
   assert.equal(gpu!.state, 'RUNNING');
   assert.deepEqual(gpu!.gpuIdx, { vm: [0, 1] });
-  assert.deepEqual(gpu!.shardNodes, []);
+  assert.deepEqual(gpu!.sharedIdx, {});
   assert.equal(shard!.sluid, 'sF5NM82Z83D400');
-  assert.deepEqual(shard!.shardNodes, ['vm']);
+  assert.deepEqual(shard!.sharedIdx, { vm: [2] });
   assert.deepEqual(shard!.gpuIdx, { vm: [2] }, 'shard:1(0/2,0/2,1/2,0/2): the GPU at position 2');
   const [text] = parseScontrolJobs(read('scontrol-show-job-d-26.05.txt'));
   assert.equal(text!.sluid, 'sF5NM82Z83CR00');

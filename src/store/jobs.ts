@@ -80,7 +80,14 @@ export function recordStart(db: Db, j: JobRecord, gpus: readonly GpuBinding[], s
        ON CONFLICT (job_id, run_key, gpu_uuid) DO UPDATE SET shared = MAX(bindings.shared, excluded.shared),
          source = CASE WHEN excluded.source = 'prolog' THEN 'prolog' ELSE bindings.source END`,
     );
-    for (const g of gpus) ins.run(j.jobId, j.runKey, g.uuid, start, source, g.shared ? 1 : 0);
+    // a GPU that another job holds open is shared, whatever the job's environment said: both bindings say so
+    const others = db.prepare(`SELECT COUNT(*) AS n FROM bindings WHERE gpu_uuid = ? AND end_time IS NULL AND job_id <> ?`);
+    const markOthers = db.prepare(`UPDATE bindings SET shared = 1 WHERE gpu_uuid = ? AND end_time IS NULL AND job_id <> ? AND shared = 0`);
+    for (const g of gpus) {
+      const held = !g.uuid.startsWith('gres:') && (others.get(g.uuid, j.jobId) as { n: number }).n > 0;
+      if (held) markOthers.run(g.uuid, j.jobId);
+      ins.run(j.jobId, j.runKey, g.uuid, start, source, g.shared || held ? 1 : 0);
+    }
   }).immediate();
 }
 
