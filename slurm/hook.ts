@@ -6,7 +6,8 @@
  * (no PATH, no HOME, no Slurm commands), and neither OpenTelemetry nor oclif
  * is loaded.
  */
-import { appendFileSync, statSync, renameSync } from 'node:fs';
+import { closeSync, openSync, renameSync, statSync, writeSync } from 'node:fs';
+import { APPEND_NOFOLLOW, assertSafeStateDir } from '../src/store/state-dir.js';
 import { join } from 'node:path';
 import { loadConfig, type Config } from '../src/core/config/load.js';
 import { daemonSection } from '../src/core/config/sections.js';
@@ -102,18 +103,29 @@ export function runHook(kind: HookKind, env: NodeJS.ProcessEnv, cfg: Config, now
   }
 }
 
-/** Appends to <state_dir>/hooks.log, rotated at 1 MiB; never throws. */
-function logLine(stateDir: string | undefined, line: string): void {
+/** Control characters (a newline in SLURM_JOB_GPUS would forge a log line) shown as "?". */
+const printable = (s: string): string => s.replace(/[\x00-\x1f\x7f]/g, '?');
+
+/** Appends to <state_dir>/hooks.log, rotated at 1 MiB, never through a link; never throws. */
+function logLine(stateDir: string | undefined, raw: string): void {
+  const line = printable(raw);
   process.stderr.write(line + '\n');
   if (!stateDir) return;
   const path = join(stateDir, 'hooks.log');
   try {
+    assertSafeStateDir(stateDir);
     if (statSync(path).size > MAX_LOG_BYTES) renameSync(path, `${path}.1`);
   } catch {
-    /* no log yet */
+    /* no log yet, or a folder the store refuses too (its error is the line being logged) */
   }
   try {
-    appendFileSync(path, line + '\n', { mode: 0o644 });
+    assertSafeStateDir(stateDir);
+    const fd = openSync(path, APPEND_NOFOLLOW, 0o644);
+    try {
+      writeSync(fd, line + '\n');
+    } finally {
+      closeSync(fd);
+    }
   } catch {
     /* the hook must not fail because its log cannot be written */
   }

@@ -1,5 +1,5 @@
 /** What doctor and `l9gpu gpus` read about Slurm attribution from the store (read-only). */
-import { existsSync, readFileSync } from 'node:fs';
+import { closeSync, constants, existsSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { openStoreReadOnly, storePath } from '../src/store/open.js';
 import { openBindings, type OpenBinding } from '../src/store/jobs.js';
@@ -22,7 +22,15 @@ export function slurmStoreStatus(stateDir: string): SlurmStoreStatus {
   const store = storePath(stateDir);
   const st: SlurmStoreStatus = { store, exists: existsSync(store), openBindings: [], gpusInInventory: 0, lastReconcileOk: null, lastReconcileError: null, lastHookLine: null, learnedNodeName: null };
   try {
-    const log = readFileSync(join(stateDir, 'hooks.log'), 'utf8').trim().split('\n');
+    // never through a link: a root doctor must not print a line of a file the link points at
+    const fd = openSync(join(stateDir, 'hooks.log'), constants.O_RDONLY | constants.O_NOFOLLOW);
+    let text: string;
+    try {
+      text = readFileSync(fd, 'utf8');
+    } finally {
+      closeSync(fd);
+    }
+    const log = text.trim().split('\n');
     st.lastHookLine = log[log.length - 1] || null;
   } catch {
     /* no hook has logged anything */

@@ -5,12 +5,13 @@
  */
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import Database from 'better-sqlite3';
 import { upsertInventory } from '../src/store/jobs.js';
 import { openStore } from '../src/store/open.js';
+import { slurmStoreStatus } from '../slurm/status.js';
 import { ROOT, tempDir } from './helpers/paths.js';
 
 function hook(kind: 'prolog' | 'epilog', env: Record<string, string>): { status: number | null; stderr: string } {
@@ -265,4 +266,50 @@ test('a shard job\'s prolog (nothing in its environment says shard): a GPU anoth
   assert.equal(hook('epilog', { ...env, SLURM_JOB_ID: '801', CUDA_VISIBLE_DEVICES: 'GPU-s1' }).status, 0);
   assert.equal(hook('prolog', { ...env, SLURM_JOB_ID: '804', CUDA_VISIBLE_DEVICES: 'GPU-t', CUDA_MPS_ACTIVE_THREAD_PERCENTAGE: '50' }).status, 0);
   assert.deepEqual(shared().slice(-1), ['804:GPU-t:1'], 'MPS: shared from the environment');
+});
+
+test('a state dir a user could write to, or links planted in it: root writes nothing through them, exits 0, one line', () => {
+  const d = tempDir('l9gpu-trust-');
+  chmodSync(d, 0o755);
+  const target = join(d, 'passwd-copy');
+  writeFileSync(target, 'root:x:0:0:root:/root:/bin/bash\n', { mode: 0o600 });
+  const run = (state: string, extraEnv: Record<string, string> = {}) => {
+    writeFileSync(join(d, 'l9gpu.ini'), `[daemon]\nstate_dir = ${state}\n`);
+    return hook('prolog', { L9GPU_CONFIG: join(d, 'l9gpu.ini'), SLURM_JOB_ID: '900', CUDA_VISIBLE_DEVICES: 'GPU-a', ...extraEnv });
+  };
+  // hooks.log planted as a link to a root-only file, in a folder the user can write
+  const open = join(d, 'open');
+  mkdirSync(open, { mode: 0o777 });
+  chmodSync(open, 0o777);
+  symlinkSync(target, join(open, 'hooks.log'));
+  const r1 = run(open, { SLURM_JOB_GPUS: '0\nroot::0:0::/:/bin/sh' });
+  assert.equal(r1.status, 0);
+  assert.match(r1.stderr, /state dir \S+open is writable by others \(mode 777\): refusing to write there/);
+  assert.equal(r1.stderr.trim().split('\n').length, 1, 'one line');
+  // a root-owned 0755 folder, with the link already there (planted before the folder was fixed)
+  chmodSync(open, 0o755);
+  const r2 = run(open);
+  assert.equal(r2.status, 0);
+  assert.match(r2.stderr, /hooks.log is a symbolic link: refusing to write through it/);
+  // the state dir itself a link
+  symlinkSync(join(d, 'elsewhere'), join(d, 'linked'));
+  mkdirSync(join(d, 'elsewhere'), { mode: 0o755 });
+  const r3 = run(join(d, 'linked'));
+  assert.equal(r3.status, 0);
+  assert.match(r3.stderr, /state dir \S+linked is a symbolic link: refusing to write through it/);
+  assert.equal(readFileSync(target, 'utf8'), 'root:x:0:0:root:/root:/bin/bash\n', 'the link target is untouched');
+  assert.deepEqual(readdirSync(join(d, 'elsewhere')), [], 'nothing written through the linked folder');
+  // doctor does not read through the planted hooks.log either
+  const st = slurmStoreStatus(open);
+  assert.equal(st.lastHookLine, null);
+});
+
+test('a newline in an environment value cannot forge a hooks.log line', () => {
+  const { state, env } = setup();
+  // an unresolvable GRES list with a newline: the error line quotes it
+  const r = hook('prolog', { ...env, SLURM_JOB_ID: '901', SLURM_JOB_GPUS: '0-x\n2026-01-01T00:00:00.000Z l9gpu prolog job 1: forged', SLURM_CONF: '/nonexistent/slurm.conf' });
+  assert.equal(r.status, 0);
+  const log = readFileSync(join(state, 'hooks.log'), 'utf8');
+  assert.equal(log.trim().split('\n').length, 1, log);
+  assert.match(log, /^\S+ l9gpu prolog job 901: hostlist "0-x\?2026-01-01T00:00:00.000Z l9gpu prolog job 1: forged": bad range/, 'the value is quoted on the error\'s own line, its newline shown as ?');
 });

@@ -4,11 +4,12 @@
  * `l9gpu jobs` (folder 0755, files 0644: read-only WAL readers need a
  * readable -shm). Kept small: the Slurm hooks load it on every job start.
  */
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { MIGRATIONS, SCHEMA_VERSION } from './schema.js';
+import { assertSafeStateDir } from './state-dir.js';
 
 export type Db = Database.Database;
 export const STORE_FILE = 'l9gpu.db';
@@ -29,7 +30,7 @@ export function useNativeBinding(path: string | undefined): void {
 
 /** Opens (and creates or migrates) the store for writing. */
 export function openStore(stateDir: string, busyTimeoutMs = BUSY_TIMEOUT_MS): Db {
-  if (!existsSync(stateDir)) mkdirSync(stateDir, { recursive: true, mode: 0o755 });
+  assertSafeStateDir(stateDir);
   const path = storePath(stateDir);
   const fresh = !existsSync(path);
   const db = new Database(path, { timeout: busyTimeoutMs, ...(nativeBinding ? { nativeBinding } : {}) });
