@@ -463,6 +463,28 @@ export_interval = 300ms
     await cluster.cmd(['scancel', id]);
   });
 
+  test(L + 'a COMPLETING job still holds its GPU until its epilog ends: polling does not close it', async () => {
+    await idle();
+    // older than the reconciler's 30 s grace when it starts completing, so only the COMPLETING state keeps it open
+    const id = await cluster.sbatch(['--gres=gpu:1', '--wrap', 'sleep 32']);
+    await cluster.waitState(id, ['RUNNING']);
+    await waitFor('bound', () => bindings(id).length === 1);
+    cluster.slowHook('epilog', 8);
+    try {
+      await cluster.waitState(id, ['COMPLETING'], 60_000);
+      const squeue = JSON.parse(await cluster.cmd(['squeue', '--json'])) as { jobs: { job_id: unknown; job_state: unknown }[] };
+      const shown = squeue.jobs.find((j) => JSON.stringify(j.job_id).includes(id))?.job_state;
+      const mark = Date.now();
+      // several reconciles (1 s apart) while Slurm shows it completing
+      await waitFor('points attributed while completing', () => jobPoints(id).some((p) => Date.parse(p.time) > mark + 3000), 15_000);
+      assert.equal(bindings(id)[0]!.end_time, null, `still open while squeue shows ${JSON.stringify(shown)}`);
+    } finally {
+      cluster.slowHook('epilog', 0);
+    }
+    await waitFor('closed by its epilog', () => bindings(id)[0]!.end_time !== null, 30_000);
+    assert.equal(bindings(id)[0]!.closed_by, 'epilog');
+  });
+
   test(L + 'slurmd killed while a job runs: no epilog, the reconciler closes the binding', async () => {
     const k = await cluster.sbatch(['--gres=gpu:1', '--no-requeue', '--wrap', 'sleep 120']);
     await cluster.waitState(k, ['RUNNING']);

@@ -12,7 +12,7 @@
  * their host paths and they write the same state dir the daemon reads.
  */
 import { execFile, spawn, spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -169,7 +169,8 @@ export class SlurmCluster {
     for (let i = 0; i < this.o.gpus; i++) if (!existsSync(join(b, 'dev', `fakegpu${i}`))) spawnSync('mknod', [join(b, 'dev', `fakegpu${i}`), 'c', '195', String(i)]);
     // slurmd gives hooks no PATH and no HOME: the wrappers name everything absolutely
     for (const h of ['prolog', 'epilog']) {
-      writeFileSync(join(b, 'hooks', h), `#!/bin/sh\nL9GPU_CONFIG='${this.o.hookConfig}' L9GPU_NODE='${process.execPath}' exec '${join(ROOT, 'slurm', h)}'\n`, { mode: 0o755 });
+      // hooks/slow-<hook> holding N makes the hook take N seconds first (a job stays COMPLETING while its epilog runs)
+      writeFileSync(join(b, 'hooks', h), `#!/bin/sh\n[ -f '${b}/hooks/slow-${h}' ] && /bin/sleep "$(/bin/cat '${b}/hooks/slow-${h}')"\nL9GPU_CONFIG='${this.o.hookConfig}' L9GPU_NODE='${process.execPath}' exec '${join(ROOT, 'slurm', h)}'\n`, { mode: 0o755 });
     }
     const ms = join(b, 'munge', 'munge.socket.2');
     const acct = this.o.withDbd
@@ -241,6 +242,13 @@ PartitionName=gpu Nodes=${SLURM_NODE} Default=YES MaxTime=INFINITE State=UP
     if (d.status !== 0) throw new Error(`slurmdbd: ${d.stderr}`);
     await waitFor('slurmdbd', async () => (await this.cmd(['sacctmgr', '-n', 'list', 'cluster']).then(() => true).catch(() => false)) || undefined, 30_000, 200);
     await this.cmd(['sacctmgr', '-i', 'add', 'cluster', 'ci']).catch(() => '');
+  }
+
+  /** Makes every later run of a hook take this long first (0: back to normal). */
+  slowHook(hook: 'prolog' | 'epilog', seconds: number): void {
+    const f = join(this.base, 'hooks', `slow-${hook}`);
+    if (seconds > 0) writeFileSync(f, String(seconds));
+    else rmSync(f, { force: true });
   }
 
   /** Kills slurmd hard, as a crash would (no epilog for its jobs). */
