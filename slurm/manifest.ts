@@ -32,7 +32,10 @@ export const slurmAttribution: AttributionManifest = {
     const slog = log.child('slurm');
     const reconciler = new Reconciler({
       db: store,
-      node: () => slurmNodeName(cfg, env, getMeta(store, LEARNED_NODE_KEY)),
+      node: () => {
+        const r = resolveNodeName(cfg, env, getMeta(store, LEARNED_NODE_KEY));
+        return { name: r.name, guessed: r.source === 'host name' };
+      },
       gresConf: gresConfFor(cfg, env),
       binDir: cfg.str('slurm', 'bin_dir'),
       slurmConf: slurmConfPath(cfg, env),
@@ -75,7 +78,7 @@ export const slurmAttribution: AttributionManifest = {
     // a reconcile error newer than the last success: Slurm did not answer the daemon lately
     const down = !!st.lastReconcileError && (!st.lastReconcileOk || st.lastReconcileError.slice(0, 24) > st.lastReconcileOk);
     const lines = [
-      `node ${node} (from ${nodeSource}${nodeSource === 'host name' ? ': no prolog has run here yet to tell Slurm\'s name; the reconciler checks it with Slurm before closing anything' : ''}); slurm.conf ${conf}; gres.conf ${gres}${existsSync(gres) ? '' : ' (not found: GRES indices cannot be mapped to UUIDs)'}`,
+      `node ${node} (from ${nodeSource}${nodeSource === 'host name' ? ': not learned yet from a prolog or from Slurm; the reconciler checks it with Slurm before closing anything' : ''}); slurm.conf ${conf}; gres.conf ${gres}${existsSync(gres) ? '' : ' (not found: GRES indices cannot be mapped to UUIDs)'}`,
       `${st.openBindings.length} open binding(s)${st.openBindings.length ? `: ${[...new Set(st.openBindings.map((b) => `job ${b.jobId}`))].join(', ')}` : ''}; ${st.gpusInInventory} GPU(s) in the inventory`,
       `reconciler: last answer from Slurm ${st.lastReconcileOk ?? 'never'}${st.lastReconcileError ? `; last error ${st.lastReconcileError}` : ''}${down ? '  <- Slurm is not answering: the last known bindings are kept' : ''}`,
       ...(st.lastHookLine ? [`last hook log line: ${st.lastHookLine}`] : []),

@@ -5,22 +5,23 @@
  * does not see $SLURMD_NODENAME, so the prolog and epilog record the name
  * slurmd gave them in the store, and the daemon learns it from there.
  *
- * Precedence: [slurm] node_name, else $SLURMD_NODENAME, else the name the
- * hooks recorded, else the short host name (a guess: the reconciler checks it
- * with Slurm before it closes anything on its word).
+ * Precedence: [slurm] node_name, else $SLURMD_NODENAME, else the learned name
+ * (recorded by the hooks, or found by the reconciler as the node whose
+ * NodeHostName is this host), else the short host name (a guess: the
+ * reconciler asks Slurm about it before it closes anything on its word).
  */
 import { hostname } from 'node:os';
 import type { Config } from '../src/core/config/load.js';
 
 export const LEARNED_NODE_KEY = 'slurm.node_name';
 
-export type NodeNameSource = 'config' | 'environment' | 'hooks' | 'host name';
+export type NodeNameSource = 'config' | 'environment' | 'learned' | 'host name';
 
 export function resolveNodeName(cfg: Config, env: NodeJS.ProcessEnv = process.env, learned: string | null = null): { name: string; source: NodeNameSource } {
   const configured = cfg.str('slurm', 'node_name');
   if (configured) return { name: configured, source: 'config' };
   if (env.SLURMD_NODENAME) return { name: env.SLURMD_NODENAME, source: 'environment' };
-  if (learned) return { name: learned, source: 'hooks' };
+  if (learned) return { name: learned, source: 'learned' };
   return { name: hostname().split('.')[0]!, source: 'host name' };
 }
 

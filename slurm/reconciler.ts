@@ -15,6 +15,8 @@ import type { Logger } from '../src/core/log.js';
 import type { Db } from '../src/store/open.js';
 import { recordEnd, recordStart, type JobRecord } from '../src/store/jobs.js';
 import { setMeta } from '../src/store/meta.js';
+import { hostname } from 'node:os';
+import { LEARNED_NODE_KEY } from './node-name.js';
 import { requireTool, runTool } from '../src/core/tool.js';
 import { readGresLayout, type GresLayout } from './gres.js';
 import { SACCT_FIELDS, parseSacct, parseScontrolJobs, parseSqueueJson, type SlurmJob } from './jobs-query.js';
@@ -30,8 +32,8 @@ const ACTIVE = new Set(['RUNNING', 'COMPLETING', 'CONFIGURING', 'SUSPENDED', 'ST
 
 export interface ReconcilerOptions {
   db: Db;
-  /** This node's name in Slurm, asked at every reconcile (the hooks may have taught it since). */
-  node: () => string;
+  /** This node's name in Slurm, asked at every reconcile (the hooks may have taught it since); guessed: only the host name. */
+  node: () => { name: string; guessed: boolean };
   gresConf: string;
   binDir: string | null;
   slurmConf: string | null;
@@ -79,6 +81,29 @@ export class Reconciler {
   }
 
   /**
+   * Before any prolog has run here, the name is only the host name's guess:
+   * ask Slurm which node has this host as its NodeHostName (`scontrol show
+   * node -o`, once per 10 minutes at most), and record it as the hooks would.
+   */
+  private discovered = { until: 0, name: undefined as string | undefined };
+  private async discoverNode(now: number): Promise<string | undefined> {
+    if (now < this.discovered.until) return this.discovered.name;
+    this.discovered = { until: now + 600_000, name: undefined };
+    const hosts = new Set([hostname(), hostname().split('.')[0]!]);
+    for (const line of (await this.run('scontrol', ['show', 'node', '-o'])).split('\n')) {
+      const name = /^NodeName=(\S+)/.exec(line)?.[1];
+      const host = /\sNodeHostName=(\S+)/.exec(line)?.[1];
+      if (name && host && hosts.has(host)) {
+        this.discovered.name = name;
+        setMeta(this.o.db, LEARNED_NODE_KEY, name);
+        this.o.log.info("learned this node's name in Slurm", { node: name, host });
+        break;
+      }
+    }
+    return this.discovered.name;
+  }
+
+  /**
    * Throws unless Slurm knows a node by this name: a wrong name (NodeName is
    * not the host name, and no prolog has run here yet to tell the real one)
    * matches no job, and closing every binding on its word would be wrong.
@@ -100,7 +125,8 @@ export class Reconciler {
 
   async reconcileOnce(now = Date.now()): Promise<ReconcileResult> {
     const db = this.o.db;
-    const node = this.o.node();
+    const resolved = this.o.node();
+    const node = resolved.guessed ? ((await this.discoverNode(now).catch(() => undefined)) ?? resolved.name) : resolved.name;
     let listed;
     try {
       listed = await this.jobsOnNode(node);

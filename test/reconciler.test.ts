@@ -48,7 +48,7 @@ function fakeSlurm(opts: { sacct: 'disabled' | 'recorded' }): { bin: string; cal
 
 function reconciler(bin: string) {
   const db = openStore(tempDir());
-  const r = new Reconciler({ db, node: () => 'gpunode9', gresConf: '/nonexistent/gres.conf', binDir: bin, slurmConf: null, commandTimeoutMs: 5000, log: createLogger('error', () => {}) });
+  const r = new Reconciler({ db, node: () => ({ name: 'gpunode9', guessed: false }), gresConf: '/nonexistent/gres.conf', binDir: bin, slurmConf: null, commandTimeoutMs: 5000, log: createLogger('error', () => {}) });
   return { db, r };
 }
 

@@ -159,10 +159,10 @@ export_interval = 300ms
   });
 
   test(L + 'NodeName is not the host name: the daemon learns it from the prologs; a name Slurm does not know closes nothing', async () => {
-    // the first test's prolog taught it (a systemd service never sees SLURMD_NODENAME)
+    // learned from the prologs, or from Slurm by NodeHostName (a systemd service never sees SLURMD_NODENAME)
     assert.equal(q<{ value: string }>(`SELECT value FROM meta WHERE key = 'slurm.node_name'`)[0]?.value, SLURM_NODE);
     const doc = await runCli(['doctor', '--config', configFile], { ...fake.env(), ...cluster.clientEnv() });
-    assert.match(doc.stdout, new RegExp(`node ${SLURM_NODE} \\(from hooks\\)`));
+    assert.match(doc.stdout, new RegExp(`node ${SLURM_NODE} \\(from learned\\)`));
     await idle();
     // a stale open binding (a job long gone whose epilog never ran here) and a wrong name for this node
     const rw = new Database(join(stateDir, 'l9gpu.db'), { timeout: 5000 });
@@ -460,6 +460,25 @@ export_interval = 300ms
     const b = await waitFor('bound by polling once the lock is gone', () => bindings(id)[0]);
     assert.equal(b.source, 'poll');
     assert.equal(b.gpu_uuid, (await gresIdx(id)).map(uuidOfGres)[0]);
+    await cluster.cmd(['scancel', id]);
+  });
+
+  test(L + 'a job polled before its prolog ends: one run, one binding, the prolog\'s key (26.05: the SLUID from squeue)', async () => {
+    await idle();
+    cluster.slowHook('prolog', 4);
+    let id = '';
+    try {
+      id = await cluster.sbatch(['--gres=gpu:1', '--wrap', 'sleep 10']);
+      // the reconciler polls every second while the prolog sleeps: it binds the job first
+      const first = await waitFor('bound', () => bindings(id)[0], 30_000);
+      assert.equal(first.source, 'poll', 'opened by polling while the prolog still ran');
+    } finally {
+      cluster.slowHook('prolog', 0);
+    }
+    await waitFor('confirmed by the prolog', () => bindings(id)[0]?.source === 'prolog', 30_000);
+    const run = await cluster.runKey(id);
+    assert.deepEqual(q<{ run_key: string }>('SELECT run_key FROM jobs WHERE job_id = ?', id).map((r) => r.run_key), [run], 'no phantom run beside the prolog\'s');
+    assert.deepEqual(bindings(id).map((b) => b.run_key), [run]);
     await cluster.cmd(['scancel', id]);
   });
 
