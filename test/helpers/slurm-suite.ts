@@ -134,7 +134,8 @@ export_interval = 300ms
     const id = await cluster.sbatch(['--gres=gpu:2', '-J', 'train-llm', '--wrap', 'sleep 5']);
     await cluster.waitState(id, ['RUNNING']);
     const want = (await gresIdx(id)).map(uuidOfGres).sort();
-    const b = await waitFor('2 bindings', () => (bindings(id).length === 2 ? bindings(id) : undefined));
+    // a poll may bind the job while its prolog still runs (24.11+ show it RUNNING then); the prolog confirms it
+    const b = await waitFor('2 bindings, confirmed by the prolog', () => (bindings(id).length === 2 && bindings(id).every((x) => x.source === 'prolog') ? bindings(id) : undefined));
     assert.deepEqual(b.map((x) => x.gpu_uuid).sort(), want, 'GRES index -> /dev minor -> NVML UUID, not NVML index');
     const run = await cluster.runKey(id);
     assert.ok(b.every((x) => x.source === 'prolog' && x.end_time === null && x.run_key === run), `${JSON.stringify(b)}: run ${run}`);
