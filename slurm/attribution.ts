@@ -17,16 +17,13 @@ import type { AttributionProvider } from '../src/core/attribution.js';
 import { identityOf } from '../src/core/gpu-identity.js';
 import type { Logger } from '../src/core/log.js';
 import { GPU } from '../src/core/metrics/gpu-metrics.js';
-import { metric } from '../src/core/metrics/registry.js';
 import type { Attributes, Batch, Emitter, JobShare, Point } from '../src/core/metrics/model.js';
 import { openBindings, type OpenBinding } from '../src/store/jobs.js';
 import type { Db } from '../src/store/open.js';
+import { SLURM_METRIC } from './metrics.js';
 import { PidJobCache } from './proc-job.js';
 
-const SHARE = metric('gpu.job.share');
-const OUTSIDE = metric('gpu.process.outside_allocation');
-const BINDINGS = metric('l9gpu.slurm.bindings');
-const AGE = metric('l9gpu.slurm.reconcile.age');
+const { share: SHARE, outside: OUTSIDE, bindings: BINDINGS, reconcileAge: AGE } = SLURM_METRIC;
 
 interface Bound {
   jobId: string;

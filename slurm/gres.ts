@@ -68,11 +68,6 @@ export function parseGresLayout(text: string, node: string, name = 'gpu'): GresL
   return { autodetect: auto && auto !== 'off' && AUTODETECT_VENDOR[auto] ? auto : null, devices: files.map((d, index) => ({ index, ...d })) };
 }
 
-/** The node's gpu devices in File= order (see parseGresLayout for what AutoDetect changes). */
-export function parseGresConf(text: string, node: string, name = 'gpu'): GresDevice[] {
-  return parseGresLayout(text, node, name).devices;
-}
-
 /** Minor number of a character device (the N of /dev/nvidiaN, or a mknod test node). */
 export function deviceMinor(file: string): number | undefined {
   try {

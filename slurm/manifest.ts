@@ -9,7 +9,9 @@
  */
 import { existsSync } from 'node:fs';
 import type { AttributionManifest, AttributionProvider } from '../src/core/attribution.js';
+import { getMeta } from '../src/store/meta.js';
 import { SLURM_SECTION } from './config.js';
+import { SLURM_METRIC } from './metrics.js';
 import { LEARNED_NODE_KEY, resolveNodeName, slurmNodeName } from './node-name.js';
 import { gresConfFor, slurmConfPath } from './paths.js';
 import type { Attributes } from '../src/core/metrics/model.js';
@@ -19,7 +21,7 @@ export const slurmAttribution: AttributionManifest = {
   name: 'slurm',
   description: 'Slurm jobs: bindings written by the prolog/epilog hooks, reconciled with squeue/scontrol/sacct',
   sections: [SLURM_SECTION],
-  metrics: ['gpu.job.share', 'gpu.process.outside_allocation', 'l9gpu.slurm.bindings', 'l9gpu.slurm.reconcile.age'],
+  metrics: Object.values(SLURM_METRIC).map((d) => d.name),
 
   detect(cfg, env) {
     const conf = slurmConfPath(cfg, env);
@@ -28,7 +30,6 @@ export const slurmAttribution: AttributionManifest = {
 
   async create({ config: cfg, log, env, store }): Promise<AttributionProvider> {
     const [{ SlurmAttribution }, { Reconciler }] = await Promise.all([import('./attribution.js'), import('./reconciler.js')]);
-    const { getMeta } = await import('../src/store/meta.js');
     const slog = log.child('slurm');
     const reconciler = new Reconciler({
       db: store,
@@ -98,8 +99,5 @@ export const slurmAttribution: AttributionManifest = {
     return m;
   },
 
-  async nodeName(cfg, env) {
-    const { slurmStoreStatus } = await import('./status.js');
-    return slurmNodeName(cfg, env, slurmStoreStatus(cfg.str('daemon', 'state_dir')!).learnedNodeName);
-  },
+  nodeName: (cfg, env, store) => slurmNodeName(cfg, env, getMeta(store, LEARNED_NODE_KEY)),
 };

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { gresConfPath, parseGresConf, parseGresLayout } from '../slurm/gres.js';
+import { gresConfPath, parseGresLayout } from '../slurm/gres.js';
 import { SLURM_CONF_CANDIDATES, slurmConfPath } from '../slurm/paths.js';
 import { configFrom } from './helpers/config.js';
 import { expandHostlist, expandIndexList, hostlistContains } from '../slurm/hostlist.js';
@@ -29,9 +29,9 @@ test('hostlist expressions, with padding, several groups and several ranges', ()
 
 test('gres.conf: the node\'s gpu devices in order, NodeName hostlists, comments, other GRES ignored', () => {
   const conf = `# generated\nAutoDetect=off\nNodeName=gpu[01-02] Name=gpu Type=h100 File=/dev/nvidia[0-3]\nNodeName=gpu03 Name=gpu File=/dev/nvidia[4-5]\nName=shard Count=8 File=/dev/nvidia[0-3]\nNodeName=gpu02 Name=gpu Type=a100 File=/dev/nvidia7 # spare\n`;
-  assert.deepEqual(parseGresConf(conf, 'gpu02').map((d) => [d.index, d.file, d.type]), [[0, '/dev/nvidia0', 'h100'], [1, '/dev/nvidia1', 'h100'], [2, '/dev/nvidia2', 'h100'], [3, '/dev/nvidia3', 'h100'], [4, '/dev/nvidia7', 'a100']]);
-  assert.deepEqual(parseGresConf(conf, 'gpu03').map((d) => d.file), ['/dev/nvidia4', '/dev/nvidia5']);
-  assert.deepEqual(parseGresConf('NodeName=gpu01 Name=gpu Count=4 AutoDetect=nvml\n', 'gpu01'), [], 'AutoDetect lines give no order');
+  assert.deepEqual(parseGresLayout(conf, 'gpu02').devices.map((d) => [d.index, d.file, d.type]), [[0, '/dev/nvidia0', 'h100'], [1, '/dev/nvidia1', 'h100'], [2, '/dev/nvidia2', 'h100'], [3, '/dev/nvidia3', 'h100'], [4, '/dev/nvidia7', 'a100']]);
+  assert.deepEqual(parseGresLayout(conf, 'gpu03').devices.map((d) => d.file), ['/dev/nvidia4', '/dev/nvidia5']);
+  assert.deepEqual(parseGresLayout('NodeName=gpu01 Name=gpu Count=4 AutoDetect=nvml\n', 'gpu01').devices, [], 'AutoDetect lines give no order');
   assert.deepEqual(parseGresLayout('AutoDetect=nvml\nNodeName=gpu01 Name=gpu File=/dev/nvidia[0-1]\n', 'gpu01').autodetect, 'nvml', 'a global AutoDetect line');
   assert.equal(parseGresLayout('AutoDetect=nvml\nNodeName=gpu01 AutoDetect=off\n', 'gpu01').autodetect, null, 'the node\'s own line wins');
   assert.equal(parseGresLayout('AutoDetect=nvml\nNodeName=gpu02 AutoDetect=off\n', 'gpu01').autodetect, 'nvml');
@@ -39,7 +39,7 @@ test('gres.conf: the node\'s gpu devices in order, NodeName hostlists, comments,
   assert.equal(parseGresLayout('AutoDetect=bogus\n', 'gpu01').autodetect, null);
   // MultipleFiles= is one GPU (MIG capability files, several device files): it takes an index and shifts none
   assert.deepEqual(
-    parseGresConf('NodeName=gpu01 Name=gpu MultipleFiles=/dev/nvidia0,/dev/nvidia-caps/nvidia-cap21\nNodeName=gpu01 Name=gpu File=/dev/nvidia1\n', 'gpu01').map((d) => [d.index, d.file]),
+    parseGresLayout('NodeName=gpu01 Name=gpu MultipleFiles=/dev/nvidia0,/dev/nvidia-caps/nvidia-cap21\nNodeName=gpu01 Name=gpu File=/dev/nvidia1\n', 'gpu01').devices.map((d) => [d.index, d.file]),
     [[0, '/dev/nvidia0'], [1, '/dev/nvidia1']],
   );
 });

@@ -11,26 +11,23 @@ import { viewer, type Viewer } from '../jobs/access.js';
 export interface JobsContext {
   cfg: Config;
   viewer: Viewer;
-  node: string;
   stateDir: string;
 }
 
-export async function jobsContext(configPath: string | undefined): Promise<JobsContext> {
+export function jobsContext(configPath: string | undefined): JobsContext {
   const cfg = loadCliConfig(configPath);
-  return {
-    cfg,
-    viewer: viewer(cfg.str('jobs', 'admin_group')),
-    node: (await resolveAgentAttribution(cfg).manifest?.nodeName(cfg, process.env)) ?? hostname().split('.')[0]!,
-    stateDir: cfg.str('daemon', 'state_dir')!,
-  };
+  return { cfg, viewer: viewer(cfg.str('jobs', 'admin_group')), stateDir: cfg.str('daemon', 'state_dir')! };
 }
 
-export function openJobsStore(ctx: JobsContext): Db {
+/** The node's store, and the node's name in the scheduler as the provider learned it there. */
+export function openJobsStore(ctx: JobsContext): { db: Db; node: string } {
+  let db: Db;
   try {
-    return openStoreReadOnly(ctx.stateDir);
+    db = openStoreReadOnly(ctx.stateDir);
   } catch (e) {
     throw new CliError(`cannot read the job store ${storePath(ctx.stateDir)}: ${(e as Error).message}`, 1);
   }
+  return { db, node: resolveAgentAttribution(ctx.cfg).manifest?.nodeName(ctx.cfg, process.env, db) ?? hostname().split('.')[0]! };
 }
 
 /** "2026-11-01", "2026-11-01T08:00", "24h", "7d", "90m" -> ms since the epoch. */

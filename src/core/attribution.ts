@@ -64,6 +64,6 @@ export interface AttributionManifest {
   doctor(cfg: Config, env: NodeJS.ProcessEnv): Promise<DoctorSection>;
   /** The jobs holding each GPU now, by GPU UUID, as their points' attributes (for `l9gpu gpus`). */
   jobsByGpu(cfg: Config): Promise<ReadonlyMap<string, readonly Attributes[]>>;
-  /** This node's name in the scheduler, as job reports label it. */
-  nodeName(cfg: Config, env: NodeJS.ProcessEnv): Promise<string>;
+  /** This node's name in the scheduler, as job reports label it (from the store the report reads). */
+  nodeName(cfg: Config, env: NodeJS.ProcessEnv, store: Database): string;
 }

@@ -35,11 +35,11 @@ For one job in detail: l9gpu jobs show <jobid>.`;
   async run(): Promise<void> {
     const { flags } = await this.parse(Jobs);
     await reportingCliErrors((code) => this.exit(code), async () => {
-      const ctx = await jobsContext(flags.config);
+      const ctx = jobsContext(flags.config);
       if (flags.user && flags.user !== ctx.viewer.name && !ctx.viewer.privileged) throw new CliError(`you can only list your own jobs (${ctx.viewer.name}); root and [jobs] admin_group see everyone's`, 1);
       const user = flags.user ?? (ctx.viewer.privileged ? null : ctx.viewer.name);
-      const db = openJobsStore(ctx);
-      const rows = listJobs(db, { user, account: flags.account, partition: flags.partition, state: flags.state as 'all', since: flags.since ? parseSince(flags.since) : null, limit: flags.limit }, ctx.node, pricesFrom(ctx.cfg));
+      const { db, node } = openJobsStore(ctx);
+      const rows = listJobs(db, { user, account: flags.account, partition: flags.partition, state: flags.state as 'all', since: flags.since ? parseSince(flags.since) : null, limit: flags.limit }, node, pricesFrom(ctx.cfg));
       db.close();
       if (flags.json) process.stdout.write(JSON.stringify(rows, null, 2) + '\n');
       else if (flags.csv) process.stdout.write(renderCsv(rows));

@@ -31,7 +31,7 @@ the whole multi-node job, per node, with the same figures and notes.`;
     const { args, flags } = await this.parse(JobsShow);
     await reportingCliErrors((code) => this.exit(code), async () => {
       if (!/^\d+(_\d+)?$/.test(args.jobid)) throw new CliError(`"${args.jobid}" is not a job id (123 or 122_4)`, 2);
-      const ctx = await jobsContext(flags.config);
+      const ctx = jobsContext(flags.config);
       const prices = pricesFrom(ctx.cfg);
       let report: JobReport | undefined;
       if (flags.source === 'promql') {
@@ -40,16 +40,16 @@ the whole multi-node job, per node, with the same figures and notes.`;
         report = await reportFromPromql({ url: flags.url, window: flags.window, headers }, args.jobid, prices);
         if (!report) throw new CliError(`no GPU metrics of job ${args.jobid} at ${flags.url} in the last ${flags.window} (are the daemons exporting there with slurm attribution?)`, 1);
       } else {
-        const db = openJobsStore(ctx);
+        const { db, node } = openJobsStore(ctx);
         const found = findJob(db, args.jobid);
         if (!found) {
           db.close();
           throw new CliError(
-            `job ${args.jobid} is not known to this node (${ctx.node}): it ran elsewhere or used no GPU here. For a cluster-wide report: l9gpu jobs show ${args.jobid} --source promql --url <your Prometheus/VictoriaMetrics URL>`,
+            `job ${args.jobid} is not known to this node (${node}): it ran elsewhere or used no GPU here. For a cluster-wide report: l9gpu jobs show ${args.jobid} --source promql --url <your Prometheus/VictoriaMetrics URL>`,
             1,
           );
         }
-        report = reportFromStore(db, found.row, found.runs, ctx.node, prices);
+        report = reportFromStore(db, found.row, found.runs, node, prices);
         db.close();
       }
       if (report.job.user && report.job.user !== ctx.viewer.name && !ctx.viewer.privileged) {
