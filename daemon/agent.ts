@@ -11,6 +11,7 @@ import type { PluginContext } from '../src/core/plugin.js';
 import { resourceAttributes } from '../src/core/resource.js';
 import type { Sink } from '../src/core/sink.js';
 import { Pipeline } from '../src/pipeline/pipeline.js';
+import type { Db } from '../src/store/open.js';
 import { PluginRunner } from './runner.js';
 import { resolveAttribution, selectPlugins, type Manifests } from './selection.js';
 import { selfMetricsPlugin } from './self-metrics.js';
@@ -76,7 +77,11 @@ export class Agent {
       }
       ledger = new JobLedger(db, this.log.child('ledger'), { seriesMs: cfg.num('jobs', 'series_retention')! * 1000, jobsMs: cfg.num('jobs', 'job_retention')! * 1000 });
       const p = provider;
+      const manifest = r.manifest;
+      // users' `l9gpu jobs`: the store is root's alone, the daemon answers them by their uid
+      const server = await this.startJobsServer(db, () => manifest.nodeName(this.cfg, this.env, db));
       close = () => {
+        server?.close();
         p.close?.();
         db.close();
       };
@@ -85,6 +90,17 @@ export class Agent {
     this.pipeline.attribution = provider;
     this.pipeline.ledger = ledger;
     this.closeAttribution = close;
+  }
+
+  private async startJobsServer(db: Db, node: () => string): Promise<{ close(): void } | undefined> {
+    const [{ startJobsServer }, { pricesFrom }] = await Promise.all([import('../src/jobs/server.js'), import('../src/jobs/report.js')]);
+    try {
+      return await startJobsServer({ stateDir: this.cfg.str('daemon', 'state_dir')!, db, node, prices: () => pricesFrom(this.cfg), adminGroup: () => this.cfg.str('jobs', 'admin_group'), log: this.log.child('jobs') });
+    } catch (e) {
+      // attribution goes on; only users' `l9gpu jobs` cannot be answered
+      this.log.error("jobs socket not started: users' l9gpu jobs will not be answered", { error: (e as Error).message });
+      return undefined;
+    }
   }
 
   get config(): Config {

@@ -15,6 +15,7 @@ import { SLURM_METRIC } from './metrics.js';
 import { LEARNED_NODE_KEY, resolveNodeName, slurmNodeName } from './node-name.js';
 import { gresConfFor, slurmConfPath } from './paths.js';
 import type { Attributes } from '../src/core/metrics/model.js';
+import type { ReconcileSource } from './reconciler.js';
 
 
 export const slurmAttribution: AttributionManifest = {
@@ -41,6 +42,8 @@ export const slurmAttribution: AttributionManifest = {
       binDir: cfg.str('slurm', 'bin_dir'),
       slurmConf: slurmConfPath(cfg, env),
       commandTimeoutMs: cfg.num('slurm', 'command_timeout')! * 1000,
+      source: cfg.str('slurm', 'reconcile_source') as ReconcileSource,
+      recheckMs: cfg.num('slurm', 'job_recheck')! * 1000,
       log: slog,
     });
     const transform = new SlurmAttribution(store, slog, () => reconciler.lastOk || undefined);
@@ -60,13 +63,23 @@ export const slurmAttribution: AttributionManifest = {
     let bound: NodeJS.Timeout | undefined;
     await Promise.race([tick(), new Promise<void>((r) => (bound = setTimeout(r, Math.min(5, cfg.num('slurm', 'command_timeout')!) * 1000)))]);
     clearTimeout(bound);
-    const timer = setInterval(() => void tick(), cfg.num('slurm', 'reconcile_interval')! * 1000);
+    // jittered: 10,000 nodes started together by one Ansible run must not ask slurmctld in the same second forever
+    const every = cfg.num('slurm', 'reconcile_interval')! * 1000;
+    let timer: NodeJS.Timeout | undefined;
+    let closed = false;
+    const next = (): void => {
+      if (!closed) timer = setTimeout(() => void tick().finally(next), every * (0.9 + 0.2 * Math.random()));
+    };
+    next();
     return {
       name: transform.name,
       attribute: (b) => transform.attribute(b),
       status: () => transform.status(),
       collectSelf: (out) => transform.collectSelf(out),
-      close: () => clearInterval(timer),
+      close: () => {
+        closed = true;
+        clearTimeout(timer);
+      },
     };
   },
 

@@ -8,6 +8,12 @@
  *  - resolves "gres:<index>" bindings once the inventory knows the GPU,
  *  - records the end state of ended jobs from sacct (or scontrol within
  *    MinJobAge when there is no accounting).
+ * It is cheap at 10,000 nodes: by default the node's own step daemons say
+ * which jobs run here (no slurmctld RPC), and slurmctld is asked about single
+ * jobs only (new, ending, unconfirmed), a bounded number a reconcile; what it
+ * costs does not grow with the queue. `[slurm] reconcile_source = squeue`
+ * keeps the old whole-queue query for nodes whose step daemons cannot be
+ * asked.
  * Slurm being down changes nothing in the store: last known bindings stay,
  * and the failure is visible in doctor and l9gpu.slurm.reconcile.age.
  */
@@ -20,6 +26,7 @@ import { LEARNED_NODE_KEY } from './node-name.js';
 import { requireTool, runTool } from '../src/core/tool.js';
 import { readGresLayout, type GresLayout } from './gres.js';
 import { SACCT_FIELDS, parseSacct, parseScontrolJobs, parseSqueueJson, type SlurmJob } from './jobs-query.js';
+import { isNoSteps, isUnknownKeyword, parseListJobs, parseListPids } from './local-jobs.js';
 import { gresIndicesToGpus, storeInventory } from './resolve.js';
 
 const SLURM_DIRS = ['/usr/bin', '/usr/local/bin', '/opt/slurm/bin'];
@@ -30,6 +37,8 @@ const SACCT_BATCH = 100;
 const SCONTROL_PER_TICK = 10;
 const ACTIVE = new Set(['RUNNING', 'COMPLETING', 'CONFIGURING', 'SUSPENDED', 'STAGE_OUT', 'RESIZING', 'SIGNALING']);
 
+export type ReconcileSource = 'local' | 'squeue';
+
 export interface ReconcilerOptions {
   db: Db;
   /** This node's name in Slurm, asked at every reconcile (the hooks may have taught it since); guessed: only the host name. */
@@ -38,6 +47,10 @@ export interface ReconcilerOptions {
   binDir: string | null;
   slurmConf: string | null;
   commandTimeoutMs: number;
+  /** local: node-local job list, slurmctld asked about single jobs; squeue: the whole queue every reconcile. */
+  source?: ReconcileSource;
+  /** How long a job run Slurm confirmed running here is not asked about again (local source). */
+  recheckMs?: number;
   log: Logger;
 }
 
@@ -46,8 +59,13 @@ export interface ReconcileResult {
   opened: number;
   closed: number;
   states: number;
-  source: 'squeue --json' | 'scontrol show job -d';
+  source: 'scontrol listjobs' | 'scontrol listpids' | 'squeue --json' | 'scontrol show job -d';
+  /** Jobs asked of slurmctld one at a time (local source). */
+  asked: number;
 }
+
+/** slurmctld's answer about one job: running here, or not (ended, elsewhere, requeued), or forgotten. */
+type Answer = { job: SlurmJob; here: boolean } | { job: null; here: false };
 
 export class Reconciler {
   private sacctUnavailableUntil = 0;
@@ -57,6 +75,10 @@ export class Reconciler {
   private readonly settled = new Set<string>();
   /** The node name Slurm confirmed, and until when that answer holds. */
   private confirmed = { name: '', until: 0 };
+  /** Local source: when slurmctld last answered about a job id (ms), and whether it ran here then. */
+  private readonly answered = new Map<string, { at: number; here: boolean }>();
+  /** listjobs is 24.05+: after "invalid keyword", listpids. */
+  private listjobs = true;
 
   constructor(private readonly o: ReconcilerOptions) {}
 
@@ -65,7 +87,7 @@ export class Reconciler {
     return runTool(requireTool(name, SLURM_DIRS, '[slurm] bin_dir', this.o.binDir ? [this.o.binDir] : []), args, this.o.commandTimeoutMs, undefined, this.o.slurmConf ? { SLURM_CONF: this.o.slurmConf } : {});
   }
 
-  /** Jobs of this node, from squeue --json, else scontrol's text (Slurm without JSON support). */
+  /** Every job of the cluster from squeue --json, else scontrol's text (Slurm without JSON support): the squeue source. */
   async jobsOnNode(node: string): Promise<{ jobs: SlurmJob[]; source: ReconcileResult['source'] }> {
     let jobs: SlurmJob[];
     let source: ReconcileResult['source'] = 'squeue --json';
@@ -80,6 +102,71 @@ export class Reconciler {
     return { jobs: jobs.filter((j) => j.nodes.includes(node)), source };
   }
 
+  /** Job ids with a step on this node, from the step daemons (no slurmctld RPC). */
+  async localJobIds(node: string, guessed: boolean): Promise<{ ids: Set<string>; source: ReconcileResult['source'] }> {
+    // a guessed name is scontrol's own guess too (NodeHostname= in slurm.conf maps it); a known one is passed
+    const at = guessed ? [] : [node];
+    const list = async (source: 'scontrol listjobs' | 'scontrol listpids', args: string[], parse: (t: string) => Set<string>) => {
+      try {
+        return { ids: parse(await this.run('scontrol', args)), source };
+      } catch (e) {
+        if (isNoSteps((e as Error).message)) return { ids: new Set<string>(), source };
+        throw e;
+      }
+    };
+    if (this.listjobs) {
+      try {
+        return await list('scontrol listjobs', ['listjobs', ...at], parseListJobs);
+      } catch (e) {
+        if (!isUnknownKeyword((e as Error).message)) throw e;
+        this.listjobs = false;
+      }
+    }
+    return list('scontrol listpids', ['listpids', ...(at.length ? ['*', ...at] : [])], parseListPids);
+  }
+
+  /**
+   * One job, asked of slurmctld alone, in one RPC where Slurm allows it:
+   * `--local` skips the federation lookup, and `--json` (23.02+) carries the
+   * GPU indices without the node table `show job -d` loads. 22.05 has no
+   * --json: its text form without -d is one RPC too, and -d (one more, the
+   * whole node table) is asked only when the GPU indices are needed. A job
+   * slurmctld has forgotten (MinJobAge) is null.
+   */
+  private scontrolJson: boolean | undefined;
+  private async queryJob(id: string, detail: boolean): Promise<SlurmJob | null> {
+    const pick = (jobs: SlurmJob[]) => jobs.find((j) => j.jobId === id) ?? null; // an array's meta id lists its other tasks too
+    if (this.scontrolJson !== false) {
+      try {
+        const job = pick(parseSqueueJson(await this.run('scontrol', ['--local', '--json', 'show', 'job', id])));
+        this.scontrolJson = true;
+        return job;
+      } catch (e) {
+        const msg = (e as Error).message;
+        if (/Invalid job id/i.test(msg)) return null;
+        if (this.scontrolJson || !/unrecognized option/i.test(msg)) throw e;
+        this.scontrolJson = false;
+      }
+    }
+    try {
+      return pick(parseScontrolJobs(await this.run('scontrol', ['--local', 'show', 'job', ...(detail ? ['-d'] : []), id])));
+    } catch (e) {
+      if (/Invalid job id/i.test((e as Error).message)) return null;
+      throw e;
+    }
+  }
+
+  /** What slurmctld says of one job: does it run here now (with its GPU indices when it does)? */
+  private async askJob(id: string, node: string, now: number, openKey: string | undefined): Promise<Answer> {
+    let job = await this.queryJob(id, false);
+    const runs = (j: SlurmJob | null) => !!j && ACTIVE.has(j.state) && j.nodes.includes(node);
+    // 22.05's one-RPC answer has no GPU indices: a job (or run) the store has no binding for needs them
+    if (runs(job) && this.scontrolJson === false && (!openKey || openKey !== (job!.sluid ? `sluid:${job!.sluid}` : `r${job!.restarts}`))) job = await this.queryJob(id, true);
+    const here = runs(job);
+    this.answered.set(id, { at: now, here });
+    return job ? { job, here } : { job: null, here: false };
+  }
+
   /**
    * Before any prolog has run here, the name is only the host name's guess:
    * ask Slurm which node has this host as its NodeHostName (`scontrol show
@@ -90,7 +177,7 @@ export class Reconciler {
     if (now < this.discovered.until) return this.discovered.name;
     this.discovered = { until: now + 600_000, name: undefined };
     const hosts = new Set([hostname(), hostname().split('.')[0]!]);
-    for (const line of (await this.run('scontrol', ['show', 'node', '-o'])).split('\n')) {
+    for (const line of (await this.run('scontrol', ['--local', 'show', 'node', '-o'])).split('\n')) {
       const name = /^NodeName=(\S+)/.exec(line)?.[1];
       const host = /\sNodeHostName=(\S+)/.exec(line)?.[1];
       if (name && host && hosts.has(host)) {
@@ -112,7 +199,7 @@ export class Reconciler {
     if (this.confirmed.name === node && now < this.confirmed.until) return;
     let out: string;
     try {
-      out = await this.run('scontrol', ['show', 'node', '-o', node]);
+      out = await this.run('scontrol', ['--local', 'show', 'node', '-o', node]);
     } catch (e) {
       if (/not found/i.test((e as Error).message)) out = '';
       else throw e;
@@ -127,11 +214,10 @@ export class Reconciler {
     const db = this.o.db;
     const resolved = this.o.node();
     const node = resolved.guessed ? ((await this.discoverNode(now).catch(() => undefined)) ?? resolved.name) : resolved.name;
-    let listed;
+    const guessed = resolved.guessed && node === resolved.name;
+    let result: ReconcileResult;
     try {
-      listed = await this.jobsOnNode(node);
-      // nothing of ours runs here by this name, yet bindings are open: make sure the name is right first
-      if (listed.jobs.length === 0 && (db.prepare(`SELECT COUNT(*) AS n FROM bindings WHERE end_time IS NULL`).get() as { n: number }).n > 0) await this.confirmNode(node, now);
+      result = this.o.source === 'squeue' ? await this.reconcileQueue(node, now) : await this.reconcileLocal(node, guessed, now);
     } catch (e) {
       const msg = (e as Error).message;
       if (msg !== this.failing) this.o.log.error('Slurm query failed: keeping the last known bindings', { error: msg });
@@ -139,38 +225,125 @@ export class Reconciler {
       setMeta(db, 'reconcile.last_error', `${new Date(now).toISOString()} ${msg}`);
       throw e;
     }
-    if (this.failing) this.o.log.info('Slurm answers again', { source: listed.source });
+    if (this.failing) this.o.log.info('Slurm answers again', { source: result.source });
     this.failing = '';
-    const running = listed.jobs.filter((j) => ACTIVE.has(j.state));
+    result.states = await this.fillEndStates(now);
+    this.lastOk = now;
+    setMeta(db, 'reconcile.last_ok', String(now));
+    return result;
+  }
+
+  private openCount(): number {
+    return (this.o.db.prepare(`SELECT COUNT(*) AS n FROM bindings WHERE end_time IS NULL`).get() as { n: number }).n;
+  }
+
+  /** Opens (or fills in, or confirms) the run of a job Slurm says runs on this node. */
+  private recordRunning(j: SlurmJob, node: string, now: number, gres: () => GresLayout, inv: ReturnType<typeof storeInventory>): void {
+    const db = this.o.db;
+    // the hooks key runs by SLUID where Slurm has them (25.11+): 26.05 prints it, and a poll that runs before the
+    // prolog must use it too, or it opens a phantom r<n> run beside the prolog's; 25.11's squeue does not print
+    // it: keep the hook's key
+    const sluid = j.sluid ? `sluid:${j.sluid}` : (db.prepare(`SELECT run_key AS k FROM jobs WHERE job_id = ? AND end_time IS NULL AND run_key LIKE 'sluid:%'`).get(j.jobId) as { k: string } | undefined)?.k;
+    const rec: JobRecord = {
+      jobId: j.jobId, runKey: sluid ?? `r${j.restarts}`, cluster: j.cluster, user: j.user, uid: j.uid, account: j.account, partition: j.partition,
+      qos: j.qos, name: j.name, arrayJobId: j.arrayJobId, arrayTaskId: j.arrayTaskId, hetJobId: j.hetJobId, hetJobOffset: j.hetJobOffset, startTime: j.startTime,
+    };
+    const gpus = gresIndicesToGpus(j.gpuIdx[node] ?? [], j.sharedIdx[node] ?? [], gres, inv);
+    recordStart(db, rec, gpus, 'poll', now);
+    // a prolog that ran before the inventory existed left "gres:<i>" bindings: now resolved, they go
+    if (gpus.some((g) => !g.uuid.startsWith('gres:'))) {
+      db.prepare(`DELETE FROM bindings WHERE job_id = ? AND run_key = ? AND end_time IS NULL AND gpu_uuid LIKE 'gres:%'`).run(rec.jobId, rec.runKey);
+    }
+  }
+
+  /** Closes the open run of a job whose epilog did not run here; with Slurm's answer, its end too. */
+  private closeRun(jobId: string, runKey: string, job: SlurmJob | null, now: number): void {
+    const ended = job && !ACTIVE.has(job.state) && job.state !== 'PENDING' ? job : null;
+    recordEnd(this.o.db, { jobId, runKey }, { endTime: ended?.endTime ?? now, state: ended?.state, exitCode: ended?.exitCode ?? undefined }, [], 'poll', now);
+    if (ended) this.settled.add(jobId);
+    this.o.log.info('closed the bindings of a job whose epilog did not run', { job: jobId, run: runKey, ...(ended ? { state: ended.state } : {}) });
+  }
+
+  private gresOf(node: string): () => GresLayout {
     let layout: GresLayout | undefined;
-    const gres = () => {
+    return () => {
       try {
         return (layout ??= readGresLayout(this.o.gresConf, node));
       } catch {
         return (layout = { autodetect: null, devices: [] });
       }
     };
+  }
 
-    const openBefore = db.prepare(`SELECT COUNT(*) AS n FROM bindings WHERE end_time IS NULL`).get() as { n: number };
+  /**
+   * The cheap way: the step daemons say which jobs run here; slurmctld is
+   * asked about single jobs only, at most SCONTROL_PER_TICK a reconcile, in
+   * this order: jobs running here that the store does not know (a prolog
+   * that failed), open runs no step shows any more (an epilog that did not
+   * run), open runs never confirmed (the job name, array ids and QOS the
+   * prolog cannot see), and open runs last confirmed over recheck ago (a node
+   * failure slurmctld saw while a step daemon lingers).
+   */
+  private async reconcileLocal(node: string, guessed: boolean, now: number): Promise<ReconcileResult> {
+    const db = this.o.db;
+    const listed = await this.localJobIds(node, guessed);
+    const recheck = this.o.recheckMs ?? 300_000;
+    // open runs, GPU or not: a prolog records every job of the node
+    const open = db.prepare(`SELECT job_id AS jobId, run_key AS runKey, COALESCE(start_time, updated_at) AS start FROM jobs WHERE end_time IS NULL`).all() as { jobId: string; runKey: string; start: number }[];
+    const openIds = new Set(open.map((r) => r.jobId));
+    const last = (id: string) => this.answered.get(id);
+    for (const id of this.answered.keys()) if (!listed.ids.has(id) && !openIds.has(id)) this.answered.delete(id);
+
+    const queue: string[] = [];
+    const add = (ids: Iterable<string>) => {
+      for (const id of ids) if (!queue.includes(id)) queue.push(id);
+    };
+    // a job running here that the store does not know; one Slurm said is not ours is asked again only after recheck
+    add([...listed.ids].filter((id) => !openIds.has(id) && !(last(id) && !last(id)!.here && now - last(id)!.at < recheck)));
+    // no step shows it any more: ended, or completing, or a step-less allocation (asked at most once a grace period)
+    const absent = open.filter((r) => !listed.ids.has(r.jobId) && r.start < now - GRACE_MS && !(last(r.jobId) && now - last(r.jobId)!.at < GRACE_MS));
+    // a wrong node name lists no step at all: closing on its word would close everything
+    if (absent.length) await this.confirmNode(node, now);
+    add(absent.map((r) => r.jobId));
+    add(open.filter((r) => !last(r.jobId)).map((r) => r.jobId));
+    add(open.filter((r) => now - (last(r.jobId)?.at ?? 0) >= recheck).sort((a, b) => (last(a.jobId)?.at ?? 0) - (last(b.jobId)?.at ?? 0)).map((r) => r.jobId));
+
+    const gres = this.gresOf(node);
     const inv = storeInventory(db);
-    const openSluid = db.prepare(`SELECT run_key AS k FROM jobs WHERE job_id = ? AND end_time IS NULL AND run_key LIKE 'sluid:%'`);
-    for (const j of running) {
-      // the hooks key runs by SLUID where Slurm has them (25.11+): 26.05's squeue prints it, and a poll that runs
-      // before the prolog must use it too, or it opens a phantom r<n> run beside the prolog's; 25.11's squeue
-      // does not print it: keep the hook's key
-      const sluid = j.sluid ? `sluid:${j.sluid}` : (openSluid.get(j.jobId) as { k: string } | undefined)?.k;
-      const rec: JobRecord = {
-        jobId: j.jobId, runKey: sluid ?? `r${j.restarts}`, cluster: j.cluster, user: j.user, uid: j.uid, account: j.account, partition: j.partition,
-        qos: j.qos, name: j.name, arrayJobId: j.arrayJobId, arrayTaskId: j.arrayTaskId, hetJobId: j.hetJobId, hetJobOffset: j.hetJobOffset, startTime: j.startTime,
-      };
-      const gpus = gresIndicesToGpus(j.gpuIdx[node] ?? [], j.sharedIdx[node] ?? [], gres, inv);
-      recordStart(db, rec, gpus, 'poll', now);
-      // a prolog that ran before the inventory existed left "gres:<i>" bindings: now resolved, they go
-      if (gpus.some((g) => !g.uuid.startsWith('gres:'))) {
-        db.prepare(`DELETE FROM bindings WHERE job_id = ? AND run_key = ? AND end_time IS NULL AND gpu_uuid LIKE 'gres:%'`).run(rec.jobId, rec.runKey);
+    const openBefore = this.openCount();
+    let closed = 0;
+    let asked = 0;
+    for (const id of queue.slice(0, SCONTROL_PER_TICK)) {
+      const a = await this.askJob(id, node, now, open.find((r) => r.jobId === id)?.runKey);
+      asked++;
+      if (a.here) {
+        this.recordRunning(a.job, node, now, gres, inv);
+        continue;
+      }
+      const runs = open.filter((r) => r.jobId === id);
+      if (runs.length === 0) continue;
+      // a step daemon still lists it (slurmd died, the job with it): only slurmctld's word ends it
+      await this.confirmNode(node, now);
+      for (const r of runs) {
+        this.closeRun(r.jobId, r.runKey, a.job, now);
+        closed++;
       }
     }
-    const openAfterStart = db.prepare(`SELECT COUNT(*) AS n FROM bindings WHERE end_time IS NULL`).get() as { n: number };
+    return { running: listed.ids.size, opened: Math.max(0, this.openCount() - openBefore), closed, states: 0, source: listed.source, asked };
+  }
+
+  /** The old way, for nodes where the step daemons cannot be asked: the whole queue every reconcile. */
+  private async reconcileQueue(node: string, now: number): Promise<ReconcileResult> {
+    const db = this.o.db;
+    const listed = await this.jobsOnNode(node);
+    // nothing of ours runs here by this name, yet bindings are open: make sure the name is right first
+    if (listed.jobs.length === 0 && this.openCount() > 0) await this.confirmNode(node, now);
+    const running = listed.jobs.filter((j) => ACTIVE.has(j.state));
+    const gres = this.gresOf(node);
+    const openBefore = this.openCount();
+    const inv = storeInventory(db);
+    for (const j of running) this.recordRunning(j, node, now, gres, inv);
+    const openAfterStart = this.openCount();
 
     // runs with open bindings that Slurm no longer lists as running here: their epilog never ran
     const alive = new Set(running.map((j) => j.jobId));
@@ -181,15 +354,10 @@ export class Reconciler {
     for (const s of stale) {
       // a running job's older runs (requeue) were closed by recordStart above
       if (alive.has(s.jobId)) continue;
-      recordEnd(db, { jobId: s.jobId, runKey: s.runKey }, { endTime: now }, [], 'poll', now);
+      this.closeRun(s.jobId, s.runKey, null, now);
       closed++;
-      this.o.log.info('closed the bindings of a job whose epilog did not run', { job: s.jobId, run: s.runKey });
     }
-
-    const states = await this.fillEndStates(now);
-    this.lastOk = now;
-    setMeta(db, 'reconcile.last_ok', String(now));
-    return { running: running.length, opened: Math.max(0, openAfterStart.n - openBefore.n), closed, states, source: listed.source };
+    return { running: running.length, opened: Math.max(0, openAfterStart - openBefore), closed, states: 0, source: listed.source, asked: 0 };
   }
 
   /**
@@ -233,13 +401,15 @@ export class Reconciler {
       }
     }
     for (const id of todo.slice(0, SCONTROL_PER_TICK)) {
+      let j: SlurmJob | null = null;
       try {
-        const [j] = parseScontrolJobs(await this.run('scontrol', ['show', 'job', '-d', id]));
-        if (j) apply(id, j.state, j.exitCode, null, j.endTime);
+        j = await this.queryJob(id, false);
       } catch {
-        // aged out of slurmctld (MinJobAge): the state stays unknown, and asking again will not help
-        this.settled.add(id);
+        /* Slurm not answering: the state stays unknown for now */
       }
+      if (j) apply(id, j.state, j.exitCode, null, j.endTime);
+      // aged out of slurmctld (MinJobAge): the state stays unknown, and asking again will not help
+      else this.settled.add(id);
     }
     return filled;
   }

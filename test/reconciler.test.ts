@@ -12,14 +12,14 @@ import { test } from 'node:test';
 import { createLogger } from '../src/core/log.js';
 import { recordEnd, recordStart } from '../src/store/jobs.js';
 import { openStore } from '../src/store/open.js';
-import { Reconciler } from '../slurm/reconciler.js';
+import { Reconciler, type ReconcileSource } from '../slurm/reconciler.js';
 import { simUuid } from '../plugins/sim/index.js';
 import { parseLines, runCli } from './helpers/daemon.js';
 import { ROOT, tempDir } from './helpers/paths.js';
 
 const TD = join(ROOT, 'slurm', 'testdata');
 
-function fakeSlurm(opts: { sacct: 'disabled' | 'recorded' }): { bin: string; calls: (tool: string) => string[] } {
+function fakeSlurm(opts: { sacct: 'disabled' | 'recorded'; steps?: 'none' | 'job 1' }): { bin: string; calls: (tool: string) => string[] } {
   const d = tempDir('l9gpu-fake-slurm-');
   const bin = join(d, 'bin');
   mkdirSync(bin);
@@ -30,11 +30,17 @@ function fakeSlurm(opts: { sacct: 'disabled' | 'recorded' }): { bin: string; cal
   // recorded on a 22.05 node named vm: no job runs on the node these tests reconcile
   tool('squeue', `cat '${join(TD, 'squeue-22.05-v0.0.38.json')}'`);
   tool('sacct', opts.sacct === 'disabled' ? `echo 'sacct: error: Slurm accounting storage is disabled' >&2; exit 1` : `tail -n +2 '${join(TD, 'sacct-22.05.psv')}'`);
-  // the recorded record of a finished job, whatever id is asked for
+  // 22.05's scontrol: no listjobs; listpids prints the recorded steps (job 1) or else the recorded "no steps"
+  // answer; `show node -o NAME` answers for the one node this stand-in cluster has; job 1 is the recorded record
+  // of a job running here when its step runs, and any other id gets that record as a finished job of its id
   tool('scontrol', [
-    // `scontrol show node -o NAME` answers for the one node this stand-in cluster has, in scontrol's one-line form
+    `[ "$1" = --local ] && shift`,
+    `[ "$1" = --json ] && { echo "scontrol: unrecognized option '--json'" >&2; echo 'Try "scontrol --help" for more information' >&2; exit 1; }`,
+    `[ "$1" = listjobs ] && { echo 'invalid keyword: listjobs' >&2; exit 1; }`,
+    opts.steps === 'job 1' ? `[ "$1" = listpids ] && { cat '${join(TD, 'scontrol-listpids-22.05.txt')}'; exit 0; }` : `[ "$1" = listpids ] && { echo 'No job steps exist on this node.' >&2; exit 1; }`,
     `if [ "$1 $2" = "show node" ]; then [ "$4" = gpunode9 ] && { echo 'NodeName=gpunode9 Arch=x86_64 CoresPerSocket=1 CPUAlloc=0 CPUTot=16 State=IDLE'; exit 0; }; echo "Node $4 not found"; exit 1; fi`,
-    `sed -e 's/JobState=RUNNING/JobState=COMPLETED/' '${join(TD, 'scontrol-show-job-d-22.05.txt')}' | awk 'NR == 1, /^$/'`,
+    ...(opts.steps === 'job 1' ? [`[ "$*" = "show job 1" -o "$*" = "show job -d 1" ] && { sed -e 's/=vm$/=gpunode9/; s/Nodes=vm /Nodes=gpunode9 /' '${join(TD, 'scontrol-show-job-d-22.05.txt')}' | awk 'NR == 1, /^$/'; exit 0; }`] : []),
+    `for a; do last=$a; done; sed -e 's/JobState=RUNNING/JobState=COMPLETED/' -e "s/^JobId=1 /JobId=$last /" '${join(TD, 'scontrol-show-job-d-22.05.txt')}' | awk 'NR == 1, /^$/'`,
   ].join('\n'));
   const calls = (t: string) => {
     try {
@@ -46,11 +52,14 @@ function fakeSlurm(opts: { sacct: 'disabled' | 'recorded' }): { bin: string; cal
   return { bin, calls };
 }
 
-function reconciler(bin: string) {
+function reconciler(bin: string, source: ReconcileSource = 'local') {
   const db = openStore(tempDir());
-  const r = new Reconciler({ db, node: () => ({ name: 'gpunode9', guessed: false }), gresConf: '/nonexistent/gres.conf', binDir: bin, slurmConf: null, commandTimeoutMs: 5000, log: createLogger('error', () => {}) });
+  const r = new Reconciler({ db, node: () => ({ name: 'gpunode9', guessed: false }), gresConf: '/nonexistent/gres.conf', binDir: bin, slurmConf: null, commandTimeoutMs: 5000, source, log: createLogger('error', () => {}) });
   return { db, r };
 }
+
+/** The single-job queries of a stand-in Slurm (RPCs to slurmctld), not the node-local listings. */
+const showJob = (slurm: ReturnType<typeof fakeSlurm>) => slurm.calls('scontrol').filter((c) => /^(--local )?show job/.test(c));
 
 test('without accounting, end states come from scontrol, at most 10 calls a reconcile, each job asked once', async () => {
   const slurm = fakeSlurm({ sacct: 'disabled' });
@@ -62,13 +71,13 @@ test('without accounting, end states come from scontrol, at most 10 calls a reco
   }
   const perTick: number[] = [];
   for (let t = 0; t < 4; t++) {
-    const before = slurm.calls('scontrol').length;
+    const before = showJob(slurm).length;
     await r.reconcileOnce(now + t * 1000);
-    perTick.push(slurm.calls('scontrol').length - before);
+    perTick.push(showJob(slurm).length - before);
   }
   assert.deepEqual(perTick, [10, 10, 5, 0]);
   assert.equal(slurm.calls('sacct').length, 1, 'sacct said no once: not asked again for 10 minutes');
-  assert.equal(new Set(slurm.calls('scontrol')).size, 25, 'each job asked once');
+  assert.equal(new Set(showJob(slurm)).size, 25, 'each job asked once');
   assert.equal((db.prepare(`SELECT COUNT(*) AS n FROM jobs WHERE state = 'COMPLETED'`).get() as { n: number }).n, 25);
   db.close();
 });
@@ -84,7 +93,7 @@ test('with accounting, one sacct call a reconcile; a FAILED job sacct confirmed 
   await r.reconcileOnce(now + 1000);
   await r.reconcileOnce(now + 2000);
   assert.deepEqual(slurm.calls('sacct').map((c) => c.split(' -j ')[1]), ['4'], 'asked once: FAILED from sacct is final');
-  assert.equal(slurm.calls('scontrol').length, 0);
+  assert.equal(showJob(slurm).length, 0);
   db.close();
 });
 
@@ -92,7 +101,7 @@ test('[slurm] bin_dir wins over PATH', async () => {
   const slurm = fakeSlurm({ sacct: 'disabled' });
   const { db, r } = reconciler(slurm.bin);
   await r.reconcileOnce();
-  assert.equal(slurm.calls('squeue').length, 1, `the squeue in bin_dir, not ${process.env.PATH}'s`);
+  assert.deepEqual(slurm.calls('scontrol'), ['listjobs gpunode9', 'listpids * gpunode9'], `the scontrol in bin_dir, not ${process.env.PATH}'s; listpids after 22.05 said it has no listjobs`);
   db.close();
 });
 
@@ -112,4 +121,40 @@ test('after a restart the first batch is reconciled first: a job that died with 
   assert.equal(pts.length, 2);
   assert.ok(pts.every((p) => !('slurm.job.id' in p.attributes)), JSON.stringify(pts.map((p) => p.attributes)));
   assert.match(r.stderr, /closed the bindings of a job whose epilog did not run job=4100/);
+});
+
+test('local source: a job no step shows is asked about alone, at most 10 a reconcile, each once; a job its steps show is not asked again before job_recheck', async () => {
+  const slurm = fakeSlurm({ sacct: 'recorded', steps: 'job 1' });
+  const { db, r } = reconciler(slurm.bin);
+  const now = Date.now();
+  // 24 runs whose epilog never ran here (no step lists them), and job 1, whose batch step runs
+  for (let i = 0; i < 24; i++) recordStart(db, { jobId: String(6000 + i), runKey: 'r0' }, [], 'prolog', now - 3_600_000);
+  recordStart(db, { jobId: '1', runKey: 'r0' }, [], 'prolog', now - 3_600_000);
+  const perTick: number[] = [];
+  for (let t = 0; t < 4; t++) {
+    const before = showJob(slurm).length;
+    await r.reconcileOnce(now + t * 1000);
+    perTick.push(showJob(slurm).length - before);
+  }
+  assert.deepEqual(perTick, [10, 10, 5, 0], 'bounded, and nothing left to ask');
+  assert.equal(new Set(showJob(slurm)).size, 25, 'each job asked once');
+  const open = db.prepare('SELECT job_id, name FROM jobs WHERE end_time IS NULL').all() as { job_id: string; name: string }[];
+  assert.deepEqual(open, [{ job_id: '1', name: 'myjob' }], 'the 24 closed (Slurm answered: COMPLETED); job 1 confirmed running here, its name filled in');
+  assert.equal((db.prepare(`SELECT COUNT(*) AS n FROM jobs WHERE state = 'COMPLETED'`).get() as { n: number }).n, 24, 'the end state from the same answer');
+  await r.reconcileOnce(now + 299_000);
+  assert.equal(showJob(slurm).length, 25, 'a job confirmed running here is not asked again before job_recheck (300 s)');
+  await r.reconcileOnce(now + 303_000);
+  assert.deepEqual(showJob(slurm).slice(25), ['--local show job 1'], 'one RPC: no -d (and its node table) for a job already bound');
+  assert.equal(slurm.calls('squeue').length, 0, 'never the whole queue');
+  db.close();
+});
+
+test('squeue source: the whole queue every reconcile (the old way, kept for nodes whose step daemons cannot be asked)', async () => {
+  const slurm = fakeSlurm({ sacct: 'disabled' });
+  const { db, r } = reconciler(slurm.bin, 'squeue');
+  await r.reconcileOnce();
+  await r.reconcileOnce();
+  assert.equal(slurm.calls('squeue').length, 2);
+  assert.equal(slurm.calls('scontrol').filter((c) => c.startsWith('list')).length, 0);
+  db.close();
 });

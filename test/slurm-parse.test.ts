@@ -9,6 +9,7 @@ import { configFrom } from './helpers/config.js';
 import { expandHostlist, expandIndexList, hostlistContains } from '../slurm/hostlist.js';
 import { jobState, parseGresDetail, parseSacct, parseScontrolJobs, parseSqueueJson } from '../slurm/jobs-query.js';
 import { ROOT, tempDir } from './helpers/paths.js';
+import { isNoSteps, isUnknownKeyword, parseListJobs, parseListPids } from '../slurm/local-jobs.js';
 
 const TD = join(ROOT, 'slurm', 'testdata');
 const read = (f: string) => readFileSync(join(TD, f), 'utf8');
@@ -170,4 +171,15 @@ test('slurm.conf is found where Slurm\'s clients look, configless Slurm\'s cache
   assert.equal(slurmConfPath(cfg, { SLURM_CONF: cache }, candidates), cache, '$SLURM_CONF wins over both');
   assert.equal(slurmConfPath(configFrom({ slurm: { slurm_conf: '/x/slurm.conf' } }), {}, candidates), '/x/slurm.conf');
   assert.deepEqual(SLURM_CONF_CANDIDATES.at(-1), '/run/slurm/conf/slurm.conf');
+});
+
+test('node-local job lists: scontrol listpids (22.05+) and listjobs (24.05+), recorded; their "nothing here" and "no such command" answers', () => {
+  assert.deepEqual([...parseListPids(read('scontrol-listpids-22.05.txt'))], ['1']);
+  assert.deepEqual([...parseListJobs(read('scontrol-listjobs-24.11.txt'))], ['1']);
+  assert.deepEqual([...parseListJobs('')], []);
+  assert.throws(() => parseListJobs('JobId=1 JobName=x\n'), /scontrol listjobs: expected a JOBID header, got "JobId=1 JobName=x"/);
+  assert.throws(() => parseListPids('JOBID\n1\n'), /scontrol listpids: expected a "PID JOBID \.\.\." header/);
+  assert.ok(isNoSteps('No job steps exist on this node.') && isNoSteps("No slurmstepd's found on this node"));
+  assert.ok(isUnknownKeyword('invalid keyword: listjobs'));
+  assert.ok(!isNoSteps('Unable to contact slurm controller (connect failure)'));
 });

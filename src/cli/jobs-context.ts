@@ -7,6 +7,10 @@ import { CliError } from './errors.js';
 import { openStoreReadOnly, storePath } from '../store/open.js';
 import type { Db } from '../store/open.js';
 import { viewer, type Viewer } from '../jobs/access.js';
+import { answerJobs, type JobsAnswer, type JobsRequest } from '../jobs/api.js';
+import { askJobsDaemon } from '../jobs/client.js';
+import { jobsSocketPath } from '../jobs/server.js';
+import { pricesFrom } from '../jobs/report.js';
 
 export interface JobsContext {
   cfg: Config;
@@ -28,6 +32,31 @@ export function openJobsStore(ctx: JobsContext): { db: Db; node: string } {
     throw new CliError(`cannot read the job store ${storePath(ctx.stateDir)}: ${(e as Error).message}`, 1);
   }
   return { db, node: resolveAgentAttribution(ctx.cfg).manifest?.nodeName(ctx.cfg, process.env, db) ?? hostname().split('.')[0]! };
+}
+
+/**
+ * A question about this node's jobs: root reads the store; anyone else asks
+ * the daemon, which answers under the same rule for the uid the kernel
+ * reports (the store is root's alone).
+ */
+export async function askJobs(ctx: JobsContext, req: JobsRequest): Promise<Extract<JobsAnswer, { ok: true }>> {
+  let a: JobsAnswer;
+  if (process.getuid?.() === 0) {
+    const { db, node } = openJobsStore(ctx);
+    try {
+      a = answerJobs(db, node, pricesFrom(ctx.cfg), ctx.viewer, req);
+    } finally {
+      db.close();
+    }
+  } else {
+    try {
+      a = await askJobsDaemon(jobsSocketPath(ctx.stateDir), req);
+    } catch (e) {
+      throw new CliError(`${(e as Error).message}; the job store is readable by root only, users' questions go through the daemon`, 1);
+    }
+  }
+  if (!a.ok) throw new CliError(a.error, a.code);
+  return a;
 }
 
 /** "2026-11-01", "2026-11-01T08:00", "24h", "7d", "90m" -> ms since the epoch. */

@@ -22,3 +22,17 @@ export function viewer(adminGroup: string | null): Viewer {
   const gid = adminGroup ? groupGid(adminGroup) : undefined;
   return { name, privileged: gid !== undefined && (process.getgroups?.() ?? []).includes(gid) };
 }
+
+/**
+ * The viewer behind a uid the kernel vouched for (a socket peer): its name and
+ * groups through NSS (`id`, so LDAP and SSSD users count), not /etc files.
+ */
+export async function viewerOfUid(uid: number, adminGroup: string | null): Promise<Viewer> {
+  if (uid === 0) return { name: 'root', privileged: true };
+  const { execFile } = await import('node:child_process');
+  const id = (args: string[]) =>
+    new Promise<string>((resolve) => execFile('id', args, { timeout: 2000 }, (err, out) => resolve(err ? '' : String(out).trim())));
+  const [name, groups] = await Promise.all([id(['-nu', String(uid)]), adminGroup ? id(['-nG', String(uid)]) : Promise.resolve('')]);
+  // a uid without a name still gets its own jobs only: none match it
+  return { name: name || `#${uid}`, privileged: !!adminGroup && groups.split(/\s+/).includes(adminGroup) };
+}

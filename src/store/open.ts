@@ -1,8 +1,10 @@
 /**
- * Opening the store: WAL, a busy timeout, migrations, and file modes that fit
- * a store written by root hooks and read by the daemon and by users'
- * `l9gpu jobs` (folder 0755, files 0644: read-only WAL readers need a
- * readable -shm). Kept small: the Slurm hooks load it on every job start.
+ * Opening the store: WAL, a busy timeout, migrations, and file modes. The
+ * store holds every user's jobs, and Slurm's PrivateData=jobs means users may
+ * not read each other's: its files are root's alone (0600, whatever umask
+ * slurmd or systemd set), and users' `l9gpu jobs` asks the daemon, which
+ * answers by the caller's uid (src/jobs/server.ts). Kept small: the Slurm
+ * hooks load it on every job start.
  */
 import { chmodSync, copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -39,12 +41,12 @@ export function openStore(stateDir: string, busyTimeoutMs = BUSY_TIMEOUT_MS): Db
   db.pragma('synchronous = NORMAL');
   db.pragma('foreign_keys = ON');
   migrate(db);
-  // readers without write access need a readable -shm (WAL) and db; whatever umask slurmd or systemd set
-  for (const f of fresh ? [path, `${path}-wal`, `${path}-shm`] : [`${path}-wal`, `${path}-shm`]) {
+  // every time: a store made by an older l9gpu (0644) is closed to users at the first open
+  for (const f of [path, `${path}-wal`, `${path}-shm`]) {
     try {
-      chmodSync(f, 0o644);
+      chmodSync(f, 0o600);
     } catch {
-      /* not there, or not ours (a reader's copy) */
+      /* not there */
     }
   }
   return db;

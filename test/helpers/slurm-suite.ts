@@ -18,6 +18,9 @@ import { NODE, SLURM_NODE, SLURM_VERSION, SlurmCluster, TEST_USER, type SlurmRel
 import { CLI, tempDir } from './paths.js';
 import { VictoriaMetrics } from './victoriametrics.js';
 import { waitFor } from './wait.js';
+import { createLogger } from '../../src/core/log.js';
+import { openStore } from '../../src/store/open.js';
+import { Reconciler, type ReconcileSource } from '../../slurm/reconciler.js';
 
 export function slurmSuite(release: SlurmRelease): void {
   const L = `[Slurm ${SLURM_VERSION[release]}] `;
@@ -100,6 +103,8 @@ attribution = slurm
 state_dir = ${stateDir}
 [slurm]
 reconcile_interval = 1s
+reconcile_source = local
+job_recheck = 5s
 [nvml]
 events = false
 [file]
@@ -464,8 +469,18 @@ export_interval = 300ms
     await cluster.cmd(['scancel', id]);
   });
 
-  test(L + 'a job polled before its prolog ends: one run, one binding, the prolog\'s key (26.05: the SLUID from squeue)', async () => {
+  /** Switches the daemon's [slurm] reconcile_source by a configuration reload (SIGHUP), as an admin would. */
+  async function reconcileFrom(source: 'local' | 'squeue'): Promise<void> {
+    const reloads = () => daemon.stderr.match(/configuration reloaded/g)?.length ?? 0;
+    const n = reloads();
+    writeFileSync(configFile, readFileSync(configFile, 'utf8').replace(/reconcile_source = \w+/, `reconcile_source = ${source}`));
+    daemon.child.kill('SIGHUP');
+    await waitFor('configuration reloaded', () => reloads() > n);
+  }
+
+  test(L + 'reconcile_source = squeue (the whole queue): a job polled before its prolog ends gets one run, one binding, the prolog\'s key (26.05: the SLUID from squeue)', async () => {
     await idle();
+    await reconcileFrom('squeue');
     cluster.slowHook('prolog', 4);
     let id = '';
     try {
@@ -476,11 +491,30 @@ export_interval = 300ms
     } finally {
       cluster.slowHook('prolog', 0);
     }
-    await waitFor('confirmed by the prolog', () => bindings(id)[0]?.source === 'prolog', 30_000);
-    const run = await cluster.runKey(id);
-    assert.deepEqual(q<{ run_key: string }>('SELECT run_key FROM jobs WHERE job_id = ?', id).map((r) => r.run_key), [run], 'no phantom run beside the prolog\'s');
-    assert.deepEqual(bindings(id).map((b) => b.run_key), [run]);
+    try {
+      await waitFor('confirmed by the prolog', () => bindings(id)[0]?.source === 'prolog', 30_000);
+      const run = await cluster.runKey(id);
+      assert.deepEqual(q<{ run_key: string }>('SELECT run_key FROM jobs WHERE job_id = ?', id).map((r) => r.run_key), [run], 'no phantom run beside the prolog\'s');
+      assert.deepEqual(bindings(id).map((b) => b.run_key), [run]);
+      await cluster.cmd(['scancel', id]);
+    } finally {
+      await reconcileFrom('local');
+    }
+  });
+
+  test(L + 'a job found by polling before any hook recorded it is keyed as its prolog would key it (26.05: the SLUID from scontrol)', async () => {
+    await idle();
+    const id = await cluster.sbatch(['--gres=gpu:1', '--wrap', 'sleep 20']);
+    await cluster.waitState(id, ['RUNNING']);
+    await waitFor('bound by the prolog', () => bindings(id)[0]?.source === 'prolog');
+    const db = new Database(join(stateDir, 'l9gpu.db'));
+    for (const t of ['bindings', 'jobs']) db.prepare(`DELETE FROM ${t} WHERE job_id = ?`).run(id);
+    db.close();
+    const b = await waitFor('reopened by polling', () => bindings(id)[0]);
+    assert.equal(b.source, 'poll');
+    assert.equal(b.run_key, await cluster.runKey(id));
     await cluster.cmd(['scancel', id]);
+    await waitFor('closed by its epilog, in the same run', () => bindings(id).length === 1 && bindings(id)[0]!.closed_by === 'epilog');
   });
 
   test(L + 'a COMPLETING job still holds its GPU until its epilog ends: polling does not close it', async () => {
@@ -514,5 +548,62 @@ export_interval = 300ms
     await waitFor('closed by polling', () => bindings(k).every((b) => b.end_time !== null && b.closed_by === 'poll'), 60_000);
     await waitFor('NODE_FAIL from sacct', () => job(k)?.state === 'NODE_FAIL', 30_000);
     await cluster.restartSlurmd();
+  });
+
+  test(L + '5,000 pending jobs: a reconcile costs slurmctld the same RPCs as with an empty queue, and no full-queue dump', async (t) => {
+    await idle();
+    const k = await cluster.sbatch(['--gres=gpu:1', '--wrap', 'sleep 300']);
+    await cluster.waitState(k, ['RUNNING']);
+    await waitFor('bound', () => bindings(k).length === 1);
+    // the production reconciler on a store of its own, ten reconciles a minute apart; the daemon is paused
+    // meanwhile so that sdiag's counts are this reconciler's alone
+    const measure = async (source: ReconcileSource) => {
+      const db = openStore(tempDir('l9gpu-reconcile-'));
+      const r = new Reconciler({ db, node: () => ({ name: SLURM_NODE, guessed: false }), gresConf: join(cluster.base, 'etc', 'gres.conf'), binDir: join(cluster.base, 'bin'), slurmConf: cluster.conf, commandTimeoutMs: 60_000, source, log: createLogger('error', () => {}) });
+      const t0 = Date.now();
+      daemon.child.kill('SIGSTOP');
+      try {
+        await r.reconcileOnce(t0); // the first learns the running job
+        const before = await cluster.rpcCounts();
+        const w0 = performance.now();
+        for (let i = 1; i <= 10; i++) await r.reconcileOnce(t0 + i * 60_000);
+        const wallMs = (performance.now() - w0) / 10;
+        const after = await cluster.rpcCounts();
+        const byType: Record<string, number> = {};
+        let us = 0;
+        for (const [type, a] of after) {
+          const d = a.count - (before.get(type)?.count ?? 0);
+          if (type === 'REQUEST_STATS_INFO' || d === 0) continue; // sdiag's own
+          byType[type] = d;
+          us += a.totalUs - (before.get(type)?.totalUs ?? 0);
+        }
+        assert.equal((db.prepare('SELECT COUNT(*) AS n FROM bindings WHERE job_id = ? AND end_time IS NULL').get(k) as { n: number }).n, 1, `${source}: the running job is bound`);
+        return { byType, perMinute: Object.values(byType).reduce((a, b) => a + b, 0) / 10, wallMs, slurmctldMsPerMinute: us / 10 / 1000 };
+      } finally {
+        daemon.child.kill('SIGCONT');
+        db.close();
+      }
+    };
+    const empty = await measure('local');
+    const s0 = Date.now();
+    await cluster.submitHeld(5000);
+    const queued = (await cluster.cmd(['squeue', '-h', '-t', 'PD', '-o', '%A'])).trim().split('\n').length;
+    assert.equal(queued, 5000);
+    t.diagnostic(`5,000 held jobs submitted in ${((Date.now() - s0) / 1000).toFixed(1)} s`);
+    try {
+      const local = await measure('local');
+      const whole = await measure('squeue');
+      const fmt = (n: string, m: typeof local) => `${n}: ${m.perMinute} RPC/min ${JSON.stringify(m.byType)}, ${m.wallMs.toFixed(1)} ms a reconcile, slurmctld busy ${m.slurmctldMsPerMinute.toFixed(2)} ms/min`;
+      t.diagnostic(fmt('local, empty queue', empty));
+      t.diagnostic(fmt('local, 5,000 pending', local));
+      t.diagnostic(fmt('squeue, 5,000 pending', whole));
+      assert.deepEqual(local.byType, empty.byType, 'the same RPCs whatever the queue');
+      assert.equal(local.byType.REQUEST_JOB_INFO, undefined, 'no full-queue dump');
+      assert.ok(local.perMinute <= 1, `at most one RPC a minute for one job: ${local.perMinute}`);
+      assert.equal(whole.byType.REQUEST_JOB_INFO, 10, 'the squeue source dumps the queue every reconcile (and sdiag sees it)');
+    } finally {
+      await cluster.cmd(['scancel', '--state=PENDING']);
+      await cluster.cmd(['scancel', k]);
+    }
   });
 }

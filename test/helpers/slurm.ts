@@ -130,6 +130,29 @@ export class SlurmCluster {
     return (await this.cmd(['sbatch', '--parsable', '-o', '/dev/null', '-e', '/dev/null', ...args], user)).trim().split(';')[0]!;
   }
 
+  /**
+   * Submits n held (pending) jobs in one shell inside the cluster (8 at a
+   * time): a queue as long as a busy cluster's, without running anything.
+   */
+  async submitHeld(n: number): Promise<void> {
+    const script = `seq ${n} | xargs -P 8 -n 50 sh -c 'for i; do sbatch -H -o /dev/null -e /dev/null --wrap true >/dev/null || exit 1; done' sh`;
+    const [file, argv] = this.inside('sh', ['-c', script]);
+    await exec(file, argv, { env: this.env, timeout: 600_000 });
+  }
+
+  /**
+   * slurmctld's own count of the RPCs it served, by message type (sdiag's
+   * "Remote Procedure Call statistics by message type"), never reset: callers
+   * take differences, and each call itself adds one REQUEST_STATS_INFO.
+   */
+  async rpcCounts(): Promise<Map<string, { count: number; totalUs: number }>> {
+    const out = await this.cmd(['sdiag']);
+    const m = new Map<string, { count: number; totalUs: number }>();
+    const section = out.slice(out.indexOf('by message type'), out.indexOf('by user') > 0 ? out.indexOf('by user') : undefined);
+    for (const r of section.matchAll(/^\s*(\w+)\s+\(\s*\d+\)\s+count:(\d+)\s+ave_time:\d+\s+total_time:(\d+)/gm)) m.set(r[1]!, { count: Number(r[2]), totalUs: Number(r[3]) });
+    return m;
+  }
+
   /** srun in the background (it blocks for the job's life); resolves with its exit code. */
   srun(args: string[]): Promise<number | null> {
     const p = spawn(...this.inside('srun', args), { env: this.env, stdio: 'ignore' });

@@ -1,11 +1,9 @@
 import { Command, Flags } from '@oclif/core';
-import { CliError, reportingCliErrors } from '../../cli/errors.js';
-import { jobsContext, openJobsStore, parseSince } from '../../cli/jobs-context.js';
+import { reportingCliErrors } from '../../cli/errors.js';
+import { askJobs, jobsContext, parseSince } from '../../cli/jobs-context.js';
 import { configFlag } from '../../cli/oclif-flags.js';
-import { listJobs } from '../../jobs/list.js';
 import { renderCsv, renderList } from '../../jobs/render.js';
 import { style } from '../../core/text-table.js';
-import { pricesFrom } from '../../jobs/report.js';
 
 export default class Jobs extends Command {
   static override summary = 'List jobs that used GPUs on this node: GPU-hours, utilization, peak memory, energy, cost, problems.';
@@ -36,11 +34,7 @@ For one job in detail: l9gpu jobs show <jobid>.`;
     const { flags } = await this.parse(Jobs);
     await reportingCliErrors((code) => this.exit(code), async () => {
       const ctx = jobsContext(flags.config);
-      if (flags.user && flags.user !== ctx.viewer.name && !ctx.viewer.privileged) throw new CliError(`you can only list your own jobs (${ctx.viewer.name}); root and [jobs] admin_group see everyone's`, 1);
-      const user = flags.user ?? (ctx.viewer.privileged ? null : ctx.viewer.name);
-      const { db, node } = openJobsStore(ctx);
-      const rows = listJobs(db, { user, account: flags.account, partition: flags.partition, state: flags.state as 'all', since: flags.since ? parseSince(flags.since) : null, limit: flags.limit }, node, pricesFrom(ctx.cfg));
-      db.close();
+      const { rows, user } = await askJobs(ctx, { op: 'list', user: flags.user ?? null, account: flags.account ?? null, partition: flags.partition ?? null, state: flags.state as 'all', since: flags.since ? parseSince(flags.since) : null, limit: flags.limit }).then((a) => a as Extract<typeof a, { op: 'list' }>);
       if (flags.json) process.stdout.write(JSON.stringify(rows, null, 2) + '\n');
       else if (flags.csv) process.stdout.write(renderCsv(rows));
       else if (rows.length === 0) process.stdout.write(`no jobs${user ? ` of ${user}` : ''} match on this node\n`);

@@ -1,11 +1,12 @@
 import { Args, Command, Flags } from '@oclif/core';
 import { CliError, reportingCliErrors } from '../../cli/errors.js';
-import { jobsContext, openJobsStore } from '../../cli/jobs-context.js';
+import { askJobs, jobsContext } from '../../cli/jobs-context.js';
+import { accessError } from '../../jobs/api.js';
 import { configFlag } from '../../cli/oclif-flags.js';
 import { reportFromPromql } from '../../jobs/promql.js';
 import { renderReport } from '../../jobs/render.js';
 import { style } from '../../core/text-table.js';
-import { findJob, pricesFrom, reportFromStore } from '../../jobs/report.js';
+import { pricesFrom } from '../../jobs/report.js';
 import type { JobReport } from '../../jobs/report-model.js';
 
 export default class JobsShow extends Command {
@@ -39,21 +40,10 @@ the whole multi-node job, per node, with the same figures and notes.`;
         const headers = Object.fromEntries((flags.header ?? []).map((h) => [h.slice(0, h.indexOf('=')), h.slice(h.indexOf('=') + 1)]));
         report = await reportFromPromql({ url: flags.url, window: flags.window, headers }, args.jobid, prices);
         if (!report) throw new CliError(`no GPU metrics of job ${args.jobid} at ${flags.url} in the last ${flags.window} (are the daemons exporting there with slurm attribution?)`, 1);
+        const denied = accessError(report, ctx.viewer);
+        if (denied) throw new CliError(denied, 1);
       } else {
-        const { db, node } = openJobsStore(ctx);
-        const found = findJob(db, args.jobid);
-        if (!found) {
-          db.close();
-          throw new CliError(
-            `job ${args.jobid} is not known to this node (${node}): it ran elsewhere or used no GPU here. For a cluster-wide report: l9gpu jobs show ${args.jobid} --source promql --url <your Prometheus/VictoriaMetrics URL>`,
-            1,
-          );
-        }
-        report = reportFromStore(db, found.row, found.runs, node, prices);
-        db.close();
-      }
-      if (report.job.user && report.job.user !== ctx.viewer.name && !ctx.viewer.privileged) {
-        throw new CliError(`job ${args.jobid} belongs to ${report.job.user}: you can only see your own jobs; root and [jobs] admin_group see everyone's`, 1);
+        report = ((await askJobs(ctx, { op: 'show', jobId: args.jobid })) as { report: JobReport }).report;
       }
       if (flags.json) process.stdout.write(JSON.stringify(report, null, 2) + '\n');
       else process.stdout.write(renderReport(report, style(process.stdout.isTTY === true && !process.env.NO_COLOR)));

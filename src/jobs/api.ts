@@ -1,0 +1,70 @@
+/**
+ * The questions `l9gpu jobs` asks of a node's store, and the one access rule
+ * that answers them: root and [jobs] admin_group see every job, everyone else
+ * their own. The store is root's alone, so a user's question reaches it only
+ * through the daemon's socket (src/jobs/server.ts), where the asker is who
+ * the kernel says; root's CLI reads the store directly. Both call answerJobs.
+ */
+import type { Db } from '../store/open.js';
+import type { Viewer } from './access.js';
+import { listJobs, type JobListRow } from './list.js';
+import { findJob, reportFromStore } from './report.js';
+import type { JobReport, Prices } from './report-model.js';
+
+export type ListRequest = { op: 'list'; user: string | null; account: string | null; partition: string | null; state: 'running' | 'completed' | 'all'; since: number | null; limit: number };
+export type ShowRequest = { op: 'show'; jobId: string };
+export type JobsRequest = ListRequest | ShowRequest;
+
+export type JobsAnswer = { ok: true; op: 'list'; user: string | null; rows: JobListRow[] } | { ok: true; op: 'show'; report: JobReport } | { ok: false; error: string; code: number };
+
+const STATES = ['running', 'completed', 'all'] as const;
+const name = (v: unknown, what: string): string | null => {
+  if (v === null || v === undefined) return null;
+  if (typeof v !== 'string' || v.length === 0 || v.length > 256 || /[\x00-\x1f]/.test(v)) throw new Error(`${what}: not a name`);
+  return v;
+};
+
+/** A request as it arrives from a socket: anything; what is not a well-formed request is refused, naming why. */
+export function parseJobsRequest(text: string): JobsRequest {
+  let r: Record<string, unknown>;
+  try {
+    r = JSON.parse(text) as Record<string, unknown>;
+  } catch (e) {
+    throw new Error(`not JSON (${(e as Error).message})`);
+  }
+  if (!r || typeof r !== 'object') throw new Error('not a JSON object');
+  if (r.op === 'show') {
+    if (typeof r.jobId !== 'string' || !/^\d{1,12}(_\d{1,9})?$/.test(r.jobId)) throw new Error('jobId: not a job id (123 or 122_4)');
+    return { op: 'show', jobId: r.jobId };
+  }
+  if (r.op !== 'list') throw new Error(`op: "${String(r.op).slice(0, 20)}" is not list or show`);
+  if (!STATES.includes(r.state as 'all')) throw new Error('state: not running, completed or all');
+  if (!Number.isInteger(r.limit) || (r.limit as number) < 0 || (r.limit as number) > 1_000_000) throw new Error('limit: not an integer from 0 to 1000000');
+  if (r.since !== null && r.since !== undefined && !Number.isFinite(r.since)) throw new Error('since: not a time in ms');
+  return { op: 'list', user: name(r.user, 'user'), account: name(r.account, 'account'), partition: name(r.partition, 'partition'), state: r.state as ListRequest['state'], since: (r.since as number | null) ?? null, limit: r.limit as number };
+}
+
+export function answerJobs(db: Db, node: string, prices: Prices | null, who: Viewer, req: JobsRequest): JobsAnswer {
+  if (req.op === 'list') {
+    if (req.user && req.user !== who.name && !who.privileged) return { ok: false, error: `you can only list your own jobs (${who.name}); root and [jobs] admin_group see everyone's`, code: 1 };
+    const user = req.user ?? (who.privileged ? null : who.name);
+    return { ok: true, op: 'list', user, rows: listJobs(db, { ...req, user }, node, prices) };
+  }
+  const found = findJob(db, req.jobId);
+  if (!found) {
+    return {
+      ok: false,
+      error: `job ${req.jobId} is not known to this node (${node}): it ran elsewhere or used no GPU here. For a cluster-wide report: l9gpu jobs show ${req.jobId} --source promql --url <your Prometheus/VictoriaMetrics URL>`,
+      code: 1,
+    };
+  }
+  const report = reportFromStore(db, found.row, found.runs, node, prices);
+  const denied = accessError(report, who);
+  return denied ? { ok: false, error: denied, code: 1 } : { ok: true, op: 'show', report };
+}
+
+/** Why this viewer may not see this report (undefined: they may). */
+export function accessError(report: JobReport, who: Viewer): string | undefined {
+  if (!report.job.user || report.job.user === who.name || who.privileged) return undefined;
+  return `job ${report.job.id} belongs to ${report.job.user}: you can only see your own jobs; root and [jobs] admin_group see everyone's`;
+}
