@@ -14,9 +14,36 @@ import { SLURM_SECTION } from './config.js';
 import { SLURM_METRIC } from './metrics.js';
 import { LEARNED_NODE_KEY, resolveNodeName, slurmNodeName } from './node-name.js';
 import { gresConfFor, slurmConfPath } from './paths.js';
+import { AUTODETECT_VENDOR, readGresLayout, type GresLayout } from './gres.js';
+import type { SlurmStoreStatus } from './status.js';
 import type { Attributes } from '../src/core/metrics/model.js';
 import type { ReconcileSource } from './reconciler.js';
 
+
+/**
+ * How GRES indices become UUIDs on this node, and whether l9gpu can be sure:
+ * a wrong UUID is worse than none, so where it cannot, bindings stay
+ * "gres:<i>" and doctor says why.
+ */
+function gresOrderLine(gresConf: string, node: string, st: SlurmStoreStatus): { line: string; unsure: boolean } {
+  let layout: GresLayout;
+  try {
+    layout = readGresLayout(gresConf, node);
+  } catch (e) {
+    return { line: `GRES order unknown: ${(e as Error).message}; GPUs named by index in the job environment stay gres:<i>`, unsure: true };
+  }
+  const unresolved = [...new Set(st.openBindings.filter((b) => b.gpuUuid.startsWith('gres:')).map((b) => `job ${b.jobId} ${b.gpuUuid}`))];
+  const tail = unresolved.length ? `; unsure, kept as GRES indices: ${unresolved.join(', ')}` : '';
+  if (layout.autodetect) {
+    const inv = st.inventoryByVendor[AUTODETECT_VENDOR[layout.autodetect]!] ?? { gpus: 0, withoutPci: 0 };
+    const why = inv.gpus === 0 ? `no ${AUTODETECT_VENDOR[layout.autodetect]} GPU in the inventory yet` : inv.withoutPci ? `${inv.withoutPci} of ${inv.gpus} GPU(s) have no PCI bus id, so the order is unknown` : '';
+    return {
+      line: `GRES order: AutoDetect=${layout.autodetect}, slurmd numbers GPUs by PCI bus id${why ? `; unsure: ${why}, GRES indices stay gres:<i>` : ` (${inv.gpus} GPU(s) in the inventory)`}${tail}`,
+      unsure: !!why || unresolved.length > 0,
+    };
+  }
+  return { line: `GRES order: ${layout.devices.length} gpu device(s) in gres.conf File=/MultipleFiles= order${tail}`, unsure: unresolved.length > 0 };
+}
 
 export const slurmAttribution: AttributionManifest = {
   name: 'slurm',
@@ -91,14 +118,16 @@ export const slurmAttribution: AttributionManifest = {
     const gres = gresConfFor(cfg, env);
     // a reconcile error newer than the last success: Slurm did not answer the daemon lately
     const down = !!st.lastReconcileError && (!st.lastReconcileOk || st.lastReconcileError.slice(0, 24) > st.lastReconcileOk);
+    const gresOrder = gresOrderLine(gres, node, st);
     const lines = [
       `node ${node} (from ${nodeSource}${nodeSource === 'host name' ? ': not learned yet from a prolog or from Slurm; the reconciler checks it with Slurm before closing anything' : ''}); slurm.conf ${conf}; gres.conf ${gres}${existsSync(gres) ? '' : ' (not found: GRES indices cannot be mapped to UUIDs)'}`,
+      gresOrder.line,
       `${st.openBindings.length} open binding(s)${st.openBindings.length ? `: ${[...new Set(st.openBindings.map((b) => `job ${b.jobId}`))].join(', ')}` : ''}; ${st.gpusInInventory} GPU(s) in the inventory`,
       `reconciler: last answer from Slurm ${st.lastReconcileOk ?? 'never'}${st.lastReconcileError ? `; last error ${st.lastReconcileError}` : ''}${down ? '  <- Slurm is not answering: the last known bindings are kept' : ''}`,
       ...(st.lastHookLine ? [`last hook log line: ${st.lastHookLine}`] : []),
       ...(st.error ? [`store: ${st.error}`] : []),
     ];
-    return { lines, json: { node, node_source: nodeSource, slurm_conf: conf, gres_conf: gres, ...st }, problems: down ? 1 : 0 };
+    return { lines, json: { node, node_source: nodeSource, slurm_conf: conf, gres_conf: gres, gres_order: gresOrder.line, ...st }, problems: (down ? 1 : 0) + (gresOrder.unsure ? 1 : 0) };
   },
 
   async jobsByGpu(cfg) {

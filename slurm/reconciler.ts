@@ -75,8 +75,8 @@ export class Reconciler {
   private readonly settled = new Set<string>();
   /** The node name Slurm confirmed, and until when that answer holds. */
   private confirmed = { name: '', until: 0 };
-  /** Local source: when slurmctld last answered about a job id (ms), and whether it ran here then. */
-  private readonly answered = new Map<string, { at: number; here: boolean }>();
+  /** Local source: when slurmctld last answered about a job id (ms), whether it ran here then, and whether a step here listed it. */
+  private readonly answered = new Map<string, { at: number; here: boolean; listed: boolean }>();
   /** listjobs is 24.05+: after "invalid keyword", listpids. */
   private listjobs = true;
 
@@ -157,13 +157,14 @@ export class Reconciler {
   }
 
   /** What slurmctld says of one job: does it run here now (with its GPU indices when it does)? */
-  private async askJob(id: string, node: string, now: number, openKey: string | undefined): Promise<Answer> {
+  private async askJob(id: string, node: string, now: number, open: { runKey: string; bound: boolean } | undefined, listed: boolean): Promise<Answer> {
     let job = await this.queryJob(id, false);
     const runs = (j: SlurmJob | null) => !!j && ACTIVE.has(j.state) && j.nodes.includes(node);
-    // 22.05's one-RPC answer has no GPU indices: a job (or run) the store has no binding for needs them
-    if (runs(job) && this.scontrolJson === false && (!openKey || openKey !== (job!.sluid ? `sluid:${job!.sluid}` : `r${job!.restarts}`))) job = await this.queryJob(id, true);
+    // 22.05's one-RPC answer has no GPU indices: a job, a run or a prolog record without a GPU binding needs them
+    // (22.05's prolog sees no GPU in its environment for jobs started soon after slurmctld restarted)
+    if (runs(job) && this.scontrolJson === false && (!open?.bound || open.runKey !== (job!.sluid ? `sluid:${job!.sluid}` : `r${job!.restarts}`))) job = await this.queryJob(id, true);
     const here = runs(job);
-    this.answered.set(id, { at: now, here });
+    this.answered.set(id, { at: now, here, listed });
     return job ? { job, here } : { job: null, here: false };
   }
 
@@ -289,7 +290,13 @@ export class Reconciler {
     const listed = await this.localJobIds(node, guessed);
     const recheck = this.o.recheckMs ?? 300_000;
     // open runs, GPU or not: a prolog records every job of the node
-    const open = db.prepare(`SELECT job_id AS jobId, run_key AS runKey, COALESCE(start_time, updated_at) AS start FROM jobs WHERE end_time IS NULL`).all() as { jobId: string; runKey: string; start: number }[];
+    const open = db
+      .prepare(
+        `SELECT j.job_id AS jobId, j.run_key AS runKey, COALESCE(j.start_time, j.updated_at) AS start,
+                EXISTS (SELECT 1 FROM bindings b WHERE b.job_id = j.job_id AND b.run_key = j.run_key AND b.end_time IS NULL) AS bound
+         FROM jobs j WHERE j.end_time IS NULL`,
+      )
+      .all() as { jobId: string; runKey: string; start: number; bound: number }[];
     const openIds = new Set(open.map((r) => r.jobId));
     const last = (id: string) => this.answered.get(id);
     for (const id of this.answered.keys()) if (!listed.ids.has(id) && !openIds.has(id)) this.answered.delete(id);
@@ -298,8 +305,10 @@ export class Reconciler {
     const add = (ids: Iterable<string>) => {
       for (const id of ids) if (!queue.includes(id)) queue.push(id);
     };
-    // a job running here that the store does not know; one Slurm said is not ours is asked again only after recheck
-    add([...listed.ids].filter((id) => !openIds.has(id) && !(last(id) && !last(id)!.here && now - last(id)!.at < recheck)));
+    // a job running here that the store does not know; one Slurm said is not ours while a step here listed it
+    // (a lingering step daemon) is asked again only after recheck; one that was not listed then (a requeued job
+    // back on this node) is news
+    add([...listed.ids].filter((id) => !openIds.has(id) && !(last(id) && !last(id)!.here && last(id)!.listed && now - last(id)!.at < recheck)));
     // no step shows it any more: ended, or completing, or a step-less allocation (asked at most once a grace period)
     const absent = open.filter((r) => !listed.ids.has(r.jobId) && r.start < now - GRACE_MS && !(last(r.jobId) && now - last(r.jobId)!.at < GRACE_MS));
     // a wrong node name lists no step at all: closing on its word would close everything
@@ -314,7 +323,8 @@ export class Reconciler {
     let closed = 0;
     let asked = 0;
     for (const id of queue.slice(0, SCONTROL_PER_TICK)) {
-      const a = await this.askJob(id, node, now, open.find((r) => r.jobId === id)?.runKey);
+      const run = open.find((r) => r.jobId === id);
+      const a = await this.askJob(id, node, now, run && { runKey: run.runKey, bound: run.bound === 1 }, listed.ids.has(id));
       asked++;
       if (a.here) {
         this.recordRunning(a.job, node, now, gres, inv);

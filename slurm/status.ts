@@ -10,6 +10,8 @@ export interface SlurmStoreStatus {
   exists: boolean;
   openBindings: OpenBinding[];
   gpusInInventory: number;
+  /** Whole GPUs in the inventory by vendor, and how many of them have no PCI bus id (AutoDetect's order is unknown then). */
+  inventoryByVendor: Record<string, { gpus: number; withoutPci: number }>;
   lastReconcileOk: string | null;
   lastReconcileError: string | null;
   lastHookLine: string | null;
@@ -20,7 +22,7 @@ export interface SlurmStoreStatus {
 
 export function slurmStoreStatus(stateDir: string): SlurmStoreStatus {
   const store = storePath(stateDir);
-  const st: SlurmStoreStatus = { store, exists: existsSync(store), openBindings: [], gpusInInventory: 0, lastReconcileOk: null, lastReconcileError: null, lastHookLine: null, learnedNodeName: null };
+  const st: SlurmStoreStatus = { store, exists: existsSync(store), openBindings: [], gpusInInventory: 0, inventoryByVendor: {}, lastReconcileOk: null, lastReconcileError: null, lastHookLine: null, learnedNodeName: null };
   try {
     // never through a link: a root doctor must not print a line of a file the link points at
     const fd = openSync(join(stateDir, 'hooks.log'), constants.O_RDONLY | constants.O_NOFOLLOW);
@@ -41,6 +43,9 @@ export function slurmStoreStatus(stateDir: string): SlurmStoreStatus {
     try {
       st.openBindings = openBindings(db);
       st.gpusInInventory = (db.prepare('SELECT COUNT(*) AS n FROM gpus').get() as { n: number }).n;
+      for (const r of db.prepare('SELECT vendor, COUNT(*) AS n, SUM(pci_bus_id IS NULL) AS nopci FROM gpus WHERE mig_parent IS NULL GROUP BY vendor').all() as { vendor: string; n: number; nopci: number }[]) {
+        st.inventoryByVendor[r.vendor] = { gpus: r.n, withoutPci: r.nopci };
+      }
       const meta = new Map((db.prepare('SELECT key, value FROM meta').all() as { key: string; value: string }[]).map((r) => [r.key, r.value]));
       const ok = meta.get('reconcile.last_ok');
       st.lastReconcileOk = ok ? new Date(Number(ok)).toISOString() : null;

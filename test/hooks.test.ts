@@ -13,6 +13,7 @@ import { upsertInventory } from '../src/store/jobs.js';
 import { openStore } from '../src/store/open.js';
 import { slurmStoreStatus } from '../slurm/status.js';
 import { ROOT, tempDir } from './helpers/paths.js';
+import { runCli } from './helpers/daemon.js';
 
 function hook(kind: 'prolog' | 'epilog', env: Record<string, string>): { status: number | null; stderr: string } {
   // slurmd's environment: no PATH, no HOME
@@ -80,7 +81,7 @@ test('GRES indices resolve through gres.conf order and device minors to UUIDs; u
   assert.deepEqual(rows('SELECT gpu_uuid FROM bindings ORDER BY gpu_uuid').map((r) => r.gpu_uuid), ['GPU-minor10', 'GPU-minor12', 'gres:1']);
 });
 
-test('AutoDetect=nvml: GRES indices follow PCI bus order, not File= order or minors; an unknown order stays gres:<i>', () => {
+test('AutoDetect=nvml: GRES indices follow PCI bus order, not File= order or minors; an unknown order stays gres:<i>, and doctor says so', async () => {
   const { state, env, rows } = setup();
   const d = tempDir('l9gpu-autodetect-');
   for (let i = 0; i < 4; i++) spawnSync('mknod', [join(d, `gpu${i}`), 'c', '195', String(i)]);
@@ -104,6 +105,13 @@ test('AutoDetect=nvml: GRES indices follow PCI bus order, not File= order or min
   writeFileSync(join(d, 'gres.conf'), `NodeName=n1 AutoDetect=nvml Name=gpu\n`);
   assert.equal(hook('prolog', { ...env, ...slurm, SLURM_JOB_ID: '312', SLURM_JOB_GPUS: '1,7', CUDA_VISIBLE_DEVICES: '1,7' }).status, 0);
   assert.deepEqual(rows(`SELECT gpu_uuid FROM bindings WHERE job_id = '312' ORDER BY gpu_uuid`).map((r) => r.gpu_uuid), ['GPU-m0', 'gres:7']);
+  // doctor says how indices map and where it is unsure
+  const doctor = async () => (await runCli(['doctor'], { ...slurm, L9GPU_CONFIG: env.L9GPU_CONFIG! })).stdout;
+  assert.match(await doctor(), /GRES order: AutoDetect=nvml, slurmd numbers GPUs by PCI bus id \(4 GPU\(s\) in the inventory\); unsure, kept as GRES indices: job 312 gres:7/);
+  const w = openStore(state);
+  upsertInventory(w, [inv('GPU-m4', 4, null)]);
+  w.close();
+  assert.match(await doctor(), /unsure: 1 of 5 GPU\(s\) have no PCI bus id, so the order is unknown, GRES indices stay gres:<i>/);
 });
 
 test('old-style MIG ids (MIG-GPU-<uuid>/<gi>/<ci>) resolve through the inventory', () => {

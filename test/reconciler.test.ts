@@ -129,7 +129,7 @@ test('local source: a job no step shows is asked about alone, at most 10 a recon
   const now = Date.now();
   // 24 runs whose epilog never ran here (no step lists them), and job 1, whose batch step runs
   for (let i = 0; i < 24; i++) recordStart(db, { jobId: String(6000 + i), runKey: 'r0' }, [], 'prolog', now - 3_600_000);
-  recordStart(db, { jobId: '1', runKey: 'r0' }, [], 'prolog', now - 3_600_000);
+  recordStart(db, { jobId: '1', runKey: 'r0' }, [{ uuid: 'GPU-1', shared: false }], 'prolog', now - 3_600_000);
   const perTick: number[] = [];
   for (let t = 0; t < 4; t++) {
     const before = showJob(slurm).length;
@@ -156,5 +156,18 @@ test('squeue source: the whole queue every reconcile (the old way, kept for node
   await r.reconcileOnce();
   assert.equal(slurm.calls('squeue').length, 2);
   assert.equal(slurm.calls('scontrol').filter((c) => c.startsWith('list')).length, 0);
+  db.close();
+});
+
+test('local source on 22.05: a prolog record without a GPU binding is repaired with show job -d (its GPU indices)', async () => {
+  const slurm = fakeSlurm({ sacct: 'recorded', steps: 'job 1' });
+  const { db, r } = reconciler(slurm.bin);
+  // what 22.05's prolog records for a job started right after slurmctld restarted: no GPU in its environment
+  recordStart(db, { jobId: '1', runKey: 'r0' }, [], 'prolog', Date.now() - 60_000);
+  await r.reconcileOnce();
+  assert.deepEqual(showJob(slurm), ['--local show job 1', '--local show job -d 1']);
+  const b = db.prepare('SELECT gpu_uuid, source FROM bindings WHERE job_id = ? ORDER BY gpu_uuid').all('1');
+  // no gres.conf here: the recorded IDX:0-1 stay GRES indices until one says which GPUs they are
+  assert.deepEqual(b, [{ gpu_uuid: 'gres:0', source: 'poll' }, { gpu_uuid: 'gres:1', source: 'poll' }]);
   db.close();
 });

@@ -130,6 +130,7 @@ export_interval = 300ms
 
   after(async () => {
     const code = await daemon?.stop();
+    if (process.env.L9GPU_TEST_DAEMON_LOG) writeFileSync(process.env.L9GPU_TEST_DAEMON_LOG, daemon?.stderr ?? "");
     await cluster?.stop();
     await vm.stop();
     assert.equal(code, 0, daemon?.stderr);
@@ -237,6 +238,9 @@ export_interval = 300ms
     const id = await cluster.sbatch(['--gres=gpu:1', '--wrap', 'sleep 60']);
     await cluster.waitState(id, ['RUNNING']);
     await waitFor('bound', () => bindings(id).length === 1);
+    // the batch step runs, so the prolog has told slurmctld it is done: a controller killed while slurmd still sends
+    // that leaves 22.05's slurmd retrying it and starting later jobs without their prolog
+    await pidsOf(id);
     const pid = Number(readFileSync(join(cluster.base, 'run', 'slurmctld.pid'), 'utf8'));
     process.kill(pid, 'SIGTERM');
     await daemon.waitStderr(/Slurm query failed: keeping the last known bindings error="\S*\/(squeue|scontrol) /, 60_000);
