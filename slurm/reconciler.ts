@@ -140,7 +140,9 @@ export class Reconciler {
       try {
         const job = pick(parseSqueueJson(await this.run('scontrol', ['--local', '--json', 'show', 'job', id])));
         this.scontrolJson = true;
-        return job;
+        // 24.11's --json answers an unknown job and an unreachable controller alike (exit 0, no job, no error):
+        // the text form tells them apart
+        if (job) return job;
       } catch (e) {
         const msg = (e as Error).message;
         if (/Invalid job id/i.test(msg)) return null;

@@ -171,3 +171,24 @@ test('local source on 22.05: a prolog record without a GPU binding is repaired w
   assert.deepEqual(b, [{ gpu_uuid: 'gres:0', source: 'poll' }, { gpu_uuid: 'gres:1', source: 'poll' }]);
   db.close();
 });
+
+test('24.11+: an empty --json answer is not taken for "job gone" (slurmctld down answers the same): nothing is closed', async () => {
+  const d = tempDir('l9gpu-fake-slurm-');
+  const bin = join(d, 'bin');
+  mkdirSync(bin);
+  // recorded from 24.11.5 with slurmctld stopped (slurm/testdata/README.md)
+  writeFileSync(join(bin, 'scontrol'), [
+    '#!/bin/sh',
+    `[ "$1" = listjobs ] && { echo "No slurmstepd's found on this node" >&2; exit 1; }`,
+    // the node confirmed a moment before slurmctld went away
+    `[ "$2 $3" = "show node" ] && { echo 'NodeName=gpunode9 Arch=x86_64 CoresPerSocket=1 State=IDLE'; exit 0; }`,
+    `[ "$2" = --json ] && { cat '${join(TD, 'scontrol-json-show-job-unreachable-24.11.json')}'; exit 0; }`,
+    `echo 'slurm_load_jobs error: Unable to contact slurm controller (connect failure)' >&2; exit 1`,
+    '',
+  ].join('\n'), { mode: 0o755 });
+  const { db, r } = reconciler(bin);
+  recordStart(db, { jobId: '9', runKey: 'r0' }, [{ uuid: 'GPU-9', shared: false }], 'prolog', Date.now() - 3_600_000);
+  await assert.rejects(r.reconcileOnce(), /scontrol --local show job 9: exit code 1: slurm_load_jobs error: Unable to contact slurm controller/);
+  assert.equal((db.prepare('SELECT end_time FROM bindings WHERE job_id = ?').get('9') as { end_time: number | null }).end_time, null);
+  db.close();
+});

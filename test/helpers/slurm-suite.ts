@@ -554,6 +554,40 @@ export_interval = 300ms
     await cluster.restartSlurmd();
   });
 
+  test(L + 'configless Slurm: slurmd fetches its config; told nothing, the hooks and the daemon find slurm.conf and gres.conf in /run/slurm/conf', async () => {
+    await idle();
+    // the daemon, and the hooks' configuration, told nothing about Slurm's files: no SLURM_CONF, no [slurm] slurm_conf
+    assert.equal(await daemon.stop(), 0, daemon.stderr);
+    const told = readFileSync(configFile, 'utf8');
+    writeFileSync(configFile, told.replace(/^slurm_conf = .*\n/m, ''));
+    const cache = await cluster.enterConfigless();
+    const bare = { ...fake.env(), PATH: cluster.clientEnv().PATH! };
+    try {
+      assert.ok(readFileSync(join(cache, 'gres.conf'), 'utf8').includes('Name=gpu'), 'slurmctld sent gres.conf with slurm.conf');
+      const mark = Date.now();
+      daemon = new DaemonProcess(['--config', configFile], bare);
+      const doc = await runCli(['doctor', '--config', configFile], bare);
+      assert.match(doc.stdout, /slurm\.conf \/run\/slurm\/conf\/slurm\.conf; gres\.conf \/run\/slurm\/conf\/gres\.conf(?! \(not found)/);
+      const id = await cluster.sbatch(['--gres=gpu:1', '--wrap', 'sleep 15']);
+      await cluster.waitState(id, ['RUNNING']);
+      const want = (await gresIdx(id)).map(uuidOfGres);
+      const b = await waitFor('bound by the prolog', () => (bindings(id)[0]?.source === 'prolog' ? bindings(id) : undefined));
+      assert.deepEqual(b.map((x) => x.gpu_uuid), want, 'GRES index -> UUID through the cached gres.conf');
+      // the reconciler asked Slurm through the cached slurm.conf: it confirmed the job (its name is not in the prolog's environment)
+      await waitFor('the job name from Slurm', () => job(id)?.name === 'wrap');
+      assert.ok(Number(q<{ value: string }>(`SELECT value FROM meta WHERE key = 'reconcile.last_ok'`)[0]!.value) > mark);
+      assert.doesNotMatch(daemon.stderr, /Slurm query failed/);
+      await cluster.cmd(['scancel', id]);
+      await waitFor('closed by its epilog', () => bindings(id)[0]!.closed_by === 'epilog');
+    } finally {
+      assert.equal(await daemon.stop(), 0, daemon.stderr);
+      writeFileSync(configFile, told);
+      await cluster.leaveConfigless();
+      daemon = new DaemonProcess(['--config', configFile], { ...fake.env(), ...cluster.clientEnv() });
+    }
+    await daemon.waitStderr(/l9gpu daemon started/);
+  });
+
   test(L + '5,000 pending jobs: a reconcile costs slurmctld the same RPCs as with an empty queue, and no full-queue dump', async (t) => {
     await idle();
     const k = await cluster.sbatch(['--gres=gpu:1', '--wrap', 'sleep 300']);

@@ -12,7 +12,7 @@
  * their host paths and they write the same state dir the daemon reads.
  */
 import { execFile, spawn, spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -218,6 +218,7 @@ TaskPlugin=task/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 SlurmdParameters=config_overrides
+SlurmctldParameters=enable_configless
 MpiDefault=none
 ReturnToService=2
 ${acct}
@@ -286,6 +287,54 @@ PartitionName=gpu Nodes=${SLURM_NODE} Default=YES MaxTime=INFINITE State=UP
     await waitFor('node idle or mixed', async () => /^(idle|mixed|allocated)$/.test((await this.cmd(['sinfo', '-h', '-o', '%T']).catch(() => '')).trim()), 30_000, 200);
   }
 
+  /** What configless mode added to this machine (and the chroot), removed again by leaveConfigless. */
+  private configless: string[] = [];
+
+  /**
+   * Restarts slurmd the configless way (`slurmd --conf-server`, no slurm.conf
+   * on the node, no SLURM_CONF): it fetches slurm.conf and gres.conf from
+   * slurmctld into its spool and links /run/slurm/conf to them, which is
+   * where the hooks it runs (in its root) must find them. Before it has a
+   * config, slurmd reaches munge at the compiled-in socket, so that is
+   * linked to this cluster's munged. A daemon running outside the chroot
+   * sees this machine's /run: the link slurmd made there is mirrored here.
+   * Returns the config cache folder.
+   */
+  async enterConfigless(): Promise<string> {
+    const root = this.root ?? '/';
+    this.killSlurmd();
+    await waitFor('slurmd gone', () => !alive(Number(readFileSync(join(this.base, 'run', 'slurmd.pid'), 'utf8'))), 10_000, 100);
+    const socket = join(root, 'run', 'munge', 'munge.socket.2');
+    if (!existsSync(socket)) {
+      mkdirSync(join(root, 'run', 'munge'), { recursive: true });
+      symlinkSync(join(this.base, 'munge', 'munge.socket.2'), socket);
+      this.configless.push(socket);
+    }
+    const env = { ...this.env };
+    delete env.SLURM_CONF;
+    const r = spawnSync(...this.inside('slurmd', ['--conf-server', '127.0.0.1:6817', '-N', SLURM_NODE]), { env, encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`slurmd --conf-server: ${r.stderr}`);
+    const link = join(root, 'run', 'slurm', 'conf');
+    const cache = await waitFor('slurmd linked /run/slurm/conf', () => (existsSync(join(link, 'slurm.conf')) ? readlinkSync(link) : undefined), 30_000, 100);
+    this.configless.push(link);
+    if (this.root && !existsSync('/run/slurm/conf')) {
+      mkdirSync('/run/slurm', { recursive: true });
+      symlinkSync(cache, '/run/slurm/conf');
+      this.configless.push('/run/slurm/conf');
+    }
+    await this.cmd(['scontrol', 'update', `nodename=${SLURM_NODE}`, 'state=resume']).catch(() => '');
+    await waitFor('node idle or mixed', async () => /^(idle|mixed|allocated)$/.test((await this.cmd(['sinfo', '-h', '-o', '%T']).catch(() => '')).trim()), 30_000, 200);
+    return cache;
+  }
+
+  /** Back to slurmd with its slurm.conf; nothing configless mode added stays. */
+  async leaveConfigless(): Promise<void> {
+    this.killSlurmd();
+    await waitFor('slurmd gone', () => !alive(Number(readFileSync(join(this.base, 'run', 'slurmd.pid'), 'utf8'))), 10_000, 100);
+    for (const p of this.configless.splice(0)) rmSync(p, { force: true });
+    await this.restartSlurmd();
+  }
+
   log(name: 'slurmctld' | 'slurmd'): string {
     try {
       return readFileSync(join(this.base, 'log', `${name}.log`), 'utf8');
@@ -314,6 +363,7 @@ PartitionName=gpu Nodes=${SLURM_NODE} Default=YES MaxTime=INFINITE State=UP
       process.kill(p, 'SIGTERM');
       await waitFor(`${f} gone`, () => !alive(p), 10_000, 50).catch(() => process.kill(p, 'SIGKILL'));
     }
+    for (const p of this.configless.splice(0)) rmSync(p, { force: true });
     if (this.root) this.unmountChroot();
   }
 }
