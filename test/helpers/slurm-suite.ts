@@ -611,7 +611,8 @@ export_interval = 300ms
         let us = 0;
         for (const [type, a] of after) {
           const d = a.count - (before.get(type)?.count ?? 0);
-          if (type === 'REQUEST_STATS_INFO' || d === 0) continue; // sdiag's own
+          // queries the reconciler's commands make; not sdiag's own, nor slurmd's registrations and completions
+          if (!/^REQUEST_\w+_INFO(_SINGLE)?$/.test(type) || type === 'REQUEST_STATS_INFO' || d === 0) continue;
           byType[type] = d;
           us += a.totalUs - (before.get(type)?.totalUs ?? 0);
         }
@@ -638,10 +639,11 @@ export_interval = 300ms
       assert.deepEqual(local.byType, empty.byType, 'the same RPCs whatever the queue');
       assert.equal(local.byType.REQUEST_JOB_INFO, undefined, 'no full-queue dump');
       assert.ok(local.perMinute <= 1, `at most one RPC a minute for one job: ${local.perMinute}`);
-      assert.equal(whole.byType.REQUEST_JOB_INFO, 10, 'the squeue source dumps the queue every reconcile (and sdiag sees it)');
+      assert.ok((whole.byType.REQUEST_JOB_INFO ?? 0) >= 10, `the squeue source dumps the queue at least once a reconcile (and sdiag sees it): ${JSON.stringify(whole.byType)}`);
     } finally {
-      await cluster.cmd(['scancel', '--state=PENDING']);
-      await cluster.cmd(['scancel', k]);
+      // never masks the case's own failure
+      await cluster.cmd(['scancel', '--state=PENDING']).catch((e: Error) => t.diagnostic(`scancel: ${e.message}`));
+      await cluster.cmd(['scancel', k]).catch(() => '');
     }
   });
 }

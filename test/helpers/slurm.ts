@@ -12,7 +12,7 @@
  * their host paths and they write the same state dir the daemon reads.
  */
 import { execFile, spawn, spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, copyFileSync, existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, rmdirSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -32,6 +32,16 @@ export const CHROOT_CACHE = '/var/cache/l9gpu-test';
 
 export function chrootOf(release: SlurmRelease): string | undefined {
   return release === 'bookworm' ? undefined : join(CHROOT_CACHE, `slurm-${release}`);
+}
+
+/** A link (or the empty folder made for it), never what it points at or anything inside. */
+function removeLinkOrEmptyDir(p: string): void {
+  try {
+    if (lstatSync(p).isDirectory()) rmdirSync(p);
+    else unlinkSync(p);
+  } catch {
+    /* gone, or no longer empty: not ours to remove */
+  }
 }
 
 function alive(pid: number): boolean {
@@ -318,7 +328,10 @@ PartitionName=gpu Nodes=${SLURM_NODE} Default=YES MaxTime=INFINITE State=UP
     const cache = await waitFor('slurmd linked /run/slurm/conf', () => (existsSync(join(link, 'slurm.conf')) ? readlinkSync(link) : undefined), 30_000, 100);
     this.configless.push(link);
     if (this.root && !existsSync('/run/slurm/conf')) {
-      mkdirSync('/run/slurm', { recursive: true });
+      if (!existsSync('/run/slurm')) {
+        mkdirSync('/run/slurm');
+        this.configless.push('/run/slurm');
+      }
       symlinkSync(cache, '/run/slurm/conf');
       this.configless.push('/run/slurm/conf');
     }
@@ -331,7 +344,7 @@ PartitionName=gpu Nodes=${SLURM_NODE} Default=YES MaxTime=INFINITE State=UP
   async leaveConfigless(): Promise<void> {
     this.killSlurmd();
     await waitFor('slurmd gone', () => !alive(Number(readFileSync(join(this.base, 'run', 'slurmd.pid'), 'utf8'))), 10_000, 100);
-    for (const p of this.configless.splice(0)) rmSync(p, { force: true });
+    for (const p of this.configless.splice(0).reverse()) removeLinkOrEmptyDir(p);
     await this.restartSlurmd();
   }
 
@@ -363,7 +376,7 @@ PartitionName=gpu Nodes=${SLURM_NODE} Default=YES MaxTime=INFINITE State=UP
       process.kill(p, 'SIGTERM');
       await waitFor(`${f} gone`, () => !alive(p), 10_000, 50).catch(() => process.kill(p, 'SIGKILL'));
     }
-    for (const p of this.configless.splice(0)) rmSync(p, { force: true });
+    for (const p of this.configless.splice(0).reverse()) removeLinkOrEmptyDir(p);
     if (this.root) this.unmountChroot();
   }
 }
