@@ -20,7 +20,12 @@ function one(pts: JsonPoint[], name: string, attrs: Record<string, unknown> = {}
 }
 
 test('every NVML field arrives with the registry name and unit, converted exactly', async () => {
-  const fake = new FakeNvml({ driver_version: '550.54.15', devices: [h100(0, { clock_reasons: 0x4 | 0x1 }), h100(1)] });
+  // GPU 0 has retired pages (the size query then answers INSUFFICIENT_SIZE with the count, as the real library does);
+  // NVML reports one process's memory as NVML_VALUE_NOT_AVAILABLE (-1: WDDM, or no permission under MIG)
+  const fake = new FakeNvml({
+    driver_version: '550.54.15',
+    devices: [h100(0, { clock_reasons: 0x4 | 0x1, retired: { sbe: 3, dbe: 1 }, processes: [{ pid: 4242, used: 1_048_576_000 }, { pid: 4343, used: '18446744073709551615' }] }), h100(1)],
+  });
   const r = await runCli(['daemon', '--once', '--plugin', 'nvml', '--sink', 'stdout'], fake.env());
   assert.equal(r.status, 0, r.stderr);
   const pts = parseLines(r.stdout);
@@ -51,7 +56,9 @@ test('every NVML field arrives with the registry name and unit, converted exactl
   assert.equal(one(pts, 'gpu.ecc.errors', { ...g0, 'error.type': 'uncorrected', 'gpu.ecc.scope': 'aggregate' }), 0);
   assert.equal(one(pts, 'gpu.memory.remapped_rows', { ...g0, 'gpu.memory.remap.cause': 'corrected' }), 2);
   assert.equal(one(pts, 'gpu.memory.remap.pending', g0), 0);
-  assert.equal(one(pts, 'gpu.memory.retired_pages', { ...g0, 'gpu.memory.retirement.cause': 'double_bit_ecc' }), 0);
+  assert.equal(one(pts, 'gpu.memory.retired_pages', { ...g0, 'gpu.memory.retirement.cause': 'multiple_single_bit_ecc' }), 3);
+  assert.equal(one(pts, 'gpu.memory.retired_pages', { ...g0, 'gpu.memory.retirement.cause': 'double_bit_ecc' }), 1);
+  assert.equal(one(pts, 'gpu.memory.retired_pages', { 'gpu.uuid': fake.desc.devices[1]!.uuid, 'gpu.memory.retirement.cause': 'double_bit_ecc' }), 0);
   assert.equal(one(pts, 'gpu.memory.retirement.pending', g0), 0);
   assert.equal(one(pts, 'gpu.pcie.throughput', { ...g0, 'network.io.direction': 'transmit' }), 1000 * 1024, 'KB/s -> By/s');
   assert.equal(one(pts, 'gpu.pcie.throughput', { ...g0, 'network.io.direction': 'receive' }), 2000 * 1024);
@@ -60,8 +67,9 @@ test('every NVML field arrives with the registry name and unit, converted exactl
   assert.equal(one(pts, 'gpu.performance_state', g0), 0);
   assert.equal(one(pts, 'gpu.interconnect.io', { ...g0, 'network.io.direction': 'transmit', 'gpu.interconnect.type': 'nvlink' }), 1000 * 1024, 'KiB -> By');
   assert.equal(pick(pts, 'gpu.interconnect.throughput').length, 0, 'a rate needs two samples');
-  assert.equal(one(pts, 'gpu.process.count', g0), 1);
+  assert.equal(one(pts, 'gpu.process.count', g0), 2);
   assert.equal(one(pts, 'gpu.process.memory.used', { ...g0, 'process.pid': 4242 }), 1_048_576_000);
+  assert.equal(pick(pts, 'gpu.process.memory.used').filter((p) => p.attributes['process.pid'] === 4343).length, 0, 'NVML_VALUE_NOT_AVAILABLE is no value, not 1.8e19 bytes');
   assert.equal(one(pts, 'gpu.info', { ...g0, 'gpu.driver.version': '550.54.15' }), 1);
   assert.equal(one(pts, 'gpu.lost', g0), 0);
   for (const p of pts) assert.ok(['gpu.', 'l9gpu.'].some((x) => p.name.startsWith(x)));
@@ -79,6 +87,9 @@ test('NOT_SUPPORTED fields are skipped and said once per GPU; other errors too',
   const d = new DaemonProcess(['--plugin', 'nvml', '--sink', 'stdout', '--interval', '100ms'], fake.env());
   try {
     await waitFor('5 collections', () => pick(d.points(), 'gpu.utilization').length >= 10);
+    // stdout and stderr are two pipes: a loaded machine may deliver the points before the first tick's notes
+    await d.waitStderr(/fan speed is not supported/);
+    await d.waitStderr(/power: Unknown Error \(999\)/);
     const pts = d.points();
     const g0 = fake.desc.devices[0]!.uuid;
     assert.equal(pick(pts, 'gpu.fan.speed', { 'gpu.uuid': g0 }).length, 0);

@@ -130,7 +130,7 @@ export class NvmlConverter {
           const pa: Attributes = { ...a, 'process.pid': p.pid };
           if (p.gi !== undefined) pa['gpu.mig.instance_id'] = p.gi;
           if (p.ci !== undefined) pa['gpu.mig.compute_instance_id'] = p.ci;
-          out.add(GPU.procMem, p.usedBytes, pa);
+          if (p.usedBytes !== undefined) out.add(GPU.procMem, p.usedBytes, pa);
         }
       }
       const xids = this.xid.get(g.uuid);

@@ -11,6 +11,8 @@ import type { GpuSnapshot, MigSnapshot, ProcessSnapshot, Snapshot } from './snap
 const FIELD = { RETIRED_PENDING: 31, MEMORY_TEMP: 82, NVLINK_TX: 138, NVLINK_RX: 139 } as const;
 const ALL_LINKS = 0xffffffff;
 const NO_INSTANCE = 0xffffffff;
+/** NVML_VALUE_NOT_AVAILABLE: (unsigned long long)-1 in a 64-bit field (nvml.h). */
+const VALUE_NOT_AVAILABLE = 0xffff_ffff_ffff_ffffn;
 
 class GpuLost extends Error {}
 
@@ -181,12 +183,8 @@ export class Sampler {
       if (this.ok(g, 'remapped rows', n.remappedRows(h, c, un, p, f))) s.remapped = { corrected: c[0], uncorrected: un[0], pending: p[0], failure: f[0] };
     }
     if (!skip.has('retired pages')) {
-      const cnt: [number] = [0];
-      if (this.ok(g, 'retired pages', n.retiredPages(h, 0, cnt, null))) {
-        s.retiredSbe = cnt[0];
-        cnt[0] = 0;
-        if (this.ok(g, 'retired pages', n.retiredPages(h, 1, cnt, null))) s.retiredDbe = cnt[0];
-      }
+      s.retiredSbe = this.retiredPages(g, 0);
+      if (s.retiredSbe !== undefined) s.retiredDbe = this.retiredPages(g, 1);
     }
     if (!skip.has('pcie throughput')) {
       if (this.ok(g, 'pcie throughput', n.pcieThroughput(h, 0, u1))) {
@@ -225,6 +223,21 @@ export class Sampler {
     }
   }
 
+  /**
+   * How many pages are retired for this cause. When there are any, the size
+   * query (count 0) answers INSUFFICIENT_SIZE with the needed count (nvml.h):
+   * read them into a buffer of that size, asking again if more were retired
+   * between the calls, as NVIDIA's own bindings do.
+   */
+  private retiredPages(g: Gpu, cause: 0 | 1): number | undefined {
+    const cnt: [number] = [0];
+    let r = this.nvml.retiredPages(g.handle, cause, cnt, null);
+    for (let tries = 0; r === NVML.INSUFFICIENT_SIZE && tries < 3; tries++) {
+      r = this.nvml.retiredPages(g.handle, cause, cnt, Buffer.alloc(8 * cnt[0]));
+    }
+    return this.ok(g, 'retired pages', r) ? cnt[0] : undefined;
+  }
+
   private readProcesses(g: Gpu, s: GpuSnapshot): void {
     const n = this.nvml;
     const count: [number] = [this.procBuf.length / PROCESS_INFO_SIZE];
@@ -240,7 +253,10 @@ export class Sampler {
       const o = i * PROCESS_INFO_SIZE;
       const gi = this.procBuf.readUInt32LE(o + 16);
       const ci = this.procBuf.readUInt32LE(o + 20);
-      const p: ProcessSnapshot = { pid: this.procBuf.readUInt32LE(o), usedBytes: Number(this.procBuf.readBigUInt64LE(o + 8)) };
+      const used = this.procBuf.readBigUInt64LE(o + 8);
+      const p: ProcessSnapshot = { pid: this.procBuf.readUInt32LE(o) };
+      // NVML_VALUE_NOT_AVAILABLE (-1: under WDDM, or without permission in MIG mode) is no value
+      if (used !== VALUE_NOT_AVAILABLE) p.usedBytes = Number(used);
       if (gi !== NO_INSTANCE) p.gi = gi;
       if (ci !== NO_INSTANCE) p.ci = ci;
       list.push(p);

@@ -5,7 +5,8 @@
  */
 export interface ProcessSnapshot {
   pid: number;
-  usedBytes: number;
+  /** Absent when NVML says NVML_VALUE_NOT_AVAILABLE. */
+  usedBytes?: number;
   /** GPU / compute instance ids; absent without MIG (NVML gives 0xFFFFFFFF). */
   gi?: number;
   ci?: number;
