@@ -215,3 +215,19 @@ test('a missing library: a clear error in the daemon and in doctor', async () =>
   const ok = await runCli(['doctor'], { L9GPU_PLUGINS: 'nvml', ...fake.env() });
   assert.match(ok.stdout, /ok\s+nvml\s+enabled\s+driver 550.54.15, 2 GPU\(s\) via \S+libnvidia-ml.so.1/);
 });
+
+test('plugins = auto with a lost GPU: NVIDIA monitoring stays on; daemon --once and gpus report the healthy GPU and the lost one', async () => {
+  // GPU 1 was opened at init and then fell off the bus: its queries answer GPU_IS_LOST (15)
+  const gpus = [h100(0), h100(1, { errors: { nvmlDeviceGetUtilizationRates: 15 } })];
+  const fake = new FakeNvml({ driver_version: '550.54.15', devices: gpus });
+  const r = await runCli(['daemon', '--once', '--sink', 'stdout'], fake.env());
+  assert.equal(r.status, 0, r.stderr);
+  const pts = parseLines(r.stdout);
+  assert.equal(one(pts, 'gpu.utilization', { 'gpu.uuid': gpus[0]!.uuid }), 0.87, 'the healthy GPU is sampled');
+  assert.equal(one(pts, 'gpu.lost', { 'gpu.uuid': gpus[1]!.uuid }), 1, 'the lost one is reported as lost');
+  assert.match(r.stderr, /GPU 1 \(GPU-01\S+\) is lost \(NVML_ERROR_GPU_IS_LOST\)/);
+  const g = await runCli(['gpus', '--json'], fake.env());
+  assert.equal(g.status, 0, g.stderr);
+  const listed = (JSON.parse(g.stdout) as { gpus: { uuid: string; lost?: boolean }[] }).gpus;
+  assert.deepEqual(listed.map((x) => [x.uuid, x.lost ?? false]), [[gpus[0]!.uuid, false], [gpus[1]!.uuid, true]]);
+});

@@ -60,7 +60,8 @@ export async function probeNvml(opts: NvmlOptions): Promise<ProbeResult> {
   try {
     const s = await client.sample(ac.signal);
     const lost = s.gpus.filter((g) => g.lost).length;
-    return { ok: s.gpus.length > 0 && lost === 0, detail: `driver ${s.driverVersion}, ${s.gpus.length} GPU(s)${lost ? `, ${lost} lost` : ''} via ${opts.library}` };
+    // a lost GPU is when monitoring matters most: NVML that loads and sees a GPU is on, the lost one reported as lost
+    return { ok: s.gpus.length > 0, detail: `driver ${s.driverVersion}, ${s.gpus.length} GPU(s)${lost ? `, ${lost} lost` : ''} via ${opts.library}` };
   } catch (e) {
     return { ok: false, detail: (e as Error).message };
   } finally {
