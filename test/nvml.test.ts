@@ -188,6 +188,8 @@ test('a lost GPU is reported and NVML re-initialised with backoff; the GPU comes
   } finally {
     assert.equal(await d.stop(), 0);
   }
+  // the fake says what the real library would punish: a set freed after nvmlShutdown, or in a later session
+  assert.doesNotMatch(d.stderr, /fake NVML: misuse/, 'the event set is freed after its wait returns and before nvmlShutdown, on re-init and on stop');
 });
 
 test('a driver not loaded at start is an error counted per tick, said once, and recovered from', async () => {

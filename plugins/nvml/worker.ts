@@ -71,11 +71,20 @@ function ensureInit(): void {
   }
 }
 
-function shutdown(): void {
-  if (!initialized) return;
+/**
+ * Ends this NVML session. The event loop frees its set once its wait returns
+ * (within eventWaitMs) and sees the generation changed: that must happen
+ * before nvmlShutdown, never after it, and never in a later session.
+ */
+let stopping: Promise<void> = Promise.resolve();
+function shutdown(): Promise<void> {
+  if (!initialized) return stopping;
   initialized = false;
   generation++;
-  nvml!.shutdown();
+  const events = eventWaitDone;
+  return (stopping = events.then(() => {
+    nvml!.shutdown();
+  }));
 }
 
 function startEvents(): void {
@@ -136,11 +145,15 @@ function startEvents(): void {
   });
 }
 
-port.on('message', (m: Request) => {
+port.on('message', (m: Request) => void onMessage(m));
+
+async function onMessage(m: Request): Promise<void> {
   if (m.type === 'stop') {
     shutdownAndExit();
     return;
   }
+  // a session being ended (its event wait returning) is ended before another starts
+  await stopping;
   const time = Date.now();
   try {
     ensureInit();
@@ -149,7 +162,7 @@ port.on('message', (m: Request) => {
     if (anyLost) {
       // a lost GPU or a driver reload: start over with a fresh NVML after the backoff
       lastError = 'a GPU was lost';
-      shutdown();
+      void shutdown();
       nextTry = Date.now() + backoff;
       backoff = Math.min(BACKOFF_MAX_MS, backoff * 2);
     }
@@ -157,12 +170,11 @@ port.on('message', (m: Request) => {
   } catch (e) {
     port.postMessage({ type: 'sample', id: m.id, ok: false, error: (e as Error).message, notes: sampler?.takeNotes() ?? [] } satisfies Reply);
   }
-});
+}
 
 function shutdownAndExit(): void {
-  shutdown();
-  // the pending event wait returns within eventWaitMs; freeing the set under it would be unsafe
-  void eventWaitDone.then(() => {
+  // the pending event wait returns within eventWaitMs; the set is freed then, and NVML shut down after it
+  void shutdown().then(() => {
     port.postMessage({ type: 'stopped' } satisfies Reply);
     port.close();
   });
