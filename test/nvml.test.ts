@@ -233,3 +233,17 @@ test('plugins = auto with a lost GPU: NVIDIA monitoring stays on; daemon --once 
   const listed = (JSON.parse(g.stdout) as { gpus: { uuid: string; lost?: boolean }[] }).gpus;
   assert.deepEqual(listed.map((x) => [x.uuid, x.lost ?? false]), [[gpus[0]!.uuid, false], [gpus[1]!.uuid, true]]);
 });
+
+test('a library without nvmlDeviceGetTemperature (deprecated in 13.0) or nvmlEventSetWait_v2 loads: temperature through nvmlDeviceGetTemperatureV, Xid counting off, said once', async () => {
+  const fake = new FakeNvml({ driver_version: '580.65.06', devices: [h100(0)] });
+  const d = new DaemonProcess(['--plugin', 'nvml', '--sink', 'stdout', '--interval', '100ms'], fake.env('lean'));
+  try {
+    await waitFor('3 collections', () => pick(d.points(), 'gpu.utilization').length >= 3);
+    assert.equal(one(d.points().slice(-60), 'gpu.temperature', { 'gpu.temperature.sensor': 'edge' }), 45, 'nvmlDeviceGetTemperatureV (the fake checks its struct version)');
+    await d.waitStderr(/lacks nvmlEventSetCreate\/nvmlDeviceRegisterEvents\/nvmlEventSetWait_v2\/nvmlEventSetFree: Xid errors will not be counted/);
+    assert.equal(d.stderr.split('Xid errors will not be counted').length - 1, 1, 'said once');
+    assert.doesNotMatch(d.stderr, /collection failed/);
+  } finally {
+    assert.equal(await d.stop(), 0, d.stderr);
+  }
+});

@@ -16,6 +16,8 @@ export const NVML = {
 
 /** nvmlMemory_v2_t: sizeof | version << 24 */
 export const MEMORY_V2_VERSION = 40 | (2 << 24);
+/** nvmlTemperature_v1_t { uint version; nvmlTemperatureSensors_t sensorType; int temperature }: 12 | 1 << 24 */
+export const TEMPERATURE_V1_VERSION = 12 | (1 << 24);
 export const FIELD_VALUE_SIZE = 40;
 export const PROCESS_INFO_SIZE = 24;
 export const EVENT_DATA_SIZE = 32;
@@ -45,6 +47,7 @@ export interface NvmlBinding {
   /** v2 when present (reserved memory apart), else v1 (reserved counted as used). */
   memory(h: Handle, out: Partial<MemoryV2>): number;
   readonly memoryV2: boolean;
+  /** nvmlDeviceGetTemperatureV where the library has it (the old call is deprecated in 13.0), else nvmlDeviceGetTemperature. */
   temperature(h: Handle, sensor: number, out: Out<number>): number;
   power(h: Handle, out: Out<number>): number;
   powerLimit(h: Handle, out: Out<number>): number;
@@ -65,9 +68,14 @@ export interface NvmlBinding {
   gpuInstanceId(h: Handle, out: Out<number>): number;
   computeInstanceId(h: Handle, out: Out<number>): number;
   fieldValues(h: Handle, n: number, values: Buffer): number;
+  /** The event entry points, or undefined when the library lacks one of them (no Xid counts then, said once). */
+  readonly events: NvmlEvents | undefined;
+}
+
+export interface NvmlEvents {
   eventSetCreate(out: Out<Handle | null>): number;
   registerEvents(h: Handle, types: number | bigint, set: Handle): number;
-  /** Blocks up to timeoutMs: call it with .async (see waitEventAsync). */
+  /** Blocks up to timeoutMs: call it with .async. */
   eventWait: Fn & { async: (...args: unknown[]) => void };
   eventSetFree(set: Handle): number;
 }
@@ -85,6 +93,7 @@ function declareTypes(): void {
   koffi.struct('nvmlUtilization_t', { gpu: 'uint', memory: 'uint' });
   koffi.struct('nvmlMemory_t', { total: 'uint64', free: 'uint64', used: 'uint64' });
   koffi.struct('nvmlMemory_v2_t', { version: 'uint', total: 'uint64', reserved: 'uint64', free: 'uint64', used: 'uint64' });
+  koffi.struct('nvmlTemperature_t', { version: 'uint', sensorType: 'int', temperature: 'int' });
 }
 
 /** Loads the library; throws with the path in the message (koffi's own error does not name it). */
@@ -118,7 +127,25 @@ export function loadNvml(path: string): NvmlBinding {
   const hasV2 = variants.memory !== 'missing';
   if (!hasV2) variants.memory = 'nvmlDeviceGetMemoryInfo';
   const errorString = req('const char *nvmlErrorString(int)');
-  const wait = lib.func('int nvmlEventSetWait_v2(nvmlEventSet_t, void *, uint)') as NvmlBinding['eventWait'];
+  /** A symbol the library may lack, or undefined. */
+  const maybe = (sig: string): Fn | undefined => {
+    try {
+      return lib.func(sig) as Fn;
+    } catch {
+      return undefined;
+    }
+  };
+  const tempV = maybe('int nvmlDeviceGetTemperatureV(nvmlDevice_t, _Inout_ nvmlTemperature_t *)');
+  const tempOld = maybe('int nvmlDeviceGetTemperature(nvmlDevice_t, int, _Out_ uint *)');
+  variants.temperature = tempV ? 'nvmlDeviceGetTemperatureV' : tempOld ? 'nvmlDeviceGetTemperature' : 'missing';
+  const ev = {
+    eventSetCreate: maybe('int nvmlEventSetCreate(_Out_ nvmlEventSet_t *)'),
+    registerEvents: maybe('int nvmlDeviceRegisterEvents(nvmlDevice_t, uint64, nvmlEventSet_t)'),
+    eventWait: maybe('int nvmlEventSetWait_v2(nvmlEventSet_t, void *, uint)'),
+    eventSetFree: maybe('int nvmlEventSetFree(nvmlEventSet_t)'),
+  };
+  const missingEvents = Object.entries(ev).filter(([, f]) => !f).map(([k]) => k);
+  variants.events = missingEvents.length ? 'missing' : 'nvmlEventSetWait_v2';
 
   return {
     path,
@@ -141,7 +168,16 @@ export function loadNvml(path: string): NvmlBinding {
           return memV2(h, out);
         }
       : (h, out) => memV1(h, out),
-    temperature: req('int nvmlDeviceGetTemperature(nvmlDevice_t, int, _Out_ uint *)'),
+    temperature: tempV
+      ? (h, sensor, out) => {
+          const t = { version: TEMPERATURE_V1_VERSION, sensorType: sensor, temperature: 0 };
+          const r = tempV(h, t);
+          out[0] = t.temperature;
+          return r;
+        }
+      : tempOld
+        ? (h, sensor, out) => tempOld(h, sensor, out)
+        : () => NVML.FUNCTION_NOT_FOUND,
     power: req('int nvmlDeviceGetPowerUsage(nvmlDevice_t, _Out_ uint *)'),
     powerLimit: req('int nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t, _Out_ uint *)'),
     energy: pick('energy', 'int nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t, _Out_ uint64 *)'),
@@ -169,9 +205,6 @@ export function loadNvml(path: string): NvmlBinding {
     gpuInstanceId: pick('gpuInstanceId', 'int nvmlDeviceGetGpuInstanceId(nvmlDevice_t, _Out_ uint *)'),
     computeInstanceId: pick('computeInstanceId', 'int nvmlDeviceGetComputeInstanceId(nvmlDevice_t, _Out_ uint *)'),
     fieldValues: pick('fieldValues', 'int nvmlDeviceGetFieldValues(nvmlDevice_t, int, void *)'),
-    eventSetCreate: req('int nvmlEventSetCreate(_Out_ nvmlEventSet_t *)'),
-    registerEvents: req('int nvmlDeviceRegisterEvents(nvmlDevice_t, uint64, nvmlEventSet_t)'),
-    eventWait: wait,
-    eventSetFree: req('int nvmlEventSetFree(nvmlEventSet_t)'),
+    events: missingEvents.length ? undefined : (ev as unknown as NvmlEvents),
   };
 }

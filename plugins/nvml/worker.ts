@@ -87,9 +87,17 @@ function shutdown(): Promise<void> {
   }));
 }
 
+let saidNoEvents = false;
 function startEvents(): void {
-  const n = nvml!;
+  const n = nvml!.events;
+  if (!n) {
+    // an NVML without the event calls still samples every GPU: only Xid counting is off
+    if (!saidNoEvents) sampler!.note('warn', `this NVML library lacks nvmlEventSetCreate/nvmlDeviceRegisterEvents/nvmlEventSetWait_v2/nvmlEventSetFree: Xid errors will not be counted`);
+    saidNoEvents = true;
+    return;
+  }
   const gen = generation;
+  const errorString = (r: number) => nvml!.errorString(r);
   const set: [Handle | null] = [null];
   if (n.eventSetCreate(set) !== NVML.SUCCESS) {
     sampler!.note('warn', 'nvmlEventSetCreate failed: Xid errors will not be counted');
@@ -101,7 +109,7 @@ function startEvents(): void {
     // GPUs without ECC refuse the ECC types: Xid alone is what matters most
     if (r === NVML.NOT_SUPPORTED) r = n.registerEvents(handle, EVENT_TYPES.XID, set[0]!);
     if (r === NVML.SUCCESS) registered++;
-    else sampler!.note('warn', `${uuid}: nvmlDeviceRegisterEvents: ${n.errorString(r)} (${r}): Xid errors of this GPU will not be counted`);
+    else sampler!.note('warn', `${uuid}: nvmlDeviceRegisterEvents: ${errorString(r)} (${r}): Xid errors of this GPU will not be counted`);
   }
   if (registered === 0) {
     n.eventSetFree(set[0]!);
@@ -136,7 +144,7 @@ function startEvents(): void {
           setImmediate(loop);
         } else {
           // GPU_IS_LOST and friends: the sampler sees it too and re-initialises
-          sampler!.note('warn', `nvmlEventSetWait_v2: ${n.errorString(r)} (${r})`);
+          sampler!.note('warn', `nvmlEventSetWait_v2: ${errorString(r)} (${r})`);
           setTimeout(loop, 1000);
         }
       });

@@ -8,19 +8,21 @@ import { join } from 'node:path';
 import { FIXTURES, tempDir } from './paths.js';
 
 const SRC = join(FIXTURES, 'fake-nvml', 'fake_nvml.c');
-let built: { current: string; old: string } | undefined;
+type Variant = 'current' | 'old' | 'lean';
+let built: Record<Variant, string> | undefined;
 
-/** Builds the current-driver and the old-driver (missing newer symbols) variants. */
-export function fakeNvmlLibraries(): { current: string; old: string } {
+/** Builds the current-driver, the old-driver (missing newer symbols) and the lean (no deprecated temperature call, no event wait) variants. */
+export function fakeNvmlLibraries(): Record<Variant, string> {
   if (built) return built;
   const dir = tempDir('l9gpu-fake-nvml-');
   const current = join(dir, 'current', 'libnvidia-ml.so.1');
   const old = join(dir, 'old', 'libnvidia-ml.so.1');
-  for (const [out, extra] of [[current, []], [old, ['-DFAKE_OLD_DRIVER']]] as const) {
+  const lean = join(dir, 'lean', 'libnvidia-ml.so.1');
+  for (const [out, extra] of [[current, []], [old, ['-DFAKE_OLD_DRIVER']], [lean, ['-DFAKE_LEAN_DRIVER']]] as const) {
     mkdirSync(join(out, '..'), { recursive: true });
     execFileSync('gcc', ['-shared', '-fPIC', '-O2', '-Wall', '-Wextra', '-Werror', ...extra, '-o', out, SRC, '-lpthread'], { stdio: 'pipe' });
   }
-  return (built = { current, old });
+  return (built = { current, old, lean });
 }
 
 export interface FakeGpu {
@@ -77,7 +79,7 @@ export class FakeNvml {
     renameSync(tmp, this.path);
   }
   /** Environment that makes the production code load the fake through koffi. */
-  env(variant: 'current' | 'old' = 'current'): Record<string, string> {
+  env(variant: Variant = 'current'): Record<string, string> {
     return { L9GPU_NVML_LIBRARY: fakeNvmlLibraries()[variant], FAKE_NVML_CONFIG: this.path };
   }
 }

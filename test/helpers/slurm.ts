@@ -293,8 +293,20 @@ PartitionName=gpu Nodes=${SLURM_NODE} Default=YES MaxTime=INFINITE State=UP
 
   async restartSlurmd(): Promise<void> {
     spawnSync(...this.inside('slurmd', ['-f', this.conf, '-N', SLURM_NODE]), { env: this.env });
-    await this.cmd(['scontrol', 'update', `nodename=${SLURM_NODE}`, 'state=resume']).catch(() => '');
-    await waitFor('node idle or mixed', async () => /^(idle|mixed|allocated)$/.test((await this.cmd(['sinfo', '-h', '-o', '%T']).catch(() => '')).trim()), 30_000, 200);
+    await this.resumed();
+  }
+
+  /**
+   * Waits until the node takes jobs again. slurmctld may mark it down after a
+   * resume was sent (the killed slurmd stopped answering before the new one
+   * registered): resumed again whenever it shows down, drained or failing.
+   */
+  private async resumed(): Promise<void> {
+    await waitFor('node idle or mixed', async () => {
+      const st = (await this.cmd(['sinfo', '-h', '-o', '%T']).catch(() => '')).trim();
+      if (!/^(idle|mixed|allocated)$/.test(st)) await this.cmd(['scontrol', 'update', `nodename=${SLURM_NODE}`, 'state=resume']).catch(() => '');
+      return /^(idle|mixed|allocated)$/.test(st);
+    }, 60_000, 500);
   }
 
   /** What configless mode added to this machine (and the chroot), removed again by leaveConfigless. */
@@ -335,8 +347,7 @@ PartitionName=gpu Nodes=${SLURM_NODE} Default=YES MaxTime=INFINITE State=UP
       symlinkSync(cache, '/run/slurm/conf');
       this.configless.push('/run/slurm/conf');
     }
-    await this.cmd(['scontrol', 'update', `nodename=${SLURM_NODE}`, 'state=resume']).catch(() => '');
-    await waitFor('node idle or mixed', async () => /^(idle|mixed|allocated)$/.test((await this.cmd(['sinfo', '-h', '-o', '%T']).catch(() => '')).trim()), 30_000, 200);
+    await this.resumed();
     return cache;
   }
 
