@@ -247,3 +247,21 @@ test('a library without nvmlDeviceGetTemperature (deprecated in 13.0) or nvmlEve
     assert.equal(await d.stop(), 0, d.stderr);
   }
 });
+
+test('MIG mode on: no device utilization (NOT_SUPPORTED, as on real GPUs), said why; MIG mode off again: utilization comes back', async () => {
+  const on = h100(0, { name: 'NVIDIA A100-SXM4-40GB', mig_mode: 1, mig_max: 7, mig: [{ slot: 0, uuid: 'MIG-cccccccc-1111-2222-3333-444444444444', name: 'NVIDIA A100-SXM4-40GB MIG 7g.40gb', gi: 0, ci: 0, mem_total: 40_000_000_000, mem_used: 1, mem_free: 39_999_999_999 }] });
+  const fake = new FakeNvml({ devices: [on] });
+  const d = new DaemonProcess(['--plugin', 'nvml', '--sink', 'stdout', '--interval', '100ms'], fake.env());
+  try {
+    await waitFor('3 collections', () => pick(d.points(), 'gpu.memory.total', { 'gpu.uuid': on.uuid }).length >= 3);
+    assert.equal(pick(d.points(), 'gpu.utilization', { 'gpu.uuid': on.uuid }).length, 0);
+    await d.waitStderr(/utilization is not supported while MIG mode is on: not read until MIG mode changes/);
+    const mark = d.stdout.length;
+    fake.write({ devices: [h100(0, { name: 'NVIDIA A100-SXM4-40GB', uuid: on.uuid, mig_mode: 0, util_gpu: 64 })] });
+    await d.waitStderr(/MIG mode turned off: every field is tried again/);
+    const back = await waitFor('utilization again', () => parseLines(d.stdout.slice(mark, d.stdout.lastIndexOf('\n') + 1)).find((p) => p.name === 'gpu.utilization' && p.attributes['gpu.uuid'] === on.uuid));
+    assert.equal(back.value, 0.64);
+  } finally {
+    assert.equal(await d.stop(), 0, d.stderr);
+  }
+});

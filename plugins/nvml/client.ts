@@ -21,7 +21,11 @@ export class NvmlClient {
       if (m.type === 'event') return this.onEvent(m.event);
       if (m.type !== 'sample') return;
       const p = this.pending.get(m.id);
-      if (!p) return; // its collection already timed out
+      if (!p) {
+        // its collection already timed out: its points are stale, but what it has to say is said once only
+        this.logNotes(m.ok ? m.snapshot.notes : m.notes);
+        return;
+      }
       this.pending.delete(m.id);
       if (this.pending.size === 0) w.unref();
       if (m.ok) p.resolve(m.snapshot);

@@ -23,10 +23,18 @@ interface Gpu {
   name: string;
   pciBusId: string;
   minor?: number;
+  /** Calls this GPU answered NOT_SUPPORTED (or the library lacks): not made again until the next re-probe. */
   unsupported: Set<string>;
+  /** When the unsupported calls are tried again: MIG mode changes what a GPU supports. */
+  reprobeAt: number;
+  /** MIG mode at the last sample (a change re-probes at once). */
+  migMode?: number;
   /** (call, code) pairs already reported */
   said: Set<string>;
 }
+
+/** Unsupported calls are tried again this often (and at once when MIG mode changes). */
+const REPROBE_MS = 600_000;
 
 export class Sampler {
   private gpus: Gpu[] = [];
@@ -57,7 +65,7 @@ export class Sampler {
         continue;
       }
       const handle = h[0]!;
-      const gpu: Gpu = { index: i, handle, uuid: '', name: '', pciBusId: '', unsupported: new Set(), said: new Set() };
+      const gpu: Gpu = { index: i, handle, uuid: '', name: '', pciBusId: '', unsupported: new Set(), reprobeAt: Date.now() + REPROBE_MS, said: new Set() };
       if (n.uuid(handle, this.buf96) === NVML.SUCCESS) gpu.uuid = str(this.buf96);
       if (!gpu.uuid) {
         this.note('warn', `GPU ${i}: no UUID: not sampled (every metric is keyed by UUID)`);
@@ -124,7 +132,12 @@ export class Sampler {
     if (r === NVML.GPU_IS_LOST) throw new GpuLost();
     if (r === NVML.NOT_SUPPORTED || r === NVML.FUNCTION_NOT_FOUND) {
       g.unsupported.add(what);
-      this.note('info', `GPU ${g.index} (${g.uuid}): ${what} ${r === NVML.NOT_SUPPORTED ? 'is not supported' : 'is missing from this NVML library'}: not read from now on`);
+      // said once per GPU and call, re-probes included
+      const key = `unsupported:${what}`;
+      if (!g.said.has(key)) {
+        g.said.add(key);
+        this.note('info', `GPU ${g.index} (${g.uuid}): ${what} ${r === NVML.NOT_SUPPORTED ? `is not supported${g.migMode === 1 ? ' while MIG mode is on' : ''}` : 'is missing from this NVML library'}: not read until MIG mode changes (tried again every ${REPROBE_MS / 60_000} minutes)`);
+      }
       return false;
     }
     const key = `${what}:${r}`;
@@ -138,7 +151,13 @@ export class Sampler {
   private read(g: Gpu, s: GpuSnapshot): void {
     const n = this.nvml;
     const h = g.handle;
+    if (Date.now() >= g.reprobeAt) {
+      g.unsupported.clear();
+      g.reprobeAt = Date.now() + REPROBE_MS;
+    }
     const skip = g.unsupported;
+    // first: MIG mode decides what else the GPU answers (a change re-probes everything)
+    if (!skip.has('mig')) this.readMig(g, s);
     const u1: [number] = [0];
     const big: [number | bigint] = [0];
 
@@ -197,7 +216,6 @@ export class Sampler {
     if (!skip.has('performance state') && this.ok(g, 'performance state', n.pstate(h, u1))) s.pstate = u1[0];
     if (!skip.has('field values')) this.readFields(g, s);
     if (this.withProcesses && !skip.has('processes')) this.readProcesses(g, s);
-    if (!skip.has('mig')) this.readMig(g, s);
   }
 
   /** Memory temperature, NVLink cumulative counters, pending retirement: one nvmlDeviceGetFieldValues call. */
@@ -269,6 +287,13 @@ export class Sampler {
     const cur: [number] = [0], pend: [number] = [0];
     if (!this.ok(g, 'mig', n.migMode(g.handle, cur, pend))) return;
     s.migMode = cur[0];
+    if (g.migMode !== undefined && g.migMode !== cur[0]) {
+      // MIG on: device utilization and remapped rows go NOT_SUPPORTED; MIG off: they come back. Next tick tries all.
+      g.unsupported.clear();
+      g.reprobeAt = Date.now() + REPROBE_MS;
+      this.note('info', `GPU ${g.index} (${g.uuid}): MIG mode turned ${cur[0] === 1 ? 'on' : 'off'}: every field is tried again`);
+    }
+    g.migMode = cur[0];
     if (cur[0] !== 1) return;
     const max: [number] = [0];
     if (!this.ok(g, 'mig', n.maxMigCount(g.handle, max))) return;
