@@ -73,17 +73,18 @@ test('every NVML field arrives with the registry name and unit, converted exactl
   assert.equal(one(pts, 'gpu.info', { ...g0, 'gpu.driver.version': '550.54.15' }), 1);
   assert.equal(one(pts, 'gpu.lost', g0), 0);
   for (const p of pts) assert.ok(['gpu.', 'l9gpu.'].some((x) => p.name.startsWith(x)));
-  // every GPU metric of the registry, but for AMD's per-block ECC, the two that need more
-  // than one sample or an event (asserted in the Xid/NVLink test below), and the two the
-  // Slurm attribution adds (gpu.job.*, outside_allocation: test/slurm.test.ts)
-  const notNvml = ['gpu.ecc.block.errors', 'gpu.xid.errors', 'gpu.interconnect.throughput', 'gpu.process.outside_allocation'];
+  // every GPU metric of the registry, but for AMD's per-block ECC, the four that need more
+  // than one sample or an event (asserted in the Xid/NVLink and sample-buffer tests below), and
+  // the two the Slurm attribution adds (gpu.job.*, outside_allocation: test/slurm.test.ts)
+  const notNvml = ['gpu.ecc.block.errors', 'gpu.xid.errors', 'gpu.interconnect.throughput', 'gpu.utilization.max', 'gpu.power.draw.max', 'gpu.process.outside_allocation'];
   const expected = METRICS.filter((m) => m.scope === 'gpu').map((m) => m.name).filter((n) => !notNvml.includes(n) && !n.startsWith('gpu.job.'));
   assert.deepEqual([...new Set(pts.filter((p) => p.name.startsWith('gpu.')).map((p) => p.name))].sort(), expected.sort());
   for (const p of pick(pts, 'gpu.energy.consumption')) assert.equal(p.kind, 'sum');
 });
 
 test('NOT_SUPPORTED fields are skipped and said once per GPU; other errors too', async () => {
-  const fake = new FakeNvml({ devices: [h100(0, { errors: { nvmlDeviceGetFanSpeed: 3, nvmlDeviceGetPowerUsage: 999 } }), h100(1)] });
+  // GPU 0 keeps no sample buffers either (power would come from them)
+  const fake = new FakeNvml({ devices: [h100(0, { errors: { nvmlDeviceGetFanSpeed: 3, nvmlDeviceGetPowerUsage: 999, nvmlDeviceGetSamples: 3 } }), h100(1)] });
   const d = new DaemonProcess(['--plugin', 'nvml', '--sink', 'stdout', '--interval', '100ms'], fake.env());
   try {
     await waitFor('5 collections', () => pick(d.points(), 'gpu.utilization').length >= 10);
@@ -261,6 +262,31 @@ test('MIG mode on: no device utilization (NOT_SUPPORTED, as on real GPUs), said 
     await d.waitStderr(/MIG mode turned off: every field is tried again/);
     const back = await waitFor('utilization again', () => parseLines(d.stdout.slice(mark, d.stdout.lastIndexOf('\n') + 1)).find((p) => p.name === 'gpu.utilization' && p.attributes['gpu.uuid'] === on.uuid));
     assert.equal(back.value, 0.64);
+  } finally {
+    assert.equal(await d.stop(), 0, d.stderr);
+  }
+});
+
+test('interval means from NVML\'s sample buffers: 1 s bursts read every 2 s give the exact mean (0.5), not 0 or 1, and the peak', async () => {
+  // the driver's samples every 200 ms: 1 s at 100 %, 1 s at 0 %; power 300 W then 100 W. Ten consecutive samples
+  // (one 2 s tick) hold five of each whatever the phase: one reading a tick would say 1 or 0
+  const g = h100(0, { sample_period_ms: 200, bursts: { util_gpu: { on_ms: 1000, off_ms: 1000, on: 100, off: 0 }, power_mw: { on_ms: 1000, off_ms: 1000, on: 300_000, off: 100_000 } } });
+  const fake = new FakeNvml({ devices: [g] });
+  const d = new DaemonProcess(['--plugin', 'nvml', '--sink', 'stdout', '--interval', '2s'], fake.env());
+  try {
+    const maxes = await waitFor('4 interval peaks', () => {
+      const m = pick(d.points(), 'gpu.utilization.max');
+      return m.length >= 4 ? m : undefined;
+    }, 30_000);
+    const means = pick(d.points(), 'gpu.utilization').slice(1); // the first tick has no interval yet: one reading
+    assert.ok(means.length >= 4);
+    // a tick delayed past a sample boundary holds 9 or 11 samples: exactly 4/9..6/11, never 0 or 1
+    for (const p of means) assert.ok(p.value >= 4 / 9 - 1e-9 && p.value <= 6 / 11 + 1e-9, `interval mean ${p.value}`);
+    assert.ok(means.filter((p) => p.value === 0.5).length >= means.length - 1, `exact means: ${means.map((p) => p.value).join(', ')}`);
+    assert.ok(maxes.every((p) => p.value === 1), 'the peak of each interval');
+    const watts = pick(d.points(), 'gpu.power.draw').slice(1);
+    assert.ok(watts.filter((p) => p.value === 200).length >= watts.length - 1, `mean power ${watts.map((p) => p.value).join(', ')}`);
+    assert.ok(pick(d.points(), 'gpu.power.draw.max').every((p) => p.value === 300));
   } finally {
     assert.equal(await d.stop(), 0, d.stderr);
   }

@@ -21,6 +21,10 @@ export const TEMPERATURE_V1_VERSION = 12 | (1 << 24);
 export const FIELD_VALUE_SIZE = 40;
 export const PROCESS_INFO_SIZE = 24;
 export const EVENT_DATA_SIZE = 32;
+/** nvmlSample_t: { unsigned long long timeStamp; nvmlValue_t sampleValue (an 8-byte union) } */
+export const SAMPLE_SIZE = 16;
+/** nvmlSamplingType_t */
+export const SAMPLING = { POWER: 0, GPU_UTILIZATION: 1, MEMORY_UTILIZATION: 2 } as const;
 
 export type Handle = bigint;
 type Out<T> = [T];
@@ -68,6 +72,8 @@ export interface NvmlBinding {
   gpuInstanceId(h: Handle, out: Out<number>): number;
   computeInstanceId(h: Handle, out: Out<number>): number;
   fieldValues(h: Handle, n: number, values: Buffer): number;
+  /** The driver's buffer of recent samples newer than lastSeen (µs); NOT_FOUND when there is none. */
+  samples(h: Handle, type: number, lastSeenUs: bigint, valueType: Out<number>, count: Out<number>, out: Buffer | null): number;
   /** The event entry points, or undefined when the library lacks one of them (no Xid counts then, said once). */
   readonly events: NvmlEvents | undefined;
 }
@@ -205,6 +211,7 @@ export function loadNvml(path: string): NvmlBinding {
     gpuInstanceId: pick('gpuInstanceId', 'int nvmlDeviceGetGpuInstanceId(nvmlDevice_t, _Out_ uint *)'),
     computeInstanceId: pick('computeInstanceId', 'int nvmlDeviceGetComputeInstanceId(nvmlDevice_t, _Out_ uint *)'),
     fieldValues: pick('fieldValues', 'int nvmlDeviceGetFieldValues(nvmlDevice_t, int, void *)'),
+    samples: pick('samples', 'int nvmlDeviceGetSamples(nvmlDevice_t, int, uint64, _Out_ int *, _Inout_ uint *, void *)'),
     events: missingEvents.length ? undefined : (ev as unknown as NvmlEvents),
   };
 }

@@ -83,6 +83,7 @@ export class NvmlConverter {
       if (g.lost) continue;
       out.add(GPU.info, 1, this.info(g, s.driverVersion));
       if (g.utilGpuPct !== undefined) out.add(GPU.util, g.utilGpuPct / 100, a);
+      if (g.utilGpuMaxPct !== undefined) out.add(GPU.utilMax, g.utilGpuMaxPct / 100, a);
       if (g.utilMemPct !== undefined) out.add(GPU.memUtil, g.utilMemPct / 100, a);
       if (g.memUsed !== undefined) out.add(GPU.memUsed, g.memUsed, a);
       if (g.memFree !== undefined) out.add(GPU.memFree, g.memFree, a);
@@ -91,6 +92,7 @@ export class NvmlConverter {
       if (g.tempGpuC !== undefined) out.add(GPU.temp, g.tempGpuC, this.with(g, 'gpu.temperature.sensor', 'edge'));
       if (g.tempMemC !== undefined) out.add(GPU.temp, g.tempMemC, this.with(g, 'gpu.temperature.sensor', 'memory'));
       if (g.powerMw !== undefined) out.add(GPU.power, g.powerMw / 1000, a);
+      if (g.powerMaxMw !== undefined) out.add(GPU.powerMax, g.powerMaxMw / 1000, a);
       if (g.powerLimitMw !== undefined) out.add(GPU.powerLimit, g.powerLimitMw / 1000, a);
       if (g.energyMj !== undefined) this.addEnergy(g, a, s.time, out);
       if (g.clockGraphicsMhz !== undefined) out.add(GPU.clock, g.clockGraphicsMhz, this.with(g, 'gpu.clock.type', 'graphics'));

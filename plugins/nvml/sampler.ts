@@ -5,7 +5,7 @@
  * marks the GPU lost and stops reading it until NVML is re-initialised.
  */
 import { normalizePciBusId } from '../../src/core/pci.js';
-import { FIELD_VALUE_SIZE, NVML, PROCESS_INFO_SIZE, type Handle, type NvmlBinding } from './binding.js';
+import { FIELD_VALUE_SIZE, NVML, PROCESS_INFO_SIZE, SAMPLE_SIZE, SAMPLING, type Handle, type NvmlBinding } from './binding.js';
 import type { GpuSnapshot, MigSnapshot, ProcessSnapshot, Snapshot } from './snapshot.js';
 
 const FIELD = { RETIRED_PENDING: 31, MEMORY_TEMP: 82, NVLINK_TX: 138, NVLINK_RX: 139 } as const;
@@ -15,6 +15,20 @@ const NO_INSTANCE = 0xffffffff;
 const VALUE_NOT_AVAILABLE = 0xffff_ffff_ffff_ffffn;
 
 class GpuLost extends Error {}
+
+/** An nvmlValue_t as its nvmlValueType_t says: double, uint, ulong, ulonglong, slonglong, int, ushort. */
+function sampleValue(b: Buffer, o: number, type: number): number {
+  switch (type) {
+    case 0: return b.readDoubleLE(o);
+    case 1: return b.readUInt32LE(o);
+    case 2:
+    case 3: return Number(b.readBigUInt64LE(o));
+    case 4: return Number(b.readBigInt64LE(o));
+    case 5: return b.readInt32LE(o);
+    case 6: return b.readUInt16LE(o);
+    default: return NaN;
+  }
+}
 
 interface Gpu {
   index: number;
@@ -29,6 +43,8 @@ interface Gpu {
   reprobeAt: number;
   /** MIG mode at the last sample (a change re-probes at once). */
   migMode?: number;
+  /** Newest sample timestamp (µs) read from each of NVML's sample buffers, by sampling type. */
+  lastSample: Map<number, bigint>;
   /** (call, code) pairs already reported */
   said: Set<string>;
 }
@@ -42,6 +58,8 @@ export class Sampler {
   private readonly buf96 = Buffer.alloc(96);
   private readonly fields = Buffer.alloc(4 * FIELD_VALUE_SIZE);
   private procBuf = Buffer.alloc(16 * PROCESS_INFO_SIZE);
+  /** Room for a whole sample buffer (the driver keeps 100 utilization and 120 power samples). */
+  private readonly sampleBuf = Buffer.alloc(160 * SAMPLE_SIZE);
   private lostSeen = new Set<string>();
   driverVersion = '';
 
@@ -65,7 +83,7 @@ export class Sampler {
         continue;
       }
       const handle = h[0]!;
-      const gpu: Gpu = { index: i, handle, uuid: '', name: '', pciBusId: '', unsupported: new Set(), reprobeAt: Date.now() + REPROBE_MS, said: new Set() };
+      const gpu: Gpu = { index: i, handle, uuid: '', name: '', pciBusId: '', unsupported: new Set(), reprobeAt: Date.now() + REPROBE_MS, lastSample: new Map(), said: new Set() };
       if (n.uuid(handle, this.buf96) === NVML.SUCCESS) gpu.uuid = str(this.buf96);
       if (!gpu.uuid) {
         this.note('warn', `GPU ${i}: no UUID: not sampled (every metric is keyed by UUID)`);
@@ -168,6 +186,14 @@ export class Sampler {
         s.utilMemPct = u.memory;
       }
     }
+    // one reading a tick misjudges bursty jobs: the mean (and peak) of every sample the driver took since the last tick
+    const util = this.interval(g, SAMPLING.GPU_UTILIZATION, 'utilization samples');
+    if (util) {
+      s.utilGpuPct = util.mean;
+      s.utilGpuMaxPct = util.max;
+    }
+    const memUtil = this.interval(g, SAMPLING.MEMORY_UTILIZATION, 'memory utilization samples');
+    if (memUtil) s.utilMemPct = memUtil.mean;
     if (!skip.has('memory')) {
       const m: { total?: number; used?: number; free?: number; reserved?: number } = {};
       if (this.ok(g, 'memory', n.memory(h, m))) {
@@ -179,6 +205,11 @@ export class Sampler {
     }
     if (!skip.has('temperature') && this.ok(g, 'temperature', n.temperature(h, 0, u1))) s.tempGpuC = u1[0];
     if (!skip.has('power') && this.ok(g, 'power', n.power(h, u1))) s.powerMw = u1[0];
+    const power = this.interval(g, SAMPLING.POWER, 'power samples');
+    if (power) {
+      s.powerMw = power.mean;
+      s.powerMaxMw = power.max;
+    }
     if (!skip.has('power limit') && this.ok(g, 'power limit', n.powerLimit(h, u1))) s.powerLimitMw = u1[0];
     if (!skip.has('energy') && this.ok(g, 'energy', n.energy(h, big))) s.energyMj = Number(big[0]);
     if (!skip.has('graphics clock') && this.ok(g, 'graphics clock', n.clock(h, 0, u1))) s.clockGraphicsMhz = u1[0];
@@ -239,6 +270,39 @@ export class Sampler {
         case FIELD.RETIRED_PENDING: s.retiredPending = v; break;
       }
     }
+  }
+
+  /**
+   * Mean and maximum of the samples NVML's buffer of this type holds since
+   * the last read (the driver samples utilization every 1/6 s to 1 s, power
+   * more often). The first read only learns where the buffer is: the tick's
+   * instantaneous reading serves until there is an interval. Nothing new
+   * (NOT_FOUND: ticks faster than the driver samples) leaves that reading too.
+   */
+  private interval(g: Gpu, type: number, what: string): { mean: number; max: number } | undefined {
+    if (g.unsupported.has(what)) return undefined;
+    const last = g.lastSample.get(type);
+    const valueType: [number] = [0];
+    const count: [number] = [this.sampleBuf.length / SAMPLE_SIZE];
+    const r = this.nvml.samples(g.handle, type, last ?? 0n, valueType, count, this.sampleBuf);
+    if (r === NVML.NOT_FOUND || !this.ok(g, what, r)) return undefined;
+    let sum = 0;
+    let max = -Infinity;
+    let n = 0;
+    let newest = last ?? 0n;
+    for (let i = 0; i < count[0]; i++) {
+      const o = i * SAMPLE_SIZE;
+      const t = this.sampleBuf.readBigUInt64LE(o);
+      if (last !== undefined && t <= last) continue;
+      if (t > newest) newest = t;
+      const v = sampleValue(this.sampleBuf, o + 8, valueType[0]);
+      if (Number.isNaN(v)) continue;
+      sum += v;
+      if (v > max) max = v;
+      n++;
+    }
+    g.lastSample.set(type, newest);
+    return last === undefined || n === 0 ? undefined : { mean: sum / n, max };
   }
 
   /**

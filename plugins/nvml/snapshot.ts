@@ -29,15 +29,21 @@ export interface GpuSnapshot {
   pciBusId: string;
   minor?: number;
   lost?: boolean;
+  /** Interval means from NVML's sample buffers (since the last tick), else the instantaneous reading. */
   utilGpuPct?: number;
   utilMemPct?: number;
+  /** Highest GPU utilization sample of the interval (sample buffers only). */
+  utilGpuMaxPct?: number;
   memTotal?: number;
   memUsed?: number;
   memFree?: number;
   memReserved?: number;
   tempGpuC?: number;
   tempMemC?: number;
+  /** Interval mean from the sample buffer where NVML has one, else the instantaneous reading. */
   powerMw?: number;
+  /** Highest power sample of the interval (sample buffers only). */
+  powerMaxMw?: number;
   powerLimitMw?: number;
   energyMj?: number;
   clockGraphicsMhz?: number;

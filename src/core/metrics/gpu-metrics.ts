@@ -3,6 +3,7 @@ import { metric } from './registry.js';
 
 export const GPU = {
   util: metric('gpu.utilization'),
+  utilMax: metric('gpu.utilization.max'),
   memUtil: metric('gpu.memory.utilization'),
   memUsed: metric('gpu.memory.used'),
   memFree: metric('gpu.memory.free'),
@@ -10,6 +11,7 @@ export const GPU = {
   memReserved: metric('gpu.memory.reserved'),
   temp: metric('gpu.temperature'),
   power: metric('gpu.power.draw'),
+  powerMax: metric('gpu.power.draw.max'),
   powerLimit: metric('gpu.power.limit'),
   energy: metric('gpu.energy.consumption'),
   clock: metric('gpu.clock.frequency'),

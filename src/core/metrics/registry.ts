@@ -47,13 +47,15 @@ const m = (
 
 export const METRICS: readonly MetricDef[] = Object.freeze([
   // --- GPU (every vendor; the contract names of design.md) ---
-  m('gpu.utilization', '1', 'gauge', 'gpu', 'Fraction of the sample period during which one or more kernels ran on the GPU (0..1).'),
+  m('gpu.utilization', '1', 'gauge', 'gpu', 'Fraction of the time during which one or more kernels ran on the GPU (0..1): the mean of every sample the driver took over the collection interval where it keeps them (NVML), else one reading.'),
+  m('gpu.utilization.max', '1', 'gauge', 'gpu', 'Highest GPU utilization sample the driver took during the collection interval (0..1; NVML sample buffers).'),
   m('gpu.memory.utilization', '1', 'gauge', 'gpu', 'Fraction of the sample period during which device memory was read or written (memory controller busy, 0..1).'),
   m('gpu.memory.used', 'By', 'gauge', 'gpu', 'Device memory allocated by processes and the driver.'),
   m('gpu.memory.free', 'By', 'gauge', 'gpu', 'Device memory available for allocation.'),
   m('gpu.memory.total', 'By', 'gauge', 'gpu', 'Total device memory visible to the driver.'),
   m('gpu.temperature', 'Cel', 'gauge', 'gpu', 'Temperature of a GPU sensor.', ['gpu.temperature.sensor']),
-  m('gpu.power.draw', 'W', 'gauge', 'gpu', 'Current board power draw.'),
+  m('gpu.power.draw', 'W', 'gauge', 'gpu', 'Board power draw: the mean of the driver\'s samples over the collection interval where it keeps them (NVML), else the current reading.'),
+  m('gpu.power.draw.max', 'W', 'gauge', 'gpu', 'Highest board power sample the driver took during the collection interval (NVML sample buffers).'),
   m('gpu.power.limit', 'W', 'gauge', 'gpu', 'Power limit currently enforced by the driver.'),
   m('gpu.energy.consumption', 'J', 'sum', 'gpu', 'Energy consumed by the GPU since the driver (or the source) started counting; monotonic, resets on driver reload.'),
   m('gpu.clock.frequency', 'MHz', 'gauge', 'gpu', 'Current clock frequency.', ['gpu.clock.type']),
