@@ -57,7 +57,7 @@ test('Prometheus scrapes every sim GPU and answers PromQL with the labels and re
 
 test('the exposition page passes promtool check metrics and declares types, help and units', async () => {
   const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-  assert.match(text, /^# HELP gpu_utilization Fraction of the sample period/m);
+  assert.match(text, /^# HELP gpu_utilization Fraction of the time during which one or more kernels ran/m);
   assert.match(text, /^# TYPE gpu_utilization gauge$/m);
   assert.match(text, /^# TYPE gpu_energy_consumption_total counter$/m);
   assert.match(text, /^# UNIT gpu_power_draw W$/m);

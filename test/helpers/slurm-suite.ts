@@ -328,7 +328,9 @@ export_interval = 300ms
     await waitFor('second run bound', async () => {
       if ((await cluster.state(r)) === 'PENDING') await cluster.cmd(['scontrol', 'update', `jobid=${r}`, 'starttime=now']);
       return bindings(r).some((b) => b.run_key !== run0 && b.end_time === null);
-    }, 60_000);
+    }, 60_000).catch((e: Error) => {
+      throw new Error(`${e.message}; runs ${JSON.stringify(q('SELECT run_key, end_time, state, source FROM jobs WHERE job_id = ?', r))}, bindings ${JSON.stringify(bindings(r))}`);
+    });
     const run1 = await cluster.runKey(r);
     assert.notEqual(run1, run0);
     // slurmd ran the first run's epilog with the restart count already bumped: it must have closed that run, not invented a closed second one
