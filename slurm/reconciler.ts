@@ -55,13 +55,9 @@ export interface ReconcilerOptions {
 }
 
 export interface ReconcileResult {
-  running: number;
-  opened: number;
   closed: number;
   states: number;
   source: 'scontrol listjobs' | 'scontrol listpids' | 'squeue --json' | 'scontrol show job -d';
-  /** Jobs asked of slurmctld one at a time (local source). */
-  asked: number;
 }
 
 /** slurmctld's answer about one job: running here, or not (ended, elsewhere, requeued), or forgotten. */
@@ -164,7 +160,7 @@ export class Reconciler {
     const runs = (j: SlurmJob | null) => !!j && ACTIVE.has(j.state) && j.nodes.includes(node);
     // 22.05's one-RPC answer has no GPU indices: a job, a run or a prolog record without a GPU binding needs them
     // (22.05's prolog sees no GPU in its environment for jobs started soon after slurmctld restarted)
-    if (runs(job) && this.scontrolJson === false && (!open?.bound || open.runKey !== (job!.sluid ? `sluid:${job!.sluid}` : `r${job!.restarts}`))) job = await this.queryJob(id, true);
+    if (runs(job) && this.scontrolJson === false && (!open?.bound || open.runKey !== this.runKeyOf(job!))) job = await this.queryJob(id, true);
     const here = runs(job);
     this.answered.set(id, { at: now, here, listed });
     return job ? { job, here } : { job: null, here: false };
@@ -240,15 +236,23 @@ export class Reconciler {
     return (this.o.db.prepare(`SELECT COUNT(*) AS n FROM bindings WHERE end_time IS NULL`).get() as { n: number }).n;
   }
 
+  /**
+   * The key the hooks give this run: its SLUID where Slurm has them (25.11+;
+   * 26.05 prints it, and a poll that runs before the prolog must use it too,
+   * or it opens a phantom r<n> run beside the prolog's). 25.11's squeue does
+   * not print it: an open SLUID run of the job is the hook's key.
+   */
+  private runKeyOf(j: SlurmJob): string {
+    if (j.sluid) return `sluid:${j.sluid}`;
+    const open = this.o.db.prepare(`SELECT run_key AS k FROM jobs WHERE job_id = ? AND end_time IS NULL AND run_key LIKE 'sluid:%'`).get(j.jobId) as { k: string } | undefined;
+    return open?.k ?? `r${j.restarts}`;
+  }
+
   /** Opens (or fills in, or confirms) the run of a job Slurm says runs on this node. */
   private recordRunning(j: SlurmJob, node: string, now: number, gres: () => GresLayout, inv: ReturnType<typeof storeInventory>): void {
     const db = this.o.db;
-    // the hooks key runs by SLUID where Slurm has them (25.11+): 26.05 prints it, and a poll that runs before the
-    // prolog must use it too, or it opens a phantom r<n> run beside the prolog's; 25.11's squeue does not print
-    // it: keep the hook's key
-    const sluid = j.sluid ? `sluid:${j.sluid}` : (db.prepare(`SELECT run_key AS k FROM jobs WHERE job_id = ? AND end_time IS NULL AND run_key LIKE 'sluid:%'`).get(j.jobId) as { k: string } | undefined)?.k;
     const rec: JobRecord = {
-      jobId: j.jobId, runKey: sluid ?? `r${j.restarts}`, cluster: j.cluster, user: j.user, uid: j.uid, account: j.account, partition: j.partition,
+      jobId: j.jobId, runKey: this.runKeyOf(j), cluster: j.cluster, user: j.user, uid: j.uid, account: j.account, partition: j.partition,
       qos: j.qos, name: j.name, arrayJobId: j.arrayJobId, arrayTaskId: j.arrayTaskId, hetJobId: j.hetJobId, hetJobOffset: j.hetJobOffset, startTime: j.startTime,
     };
     const gpus = gresIndicesToGpus(j.gpuIdx[node] ?? [], j.sharedIdx[node] ?? [], gres, inv);
@@ -321,13 +325,10 @@ export class Reconciler {
 
     const gres = this.gresOf(node);
     const inv = storeInventory(db);
-    const openBefore = this.openCount();
     let closed = 0;
-    let asked = 0;
     for (const id of queue.slice(0, SCONTROL_PER_TICK)) {
       const run = open.find((r) => r.jobId === id);
       const a = await this.askJob(id, node, now, run && { runKey: run.runKey, bound: run.bound === 1 }, listed.ids.has(id));
-      asked++;
       if (a.here) {
         this.recordRunning(a.job, node, now, gres, inv);
         continue;
@@ -341,7 +342,7 @@ export class Reconciler {
         closed++;
       }
     }
-    return { running: listed.ids.size, opened: Math.max(0, this.openCount() - openBefore), closed, states: 0, source: listed.source, asked };
+    return { closed, states: 0, source: listed.source };
   }
 
   /** The old way, for nodes where the step daemons cannot be asked: the whole queue every reconcile. */
@@ -352,10 +353,8 @@ export class Reconciler {
     if (listed.jobs.length === 0 && this.openCount() > 0) await this.confirmNode(node, now);
     const running = listed.jobs.filter((j) => ACTIVE.has(j.state));
     const gres = this.gresOf(node);
-    const openBefore = this.openCount();
     const inv = storeInventory(db);
     for (const j of running) this.recordRunning(j, node, now, gres, inv);
-    const openAfterStart = this.openCount();
 
     // runs with open bindings that Slurm no longer lists as running here: their epilog never ran
     const alive = new Set(running.map((j) => j.jobId));
@@ -369,7 +368,7 @@ export class Reconciler {
       this.closeRun(s.jobId, s.runKey, null, now);
       closed++;
     }
-    return { running: running.length, opened: Math.max(0, openAfterStart - openBefore), closed, states: 0, source: listed.source, asked: 0 };
+    return { closed, states: 0, source: listed.source };
   }
 
   /**

@@ -113,15 +113,21 @@ export function loadNvml(path: string): NvmlBinding {
   }
   const variants: Record<string, string> = {};
   const req = (sig: string): Fn => lib.func(sig) as Fn;
-  /** The first signature whose symbol exists. */
+  /** A symbol the library may lack (koffi throws at lib.func()), or undefined. */
+  const maybe = (sig: string): Fn | undefined => {
+    try {
+      return lib.func(sig) as Fn;
+    } catch {
+      return undefined;
+    }
+  };
+  /** The first signature whose symbol exists (newer names first), else a call that answers FUNCTION_NOT_FOUND. */
   const pick = (what: string, ...sigs: string[]): Fn => {
     for (const sig of sigs) {
-      try {
-        const f = lib.func(sig) as Fn;
+      const f = maybe(sig);
+      if (f) {
         variants[what] = /\s(nvml\w+)\(/.exec(sig)![1]!;
         return f;
-      } catch {
-        /* symbol absent in this driver: try the older name */
       }
     }
     variants[what] = 'missing';
@@ -133,14 +139,6 @@ export function loadNvml(path: string): NvmlBinding {
   const hasV2 = variants.memory !== 'missing';
   if (!hasV2) variants.memory = 'nvmlDeviceGetMemoryInfo';
   const errorString = req('const char *nvmlErrorString(int)');
-  /** A symbol the library may lack, or undefined. */
-  const maybe = (sig: string): Fn | undefined => {
-    try {
-      return lib.func(sig) as Fn;
-    } catch {
-      return undefined;
-    }
-  };
   const tempV = maybe('int nvmlDeviceGetTemperatureV(nvmlDevice_t, _Inout_ nvmlTemperature_t *)');
   const tempOld = maybe('int nvmlDeviceGetTemperature(nvmlDevice_t, int, _Out_ uint *)');
   variants.temperature = tempV ? 'nvmlDeviceGetTemperatureV' : tempOld ? 'nvmlDeviceGetTemperature' : 'missing';

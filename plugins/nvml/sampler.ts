@@ -179,20 +179,21 @@ export class Sampler {
     const u1: [number] = [0];
     const big: [number | bigint] = [0];
 
-    if (!skip.has('utilization')) {
+    // one reading a tick misjudges bursty jobs: the mean (and peak) of every sample the driver took since the last
+    // tick; the instantaneous reading only where there is no interval (first tick, nothing new, no sample buffers)
+    const util = this.interval(g, SAMPLING.GPU_UTILIZATION, 'utilization samples');
+    const memUtil = this.interval(g, SAMPLING.MEMORY_UTILIZATION, 'memory utilization samples');
+    if ((!util || !memUtil) && !skip.has('utilization')) {
       const u: { gpu?: number; memory?: number } = {};
       if (this.ok(g, 'utilization', n.utilization(h, u))) {
         s.utilGpuPct = u.gpu;
         s.utilMemPct = u.memory;
       }
     }
-    // one reading a tick misjudges bursty jobs: the mean (and peak) of every sample the driver took since the last tick
-    const util = this.interval(g, SAMPLING.GPU_UTILIZATION, 'utilization samples');
     if (util) {
       s.utilGpuPct = util.mean;
       s.utilGpuMaxPct = util.max;
     }
-    const memUtil = this.interval(g, SAMPLING.MEMORY_UTILIZATION, 'memory utilization samples');
     if (memUtil) s.utilMemPct = memUtil.mean;
     if (!skip.has('memory')) {
       const m: { total?: number; used?: number; free?: number; reserved?: number } = {};
@@ -204,12 +205,11 @@ export class Sampler {
       }
     }
     if (!skip.has('temperature') && this.ok(g, 'temperature', n.temperature(h, 0, u1))) s.tempGpuC = u1[0];
-    if (!skip.has('power') && this.ok(g, 'power', n.power(h, u1))) s.powerMw = u1[0];
     const power = this.interval(g, SAMPLING.POWER, 'power samples');
     if (power) {
       s.powerMw = power.mean;
       s.powerMaxMw = power.max;
-    }
+    } else if (!skip.has('power') && this.ok(g, 'power', n.power(h, u1))) s.powerMw = u1[0];
     if (!skip.has('power limit') && this.ok(g, 'power limit', n.powerLimit(h, u1))) s.powerLimitMw = u1[0];
     if (!skip.has('energy') && this.ok(g, 'energy', n.energy(h, big))) s.energyMj = Number(big[0]);
     if (!skip.has('graphics clock') && this.ok(g, 'graphics clock', n.clock(h, 0, u1))) s.clockGraphicsMhz = u1[0];

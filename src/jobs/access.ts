@@ -1,6 +1,7 @@
 /** Who may see which jobs: root and the [jobs] admin_group see all, everyone else their own. */
 import { readFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
+import { requireTool, runTool } from '../core/tool.js';
 
 export interface Viewer {
   name: string;
@@ -29,9 +30,7 @@ export function viewer(adminGroup: string | null): Viewer {
  */
 export async function viewerOfUid(uid: number, adminGroup: string | null): Promise<Viewer> {
   if (uid === 0) return { name: 'root', privileged: true };
-  const { execFile } = await import('node:child_process');
-  const id = (args: string[]) =>
-    new Promise<string>((resolve) => execFile('id', args, { timeout: 2000 }, (err, out) => resolve(err ? '' : String(out).trim())));
+  const id = (args: string[]) => Promise.resolve().then(() => runTool(requireTool('id', ['/usr/bin', '/bin'], 'coreutils'), args, 2000)).then((out) => out.trim(), () => '');
   const [name, groups] = await Promise.all([id(['-nu', String(uid)]), adminGroup ? id(['-nG', String(uid)]) : Promise.resolve('')]);
   // a uid without a name still gets its own jobs only: none match it
   return { name: name || `#${uid}`, privileged: !!adminGroup && groups.split(/\s+/).includes(adminGroup) };

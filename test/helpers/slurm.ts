@@ -291,6 +291,12 @@ PartitionName=gpu Nodes=${SLURM_NODE} Default=YES MaxTime=INFINITE State=UP
     process.kill(pid, 'SIGKILL');
   }
 
+  /** Kills slurmd and waits until it is gone (its step daemons stay, as after a crash). */
+  private async stopSlurmd(): Promise<void> {
+    this.killSlurmd();
+    await waitFor('slurmd gone', () => !alive(Number(readFileSync(join(this.base, 'run', 'slurmd.pid'), 'utf8'))), 10_000, 100);
+  }
+
   async restartSlurmd(): Promise<void> {
     spawnSync(...this.inside('slurmd', ['-f', this.conf, '-N', SLURM_NODE]), { env: this.env });
     await this.resumed();
@@ -324,8 +330,7 @@ PartitionName=gpu Nodes=${SLURM_NODE} Default=YES MaxTime=INFINITE State=UP
    */
   async enterConfigless(): Promise<string> {
     const root = this.root ?? '/';
-    this.killSlurmd();
-    await waitFor('slurmd gone', () => !alive(Number(readFileSync(join(this.base, 'run', 'slurmd.pid'), 'utf8'))), 10_000, 100);
+    await this.stopSlurmd();
     const socket = join(root, 'run', 'munge', 'munge.socket.2');
     if (!existsSync(socket)) {
       mkdirSync(join(root, 'run', 'munge'), { recursive: true });
@@ -353,8 +358,7 @@ PartitionName=gpu Nodes=${SLURM_NODE} Default=YES MaxTime=INFINITE State=UP
 
   /** Back to slurmd with its slurm.conf; nothing configless mode added stays. */
   async leaveConfigless(): Promise<void> {
-    this.killSlurmd();
-    await waitFor('slurmd gone', () => !alive(Number(readFileSync(join(this.base, 'run', 'slurmd.pid'), 'utf8'))), 10_000, 100);
+    await this.stopSlurmd();
     for (const p of this.configless.splice(0).reverse()) removeLinkOrEmptyDir(p);
     await this.restartSlurmd();
   }
