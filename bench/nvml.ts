@@ -1,7 +1,10 @@
 /**
  * NVML sampling cost through the production binding, on the fake
  * libnvidia-ml with 8 GPUs and every field set (read once: FAKE_NVML_STATIC),
- * and the daemon's event-loop lag while an event wait is in progress.
+ * GPM included (a full two-sample read every call: no minimum window, and the
+ * fake's counters refresh every µs), the same for GPUs in MIG mode with seven
+ * GPU instances each, and the daemon's event-loop lag while an event wait is
+ * in progress.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
@@ -13,12 +16,13 @@ import { loadNvml } from '../plugins/nvml/binding.js';
 import { NvmlClient } from '../plugins/nvml/client.js';
 import { NvmlConverter } from '../plugins/nvml/convert.js';
 import { Sampler } from '../plugins/nvml/sampler.js';
+import type { Snapshot } from '../plugins/nvml/snapshot.js';
 import { createLogger } from '../src/core/log.js';
 import { PointBuffer } from '../src/core/metrics/model.js';
 
 const SRC = fileURLToPath(new URL('../../test/fixtures/fake-nvml/fake_nvml.c', import.meta.url));
 
-function fakeDescription(gpus: number): object {
+function fakeDescription(gpus: number, mig = false): object {
   const hex = (n: number) => n.toString(16).padStart(2, '0');
   return {
     driver_version: '550.54.15',
@@ -30,7 +34,11 @@ function fakeDescription(gpus: number): object {
       remapped: { corrected: 2, uncorrected: 0, pending: 0, failure: 0 }, retired: { sbe: 0, dbe: 0 },
       pcie_tx_kbs: 1000, pcie_rx_kbs: 2000, pcie_replay: 3, fan: 30, pstate: 0,
       processes: [{ pid: 4242 + i, used: 1048576000 }, { pid: 5000 + i, used: 2097152000 }],
-      fields: { '82': { type: 1, value: 50 }, '138': { value: 1000 }, '139': { value: 2000 }, '31': { type: 1, value: 0 } }, mig_mode: 0,
+      fields: { '82': { type: 1, value: 50 }, '138': { value: 1000 }, '139': { value: 2000 }, '31': { type: 1, value: 0 } },
+      gpm: { graphics: 85, sm: 70, sm_occupancy: 35, tensor: 40, dram: 55 },
+      mig_mode: mig ? 1 : 0, mig_max: 7,
+      // an H100 as seven 1g.10gb instances, one GPU instance each
+      mig: mig ? Array.from({ length: 7 }, (_, j) => ({ slot: j, uuid: `MIG-${hex(i)}${hex(j)}0000-1111-2222-3333-444444444444`, name: 'NVIDIA H100 80GB HBM3 MIG 1g.10gb', gi: 7 + j, ci: 0, mem_total: 10_737_418_240, mem_used: 1_048_576, mem_free: 10_736_369_664, gpm: { graphics: 40, sm: 30, sm_occupancy: 20, tensor: 10, dram: 5 } })) : [],
     })),
     events: [],
   };
@@ -40,6 +48,8 @@ export interface NvmlBenchResult {
   gpus: number;
   fieldsPerGpu: number;
   usPerGpuSample: number;
+  /** The same for GPUs in MIG mode, seven GPU instances each (GPM by GPU instance). */
+  usPerMigGpuSample: number;
   usPerGpuConvert: number;
   eventLoopLagMaxMs: number;
   eventLoopLagP99Ms: number;
@@ -54,29 +64,40 @@ export async function benchNvml(gpus = 8, iterations = 2000): Promise<NvmlBenchR
   writeFileSync(desc, JSON.stringify(fakeDescription(gpus)));
   process.env.FAKE_NVML_CONFIG = desc;
   process.env.FAKE_NVML_STATIC = '1';
+  process.env.FAKE_NVML_GPM_REFRESH_US = '1';
 
   // sampling, as the worker does it (synchronous calls through the binding)
   const nvml = loadNvml(lib);
-  nvml.init();
-  const sampler = new Sampler(nvml, true);
-  sampler.enumerate();
-  for (let i = 0; i < 200; i++) sampler.sample();
-  let t0 = performance.now();
-  for (let i = 0; i < iterations; i++) sampler.sample();
-  const sampleUs = ((performance.now() - t0) * 1000) / iterations / gpus;
+  const perGpu = (): { us: number; snap: Snapshot } => {
+    nvml.init();
+    const sampler = new Sampler(nvml, true, 0);
+    sampler.enumerate();
+    for (let i = 0; i < 200; i++) sampler.sample();
+    const t = performance.now();
+    for (let i = 0; i < iterations; i++) sampler.sample();
+    const us = ((performance.now() - t) * 1000) / iterations / gpus;
+    const snap = { driverVersion: '550', time: Date.now(), gpus: sampler.sample().gpus, notes: [] };
+    sampler.release();
+    nvml.shutdown();
+    return { us, snap };
+  };
+  const { us: sampleUs, snap } = perGpu();
+  const migDesc = join(dir, 'nvml-mig.json');
+  writeFileSync(migDesc, JSON.stringify(fakeDescription(gpus, true)));
+  process.env.FAKE_NVML_CONFIG = migDesc;
+  const { us: migUs } = perGpu();
+  process.env.FAKE_NVML_CONFIG = desc;
   // conversion to points, as the main thread does it
-  const snap = { driverVersion: '550', time: Date.now(), gpus: sampler.sample().gpus, notes: [] };
   const conv = new NvmlConverter();
   let fields = 0;
   for (let i = 0; i < 200; i++) conv.convert(snap, new PointBuffer());
-  t0 = performance.now();
+  const t0 = performance.now();
   for (let i = 0; i < iterations; i++) {
     const b = new PointBuffer();
     conv.convert(snap, b);
     fields = b.points.length / gpus;
   }
   const convertUs = ((performance.now() - t0) * 1000) / iterations / gpus;
-  nvml.shutdown();
 
   // event-loop lag on the main thread while the worker's event wait (1 s at a time) is pending and samples run
   const client = new NvmlClient({ library: lib, processes: true, events: true, eventWaitMs: 1000 }, createLogger('error'), () => {});
@@ -90,5 +111,5 @@ export async function benchNvml(gpus = 8, iterations = 2000): Promise<NvmlBenchR
   }
   h.disable();
   await client.close();
-  return { gpus, fieldsPerGpu: fields, usPerGpuSample: sampleUs, usPerGpuConvert: convertUs, eventLoopLagMaxMs: h.max / 1e6, eventLoopLagP99Ms: h.percentile(99) / 1e6 };
+  return { gpus, fieldsPerGpu: fields, usPerGpuSample: sampleUs, usPerMigGpuSample: migUs, usPerGpuConvert: convertUs, eventLoopLagMaxMs: h.max / 1e6, eventLoopLagP99Ms: h.percentile(99) / 1e6 };
 }

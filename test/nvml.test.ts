@@ -4,10 +4,15 @@
  * through `l9gpu daemon`.
  */
 import assert from 'node:assert/strict';
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { METRICS } from '../src/core/metrics/registry.js';
+import { recordEnd, recordStart } from '../src/store/jobs.js';
+import { openStore } from '../src/store/open.js';
 import { DaemonProcess, parseLines, runCli, type JsonPoint } from './helpers/daemon.js';
 import { FakeNvml, h100 } from './helpers/fake-nvml.js';
+import { tempDir } from './helpers/paths.js';
 import { waitFor } from './helpers/wait.js';
 
 function pick(pts: JsonPoint[], name: string, attrs: Record<string, unknown> = {}): JsonPoint[] {
@@ -73,10 +78,11 @@ test('every NVML field arrives with the registry name and unit, converted exactl
   assert.equal(one(pts, 'gpu.info', { ...g0, 'gpu.driver.version': '550.54.15' }), 1);
   assert.equal(one(pts, 'gpu.lost', g0), 0);
   for (const p of pts) assert.ok(['gpu.', 'l9gpu.'].some((x) => p.name.startsWith(x)));
-  // every GPU metric of the registry, but for AMD's per-block ECC, the four that need more
-  // than one sample or an event (asserted in the Xid/NVLink and sample-buffer tests below), and
+  // every GPU metric of the registry, but for AMD's per-block ECC, those that need more than
+  // one sample or an event (asserted in the Xid/NVLink, sample-buffer and GPM tests below), and
   // the two the Slurm attribution adds (gpu.job.*, outside_allocation: test/slurm.test.ts)
-  const notNvml = ['gpu.ecc.block.errors', 'gpu.xid.errors', 'gpu.interconnect.throughput', 'gpu.utilization.max', 'gpu.power.draw.max', 'gpu.process.outside_allocation'];
+  const gpm = ['gpu.engine.active', 'gpu.sm.active', 'gpu.sm.occupancy', 'gpu.tensor.active', 'gpu.dram.active'];
+  const notNvml = ['gpu.ecc.block.errors', 'gpu.xid.errors', 'gpu.interconnect.throughput', 'gpu.utilization.max', 'gpu.power.draw.max', 'gpu.process.outside_allocation', ...gpm];
   const expected = METRICS.filter((m) => m.scope === 'gpu').map((m) => m.name).filter((n) => !notNvml.includes(n) && !n.startsWith('gpu.job.'));
   assert.deepEqual([...new Set(pts.filter((p) => p.name.startsWith('gpu.')).map((p) => p.name))].sort(), expected.sort());
   for (const p of pick(pts, 'gpu.energy.consumption')) assert.equal(p.kind, 'sum');
@@ -291,4 +297,139 @@ test('interval means from NVML\'s sample buffers: 1 s bursts read every 2 s give
   } finally {
     assert.equal(await d.stop(), 0, d.stderr);
   }
+});
+
+const GPM_NAMES = ['gpu.engine.active', 'gpu.sm.active', 'gpu.sm.occupancy', 'gpu.tensor.active', 'gpu.dram.active'];
+
+test('GPM on Hopper: SM, engine, tensor and DRAM activity over each interval from the second tick; a GPU without GPM and a library without it are skipped cleanly', async () => {
+  const ampere = { ...h100(1, { name: 'NVIDIA A100-SXM4-80GB' }), gpm: undefined }; // before Hopper: the support query says no
+  const fake = new FakeNvml({ devices: [h100(0), ampere] });
+  const d = new DaemonProcess(['--plugin', 'nvml', '--sink', 'stdout', '--interval', '1s'], fake.env());
+  try {
+    const g0 = { 'gpu.uuid': fake.desc.devices[0]!.uuid };
+    await waitFor('3 GPM intervals', () => pick(d.points(), 'gpu.sm.active', g0).length >= 3, 30_000);
+    const pts = d.points();
+    const ticks = pick(pts, 'gpu.memory.total', g0).length;
+    assert.ok(pick(pts, 'gpu.sm.active', g0).length < ticks, 'the first tick only takes the start sample');
+    // exact: the fake's counters integrate constant percentages, so every window's mean is the percentage
+    const want: Record<string, number> = { 'gpu.engine.active': 0.85, 'gpu.sm.active': 0.7, 'gpu.sm.occupancy': 0.35, 'gpu.tensor.active': 0.4, 'gpu.dram.active': 0.55 };
+    for (const [name, v] of Object.entries(want)) {
+      const got = pick(pts, name, g0);
+      assert.ok(got.length >= 3, name);
+      assert.ok(got.every((p) => p.value === v && p.unit === '1'), `${name}: ${got.map((p) => p.value).join(', ')}`);
+    }
+    assert.ok(pick(pts, 'gpu.utilization', g0).every((p) => p.value === 0.87), 'on a whole GPU, gpu.utilization stays NVML\'s device utilization');
+    for (const name of GPM_NAMES) assert.equal(pick(pts, name, { 'gpu.uuid': ampere.uuid }).length, 0, `${name} on the A100`);
+    await d.waitStderr(/GPU 1 \(GPU-[^)]+\): SM\/engine activity \(GPM\) is not supported/);
+    assert.equal(d.stderr.split('SM/engine activity (GPM) is not supported').length - 1, 1, 'said once');
+  } finally {
+    assert.equal(await d.stop(), 0, d.stderr);
+  }
+  assert.doesNotMatch(d.stderr, /fake NVML: misuse/, 'every GPM sample freed before nvmlShutdown');
+
+  const old = new DaemonProcess(['--plugin', 'nvml', '--sink', 'stdout', '--interval', '1s'], new FakeNvml({ devices: [h100(0)] }).env('old'));
+  try {
+    await waitFor('3 collections', () => pick(old.points(), 'gpu.memory.total').length >= 3, 30_000);
+    for (const name of GPM_NAMES) assert.equal(pick(old.points(), name).length, 0, `${name} without the GPM entry points`);
+  } finally {
+    assert.equal(await old.stop(), 0, old.stderr);
+  }
+  const doctor = await runCli(['doctor'], new FakeNvml({ devices: [h100(0)] }).env('old'));
+  assert.match(doctor.stdout, /this library lacks [^\n]*gpm \(no SM\/engine\/tensor\/DRAM activity, no MIG instance utilization\)/, doctor.stdout);
+});
+
+test('GPM on a MIG GPU: each instance reports its GPU instance\'s activity, as gpu.utilization too (1 s bursts read every 2 s: the exact mean); a GI made again is a new window; a lost GPU frees its samples', async () => {
+  const mig = (slot: number, uuid: string, gi: number, ci: number, gpm?: Record<string, unknown>) => ({
+    slot, uuid, name: 'NVIDIA H100 80GB HBM3 MIG 3g.40gb', gi, ci, mem_total: 42_949_672_960, mem_used: 1_000_000, mem_free: 42_948_672_960, ...(gpm ? { gpm } : {}),
+  });
+  const [A, B, C, D] = ['MIG-aaaaaaaa', 'MIG-bbbbbbbb', 'MIG-cccccccc', 'MIG-dddddddd'].map((p) => `${p}-1111-2222-3333-444444444444`) as [string, string, string, string];
+  const bursts = { graphics: { on_ms: 1000, off_ms: 1000, on: 100, off: 0 } };
+  const parent = (instances: unknown[]) => h100(0, { mig_mode: 1, mig_max: 7, mig: instances });
+  const fake = new FakeNvml({ devices: [parent([mig(0, A, 1, 0, { sm: 30, bursts }), mig(1, B, 1, 1), mig(4, C, 2, 0, { graphics: 20, sm: 10 })])] });
+  const d = new DaemonProcess(['--plugin', 'nvml', '--sink', 'stdout', '--interval', '2s'], fake.env());
+  const uuid = fake.desc.devices[0]!.uuid;
+  try {
+    const utilA = await waitFor('5 intervals of GI 1', () => {
+      const u = pick(d.points(), 'gpu.utilization', { 'gpu.uuid': A });
+      return u.length >= 5 ? u : undefined;
+    }, 60_000);
+    const pts = d.points();
+    // GPM counters refresh every 100 ms: a 2 s tick spans 19 to 21 refreshes, 9 to 11 of them busy; most span 20, 10 busy
+    const values = utilA.map((p) => p.value);
+    for (const v of values) assert.ok(v >= 9 / 21 - 1e-9 && v <= 11 / 19 + 1e-9, `interval mean ${v} of ${values.join(', ')}`);
+    assert.equal([...values].sort((a, b) => a - b)[Math.floor(values.length / 2)], 0.5, `most windows hold ten busy refreshes of twenty: ${values.join(', ')}`);
+    assert.deepEqual(pick(pts, 'gpu.engine.active', { 'gpu.uuid': A }).map((p) => p.value), values, 'gpu.utilization of an instance is its engine activity');
+    assert.deepEqual(pick(pts, 'gpu.utilization', { 'gpu.uuid': B }).map((p) => p.value), values.slice(0, pick(pts, 'gpu.utilization', { 'gpu.uuid': B }).length), 'two compute instances of one GI share its figures');
+    assert.ok(pick(pts, 'gpu.sm.active', { 'gpu.uuid': A }).every((p) => p.value === 0.3));
+    const c = pick(pts, 'gpu.utilization', { 'gpu.uuid': C });
+    assert.ok(c.length >= 4 && c.every((p) => p.value === 0.2), `GI 2: ${c.map((p) => p.value).join(', ')}`);
+    assert.ok(pick(pts, 'gpu.sm.active', { 'gpu.uuid': C }).every((p) => p.value === 0.1));
+    const a = pick(pts, 'gpu.utilization', { 'gpu.uuid': A })[0]!.attributes;
+    assert.equal(a['gpu.mig.parent_uuid'], uuid);
+    assert.equal(a['gpu.mig.instance_id'], 1);
+    assert.equal(pick(pts, 'gpu.utilization', { 'gpu.uuid': uuid }).length, 0, 'the parent in MIG mode: no device utilization');
+    assert.equal(pick(pts, 'gpu.engine.active', { 'gpu.uuid': uuid }).length, 0);
+
+    // GI 2 destroyed and made again under the same id, busier: its first window starts afresh (a difference across
+    // the two would be nonsense: the old GI's counters against the new one's)
+    const mark = d.stdout.length;
+    fake.write({ devices: [parent([mig(0, A, 1, 0, { sm: 30, bursts }), mig(1, B, 1, 1), mig(4, D, 2, 0, { graphics: 60, sm: 10 })])] });
+    const fresh = () => parseLines(d.stdout.slice(mark, d.stdout.lastIndexOf('\n') + 1));
+    await waitFor('3 intervals of the new GI 2', () => pick(fresh(), 'gpu.utilization', { 'gpu.uuid': D }).length >= 3, 60_000);
+    const dv = pick(fresh(), 'gpu.utilization', { 'gpu.uuid': D }).map((p) => p.value);
+    assert.ok(dv.every((v) => v === 0.6), `new GI 2: ${dv.join(', ')}`);
+    assert.ok(pick(fresh(), 'gpu.memory.total', { 'gpu.uuid': D }).length > dv.length, 'its first tick only took the start sample');
+
+    // a lost GPU ends the NVML session: its GPM samples are freed before nvmlShutdown, never in the next session
+    fake.write({ devices: [{ ...parent([mig(0, A, 1, 0, { sm: 30, bursts })]), lost: true }] });
+    await d.waitStderr(/is lost \(NVML_ERROR_GPU_IS_LOST\)/);
+    const back = d.stdout.length;
+    fake.write({ devices: [parent([mig(0, A, 1, 0, { sm: 30, bursts })])] });
+    await waitFor('GI 1 again after the re-init', () => pick(parseLines(d.stdout.slice(back, d.stdout.lastIndexOf('\n') + 1)), 'gpu.sm.active', { 'gpu.uuid': A }).length >= 2, 60_000);
+  } finally {
+    assert.equal(await d.stop(), 0, d.stderr);
+  }
+  assert.doesNotMatch(d.stderr, /fake NVML: misuse/);
+});
+
+test('a MIG job\'s report has utilization: its instance\'s GPM engine activity, attributed and rolled up by the daemon', async () => {
+  const d0 = tempDir('l9gpu-mig-job-');
+  chmodSync(d0, 0o755);
+  const state = join(d0, 'state');
+  const bin = join(d0, 'bin');
+  mkdirSync(bin);
+  // slurmctld down (slurm_strerror's text): the reconciler keeps the bindings it has, so the run stays the prolog's
+  writeFileSync(join(bin, 'scontrol'), `#!/bin/sh\n[ "$1" = listjobs ] && { echo 'invalid keyword: listjobs' >&2; exit 1; }\necho 'slurm_load_jobs error: Unable to contact slurm controller (connect failure)' >&2; exit 1\n`, { mode: 0o755 });
+  writeFileSync(join(d0, 'slurm.conf'), 'ClusterName=ci\n');
+  const config = join(d0, 'l9gpu.ini');
+  writeFileSync(config, `[daemon]\nstate_dir = ${state}\nattribution = slurm\ninterval = 1s\n[slurm]\nslurm_conf = ${join(d0, 'slurm.conf')}\nnode_name = gpunode1\nbin_dir = ${bin}\n`);
+  const MIG = 'MIG-eeeeeeee-1111-2222-3333-444444444444';
+  const fake = new FakeNvml({ devices: [h100(0, { mig_mode: 1, mig_max: 7, mig: [{ slot: 0, uuid: MIG, name: 'NVIDIA H100 80GB HBM3 MIG 1g.10gb', gi: 3, ci: 0, mem_total: 10_737_418_240, mem_used: 5_368_709_120, mem_free: 5_368_709_120, gpm: { graphics: 42, sm: 30 } }] })] });
+  const db = openStore(state);
+  const start = Date.now();
+  recordStart(db, { jobId: '88', runKey: 'r0', user: 'alice', uid: 1001, partition: 'gpu' }, [{ uuid: MIG, shared: false }], 'prolog', start);
+  db.close();
+  const d = new DaemonProcess(['--config', config, '--plugin', 'nvml', '--sink', 'stdout'], fake.env());
+  try {
+    const pts = await waitFor('3 attributed utilization points of the instance', () => {
+      const u = pick(d.points(), 'gpu.utilization', { 'gpu.uuid': MIG, 'slurm.job.id': '88' });
+      return u.length >= 3 ? u : undefined;
+    }, 30_000);
+    assert.ok(pts.every((p) => p.value === 0.42 && p.attributes['slurm.user'] === 'alice'));
+  } finally {
+    assert.equal(await d.stop(), 0, d.stderr);
+  }
+  const rw = openStore(state);
+  recordEnd(rw, { jobId: '88', runKey: 'r0' }, { endTime: Date.now(), state: 'COMPLETED', exitCode: 0 }, [], 'epilog');
+  rw.close();
+  const r = await runCli(['jobs', 'show', '88', '--json', '--config', config]);
+  assert.equal(r.status, 0, r.stderr);
+  const report = JSON.parse(r.stdout) as { gpus: { uuid: string; figures: { utilMean: number | null; samples: number } }[]; totals: { util_mean: number | null } };
+  assert.equal(report.gpus.length, 1);
+  assert.equal(report.gpus[0]!.uuid, MIG);
+  assert.equal(report.gpus[0]!.figures.utilMean, 0.42, 'every sample of the instance is its GI\'s activity');
+  assert.equal(report.totals.util_mean, 0.42);
+  const table = await runCli(['jobs', 'show', '88', '--config', config]);
+  assert.match(table.stdout, /42\s*%/);
+  assert.match(table.stdout, /is a MIG instance: its utilization is its GPU instance's engine activity \(GPM, Hopper and later\), and NVML measures no power or energy per instance/);
 });

@@ -25,6 +25,15 @@ export const EVENT_DATA_SIZE = 32;
 export const SAMPLE_SIZE = 16;
 /** nvmlSamplingType_t */
 export const SAMPLING = { POWER: 0, GPU_UTILIZATION: 1, MEMORY_UTILIZATION: 2 } as const;
+/**
+ * GPM (nvml.h, Hopper and later). nvmlGpmSupport_t { uint version; uint isSupportedDevice } (8 bytes);
+ * nvmlGpmMetricsGet_t { uint version; uint numMetrics; nvmlGpmSample_t sample1, sample2; nvmlGpmMetric_t metrics[MAX] }
+ * with nvmlGpmMetric_t { uint metricId; nvmlReturn_t nvmlReturn; double value; char *shortName, *longName, *unit }
+ * (40 bytes). MAX is 98 in 12.x headers and grew in 13.x: the buffer has room for the larger.
+ */
+export const GPM = { SUPPORT_VERSION: 1, METRICS_GET_VERSION: 1, SUPPORT_SIZE: 8, HEADER_SIZE: 24, METRIC_SIZE: 40, MAX_METRICS: 333 } as const;
+/** nvmlGpmMetricId_t values read (percent, 0..100). */
+export const GPM_METRIC = { GRAPHICS_UTIL: 1, SM_UTIL: 2, SM_OCCUPANCY: 3, ANY_TENSOR_UTIL: 5, DRAM_BW_UTIL: 10 } as const;
 
 export type Handle = bigint;
 type Out<T> = [T];
@@ -76,6 +85,20 @@ export interface NvmlBinding {
   samples(h: Handle, type: number, lastSeenUs: bigint, valueType: Out<number>, count: Out<number>, out: Buffer | null): number;
   /** The event entry points, or undefined when the library lacks one of them (no Xid counts then, said once). */
   readonly events: NvmlEvents | undefined;
+  /** The GPM entry points, or undefined when the library lacks one of them (a sample it allocates must be freed by another). */
+  readonly gpm: NvmlGpm | undefined;
+}
+
+export interface NvmlGpm {
+  /** Fills an nvmlGpmSupport_t (GPM.SUPPORT_SIZE bytes) whose version is set. */
+  querySupport(h: Handle, support: Buffer): number;
+  sampleAlloc(out: Out<Handle | null>): number;
+  sampleFree(sample: Handle): number;
+  sampleGet(h: Handle, sample: Handle): number;
+  /** A sample of one GPU instance of a MIG-enabled GPU (h is the parent). */
+  migSampleGet(h: Handle, gpuInstanceId: number, sample: Handle): number;
+  /** Computes the metrics an nvmlGpmMetricsGet_t in this buffer asks for, between its two samples. */
+  metricsGet(request: Buffer): number;
 }
 
 export interface NvmlEvents {
@@ -92,6 +115,7 @@ function declareTypes(): void {
   typesDeclared = true;
   koffi.pointer('nvmlDevice_t', koffi.opaque());
   koffi.pointer('nvmlEventSet_t', koffi.opaque());
+  koffi.pointer('nvmlGpmSample_t', koffi.opaque());
   koffi.struct('nvmlPciInfo_t', {
     busIdLegacy: koffi.array('char', 16, 'String'), domain: 'uint', bus: 'uint', device: 'uint',
     pciDeviceId: 'uint', pciSubSystemId: 'uint', busId: koffi.array('char', 32, 'String'),
@@ -150,6 +174,16 @@ export function loadNvml(path: string): NvmlBinding {
   };
   const missingEvents = Object.entries(ev).filter(([, f]) => !f).map(([k]) => k);
   variants.events = missingEvents.length ? 'missing' : 'nvmlEventSetWait_v2';
+  const gpm = {
+    querySupport: maybe('int nvmlGpmQueryDeviceSupport(nvmlDevice_t, _Inout_ void *)'),
+    sampleAlloc: maybe('int nvmlGpmSampleAlloc(_Out_ nvmlGpmSample_t *)'),
+    sampleFree: maybe('int nvmlGpmSampleFree(nvmlGpmSample_t)'),
+    sampleGet: maybe('int nvmlGpmSampleGet(nvmlDevice_t, nvmlGpmSample_t)'),
+    migSampleGet: maybe('int nvmlGpmMigSampleGet(nvmlDevice_t, uint, nvmlGpmSample_t)'),
+    metricsGet: maybe('int nvmlGpmMetricsGet(_Inout_ void *)'),
+  };
+  const hasGpm = Object.values(gpm).every((f) => f);
+  variants.gpm = hasGpm ? 'nvmlGpmMetricsGet' : 'missing';
 
   return {
     path,
@@ -211,5 +245,6 @@ export function loadNvml(path: string): NvmlBinding {
     fieldValues: pick('fieldValues', 'int nvmlDeviceGetFieldValues(nvmlDevice_t, int, void *)'),
     samples: pick('samples', 'int nvmlDeviceGetSamples(nvmlDevice_t, int, uint64, _Out_ int *, _Inout_ uint *, void *)'),
     events: missingEvents.length ? undefined : (ev as unknown as NvmlEvents),
+    gpm: hasGpm ? (gpm as unknown as NvmlGpm) : undefined,
   };
 }

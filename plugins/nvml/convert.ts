@@ -7,6 +7,7 @@
 import { gpuAttributes } from '../../src/core/gpu-identity.js';
 import { GPU } from '../../src/core/metrics/gpu-metrics.js';
 import type { Attributes, Emitter } from '../../src/core/metrics/model.js';
+import type { GpmValues } from './gpm.js';
 import type { GpuSnapshot, Snapshot, XidEvent } from './snapshot.js';
 
 
@@ -85,6 +86,7 @@ export class NvmlConverter {
       if (g.utilGpuPct !== undefined) out.add(GPU.util, g.utilGpuPct / 100, a);
       if (g.utilGpuMaxPct !== undefined) out.add(GPU.utilMax, g.utilGpuMaxPct / 100, a);
       if (g.utilMemPct !== undefined) out.add(GPU.memUtil, g.utilMemPct / 100, a);
+      if (g.gpm) addGpm(g.gpm, a, out);
       if (g.memUsed !== undefined) out.add(GPU.memUsed, g.memUsed, a);
       if (g.memFree !== undefined) out.add(GPU.memFree, g.memFree, a);
       if (g.memTotal !== undefined) out.add(GPU.memTotal, g.memTotal, a);
@@ -142,6 +144,12 @@ export class NvmlConverter {
         if (mig.memUsed !== undefined) out.add(GPU.memUsed, mig.memUsed, ma);
         if (mig.memFree !== undefined) out.add(GPU.memFree, mig.memFree, ma);
         if (mig.memTotal !== undefined) out.add(GPU.memTotal, mig.memTotal, ma);
+        if (mig.gpm) {
+          addGpm(mig.gpm, ma, out);
+          // NVML has no utilization of a MIG instance: its GPU instance's engine activity is the figure (as jobstats takes
+          // DCGM's GR_ENGINE_ACTIVE), so a MIG job's report and rollups have one
+          if (mig.gpm.graphics !== undefined) out.add(GPU.util, mig.gpm.graphics / 100, ma);
+        }
       }
     }
   }
@@ -174,4 +182,13 @@ export class NvmlConverter {
     out.add(GPU.link, ((tx - prev.tx) * KIB) / dt, lt);
     out.add(GPU.link, ((rx - prev.rx) * KIB) / dt, lr);
   }
+}
+
+/** GPM activity, percent -> ratio. */
+function addGpm(v: GpmValues, a: Attributes, out: Emitter): void {
+  if (v.graphics !== undefined) out.add(GPU.engineActive, v.graphics / 100, a);
+  if (v.sm !== undefined) out.add(GPU.smActive, v.sm / 100, a);
+  if (v.smOccupancy !== undefined) out.add(GPU.smOccupancy, v.smOccupancy / 100, a);
+  if (v.tensor !== undefined) out.add(GPU.tensorActive, v.tensor / 100, a);
+  if (v.dram !== undefined) out.add(GPU.dramActive, v.dram / 100, a);
 }

@@ -51,6 +51,22 @@ class NvmlPlugin implements Plugin {
   }
 }
 
+/** What the daemon cannot report when the library lacks an optional entry point (binding variant names). */
+const LOSES: Record<string, string> = {
+  events: 'no Xid counts',
+  gpm: 'no SM/engine/tensor/DRAM activity, no MIG instance utilization',
+  samples: 'one reading a tick instead of interval means',
+  memory: 'reserved memory counted as used',
+  temperature: 'no GPU temperature',
+  energy: 'energy integrated from power',
+  clockReasons: 'no throttle causes',
+  remappedRows: 'no remapped rows',
+  retiredPages: 'no retired pages',
+  fieldValues: 'no NVLink counters, memory temperature or pending retirement',
+  processes: 'no processes',
+  mig: 'no MIG instances',
+};
+
 export async function probeNvml(opts: NvmlOptions): Promise<ProbeResult> {
   if (opts.library.includes('/') && !existsSync(opts.library)) return { ok: false, detail: `${opts.library} not found` };
   // the probe's notes (NOT_SUPPORTED fields...) are the daemon's business, not doctor's
@@ -61,7 +77,8 @@ export async function probeNvml(opts: NvmlOptions): Promise<ProbeResult> {
     const s = await client.sample(ac.signal);
     const lost = s.gpus.filter((g) => g.lost).length;
     // a lost GPU is when monitoring matters most: NVML that loads and sees a GPU is on, the lost one reported as lost
-    return { ok: s.gpus.length > 0, detail: `driver ${s.driverVersion}, ${s.gpus.length} GPU(s)${lost ? `, ${lost} lost` : ''} via ${opts.library}` };
+    const lacks = (s.missing ?? []).map((k) => (LOSES[k] ? `${k} (${LOSES[k]})` : k));
+    return { ok: s.gpus.length > 0, detail: `driver ${s.driverVersion}, ${s.gpus.length} GPU(s)${lost ? `, ${lost} lost` : ''} via ${opts.library}${lacks.length ? `; this library lacks ${lacks.join(', ')}` : ''}` };
   } catch (e) {
     return { ok: false, detail: (e as Error).message };
   } finally {
@@ -73,7 +90,7 @@ export async function probeNvml(opts: NvmlOptions): Promise<ProbeResult> {
 export const nvmlPlugin: PluginManifest = {
   name: 'nvml',
   reportsGpus: true,
-  metrics: [GPU.clock, GPU.ecc, GPU.energy, GPU.fan, GPU.info, GPU.link, GPU.linkIo, GPU.lost, GPU.memFree, GPU.memReserved, GPU.memTotal, GPU.memUsed, GPU.memUtil, GPU.pcie, GPU.power, GPU.powerLimit, GPU.powerMax, GPU.procCount, GPU.procMem, GPU.pstate, GPU.remapFailed, GPU.remapPending, GPU.remapped, GPU.replays, GPU.retirePending, GPU.retired, GPU.temp, GPU.throttle, GPU.util, GPU.utilMax, GPU.xid].map((d) => d.name),
+  metrics: [GPU.clock, GPU.ecc, GPU.energy, GPU.fan, GPU.info, GPU.link, GPU.linkIo, GPU.lost, GPU.memFree, GPU.memReserved, GPU.memTotal, GPU.memUsed, GPU.memUtil, GPU.pcie, GPU.power, GPU.powerLimit, GPU.powerMax, GPU.procCount, GPU.procMem, GPU.engineActive, GPU.smActive, GPU.smOccupancy, GPU.tensorActive, GPU.dramActive, GPU.pstate, GPU.remapFailed, GPU.remapPending, GPU.remapped, GPU.replays, GPU.retirePending, GPU.retired, GPU.temp, GPU.throttle, GPU.util, GPU.utilMax, GPU.xid].map((d) => d.name),
   auto: 'detect',
   description: 'NVIDIA GPUs through NVML (libnvidia-ml.so.1, bound with koffi)',
   section: pluginSection('nvml', 'NVIDIA GPUs through NVML.', [

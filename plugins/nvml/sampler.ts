@@ -6,6 +6,7 @@
  */
 import { normalizePciBusId } from '../../src/core/pci.js';
 import { FIELD_VALUE_SIZE, NVML, PROCESS_INFO_SIZE, SAMPLE_SIZE, SAMPLING, type Handle, type NvmlBinding } from './binding.js';
+import { GpmReader } from './gpm.js';
 import type { GpuSnapshot, MigSnapshot, ProcessSnapshot, Snapshot } from './snapshot.js';
 
 const FIELD = { RETIRED_PENDING: 31, MEMORY_TEMP: 82, NVLINK_TX: 138, NVLINK_RX: 139 } as const;
@@ -43,11 +44,15 @@ interface Gpu {
   reprobeAt: number;
   /** MIG mode at the last sample (a change re-probes at once). */
   migMode?: number;
+  /** The GPM support query answered yes (asked again after a re-probe). */
+  gpmSupported?: boolean;
   /** Newest sample timestamp (µs) read from each of NVML's sample buffers, by sampling type. */
   lastSample: Map<number, bigint>;
   /** (call, code) pairs already reported */
   said: Set<string>;
 }
+
+const GPM_CALL = 'SM/engine activity (GPM)';
 
 /** Unsupported calls are tried again this often (and at once when MIG mode changes). */
 const REPROBE_MS = 600_000;
@@ -61,9 +66,17 @@ export class Sampler {
   /** Room for a whole sample buffer (the driver keeps 100 utilization and 120 power samples). */
   private readonly sampleBuf = Buffer.alloc(160 * SAMPLE_SIZE);
   private lostSeen = new Set<string>();
+  private readonly gpm: GpmReader | undefined;
   driverVersion = '';
 
-  constructor(private readonly nvml: NvmlBinding, private readonly withProcesses: boolean) {}
+  constructor(private readonly nvml: NvmlBinding, private readonly withProcesses: boolean, gpmMinWindowMs?: number) {
+    this.gpm = nvml.gpm && new GpmReader(nvml.gpm, gpmMinWindowMs);
+  }
+
+  /** Frees what this NVML session allocated (GPM samples): call before nvmlShutdown. */
+  release(): void {
+    this.gpm?.release();
+  }
 
   /** Enumerates GPUs and their identity (after init and every re-init). */
   enumerate(): void {
@@ -247,6 +260,40 @@ export class Sampler {
     if (!skip.has('performance state') && this.ok(g, 'performance state', n.pstate(h, u1))) s.pstate = u1[0];
     if (!skip.has('field values')) this.readFields(g, s);
     if (this.withProcesses && !skip.has('processes')) this.readProcesses(g, s);
+    if (this.gpm && !skip.has(GPM_CALL)) this.readGpm(g, s, this.gpm);
+  }
+
+  /**
+   * SM / engine / tensor / DRAM activity through GPM: the whole GPU, or each
+   * GPU instance of a GPU in MIG mode (where NVML has no other utilization).
+   * A GPU without GPM (before Hopper) answers the support query with
+   * isSupportedDevice = 0: skipped like any NOT_SUPPORTED call.
+   */
+  private readGpm(g: Gpu, s: GpuSnapshot, gpm: GpmReader): void {
+    const n = this.nvml.gpm!;
+    if (!g.gpmSupported) {
+      const q = gpm.supported(g.handle);
+      if (!this.ok(g, GPM_CALL, q.r === NVML.SUCCESS && !q.supported ? NVML.NOT_SUPPORTED : q.r)) return;
+      g.gpmSupported = true;
+    }
+    const seen = new Set<string>();
+    if (s.migMode !== 1) {
+      const { r, values } = gpm.read(g.uuid, '', (sample) => n.sampleGet(g.handle, sample));
+      seen.add(g.uuid);
+      if (this.ok(g, GPM_CALL, r) && values) s.gpm = values;
+    } else {
+      // GPM counts by GPU instance: compute instances of one GI share its figures
+      const byGi = new Map<number, MigSnapshot[]>();
+      for (const m of s.mig ?? []) byGi.set(m.gi, [...(byGi.get(m.gi) ?? []), m]);
+      for (const [gi, members] of byGi) {
+        const key = `${g.uuid}/${gi}`;
+        seen.add(key);
+        const { r, values } = gpm.read(key, members.map((m) => m.uuid).sort().join(','), (sample) => n.migSampleGet(g.handle, gi, sample));
+        if (!this.ok(g, GPM_CALL, r)) break;
+        if (values) for (const m of members) m.gpm = values;
+      }
+    }
+    gpm.sweep(g.uuid, seen);
   }
 
   /** Memory temperature, NVLink cumulative counters, pending retirement: one nvmlDeviceGetFieldValues call. */

@@ -3,6 +3,8 @@
  * NVML's own units (mW, mJ, KB/s, percent, KiB counters). Conversion to the
  * registry's units happens in convert.ts, in one place.
  */
+import type { GpmValues } from './gpm.js';
+
 export interface ProcessSnapshot {
   pid: number;
   /** Absent when NVML says NVML_VALUE_NOT_AVAILABLE. */
@@ -20,6 +22,8 @@ export interface MigSnapshot {
   memTotal?: number;
   memUsed?: number;
   memFree?: number;
+  /** GPM activity of the instance's GPU instance since the last tick (percent). */
+  gpm?: GpmValues;
 }
 
 export interface GpuSnapshot {
@@ -67,10 +71,14 @@ export interface GpuSnapshot {
   processes?: ProcessSnapshot[];
   migMode?: number;
   mig?: MigSnapshot[];
+  /** GPM activity since the last tick (percent; Hopper and later, not in MIG mode). */
+  gpm?: GpmValues;
 }
 
 export interface Snapshot {
   driverVersion: string;
+  /** Optional entry points this NVML library lacks (binding variants), for doctor: what is not measured and why. */
+  missing?: string[];
   /** ms since epoch when the sampling started. */
   time: number;
   gpus: GpuSnapshot[];

@@ -42,6 +42,7 @@ let lastError = '';
 /** Bumped on every shutdown: an event loop of an older generation stops. */
 let generation = 0;
 let eventWaitDone: Promise<void> = Promise.resolve();
+let missing: string[] = [];
 
 function ensureInit(): void {
   if (initialized) return;
@@ -51,6 +52,7 @@ function ensureInit(): void {
     const r = nvml.init();
     if (r !== NVML.SUCCESS) throw new Error(`nvmlInit_v2: ${nvml.errorString(r)} (${r})`);
     sampler ??= new Sampler(nvml, opts.processes);
+    missing = Object.entries(nvml.variants).filter(([, v]) => v === 'missing').map(([k]) => k);
     try {
       sampler.enumerate();
     } catch (e) {
@@ -73,8 +75,9 @@ function ensureInit(): void {
 
 /**
  * Ends this NVML session. The event loop frees its set once its wait returns
- * (within eventWaitMs) and sees the generation changed: that must happen
- * before nvmlShutdown, never after it, and never in a later session.
+ * (within eventWaitMs) and sees the generation changed, and the sampler frees
+ * its GPM samples: that must happen before nvmlShutdown, never after it, and
+ * never in a later session.
  */
 let stopping: Promise<void> = Promise.resolve();
 function shutdown(): Promise<void> {
@@ -83,6 +86,7 @@ function shutdown(): Promise<void> {
   generation++;
   const events = eventWaitDone;
   return (stopping = events.then(() => {
+    sampler?.release();
     nvml!.shutdown();
   }));
 }
@@ -166,7 +170,7 @@ async function onMessage(m: Request): Promise<void> {
   try {
     ensureInit();
     const { gpus, anyLost } = sampler!.sample();
-    const snapshot: Snapshot = { driverVersion: sampler!.driverVersion, time, gpus, notes: sampler!.takeNotes() };
+    const snapshot: Snapshot = { driverVersion: sampler!.driverVersion, missing, time, gpus, notes: sampler!.takeNotes() };
     if (anyLost) {
       // a lost GPU or a driver reload: start over with a fresh NVML after the backoff
       lastError = 'a GPU was lost';

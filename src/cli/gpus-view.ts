@@ -25,7 +25,11 @@ export interface GpuRecord {
   mig: { uuid: string; model: string; gpu_instance_id: number; compute_instance_id: number; memory_used_bytes: number | null; memory_total_bytes: number | null }[];
   /** Filled by attribution (Slurm, Kubernetes) when it exists. */
   jobs: Record<string, string | number | boolean>[];
+  /** What is missing from this record and why. */
+  notes: string[];
 }
+
+const MIG_UTILIZATION = 'no utilization: NVML has none for a GPU in MIG mode. The daemon reports each MIG instance\'s utilization as its GPU instance\'s engine activity (GPM, Hopper and later) over a collection interval, which one sample here cannot measure.';
 
 export function gpuView(points: readonly Point[]): GpuRecord[] {
   const gpus = new Map<string, GpuRecord>();
@@ -50,7 +54,7 @@ export function gpuView(points: readonly Point[]): GpuRecord[] {
       g = {
         index: Number(a['gpu.index']), uuid, model: String(a['gpu.model']), vendor: String(a['gpu.vendor']), pci_bus_id: String(a['gpu.pci.bus_id']), lost: false,
         utilization: null, memory_utilization: null, memory_used_bytes: null, memory_total_bytes: null, temperature_celsius: {},
-        power_watts: null, power_limit_watts: null, energy_joules: null, throttle_causes: [], processes: [], mig: [], jobs: [],
+        power_watts: null, power_limit_watts: null, energy_joules: null, throttle_causes: [], processes: [], mig: [], jobs: [], notes: [],
       };
       gpus.set(uuid, g);
     }
@@ -72,6 +76,7 @@ export function gpuView(points: readonly Point[]): GpuRecord[] {
     const { parent, ...rest } = m;
     gpus.get(parent)?.mig.push(rest);
   }
+  for (const g of gpus.values()) if (g.mig.length && g.utilization === null && !g.lost) g.notes.push(MIG_UTILIZATION);
   return [...gpus.values()].sort((x, y) => x.vendor.localeCompare(y.vendor) || x.index - y.index);
 }
 
@@ -102,5 +107,6 @@ export function renderGpuTable(gpus: readonly GpuRecord[], color: boolean): stri
   }
   const out = alignColumns(rows).map((line, n) => (n === 0 ? bold(line) : rows[n]![3] === 'LOST' || rows[n]![8] !== '-' ? warn(line) : line));
   if (gpus.length === 0) out.push('(no GPUs found)');
+  for (const g of gpus) for (const n of g.notes) out.push(`${g.vendor === 'nvidia' ? 'GPU' : g.vendor} ${g.index}: ${n}`);
   return out.join('\n') + '\n';
 }

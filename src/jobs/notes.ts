@@ -52,6 +52,8 @@ export function jobNotes(job: JobHeader, gpus: readonly GpuRow[], totals: Totals
     if (f.eccUncorrected > 0) notes.push({ level: 'warn', code: 'ecc', text: `GPU ${short(g.uuid)} on ${g.node} had ${f.eccUncorrected} uncorrected ECC error(s)` });
     if (g.shared) notes.push({ level: 'info', code: 'shared', text: `GPU ${short(g.uuid)} was shared with other jobs: this job's share ${pct(f.shareMean)} (energy and GPU-hours are counted at that share)` });
     if (f.energySource === 'power') notes.push({ level: 'info', code: 'energy-from-power', text: `GPU ${short(g.uuid)} has no energy counter: its energy is integrated from power` });
+    // NVML has neither power nor device utilization for a MIG instance: say what its figures are, so 0 J is not read as idle
+    if (g.uuid.startsWith('MIG-')) notes.push({ level: 'info', code: 'mig-instance', text: `GPU ${short(g.uuid)} is a MIG instance: its utilization is its GPU instance's engine activity (GPM, Hopper and later), and NVML measures no power or energy per instance (not counted here)` });
   }
   return notes;
 }

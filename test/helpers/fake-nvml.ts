@@ -61,6 +61,8 @@ export function h100(i: number, over: Record<string, unknown> = {}): FakeGpu {
     processes: [{ pid: 4242 + i, used: 1_048_576_000 }],
     fields: { '82': { type: 1, value: 50 }, '138': { value: 1000 }, '139': { value: 2000 }, '31': { type: 1, value: 0 } },
     mig_mode: 0,
+    // Hopper: GPM activity counters (percent)
+    gpm: { graphics: 85, sm: 70, sm_occupancy: 35, tensor: 40, dram: 55 },
     ...over,
   };
 }

@@ -47,8 +47,13 @@ const m = (
 
 export const METRICS: readonly MetricDef[] = Object.freeze([
   // --- GPU (every vendor; the contract names of design.md) ---
-  m('gpu.utilization', '1', 'gauge', 'gpu', 'Fraction of the time during which one or more kernels ran on the GPU (0..1): the mean of every sample the driver took over the collection interval where it keeps them (NVML), else one reading.'),
+  m('gpu.utilization', '1', 'gauge', 'gpu', 'Fraction of the time during which one or more kernels ran on the GPU (0..1): the mean of every sample the driver took over the collection interval where it keeps them (NVML), else one reading. A MIG instance has no such figure in NVML: its value is the graphics-engine activity of its GPU instance over the interval (gpu.engine.active, GPM, Hopper and later).'),
   m('gpu.utilization.max', '1', 'gauge', 'gpu', 'Highest GPU utilization sample the driver took during the collection interval (0..1; NVML sample buffers).'),
+  m('gpu.engine.active', '1', 'gauge', 'gpu', 'Fraction of the collection interval during which the graphics/compute engine was busy (0..1; NVML GPM GRAPHICS_UTIL, the counterpart of DCGM_FI_PROF_GR_ENGINE_ACTIVE). Hopper and later; per GPU instance on a MIG GPU.'),
+  m('gpu.sm.active', '1', 'gauge', 'gpu', 'Mean fraction of the SMs that had work resident over the collection interval (0..1; NVML GPM SM_UTIL, cf. DCGM_FI_PROF_SM_ACTIVE). Hopper and later.'),
+  m('gpu.sm.occupancy', '1', 'gauge', 'gpu', 'Resident warps as a fraction of the SMs\' theoretical maximum, over the collection interval (0..1; NVML GPM SM_OCCUPANCY, cf. DCGM_FI_PROF_SM_OCCUPANCY). Hopper and later.'),
+  m('gpu.tensor.active', '1', 'gauge', 'gpu', 'Fraction of the collection interval during which any tensor pipe was busy (0..1; NVML GPM ANY_TENSOR_UTIL, cf. DCGM_FI_PROF_PIPE_TENSOR_ACTIVE). Hopper and later.'),
+  m('gpu.dram.active', '1', 'gauge', 'gpu', 'Device memory bandwidth used as a fraction of the theoretical maximum, over the collection interval (0..1; NVML GPM DRAM_BW_UTIL, cf. DCGM_FI_PROF_DRAM_ACTIVE). Hopper and later.'),
   m('gpu.memory.utilization', '1', 'gauge', 'gpu', 'Fraction of the sample period during which device memory was read or written (memory controller busy, 0..1).'),
   m('gpu.memory.used', 'By', 'gauge', 'gpu', 'Device memory allocated by processes and the driver.'),
   m('gpu.memory.free', 'By', 'gauge', 'gpu', 'Device memory available for allocation.'),

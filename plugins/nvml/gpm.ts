@@ -1,0 +1,150 @@
+/**
+ * GPU Performance Monitoring (GPM, Hopper and later): SM, graphics-engine,
+ * tensor and DRAM activity between two samples NVML takes of the GPU's
+ * performance counters. The only per-MIG-instance activity NVML has
+ * (nvmlGpmMigSampleGet, by GPU instance), and finer than device utilization
+ * on a whole GPU (which SMs were busy, not whether any kernel ran).
+ *
+ * One window a target (a GPU, or one GPU instance of a MIG GPU): two sample
+ * handles used in turn, so a tick allocates nothing. A sample belongs to the
+ * NVML session that allocated it: release() frees every one before
+ * nvmlShutdown, and nothing of an earlier session is ever freed.
+ */
+import { GPM, GPM_METRIC, NVML, type Handle, type NvmlGpm } from './binding.js';
+
+/** Activity over the window, percent (0..100) as NVML gives it; a metric the GPU cannot count is absent. */
+export interface GpmValues {
+  graphics?: number;
+  sm?: number;
+  smOccupancy?: number;
+  tensor?: number;
+  dram?: number;
+}
+
+const READ: readonly [keyof GpmValues, number][] = [
+  ['graphics', GPM_METRIC.GRAPHICS_UTIL],
+  ['sm', GPM_METRIC.SM_UTIL],
+  ['smOccupancy', GPM_METRIC.SM_OCCUPANCY],
+  ['tensor', GPM_METRIC.ANY_TENSOR_UTIL],
+  ['dram', GPM_METRIC.DRAM_BW_UTIL],
+];
+
+/**
+ * NVML refreshes the counters about every 100 ms: a window shorter than this
+ * (ticks faster than a second) keeps the last figures instead of measuring
+ * noise. A window longer than MAX (the daemon was stopped, a GI reappeared)
+ * starts over rather than report an average of something long past.
+ */
+export const GPM_MIN_WINDOW_MS = 1000;
+export const GPM_MAX_WINDOW_MS = 600_000;
+
+interface Window {
+  /** Holds the window's start sample once filled. */
+  prev: Handle;
+  spare: Handle;
+  filled: boolean;
+  taken: number;
+  /** What the target is (a GI's member MIG devices): a GI id reused by a new GI is not one window. */
+  fingerprint: string;
+  last?: GpmValues;
+}
+
+export type GpmRead = { r: number; values?: GpmValues };
+
+export class GpmReader {
+  private readonly windows = new Map<string, Window>();
+  private readonly request = Buffer.alloc(GPM.HEADER_SIZE + GPM.MAX_METRICS * GPM.METRIC_SIZE);
+  private readonly support = Buffer.alloc(GPM.SUPPORT_SIZE);
+
+  /** minWindowMs: GPM_MIN_WINDOW_MS; the benchmark sets 0 to measure a full read every call. */
+  constructor(private readonly api: NvmlGpm, private readonly minWindowMs = GPM_MIN_WINDOW_MS) {}
+
+  /** NVML's answer and whether the GPU has GPM (pre-Hopper: success with isSupportedDevice = 0). */
+  supported(h: Handle): { r: number; supported: boolean } {
+    this.support.fill(0);
+    this.support.writeUInt32LE(GPM.SUPPORT_VERSION, 0);
+    const r = this.api.querySupport(h, this.support);
+    return { r, supported: r === NVML.SUCCESS && this.support.readUInt32LE(4) !== 0 };
+  }
+
+  /**
+   * Activity of one target since its previous read. The first read of a
+   * target (or after a reset) only takes the start sample: no values yet.
+   * take() fills a sample handle (nvmlGpmSampleGet or nvmlGpmMigSampleGet).
+   */
+  read(key: string, fingerprint: string, take: (sample: Handle) => number, now = Date.now()): GpmRead {
+    let w = this.windows.get(key);
+    if (w && (w.fingerprint !== fingerprint || now - w.taken > GPM_MAX_WINDOW_MS)) w.filled = false;
+    if (w?.filled && now - w.taken < this.minWindowMs) return { r: NVML.SUCCESS, values: w.last };
+    if (!w) {
+      const a: [Handle | null] = [null];
+      const b: [Handle | null] = [null];
+      let r = this.api.sampleAlloc(a);
+      if (r !== NVML.SUCCESS) return { r };
+      r = this.api.sampleAlloc(b);
+      if (r !== NVML.SUCCESS) {
+        this.api.sampleFree(a[0]!);
+        return { r };
+      }
+      this.windows.set(key, (w = { prev: a[0]!, spare: b[0]!, filled: false, taken: 0, fingerprint }));
+    }
+    const r = take(w.spare);
+    if (r !== NVML.SUCCESS) return { r };
+    let out: GpmRead = { r: NVML.SUCCESS };
+    if (w.filled) {
+      out = this.metrics(w.prev, w.spare);
+      if (out.r !== NVML.SUCCESS) return out;
+    }
+    [w.prev, w.spare] = [w.spare, w.prev];
+    w.filled = true;
+    w.taken = now;
+    w.fingerprint = fingerprint;
+    w.last = out.values;
+    return out;
+  }
+
+  private metrics(start: Handle, end: Handle): GpmRead {
+    const b = this.request;
+    b.fill(0, 0, GPM.HEADER_SIZE + READ.length * GPM.METRIC_SIZE);
+    b.writeUInt32LE(GPM.METRICS_GET_VERSION, 0);
+    b.writeUInt32LE(READ.length, 4);
+    b.writeBigUInt64LE(BigInt(start), 8);
+    b.writeBigUInt64LE(BigInt(end), 16);
+    READ.forEach(([, id], i) => b.writeUInt32LE(id, GPM.HEADER_SIZE + i * GPM.METRIC_SIZE));
+    const r = this.api.metricsGet(b);
+    if (r !== NVML.SUCCESS) return { r };
+    const values: GpmValues = {};
+    for (let i = 0; i < READ.length; i++) {
+      const o = GPM.HEADER_SIZE + i * GPM.METRIC_SIZE;
+      const mr = b.readInt32LE(o + 4);
+      // a lost GPU is the sampler's business; other per-metric codes (NOT_SUPPORTED on this GPU or instance) leave it out
+      if (mr === NVML.GPU_IS_LOST) return { r: mr };
+      const v = b.readDoubleLE(o + 8);
+      // two counter reads a hair apart can put a ratio just past 100
+      if (mr === NVML.SUCCESS && Number.isFinite(v)) values[READ[i]![0]] = Math.min(100, Math.max(0, v));
+    }
+    return { r: NVML.SUCCESS, values };
+  }
+
+  /** Frees the windows under a GPU (key prefix) that this tick did not read: GPU instances that are gone. */
+  sweep(prefix: string, seen: ReadonlySet<string>): void {
+    for (const [key, w] of this.windows) {
+      if ((key === prefix || key.startsWith(`${prefix}/`)) && !seen.has(key)) this.free(key, w);
+    }
+  }
+
+  /** Frees every sample: before nvmlShutdown, while the session that allocated them is alive. */
+  release(): void {
+    for (const [key, w] of this.windows) this.free(key, w);
+  }
+
+  get size(): number {
+    return this.windows.size;
+  }
+
+  private free(key: string, w: Window): void {
+    this.api.sampleFree(w.prev);
+    this.api.sampleFree(w.spare);
+    this.windows.delete(key);
+  }
+}
