@@ -28,8 +28,8 @@ after(async () => {
 });
 
 test('Prometheus scrapes every sim GPU and answers PromQL with the labels and resource labels', async () => {
-  const util = await waitFor('gpu_utilization for 3 GPUs', async () => {
-    const r = await prom.query('gpu_utilization{gpu_vendor="sim"}');
+  const util = await waitFor('gpu_utilization_ratio for 3 GPUs', async () => {
+    const r = await prom.query('gpu_utilization_ratio{gpu_vendor="sim"}');
     return r.length === 3 ? r : undefined;
   }, 30_000);
   for (const s of util) {
@@ -45,32 +45,29 @@ test('Prometheus scrapes every sim GPU and answers PromQL with the labels and re
   assert.equal(info[0]!.metric.service_name, 'l9gpu');
   // a counter: rate() over scrapes works and is non-negative for each GPU
   const rate = await waitFor('energy rate', async () => {
-    const r = await prom.query('rate(gpu_energy_consumption_total[5s])');
+    const r = await prom.query('rate(gpu_energy_consumption_joules_total[5s])');
     return r.length === 3 ? r : undefined;
   }, 30_000);
   for (const s of rate) assert.ok(Number(s.value![1]) >= 0);
-  const temps = await prom.query('count by (gpu_temperature_sensor) (gpu_temperature)');
+  const temps = await prom.query('count by (gpu_temperature_sensor) (gpu_temperature_celsius)');
   assert.deepEqual(temps.map((t) => t.metric.gpu_temperature_sensor).sort(), ['edge', 'memory']);
-  const host = await prom.query('system_memory_limit');
+  const host = await prom.query('system_memory_limit_bytes');
   assert.equal(host.length, 1);
 });
 
 test('the exposition page passes promtool check metrics and declares types, help and units', async () => {
   const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-  assert.match(text, /^# HELP gpu_utilization Fraction of the time during which one or more kernels ran/m);
-  assert.match(text, /^# TYPE gpu_utilization gauge$/m);
-  assert.match(text, /^# TYPE gpu_energy_consumption_total counter$/m);
-  assert.match(text, /^# UNIT gpu_power_draw W$/m);
-  assert.match(text, /^# TYPE system_memory_usage gauge$/m, 'an up-down sum is a Prometheus gauge');
+  assert.match(text, /^# HELP gpu_utilization_ratio Fraction of the time during which one or more kernels ran/m);
+  assert.match(text, /^# TYPE gpu_utilization_ratio gauge$/m);
+  assert.match(text, /^# TYPE gpu_energy_consumption_joules_total counter$/m);
+  assert.match(text, /^# UNIT gpu_power_draw_watts W$/m);
+  assert.match(text, /^# TYPE system_memory_usage_bytes gauge$/m, 'an up-down sum is a Prometheus gauge');
   const lint = promtoolCheckMetrics(text);
-  // Exactly two style findings, both names fixed elsewhere: gpu.memory.total is a design.md
-  // contract name and system.cpu.logical.count the OpenTelemetry semantic-convention name.
-  // Any other finding is a defect.
+  // Exactly one style finding: system.cpu.logical.count is the OpenTelemetry semantic-convention
+  // name. (gpu.memory.total, a design.md contract name, was the other until the unit word made it
+  // gpu_memory_total_bytes.) Any other finding is a defect.
   const problems = lint.output.split('\n').filter((l) => l.trim());
-  assert.deepEqual(problems, [
-    'gpu_memory_total non-counter metrics should not have "_total" suffix',
-    'system_cpu_logical_count non-histogram and non-summary metrics should not have "_count" suffix',
-  ], lint.output);
+  assert.deepEqual(problems, ['system_cpu_logical_count non-histogram and non-summary metrics should not have "_count" suffix'], lint.output);
   const notFound = await fetch(`http://127.0.0.1:${port}/nope`);
   assert.equal(notFound.status, 404);
 });

@@ -9,7 +9,8 @@ import { METRICS, metric, prometheusName } from '../src/core/metrics/registry.js
 import { toResourceMetrics } from '../src/sinks/resource-metrics.js';
 import { ROOT } from './helpers/paths.js';
 
-const UCUM = new Set(['{binding}', '1', 'By', 'By/s', 'Cel', 'W', 'J', 'MHz', 's', '{error}', '{state}', '{cpu}', '{thread}', '{point}', '{tick}', '{row}', '{page}', '{replay}', '{process}']);
+// '': a 0/1 state or an info metric (always 1), which is no ratio
+const UCUM = new Set(['', '{binding}', '1', 'By', 'By/s', 'Cel', 'W', 'J', 'MHz', 's', '{error}', '{state}', '{cpu}', '{thread}', '{point}', '{tick}', '{row}', '{page}', '{replay}', '{process}']);
 
 test('every metric has a known UCUM unit, a kind, a description and a dotted lower-case name', () => {
   for (const d of METRICS) {
@@ -39,11 +40,23 @@ test('the contract metrics of design.md have their contract unit and kind', () =
   assert.throws(() => metric('gpu.utilisation'), /unknown metric "gpu.utilisation"/);
 });
 
-test('prometheusName() is exactly what the Prometheus serializer writes for every metric', () => {
+test('prometheusName(): the OpenTelemetry compatibility rules, and the serializer writes the name unchanged', () => {
+  const want: Record<string, string> = {
+    'gpu.utilization': 'gpu_utilization_ratio', 'gpu.power.draw': 'gpu_power_draw_watts', 'gpu.memory.used': 'gpu_memory_used_bytes',
+    'gpu.temperature': 'gpu_temperature_celsius', 'gpu.energy.consumption': 'gpu_energy_consumption_joules_total',
+    'gpu.pcie.throughput': 'gpu_pcie_throughput_bytes_per_second', 'gpu.clock.frequency': 'gpu_clock_frequency_MHz',
+    'gpu.ecc.errors': 'gpu_ecc_errors_total', 'gpu.info': 'gpu_info', 'gpu.lost': 'gpu_lost', 'gpu.interconnect.io': 'gpu_interconnect_io_bytes_total',
+    'system.cpu.logical.count': 'system_cpu_logical_count', 'system.memory.usage': 'system_memory_usage_bytes',
+    'l9gpu.process.cpu.time': 'l9gpu_process_cpu_time_seconds_total', 'gpu.job.duration': 'gpu_job_duration_seconds',
+    'gpu.memory.remapped_rows': 'gpu_memory_remapped_rows', 'system.cpu.load_average.1m': 'system_cpu_load_average_1m',
+  };
+  for (const [n, p] of Object.entries(want)) assert.equal(prometheusName(metric(n)), p, n);
+  assert.equal(new Set(METRICS.map(prometheusName)).size, METRICS.length, 'no two metrics share a Prometheus name');
   const batch = { source: 't', time: Date.now(), intervalMs: 1000, points: METRICS.map((d) => ({ metric: d, value: 1, attributes: {} })) };
-  const text = new PrometheusSerializer('', false).serialize(toResourceMetrics([batch], { 'service.name': 'l9gpu' }, Date.now(), '0') as never);
+  const text = new PrometheusSerializer('', false).serialize(toResourceMetrics([batch], { 'service.name': 'l9gpu' }, Date.now(), '0', prometheusName) as never);
   const written = new Set([...text.matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1]));
-  for (const d of METRICS) assert.ok(written.has(prometheusName(d)), `${d.name} -> ${prometheusName(d)} not in serializer output`);
+  written.delete('target_info');
+  assert.deepEqual([...written].sort(), METRICS.map(prometheusName).sort());
 });
 
 test('docs/metrics.md and docs/l9gpu.example.ini are up to date (npm run docs)', () => {

@@ -48,7 +48,7 @@ test('SIGHUP reloads the configuration; a bad file is logged and the running one
     // the prometheus sink's section did not change: same listener, never restarted
     assert.equal(d.stderr.match(/prometheus endpoint listening/g)!.length, 1);
     const page = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-    assert.match(page, /gpu_utilization\{[^}]*gpu_index="2"/);
+    assert.match(page, /gpu_utilization_ratio\{[^}]*gpu_index="2"/);
 
     writeFileSync(f, conf(3, '[sim]\ngpus = many\n'));
     d.child.kill('SIGHUP');
@@ -60,7 +60,7 @@ test('SIGHUP reloads the configuration; a bad file is logged and the running one
     // dropping the plugin on reload stops its series; the endpoint ages them out
     writeFileSync(f, conf(3).replace('plugins = sim', 'plugins = host'));
     d.child.kill('SIGHUP');
-    await waitFor('sim series gone from /metrics', async () => !(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()).includes('gpu_utilization{'));
+    await waitFor('sim series gone from /metrics', async () => !(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()).includes('gpu_utilization_ratio{'));
   } finally {
     assert.equal(await d.stop('SIGINT'), 0);
   }

@@ -5,10 +5,17 @@
  * the OTLP unit field).
  */
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { METRICS, prometheusName } from '../src/core/metrics/registry.js';
+import { recordEnd, recordStart } from '../src/store/jobs.js';
+import { openStore } from '../src/store/open.js';
+import { simUuid } from '../plugins/sim/index.js';
+import { Prometheus } from './helpers/prometheus.js';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { parseLines, runCli } from './helpers/daemon.js';
+import { DaemonProcess, parseLines, runCli } from './helpers/daemon.js';
+import { FakeNvml, h100 } from './helpers/fake-nvml.js';
+import { freePort } from './helpers/net.js';
 import { tempDir } from './helpers/paths.js';
 import { VictoriaMetrics } from './helpers/victoriametrics.js';
 import { waitFor } from './helpers/wait.js';
@@ -100,4 +107,86 @@ test('the OTLP unit reaches the backend: Prometheus-style names carry the unit s
   const labels = await vmProm.series('gpu_utilization_ratio');
   assert.equal(labels.length, 4);
   assert.ok(labels.every((l) => l.gpu_uuid?.startsWith('GPU-') && l.gpu_vendor === 'sim'));
+});
+
+test('one name per metric on both paths: the pull endpoint\'s names are those VictoriaMetrics gives the same metrics over OTLP with Prometheus naming (sim, nvml, host, self-metrics)', async () => {
+  const port = await freePort();
+  const f = join(dir, 'both.ini');
+  writeFileSync(f, `[daemon]\nplugins = sim, nvml, host\nsinks = otlp, prometheus\ninterval = 1s\n[sim]\ngpus = 2\n[otlp]\nendpoint = ${vmProm.otlpEndpoint}\n[prometheus]\nhost = 127.0.0.1\nport = ${port}\n`);
+  // an Xid queued: gpu.xid.errors too; the second tick on brings the interval peaks, NVLink rates and GPM activity
+  const fake = new FakeNvml({ devices: [h100(0), h100(1)], events: [{ device: 1, type: 8, data: 79 }] });
+  const d = new DaemonProcess(['--config', f], fake.env());
+  let pulled: Set<string>;
+  try {
+    const scrape = async () => new Set([...(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()).matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1]!));
+    pulled = await waitFor('every late metric on the pull page', async () => {
+      const n = await scrape().catch(() => new Set<string>());
+      return ['gpu_sm_active_ratio', 'gpu_xid_errors_total', 'gpu_interconnect_throughput_bytes_per_second', 'gpu_utilization_max_ratio', 'l9gpu_sink_exported_total'].every((x) => n.has(x)) ? n : undefined;
+    }, 30_000);
+    pulled = await scrape(); // after the check: one more complete page
+  } finally {
+    assert.equal(await d.stop(), 0, d.stderr);
+  }
+  pulled.delete('target_info'); // the resource, which an OTLP backend spreads over every series' labels instead
+  await vmProm.flush();
+  const pushed = new Set(await waitFor('the pushed names', async () => {
+    const n = await vmProm.names();
+    return pulled.size && [...pulled].every((x) => n.includes(x)) ? n : undefined;
+  }, 20_000).catch(async () => vmProm.names()));
+  // the earlier tests of this file pushed sim and host metrics too: every name in the backend is one this daemon served
+  assert.deepEqual([...pulled].filter((x) => !pushed.has(x)), [], 'served but named otherwise over OTLP');
+  assert.deepEqual([...pushed].filter((x) => !pulled.has(x)), [], 'named over OTLP but not served');
+  const registry = new Set(METRICS.map(prometheusName));
+  assert.deepEqual([...pulled].filter((x) => !registry.has(x)), [], 'every name is a registry metric\'s prometheusName()');
+  assert.ok(pulled.size >= 45, `${pulled.size} names`);
+});
+
+test('l9gpu jobs --source promql reads a job from both namings: a real Prometheus scraping the pull endpoint, and VictoriaMetrics fed over OTLP with Prometheus naming', async () => {
+  const d0 = tempDir('l9gpu-promql-both-');
+  chmodSync(d0, 0o755);
+  const state = join(d0, 'state');
+  const bin = join(d0, 'bin');
+  mkdirSync(bin);
+  // slurmctld down (slurm_strerror's text): the reconciler keeps the binding the "prolog" (recordStart) opened
+  writeFileSync(join(bin, 'scontrol'), `#!/bin/sh\n[ "$1" = listjobs ] && { echo 'invalid keyword: listjobs' >&2; exit 1; }\necho 'slurm_load_jobs error: Unable to contact slurm controller (connect failure)' >&2; exit 1\n`, { mode: 0o755 });
+  writeFileSync(join(d0, 'slurm.conf'), 'ClusterName=ci\n');
+  const port = await freePort();
+  const config = join(d0, 'l9gpu.ini');
+  writeFileSync(config, `[daemon]\nstate_dir = ${state}\nattribution = slurm\nplugins = sim\nsinks = otlp, prometheus\ninterval = 1s\nhost_name = promqlnode\n[sim]\ngpus = 2\n[otlp]\nendpoint = ${vmProm.otlpEndpoint}\n[prometheus]\nhost = 127.0.0.1\nport = ${port}\n[slurm]\nslurm_conf = ${join(d0, 'slurm.conf')}\nnode_name = promqlnode\nbin_dir = ${bin}\n`);
+  const uuid = simUuid('promqlnode', 1);
+  const db = openStore(state);
+  recordStart(db, { jobId: '4242', runKey: 'r0', user: 'alice', uid: 1001, partition: 'gpu' }, [{ uuid, shared: false }], 'prolog', Date.now());
+  db.close();
+  const prom = await new Prometheus().start(`127.0.0.1:${port}`);
+  const d = new DaemonProcess(['--config', config]);
+  const show = async (extra: string[]) => {
+    const r = await runCli(['jobs', 'show', '4242', '--json', '--config', config, ...extra]);
+    assert.equal(r.status, 0, r.stderr);
+    return JSON.parse(r.stdout) as { source: string; gpus: { uuid: string; figures: { samples: number; utilMean: number | null; memTotal: number | null } }[] };
+  };
+  try {
+    await waitFor('5 scrapes of the job\'s GPU', async () => Number((await prom.query(`count_over_time(gpu_utilization_ratio{slurm_job_id="4242"}[1m])`))[0]?.value?.[1] ?? 0) >= 5, 40_000);
+  } finally {
+    assert.equal(await d.stop(), 0, d.stderr);
+  }
+  const rw = openStore(state);
+  recordEnd(rw, { jobId: '4242', runKey: 'r0' }, { endTime: Date.now(), state: 'COMPLETED', exitCode: 0 }, [], 'epilog');
+  rw.close();
+  try {
+    const store = await show([]);
+    await vmProm.flush();
+    const viaVm = await waitFor('the PromQL report from VictoriaMetrics, complete', async () => {
+      const r = await show(['--source', 'promql', '--url', vmProm.url]).catch(() => undefined);
+      return r?.gpus[0]?.figures.samples === store.gpus[0]!.figures.samples ? r : undefined;
+    });
+    assert.equal(viaVm.source, 'promql');
+    assert.deepEqual(viaVm.gpus, store.gpus, 'every point the daemon pushed: the store\'s figures exactly');
+    const viaProm = await show(['--source', 'promql', '--url', prom.url]);
+    assert.deepEqual(viaProm.gpus.map((g) => g.uuid), [uuid]);
+    const f = viaProm.gpus[0]!.figures;
+    assert.ok(f.samples >= 5 && f.utilMean !== null && f.utilMean >= 0 && f.utilMean <= 1, JSON.stringify(f));
+    assert.equal(f.memTotal, store.gpus[0]!.figures.memTotal);
+  } finally {
+    await prom.stop();
+  }
 });

@@ -16,8 +16,16 @@ export function renderMetricsDoc(emitters: ReadonlyMap<string, readonly string[]
     'ratios are 0..1 with unit `1` (never percent), power `W`, energy `J`, memory `By`, temperature `Cel`, clocks `MHz`.',
     'A *monotonic sum* is a cumulative counter (OTLP Sum, cumulative temporality, monotonic); a backend computes rates from it.',
     '',
-    'The Prometheus name is what the pull endpoint (`[prometheus]`) shows: dots become underscores, monotonic sums get `_total`,',
-    'attribute keys become labels the same way (`gpu.uuid` -> `gpu_uuid`). Over OTLP, VictoriaMetrics keeps the dotted names.',
+    'A metric with no unit (`-`) is a 0/1 state or an info metric (always 1): no ratio.',
+    '',
+    'Two names per metric. The **OTLP name** (`name`) is what OTLP carries and what a backend that keeps OpenTelemetry names',
+    'stores (VictoriaMetrics by default, the stdout and file sinks). The **Prometheus name** follows the OpenTelemetry',
+    '"Prometheus and OpenMetrics compatibility" rules: dots become underscores, the unit is spelled out (`W` -> `_watts`,',
+    '`By` -> `_bytes`, `By/s` -> `_bytes_per_second`, `Cel` -> `_celsius`; annotations like `{error}` add nothing),',
+    'monotonic sums end in `_total`, gauges of unit `1` in `_ratio`. The pull endpoint (`[prometheus]`) serves these names,',
+    'and they are the names Prometheus, Mimir or VictoriaMetrics (`-opentelemetry.usePrometheusNaming`) give the same',
+    'metrics received over OTLP, so one dashboard or alert works on both paths. Attribute keys become labels the same way',
+    '(`gpu.uuid` -> `gpu_uuid`).',
     '',
     '## Identity attributes',
     '',
@@ -27,10 +35,10 @@ export function renderMetricsDoc(emitters: ReadonlyMap<string, readonly string[]
     '',
   ];
   for (const scope of ['gpu', 'host', 'agent'] as const) {
-    out.push(`## ${SCOPE_TITLE[scope]}`, '', '| name | unit | kind | attributes | Prometheus name | emitted by | description |', '| --- | --- | --- | --- | --- | --- | --- |');
+    out.push(`## ${SCOPE_TITLE[scope]}`, '', '| OTLP name | unit | kind | attributes | Prometheus name | emitted by | description |', '| --- | --- | --- | --- | --- | --- | --- |');
     for (const d of METRICS.filter((x) => x.scope === scope)) {
       const by = (emitters.get(d.name) ?? []).join(', ') || '-';
-      out.push(`| \`${d.name}\` | \`${d.unit}\` | ${KIND[d.kind]} | ${d.attributes.map((a) => `\`${a}\``).join(', ')} | \`${prometheusName(d)}\` | ${by} | ${d.description.replace(/\|/g, '\\|')} |`);
+      out.push(`| \`${d.name}\` | ${d.unit ? `\`${d.unit}\`` : '-'} | ${KIND[d.kind]} | ${d.attributes.map((a) => `\`${a}\``).join(', ')} | \`${prometheusName(d)}\` | ${by} | ${d.description.replace(/\|/g, '\\|')} |`);
     }
     out.push('');
   }

@@ -1,15 +1,18 @@
 /**
  * Prometheus pull endpoint. Holds the latest batch of every source and
  * renders it with @opentelemetry/exporter-prometheus's serializer at scrape
- * time, so names match what that exporter would show (dots -> underscores,
- * counters get _total). A source that stops reporting ages out after three of
- * its intervals, so series of ended jobs and lost GPUs disappear.
+ * time, under the registry's Prometheus names (unit words, _total, _ratio:
+ * prometheusName()), which are what a backend gives the same metrics pushed
+ * over OTLP with Prometheus naming; the exporter itself would leave the unit
+ * out. A source that stops reporting ages out after three of its intervals,
+ * so series of ended jobs and lost GPUs disappear.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { SectionSpec } from '../core/config/schema.js';
 import type { Config } from '../core/config/load.js';
 import type { Batch } from '../core/metrics/model.js';
+import { prometheusName } from '../core/metrics/registry.js';
 import { VERSION } from '../core/resource.js';
 import { toResourceMetrics } from './resource-metrics.js';
 import { portFree } from '../core/probe.js';
@@ -90,7 +93,7 @@ class PrometheusSink implements Sink {
       if (now - b.time > STALE_INTERVALS * b.intervalMs) this.latest.delete(source);
       else live.push(b);
     }
-    const rm = toResourceMetrics(live, this.ctx.resource, this.ctx.startTime, VERSION);
+    const rm = toResourceMetrics(live, this.ctx.resource, this.ctx.startTime, VERSION, prometheusName);
     for (const b of live) this.stats.exported += b.points.length;
     return this.serializer.serialize(rm);
   }

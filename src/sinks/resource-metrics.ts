@@ -25,7 +25,10 @@ interface Acc {
   points: { startTime: HrTime; endTime: HrTime; attributes: Attributes; value: number }[];
 }
 
-export function toResourceMetrics(batches: readonly Batch[], resource: Attributes, defaultStart: number, scopeVersion: string): ResourceMetrics {
+/** nameOf: the descriptor's name (the OTLP name, or the Prometheus name for the pull endpoint). */
+export function toResourceMetrics(
+  batches: readonly Batch[], resource: Attributes, defaultStart: number, scopeVersion: string, nameOf: (def: MetricDef) => string = (d) => d.name,
+): ResourceMetrics {
   const byMetric = new Map<MetricDef, Acc>();
   const defaultStartHr = hrTime(defaultStart);
   for (const b of batches) {
@@ -40,7 +43,7 @@ export function toResourceMetrics(batches: readonly Batch[], resource: Attribute
   }
   const metrics: MetricData[] = [];
   for (const { def, points } of byMetric.values()) {
-    const descriptor = { name: def.name, description: def.description, unit: def.unit, valueType: DOUBLE };
+    const descriptor = { name: nameOf(def), description: def.description, unit: def.unit, valueType: DOUBLE };
     metrics.push(
       (def.kind === 'gauge'
         ? { descriptor, aggregationTemporality: CUMULATIVE, dataPointType: GAUGE, dataPoints: points }

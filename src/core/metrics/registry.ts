@@ -5,7 +5,9 @@
  *
  * Units are what the value *is* after conversion, for every vendor: ratios are
  * 0..1 with unit "1" (never percent), power W (NVML reports mW), energy J
- * (NVML reports mJ), memory By, temperature Cel, clocks MHz.
+ * (NVML reports mJ), memory By, temperature Cel, clocks MHz. A 0/1 state (lost,
+ * pending) and an info metric (always 1) are not ratios: no unit, so that no
+ * backend names them _ratio.
  */
 
 export type MetricKind = 'gauge' | 'sum' | 'updown';
@@ -73,17 +75,17 @@ export const METRICS: readonly MetricDef[] = Object.freeze([
   m('gpu.performance_state', '{state}', 'gauge', 'gpu', 'Performance state (0 = maximum performance, 15 = minimum).'),
   m('gpu.memory.reserved', 'By', 'gauge', 'gpu', 'Device memory reserved by the driver and firmware (not counted in used; NVML memory v2).'),
   m('gpu.memory.remapped_rows', '{row}', 'gauge', 'gpu', 'Memory rows remapped by the GPU (Ampere and later), by the kind of error that caused it.', ['gpu.memory.remap.cause']),
-  m('gpu.memory.remap.pending', '1', 'gauge', 'gpu', '1 while a row remapping waits for a GPU reset, else 0.'),
-  m('gpu.memory.remap.failed', '1', 'gauge', 'gpu', '1 if a row remapping failed (the GPU needs service), else 0.'),
+  m('gpu.memory.remap.pending', '', 'gauge', 'gpu', '1 while a row remapping waits for a GPU reset, else 0.'),
+  m('gpu.memory.remap.failed', '', 'gauge', 'gpu', '1 if a row remapping failed (the GPU needs service), else 0.'),
   m('gpu.memory.retired_pages', '{page}', 'gauge', 'gpu', 'Memory pages retired by the driver (pre-Ampere), by cause.', ['gpu.memory.retirement.cause']),
-  m('gpu.memory.retirement.pending', '1', 'gauge', 'gpu', '1 while a page retirement waits for a driver reload, else 0.'),
+  m('gpu.memory.retirement.pending', '', 'gauge', 'gpu', '1 while a page retirement waits for a driver reload, else 0.'),
   m('gpu.ecc.block.errors', '{error}', 'sum', 'gpu', 'ECC errors per memory or logic block (AMD), since the driver started counting.', ['error.type', 'gpu.ecc.block']),
   m('gpu.pcie.replays', '{replay}', 'sum', 'gpu', 'PCIe packet replays (link-level retransmissions); a rising count means a marginal link.'),
   m('gpu.interconnect.io', 'By', 'sum', 'gpu', 'Data moved over the GPU-to-GPU interconnect, cumulative (all links).', ['network.io.direction', 'gpu.interconnect.type']),
   m('gpu.process.count', '{process}', 'gauge', 'gpu', 'Compute processes running on the GPU.'),
   m('gpu.process.memory.used', 'By', 'gauge', 'gpu', 'Device memory used by one process.', ['process.pid']),
-  m('gpu.lost', '1', 'gauge', 'gpu', '1 while the driver reports the GPU lost (fell off the bus, Xid 79), else 0; its other metrics stop meanwhile.'),
-  m('gpu.info', '1', 'gauge', 'gpu', 'Always 1; carries slowly changing facts as attributes (driver version, device minor number) for joins.', ['gpu.driver.version', 'gpu.device.minor']),
+  m('gpu.lost', '', 'gauge', 'gpu', '1 while the driver reports the GPU lost (fell off the bus, Xid 79), else 0; its other metrics stop meanwhile.'),
+  m('gpu.info', '', 'gauge', 'gpu', 'Always 1; carries slowly changing facts as attributes (driver version, device minor number) for joins.', ['gpu.driver.version', 'gpu.device.minor']),
 
   m('gpu.job.share', '1', 'gauge', 'gpu', 'Share (0..1) of the GPU attributed to a job: 1 when the job holds it alone; on a shared GPU (shards, MPS) the job\'s part of the per-process memory, else 1/N. Multiply additive values (power, energy) by it.'),
   m('gpu.job.energy', 'J', 'gauge', 'gpu', 'Energy a job used on the GPU over its whole binding (energy counter delta times the job\'s share); exported once, when the binding closes.'),
@@ -131,8 +133,48 @@ export function findMetric(name: string): MetricDef | undefined {
   return byName.get(name);
 }
 
-/** The name a Prometheus scrape shows (what @opentelemetry/exporter-prometheus writes). */
+/**
+ * OTel unit -> the word a Prometheus name carries ("Prometheus and OpenMetrics
+ * compatibility" of the OpenTelemetry specification, as the Collector's
+ * translator and VictoriaMetrics' -opentelemetry.usePrometheusNaming apply it).
+ */
+const UNIT_WORDS: Record<string, string> = {
+  d: 'days', h: 'hours', min: 'minutes', s: 'seconds', ms: 'milliseconds', us: 'microseconds', ns: 'nanoseconds',
+  By: 'bytes', KiBy: 'kibibytes', MiBy: 'mebibytes', GiBy: 'gibibytes', TiBy: 'tibibytes', KBy: 'kilobytes', MBy: 'megabytes', GBy: 'gigabytes', TBy: 'terabytes',
+  m: 'meters', V: 'volts', A: 'amperes', J: 'joules', W: 'watts', g: 'grams', Cel: 'celsius', Hz: 'hertz', '1': '', '%': 'percent',
+};
+const PER_UNIT_WORDS: Record<string, string> = { s: 'second', m: 'minute', h: 'hour', d: 'day', w: 'week', mo: 'month', y: 'year' };
+const promNames = new Map<MetricDef, string>();
+
+/**
+ * The metric's Prometheus name, the same on the pull endpoint and in a
+ * backend that turns OTLP into Prometheus names: name tokens, then the unit's
+ * word unless the name has it already (annotations like {error} add none,
+ * By/s adds bytes_per_second), then _total for a monotonic sum or _ratio for
+ * a gauge of unit 1, moved to the end. gpu.power.draw (W) -> gpu_power_draw_watts,
+ * gpu.energy.consumption (J, sum) -> gpu_energy_consumption_joules_total.
+ */
 export function prometheusName(def: MetricDef): string {
-  const base = def.name.replace(/[^a-zA-Z0-9_:]/g, '_');
-  return def.kind === 'sum' && !base.endsWith('_total') ? `${base}_total` : base;
+  let name = promNames.get(def);
+  if (name !== undefined) return name;
+  const tokens = def.name.split(/[/_.\-: ]/).filter(Boolean);
+  const slash = def.unit.indexOf('/');
+  const main = (slash < 0 ? def.unit : def.unit.slice(0, slash)).trim();
+  const per = slash < 0 ? '' : def.unit.slice(slash + 1).trim();
+  if (main && !main.includes('{')) {
+    const w = UNIT_WORDS[main] ?? main;
+    if (w && !tokens.includes(w)) tokens.push(w);
+  }
+  if (per && !per.includes('{')) {
+    const w = PER_UNIT_WORDS[per] ?? per;
+    if (w && !tokens.includes(w)) tokens.push('per', w);
+  }
+  const suffix = def.kind === 'sum' ? 'total' : def.unit === '1' ? 'ratio' : '';
+  if (suffix) {
+    const at = tokens.indexOf(suffix);
+    if (at >= 0) tokens.splice(at, 1);
+    tokens.push(suffix);
+  }
+  promNames.set(def, (name = tokens.join('_')));
+  return name;
 }
