@@ -1,31 +1,57 @@
 #!/usr/bin/env bash
-# Installs the real components the tests run against (Debian 12, root):
+# The real components the tests run against (Debian 12), provisioned once and kept:
 #   - Prometheus 2.42 (Debian 12) for the pull path and promtool
 #   - VictoriaMetrics 1.112 (Debian 13's package; runs on Debian 12) as the OTLP receiver
 #   - Slurm 22.05 (Debian 12) with slurmdbd, munge and MariaDB; Slurm 24.11 (Debian 13) and
 #     26.05 (Debian unstable) in chroots made by mmdebstrap under /var/cache/l9gpu-test
-#     (kept between runs: ~20 s and ~200 MB each the first time)
-# Idempotent: skips what is already there. VictoriaMetrics lands in .cache/ (git-ignored),
+#     (~20 s and ~200 MB each the first time)
+#   - gcc (the fake libnvidia-ml.so.1), systemd-analyze, a user for jobs that are not root's
+# `npm test` runs this first: with everything present it says nothing and takes a few ms;
+# as root it installs what is missing; otherwise it fails with one line naming what is
+# missing and the command that installs it. VictoriaMetrics lands in .cache/ (git-ignored),
 # without touching the machine's own apt lists.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cache="$root/.cache"
+chroots=/var/cache/l9gpu-test
+vm="$cache/victoria-metrics/usr/bin/victoria-metrics"
 export DEBIAN_FRONTEND=noninteractive
 
-need=()
-command -v prometheus >/dev/null || need+=(prometheus)
-command -v gcc >/dev/null || need+=(gcc)
-command -v systemd-analyze >/dev/null || need+=(systemd)
-# a real Slurm 22.05 (slurmctld, slurmd, slurmdbd) with munge and MariaDB for accounting
-command -v slurmctld >/dev/null || need+=(slurm-wlm munge)
-command -v slurmdbd >/dev/null || need+=(slurmdbd)
-command -v mariadbd >/dev/null || need+=(mariadb-server)
-command -v mmdebstrap >/dev/null || need+=(mmdebstrap)
-if [ ${#need[@]} -gt 0 ]; then
+# Debian packages whose command is missing
+packages=()
+command -v prometheus >/dev/null || packages+=(prometheus)
+command -v gcc >/dev/null || packages+=(gcc)
+command -v systemd-analyze >/dev/null || packages+=(systemd)
+command -v slurmctld >/dev/null || packages+=(slurm-wlm munge)
+command -v slurmdbd >/dev/null || packages+=(slurmdbd)
+command -v mariadbd >/dev/null || packages+=(mariadb-server)
+command -v mmdebstrap >/dev/null || packages+=(mmdebstrap)
+releases=()
+for release in trixie sid; do
+  [ -x "$chroots/slurm-$release/usr/sbin/slurmctld" ] && [ -x "$chroots/slurm-$release/usr/sbin/slurmdbd" ] || releases+=("$release")
+done
+other=()
+[ -x "$vm" ] || other+=("VictoriaMetrics 1.112")
+id l9gputest >/dev/null 2>&1 || other+=("user l9gputest")
+# only root can see munge's key (its folder is munge's own)
+[ "$(id -u)" != 0 ] || [ -s /etc/munge/munge.key ] || other+=("munge key")
+
+missing=("${packages[@]}")
+for r in "${releases[@]}"; do missing+=("Slurm chroot $r"); done
+missing+=("${other[@]}")
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
+  echo "l9gpu tests: missing $(IFS=,; echo "${missing[*]}" | sed 's/,/, /g'): install them with \`sudo bash test/setup/install-test-deps.sh\` (Debian 12, as root)" >&2
+  exit 1
+fi
+echo "l9gpu tests: installing the real components the tests need (once): ${missing[*]}" >&2
+
+if [ ${#packages[@]} -gt 0 ]; then
   apt-get update -qq
-  # policy-rc.d keeps the package from starting a system prometheus we do not want
+  # policy-rc.d keeps the packages from starting a system prometheus, slurmd or mariadb we do not want
   printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod 755 /usr/sbin/policy-rc.d
-  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
   rm -f /usr/sbin/policy-rc.d
 fi
 
@@ -39,19 +65,16 @@ if [ ! -s /etc/munge/munge.key ]; then
 fi
 
 # newer Slurm releases, each in its own chroot (the tests bind-mount /proc, /dev, /sys, /tmp and the project)
-chroots=/var/cache/l9gpu-test
-for release in trixie sid; do
+for release in "${releases[@]}"; do
   dir="$chroots/slurm-$release"
-  [ -x "$dir/usr/sbin/slurmctld" ] && [ -x "$dir/usr/sbin/slurmdbd" ] && continue
   mkdir -p "$chroots"; rm -rf "$dir.tmp"
   # the unstable mirror's Release file may be past its Valid-Until date
   mmdebstrap --quiet --variant=minbase --aptopt='Acquire::Check-Valid-Until "false"' \
     --include=slurm-wlm,slurm-client,slurmdbd,munge "$release" "$dir.tmp" http://deb.debian.org/debian
   mv "$dir.tmp" "$dir"
+  echo "Slurm in $dir: $(chroot "$dir" slurmctld -V)" >&2
 done
-for release in trixie sid; do echo "Slurm in $chroots/slurm-$release: $(chroot "$chroots/slurm-$release" slurmctld -V)"; done
 
-vm="$cache/victoria-metrics/usr/bin/victoria-metrics"
 if [ ! -x "$vm" ]; then
   d="$cache/apt-trixie"
   mkdir -p "$d/lists/partial" "$d/dl/partial"
@@ -61,6 +84,5 @@ if [ ! -x "$vm" ]; then
   (cd "$d/dl" && apt-get "${o[@]}" download victoria-metrics=1.112.0+ds1-2 >/dev/null)
   dpkg -x "$d"/dl/victoria-metrics_*.deb "$cache/victoria-metrics"
   rm -rf "$d"
+  echo "VictoriaMetrics: $("$vm" -version)" >&2
 fi
-"$vm" -version
-prometheus --version 2>&1 | head -1
