@@ -34,7 +34,7 @@ test('gpus --json: NVIDIA (with MIG and processes), AMD and Gaudi together, dete
   const n1 = out.gpus.find((g) => g.uuid === nv.desc.devices[1]!.uuid)!;
   assert.deepEqual(n1.mig, [{ uuid: 'MIG-aaaaaaaa-1111-2222-3333-444444444444', model: 'NVIDIA A100-SXM4-40GB MIG 3g.20gb', gpu_instance_id: 1, compute_instance_id: 0, memory_used_bytes: 13_631_488, memory_total_bytes: 20_937_965_568 }]);
   assert.equal(n1.utilization, null);
-  assert.match(String(n1.notes), /^no utilization: NVML has none for a GPU in MIG mode\. The daemon reports each MIG instance's utilization as its GPU instance's engine activity \(GPM/, 'says what is missing and why');
+  assert.match(String(n1.notes), /^no utilization: NVML has none for a GPU in MIG mode\. The daemon reports each MIG instance's utilization as its GPU instance's engine activity \(GPM, Hopper and later; an instance alone/, 'says what is missing and why');
   assert.deepEqual(n0.notes, []);
   const a0 = out.gpus.find((g) => g.uuid === 'ccff74a1-0000-1000-8031-7b4fd9c1e28f')!;
   assert.equal(a0.utilization, 0.93);

@@ -338,16 +338,17 @@ test('GPM on Hopper: SM, engine, tensor and DRAM activity over each interval fro
   assert.match(doctor.stdout, /this library lacks [^\n]*gpm \(no SM\/engine\/tensor\/DRAM activity, no MIG instance utilization\)/, doctor.stdout);
 });
 
-test('GPM on a MIG GPU: each instance reports its GPU instance\'s activity, as gpu.utilization too (1 s bursts read every 2 s: the exact mean); a GI made again is a new window; a lost GPU frees its samples', async () => {
+test('GPM on a MIG GPU: each instance reports its GPU instance\'s activity, as gpu.utilization too (1 s bursts read every 2 s: the exact mean); a GI shared by two compute instances gives neither figures; a GI made again is a new window; samples are freed when a GI goes and when the GPU is lost', async () => {
   const mig = (slot: number, uuid: string, gi: number, ci: number, gpm?: Record<string, unknown>) => ({
     slot, uuid, name: 'NVIDIA H100 80GB HBM3 MIG 3g.40gb', gi, ci, mem_total: 42_949_672_960, mem_used: 1_000_000, mem_free: 42_948_672_960, ...(gpm ? { gpm } : {}),
   });
   const [A, B, C, D] = ['MIG-aaaaaaaa', 'MIG-bbbbbbbb', 'MIG-cccccccc', 'MIG-dddddddd'].map((p) => `${p}-1111-2222-3333-444444444444`) as [string, string, string, string];
   const bursts = { graphics: { on_ms: 1000, off_ms: 1000, on: 100, off: 0 } };
   const parent = (instances: unknown[]) => h100(0, { mig_mode: 1, mig_max: 7, mig: instances });
-  const fake = new FakeNvml({ devices: [parent([mig(0, A, 1, 0, { sm: 30, bursts }), mig(1, B, 1, 1), mig(4, C, 2, 0, { graphics: 20, sm: 10 })])] });
-  const d = new DaemonProcess(['--plugin', 'nvml', '--sink', 'stdout', '--interval', '2s'], fake.env());
+  const fake = new FakeNvml({ devices: [parent([mig(0, A, 1, 0, { sm: 30, bursts }), mig(4, C, 2, 0, { graphics: 20, sm: 10 }), mig(5, B, 3, 0), mig(6, D, 3, 1, { graphics: 70 })])] });
+  const d = new DaemonProcess(['--plugin', 'nvml', '--sink', 'stdout', '--interval', '2s'], { ...fake.env(), FAKE_NVML_TRACE_GPM: '1' });
   const uuid = fake.desc.devices[0]!.uuid;
+  const live = () => Number([...d.stderr.matchAll(/fake NVML: GPM samples live: (\d+)/g)].at(-1)?.[1]);
   try {
     const utilA = await waitFor('5 intervals of GI 1', () => {
       const u = pick(d.points(), 'gpu.utilization', { 'gpu.uuid': A });
@@ -359,7 +360,9 @@ test('GPM on a MIG GPU: each instance reports its GPU instance\'s activity, as g
     for (const v of values) assert.ok(v >= 9 / 21 - 1e-9 && v <= 11 / 19 + 1e-9, `interval mean ${v} of ${values.join(', ')}`);
     assert.equal([...values].sort((a, b) => a - b)[Math.floor(values.length / 2)], 0.5, `most windows hold ten busy refreshes of twenty: ${values.join(', ')}`);
     assert.deepEqual(pick(pts, 'gpu.engine.active', { 'gpu.uuid': A }).map((p) => p.value), values, 'gpu.utilization of an instance is its engine activity');
-    assert.deepEqual(pick(pts, 'gpu.utilization', { 'gpu.uuid': B }).map((p) => p.value), values.slice(0, pick(pts, 'gpu.utilization', { 'gpu.uuid': B }).length), 'two compute instances of one GI share its figures');
+    for (const ci of [B, D]) assert.equal(pick(pts, 'gpu.utilization', { 'gpu.uuid': ci }).length + pick(pts, 'gpu.engine.active', { 'gpu.uuid': ci }).length, 0, 'GI 3 holds two compute instances (two jobs): its activity is neither one\'s');
+    assert.equal(d.stderr.split('GPU instance 3 holds 2 compute instances: NVML counts activity (GPM) by GPU instance only').length - 1, 1, 'said once');
+    assert.equal(live(), 4, 'two sample handles for each GPU instance read (1 and 2), none for the shared one');
     assert.ok(pick(pts, 'gpu.sm.active', { 'gpu.uuid': A }).every((p) => p.value === 0.3));
     const c = pick(pts, 'gpu.utilization', { 'gpu.uuid': C });
     assert.ok(c.length >= 4 && c.every((p) => p.value === 0.2), `GI 2: ${c.map((p) => p.value).join(', ')}`);
@@ -370,19 +373,24 @@ test('GPM on a MIG GPU: each instance reports its GPU instance\'s activity, as g
     assert.equal(pick(pts, 'gpu.utilization', { 'gpu.uuid': uuid }).length, 0, 'the parent in MIG mode: no device utilization');
     assert.equal(pick(pts, 'gpu.engine.active', { 'gpu.uuid': uuid }).length, 0);
 
-    // GI 2 destroyed and made again under the same id, busier: its first window starts afresh (a difference across
-    // the two would be nonsense: the old GI's counters against the new one's)
+    // GI 2 destroyed and made again under the same id, busier (and GI 3 destroyed): GI 2's first window starts
+    // afresh (a difference across the two would be nonsense: the old GI's counters against the new one's)
     const mark = d.stdout.length;
-    fake.write({ devices: [parent([mig(0, A, 1, 0, { sm: 30, bursts }), mig(1, B, 1, 1), mig(4, D, 2, 0, { graphics: 60, sm: 10 })])] });
+    const E = 'MIG-ffffffff-1111-2222-3333-444444444444';
+    fake.write({ devices: [parent([mig(0, A, 1, 0, { sm: 30, bursts }), mig(4, E, 2, 0, { graphics: 60, sm: 10 })])] });
     const fresh = () => parseLines(d.stdout.slice(mark, d.stdout.lastIndexOf('\n') + 1));
-    await waitFor('3 intervals of the new GI 2', () => pick(fresh(), 'gpu.utilization', { 'gpu.uuid': D }).length >= 3, 60_000);
-    const dv = pick(fresh(), 'gpu.utilization', { 'gpu.uuid': D }).map((p) => p.value);
-    assert.ok(dv.every((v) => v === 0.6), `new GI 2: ${dv.join(', ')}`);
-    assert.ok(pick(fresh(), 'gpu.memory.total', { 'gpu.uuid': D }).length > dv.length, 'its first tick only took the start sample');
+    await waitFor('3 intervals of the new GI 2', () => pick(fresh(), 'gpu.utilization', { 'gpu.uuid': E }).length >= 3, 60_000);
+    const ev = pick(fresh(), 'gpu.utilization', { 'gpu.uuid': E }).map((p) => p.value);
+    assert.ok(ev.every((v) => v === 0.6), `new GI 2: ${ev.join(', ')}`);
+    assert.ok(pick(fresh(), 'gpu.memory.total', { 'gpu.uuid': E }).length > ev.length, 'its first tick only took the start sample');
+    assert.equal(live(), 4, 'the same two windows (GI 2 reseeded in place)');
+    fake.write({ devices: [parent([mig(0, A, 1, 0, { sm: 30, bursts })])] });
+    await waitFor('GI 2\'s samples freed when it goes', () => live() === 2, 30_000);
 
     // a lost GPU ends the NVML session: its GPM samples are freed before nvmlShutdown, never in the next session
     fake.write({ devices: [{ ...parent([mig(0, A, 1, 0, { sm: 30, bursts })]), lost: true }] });
     await d.waitStderr(/is lost \(NVML_ERROR_GPU_IS_LOST\)/);
+    await waitFor('every sample freed with the session', () => live() === 0, 30_000);
     const back = d.stdout.length;
     fake.write({ devices: [parent([mig(0, A, 1, 0, { sm: 30, bursts })])] });
     await waitFor('GI 1 again after the re-init', () => pick(parseLines(d.stdout.slice(back, d.stdout.lastIndexOf('\n') + 1)), 'gpu.sm.active', { 'gpu.uuid': A }).length >= 2, 60_000);

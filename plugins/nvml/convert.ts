@@ -147,7 +147,8 @@ export class NvmlConverter {
         if (mig.gpm) {
           addGpm(mig.gpm, ma, out);
           // NVML has no utilization of a MIG instance: its GPU instance's engine activity is the figure (as jobstats takes
-          // DCGM's GR_ENGINE_ACTIVE), so a MIG job's report and rollups have one
+          // DCGM's GR_ENGINE_ACTIVE), so a MIG job's report and rollups have one. Only an instance alone in its GPU
+          // instance gets figures (sampler.readGpm): a shared GI's activity is no one job's
           if (mig.gpm.graphics !== undefined) out.add(GPU.util, mig.gpm.graphics / 100, ma);
         }
       }

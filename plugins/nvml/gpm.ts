@@ -10,6 +10,7 @@
  * NVML session that allocated it: release() frees every one before
  * nvmlShutdown, and nothing of an earlier session is ever freed.
  */
+import { performance } from 'node:perf_hooks';
 import { GPM, GPM_METRIC, NVML, type Handle, type NvmlGpm } from './binding.js';
 
 /** Activity over the window, percent (0..100) as NVML gives it; a metric the GPU cannot count is absent. */
@@ -30,13 +31,13 @@ const READ: readonly [keyof GpmValues, number][] = [
 ];
 
 /**
- * NVML refreshes the counters about every 100 ms: a window shorter than this
- * (ticks faster than a second) keeps the last figures instead of measuring
- * noise. A window longer than MAX (the daemon was stopped, a GI reappeared)
- * starts over rather than report an average of something long past.
+ * NVML refreshes the counters about every 100 ms: a read sooner than this
+ * after the last (two collections close together) keeps the last figures
+ * instead of measuring a window of one or two refreshes. Far below any
+ * collection interval, so that a tick landing a few ms early is never taken
+ * for one of those.
  */
-export const GPM_MIN_WINDOW_MS = 1000;
-export const GPM_MAX_WINDOW_MS = 600_000;
+export const GPM_MIN_WINDOW_MS = 250;
 
 interface Window {
   /** Holds the window's start sample once filled. */
@@ -71,10 +72,12 @@ export class GpmReader {
    * Activity of one target since its previous read. The first read of a
    * target (or after a reset) only takes the start sample: no values yet.
    * take() fills a sample handle (nvmlGpmSampleGet or nvmlGpmMigSampleGet).
+   * now: a monotonic clock (ms), so that a wall-clock step changes no window.
    */
-  read(key: string, fingerprint: string, take: (sample: Handle) => number, now = Date.now()): GpmRead {
+  read(key: string, fingerprint: string, take: (sample: Handle) => number, now = performance.now()): GpmRead {
     let w = this.windows.get(key);
-    if (w && (w.fingerprint !== fingerprint || now - w.taken > GPM_MAX_WINDOW_MS)) w.filled = false;
+    // a GPU instance destroyed and made again under the same id is another window
+    if (w && w.fingerprint !== fingerprint) w.filled = false;
     if (w?.filled && now - w.taken < this.minWindowMs) return { r: NVML.SUCCESS, values: w.last };
     if (!w) {
       const a: [Handle | null] = [null];

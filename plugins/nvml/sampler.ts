@@ -167,7 +167,8 @@ export class Sampler {
       const key = `unsupported:${what}`;
       if (!g.said.has(key)) {
         g.said.add(key);
-        this.note('info', `GPU ${g.index} (${g.uuid}): ${what} ${r === NVML.NOT_SUPPORTED ? `is not supported${g.migMode === 1 ? ' while MIG mode is on' : ''}` : 'is missing from this NVML library'}: not read until MIG mode changes (tried again every ${REPROBE_MS / 60_000} minutes)`);
+        const why = what === GPM_CALL ? ' (GPM needs a Hopper or later GPU)' : g.migMode === 1 ? ' while MIG mode is on' : '';
+        this.note('info', `GPU ${g.index} (${g.uuid}): ${what} ${r === NVML.NOT_SUPPORTED ? `is not supported${why}` : 'is missing from this NVML library'}: not read until MIG mode changes (tried again every ${REPROBE_MS / 60_000} minutes)`);
       }
       return false;
     }
@@ -271,29 +272,48 @@ export class Sampler {
    */
   private readGpm(g: Gpu, s: GpuSnapshot, gpm: GpmReader): void {
     const n = this.nvml.gpm!;
+    // MIG mode decides whole GPU or GPU instances: not known this tick (its call failed) -> no GPM this tick
+    const migMode = s.migMode ?? (g.unsupported.has('mig') ? 0 : undefined);
+    if (migMode === undefined) return;
     if (!g.gpmSupported) {
       const q = gpm.supported(g.handle);
       if (!this.ok(g, GPM_CALL, q.r === NVML.SUCCESS && !q.supported ? NVML.NOT_SUPPORTED : q.r)) return;
       g.gpmSupported = true;
     }
     const seen = new Set<string>();
-    if (s.migMode !== 1) {
-      const { r, values } = gpm.read(g.uuid, '', (sample) => n.sampleGet(g.handle, sample));
+    if (migMode !== 1) {
       seen.add(g.uuid);
+      const { r, values } = gpm.read(g.uuid, '', (sample) => n.sampleGet(g.handle, sample));
       if (this.ok(g, GPM_CALL, r) && values) s.gpm = values;
     } else {
-      // GPM counts by GPU instance: compute instances of one GI share its figures
       const byGi = new Map<number, MigSnapshot[]>();
       for (const m of s.mig ?? []) byGi.set(m.gi, [...(byGi.get(m.gi) ?? []), m]);
+      for (const [gi, members] of byGi) if (members.length === 1) seen.add(`${g.uuid}/${gi}`);
       for (const [gi, members] of byGi) {
-        const key = `${g.uuid}/${gi}`;
-        seen.add(key);
-        const { r, values } = gpm.read(key, members.map((m) => m.uuid).sort().join(','), (sample) => n.migSampleGet(g.handle, gi, sample));
-        if (!this.ok(g, GPM_CALL, r)) break;
-        if (values) for (const m of members) m.gpm = values;
+        if (members.length > 1) {
+          // GPM counts a GPU instance as a whole: its activity is no one compute instance's (nor one job's)
+          const key = `shared-gi:${gi}`;
+          if (!g.said.has(key)) {
+            g.said.add(key);
+            this.note('info', `GPU ${g.index} (${g.uuid}): GPU instance ${gi} holds ${members.length} compute instances: NVML counts activity (GPM) by GPU instance only, so they get no utilization of their own`);
+          }
+          continue;
+        }
+        const { r, values } = gpm.read(`${g.uuid}/${gi}`, members[0]!.uuid, (sample) => n.migSampleGet(g.handle, gi, sample));
+        if (r === NVML.NOT_SUPPORTED || r === NVML.FUNCTION_NOT_FOUND || r === NVML.GPU_IS_LOST) {
+          this.ok(g, GPM_CALL, r);
+          break;
+        }
+        // another GPU instance's error (destroyed since the MIG read) leaves the others' windows alone
+        if (this.okGi(g, gi, r) && values) members[0]!.gpm = values;
       }
     }
     gpm.sweep(g.uuid, seen);
+  }
+
+  /** ok() for one GPU instance's GPM read: an error is said once per GPU instance and code. */
+  private okGi(g: Gpu, gi: number, r: number): boolean {
+    return r === NVML.SUCCESS || this.ok(g, `${GPM_CALL} of GPU instance ${gi}`, r);
   }
 
   /** Memory temperature, NVLink cumulative counters, pending retirement: one nvmlDeviceGetFieldValues call. */

@@ -6,6 +6,7 @@
  */
 import { parseArgs } from 'node:util';
 import { DAEMON_FLAGS, type DaemonFlags } from './daemon-flags.js';
+import { parseArgsOptions } from './flag-spec.js';
 import { runDaemon } from './run-daemon.js';
 
 export async function main(argv: string[]): Promise<never> {
@@ -14,9 +15,7 @@ export async function main(argv: string[]): Promise<never> {
     const { values, positionals } = parseArgs({
       args: argv,
       allowPositionals: true,
-      options: Object.fromEntries(
-        DAEMON_FLAGS.map((f) => [f.name, { type: f.type, ...(f.char ? { short: f.char } : {}), ...(f.multiple ? { multiple: true } : {}) }]),
-      ),
+      options: parseArgsOptions(DAEMON_FLAGS),
     });
     if (positionals.length) throw new Error(`unexpected argument: ${positionals[0]}`);
     flags = values as DaemonFlags;

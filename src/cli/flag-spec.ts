@@ -4,12 +4,52 @@
  */
 export interface FlagSpec {
   readonly name: string;
-  readonly type: 'string' | 'boolean';
+  readonly type: 'string' | 'boolean' | 'integer';
   readonly char?: string;
   readonly multiple?: boolean;
+  /** multiple: each value whole (an HTTP header may hold commas), not comma-separated */
+  readonly whole?: boolean;
   readonly options?: readonly string[];
   readonly helpValue?: string;
   readonly description: string;
+  readonly default?: string | number;
+  /** integer: the smallest value allowed */
+  readonly min?: number;
+  /** flags that may not be given with this one */
+  readonly exclusive?: readonly string[];
+}
+
+export type FlagValues = Record<string, string | boolean | number | string[] | undefined>;
+
+/** node:util parseArgs options for these flags. */
+export function parseArgsOptions(specs: readonly FlagSpec[]): Record<string, { type: 'string' | 'boolean'; short?: string; multiple?: boolean }> {
+  return Object.fromEntries(specs.map((f) => [f.name, { type: f.type === 'boolean' ? 'boolean' : 'string', ...(f.char ? { short: f.char } : {}), ...(f.multiple ? { multiple: true } : {}) }]));
+}
+
+/**
+ * parseArgs' values checked and typed as oclif would (options, integers,
+ * exclusive flags, defaults, comma-separated lists); undefined when anything
+ * is off, so that the caller hands the arguments to oclif for its message.
+ */
+export function checkFlags(specs: readonly FlagSpec[], raw: Record<string, unknown>): FlagValues | undefined {
+  const out: FlagValues = {};
+  for (const f of specs) {
+    let v = raw[f.name] as string | boolean | string[] | undefined;
+    if (v === undefined) {
+      out[f.name] = f.default;
+      continue;
+    }
+    if (f.exclusive?.some((x) => raw[x] !== undefined)) return undefined;
+    if (f.multiple && !f.whole) v = (v as string[]).flatMap((x) => x.split(','));
+    if (f.options && (typeof v !== 'string' || !f.options.includes(v))) return undefined;
+    if (f.type === 'integer') {
+      if (typeof v !== 'string' || !/^-?\d+$/.test(v) || (f.min !== undefined && Number(v) < f.min)) return undefined;
+      out[f.name] = Number(v);
+      continue;
+    }
+    out[f.name] = v;
+  }
+  return out;
 }
 
 /** --config, the same on every command that reads the configuration. */

@@ -29,7 +29,7 @@ export interface GpuRecord {
   notes: string[];
 }
 
-const MIG_UTILIZATION = 'no utilization: NVML has none for a GPU in MIG mode. The daemon reports each MIG instance\'s utilization as its GPU instance\'s engine activity (GPM, Hopper and later) over a collection interval, which one sample here cannot measure.';
+const MIG_UTILIZATION = 'no utilization: NVML has none for a GPU in MIG mode. The daemon reports each MIG instance\'s utilization as its GPU instance\'s engine activity (GPM, Hopper and later; an instance alone in its GPU instance) over a collection interval, which one sample here cannot measure.';
 
 export function gpuView(points: readonly Point[]): GpuRecord[] {
   const gpus = new Map<string, GpuRecord>();

@@ -1,6 +1,6 @@
-import { Command, type Interfaces } from '@oclif/core';
+import { Command } from '@oclif/core';
 import { DAEMON_FLAGS, type DaemonFlags } from '../cli/daemon-flags.js';
-import { oclifFlag } from '../cli/oclif-flags.js';
+import { oclifFlags } from '../cli/oclif-flags.js';
 import { runDaemon } from '../cli/run-daemon.js';
 
 export default class Daemon extends Command {
@@ -17,7 +17,7 @@ Exit codes: 0 normal, 2 bad configuration (one line on stderr naming file, secti
     'OTEL_EXPORTER_OTLP_ENDPOINT=http://vm:8428/opentelemetry <%= config.bin %> daemon --sink otlp',
   ];
 
-  static override flags: Interfaces.FlagInput = Object.fromEntries(DAEMON_FLAGS.map((f) => [f.name, oclifFlag(f)]));
+  static override flags = oclifFlags(DAEMON_FLAGS);
 
   async run(): Promise<void> {
     const { flags } = await this.parse(Daemon);

@@ -64,13 +64,13 @@ export function openStoreReadOnly(stateDir: string): Db {
   if (!existsSync(path)) throw new Error(`no l9gpu store at ${path}: is the daemon running on this node, and [daemon] state_dir the same?`);
   let db: Db;
   try {
-    db = new Database(path, { readonly: true, fileMustExist: true, timeout: BUSY_TIMEOUT_MS });
+    db = new Database(path, { readonly: true, fileMustExist: true, timeout: BUSY_TIMEOUT_MS, ...(nativeBinding ? { nativeBinding } : {}) });
     db.pragma('user_version', { simple: true });
   } catch (e) {
     if (!/readonly|unable to open/i.test((e as Error).message) || existsSync(`${path}-wal`)) throw e;
     const dir = mkdtempSync(join(tmpdir(), 'l9gpu-store-'));
     copyFileSync(path, join(dir, STORE_FILE));
-    db = new Database(join(dir, STORE_FILE), { fileMustExist: true });
+    db = new Database(join(dir, STORE_FILE), { fileMustExist: true, ...(nativeBinding ? { nativeBinding } : {}) });
     process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
   }
   const v = db.pragma('user_version', { simple: true }) as number;

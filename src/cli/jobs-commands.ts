@@ -1,0 +1,69 @@
+/**
+ * `l9gpu jobs` and `l9gpu jobs show`: their flags as data and their bodies,
+ * shared by the oclif commands (help, error messages) and the light entry
+ * (light-main.ts) that runs them without the CLI framework.
+ */
+import { CliError } from './errors.js';
+import { CONFIG_FLAG, type FlagSpec, type FlagValues } from './flag-spec.js';
+import { askJobs, jobsContext, parseSince } from './jobs-context.js';
+import { accessError } from '../jobs/api.js';
+import { reportFromPromql } from '../jobs/promql.js';
+import { renderCsv, renderList, renderReport } from '../jobs/render.js';
+import { pricesFrom } from '../jobs/report.js';
+import type { JobReport } from '../jobs/report-model.js';
+import { style } from '../core/text-table.js';
+
+export const JOBS_FLAGS: readonly FlagSpec[] = [
+  CONFIG_FLAG,
+  { name: 'json', type: 'boolean', description: 'Print JSON.', exclusive: ['csv'] },
+  { name: 'csv', type: 'boolean', description: 'Print CSV.', exclusive: ['json'] },
+  { name: 'user', type: 'string', char: 'u', helpValue: 'USER', description: 'Only this user\'s jobs (others\' need root or [jobs] admin_group).' },
+  { name: 'state', type: 'string', options: ['running', 'completed', 'all'], default: 'all', description: 'Running jobs, ended ones, or all.' },
+  { name: 'since', type: 'string', helpValue: 'TIME', description: 'Jobs started at or after TIME: 2026-11-01, 2026-11-01T08:00, 24h, 7d.' },
+  { name: 'account', type: 'string', char: 'A', helpValue: 'ACCOUNT', description: 'Only this Slurm account.' },
+  { name: 'partition', type: 'string', char: 'p', helpValue: 'PARTITION', description: 'Only this partition.' },
+  { name: 'limit', type: 'integer', default: 100, min: 0, description: 'At most this many jobs (0: all).' },
+];
+
+export const JOBS_SHOW_FLAGS: readonly FlagSpec[] = [
+  CONFIG_FLAG,
+  { name: 'json', type: 'boolean', description: 'Print JSON.' },
+  { name: 'source', type: 'string', options: ['store', 'promql'], default: 'store', description: 'Where the figures come from.' },
+  { name: 'url', type: 'string', helpValue: 'URL', description: 'PromQL API base URL (with --source promql), e.g. http://victoria:8428 or http://prometheus:9090.' },
+  { name: 'window', type: 'string', default: '30d', helpValue: 'RANGE', description: 'With --source promql: how far back to look for the job (a PromQL range: 7d, 30d).' },
+  { name: 'header', type: 'string', multiple: true, whole: true, helpValue: 'K=V', description: 'With --source promql: an HTTP header (Authorization=Bearer ..., X-Scope-OrgID=...).' },
+];
+
+const color = () => style(process.stdout.isTTY === true && !process.env.NO_COLOR);
+
+export async function jobsList(f: FlagValues): Promise<void> {
+  const ctx = jobsContext(f.config as string | undefined);
+  const answer = await askJobs(ctx, {
+    op: 'list', user: (f.user as string) ?? null, account: (f.account as string) ?? null, partition: (f.partition as string) ?? null,
+    state: f.state as 'all', since: f.since ? parseSince(f.since as string) : null, limit: f.limit as number,
+  });
+  const { rows, user } = answer as Extract<typeof answer, { op: 'list' }>;
+  if (f.json) process.stdout.write(JSON.stringify(rows, null, 2) + '\n');
+  else if (f.csv) process.stdout.write(renderCsv(rows));
+  else if (rows.length === 0) process.stdout.write(`no jobs${user ? ` of ${user}` : ''} match on this node\n`);
+  else process.stdout.write(renderList(rows, color()));
+}
+
+export async function jobsShow(jobid: string, f: FlagValues): Promise<void> {
+  if (!/^\d+(_\d+)?$/.test(jobid)) throw new CliError(`"${jobid}" is not a job id (123 or 122_4)`, 2);
+  const ctx = jobsContext(f.config as string | undefined);
+  let report: JobReport | undefined;
+  if (f.source === 'promql') {
+    const url = f.url as string | undefined;
+    if (!url) throw new CliError('--source promql needs --url (the PromQL API base URL)', 2);
+    const headers = Object.fromEntries(((f.header as string[]) ?? []).map((h) => [h.slice(0, h.indexOf('=')), h.slice(h.indexOf('=') + 1)]));
+    report = await reportFromPromql({ url, window: f.window as string, headers }, jobid, pricesFrom(ctx.cfg));
+    if (!report) throw new CliError(`no GPU metrics of job ${jobid} at ${url} in the last ${f.window} (are the daemons exporting there with slurm attribution?)`, 1);
+    const denied = accessError(report, ctx.viewer);
+    if (denied) throw new CliError(denied, 1);
+  } else {
+    report = ((await askJobs(ctx, { op: 'show', jobId: jobid })) as { report: JobReport }).report;
+  }
+  if (f.json) process.stdout.write(JSON.stringify(report, null, 2) + '\n');
+  else process.stdout.write(renderReport(report, color()));
+}
