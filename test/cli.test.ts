@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { METRICS } from '../src/core/metrics/registry.js';
 import { EMPTY_CONFIG, parseLines, runCli } from './helpers/daemon.js';
 import { freePort } from './helpers/net.js';
-import { tempDir } from './helpers/paths.js';
+import { ROOT, tempDir } from './helpers/paths.js';
+import { MAN_COMMANDS } from '../src/cli/help.js';
 
 const dir = tempDir();
 
@@ -39,6 +40,41 @@ test('help documents every command and every daemon flag', async () => {
   assert.match(d.stdout, /SIGHUP reloads/);
   const doc = await runCli(['doctor', '--help']);
   for (const flag of ['--config=FILE', '--json', '--all']) assert.ok(doc.stdout.includes(flag), flag);
+});
+
+test('every command\'s --help reads like a man page: usage, description, an example, exit status, files, see also', async () => {
+  const ids = readdirSync(join(ROOT, 'dist', 'src', 'commands'), { recursive: true, encoding: 'utf8' })
+    .filter((f) => f.endsWith('.js'))
+    .map((f) => f.replace(/\.js$/, '').replace(/\/index$/, '').split('/').join(' '));
+  assert.deepEqual([...ids].sort(), [...MAN_COMMANDS].sort(), 'a man table for every command (src/cli/help.ts)');
+  for (const id of ids) {
+    const r = await runCli([...id.split(' '), '--help']);
+    assert.equal(r.status, 0, id);
+    for (const h of ['USAGE', 'DESCRIPTION', 'EXAMPLES', 'EXIT STATUS', 'SEE ALSO']) assert.match(r.stdout, new RegExp(`^${h}$`, 'm'), `${id}: ${h}`);
+    assert.match(r.stdout, /^EXAMPLES\n {2}\$ l9gpu /m, `${id}: an example`);
+  }
+});
+
+test('the light entry runs jobs as oclif would, and hands what it cannot parse to oclif', async () => {
+  const cfg = join(dir, 'jobs.ini');
+  writeFileSync(cfg, `[daemon]\nstate_dir = ${join(dir, 'no-store')}\n`);
+  const version = await runCli(['--version']);
+  assert.match(version.stdout, /^l9gpu\/\d+\.\d+\.\d+ linux-x64 node-v20\.\d+\.\d+\n$/);
+  const missing = await runCli(['jobs', '--config', cfg]);
+  assert.equal(missing.status, 1);
+  assert.match(missing.stderr, /^l9gpu: .*no l9gpu store at .*no-store\/l9gpu.db/m);
+  const typo = await runCli(['jobs', '--limt', '5', '--config', cfg]);
+  assert.equal(typo.status, 2);
+  assert.match(typo.stderr, /Nonexistent flag: --limt/, 'oclif\'s message');
+  const bad = await runCli(['jobs', '--state', 'runnin', '--config', cfg]);
+  assert.equal(bad.status, 2);
+  assert.match(bad.stderr, /Expected --state=runnin to be one of: running, completed, all/);
+  const both = await runCli(['jobs', '--json', '--csv', '--config', cfg]);
+  assert.equal(both.status, 2);
+  assert.match(both.stderr, /--csv=true cannot also be provided when using --json/);
+  const id = await runCli(['jobs', 'show', 'x1', '--config', cfg]);
+  assert.equal(id.status, 2);
+  assert.equal(id.stderr, 'l9gpu: "x1" is not a job id (123 or 122_4)\n');
 });
 
 test('--once with --plugin/--sink runs each plugin once and exits 0', async () => {
