@@ -1,7 +1,10 @@
 /**
- * The real daemon's footprint: 8 sim GPUs plus the host plugin at a 10 s
- * interval, exporting to a loopback OTLP receiver and serving the Prometheus
- * endpoint (scraped every 15 s). CPU and RSS are read from /proc/<pid>.
+ * The real daemon's footprint at a 10 s interval with the host plugin,
+ * exporting to a loopback OTLP receiver and serving the Prometheus endpoint
+ * (scraped every 15 s), on three paths: 8 sim GPUs; the nvml plugin (its
+ * worker thread and koffi) on the fake libnvidia-ml with 8 GPUs; and the
+ * same with Slurm attribution (a running job on all 8 GPUs, the store, the
+ * rollups, the reconciler and the jobs socket). CPU and RSS from /proc/<pid>.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
@@ -10,6 +13,10 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { mkdirSync } from 'node:fs';
+import { buildFakeNvml, fakeDescription } from './nvml.js';
+import { openStore } from '../src/store/open.js';
+import { recordStart } from '../src/store/jobs.js';
 
 const CLI = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
 const TICK = Number(process.env.CLK_TCK ?? 100);
@@ -34,7 +41,9 @@ export interface DaemonResult {
   otlpRequests: number;
 }
 
-export async function benchDaemon(seconds = 60, intervalS = 10): Promise<DaemonResult> {
+export type DaemonPath = 'sim' | 'nvml' | 'nvml+slurm';
+
+export async function benchDaemon(seconds = 60, intervalS = 10, path: DaemonPath = 'sim'): Promise<DaemonResult> {
   let requests = 0;
   const rx = http.createServer((req, res) => {
     req.resume();
@@ -53,8 +62,32 @@ export async function benchDaemon(seconds = 60, intervalS = 10): Promise<DaemonR
   });
   const dir = mkdtempSync(join(tmpdir(), 'l9gpu-bench-'));
   const cfg = join(dir, 'bench.ini');
-  writeFileSync(cfg, `[daemon]\nplugins = sim, host\nsinks = otlp, prometheus\ninterval = ${intervalS}s\n[sim]\ngpus = 8\n[otlp]\nendpoint = http://127.0.0.1:${rxPort}/v1/metrics\nexport_interval = ${intervalS}s\n[prometheus]\nhost = 127.0.0.1\nport = ${promPort}\n`);
-  const child = spawn(process.execPath, [CLI, 'daemon', '--config', cfg], { stdio: 'ignore' });
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  let attribution = '';
+  let slurm = '';
+  if (path !== 'sim') {
+    env.L9GPU_NVML_LIBRARY = buildFakeNvml(dir);
+    env.FAKE_NVML_CONFIG = join(dir, 'nvml.json');
+    env.FAKE_NVML_STATIC = '1';
+    writeFileSync(env.FAKE_NVML_CONFIG, JSON.stringify(fakeDescription(8)));
+  }
+  if (path === 'nvml+slurm') {
+    // slurmctld down, 22.05's scontrol with no step here: the reconciler asks and keeps the job's bindings
+    const bin = join(dir, 'bin');
+    mkdirSync(bin);
+    writeFileSync(join(bin, 'scontrol'), `#!/bin/sh\n[ "$1" = listjobs ] && { echo 'invalid keyword: listjobs' >&2; exit 1; }\necho 'slurm_load_jobs error: Unable to contact slurm controller (connect failure)' >&2; exit 1\n`, { mode: 0o755 });
+    writeFileSync(join(dir, 'slurm.conf'), 'ClusterName=bench\n');
+    const state = join(dir, 'state');
+    const db = openStore(state);
+    const uuids = (fakeDescription(8) as { devices: { uuid: string }[] }).devices.map((d) => ({ uuid: d.uuid, shared: false }));
+    recordStart(db, { jobId: '4242', runKey: 'r0', user: 'alice', uid: 1001, partition: 'gpu' }, uuids, 'prolog');
+    db.close();
+    attribution = `attribution = slurm\nstate_dir = ${state}\n`;
+    slurm = `[slurm]\nslurm_conf = ${join(dir, 'slurm.conf')}\nnode_name = benchnode\nbin_dir = ${bin}\n`;
+  }
+  const plugins = path === 'sim' ? 'sim, host' : 'nvml, host';
+  writeFileSync(cfg, `[daemon]\nplugins = ${plugins}\nsinks = otlp, prometheus\ninterval = ${intervalS}s\n${attribution}[sim]\ngpus = 8\n[otlp]\nendpoint = http://127.0.0.1:${rxPort}/v1/metrics\nexport_interval = ${intervalS}s\n[prometheus]\nhost = 127.0.0.1\nport = ${promPort}\n${slurm}`);
+  const child = spawn(process.execPath, [CLI, 'daemon', '--config', cfg], { stdio: 'ignore', env });
   const pid = child.pid!;
   const scrape = setInterval(() => http.get(`http://127.0.0.1:${promPort}/metrics`, (r) => r.resume()).on('error', () => {}), 15_000);
   // measure after start-up (module loading is a one-off, not steady state)

@@ -22,7 +22,7 @@ import { PointBuffer } from '../src/core/metrics/model.js';
 
 const SRC = fileURLToPath(new URL('../../test/fixtures/fake-nvml/fake_nvml.c', import.meta.url));
 
-function fakeDescription(gpus: number, mig = false): object {
+export function fakeDescription(gpus: number, mig = false): object {
   const hex = (n: number) => n.toString(16).padStart(2, '0');
   return {
     driver_version: '550.54.15',
@@ -44,6 +44,14 @@ function fakeDescription(gpus: number, mig = false): object {
   };
 }
 
+/** Builds the fake libnvidia-ml.so.1 under dir/lib and returns its path. */
+export function buildFakeNvml(dir: string): string {
+  mkdirSync(join(dir, 'lib'), { recursive: true });
+  const lib = join(dir, 'lib', 'libnvidia-ml.so.1');
+  execFileSync('gcc', ['-shared', '-fPIC', '-O2', '-o', lib, SRC, '-lpthread']);
+  return lib;
+}
+
 export interface NvmlBenchResult {
   gpus: number;
   fieldsPerGpu: number;
@@ -57,9 +65,7 @@ export interface NvmlBenchResult {
 
 export async function benchNvml(gpus = 8, iterations = 2000): Promise<NvmlBenchResult> {
   const dir = mkdtempSync(join(tmpdir(), 'l9gpu-bench-nvml-'));
-  mkdirSync(join(dir, 'lib'));
-  const lib = join(dir, 'lib', 'libnvidia-ml.so.1');
-  execFileSync('gcc', ['-shared', '-fPIC', '-O2', '-o', lib, SRC, '-lpthread']);
+  const lib = buildFakeNvml(dir);
   const desc = join(dir, 'nvml.json');
   writeFileSync(desc, JSON.stringify(fakeDescription(gpus)));
   process.env.FAKE_NVML_CONFIG = desc;

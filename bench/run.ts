@@ -49,10 +49,17 @@ line('bare `node -e 0` wall time', ms(bare), '(reference)', true);
 for (const [cmd, t] of Object.entries(cli)) line(`l9gpu ${cmd}: wall time, x bare node`, `${ms(t)} ${fmt(t / bare, 2)}x`, '<= 1.5x', t / bare <= 1.5);
 line('rollup: per tick, 8 GPUs with a job each', ms(j.rollupTickMs), '< 2 ms', j.rollupTickMs < 2);
 
-const d = await benchDaemon(Number(process.env.BENCH_DAEMON_SECONDS ?? 60), 10);
-line(`daemon (8 sim GPUs + host, 10 s): CPU of one core`, `${fmt(d.cpuPercentOfOneCore, 3)} %`, '<= 0.5 %', d.cpuPercentOfOneCore <= 0.5);
-line('daemon: CPU per tick', `${fmt(d.cpuMsPerTick, 1)} ms`, '(info)', true);
-line('daemon: RSS after start-up', `${fmt(d.rssMb, 1)} MB`, '<= 64 MB', d.rssMb <= 64);
-line('daemon: peak RSS', `${fmt(d.peakRssMb, 1)} MB`, '<= 64 MB', d.peakRssMb <= 64);
-line('bare `node -e 0`: peak RSS', `${fmt(d.bareNodePeakRssMb, 1)} MB`, '(reference)', true);
-line(`daemon: OTLP requests in ${fmt(d.seconds)} s`, fmt(d.otlpRequests), '(info)', true);
+const daemonPaths = [
+  ['sim', '8 sim GPUs + host'],
+  ['nvml', 'nvml, 8 fake-NVML GPUs + host'],
+  ['nvml+slurm', 'nvml + host + Slurm attribution'],
+] as const;
+for (const [path, what] of daemonPaths) {
+  const d = await benchDaemon(Number(process.env.BENCH_DAEMON_SECONDS ?? 60), 10, path);
+  line(`daemon (${what}, 10 s): CPU of one core`, `${fmt(d.cpuPercentOfOneCore, 3)} %`, '<= 0.5 %', d.cpuPercentOfOneCore <= 0.5);
+  line(`daemon (${path}): CPU per tick`, `${fmt(d.cpuMsPerTick, 1)} ms`, '(info)', true);
+  line(`daemon (${path}): RSS after start-up`, `${fmt(d.rssMb, 1)} MB`, '<= 64 MB', d.rssMb <= 64);
+  line(`daemon (${path}): peak RSS`, `${fmt(d.peakRssMb, 1)} MB`, '<= 64 MB', d.peakRssMb <= 64);
+  line(`daemon (${path}): OTLP requests in ${fmt(d.seconds)} s`, fmt(d.otlpRequests), '(info)', true);
+  if (path === 'sim') line('bare `node -e 0`: peak RSS', `${fmt(d.bareNodePeakRssMb, 1)} MB`, '(reference)', true);
+}
