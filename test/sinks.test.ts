@@ -6,6 +6,11 @@ import { parseLines, runCli } from './helpers/daemon.js';
 import { HttpCapture } from './helpers/http-capture.js';
 import { attrs, decodeOtlp } from './helpers/otlp-decode.js';
 import { tempDir } from './helpers/paths.js';
+import type { Batch } from '../src/core/metrics/model.js';
+import { METRICS, prometheusName } from '../src/core/metrics/registry.js';
+import { decodeExportResponse, encodeMetricsRequest } from '../src/sinks/otlp-proto.js';
+import { renderExposition } from '../src/sinks/prom-text.js';
+import { toResourceMetrics } from '../src/sinks/resource-metrics.js';
 
 const dir = tempDir();
 
@@ -185,4 +190,50 @@ test('file: an unwritable path is counted and logged, the daemon still exits 0',
   assert.equal(r2.status, 0, r2.stderr);
   assert.match(r2.stderr, /sink could not start: retrying sink=file error="(ENOTDIR|EEXIST)/);
   assert.ok(parseLines(r2.stdout).some((p) => p.name === 'gpu.utilization'), 'stdout still gets the data');
+});
+
+/** Batches with every registry metric, every attribute type, sums with and without their own start. */
+function everyMetricBatches(): Batch[] {
+  const t = 1_795_000_000_123.25;
+  const points = METRICS.map((d, i) => ({
+    metric: d,
+    value: [0, 1, 0.5, -2.5, 1e21, 123456.789][i % 6]!,
+    attributes: { 'gpu.uuid': `GPU-${i}`, 'gpu.index': i, 'x.neg': -7 - i, 'x.ratio': 0.25, 'x.flag': i % 2 === 0, 'x.text': 'a "quoted"\\ line\nnext', 'x.utf8': 'Grüße' },
+    ...(d.kind === 'gauge' || i % 3 === 0 ? {} : { start: t - 60_000.5 }),
+  }));
+  return [
+    { source: 'a', time: t, intervalMs: 10_000, points: points.slice(0, 30) },
+    { source: 'b', time: t + 1.5, intervalMs: 10_000, points: points.slice(20) },
+  ];
+}
+
+test('otlp: the protobuf encoder writes what the OpenTelemetry serializer writes, decoded by an independent decoder', async () => {
+  const { ProtobufMetricsSerializer } = await import('@opentelemetry/otlp-transformer');
+  const resource = { 'service.name': 'l9gpu', 'host.name': 'gpu001', 'cluster.name': 'alps', 'x.port': 9464 };
+  for (const batches of [everyMetricBatches(), []]) {
+    const ours = decodeOtlp(encodeMetricsRequest(batches, resource, 1_795_000_000_000, '1.2.3'));
+    const theirs = decodeOtlp(ProtobufMetricsSerializer.serializeRequest(toResourceMetrics(batches, resource, 1_795_000_000_000, '1.2.3') as never)!);
+    assert.deepEqual(ours, theirs);
+  }
+  const one = decodeOtlp(encodeMetricsRequest(everyMetricBatches(), resource, 0, 'v'));
+  assert.equal(one.resourceMetrics[0]!.scopeMetrics[0]!.metrics.length, METRICS.length, 'one Metric per registry metric');
+});
+
+test('otlp: a partial success response is read (rejected points and the message), unknown fields skipped', () => {
+  // ExportMetricsServiceResponse { partial_success (1) { rejected_data_points (1) = 300; error_message (2) = "too old" } }, then field 9
+  const msg = Buffer.from([0x0a, 0x0c, 0x08, 0xac, 0x02, 0x12, 0x07, ...Buffer.from('too old'), 0x48, 0x01]);
+  assert.deepEqual(decodeExportResponse(msg), { rejected: 300, message: 'too old' });
+  assert.deepEqual(decodeExportResponse(Buffer.alloc(0)), { rejected: 0 });
+  assert.throws(() => decodeExportResponse(Buffer.from([0x0a, 0x05, 0x08])), /truncated/);
+});
+
+test('prometheus: the exposition is the OpenTelemetry serializer\'s, line for line, under the registry\'s Prometheus names', async () => {
+  const { PrometheusSerializer } = await import('@opentelemetry/exporter-prometheus');
+  const resource = { 'service.name': 'l9gpu', 'host.name': 'gpu001', 'cluster.name': 'alps' };
+  for (const keep of [undefined, /^(cluster\.name|host\.name)$/]) {
+    for (const batches of [everyMetricBatches(), []]) {
+      const theirs = new PrometheusSerializer('', false, keep, false, true).serialize(toResourceMetrics(batches, resource, 0, 'v', prometheusName) as never);
+      assert.equal(renderExposition(batches, resource, keep), theirs);
+    }
+  }
 });

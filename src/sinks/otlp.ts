@@ -1,7 +1,9 @@
 /**
- * OTLP/HTTP sink. Encoding uses the OpenTelemetry exporters' own serializers
- * (@opentelemetry/otlp-transformer); delivery is ours: a bounded retry queue,
- * because the stock exporter drops data once a few quick retries fail.
+ * OTLP/HTTP sink. Protobuf requests are encoded by otlp-proto.ts (the
+ * OpenTelemetry serializer's messages, without its memory), http/json ones by
+ * @opentelemetry/otlp-transformer, loaded only for them; delivery is ours: a
+ * bounded retry queue, because the stock exporter drops data once a few
+ * quick retries fail.
  */
 import { gzipSync } from 'node:zlib';
 import { ConfigError, type SectionSpec } from '../core/config/schema.js';
@@ -10,7 +12,7 @@ import type { Batch } from '../core/metrics/model.js';
 import { VERSION } from '../core/resource.js';
 import { DeliveryQueue } from './delivery-queue.js';
 import { createPoster, type Poster } from './http-post.js';
-import { toResourceMetrics } from './resource-metrics.js';
+import { decodeExportResponse, encodeMetricsRequest } from './otlp-proto.js';
 import { tcpReachable } from '../core/probe.js';
 import { SinkStats, type Sink, type SinkContext, type SinkManifest } from '../core/sink.js';
 
@@ -56,14 +58,14 @@ export const OTLP_SECTION: SectionSpec = {
   ],
 };
 
-type Serializer = { serializeRequest(rm: unknown): Uint8Array | undefined; deserializeResponse(b: Uint8Array): unknown };
+type Serializer = { serializeRequest(rm: unknown): Uint8Array | undefined };
 
 class OtlpSink implements Sink {
   readonly name = 'otlp';
   readonly stats = new SinkStats();
   private pending: Batch[] = [];
   private pendingPoints = 0;
-  private serializer!: Serializer;
+  private encode!: (batches: Batch[]) => Buffer;
   private poster!: Poster;
   private queue!: DeliveryQueue;
   private timer: NodeJS.Timeout | undefined;
@@ -87,8 +89,18 @@ class OtlpSink implements Sink {
   }
 
   async start(): Promise<void> {
-    const t = await import('@opentelemetry/otlp-transformer');
-    this.serializer = (this.json ? t.JsonMetricsSerializer : t.ProtobufMetricsSerializer) as unknown as Serializer;
+    // protobuf: our own encoder (otlp-proto.ts); http/json, rarely used, through OpenTelemetry's serializer, loaded only then
+    if (this.json) {
+      const [t, { toResourceMetrics }] = await Promise.all([import('@opentelemetry/otlp-transformer'), import('./resource-metrics.js')]);
+      const s = t.JsonMetricsSerializer as unknown as Serializer;
+      this.encode = (batches) => {
+        const raw = s.serializeRequest(toResourceMetrics(batches, this.ctx.resource, this.ctx.startTime, VERSION));
+        if (!raw) throw new Error('serializer returned nothing');
+        return Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
+      };
+    } else {
+      this.encode = (batches) => encodeMetricsRequest(batches, this.ctx.resource, this.ctx.startTime, VERSION);
+    }
     const c = this.ctx.config;
     this.poster = createPoster(this.url, c.num('otlp', 'timeout')! * 1000);
     this.queue = new DeliveryQueue({
@@ -116,10 +128,7 @@ class OtlpSink implements Sink {
     this.pending = [];
     this.pendingPoints = 0;
     try {
-      const rm = toResourceMetrics(batches, this.ctx.resource, this.ctx.startTime, VERSION);
-      const raw = this.serializer.serializeRequest(rm);
-      if (!raw) throw new Error('serializer returned nothing');
-      const buf = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
+      const buf = this.encode(batches);
       this.queue.push({ body: this.gzip ? gzipSync(buf) : buf, points });
     } catch (e) {
       this.stats.errors++;
@@ -131,10 +140,13 @@ class OtlpSink implements Sink {
   private rejectedPoints(body: Buffer): number {
     if (body.length === 0) return 0;
     try {
-      const r = this.serializer.deserializeResponse(body) as { partialSuccess?: { rejectedDataPoints?: number | string; errorMessage?: string } };
-      const n = Number(r.partialSuccess?.rejectedDataPoints ?? 0);
-      if (n > 0) this.ctx.log.warn('backend rejected part of an export', { rejected: n, message: r.partialSuccess?.errorMessage });
-      return n;
+      let r: { rejected: number; message?: string };
+      if (this.json) {
+        const j = JSON.parse(body.toString('utf8')) as { partialSuccess?: { rejectedDataPoints?: number | string; errorMessage?: string } };
+        r = { rejected: Number(j.partialSuccess?.rejectedDataPoints ?? 0), message: j.partialSuccess?.errorMessage };
+      } else r = decodeExportResponse(body);
+      if (r.rejected > 0) this.ctx.log.warn('backend rejected part of an export', { rejected: r.rejected, message: r.message });
+      return r.rejected;
     } catch {
       return 0; // a body we cannot read is not a rejection
     }

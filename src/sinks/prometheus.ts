@@ -1,20 +1,17 @@
 /**
  * Prometheus pull endpoint. Holds the latest batch of every source and
- * renders it with @opentelemetry/exporter-prometheus's serializer at scrape
- * time, under the registry's Prometheus names (unit words, _total, _ratio:
- * prometheusName()), which are what a backend gives the same metrics pushed
- * over OTLP with Prometheus naming; the exporter itself would leave the unit
- * out. A source that stops reporting ages out after three of its intervals,
- * so series of ended jobs and lost GPUs disappear.
+ * renders it at scrape time (prom-text.ts) under the registry's Prometheus
+ * names (unit words, _total, _ratio: prometheusName()), which are what a
+ * backend gives the same metrics pushed over OTLP with Prometheus naming.
+ * A source that stops reporting ages out after three of its intervals, so
+ * series of ended jobs and lost GPUs disappear.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { SectionSpec } from '../core/config/schema.js';
 import type { Config } from '../core/config/load.js';
 import type { Batch } from '../core/metrics/model.js';
-import { prometheusName } from '../core/metrics/registry.js';
-import { VERSION } from '../core/resource.js';
-import { toResourceMetrics } from './resource-metrics.js';
+import { renderExposition } from './prom-text.js';
 import { portFree } from '../core/probe.js';
 import { SinkStats, type Sink, type SinkContext, type SinkManifest } from '../core/sink.js';
 
@@ -36,18 +33,15 @@ class PrometheusSink implements Sink {
   readonly stats = new SinkStats();
   private readonly latest = new Map<string, Batch>();
   private server: http.Server | undefined;
-  private serializer!: { serialize(rm: unknown): string };
+  private keep: RegExp | undefined;
   /** The port actually bound (differs from the config when it says 0). */
   port = 0;
 
   constructor(private readonly ctx: SinkContext) {}
 
   async start(): Promise<void> {
-    const { PrometheusSerializer } = await import('@opentelemetry/exporter-prometheus');
     const labels = this.ctx.config.list('prometheus', 'resource_labels');
-    const re = labels.length ? new RegExp(`^(${labels.map((l) => l.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|')})$`) : undefined;
-    // no otel_scope_* labels: one scope (l9gpu), they would only add noise to every series
-    this.serializer = new PrometheusSerializer('', false, re, false, true) as unknown as { serialize(rm: unknown): string };
+    this.keep = labels.length ? new RegExp(`^(${labels.map((l) => l.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|')})$`) : undefined;
     const path = this.ctx.config.str('prometheus', 'path') ?? '/metrics';
     const host = this.ctx.config.str('prometheus', 'host') ?? '0.0.0.0';
     const port = this.ctx.config.num('prometheus', 'port')!;
@@ -93,9 +87,9 @@ class PrometheusSink implements Sink {
       if (now - b.time > STALE_INTERVALS * b.intervalMs) this.latest.delete(source);
       else live.push(b);
     }
-    const rm = toResourceMetrics(live, this.ctx.resource, this.ctx.startTime, VERSION, prometheusName);
     for (const b of live) this.stats.exported += b.points.length;
-    return this.serializer.serialize(rm);
+    // no otel_scope_* labels: one scope (l9gpu), they would only add noise to every series
+    return renderExposition(live, this.ctx.resource, this.keep);
   }
 
   async flush(): Promise<void> {}
