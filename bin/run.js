@@ -11,7 +11,7 @@ if (args[0] === 'slurm' && (args[1] === 'prolog' || args[1] === 'epilog') && !he
   const hook = fileURLToPath(new URL('../dist/hook/hook.cjs', import.meta.url));
   process.argv.splice(1, 2, hook);
   createRequire(import.meta.url)(hook);
-} else if ((args[0] === 'jobs' || args[0] === '--version' || args[0] === '-v') && !help) {
+} else if (['jobs', 'gpus', 'doctor', '--version', '-v'].includes(args[0]) && !help) {
   // the commands people type all day: one pre-bundled file, no CLI framework (src/cli/light-main.ts);
   // what it does not take (a typo, an unknown flag) goes to oclif, which says what is wrong
   const { runLight } = createRequire(import.meta.url)('../dist/src/cli/light.cjs');

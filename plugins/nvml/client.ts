@@ -16,7 +16,8 @@ export class NvmlClient {
   ) {}
 
   private spawn(): Worker {
-    const w = new Worker(new URL('./worker.js', import.meta.url), { workerData: this.opts });
+    // two folders below dist/ both here and in the CLI's bundle (dist/src/cli/light.cjs), which runs `l9gpu gpus`
+    const w = new Worker(new URL('../../plugins/nvml/worker.js', import.meta.url), { workerData: this.opts });
     w.on('message', (m: Reply) => {
       if (m.type === 'event') return this.onEvent(m.event);
       if (m.type !== 'sample') return;

@@ -1,6 +1,6 @@
 /**
  * The light entry of the CLI, bundled by esbuild into dist/src/cli/light.cjs:
- * the commands people type all day (--version, jobs, jobs show) run from one
+ * the commands people type all day (--version, jobs, jobs show, gpus, doctor) run from one
  * pre-bundled file without the CLI framework, so they start about as fast as
  * node itself. It runs a command only when every argument parses; anything
  * else (--help, a typo, an unknown flag) goes to the oclif CLI, which says
@@ -13,18 +13,23 @@ import { VERSION } from '../core/resource.js';
 import { asCliError, printCliError } from './errors.js';
 import { checkFlags, parseArgsOptions, type FlagSpec, type FlagValues } from './flag-spec.js';
 import { JOBS_FLAGS, JOBS_SHOW_FLAGS, jobsList, jobsShow } from './jobs-commands.js';
+import { DOCTOR_FLAGS, doctor } from './doctor-command.js';
+import { GPUS_FLAGS, gpus } from './gpus-command.js';
 
 interface LightCommand {
   words: readonly string[];
   flags: readonly FlagSpec[];
   args: number;
-  run(flags: FlagValues, args: string[]): Promise<void>;
+  /** Resolves to the exit code (undefined: 0). */
+  run(flags: FlagValues, args: string[]): Promise<number | void>;
 }
 
 // longest first: "jobs show" before "jobs"
 const COMMANDS: readonly LightCommand[] = [
   { words: ['jobs', 'show'], flags: JOBS_SHOW_FLAGS, args: 1, run: (f, a) => jobsShow(a[0]!, f) },
   { words: ['jobs'], flags: JOBS_FLAGS, args: 0, run: (f) => jobsList(f) },
+  { words: ['gpus'], flags: GPUS_FLAGS, args: 0, run: (f) => gpus(f) },
+  { words: ['doctor'], flags: DOCTOR_FLAGS, args: 0, run: (f) => doctor(f) },
 ];
 
 /** Runs the command and resolves to its exit code, or to undefined: not one this entry takes (oclif does). */
@@ -46,8 +51,7 @@ export async function runLight(argv: readonly string[]): Promise<number | undefi
   const flags = checkFlags(cmd.flags, parsed.values);
   if (!flags || parsed.positionals.length !== cmd.args) return undefined;
   try {
-    await cmd.run(flags, parsed.positionals);
-    return 0;
+    return (await cmd.run(flags, parsed.positionals)) ?? 0;
   } catch (e) {
     const c = asCliError(e);
     if (!c) throw e;

@@ -1,22 +1,7 @@
-import { Command, Flags } from '@oclif/core';
-import { join } from 'node:path';
-import { ALL_SECTIONS, PLUGINS, SINKS, resolveAgentAttribution, selectAgentPlugins } from '../../daemon/catalog.js';
-import { AUTO } from '../../daemon/selection.js';
-import { DEFAULT_CONFIG_PATH, displayValue } from '../core/config/load.js';
-import { createLogger } from '../core/log.js';
-import { dirWritable } from '../core/probe.js';
-import { VERSION, resourceAttributes } from '../core/resource.js';
-import { loadCliConfig } from '../cli/config.js';
+import { Command } from '@oclif/core';
+import { DOCTOR_FLAGS, doctor } from '../cli/doctor-command.js';
 import { reportingCliErrors } from '../cli/errors.js';
-import { configFlag } from '../cli/oclif-flags.js';
-
-interface Check {
-  name: string;
-  enabled: boolean;
-  ok: boolean;
-  detail: string;
-  describe?: string;
-}
+import { oclifFlags } from '../cli/oclif-flags.js';
 
 export default class Doctor extends Command {
   static override summary = 'Report the environment: configuration and where each value came from, plugins and their sources, sinks, store.';
@@ -25,90 +10,14 @@ Exit codes: 0 all enabled parts usable, 1 a problem was found, 2 bad configurati
 
   static override examples = ['<%= config.bin %> doctor', '<%= config.bin %> doctor --config /etc/l9gpu/l9gpu.ini --json'];
 
-  static override flags = {
-    config: configFlag,
-    json: Flags.boolean({ description: 'Print the report as JSON.' }),
-    all: Flags.boolean({ description: 'List the settings of disabled plugins and sinks too.' }),
-  };
+  static override flags = oclifFlags(DOCTOR_FLAGS);
 
   async run(): Promise<void> {
     const { flags } = await this.parse(Doctor);
-    await reportingCliErrors((code) => this.exit(code), () => this.report(flags));
-  }
-
-  private async report(flags: { config?: string; json: boolean; all: boolean }): Promise<void> {
-    const cfg = loadCliConfig(flags.config);
-    const enabledSinks = new Set(cfg.list('daemon', 'sinks'));
-    const ctx = { config: cfg, log: createLogger('error'), hostName: cfg.str('daemon', 'host_name') ?? '' };
-    const selection = await selectAgentPlugins(cfg, ctx);
-    const enabledPlugins = new Set(selection.names);
-
-    const plugins: Check[] = await Promise.all(
-      PLUGINS.map(async (p) => ({
-        name: p.name,
-        enabled: enabledPlugins.has(p.name),
-        ...(selection.detected[p.name] ?? (await p.probe(ctx).catch((e: Error) => ({ ok: false, detail: e.message })))),
-      })),
-    );
-    const sinks: Check[] = await Promise.all(
-      SINKS.map(async (s) => {
-        const enabled = enabledSinks.has(s.name);
-        const r = enabled ? await s.probe(cfg).catch((e: Error) => ({ ok: false, detail: e.message })) : { ok: true, detail: '' };
-        return { name: s.name, enabled, ...r, describe: s.describe(cfg) };
-      }),
-    );
-    const attribution = resolveAgentAttribution(cfg);
-    const provider = attribution.manifest ? await attribution.manifest.doctor(cfg, process.env) : undefined;
-    const stateDir = cfg.str('daemon', 'state_dir')!;
-    const store = { path: join(stateDir, 'l9gpu.db'), ...dirWritable(stateDir) };
-
-    const shown = ALL_SECTIONS.filter((s) => flags.all || s.name === 'daemon' || enabledPlugins.has(s.name) || enabledSinks.has(s.name));
-    const settings = shown.flatMap((s) =>
-      s.keys.map((k) => {
-        const p = cfg.sourceOf(s.name, k.key);
-        return { section: s.name, key: k.key, value: displayValue(cfg, s.name, k.key), source: p.source, detail: p.detail };
-      }),
-    );
-    const problems = [...plugins, ...sinks].filter((c) => c.enabled && !c.ok).length + (store.ok ? 0 : 1) + (provider?.problems ?? 0);
-    for (const c of plugins) if (!c.enabled && selection.detected[c.name]) c.detail = `not enabled by auto: ${c.detail}`;
-    const report = {
-      version: VERSION,
-      node: process.version,
-      plugins_enabled: selection.names,
-      config: { file: cfg.file, origin: cfg.fileOrigin, default_path: DEFAULT_CONFIG_PATH },
-      resource: resourceAttributes(cfg),
-      settings,
-      plugins,
-      sinks,
-      attribution: { mode: attribution.mode, resolved: attribution.resolved, detail: attribution.detail, provider: provider?.json ?? null },
-      store,
-      problems,
-    };
-
-    if (flags.json) {
-      process.stdout.write(JSON.stringify(report, null, 2) + '\n');
-    } else {
-      const out: string[] = [];
-      const mark = (c: { enabled: boolean; ok: boolean }): string => (!c.enabled ? '  -  ' : c.ok ? ' ok  ' : ' FAIL');
-      out.push(`l9gpu ${VERSION} (node ${process.version}) on ${report.resource['host.name']}`);
-      const origin = { flag: '--config', env: '$L9GPU_CONFIG', default: 'default path', none: '' }[cfg.fileOrigin];
-      out.push(`config file: ${cfg.file ? `${cfg.file} (${origin})` : `none: embedded defaults (${DEFAULT_CONFIG_PATH} not found)`}`);
-      out.push('', 'settings (source in brackets):');
-      let section = '';
-      for (const s of settings) {
-        if (s.section !== section) out.push(`  [${(section = s.section)}]`);
-        out.push(`    ${s.key} = ${s.value}${' '.repeat(Math.max(1, 28 - s.key.length - s.value.length))}(${s.source}${s.detail ? `: ${s.detail}` : ''})`);
-      }
-      out.push('', `plugins${cfg.list('daemon', 'plugins').includes(AUTO) ? ` (auto: ${selection.names.join(', ')})` : ''}:`);
-      for (const c of plugins) out.push(`  ${mark(c)} ${c.name.padEnd(12)} ${c.enabled ? 'enabled ' : 'disabled'}  ${c.detail}`);
-      out.push('', 'sinks:');
-      for (const c of sinks) out.push(`  ${mark(c)} ${c.name.padEnd(12)} ${c.enabled ? 'enabled ' : 'disabled'}  ${c.describe}${c.enabled ? ` - ${c.detail}` : ''}`);
-      out.push('', `attribution: ${attribution.resolved}${attribution.mode === AUTO ? ` (auto: ${attribution.detail})` : ''}`);
-      for (const l of provider?.lines ?? []) out.push(`  ${l}`);
-      out.push(`store: ${store.path} - ${store.detail}`);
-      out.push('', problems === 0 ? 'no problems found' : `${problems} problem(s) found`);
-      process.stdout.write(out.join('\n') + '\n');
-    }
-    if (problems > 0) this.exit(1);
+    await reportingCliErrors((code) => this.exit(code), async () => {
+      const code = await doctor(flags);
+      if (code) this.exit(code);
+    });
   }
 }
+

@@ -1,0 +1,63 @@
+/**
+ * `l9gpu gpus`: its flags as data and its body, shared by the oclif command
+ * and the light entry (light-main.ts).
+ */
+import { PLUGINS, resolveAgentAttribution, selectAgentPlugins } from '../../daemon/catalog.js';
+import { createLogger } from '../core/log.js';
+import { PointBuffer, type Point } from '../core/metrics/model.js';
+import type { Plugin } from '../core/plugin.js';
+import { loadCliConfig } from './config.js';
+import { gpuView, renderGpuTable } from './gpus-view.js';
+import { CONFIG_FLAG, type FlagSpec, type FlagValues } from './flag-spec.js';
+
+export const GPUS_FLAGS: readonly FlagSpec[] = [
+  CONFIG_FLAG,
+  { name: 'json', type: 'boolean', description: 'Print JSON (stable field names, registry units: ratios 0..1, bytes, W, J, Cel).' },
+  { name: 'plugin', type: 'string', multiple: true, helpValue: 'NAME', description: 'GPU plugin to sample (default: the configured ones, auto-detected).' },
+];
+
+/** Samples the GPU plugins once and prints them; resolves to the exit code (1: no GPU could be read). */
+export async function gpus(flags: FlagValues): Promise<number> {
+  const cfg = loadCliConfig(flags.config as string | undefined, flags.plugin ? [{ section: 'daemon', key: 'plugins', raw: (flags.plugin as string[]).join(','), flag: '--plugin' }] : []);
+  // warnings (a GPU NVML cannot open, a field it cannot read) belong on stderr here
+  const log = createLogger('warn', (l) => process.stderr.write(`l9gpu: ${l.replace(/^\S+ \w+ \[[^\]]+\] /, '')}`));
+  const ctx = { config: cfg, log, hostName: cfg.str('daemon', 'host_name') ?? '' };
+  const { names } = await selectAgentPlugins(cfg, ctx);
+  const gpuPlugins = PLUGINS.filter((p) => names.includes(p.name) && p.reportsGpus);
+  const points: Point[] = [];
+  const errors: { plugin: string; error: string }[] = [];
+  await Promise.all(
+    gpuPlugins.map(async (f) => {
+      const ac = new AbortController();
+      const t = setTimeout(() => ac.abort(), 15_000);
+      let plugin: Plugin | undefined;
+      try {
+        plugin = await f.create({ ...ctx, log: log.child(f.name) });
+        const buf = new PointBuffer();
+        await plugin.collect(buf, ac.signal);
+        points.push(...buf.points);
+      } catch (e) {
+        errors.push({ plugin: f.name, error: (e as Error).message });
+      } finally {
+        clearTimeout(t);
+        await plugin?.close?.();
+      }
+    }),
+  );
+  const view = gpuView(points);
+  // the job(s) on each GPU (a MIG instance's jobs under its parent, with the instance's UUID)
+  const jobs = (await resolveAgentAttribution(cfg).manifest?.jobsByGpu(cfg)) ?? new Map();
+  for (const g of view) {
+    for (const uuid of [g.uuid, ...g.mig.map((m) => m.uuid)]) {
+      for (const a of jobs.get(uuid) ?? []) g.jobs.push(uuid === g.uuid ? a : { ...a, 'gpu.uuid': uuid });
+    }
+  }
+  if (flags.json) {
+    process.stdout.write(JSON.stringify({ host: ctx.hostName, time: new Date().toISOString(), gpus: view, errors }, null, 2) + '\n');
+  } else {
+    process.stdout.write(renderGpuTable(view, process.stdout.isTTY === true && !process.env.NO_COLOR));
+    for (const e of errors) process.stderr.write(`l9gpu: ${e.plugin}: ${e.error}\n`);
+    if (gpuPlugins.length === 0) process.stderr.write('l9gpu: no GPU plugin is enabled or detected (see l9gpu doctor)\n');
+  }
+  return errors.length && view.length === 0 ? 1 : 0;
+}
