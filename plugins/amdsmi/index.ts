@@ -5,7 +5,7 @@
  * static_interval, or when a GPU appears.
  */
 import { GPU } from '../../src/core/metrics/gpu-metrics.js';
-import { pluginSection } from '../../src/core/config/sections.js';
+import { AMDSMI_SECTION } from './config.js';
 import type { Emitter } from '../../src/core/metrics/model.js';
 import type { Plugin, PluginContext, PluginManifest, ProbeResult } from '../../src/core/plugin.js';
 import { allInOrder, requireTool, runTool } from '../../src/core/tool.js';
@@ -78,12 +78,7 @@ export const amdsmiPlugin: PluginManifest = {
   metrics: [GPU.clock, GPU.ecc, GPU.eccBlock, GPU.energy, GPU.fan, GPU.memFree, GPU.memTotal, GPU.memUsed, GPU.memUtil, GPU.power, GPU.powerLimit, GPU.procCount, GPU.procMem, GPU.replays, GPU.temp, GPU.util].map((d) => d.name),
   auto: 'detect',
   description: 'AMD GPUs through amd-smi (metric, static, process, list --json)',
-  section: pluginSection('amdsmi', 'AMD GPUs through the amd-smi CLI.', [
-    { key: 'command', type: 'string', default: 'amd-smi', description: 'amd-smi executable: a name searched in PATH and /opt/rocm/bin, or an absolute path.' },
-    { key: 'command_timeout', type: 'duration', default: 5, min: 0.1, max: 120, description: 'Longest one amd-smi run may take.' },
-    { key: 'static_interval', type: 'duration', default: 300, min: 1, description: 'How often identity (UUID, PCI address, model, power cap) is re-read.' },
-    { key: 'processes', type: 'bool', default: true, description: 'Report running processes (amd-smi process --json).' },
-  ]),
+  section: AMDSMI_SECTION,
   create: (ctx) => new AmdSmiPlugin(opts(ctx)),
   probe: (ctx) => probeAmdSmi(opts(ctx)),
 };

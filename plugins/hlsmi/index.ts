@@ -4,7 +4,7 @@
  * snapshot forever).
  */
 import { GPU } from '../../src/core/metrics/gpu-metrics.js';
-import { pluginSection } from '../../src/core/config/sections.js';
+import { HLSMI_SECTION } from './config.js';
 import type { Emitter } from '../../src/core/metrics/model.js';
 import type { Plugin, PluginContext, PluginManifest, ProbeResult } from '../../src/core/plugin.js';
 import { requireTool, runTool } from '../../src/core/tool.js';
@@ -35,10 +35,7 @@ export const hlsmiPlugin: PluginManifest = {
   metrics: [GPU.ecc, GPU.info, GPU.memFree, GPU.memTotal, GPU.memUsed, GPU.power, GPU.powerLimit, GPU.temp, GPU.util].map((d) => d.name),
   auto: 'detect',
   description: 'Intel Gaudi accelerators through hl-smi -Q ... -f csv',
-  section: pluginSection('hlsmi', 'Intel Gaudi accelerators through hl-smi.', [
-    { key: 'command', type: 'string', default: 'hl-smi', description: 'hl-smi executable: a name searched in PATH, or an absolute path.' },
-    { key: 'command_timeout', type: 'duration', default: 5, min: 0.1, max: 120, description: 'Longest one hl-smi run may take.' },
-  ]),
+  section: HLSMI_SECTION,
   create: (ctx) => new HlSmiPlugin(opts(ctx)),
   probe: async (ctx): Promise<ProbeResult> => {
     const o = opts(ctx);

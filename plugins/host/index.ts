@@ -6,7 +6,7 @@
 import { readFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { pluginSection } from '../../src/core/config/sections.js';
+import { HOST_SECTION } from './config.js';
 import { metric } from '../../src/core/metrics/registry.js';
 import type { Emitter } from '../../src/core/metrics/model.js';
 import type { Plugin, PluginManifest } from '../../src/core/plugin.js';
@@ -107,9 +107,7 @@ export const hostPlugin: PluginManifest = {
   metrics: ['system.cpu.utilization', 'system.cpu.logical.count', 'system.cpu.load_average.1m', 'system.cpu.load_average.5m', 'system.cpu.load_average.15m', 'system.memory.usage', 'system.memory.limit', 'system.memory.utilization'],
   auto: 'always',
   description: 'Host CPU utilization, memory and load average from /proc',
-  section: pluginSection('host', 'Host CPU, memory and load from /proc.', [
-    { key: 'proc_path', type: 'path', default: '/proc', description: 'Where procfs is mounted (a container may mount the host\'s elsewhere).' },
-  ]),
+  section: HOST_SECTION,
   create: (ctx) => new HostPlugin(ctx.config.str('host', 'proc_path') ?? '/proc'),
   probe: async (ctx) => {
     const p = ctx.config.str('host', 'proc_path') ?? '/proc';

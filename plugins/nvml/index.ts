@@ -5,7 +5,7 @@
  */
 import { GPU } from '../../src/core/metrics/gpu-metrics.js';
 import { existsSync } from 'node:fs';
-import { pluginSection } from '../../src/core/config/sections.js';
+import { DEFAULT_LIBRARY, NVML_SECTION } from './config.js';
 import { createLogger } from '../../src/core/log.js';
 import type { Emitter } from '../../src/core/metrics/model.js';
 import type { Plugin, PluginContext, PluginManifest, ProbeResult } from '../../src/core/plugin.js';
@@ -13,7 +13,6 @@ import { NvmlClient } from './client.js';
 import { NvmlConverter } from './convert.js';
 import type { Snapshot } from './snapshot.js';
 
-export const DEFAULT_LIBRARY = 'libnvidia-ml.so.1';
 
 export interface NvmlOptions {
   library: string;
@@ -93,11 +92,7 @@ export const nvmlPlugin: PluginManifest = {
   metrics: [GPU.clock, GPU.ecc, GPU.energy, GPU.fan, GPU.info, GPU.link, GPU.linkIo, GPU.lost, GPU.memFree, GPU.memReserved, GPU.memTotal, GPU.memUsed, GPU.memUtil, GPU.pcie, GPU.power, GPU.powerLimit, GPU.powerMax, GPU.procCount, GPU.procMem, GPU.engineActive, GPU.smActive, GPU.smOccupancy, GPU.tensorActive, GPU.dramActive, GPU.pstate, GPU.remapFailed, GPU.remapPending, GPU.remapped, GPU.replays, GPU.retirePending, GPU.retired, GPU.temp, GPU.throttle, GPU.util, GPU.utilMax, GPU.xid].map((d) => d.name),
   auto: 'detect',
   description: 'NVIDIA GPUs through NVML (libnvidia-ml.so.1, bound with koffi)',
-  section: pluginSection('nvml', 'NVIDIA GPUs through NVML.', [
-    { key: 'library', type: 'string', default: DEFAULT_LIBRARY, env: [{ name: 'L9GPU_NVML_LIBRARY' }], description: 'NVML library: a file name searched like dlopen does, or an absolute path.' },
-    { key: 'processes', type: 'bool', default: true, description: 'Report running compute processes (count, and memory per pid).' },
-    { key: 'events', type: 'bool', default: true, description: 'Count Xid errors from an NVML event set (waited on off the event loop, 1 s at a time).' },
-  ]),
+  section: NVML_SECTION,
   create: (ctx) => new NvmlPlugin(nvmlOptions(ctx), ctx),
   probe: (ctx) => probeNvml(nvmlOptions(ctx)),
 };

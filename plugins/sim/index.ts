@@ -9,7 +9,7 @@
  */
 import { gpuAttributes } from '../../src/core/gpu-identity.js';
 import { createHash } from 'node:crypto';
-import { pluginSection } from '../../src/core/config/sections.js';
+import { SIM_SECTION } from './config.js';
 import { GPU } from '../../src/core/metrics/gpu-metrics.js';
 import type { Attributes, Emitter } from '../../src/core/metrics/model.js';
 import type { Plugin, PluginManifest } from '../../src/core/plugin.js';
@@ -149,13 +149,7 @@ export const simPlugin: PluginManifest = {
   reportsGpus: true,
   metrics: [GPU.clock, GPU.ecc, GPU.energy, GPU.link, GPU.memFree, GPU.memTotal, GPU.memUsed, GPU.memUtil, GPU.pcie, GPU.power, GPU.powerLimit, GPU.pstate, GPU.temp, GPU.throttle, GPU.util].map((d) => d.name),
   description: 'Simulated GPUs (gpu.vendor=sim) for demos on machines without GPUs',
-  section: pluginSection('sim', 'Simulated GPUs for demos; never enable on real GPU nodes.', [
-    { key: 'gpus', type: 'int', default: 8, min: 1, max: 256, description: 'Number of simulated GPUs.' },
-    { key: 'model', type: 'string', default: 'l9gpu Sim H100 80GB', description: 'gpu.model of every simulated GPU.' },
-    { key: 'memory', type: 'bytes', default: 85_899_345_920, min: 1_048_576, example: '80GiB', description: 'Device memory of each simulated GPU.' },
-    { key: 'power_limit', type: 'number', default: 700, min: 100, max: 2000, description: 'Power limit of each simulated GPU, W.' },
-    { key: 'seed', type: 'int', default: null, example: '42', description: 'Random seed (default: from the host name).' },
-  ]),
+  section: SIM_SECTION,
   create: (ctx) => {
     const c = ctx.config;
     const seed = c.num('sim', 'seed') ?? createHash('sha1').update(ctx.hostName).digest().readUInt32LE(0);

@@ -1,5 +1,5 @@
 /** The configuration as every command loads it, from --config (or $L9GPU_CONFIG, or the default path) and flag overrides. */
-import { loadAgentConfig } from '../../daemon/catalog.js';
+import { loadAgentConfig } from '../../daemon/schema.js';
 import type { Config, Override } from '../core/config/load.js';
 
 /** Throws ConfigError naming the file, section and key: commands turn it into exit code 2 (errors.ts). */

@@ -3,7 +3,7 @@
  * output) and the light entry that starts the daemon without loading oclif
  * are both built from this table; the name lists come from the composition root.
  */
-import { ATTRIBUTION_NAMES, PLUGIN_NAMES, SINK_NAMES } from '../../daemon/catalog.js';
+import { ATTRIBUTION_NAMES, PLUGIN_NAMES, SINK_NAMES } from '../../daemon/schema.js';
 import type { Override } from '../core/config/load.js';
 import { CONFIG_FLAG, type FlagSpec } from './flag-spec.js';
 

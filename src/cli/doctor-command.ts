@@ -10,13 +10,8 @@ import { createLogger } from '../core/log.js';
 import { dirWritable } from '../core/probe.js';
 import { VERSION, resourceAttributes } from '../core/resource.js';
 import { loadCliConfig } from './config.js';
-import { CONFIG_FLAG, type FlagSpec, type FlagValues } from './flag-spec.js';
+import type { FlagValues } from './flag-spec.js';
 
-export const DOCTOR_FLAGS: readonly FlagSpec[] = [
-  CONFIG_FLAG,
-  { name: 'json', type: 'boolean', description: 'Print the report as JSON.' },
-  { name: 'all', type: 'boolean', description: 'List the settings of disabled plugins and sinks too.' },
-];
 
 interface Check {
   name: string;

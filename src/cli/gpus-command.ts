@@ -8,13 +8,8 @@ import { PointBuffer, type Point } from '../core/metrics/model.js';
 import type { Plugin } from '../core/plugin.js';
 import { loadCliConfig } from './config.js';
 import { gpuView, renderGpuTable } from './gpus-view.js';
-import { CONFIG_FLAG, type FlagSpec, type FlagValues } from './flag-spec.js';
+import type { FlagValues } from './flag-spec.js';
 
-export const GPUS_FLAGS: readonly FlagSpec[] = [
-  CONFIG_FLAG,
-  { name: 'json', type: 'boolean', description: 'Print JSON (stable field names, registry units: ratios 0..1, bytes, W, J, Cel).' },
-  { name: 'plugin', type: 'string', multiple: true, helpValue: 'NAME', description: 'GPU plugin to sample (default: the configured ones, auto-detected).' },
-];
 
 /** Samples the GPU plugins once and prints them; resolves to the exit code (1: no GPU could be read). */
 export async function gpus(flags: FlagValues): Promise<number> {

@@ -1,6 +1,6 @@
 /** What both `l9gpu jobs` commands need: the configuration, the viewer, the store, and --since. */
 import { hostname } from 'node:os';
-import { resolveAgentAttribution } from '../../daemon/catalog.js';
+import { resolveAgentAttribution } from '../../daemon/schema.js';
 import type { Config } from '../core/config/load.js';
 import { loadCliConfig } from './config.js';
 import { CliError } from './errors.js';

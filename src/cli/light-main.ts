@@ -13,8 +13,8 @@ import { VERSION } from '../core/resource.js';
 import { asCliError, printCliError } from './errors.js';
 import { checkFlags, parseArgsOptions, type FlagSpec, type FlagValues } from './flag-spec.js';
 import { JOBS_FLAGS, JOBS_SHOW_FLAGS, jobsList, jobsShow } from './jobs-commands.js';
-import { DOCTOR_FLAGS, doctor } from './doctor-command.js';
-import { GPUS_FLAGS, gpus } from './gpus-command.js';
+import { DOCTOR_FLAGS } from './doctor-flags.js';
+import { GPUS_FLAGS } from './gpus-flags.js';
 
 interface LightCommand {
   words: readonly string[];
@@ -28,8 +28,9 @@ interface LightCommand {
 const COMMANDS: readonly LightCommand[] = [
   { words: ['jobs', 'show'], flags: JOBS_SHOW_FLAGS, args: 1, run: (f, a) => jobsShow(a[0]!, f) },
   { words: ['jobs'], flags: JOBS_FLAGS, args: 0, run: (f) => jobsList(f) },
-  { words: ['gpus'], flags: GPUS_FLAGS, args: 0, run: (f) => gpus(f) },
-  { words: ['doctor'], flags: DOCTOR_FLAGS, args: 0, run: (f) => doctor(f) },
+  // loaded when asked for: they bring every plugin and sink, which jobs never needs
+  { words: ['gpus'], flags: GPUS_FLAGS, args: 0, run: async (f) => (await import('./gpus-command.js')).gpus(f) },
+  { words: ['doctor'], flags: DOCTOR_FLAGS, args: 0, run: async (f) => (await import('./doctor-command.js')).doctor(f) },
 ];
 
 /** Runs the command and resolves to its exit code, or to undefined: not one this entry takes (oclif does). */

@@ -1,5 +1,6 @@
 import { Command } from '@oclif/core';
-import { DOCTOR_FLAGS, doctor } from '../cli/doctor-command.js';
+import { doctor } from '../cli/doctor-command.js';
+import { DOCTOR_FLAGS } from '../cli/doctor-flags.js';
 import { reportingCliErrors } from '../cli/errors.js';
 import { oclifFlags } from '../cli/oclif-flags.js';
 

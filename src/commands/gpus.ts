@@ -1,6 +1,7 @@
 import { Command } from '@oclif/core';
 import { reportingCliErrors } from '../cli/errors.js';
-import { GPUS_FLAGS, gpus } from '../cli/gpus-command.js';
+import { gpus } from '../cli/gpus-command.js';
+import { GPUS_FLAGS } from '../cli/gpus-flags.js';
 import { oclifFlags } from '../cli/oclif-flags.js';
 
 export default class Gpus extends Command {

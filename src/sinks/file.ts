@@ -3,25 +3,15 @@
  * path.<max_files>, the oldest deleted. Synchronous writes: a tick is a few
  * hundred lines, and a rotation must not interleave with a write.
  */
+import { FILE_SECTION } from './sections.js';
 import { closeSync, fstatSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { ConfigError, type SectionSpec } from '../core/config/schema.js';
+import { ConfigError } from '../core/config/schema.js';
 import type { Config } from '../core/config/load.js';
 import type { Batch } from '../core/metrics/model.js';
 import { jsonLines } from './jsonl.js';
 import { dirWritable } from '../core/probe.js';
 import { SinkStats, type Sink, type SinkContext, type SinkManifest } from '../core/sink.js';
-
-export const FILE_SECTION: SectionSpec = {
-  name: 'file',
-  description: 'JSON lines (the stdout format) appended to a file with size-based rotation.',
-  keys: [
-    { key: 'path', type: 'path', default: null, example: '/var/log/l9gpu/metrics.jsonl', description: 'File to append to (required when the file sink is enabled).' },
-    { key: 'max_bytes', type: 'bytes', default: 64 * 1024 * 1024, min: 4096, description: 'Size at which the file is rotated.' },
-    { key: 'max_files', type: 'int', default: 5, min: 0, max: 100, description: 'Rotated files kept (path.1 is the newest); 0 truncates instead.' },
-    { key: 'resource', type: 'bool', default: true, description: 'Include the resource attributes under "resource" on every line.' },
-  ],
-};
 
 class FileSink implements Sink {
   readonly name = 'file';

@@ -5,8 +5,9 @@
  * bounded retry queue, because the stock exporter drops data once a few
  * quick retries fail.
  */
+import { OTLP_SECTION } from './sections.js';
 import { gzipSync } from 'node:zlib';
-import { ConfigError, type SectionSpec } from '../core/config/schema.js';
+import { ConfigError } from '../core/config/schema.js';
 import type { Config } from '../core/config/load.js';
 import type { Batch } from '../core/metrics/model.js';
 import { VERSION } from '../core/resource.js';
@@ -15,48 +16,6 @@ import { createPoster, type Poster } from './http-post.js';
 import { decodeExportResponse, encodeMetricsRequest } from './otlp-proto.js';
 import { tcpReachable } from '../core/probe.js';
 import { SinkStats, type Sink, type SinkContext, type SinkManifest } from '../core/sink.js';
-
-const SIGNAL_PATH = '/v1/metrics';
-/** OTEL_EXPORTER_OTLP_ENDPOINT is a base URL: the spec appends the signal path. */
-const basePlusSignal = (raw: string): string => raw.replace(/\/+$/, '') + SIGNAL_PATH;
-const msToDuration = (raw: string): string => {
-  if (!/^\d+$/.test(raw.trim())) throw new Error(`"${raw}" is not a whole number of milliseconds`);
-  return `${raw.trim()}ms`;
-};
-
-export const OTLP_SECTION: SectionSpec = {
-  name: 'otlp',
-  description: 'OTLP/HTTP export (VictoriaMetrics, Prometheus 3 OTLP receiver, Mimir, an OpenTelemetry Collector, Last9...).',
-  keys: [
-    {
-      key: 'endpoint', type: 'url', default: 'http://localhost:4318/v1/metrics',
-      env: [{ name: 'OTEL_EXPORTER_OTLP_METRICS_ENDPOINT' }, { name: 'OTEL_EXPORTER_OTLP_ENDPOINT', map: basePlusSignal }],
-      description: 'Full URL metrics are POSTed to (OTEL_EXPORTER_OTLP_ENDPOINT is a base URL: /v1/metrics is appended).',
-    },
-    {
-      key: 'protocol', type: 'enum', values: ['http/protobuf', 'http/json'], default: 'http/protobuf',
-      env: [{ name: 'OTEL_EXPORTER_OTLP_METRICS_PROTOCOL' }, { name: 'OTEL_EXPORTER_OTLP_PROTOCOL' }],
-      description: 'Wire encoding (grpc is not supported: use http/protobuf on port 4318).',
-    },
-    {
-      key: 'compression', type: 'enum', values: ['gzip', 'none'], default: 'gzip',
-      env: [{ name: 'OTEL_EXPORTER_OTLP_METRICS_COMPRESSION' }, { name: 'OTEL_EXPORTER_OTLP_COMPRESSION' }],
-      description: 'Request body compression.',
-    },
-    {
-      key: 'headers', type: 'map', default: {}, secret: true, example: 'authorization=Basic%20dXNlcjpwYXNz',
-      env: [{ name: 'OTEL_EXPORTER_OTLP_METRICS_HEADERS' }, { name: 'OTEL_EXPORTER_OTLP_HEADERS' }],
-      description: 'Extra request headers, key=value,key2=value2 (values percent-encoded), e.g. an Authorization header.',
-    },
-    {
-      key: 'timeout', type: 'duration', default: 10, min: 0.1, max: 300,
-      env: [{ name: 'OTEL_EXPORTER_OTLP_METRICS_TIMEOUT', map: msToDuration }, { name: 'OTEL_EXPORTER_OTLP_TIMEOUT', map: msToDuration }],
-      description: 'Per-request timeout (the OTEL_* variables are in milliseconds).',
-    },
-    { key: 'export_interval', type: 'duration', default: 10, min: 0.05, max: 3600, description: 'How often buffered points are sent in one request.' },
-    { key: 'max_queue_bytes', type: 'bytes', default: 16 * 1024 * 1024, min: 1024, description: 'Encoded data kept for retry while the endpoint is down; past it the oldest is dropped (l9gpu.sink.dropped).' },
-  ],
-};
 
 type Serializer = { serializeRequest(rm: unknown): Uint8Array | undefined };
 

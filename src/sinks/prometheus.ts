@@ -6,25 +6,14 @@
  * A source that stops reporting ages out after three of its intervals, so
  * series of ended jobs and lost GPUs disappear.
  */
+import { PROMETHEUS_SECTION } from './sections.js';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { SectionSpec } from '../core/config/schema.js';
 import type { Config } from '../core/config/load.js';
 import type { Batch } from '../core/metrics/model.js';
 import { renderExposition } from './prom-text.js';
 import { portFree } from '../core/probe.js';
 import { SinkStats, type Sink, type SinkContext, type SinkManifest } from '../core/sink.js';
-
-export const PROMETHEUS_SECTION: SectionSpec = {
-  name: 'prometheus',
-  description: 'Prometheus pull endpoint (text exposition format 0.0.4).',
-  keys: [
-    { key: 'host', type: 'string', default: '0.0.0.0', description: 'Address to listen on (127.0.0.1 to keep it local).' },
-    { key: 'port', type: 'int', default: 9464, min: 0, max: 65535, description: 'TCP port (0 picks a free one, logged at start).' },
-    { key: 'path', type: 'string', default: '/metrics', description: 'URL path of the metrics page.' },
-    { key: 'resource_labels', type: 'list', default: [], example: 'cluster.name', description: 'Resource attributes added as labels to every series (target_info always carries all of them).' },
-  ],
-};
 
 const STALE_INTERVALS = 3;
 

@@ -1,17 +1,8 @@
 /** JSON lines on stdout (the contract in jsonl.ts); logs go to stderr. */
-import type { SectionSpec } from '../core/config/schema.js';
+import { STDOUT_SECTION } from './sections.js';
 import type { Batch } from '../core/metrics/model.js';
 import { jsonLines } from './jsonl.js';
 import { SinkStats, type Sink, type SinkContext, type SinkManifest } from '../core/sink.js';
-
-export const STDOUT_SECTION: SectionSpec = {
-  name: 'stdout',
-  description: 'One JSON object per data point per line on standard output.',
-  keys: [
-    { key: 'resource', type: 'bool', default: true, description: 'Include the resource attributes under "resource" on every line.' },
-    { key: 'max_buffer_bytes', type: 'bytes', default: 8 * 1024 * 1024, min: 1024, description: 'Output waiting for a slow reader beyond which batches are dropped (counted).' },
-  ],
-};
 
 class StdoutSink implements Sink {
   readonly name = 'stdout';

@@ -2,8 +2,9 @@
  * POSTs each batch as {"resource": {...}, "points": [<stdout-format objects>]}
  * with an optional bearer token, through the same bounded retry queue as OTLP.
  */
+import { WEBHOOK_SECTION } from './sections.js';
 import { readFileSync } from 'node:fs';
-import { ConfigError, type SectionSpec } from '../core/config/schema.js';
+import { ConfigError } from '../core/config/schema.js';
 import type { Config } from '../core/config/load.js';
 import type { Batch } from '../core/metrics/model.js';
 import { VERSION } from '../core/resource.js';
@@ -12,20 +13,6 @@ import { createPoster, type Poster } from './http-post.js';
 import { pointJson } from './jsonl.js';
 import { tcpReachable } from '../core/probe.js';
 import { SinkStats, type Sink, type SinkContext, type SinkManifest } from '../core/sink.js';
-
-export const WEBHOOK_SECTION: SectionSpec = {
-  name: 'webhook',
-  description: 'POST JSON batches to an HTTP endpoint.',
-  keys: [
-    { key: 'url', type: 'url', default: null, example: 'https://hooks.example.com/l9gpu', description: 'Endpoint (required when the webhook sink is enabled).' },
-    { key: 'token', type: 'string', default: null, secret: true, env: [{ name: 'L9GPU_WEBHOOK_TOKEN' }], description: 'Sent as "Authorization: Bearer <token>". Prefer token_file.' },
-    { key: 'token_file', type: 'path', default: null, description: 'File holding the bearer token (read at start and on reload).' },
-    { key: 'headers', type: 'map', default: {}, secret: true, description: 'Extra request headers, key=value,key2=value2.' },
-    { key: 'timeout', type: 'duration', default: 10, min: 0.1, max: 300, description: 'Per-request timeout.' },
-    { key: 'max_batch_points', type: 'int', default: 5000, min: 1, description: 'Points per request; larger batches are split.' },
-    { key: 'max_queue_bytes', type: 'bytes', default: 16 * 1024 * 1024, min: 1024, description: 'Data kept for retry while the endpoint is down; past it the oldest is dropped.' },
-  ],
-};
 
 class WebhookSink implements Sink {
   readonly name = 'webhook';

@@ -1,0 +1,89 @@
+/** The sinks' configuration sections, apart from the sinks' code: reading a configuration loads no sink. */
+import type { SectionSpec } from '../core/config/schema.js';
+
+const SIGNAL_PATH = '/v1/metrics';
+/** OTEL_EXPORTER_OTLP_ENDPOINT is a base URL: the spec appends the signal path. */
+const basePlusSignal = (raw: string): string => raw.replace(/\/+$/, '') + SIGNAL_PATH;
+const msToDuration = (raw: string): string => {
+  if (!/^\d+$/.test(raw.trim())) throw new Error(`"${raw}" is not a whole number of milliseconds`);
+  return `${raw.trim()}ms`;
+};
+
+export const OTLP_SECTION: SectionSpec = {
+  name: 'otlp',
+  description: 'OTLP/HTTP export (VictoriaMetrics, Prometheus 3 OTLP receiver, Mimir, an OpenTelemetry Collector, Last9...).',
+  keys: [
+    {
+      key: 'endpoint', type: 'url', default: 'http://localhost:4318/v1/metrics',
+      env: [{ name: 'OTEL_EXPORTER_OTLP_METRICS_ENDPOINT' }, { name: 'OTEL_EXPORTER_OTLP_ENDPOINT', map: basePlusSignal }],
+      description: 'Full URL metrics are POSTed to (OTEL_EXPORTER_OTLP_ENDPOINT is a base URL: /v1/metrics is appended).',
+    },
+    {
+      key: 'protocol', type: 'enum', values: ['http/protobuf', 'http/json'], default: 'http/protobuf',
+      env: [{ name: 'OTEL_EXPORTER_OTLP_METRICS_PROTOCOL' }, { name: 'OTEL_EXPORTER_OTLP_PROTOCOL' }],
+      description: 'Wire encoding (grpc is not supported: use http/protobuf on port 4318).',
+    },
+    {
+      key: 'compression', type: 'enum', values: ['gzip', 'none'], default: 'gzip',
+      env: [{ name: 'OTEL_EXPORTER_OTLP_METRICS_COMPRESSION' }, { name: 'OTEL_EXPORTER_OTLP_COMPRESSION' }],
+      description: 'Request body compression.',
+    },
+    {
+      key: 'headers', type: 'map', default: {}, secret: true, example: 'authorization=Basic%20dXNlcjpwYXNz',
+      env: [{ name: 'OTEL_EXPORTER_OTLP_METRICS_HEADERS' }, { name: 'OTEL_EXPORTER_OTLP_HEADERS' }],
+      description: 'Extra request headers, key=value,key2=value2 (values percent-encoded), e.g. an Authorization header.',
+    },
+    {
+      key: 'timeout', type: 'duration', default: 10, min: 0.1, max: 300,
+      env: [{ name: 'OTEL_EXPORTER_OTLP_METRICS_TIMEOUT', map: msToDuration }, { name: 'OTEL_EXPORTER_OTLP_TIMEOUT', map: msToDuration }],
+      description: 'Per-request timeout (the OTEL_* variables are in milliseconds).',
+    },
+    { key: 'export_interval', type: 'duration', default: 10, min: 0.05, max: 3600, description: 'How often buffered points are sent in one request.' },
+    { key: 'max_queue_bytes', type: 'bytes', default: 16 * 1024 * 1024, min: 1024, description: 'Encoded data kept for retry while the endpoint is down; past it the oldest is dropped (l9gpu.sink.dropped).' },
+  ],
+};
+
+export const PROMETHEUS_SECTION: SectionSpec = {
+  name: 'prometheus',
+  description: 'Prometheus pull endpoint (text exposition format 0.0.4).',
+  keys: [
+    { key: 'host', type: 'string', default: '0.0.0.0', description: 'Address to listen on (127.0.0.1 to keep it local).' },
+    { key: 'port', type: 'int', default: 9464, min: 0, max: 65535, description: 'TCP port (0 picks a free one, logged at start).' },
+    { key: 'path', type: 'string', default: '/metrics', description: 'URL path of the metrics page.' },
+    { key: 'resource_labels', type: 'list', default: [], example: 'cluster.name', description: 'Resource attributes added as labels to every series (target_info always carries all of them).' },
+  ],
+};
+
+export const STDOUT_SECTION: SectionSpec = {
+  name: 'stdout',
+  description: 'One JSON object per data point per line on standard output.',
+  keys: [
+    { key: 'resource', type: 'bool', default: true, description: 'Include the resource attributes under "resource" on every line.' },
+    { key: 'max_buffer_bytes', type: 'bytes', default: 8 * 1024 * 1024, min: 1024, description: 'Output waiting for a slow reader beyond which batches are dropped (counted).' },
+  ],
+};
+
+export const FILE_SECTION: SectionSpec = {
+  name: 'file',
+  description: 'JSON lines (the stdout format) appended to a file with size-based rotation.',
+  keys: [
+    { key: 'path', type: 'path', default: null, example: '/var/log/l9gpu/metrics.jsonl', description: 'File to append to (required when the file sink is enabled).' },
+    { key: 'max_bytes', type: 'bytes', default: 64 * 1024 * 1024, min: 4096, description: 'Size at which the file is rotated.' },
+    { key: 'max_files', type: 'int', default: 5, min: 0, max: 100, description: 'Rotated files kept (path.1 is the newest); 0 truncates instead.' },
+    { key: 'resource', type: 'bool', default: true, description: 'Include the resource attributes under "resource" on every line.' },
+  ],
+};
+
+export const WEBHOOK_SECTION: SectionSpec = {
+  name: 'webhook',
+  description: 'POST JSON batches to an HTTP endpoint.',
+  keys: [
+    { key: 'url', type: 'url', default: null, example: 'https://hooks.example.com/l9gpu', description: 'Endpoint (required when the webhook sink is enabled).' },
+    { key: 'token', type: 'string', default: null, secret: true, env: [{ name: 'L9GPU_WEBHOOK_TOKEN' }], description: 'Sent as "Authorization: Bearer <token>". Prefer token_file.' },
+    { key: 'token_file', type: 'path', default: null, description: 'File holding the bearer token (read at start and on reload).' },
+    { key: 'headers', type: 'map', default: {}, secret: true, description: 'Extra request headers, key=value,key2=value2.' },
+    { key: 'timeout', type: 'duration', default: 10, min: 0.1, max: 300, description: 'Per-request timeout.' },
+    { key: 'max_batch_points', type: 'int', default: 5000, min: 1, description: 'Points per request; larger batches are split.' },
+    { key: 'max_queue_bytes', type: 'bytes', default: 16 * 1024 * 1024, min: 1024, description: 'Data kept for retry while the endpoint is down; past it the oldest is dropped.' },
+  ],
+};
