@@ -441,3 +441,25 @@ test('a MIG job\'s report has utilization: its instance\'s GPM engine activity, 
   assert.match(table.stdout, /42\s*%/);
   assert.match(table.stdout, /is a MIG instance: its utilization is its GPU instance's engine activity \(GPM, Hopper and later\), and NVML measures no power or energy per instance/);
 });
+
+test('GPM on a MIG GPU: a tick whose MIG-mode read fails reads no GPM, and the next ones go on (not switched off for 10 minutes)', async () => {
+  const MIG = 'MIG-99999999-1111-2222-3333-444444444444';
+  const gpu = (errors: Record<string, number>) => h100(0, { mig_mode: 1, mig_max: 7, errors, mig: [{ slot: 0, uuid: MIG, name: 'NVIDIA H100 80GB HBM3 MIG 7g.80gb', gi: 0, ci: 0, mem_total: 85_000_000_000, mem_used: 1, mem_free: 84_999_999_999, gpm: { graphics: 33 } }] });
+  const fake = new FakeNvml({ devices: [gpu({})] });
+  const d = new DaemonProcess(['--plugin', 'nvml', '--sink', 'stdout', '--interval', '1s'], fake.env());
+  try {
+    await waitFor('2 GPM intervals', () => pick(d.points(), 'gpu.utilization', { 'gpu.uuid': MIG }).length >= 2, 30_000);
+    fake.write({ devices: [gpu({ nvmlDeviceGetMigMode: 999 })] });
+    await d.waitStderr(/nvmlDeviceGetMigMode|mig: Unknown Error \(999\)/);
+    const mark = d.stdout.length;
+    fake.write({ devices: [gpu({})] });
+    const again = await waitFor('GPM again', () => {
+      const u = pick(parseLines(d.stdout.slice(mark, d.stdout.lastIndexOf('\n') + 1)), 'gpu.utilization', { 'gpu.uuid': MIG });
+      return u.length >= 2 ? u : undefined;
+    }, 30_000);
+    assert.ok(again.every((p) => p.value === 0.33));
+    assert.doesNotMatch(d.stderr, /SM\/engine activity \(GPM\) is not supported/);
+  } finally {
+    assert.equal(await d.stop(), 0, d.stderr);
+  }
+});

@@ -342,7 +342,8 @@ PartitionName=gpu Nodes=${SLURM_NODE} Default=YES MaxTime=INFINITE State=UP
     const r = spawnSync(...this.inside('slurmd', ['--conf-server', '127.0.0.1:6817', '-N', SLURM_NODE]), { env, encoding: 'utf8' });
     if (r.status !== 0) throw new Error(`slurmd --conf-server: ${r.stderr}`);
     const link = join(root, 'run', 'slurm', 'conf');
-    const cache = await waitFor('slurmd linked /run/slurm/conf', () => (existsSync(join(link, 'slurm.conf')) ? readlinkSync(link) : undefined), 30_000, 100);
+    // slurmd writes the files it fetched one by one: wait for the last one the tests read too
+    const cache = await waitFor('slurmd linked /run/slurm/conf with slurm.conf and gres.conf', () => (['slurm.conf', 'gres.conf'].every((f) => existsSync(join(link, f))) ? readlinkSync(link) : undefined), 30_000, 100);
     this.configless.push(link);
     if (this.root && !existsSync('/run/slurm/conf')) {
       if (!existsSync('/run/slurm')) {
