@@ -13,10 +13,10 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { mkdirSync } from 'node:fs';
 import { buildFakeNvml, fakeDescription } from './nvml.js';
 import { openStore } from '../src/store/open.js';
 import { recordStart } from '../src/store/jobs.js';
+import { slurmControllerDown } from '../test/helpers/slurm-down.js';
 
 const CLI = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
 const TICK = Number(process.env.CLK_TCK ?? 100);
@@ -72,18 +72,13 @@ export async function benchDaemon(seconds = 60, intervalS = 10, path: DaemonPath
     writeFileSync(env.FAKE_NVML_CONFIG, JSON.stringify(fakeDescription(8)));
   }
   if (path === 'nvml+slurm') {
-    // slurmctld down, 22.05's scontrol with no step here: the reconciler asks and keeps the job's bindings
-    const bin = join(dir, 'bin');
-    mkdirSync(bin);
-    writeFileSync(join(bin, 'scontrol'), `#!/bin/sh\n[ "$1" = listjobs ] && { echo 'invalid keyword: listjobs' >&2; exit 1; }\necho 'slurm_load_jobs error: Unable to contact slurm controller (connect failure)' >&2; exit 1\n`, { mode: 0o755 });
-    writeFileSync(join(dir, 'slurm.conf'), 'ClusterName=bench\n');
-    const state = join(dir, 'state');
-    const db = openStore(state);
+    const down = slurmControllerDown(dir, 'benchnode');
+    const db = openStore(down.state);
     const uuids = (fakeDescription(8) as { devices: { uuid: string }[] }).devices.map((d) => ({ uuid: d.uuid, shared: false }));
     recordStart(db, { jobId: '4242', runKey: 'r0', user: 'alice', uid: 1001, partition: 'gpu' }, uuids, 'prolog');
     db.close();
-    attribution = `attribution = slurm\nstate_dir = ${state}\n`;
-    slurm = `[slurm]\nslurm_conf = ${join(dir, 'slurm.conf')}\nnode_name = benchnode\nbin_dir = ${bin}\n`;
+    attribution = down.daemon;
+    slurm = down.slurm;
   }
   const plugins = path === 'sim' ? 'sim, host' : 'nvml, host';
   writeFileSync(cfg, `[daemon]\nplugins = ${plugins}\nsinks = otlp, prometheus\ninterval = ${intervalS}s\n${attribution}[sim]\ngpus = 8\n[otlp]\nendpoint = http://127.0.0.1:${rxPort}/v1/metrics\nexport_interval = ${intervalS}s\n[prometheus]\nhost = 127.0.0.1\nport = ${promPort}\n${slurm}`);

@@ -4,7 +4,7 @@
  * through `l9gpu daemon`.
  */
 import assert from 'node:assert/strict';
-import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { METRICS } from '../src/core/metrics/registry.js';
@@ -13,6 +13,7 @@ import { openStore } from '../src/store/open.js';
 import { DaemonProcess, parseLines, runCli, type JsonPoint } from './helpers/daemon.js';
 import { FakeNvml, h100 } from './helpers/fake-nvml.js';
 import { tempDir } from './helpers/paths.js';
+import { slurmControllerDown } from './helpers/slurm-down.js';
 import { waitFor } from './helpers/wait.js';
 
 function pick(pts: JsonPoint[], name: string, attrs: Record<string, unknown> = {}): JsonPoint[] {
@@ -403,14 +404,10 @@ test('GPM on a MIG GPU: each instance reports its GPU instance\'s activity, as g
 test('a MIG job\'s report has utilization: its instance\'s GPM engine activity, attributed and rolled up by the daemon', async () => {
   const d0 = tempDir('l9gpu-mig-job-');
   chmodSync(d0, 0o755);
-  const state = join(d0, 'state');
-  const bin = join(d0, 'bin');
-  mkdirSync(bin);
-  // slurmctld down (slurm_strerror's text): the reconciler keeps the bindings it has, so the run stays the prolog's
-  writeFileSync(join(bin, 'scontrol'), `#!/bin/sh\n[ "$1" = listjobs ] && { echo 'invalid keyword: listjobs' >&2; exit 1; }\necho 'slurm_load_jobs error: Unable to contact slurm controller (connect failure)' >&2; exit 1\n`, { mode: 0o755 });
-  writeFileSync(join(d0, 'slurm.conf'), 'ClusterName=ci\n');
+  const slurm = slurmControllerDown(d0, 'gpunode1');
+  const state = slurm.state;
   const config = join(d0, 'l9gpu.ini');
-  writeFileSync(config, `[daemon]\nstate_dir = ${state}\nattribution = slurm\ninterval = 1s\n[slurm]\nslurm_conf = ${join(d0, 'slurm.conf')}\nnode_name = gpunode1\nbin_dir = ${bin}\n`);
+  writeFileSync(config, `[daemon]\n${slurm.daemon}interval = 1s\n${slurm.slurm}`);
   const MIG = 'MIG-eeeeeeee-1111-2222-3333-444444444444';
   const fake = new FakeNvml({ devices: [h100(0, { mig_mode: 1, mig_max: 7, mig: [{ slot: 0, uuid: MIG, name: 'NVIDIA H100 80GB HBM3 MIG 1g.10gb', gi: 3, ci: 0, mem_total: 10_737_418_240, mem_used: 5_368_709_120, mem_free: 5_368_709_120, gpm: { graphics: 42, sm: 30 } }] })] });
   const db = openStore(state);

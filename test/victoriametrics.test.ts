@@ -5,12 +5,13 @@
  * the OTLP unit field).
  */
 import assert from 'node:assert/strict';
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { METRICS, prometheusName } from '../src/core/metrics/registry.js';
 import { recordEnd, recordStart } from '../src/store/jobs.js';
 import { openStore } from '../src/store/open.js';
 import { simUuid } from '../plugins/sim/index.js';
 import { Prometheus } from './helpers/prometheus.js';
+import { slurmControllerDown } from './helpers/slurm-down.js';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { DaemonProcess, parseLines, runCli } from './helpers/daemon.js';
@@ -144,15 +145,12 @@ test('one name per metric on both paths: the pull endpoint\'s names are those Vi
 test('l9gpu jobs --source promql reads a job from both namings: a real Prometheus scraping the pull endpoint, and VictoriaMetrics fed over OTLP with Prometheus naming', async () => {
   const d0 = tempDir('l9gpu-promql-both-');
   chmodSync(d0, 0o755);
-  const state = join(d0, 'state');
-  const bin = join(d0, 'bin');
-  mkdirSync(bin);
-  // slurmctld down (slurm_strerror's text): the reconciler keeps the binding the "prolog" (recordStart) opened
-  writeFileSync(join(bin, 'scontrol'), `#!/bin/sh\n[ "$1" = listjobs ] && { echo 'invalid keyword: listjobs' >&2; exit 1; }\necho 'slurm_load_jobs error: Unable to contact slurm controller (connect failure)' >&2; exit 1\n`, { mode: 0o755 });
-  writeFileSync(join(d0, 'slurm.conf'), 'ClusterName=ci\n');
+  // the binding the "prolog" (recordStart) opens stays open: slurmctld does not answer
+  const slurm = slurmControllerDown(d0, 'promqlnode');
+  const state = slurm.state;
   const port = await freePort();
   const config = join(d0, 'l9gpu.ini');
-  writeFileSync(config, `[daemon]\nstate_dir = ${state}\nattribution = slurm\nplugins = sim\nsinks = otlp, prometheus\ninterval = 1s\nhost_name = promqlnode\n[sim]\ngpus = 2\n[otlp]\nendpoint = ${vmProm.otlpEndpoint}\n[prometheus]\nhost = 127.0.0.1\nport = ${port}\n[slurm]\nslurm_conf = ${join(d0, 'slurm.conf')}\nnode_name = promqlnode\nbin_dir = ${bin}\n`);
+  writeFileSync(config, `[daemon]\n${slurm.daemon}plugins = sim\nsinks = otlp, prometheus\ninterval = 1s\nhost_name = promqlnode\n[sim]\ngpus = 2\n[otlp]\nendpoint = ${vmProm.otlpEndpoint}\n[prometheus]\nhost = 127.0.0.1\nport = ${port}\n${slurm.slurm}`);
   const uuid = simUuid('promqlnode', 1);
   const db = openStore(state);
   recordStart(db, { jobId: '4242', runKey: 'r0', user: 'alice', uid: 1001, partition: 'gpu' }, [{ uuid, shared: false }], 'prolog', Date.now());

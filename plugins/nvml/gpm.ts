@@ -141,10 +141,6 @@ export class GpmReader {
     for (const [key, w] of this.windows) this.free(key, w);
   }
 
-  get size(): number {
-    return this.windows.size;
-  }
-
   private free(key: string, w: Window): void {
     this.api.sampleFree(w.prev);
     this.api.sampleFree(w.spare);
