@@ -10,6 +10,7 @@ import type { AttributionProvider } from '../src/core/attribution.js';
 import { PointBuffer, type Attributes, type Batch } from '../src/core/metrics/model.js';
 import { METRICS, type MetricDef } from '../src/core/metrics/registry.js';
 import { toResourceMetrics } from '../src/sinks/resource-metrics.js';
+import { encodeMetricsRequest } from '../src/sinks/otlp-proto.js';
 
 const GPUS = 8;
 const PER_GPU = 60;
@@ -47,6 +48,8 @@ export interface PipelineResult {
   pointsPerBatch: number;
   pointsPerSecond: number;
   pointsPerSecondGzip: number;
+  /** The same batches through OpenTelemetry's serializer (what the daemon used before its own encoder). */
+  pointsPerSecondOtel: number;
   bytesPerBatch: number;
   bytesPerBatchGzip: number;
 }
@@ -62,25 +65,31 @@ export function benchPipeline(seconds = 2): PipelineResult {
   const resource = { 'service.name': 'l9gpu', 'host.name': 'gpu001', 'cluster.name': 'bench' };
   const start = Date.now();
 
-  const once = (gzip: boolean): number => {
+  // the daemon's encoder (otlp-proto.ts); OpenTelemetry's serializer alongside, as the baseline of the same run
+  const encoders = {
+    ours: (batch: Batch) => encodeMetricsRequest([batch], resource, start, '0'),
+    otel: (batch: Batch) => ProtobufMetricsSerializer.serializeRequest(toResourceMetrics([batch], resource, start, '0'))!,
+  };
+  const once = (gzip: boolean, encode: (b: Batch) => Uint8Array = encoders.ours): number => {
     const buf = new PointBuffer();
     for (let g = 0; g < GPUS; g++) for (let s = 0; s < PER_GPU; s++) buf.add(plan[s]!.def, Math.random() * 100, attrs[g]![s]!);
     const batch = attribution.attribute({ source: 'bench', time: Date.now(), intervalMs: 10_000, points: buf.points });
-    const body = ProtobufMetricsSerializer.serializeRequest(toResourceMetrics([batch], resource, start, '0'))!;
+    const body = encode(batch);
     return gzip ? gzipSync(body).length : body.length;
   };
-  const run = (gzip: boolean): { pps: number; bytes: number } => {
-    for (let i = 0; i < 200; i++) once(gzip); // warm up the JIT
+  const run = (gzip: boolean, encode?: (b: Batch) => Uint8Array): { pps: number; bytes: number } => {
+    for (let i = 0; i < 200; i++) once(gzip, encode); // warm up the JIT
     let n = 0;
     let bytes = 0;
     const t0 = performance.now();
     while (performance.now() - t0 < seconds * 1000) {
-      bytes = once(gzip);
+      bytes = once(gzip, encode);
       n++;
     }
     return { pps: (n * GPUS * PER_GPU) / ((performance.now() - t0) / 1000), bytes };
   };
   const plain = run(false);
   const gz = run(true);
-  return { pointsPerBatch: GPUS * PER_GPU, pointsPerSecond: plain.pps, pointsPerSecondGzip: gz.pps, bytesPerBatch: plain.bytes, bytesPerBatchGzip: gz.bytes };
+  const otel = run(false, encoders.otel);
+  return { pointsPerBatch: GPUS * PER_GPU, pointsPerSecond: plain.pps, pointsPerSecondGzip: gz.pps, pointsPerSecondOtel: otel.pps, bytesPerBatch: plain.bytes, bytesPerBatchGzip: gz.bytes };
 }

@@ -16,6 +16,7 @@ process.stdout.write(`l9gpu benchmarks (node ${process.version}, ${new Date().to
 const p = benchPipeline(Number(process.env.BENCH_PIPELINE_SECONDS ?? 2));
 line(`pipeline: points/s (${p.pointsPerBatch}-point batches)`, fmt(p.pointsPerSecond), '>= 200,000', p.pointsPerSecond >= 200_000);
 line('pipeline: points/s incl. gzip', fmt(p.pointsPerSecondGzip), '(info)', true);
+line('pipeline: points/s, OpenTelemetry serializer (baseline)', fmt(p.pointsPerSecondOtel), '(info)', true);
 line('pipeline: OTLP request bytes per batch', `${fmt(p.bytesPerBatch)} / ${fmt(p.bytesPerBatchGzip)} gz`, '(info)', true);
 
 const n = await benchNvml(8);

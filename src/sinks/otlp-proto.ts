@@ -41,11 +41,12 @@ class Writer {
   }
 
   string(field: number, s: string): void {
-    const n = Buffer.byteLength(s);
+    // ASCII (nearly every key and value here): its length is its byte length, no UTF-8 measuring
+    const n = /^[\x00-\x7f]*$/.test(s) ? s.length : Buffer.byteLength(s);
     this.tag(field, 2);
     this.varint(n);
     this.room(n);
-    this.pos += this.buf.write(s, this.pos, 'utf8');
+    this.pos += this.buf.write(s, this.pos, n === s.length ? 'latin1' : 'utf8');
   }
 
   double(field: number, v: number): void {
@@ -61,6 +62,12 @@ class Writer {
   }
 
   int64(field: number, v: number): void {
+    if (v >= 0 && v <= Number.MAX_SAFE_INTEGER) {
+      // the common case (indices, ids, ports) without BigInt
+      this.tag(field, 0);
+      this.varint(v);
+      return;
+    }
     this.tag(field, 0);
     // two's complement for negatives, as protobuf's int64 varint
     let x = BigInt.asUintN(64, BigInt(v));
