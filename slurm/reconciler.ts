@@ -19,7 +19,7 @@
  */
 import type { Logger } from '../src/core/log.js';
 import type { Db } from '../src/store/open.js';
-import { recordEnd, recordStart, type JobRecord } from '../src/store/jobs.js';
+import { recordEnd, recordStart, reopenRun, type JobRecord } from '../src/store/jobs.js';
 import { setMeta } from '../src/store/meta.js';
 import { hostname } from 'node:os';
 import { LEARNED_NODE_KEY } from './node-name.js';
@@ -328,8 +328,14 @@ export class Reconciler {
     let closed = 0;
     for (const id of queue.slice(0, SCONTROL_PER_TICK)) {
       const run = open.find((r) => r.jobId === id);
+      const asked = Date.now();
       const a = await this.askJob(id, node, now, run && { runKey: run.runKey, bound: run.bound === 1 }, listed.ids.has(id));
       if (a.here) {
+        // its steps run here and slurmctld, asked after the epilog closed this run, says RUNNING: that epilog was
+        // an earlier run's (requeue), late
+        if (!run && listed.ids.has(id) && a.job.state === 'RUNNING' && reopenRun(db, id, this.runKeyOf(a.job), asked, now)) {
+          this.o.log.info("reopened a run an earlier run's late epilog closed (requeue)", { job: id, run: this.runKeyOf(a.job) });
+        }
         this.recordRunning(a.job, node, now, gres, inv);
         continue;
       }

@@ -172,6 +172,29 @@ test('local source on 22.05: a prolog record without a GPU binding is repaired w
   db.close();
 });
 
+test("requeue: a late epilog of the killed run closed the new run; its steps run and slurmctld says RUNNING: reopened, with its GPUs; an epilog after the question is believed", async () => {
+  const slurm = fakeSlurm({ sacct: 'recorded', steps: 'job 1' });
+  const { db, r } = reconciler(slurm.bin);
+  const t0 = Date.now() - 60_000;
+  // the order seen on 22.05 under load: the new run's prolog (r0 here: the recorded job's restart count), then the
+  // killed run's epilog, its restart count already bumped to the new run's, which closes the new run
+  recordStart(db, { jobId: '1', runKey: 'r0' }, [{ uuid: 'GPU-1', shared: false }], 'prolog', t0);
+  recordEnd(db, { jobId: '1', runKey: 'r0' }, { endTime: t0 + 700 }, [], 'epilog', t0 + 700);
+  await r.reconcileOnce();
+  const run = db.prepare('SELECT end_time, state FROM jobs WHERE job_id = ?').get('1');
+  assert.deepEqual(run, { end_time: null, state: null }, 'the run is open again');
+  assert.deepEqual(db.prepare(`SELECT gpu_uuid, end_time, closed_by FROM bindings WHERE job_id = ? AND gpu_uuid = 'GPU-1'`).all('1'), [{ gpu_uuid: 'GPU-1', end_time: null, closed_by: null }]);
+  db.close();
+
+  // an epilog that closed the run after slurmctld was asked (the job ended meanwhile) stands
+  const late = reconciler(slurm.bin);
+  recordStart(late.db, { jobId: '1', runKey: 'r0' }, [{ uuid: 'GPU-1', shared: false }], 'prolog', t0);
+  recordEnd(late.db, { jobId: '1', runKey: 'r0' }, { endTime: Date.now() + 60_000 }, [], 'epilog', Date.now() + 60_000);
+  await late.r.reconcileOnce();
+  assert.equal((late.db.prepare('SELECT closed_by FROM bindings WHERE job_id = ?').get('1') as { closed_by: string }).closed_by, 'epilog');
+  late.db.close();
+});
+
 test('24.11+: an empty --json answer is not taken for "job gone" (slurmctld down answers the same): nothing is closed', async () => {
   const d = tempDir('l9gpu-fake-slurm-');
   const bin = join(d, 'bin');

@@ -119,6 +119,24 @@ export function recordEnd(db: Db, job: JobRecord, end: JobEnd, gpus: readonly Gp
   }).immediate();
 }
 
+/**
+ * Reopens a run an epilog closed before `before` (a moment the caller then
+ * saw the run still going): on requeue slurmd may run the killed run's epilog
+ * after the new run's prolog, with the restart count already bumped, and that
+ * epilog then closes the new run. Only the epilog's close is undone; true when
+ * the run was reopened.
+ */
+export function reopenRun(db: Db, jobId: string, runKey: string, before: number, now = Date.now()): boolean {
+  return db.transaction(() => {
+    const row = db.prepare(`SELECT end_time AS e FROM jobs WHERE job_id = ? AND run_key = ?`).get(jobId, runKey) as { e: number | null } | undefined;
+    if (!row || row.e === null || row.e > before) return false;
+    const n = db.prepare(`UPDATE bindings SET end_time = NULL, closed_by = NULL WHERE job_id = ? AND run_key = ? AND closed_by = 'epilog' AND end_time <= ?`).run(jobId, runKey, before).changes;
+    if (n === 0) return false;
+    db.prepare(`UPDATE jobs SET end_time = NULL, state = NULL, exit_code = NULL, exit_signal = NULL, updated_at = ? WHERE job_id = ? AND run_key = ?`).run(now, jobId, runKey);
+    return true;
+  }).immediate();
+}
+
 export interface InventoryGpu {
   uuid: string;
   vendor: string;

@@ -85,6 +85,18 @@ export class SlurmCluster {
     return stdout;
   }
 
+  /** slurmctld's and slurmd's log lines that name this job: what a failed test shows of Slurm's side. */
+  logLines(jobId: string): string {
+    const pick = (f: string) => {
+      try {
+        return readFileSync(join(this.base, 'log', f), 'utf8').split('\n').filter((l) => new RegExp(`\\b${jobId}\\b`).test(l)).slice(-40);
+      } catch (e) {
+        return [`(${f}: ${(e as Error).message})`];
+      }
+    };
+    return `slurmctld.log: ${pick('slurmctld.log').join(' | ')}; slurmd.log: ${pick('slurmd.log').join(' | ')}`;
+  }
+
   /** Environment for the l9gpu daemon and CLI: this cluster's slurm.conf and its clients first on PATH. */
   clientEnv(): Record<string, string> {
     return { SLURM_CONF: this.conf, PATH: `${join(this.base, 'bin')}:${process.env.PATH ?? '/usr/bin:/bin'}` };
