@@ -210,10 +210,16 @@ function everyMetricBatches(): Batch[] {
 test('otlp: the protobuf encoder writes what the OpenTelemetry serializer writes, decoded by an independent decoder', async () => {
   const { ProtobufMetricsSerializer } = await import('@opentelemetry/otlp-transformer');
   const resource = { 'service.name': 'l9gpu', 'host.name': 'gpu001', 'cluster.name': 'alps', 'x.port': 9464 };
-  for (const batches of [everyMetricBatches(), []]) {
-    const ours = decodeOtlp(encodeMetricsRequest(batches, resource, 1_795_000_000_000, '1.2.3'));
-    const theirs = decodeOtlp(ProtobufMetricsSerializer.serializeRequest(toResourceMetrics(batches, resource, 1_795_000_000_000, '1.2.3') as never)!);
-    assert.deepEqual(ours, theirs);
+  // attribute values whose KeyValue, point and Metric outgrow the lengths the encoder reserves (127 B, 16 KiB)
+  const long = everyMetricBatches().map((b) => ({
+    ...b,
+    points: b.points.map((p, i) => ({ ...p, attributes: { ...p.attributes, 'x.long': 'L'.repeat(i % 4 === 0 ? 100 + i * 7 : 3), ...(i === 5 ? { 'x.huge': 'H'.repeat(20_000) } : {}) } })),
+  }));
+  for (const batches of [everyMetricBatches(), [], long, everyMetricBatches()]) {
+    const oursBytes = encodeMetricsRequest(batches, resource, 1_795_000_000_000, '1.2.3');
+    const theirsBytes = ProtobufMetricsSerializer.serializeRequest(toResourceMetrics(batches, resource, 1_795_000_000_000, '1.2.3') as never)!;
+    assert.deepEqual(decodeOtlp(oursBytes), decodeOtlp(theirsBytes));
+    assert.ok(Buffer.from(theirsBytes).equals(oursBytes), 'byte for byte');
   }
   const one = decodeOtlp(encodeMetricsRequest(everyMetricBatches(), resource, 0, 'v'));
   assert.equal(one.resourceMetrics[0]!.scopeMetrics[0]!.metrics.length, METRICS.length, 'one Metric per registry metric');

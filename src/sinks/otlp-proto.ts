@@ -15,12 +15,25 @@ import type { MetricDef } from '../core/metrics/registry.js';
 
 const CUMULATIVE = 2;
 
-/** A protobuf writer: varints, fixed64, doubles, strings, and nested messages measured before they are written. */
+/** Bytes a varint of v takes. */
+function varintSize(v: number): number {
+  let n = 1;
+  for (; v > 0x7f; v = Math.floor(v / 128)) n++;
+  return n;
+}
+
+/**
+ * A protobuf writer. A nested message is opened with begin() and closed with
+ * end(): begin() reserves the bytes its length will likely take, end() writes
+ * the length and moves the body only when the guess was wrong (rare: the
+ * guesses fit the messages this encoder writes), so no closure and no copy
+ * per message.
+ */
 class Writer {
-  private buf = Buffer.allocUnsafe(64 * 1024);
+  buf = Buffer.allocUnsafe(64 * 1024);
   pos = 0;
 
-  private room(n: number): void {
+  room(n: number): void {
     if (this.pos + n <= this.buf.length) return;
     const next = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + n));
     this.buf.copy(next, 0, 0, this.pos);
@@ -55,10 +68,10 @@ class Writer {
     this.pos = this.buf.writeDoubleLE(v, this.pos);
   }
 
-  fixed64(field: number, v: bigint): void {
-    this.tag(field, 1);
-    this.room(8);
-    this.pos = this.buf.writeBigUInt64LE(v, this.pos);
+  raw(b: Uint8Array): void {
+    this.room(b.length);
+    this.buf.set(b, this.pos);
+    this.pos += b.length;
   }
 
   int64(field: number, v: number): void {
@@ -79,18 +92,25 @@ class Writer {
     this.buf[this.pos++] = Number(x);
   }
 
-  /** A length-delimited field whose body body() writes: the length is back-filled (5 bytes reserved, shifted after). */
-  message(field: number, body: () => void): void {
+  /** Opens a length-delimited field; `guess`: the bytes its length likely takes. Returns what end() needs. */
+  begin(field: number, guess: number): number {
     this.tag(field, 2);
-    this.room(5);
+    this.room(guess);
     const at = this.pos;
-    this.pos += 5;
-    body();
-    const len = this.pos - at - 5;
-    let n = 1;
-    for (let v = len; v > 0x7f; v = Math.floor(v / 128)) n++;
-    if (n < 5) this.buf.copy(this.buf, at + n, at + 5, this.pos);
-    this.pos -= 5 - n;
+    this.pos += guess;
+    return at * 8 + guess;
+  }
+
+  end(mark: number): void {
+    const guess = mark % 8;
+    const at = (mark - guess) / 8;
+    const len = this.pos - at - guess;
+    const n = varintSize(len);
+    if (n !== guess) {
+      this.room(n - guess);
+      this.buf.copy(this.buf, at + n, at + guess, this.pos);
+      this.pos += n - guess;
+    }
     let v = len;
     for (let i = 0; i < n; i++) {
       this.buf[at + i] = i < n - 1 ? (v & 0x7f) | 0x80 : v;
@@ -109,6 +129,19 @@ function nanos(ms: number): bigint {
   return BigInt(whole) * 1_000_000n + BigInt(Math.round((ms - whole) * 1e6));
 }
 
+/** A fixed64 field of ms as ns: tag and 8 bytes, computed once per distinct time of a request. */
+function timeField(cache: Map<number, Buffer>, field: number, ms: number): Buffer {
+  const key = ms * 16 + field;
+  let b = cache.get(key);
+  if (!b) {
+    b = Buffer.allocUnsafe(9);
+    b[0] = (field << 3) | 1;
+    b.writeBigUInt64LE(nanos(ms), 1);
+    cache.set(key, b);
+  }
+  return b;
+}
+
 function anyValue(w: Writer, v: AttributeValue): void {
   if (typeof v === 'string') w.string(1, v);
   else if (typeof v === 'boolean') {
@@ -118,70 +151,103 @@ function anyValue(w: Writer, v: AttributeValue): void {
   else w.double(4, v);
 }
 
+/**
+ * The encoded KeyValue of each (key, value) seen lately: a daemon sends the
+ * same few hundred attribute pairs every interval, so an attribute is a map
+ * lookup and a copy. Bounded: pairs up to KV_CACHE_LONGEST bytes, cleared
+ * when it holds KV_CACHE_MAX of them (2 MiB at most).
+ */
+const KV_CACHE_MAX = 8192;
+const KV_CACHE_LONGEST = 256;
+const kvCache = new Map<string, Map<AttributeValue, Buffer>>();
+let kvCached = 0;
+const scratch = new Writer();
+
+function keyValueBytes(k: string, v: AttributeValue): Buffer {
+  let byValue = kvCache.get(k);
+  let b = byValue?.get(v);
+  if (b) return b;
+  if (kvCached >= KV_CACHE_MAX) {
+    kvCache.clear();
+    kvCached = 0;
+    byValue = undefined;
+  }
+  if (!byValue) kvCache.set(k, (byValue = new Map()));
+  scratch.pos = 0;
+  scratch.string(1, k);
+  const m = scratch.begin(2, 1);
+  anyValue(scratch, v);
+  scratch.end(m);
+  b = Buffer.from(scratch.buf.subarray(0, scratch.pos));
+  // a long value (a job name, a command line) is written each time: the cache stays a few hundred KiB at most
+  if (b.length > KV_CACHE_LONGEST) return b;
+  byValue.set(v, b);
+  kvCached++;
+  return b;
+}
+
 function keyValues(w: Writer, field: number, a: Attributes): void {
   for (const k in a) {
-    const v = a[k]!;
-    w.message(field, () => {
-      w.string(1, k);
-      w.message(2, () => anyValue(w, v));
-    });
+    const kv = keyValueBytes(k, a[k]!);
+    w.tag(field, 2);
+    w.varint(kv.length);
+    w.raw(kv);
   }
 }
 
 export function encodeMetricsRequest(batches: readonly Batch[], resource: Attributes, defaultStart: number, scopeVersion: string): Buffer {
   // one Metric per registry metric, its points in batch order
-  const byMetric = new Map<MetricDef, { attributes: Attributes; value: number; start: bigint; end: bigint }[]>();
-  const defaultStartNs = nanos(defaultStart);
+  const byMetric = new Map<MetricDef, { attributes: Attributes; value: number; start: number; end: number }[]>();
   for (const b of batches) {
-    const end = nanos(b.time);
     for (const p of b.points) {
       let pts = byMetric.get(p.metric);
       if (!pts) byMetric.set(p.metric, (pts = []));
       // gauges: start = end (OTLP ignores it); sums: the series' start
-      const start = p.metric.kind === 'gauge' ? end : p.start !== undefined ? nanos(p.start) : defaultStartNs;
-      pts.push({ attributes: p.attributes, value: p.value, start, end });
+      const start = p.metric.kind === 'gauge' ? b.time : (p.start ?? defaultStart);
+      pts.push({ attributes: p.attributes, value: p.value, start, end: b.time });
     }
   }
+  const times = new Map<number, Buffer>();
   const w = new Writer();
-  w.message(1, () => {
-    w.message(1, () => {
-      keyValues(w, 1, resource);
-      // dropped_attributes_count = 0, written as the OpenTelemetry serializer writes it
+  const rm = w.begin(1, 3);
+  const res = w.begin(1, 1);
+  keyValues(w, 1, resource);
+  // dropped_attributes_count = 0, written as the OpenTelemetry serializer writes it
+  w.tag(2, 0);
+  w.varint(0);
+  w.end(res);
+  const sm = w.begin(2, 3);
+  const scope = w.begin(1, 1);
+  w.string(1, 'l9gpu');
+  w.string(2, scopeVersion);
+  w.end(scope);
+  for (const [def, pts] of byMetric) {
+    const metric = w.begin(2, 2);
+    w.string(1, def.name);
+    w.string(2, def.description);
+    if (def.unit) w.string(3, def.unit);
+    const data = w.begin(def.kind === 'gauge' ? 5 : 7, 2);
+    for (const p of pts) {
+      const point = w.begin(1, 2);
+      w.raw(timeField(times, 2, p.start));
+      w.raw(timeField(times, 3, p.end));
+      w.double(4, p.value);
+      keyValues(w, 7, p.attributes);
+      w.end(point);
+    }
+    if (def.kind !== 'gauge') {
       w.tag(2, 0);
-      w.varint(0);
-    });
-    w.message(2, () => {
-      w.message(1, () => {
-        w.string(1, 'l9gpu');
-        w.string(2, scopeVersion);
-      });
-      for (const [def, pts] of byMetric) {
-        w.message(2, () => {
-          w.string(1, def.name);
-          w.string(2, def.description);
-          if (def.unit) w.string(3, def.unit);
-          w.message(def.kind === 'gauge' ? 5 : 7, () => {
-            for (const p of pts) {
-              w.message(1, () => {
-                w.fixed64(2, p.start);
-                w.fixed64(3, p.end);
-                w.double(4, p.value);
-                keyValues(w, 7, p.attributes);
-              });
-            }
-            if (def.kind !== 'gauge') {
-              w.tag(2, 0);
-              w.varint(CUMULATIVE);
-              if (def.kind === 'sum') {
-                w.tag(3, 0);
-                w.varint(1);
-              }
-            }
-          });
-        });
+      w.varint(CUMULATIVE);
+      if (def.kind === 'sum') {
+        w.tag(3, 0);
+        w.varint(1);
       }
-    });
-  });
+    }
+    w.end(data);
+    w.end(metric);
+  }
+  w.end(sm);
+  w.end(rm);
   return w.bytes();
 }
 
