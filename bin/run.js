@@ -1,12 +1,20 @@
 #!/usr/bin/env node
 // `l9gpu daemon` is a long-running process: it starts without the CLI framework
-// (see src/cli/daemon-main.ts). Everything else, and all help, goes through oclif.
+// (see src/cli/daemon-main.ts); the hooks, the everyday commands and the help texts do too.
+// Everything else goes through oclif.
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 
 const args = process.argv.slice(2);
 const help = args.includes('--help') || args.includes('-h');
-if (args[0] === 'slurm' && (args[1] === 'prolog' || args[1] === 'epilog') && !help) {
+// `<command> --help` and bare `l9gpu`: the text oclif renders, written at build time (src/cli/write-help.ts)
+const words = args.filter((a) => a !== '--help' && a !== '-h');
+const texts = (help || args.length === 0) && !words.some((w) => w.startsWith('-')) ? helpTexts() : undefined;
+if (texts && Object.hasOwn(texts, words.join(' '))) {
+  const ua = `l9gpu/${JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version} ${process.platform}-${process.arch} node-${process.version}`;
+  process.stdout.write(texts[words.join(' ')].split('\0UA\0').join(ua));
+} else if (args[0] === 'slurm' && (args[1] === 'prolog' || args[1] === 'epilog') && !help) {
   // the hooks run on every job start and end: the single-file bundle, never the CLI framework
   const hook = fileURLToPath(new URL('../dist/hook/hook.cjs', import.meta.url));
   process.argv.splice(1, 2, hook);
@@ -24,4 +32,12 @@ if (args[0] === 'slurm' && (args[1] === 'prolog' || args[1] === 'epilog') && !he
 } else {
   const { execute } = await import('@oclif/core');
   await execute({ dir: import.meta.url });
+}
+
+function helpTexts() {
+  try {
+    return JSON.parse(readFileSync(new URL('../dist/help.json', import.meta.url), 'utf8'));
+  } catch {
+    return undefined; // not built by npm run build: oclif renders it
+  }
 }

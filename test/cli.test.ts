@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
-import { readdirSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { test } from 'node:test';
 import { METRICS } from '../src/core/metrics/registry.js';
 import { EMPTY_CONFIG, parseLines, runCli } from './helpers/daemon.js';
@@ -53,6 +55,29 @@ test('every command\'s --help reads like a man page: usage, description, an exam
     for (const h of ['USAGE', 'DESCRIPTION', 'EXAMPLES', 'EXIT STATUS', 'SEE ALSO']) assert.match(r.stdout, new RegExp(`^${h}$`, 'm'), `${id}: ${h}`);
     assert.match(r.stdout, /^EXAMPLES\n {2}\$ l9gpu /m, `${id}: an example`);
   }
+});
+
+test('help is printed from the texts written at build time, each the same as oclif renders it, for every command and topic', async () => {
+  const texts = JSON.parse(readFileSync(join(ROOT, 'dist', 'help.json'), 'utf8')) as Record<string, string>;
+  assert.deepEqual(Object.keys(texts).filter((k) => k && k !== 'slurm').sort(), [...MAN_COMMANDS].sort(), 'every command');
+  const bin = pathToFileURL(join(ROOT, 'bin', 'run.js')).href;
+  for (const id of Object.keys(texts)) {
+    const words = id ? id.split(' ') : [];
+    const oclif = spawnSync(process.execPath, ['--input-type=module', '-e', `const { execute } = await import('@oclif/core'); await execute({ dir: ${JSON.stringify(bin)}, args: ${JSON.stringify([...words, '--help'])} });`], {
+      cwd: ROOT, encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' },
+    });
+    assert.equal(oclif.status, 0, oclif.stderr);
+    for (const args of [[...words, '--help'], [...words, '-h'], ...(id ? [] : [[]])]) {
+      const ours = await runCli(args);
+      assert.equal(ours.status, 0, ours.stderr);
+      assert.equal(ours.stdout, oclif.stdout, `l9gpu ${args.join(' ')}`);
+    }
+  }
+  // what the texts do not hold goes to oclif: a flag beside --help, an unknown command
+  const other = await runCli(['jobs', '--json', '--help']);
+  assert.match(other.stdout, /^USAGE\n {2}\$ l9gpu jobs/m);
+  const unknown = await runCli(['jbos', '--help']);
+  assert.notEqual(unknown.status, 0);
 });
 
 test('the light entry runs jobs as oclif would, and hands what it cannot parse to oclif', async () => {

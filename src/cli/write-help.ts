@@ -1,0 +1,31 @@
+/**
+ * Build step: every command's and topic's --help as oclif renders it (no
+ * colour, 80 columns), written to dist/help.json, so bin/run.js prints help
+ * without loading the CLI framework (3.4x bare node's start-up otherwise).
+ * test/cli.test.ts compares each text with oclif's own output.
+ */
+import { writeFileSync } from 'node:fs';
+
+process.env.NO_COLOR = '1';
+delete process.env.FORCE_COLOR;
+const { Config } = await import('@oclif/core');
+const { default: ManHelp } = await import('./help.js');
+
+const root = new URL('../../../', import.meta.url);
+const config = await Config.load({ root: new URL('.', root).pathname });
+const ids = ['', ...config.commands.filter((c) => !c.hidden).map((c) => c.id), ...config.topics.filter((t) => !t.hidden && !config.findCommand(t.name)).map((t) => t.name)];
+const texts: Record<string, string> = {};
+const write = process.stdout.write.bind(process.stdout);
+for (const id of ids) {
+  let out = '';
+  process.stdout.write = ((s: string | Uint8Array) => ((out += String(s)), true)) as typeof process.stdout.write;
+  try {
+    // a fresh Config each time: oclif's Help rewrites the ids of the commands it renders
+    await new ManHelp(await Config.load({ root: new URL('.', root).pathname }), { stripAnsi: true }).showHelp(id ? id.split(':') : []);
+  } finally {
+    process.stdout.write = write;
+  }
+  // the root help's VERSION line names the node that runs it, filled in by bin/run.js
+  texts[id.replace(/:/g, ' ')] = out.split(config.userAgent).join('\0UA\0');
+}
+writeFileSync(new URL('dist/help.json', root), JSON.stringify(texts));
