@@ -13,9 +13,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { loadNvml } from '../plugins/nvml/binding.js';
-import { NvmlClient } from '../plugins/nvml/client.js';
 import { NvmlConverter } from '../plugins/nvml/convert.js';
 import { Sampler } from '../plugins/nvml/sampler.js';
+import { NvmlSession } from '../plugins/nvml/session.js';
 import type { Snapshot } from '../plugins/nvml/snapshot.js';
 import { createLogger } from '../src/core/log.js';
 import { PointBuffer } from '../src/core/metrics/model.js';
@@ -55,7 +55,10 @@ export function buildFakeNvml(dir: string): string {
 export interface NvmlBenchResult {
   gpus: number;
   fieldsPerGpu: number;
+  /** CPU (all threads) per GPU per sample. */
   usPerGpuSample: number;
+  /** Wall time per GPU per sample (the calls are serial: each waits for a pool thread's answer). */
+  wallUsPerGpuSample: number;
   /** The same for GPUs in MIG mode, seven GPU instances each (GPM by GPU instance). */
   usPerMigGpuSample: number;
   usPerGpuConvert: number;
@@ -63,7 +66,7 @@ export interface NvmlBenchResult {
   eventLoopLagP99Ms: number;
 }
 
-export async function benchNvml(gpus = 8, iterations = 2000): Promise<NvmlBenchResult> {
+export async function benchNvml(gpus = 8, iterations = 300): Promise<NvmlBenchResult> {
   const dir = mkdtempSync(join(tmpdir(), 'l9gpu-bench-nvml-'));
   const lib = buildFakeNvml(dir);
   const desc = join(dir, 'nvml.json');
@@ -72,26 +75,30 @@ export async function benchNvml(gpus = 8, iterations = 2000): Promise<NvmlBenchR
   process.env.FAKE_NVML_STATIC = '1';
   process.env.FAKE_NVML_GPM_REFRESH_US = '1';
 
-  // sampling, as the worker does it (synchronous calls through the binding)
+  // sampling as the daemon does it: koffi async calls, one after another; the cost is the CPU of every thread
+  // (the event loop's and the libuv pool thread's) per GPU, and the wall time per GPU beside it
   const nvml = loadNvml(lib);
-  const perGpu = (): { us: number; snap: Snapshot } => {
-    nvml.init();
+  const perGpu = async (): Promise<{ us: number; wallUs: number; snap: Snapshot }> => {
+    await nvml.init();
     const sampler = new Sampler(nvml, true, 0);
-    sampler.enumerate();
-    for (let i = 0; i < 200; i++) sampler.sample();
+    await sampler.enumerate();
+    for (let i = 0; i < 50; i++) await sampler.sample();
     const t = performance.now();
-    for (let i = 0; i < iterations; i++) sampler.sample();
-    const us = ((performance.now() - t) * 1000) / iterations / gpus;
-    const snap = { driverVersion: '550', time: Date.now(), gpus: sampler.sample().gpus, notes: [] };
-    sampler.release();
-    nvml.shutdown();
-    return { us, snap };
+    const c = process.cpuUsage();
+    for (let i = 0; i < iterations; i++) await sampler.sample();
+    const cpu = process.cpuUsage(c);
+    const us = (cpu.user + cpu.system) / iterations / gpus;
+    const wallUs = ((performance.now() - t) * 1000) / iterations / gpus;
+    const snap = { driverVersion: '550', time: Date.now(), gpus: (await sampler.sample()).gpus, notes: [] };
+    await sampler.release();
+    await nvml.shutdown();
+    return { us, wallUs, snap };
   };
-  const { us: sampleUs, snap } = perGpu();
+  const { us: sampleUs, wallUs: sampleWallUs, snap } = await perGpu();
   const migDesc = join(dir, 'nvml-mig.json');
   writeFileSync(migDesc, JSON.stringify(fakeDescription(gpus, true)));
   process.env.FAKE_NVML_CONFIG = migDesc;
-  const { us: migUs } = perGpu();
+  const { us: migUs } = await perGpu();
   process.env.FAKE_NVML_CONFIG = desc;
   // conversion to points, as the main thread does it
   const conv = new NvmlConverter();
@@ -105,8 +112,8 @@ export async function benchNvml(gpus = 8, iterations = 2000): Promise<NvmlBenchR
   }
   const convertUs = ((performance.now() - t0) * 1000) / iterations / gpus;
 
-  // event-loop lag on the main thread while the worker's event wait (1 s at a time) is pending and samples run
-  const client = new NvmlClient({ library: lib, processes: true, events: true, eventWaitMs: 1000 }, createLogger('error'), () => {});
+  // event-loop lag while the event wait (1 s at a time) is pending and samples run
+  const client = new NvmlSession({ library: lib, processes: true, events: true, eventWaitMs: 1000 }, createLogger('error'), () => {});
   const h = monitorEventLoopDelay({ resolution: 1 });
   await client.sample(new AbortController().signal); // init + the first wait starts
   h.enable();
@@ -117,5 +124,5 @@ export async function benchNvml(gpus = 8, iterations = 2000): Promise<NvmlBenchR
   }
   h.disable();
   await client.close();
-  return { gpus, fieldsPerGpu: fields, usPerGpuSample: sampleUs, usPerMigGpuSample: migUs, usPerGpuConvert: convertUs, eventLoopLagMaxMs: h.max / 1e6, eventLoopLagP99Ms: h.percentile(99) / 1e6 };
+  return { gpus, fieldsPerGpu: fields, usPerGpuSample: sampleUs, wallUsPerGpuSample: sampleWallUs, usPerMigGpuSample: migUs, usPerGpuConvert: convertUs, eventLoopLagMaxMs: h.max / 1e6, eventLoopLagP99Ms: h.percentile(99) / 1e6 };
 }

@@ -200,6 +200,32 @@ test('a lost GPU is reported and NVML re-initialised with backoff; the GPU comes
   assert.doesNotMatch(d.stderr, /fake NVML: misuse/, 'the event set is freed after its wait returns and before nvmlShutdown, on re-init and on stop');
 });
 
+test('a call blocked in the driver: the event loop goes on (host points every tick), the sample times out, no calls pile up behind the blocked one, and sampling resumes when the driver answers', async () => {
+  const fake = new FakeNvml({ devices: [h100(0)] });
+  const d = new DaemonProcess(['--plugin', 'nvml', '--plugin', 'host', '--sink', 'stdout', '--interval', '200ms'], fake.env());
+  try {
+    await waitFor('samples', () => pick(d.points(), 'gpu.utilization').length >= 2);
+    // every sample now blocks 2.5 s in nvmlDeviceGetEnforcedPowerLimit, as a wedged driver does
+    fake.write({ devices: [h100(0, { hang_ms: { nvmlDeviceGetEnforcedPowerLimit: 2500 } })] });
+    await d.waitStderr(/collection timed out: its ticks are skipped until it returns plugin=nvml/);
+    await d.waitStderr(/collection failed plugin=nvml error="NVML has not answered the previous sample's calls \(a call blocked in the driver since \S+\): no new calls until it does"/);
+    const mark = d.stdout.length;
+    const since = () => parseLines(d.stdout.slice(mark, d.stdout.lastIndexOf('\n') + 1));
+    // ten ticks of host points while NVML is stuck: the daemon's event loop never waits for the driver
+    await waitFor('host points every tick', () => new Set(pick(since(), 'system.cpu.utilization').map((p) => p.time)).size >= 10, 15_000);
+    assert.equal(pick(since(), 'gpu.utilization').length <= 2, true, 'at most the blocked samples\' own points (one each 2.5 s)');
+    const refused = d.stderr.match(/NVML has not answered the previous sample's calls/g)?.length ?? 0;
+    const blocked = d.stderr.match(/collection timed out: its ticks are skipped until it returns plugin=nvml/g)?.length ?? 0;
+    assert.ok(refused <= blocked, `the refusal is said once per blocked call (${blocked}), not once a tick (${refused})`);
+    fake.write({ devices: [h100(0)] });
+    const back = d.stdout.length;
+    await waitFor('samples every tick again', () => pick(parseLines(d.stdout.slice(back, d.stdout.lastIndexOf('\n') + 1)), 'gpu.utilization').length >= 5, 15_000);
+  } finally {
+    assert.equal(await d.stop(), 0, d.stderr);
+  }
+  assert.doesNotMatch(d.stderr, /fake NVML: misuse/);
+});
+
 test('a driver not loaded at start is an error counted per tick, said once, and recovered from', async () => {
   const fake = new FakeNvml({ init_error: 9, devices: [h100(0)] });
   const d = new DaemonProcess(['--plugin', 'nvml', '--sink', 'stdout', '--interval', '100ms'], fake.env());

@@ -1,12 +1,19 @@
 /**
- * libnvidia-ml bound with koffi. Only the thread that loads it calls it: the
- * nvml worker (worker.ts), so a call that blocks in the driver never stalls
- * the daemon's event loop.
+ * libnvidia-ml bound with koffi. Every call that reaches the driver is a
+ * koffi async call: it runs on a libuv pool thread and resolves on the event
+ * loop, so a call that blocks in a wedged driver never stalls the daemon
+ * (session.ts keeps at most one sample's calls in flight). Only
+ * nvmlErrorString, a table lookup in the library, is called directly.
  *
  * Optional entry points are detected at load: koffi throws at lib.func() for
  * a missing symbol, and each optional call has an older fallback name.
  */
-import koffi from 'koffi';
+import { createRequire } from 'node:module';
+
+type Koffi = typeof import('koffi').default;
+/** koffi (a native addon, ~3 MB) is loaded with the library, not when the plugin's module is: a daemon or a CLI without NVIDIA GPUs never loads it. */
+let koffiModule: Koffi | undefined;
+const koffiLoaded = (): Koffi => (koffiModule ??= createRequire(import.meta.url)('koffi') as Koffi);
 
 export const NVML = {
   SUCCESS: 0, UNINITIALIZED: 1, INVALID_ARGUMENT: 2, NOT_SUPPORTED: 3, NO_PERMISSION: 4, NOT_FOUND: 6,
@@ -38,6 +45,9 @@ export const GPM_METRIC = { GRAPHICS_UTIL: 1, SM_UTIL: 2, SM_OCCUPANCY: 3, ANY_T
 export type Handle = bigint;
 type Out<T> = [T];
 type Fn = (...args: unknown[]) => number;
+type KoffiFn = Fn & { async: (...args: unknown[]) => void };
+/** A driver call: its nvmlReturn_t once the pool thread is done. */
+type Call = (...args: unknown[]) => Promise<number>;
 
 export interface PciInfo { busId: string; domain: number; bus: number; device: number }
 export interface MemoryV2 { version: number; total: number; reserved: number; free: number; used: number }
@@ -46,43 +56,43 @@ export interface NvmlBinding {
   readonly path: string;
   /** Which optional entry points the library has (for doctor and the README). */
   readonly variants: Record<string, string>;
-  init(): number;
-  shutdown(): number;
+  init(): Promise<number>;
+  shutdown(): Promise<number>;
   errorString(r: number): string;
-  driverVersion(out: Buffer): number;
-  count(out: Out<number>): number;
-  handleByIndex(i: number, out: Out<Handle | null>): number;
-  uuid(h: Handle, out: Buffer): number;
-  name(h: Handle, out: Buffer): number;
-  pciInfo(h: Handle, out: Partial<PciInfo>): number;
-  minor(h: Handle, out: Out<number>): number;
-  utilization(h: Handle, out: { gpu?: number; memory?: number }): number;
+  driverVersion(out: Buffer): Promise<number>;
+  count(out: Out<number>): Promise<number>;
+  handleByIndex(i: number, out: Out<Handle | null>): Promise<number>;
+  uuid(h: Handle, out: Buffer): Promise<number>;
+  name(h: Handle, out: Buffer): Promise<number>;
+  pciInfo(h: Handle, out: Partial<PciInfo>): Promise<number>;
+  minor(h: Handle, out: Out<number>): Promise<number>;
+  utilization(h: Handle, out: { gpu?: number; memory?: number }): Promise<number>;
   /** v2 when present (reserved memory apart), else v1 (reserved counted as used). */
-  memory(h: Handle, out: Partial<MemoryV2>): number;
+  memory(h: Handle, out: Partial<MemoryV2>): Promise<number>;
   readonly memoryV2: boolean;
   /** nvmlDeviceGetTemperatureV where the library has it (the old call is deprecated in 13.0), else nvmlDeviceGetTemperature. */
-  temperature(h: Handle, sensor: number, out: Out<number>): number;
-  power(h: Handle, out: Out<number>): number;
-  powerLimit(h: Handle, out: Out<number>): number;
-  energy(h: Handle, out: Out<number | bigint>): number;
-  clock(h: Handle, type: number, out: Out<number>): number;
-  clockReasons(h: Handle, out: Out<number | bigint>): number;
-  eccTotal(h: Handle, errType: number, counter: number, out: Out<number | bigint>): number;
-  remappedRows(h: Handle, c: Out<number>, u: Out<number>, p: Out<number>, f: Out<number>): number;
-  retiredPages(h: Handle, cause: number, count: Out<number>, addrs: Buffer | null): number;
-  pcieThroughput(h: Handle, counter: number, out: Out<number>): number;
-  pcieReplay(h: Handle, out: Out<number>): number;
-  fanSpeed(h: Handle, out: Out<number>): number;
-  pstate(h: Handle, out: Out<number>): number;
-  processes(h: Handle, count: Out<number>, infos: Buffer | null): number;
-  migMode(h: Handle, cur: Out<number>, pending: Out<number>): number;
-  maxMigCount(h: Handle, out: Out<number>): number;
-  migHandle(h: Handle, i: number, out: Out<Handle | null>): number;
-  gpuInstanceId(h: Handle, out: Out<number>): number;
-  computeInstanceId(h: Handle, out: Out<number>): number;
-  fieldValues(h: Handle, n: number, values: Buffer): number;
+  temperature(h: Handle, sensor: number, out: Out<number>): Promise<number>;
+  power(h: Handle, out: Out<number>): Promise<number>;
+  powerLimit(h: Handle, out: Out<number>): Promise<number>;
+  energy(h: Handle, out: Out<number | bigint>): Promise<number>;
+  clock(h: Handle, type: number, out: Out<number>): Promise<number>;
+  clockReasons(h: Handle, out: Out<number | bigint>): Promise<number>;
+  eccTotal(h: Handle, errType: number, counter: number, out: Out<number | bigint>): Promise<number>;
+  remappedRows(h: Handle, c: Out<number>, u: Out<number>, p: Out<number>, f: Out<number>): Promise<number>;
+  retiredPages(h: Handle, cause: number, count: Out<number>, addrs: Buffer | null): Promise<number>;
+  pcieThroughput(h: Handle, counter: number, out: Out<number>): Promise<number>;
+  pcieReplay(h: Handle, out: Out<number>): Promise<number>;
+  fanSpeed(h: Handle, out: Out<number>): Promise<number>;
+  pstate(h: Handle, out: Out<number>): Promise<number>;
+  processes(h: Handle, count: Out<number>, infos: Buffer | null): Promise<number>;
+  migMode(h: Handle, cur: Out<number>, pending: Out<number>): Promise<number>;
+  maxMigCount(h: Handle, out: Out<number>): Promise<number>;
+  migHandle(h: Handle, i: number, out: Out<Handle | null>): Promise<number>;
+  gpuInstanceId(h: Handle, out: Out<number>): Promise<number>;
+  computeInstanceId(h: Handle, out: Out<number>): Promise<number>;
+  fieldValues(h: Handle, n: number, values: Buffer): Promise<number>;
   /** The driver's buffer of recent samples newer than lastSeen (µs); NOT_FOUND when there is none. */
-  samples(h: Handle, type: number, lastSeenUs: bigint, valueType: Out<number>, count: Out<number>, out: Buffer | null): number;
+  samples(h: Handle, type: number, lastSeenUs: bigint, valueType: Out<number>, count: Out<number>, out: Buffer | null): Promise<number>;
   /** The event entry points, or undefined when the library lacks one of them (no Xid counts then, said once). */
   readonly events: NvmlEvents | undefined;
   /** The GPM entry points, or undefined when the library lacks one of them (a sample it allocates must be freed by another). */
@@ -91,26 +101,26 @@ export interface NvmlBinding {
 
 export interface NvmlGpm {
   /** Fills an nvmlGpmSupport_t (GPM.SUPPORT_SIZE bytes) whose version is set. */
-  querySupport(h: Handle, support: Buffer): number;
-  sampleAlloc(out: Out<Handle | null>): number;
-  sampleFree(sample: Handle): number;
-  sampleGet(h: Handle, sample: Handle): number;
+  querySupport(h: Handle, support: Buffer): Promise<number>;
+  sampleAlloc(out: Out<Handle | null>): Promise<number>;
+  sampleFree(sample: Handle): Promise<number>;
+  sampleGet(h: Handle, sample: Handle): Promise<number>;
   /** A sample of one GPU instance of a MIG-enabled GPU (h is the parent). */
-  migSampleGet(h: Handle, gpuInstanceId: number, sample: Handle): number;
+  migSampleGet(h: Handle, gpuInstanceId: number, sample: Handle): Promise<number>;
   /** Computes the metrics an nvmlGpmMetricsGet_t in this buffer asks for, between its two samples. */
-  metricsGet(request: Buffer): number;
+  metricsGet(request: Buffer): Promise<number>;
 }
 
 export interface NvmlEvents {
-  eventSetCreate(out: Out<Handle | null>): number;
-  registerEvents(h: Handle, types: number | bigint, set: Handle): number;
+  eventSetCreate(out: Out<Handle | null>): Promise<number>;
+  registerEvents(h: Handle, types: number | bigint, set: Handle): Promise<number>;
   /** Blocks up to timeoutMs: call it with .async. */
-  eventWait: Fn & { async: (...args: unknown[]) => void };
-  eventSetFree(set: Handle): number;
+  eventWait: KoffiFn;
+  eventSetFree(set: Handle): Promise<number>;
 }
 
 let typesDeclared = false;
-function declareTypes(): void {
+function declareTypes(koffi: Koffi): void {
   if (typesDeclared) return;
   typesDeclared = true;
   koffi.pointer('nvmlDevice_t', koffi.opaque());
@@ -126,27 +136,43 @@ function declareTypes(): void {
   koffi.struct('nvmlTemperature_t', { version: 'uint', sensorType: 'int', temperature: 'int' });
 }
 
+type Fn2 = (a: unknown, b: unknown) => Promise<number>;
+type Fn3 = (a: unknown, b: unknown, c: unknown) => Promise<number>;
+
+/** The call on a libuv pool thread: the event loop goes on while the driver answers. */
+function asyncCall(f: KoffiFn): Call {
+  return (...args: unknown[]) =>
+    new Promise<number>((resolve, reject) => {
+      f.async(...args, (err: Error | null, r: number) => (err ? reject(err) : resolve(r)));
+    });
+}
+
 /** Loads the library; throws with the path in the message (koffi's own error does not name it). */
 export function loadNvml(path: string): NvmlBinding {
-  declareTypes();
-  let lib: ReturnType<typeof koffi.load>;
+  const koffi = koffiLoaded();
+  declareTypes(koffi);
+  let lib: ReturnType<Koffi['load']>;
   try {
     lib = koffi.load(path);
   } catch (e) {
     throw new Error(`cannot load NVML library ${path}: ${(e as Error).message} ([nvml] library or L9GPU_NVML_LIBRARY)`);
   }
   const variants: Record<string, string> = {};
-  const req = (sig: string): Fn => lib.func(sig) as Fn;
   /** A symbol the library may lack (koffi throws at lib.func()), or undefined. */
-  const maybe = (sig: string): Fn | undefined => {
+  const maybeSync = (sig: string): KoffiFn | undefined => {
     try {
-      return lib.func(sig) as Fn;
+      return lib.func(sig) as KoffiFn;
     } catch {
       return undefined;
     }
   };
+  const maybe = (sig: string): Call | undefined => {
+    const f = maybeSync(sig);
+    return f && asyncCall(f);
+  };
+  const req = (sig: string): Call => asyncCall(lib.func(sig) as KoffiFn);
   /** The first signature whose symbol exists (newer names first), else a call that answers FUNCTION_NOT_FOUND. */
-  const pick = (what: string, ...sigs: string[]): Fn => {
+  const pick = (what: string, ...sigs: string[]): Call => {
     for (const sig of sigs) {
       const f = maybe(sig);
       if (f) {
@@ -155,21 +181,21 @@ export function loadNvml(path: string): NvmlBinding {
       }
     }
     variants[what] = 'missing';
-    return () => NVML.FUNCTION_NOT_FOUND;
+    return () => Promise.resolve(NVML.FUNCTION_NOT_FOUND);
   };
 
   const memV2 = pick('memory', 'int nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t, _Inout_ nvmlMemory_v2_t *)');
   const memV1 = req('int nvmlDeviceGetMemoryInfo(nvmlDevice_t, _Out_ nvmlMemory_t *)');
   const hasV2 = variants.memory !== 'missing';
   if (!hasV2) variants.memory = 'nvmlDeviceGetMemoryInfo';
-  const errorString = req('const char *nvmlErrorString(int)');
+  const errorString = lib.func('const char *nvmlErrorString(int)') as (r: number) => string | null;
   const tempV = maybe('int nvmlDeviceGetTemperatureV(nvmlDevice_t, _Inout_ nvmlTemperature_t *)');
   const tempOld = maybe('int nvmlDeviceGetTemperature(nvmlDevice_t, int, _Out_ uint *)');
   variants.temperature = tempV ? 'nvmlDeviceGetTemperatureV' : tempOld ? 'nvmlDeviceGetTemperature' : 'missing';
   const ev = {
     eventSetCreate: maybe('int nvmlEventSetCreate(_Out_ nvmlEventSet_t *)'),
     registerEvents: maybe('int nvmlDeviceRegisterEvents(nvmlDevice_t, uint64, nvmlEventSet_t)'),
-    eventWait: maybe('int nvmlEventSetWait_v2(nvmlEventSet_t, void *, uint)'),
+    eventWait: maybeSync('int nvmlEventSetWait_v2(nvmlEventSet_t, void *, uint)'),
     eventSetFree: maybe('int nvmlEventSetFree(nvmlEventSet_t)'),
   };
   const missingEvents = Object.entries(ev).filter(([, f]) => !f).map(([k]) => k);
@@ -189,33 +215,33 @@ export function loadNvml(path: string): NvmlBinding {
     path,
     variants,
     memoryV2: hasV2,
-    init: req('int nvmlInit_v2()') as () => number,
-    shutdown: req('int nvmlShutdown()') as () => number,
-    errorString: (r) => (errorString(r) as unknown as string) ?? `error ${r}`,
-    driverVersion: ((f) => (out: Buffer) => f(out, out.length))(req('int nvmlSystemGetDriverVersion(_Out_ char *, uint)')),
+    init: req('int nvmlInit_v2()') as () => Promise<number>,
+    shutdown: req('int nvmlShutdown()') as () => Promise<number>,
+    errorString: (r) => errorString(r) ?? `error ${r}`,
+    driverVersion: ((f: Fn2) => (out: Buffer) => f(out, out.length))(req('int nvmlSystemGetDriverVersion(_Out_ char *, uint)')),
     count: req('int nvmlDeviceGetCount_v2(_Out_ uint *)'),
     handleByIndex: req('int nvmlDeviceGetHandleByIndex_v2(uint, _Out_ nvmlDevice_t *)'),
-    uuid: ((f) => (h: Handle, out: Buffer) => f(h, out, out.length))(req('int nvmlDeviceGetUUID(nvmlDevice_t, _Out_ char *, uint)')),
-    name: ((f) => (h: Handle, out: Buffer) => f(h, out, out.length))(req('int nvmlDeviceGetName(nvmlDevice_t, _Out_ char *, uint)')),
+    uuid: ((f: Fn3) => (h: Handle, out: Buffer) => f(h, out, out.length))(req('int nvmlDeviceGetUUID(nvmlDevice_t, _Out_ char *, uint)')),
+    name: ((f: Fn3) => (h: Handle, out: Buffer) => f(h, out, out.length))(req('int nvmlDeviceGetName(nvmlDevice_t, _Out_ char *, uint)')),
     pciInfo: req('int nvmlDeviceGetPciInfo_v3(nvmlDevice_t, _Out_ nvmlPciInfo_t *)'),
     minor: req('int nvmlDeviceGetMinorNumber(nvmlDevice_t, _Out_ uint *)'),
     utilization: req('int nvmlDeviceGetUtilizationRates(nvmlDevice_t, _Out_ nvmlUtilization_t *)'),
     memory: hasV2
       ? (h, out) => {
           out.version = MEMORY_V2_VERSION;
-          return memV2(h, out);
+          return (memV2 as Fn2)(h, out);
         }
-      : (h, out) => memV1(h, out),
+      : (h, out) => (memV1 as Fn2)(h, out),
     temperature: tempV
-      ? (h, sensor, out) => {
+      ? async (h, sensor, out) => {
           const t = { version: TEMPERATURE_V1_VERSION, sensorType: sensor, temperature: 0 };
-          const r = tempV(h, t);
+          const r = await (tempV as Fn2)(h, t);
           out[0] = t.temperature;
           return r;
         }
       : tempOld
-        ? (h, sensor, out) => tempOld(h, sensor, out)
-        : () => NVML.FUNCTION_NOT_FOUND,
+        ? (h, sensor, out) => (tempOld as Fn3)(h, sensor, out)
+        : () => Promise.resolve(NVML.FUNCTION_NOT_FOUND),
     power: req('int nvmlDeviceGetPowerUsage(nvmlDevice_t, _Out_ uint *)'),
     powerLimit: req('int nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t, _Out_ uint *)'),
     energy: pick('energy', 'int nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t, _Out_ uint64 *)'),

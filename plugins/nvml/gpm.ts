@@ -61,10 +61,10 @@ export class GpmReader {
   constructor(private readonly api: NvmlGpm, private readonly minWindowMs = GPM_MIN_WINDOW_MS) {}
 
   /** NVML's answer and whether the GPU has GPM (pre-Hopper: success with isSupportedDevice = 0). */
-  supported(h: Handle): { r: number; supported: boolean } {
+  async supported(h: Handle): Promise<{ r: number; supported: boolean }> {
     this.support.fill(0);
     this.support.writeUInt32LE(GPM.SUPPORT_VERSION, 0);
-    const r = this.api.querySupport(h, this.support);
+    const r = await this.api.querySupport(h, this.support);
     return { r, supported: r === NVML.SUCCESS && this.support.readUInt32LE(4) !== 0 };
   }
 
@@ -74,7 +74,7 @@ export class GpmReader {
    * take() fills a sample handle (nvmlGpmSampleGet or nvmlGpmMigSampleGet).
    * now: a monotonic clock (ms), so that a wall-clock step changes no window.
    */
-  read(key: string, fingerprint: string, take: (sample: Handle) => number, now = performance.now()): GpmRead {
+  async read(key: string, fingerprint: string, take: (sample: Handle) => Promise<number>, now = performance.now()): Promise<GpmRead> {
     let w = this.windows.get(key);
     // a GPU instance destroyed and made again under the same id is another window
     if (w && w.fingerprint !== fingerprint) w.filled = false;
@@ -82,20 +82,20 @@ export class GpmReader {
     if (!w) {
       const a: [Handle | null] = [null];
       const b: [Handle | null] = [null];
-      let r = this.api.sampleAlloc(a);
+      let r = await this.api.sampleAlloc(a);
       if (r !== NVML.SUCCESS) return { r };
-      r = this.api.sampleAlloc(b);
+      r = await this.api.sampleAlloc(b);
       if (r !== NVML.SUCCESS) {
-        this.api.sampleFree(a[0]!);
+        await this.api.sampleFree(a[0]!);
         return { r };
       }
       this.windows.set(key, (w = { prev: a[0]!, spare: b[0]!, filled: false, taken: 0, fingerprint }));
     }
-    const r = take(w.spare);
+    const r = await take(w.spare);
     if (r !== NVML.SUCCESS) return { r };
     let out: GpmRead = { r: NVML.SUCCESS };
     if (w.filled) {
-      out = this.metrics(w.prev, w.spare);
+      out = await this.metrics(w.prev, w.spare);
       if (out.r !== NVML.SUCCESS) return out;
     }
     [w.prev, w.spare] = [w.spare, w.prev];
@@ -106,7 +106,7 @@ export class GpmReader {
     return out;
   }
 
-  private metrics(start: Handle, end: Handle): GpmRead {
+  private async metrics(start: Handle, end: Handle): Promise<GpmRead> {
     const b = this.request;
     b.fill(0, 0, GPM.HEADER_SIZE + READ.length * GPM.METRIC_SIZE);
     b.writeUInt32LE(GPM.METRICS_GET_VERSION, 0);
@@ -114,7 +114,7 @@ export class GpmReader {
     b.writeBigUInt64LE(BigInt(start), 8);
     b.writeBigUInt64LE(BigInt(end), 16);
     READ.forEach(([, id], i) => b.writeUInt32LE(id, GPM.HEADER_SIZE + i * GPM.METRIC_SIZE));
-    const r = this.api.metricsGet(b);
+    const r = await this.api.metricsGet(b);
     if (r !== NVML.SUCCESS) return { r };
     const values: GpmValues = {};
     for (let i = 0; i < READ.length; i++) {
@@ -130,20 +130,21 @@ export class GpmReader {
   }
 
   /** Frees the windows under a GPU (key prefix) that this tick did not read: GPU instances that are gone. */
-  sweep(prefix: string, seen: ReadonlySet<string>): void {
-    for (const [key, w] of this.windows) {
-      if ((key === prefix || key.startsWith(`${prefix}/`)) && !seen.has(key)) this.free(key, w);
+  async sweep(prefix: string, seen: ReadonlySet<string>): Promise<void> {
+    for (const [key, w] of [...this.windows]) {
+      if ((key === prefix || key.startsWith(`${prefix}/`)) && !seen.has(key)) await this.free(key, w);
     }
   }
 
   /** Frees every sample: before nvmlShutdown, while the session that allocated them is alive. */
-  release(): void {
-    for (const [key, w] of this.windows) this.free(key, w);
+  async release(): Promise<void> {
+    for (const [key, w] of [...this.windows]) await this.free(key, w);
   }
 
-  private free(key: string, w: Window): void {
-    this.api.sampleFree(w.prev);
-    this.api.sampleFree(w.spare);
+  private async free(key: string, w: Window): Promise<void> {
+    // out of the map first: a sample is never freed twice
     this.windows.delete(key);
+    await this.api.sampleFree(w.prev);
+    await this.api.sampleFree(w.spare);
   }
 }

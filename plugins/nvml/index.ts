@@ -1,7 +1,7 @@
 /**
  * NVIDIA GPUs through NVML (libnvidia-ml.so.1) bound with koffi. Every NVML
- * call runs in a worker thread (worker.ts); this side converts snapshots to
- * points (convert.ts) and counts Xid events.
+ * call is a koffi async call off the event loop (session.ts); this side
+ * converts snapshots to points (convert.ts) and counts Xid events.
  */
 import { GPU } from '../../src/core/metrics/gpu-metrics.js';
 import { existsSync } from 'node:fs';
@@ -9,7 +9,7 @@ import { DEFAULT_LIBRARY, NVML_SECTION } from './config.js';
 import { createLogger } from '../../src/core/log.js';
 import type { Emitter } from '../../src/core/metrics/model.js';
 import type { Plugin, PluginContext, PluginManifest, ProbeResult } from '../../src/core/plugin.js';
-import { NvmlClient } from './client.js';
+import { NvmlSession } from './session.js';
 import { NvmlConverter } from './convert.js';
 import type { Snapshot } from './snapshot.js';
 
@@ -27,12 +27,12 @@ export function nvmlOptions(ctx: Pick<PluginContext, 'config'>): NvmlOptions {
 
 class NvmlPlugin implements Plugin {
   private readonly converter = new NvmlConverter();
-  private readonly client: NvmlClient;
+  private readonly client: NvmlSession;
   /** Latest snapshot, for `l9gpu gpus` (processes, MIG children). */
   last: Snapshot | undefined;
 
   constructor(opts: NvmlOptions, private readonly ctx: PluginContext) {
-    this.client = new NvmlClient({ ...opts, eventWaitMs: 1000 }, ctx.log, (e) => {
+    this.client = new NvmlSession({ ...opts, eventWaitMs: 1000 }, ctx.log, (e) => {
       this.converter.addEvent(e);
       if (e.eventType & 0x8) ctx.log.warn('Xid error', { gpu: e.uuid, xid: e.data });
     });
@@ -69,7 +69,7 @@ const LOSES: Record<string, string> = {
 export async function probeNvml(opts: NvmlOptions): Promise<ProbeResult> {
   if (opts.library.includes('/') && !existsSync(opts.library)) return { ok: false, detail: `${opts.library} not found` };
   // the probe's notes (NOT_SUPPORTED fields...) are the daemon's business, not doctor's
-  const client = new NvmlClient({ ...opts, events: false, eventWaitMs: 100 }, createLogger('error', () => {}), () => {});
+  const client = new NvmlSession({ ...opts, events: false, eventWaitMs: 100 }, createLogger('error', () => {}), () => {});
   const ac = new AbortController();
   const t = setTimeout(() => ac.abort(), 5000);
   try {

@@ -1,6 +1,7 @@
 /**
- * Reads every field of every GPU through the binding. Runs in the nvml
- * worker (synchronous calls are fine there). NOT_SUPPORTED (or a symbol the
+ * Reads every field of every GPU through the binding. Each call is a koffi
+ * async call (binding.ts), made one after another: one sample at a time
+ * (session.ts). NOT_SUPPORTED (or a symbol the
  * driver lacks) removes the field for that GPU and is said once; GPU_IS_LOST
  * marks the GPU lost and stops reading it until NVML is re-initialised.
  */
@@ -74,22 +75,22 @@ export class Sampler {
   }
 
   /** Frees what this NVML session allocated (GPM samples): call before nvmlShutdown. */
-  release(): void {
-    this.gpm?.release();
+  async release(): Promise<void> {
+    await this.gpm?.release();
   }
 
   /** Enumerates GPUs and their identity (after init and every re-init). */
-  enumerate(): void {
+  async enumerate(): Promise<void> {
     const n = this.nvml;
     const v = Buffer.alloc(96);
-    this.driverVersion = n.driverVersion(v) === NVML.SUCCESS ? str(v) : '';
+    this.driverVersion = await n.driverVersion(v) === NVML.SUCCESS ? str(v) : '';
     const count: [number] = [0];
-    const r = n.count(count);
+    const r = await n.count(count);
     if (r !== NVML.SUCCESS) throw new Error(`nvmlDeviceGetCount_v2: ${n.errorString(r)} (${r})`);
     this.gpus = [];
     for (let i = 0; i < count[0]; i++) {
       const h: [Handle | null] = [null];
-      const rh = n.handleByIndex(i, h);
+      const rh = await n.handleByIndex(i, h);
       if (rh !== NVML.SUCCESS) {
         // NO_PERMISSION: a GPU hidden from us (cgroup); GPU_IS_LOST: reported below
         this.note('warn', `GPU ${i}: nvmlDeviceGetHandleByIndex_v2: ${n.errorString(rh)} (${rh}): not sampled`);
@@ -97,16 +98,16 @@ export class Sampler {
       }
       const handle = h[0]!;
       const gpu: Gpu = { index: i, handle, uuid: '', name: '', pciBusId: '', unsupported: new Set(), reprobeAt: Date.now() + REPROBE_MS, lastSample: new Map(), said: new Set() };
-      if (n.uuid(handle, this.buf96) === NVML.SUCCESS) gpu.uuid = str(this.buf96);
+      if (await n.uuid(handle, this.buf96) === NVML.SUCCESS) gpu.uuid = str(this.buf96);
       if (!gpu.uuid) {
         this.note('warn', `GPU ${i}: no UUID: not sampled (every metric is keyed by UUID)`);
         continue;
       }
-      if (n.name(handle, this.buf96) === NVML.SUCCESS) gpu.name = str(this.buf96);
+      if (await n.name(handle, this.buf96) === NVML.SUCCESS) gpu.name = str(this.buf96);
       const pci: { busId?: string } = {};
-      if (n.pciInfo(handle, pci) === NVML.SUCCESS) gpu.pciBusId = normalizePciBusId(pci.busId ?? '');
+      if (await n.pciInfo(handle, pci) === NVML.SUCCESS) gpu.pciBusId = normalizePciBusId(pci.busId ?? '');
       const minor: [number] = [0];
-      if (n.minor(handle, minor) === NVML.SUCCESS) gpu.minor = minor[0];
+      if (await n.minor(handle, minor) === NVML.SUCCESS) gpu.minor = minor[0];
       this.gpus.push(gpu);
     }
   }
@@ -136,13 +137,13 @@ export class Sampler {
   }
 
   /** Samples every GPU; a lost GPU comes back with lost: true and nothing else. */
-  sample(): { gpus: GpuSnapshot[]; anyLost: boolean } {
+  async sample(): Promise<{ gpus: GpuSnapshot[]; anyLost: boolean }> {
     const out: GpuSnapshot[] = [];
     let anyLost = false;
     for (const g of this.gpus) {
       const s: GpuSnapshot = { index: g.index, uuid: g.uuid, name: g.name, pciBusId: g.pciBusId, ...(g.minor !== undefined ? { minor: g.minor } : {}) };
       try {
-        this.read(g, s);
+        await this.read(g, s);
         this.lostSeen.delete(g.uuid);
       } catch (e) {
         if (!(e instanceof GpuLost)) throw e;
@@ -180,7 +181,7 @@ export class Sampler {
     return false;
   }
 
-  private read(g: Gpu, s: GpuSnapshot): void {
+  private async read(g: Gpu, s: GpuSnapshot): Promise<void> {
     const n = this.nvml;
     const h = g.handle;
     if (Date.now() >= g.reprobeAt) {
@@ -189,17 +190,17 @@ export class Sampler {
     }
     const skip = g.unsupported;
     // first: MIG mode decides what else the GPU answers (a change re-probes everything)
-    if (!skip.has('mig')) this.readMig(g, s);
+    if (!skip.has('mig')) await this.readMig(g, s);
     const u1: [number] = [0];
     const big: [number | bigint] = [0];
 
     // one reading a tick misjudges bursty jobs: the mean (and peak) of every sample the driver took since the last
     // tick; the instantaneous reading only where there is no interval (first tick, nothing new, no sample buffers)
-    const util = this.interval(g, SAMPLING.GPU_UTILIZATION, 'utilization samples');
-    const memUtil = this.interval(g, SAMPLING.MEMORY_UTILIZATION, 'memory utilization samples');
+    const util = await this.interval(g, SAMPLING.GPU_UTILIZATION, 'utilization samples');
+    const memUtil = await this.interval(g, SAMPLING.MEMORY_UTILIZATION, 'memory utilization samples');
     if ((!util || !memUtil) && !skip.has('utilization')) {
       const u: { gpu?: number; memory?: number } = {};
-      if (this.ok(g, 'utilization', n.utilization(h, u))) {
+      if (this.ok(g, 'utilization', await n.utilization(h, u))) {
         s.utilGpuPct = u.gpu;
         s.utilMemPct = u.memory;
       }
@@ -211,31 +212,31 @@ export class Sampler {
     if (memUtil) s.utilMemPct = memUtil.mean;
     if (!skip.has('memory')) {
       const m: { total?: number; used?: number; free?: number; reserved?: number } = {};
-      if (this.ok(g, 'memory', n.memory(h, m))) {
+      if (this.ok(g, 'memory', await n.memory(h, m))) {
         s.memTotal = m.total;
         s.memUsed = m.used;
         s.memFree = m.free;
         if (n.memoryV2) s.memReserved = m.reserved;
       }
     }
-    if (!skip.has('temperature') && this.ok(g, 'temperature', n.temperature(h, 0, u1))) s.tempGpuC = u1[0];
-    const power = this.interval(g, SAMPLING.POWER, 'power samples');
+    if (!skip.has('temperature') && this.ok(g, 'temperature', await n.temperature(h, 0, u1))) s.tempGpuC = u1[0];
+    const power = await this.interval(g, SAMPLING.POWER, 'power samples');
     if (power) {
       s.powerMw = power.mean;
       s.powerMaxMw = power.max;
-    } else if (!skip.has('power') && this.ok(g, 'power', n.power(h, u1))) s.powerMw = u1[0];
-    if (!skip.has('power limit') && this.ok(g, 'power limit', n.powerLimit(h, u1))) s.powerLimitMw = u1[0];
-    if (!skip.has('energy') && this.ok(g, 'energy', n.energy(h, big))) s.energyMj = Number(big[0]);
-    if (!skip.has('graphics clock') && this.ok(g, 'graphics clock', n.clock(h, 0, u1))) s.clockGraphicsMhz = u1[0];
-    if (!skip.has('sm clock') && this.ok(g, 'sm clock', n.clock(h, 1, u1))) s.clockSmMhz = u1[0];
-    if (!skip.has('memory clock') && this.ok(g, 'memory clock', n.clock(h, 2, u1))) s.clockMemMhz = u1[0];
-    if (!skip.has('clock event reasons') && this.ok(g, 'clock event reasons', n.clockReasons(h, big))) s.clockReasons = Number(big[0]);
+    } else if (!skip.has('power') && this.ok(g, 'power', await n.power(h, u1))) s.powerMw = u1[0];
+    if (!skip.has('power limit') && this.ok(g, 'power limit', await n.powerLimit(h, u1))) s.powerLimitMw = u1[0];
+    if (!skip.has('energy') && this.ok(g, 'energy', await n.energy(h, big))) s.energyMj = Number(big[0]);
+    if (!skip.has('graphics clock') && this.ok(g, 'graphics clock', await n.clock(h, 0, u1))) s.clockGraphicsMhz = u1[0];
+    if (!skip.has('sm clock') && this.ok(g, 'sm clock', await n.clock(h, 1, u1))) s.clockSmMhz = u1[0];
+    if (!skip.has('memory clock') && this.ok(g, 'memory clock', await n.clock(h, 2, u1))) s.clockMemMhz = u1[0];
+    if (!skip.has('clock event reasons') && this.ok(g, 'clock event reasons', await n.clockReasons(h, big))) s.clockReasons = Number(big[0]);
     if (!skip.has('ecc')) {
       const ecc: NonNullable<GpuSnapshot['ecc']> = {};
       const names = [['correctedVolatile', 0, 0], ['uncorrectedVolatile', 1, 0], ['correctedAggregate', 0, 1], ['uncorrectedAggregate', 1, 1]] as const;
       let any = false;
       for (const [k, type, counter] of names) {
-        if (this.ok(g, 'ecc', n.eccTotal(h, type, counter, big))) {
+        if (this.ok(g, 'ecc', await n.eccTotal(h, type, counter, big))) {
           ecc[k] = Number(big[0]);
           any = true;
         } else if (skip.has('ecc')) break; // ECC off: one NOT_SUPPORTED says it for all four
@@ -244,24 +245,24 @@ export class Sampler {
     }
     if (!skip.has('remapped rows')) {
       const c: [number] = [0], un: [number] = [0], p: [number] = [0], f: [number] = [0];
-      if (this.ok(g, 'remapped rows', n.remappedRows(h, c, un, p, f))) s.remapped = { corrected: c[0], uncorrected: un[0], pending: p[0], failure: f[0] };
+      if (this.ok(g, 'remapped rows', await n.remappedRows(h, c, un, p, f))) s.remapped = { corrected: c[0], uncorrected: un[0], pending: p[0], failure: f[0] };
     }
     if (!skip.has('retired pages')) {
-      s.retiredSbe = this.retiredPages(g, 0);
-      if (s.retiredSbe !== undefined) s.retiredDbe = this.retiredPages(g, 1);
+      s.retiredSbe = await this.retiredPages(g, 0);
+      if (s.retiredSbe !== undefined) s.retiredDbe = await this.retiredPages(g, 1);
     }
     if (!skip.has('pcie throughput')) {
-      if (this.ok(g, 'pcie throughput', n.pcieThroughput(h, 0, u1))) {
+      if (this.ok(g, 'pcie throughput', await n.pcieThroughput(h, 0, u1))) {
         s.pcieTxKBs = u1[0];
-        if (this.ok(g, 'pcie throughput', n.pcieThroughput(h, 1, u1))) s.pcieRxKBs = u1[0];
+        if (this.ok(g, 'pcie throughput', await n.pcieThroughput(h, 1, u1))) s.pcieRxKBs = u1[0];
       }
     }
-    if (!skip.has('pcie replay counter') && this.ok(g, 'pcie replay counter', n.pcieReplay(h, u1))) s.pcieReplay = u1[0];
-    if (!skip.has('fan speed') && this.ok(g, 'fan speed', n.fanSpeed(h, u1))) s.fanPct = u1[0];
-    if (!skip.has('performance state') && this.ok(g, 'performance state', n.pstate(h, u1))) s.pstate = u1[0];
-    if (!skip.has('field values')) this.readFields(g, s);
-    if (this.withProcesses && !skip.has('processes')) this.readProcesses(g, s);
-    if (this.gpm && !skip.has(GPM_CALL)) this.readGpm(g, s, this.gpm);
+    if (!skip.has('pcie replay counter') && this.ok(g, 'pcie replay counter', await n.pcieReplay(h, u1))) s.pcieReplay = u1[0];
+    if (!skip.has('fan speed') && this.ok(g, 'fan speed', await n.fanSpeed(h, u1))) s.fanPct = u1[0];
+    if (!skip.has('performance state') && this.ok(g, 'performance state', await n.pstate(h, u1))) s.pstate = u1[0];
+    if (!skip.has('field values')) await this.readFields(g, s);
+    if (this.withProcesses && !skip.has('processes')) await this.readProcesses(g, s);
+    if (this.gpm && !skip.has(GPM_CALL)) await this.readGpm(g, s, this.gpm);
   }
 
   /**
@@ -270,20 +271,20 @@ export class Sampler {
    * A GPU without GPM (before Hopper) answers the support query with
    * isSupportedDevice = 0: skipped like any NOT_SUPPORTED call.
    */
-  private readGpm(g: Gpu, s: GpuSnapshot, gpm: GpmReader): void {
+  private async readGpm(g: Gpu, s: GpuSnapshot, gpm: GpmReader): Promise<void> {
     const n = this.nvml.gpm!;
     // MIG mode decides whole GPU or GPU instances: not known this tick (its call failed) -> no GPM this tick
     const migMode = s.migMode ?? (g.unsupported.has('mig') ? 0 : undefined);
     if (migMode === undefined) return;
     if (!g.gpmSupported) {
-      const q = gpm.supported(g.handle);
+      const q = await gpm.supported(g.handle);
       if (!this.ok(g, GPM_CALL, q.r === NVML.SUCCESS && !q.supported ? NVML.NOT_SUPPORTED : q.r)) return;
       g.gpmSupported = true;
     }
     const seen = new Set<string>();
     if (migMode !== 1) {
       seen.add(g.uuid);
-      const { r, values } = gpm.read(g.uuid, '', (sample) => n.sampleGet(g.handle, sample));
+      const { r, values } = await gpm.read(g.uuid, '', (sample) => n.sampleGet(g.handle, sample));
       if (this.ok(g, GPM_CALL, r) && values) s.gpm = values;
     } else {
       const byGi = new Map<number, MigSnapshot[]>();
@@ -299,7 +300,7 @@ export class Sampler {
           }
           continue;
         }
-        const { r, values } = gpm.read(`${g.uuid}/${gi}`, members[0]!.uuid, (sample) => n.migSampleGet(g.handle, gi, sample));
+        const { r, values } = await gpm.read(`${g.uuid}/${gi}`, members[0]!.uuid, (sample) => n.migSampleGet(g.handle, gi, sample));
         if (r === NVML.NOT_SUPPORTED || r === NVML.FUNCTION_NOT_FOUND || r === NVML.GPU_IS_LOST) {
           this.ok(g, GPM_CALL, r);
           break;
@@ -308,7 +309,7 @@ export class Sampler {
         if (this.okGi(g, gi, r) && values) members[0]!.gpm = values;
       }
     }
-    gpm.sweep(g.uuid, seen);
+    await gpm.sweep(g.uuid, seen);
   }
 
   /** ok() for one GPU instance's GPM read: an error is said once per GPU instance and code. */
@@ -317,7 +318,7 @@ export class Sampler {
   }
 
   /** Memory temperature, NVLink cumulative counters, pending retirement: one nvmlDeviceGetFieldValues call. */
-  private readFields(g: Gpu, s: GpuSnapshot): void {
+  private async readFields(g: Gpu, s: GpuSnapshot): Promise<void> {
     const b = this.fields;
     const ids = [FIELD.MEMORY_TEMP, FIELD.NVLINK_TX, FIELD.NVLINK_RX, FIELD.RETIRED_PENDING];
     b.fill(0);
@@ -325,7 +326,7 @@ export class Sampler {
       b.writeUInt32LE(id, i * FIELD_VALUE_SIZE);
       b.writeUInt32LE(id === FIELD.NVLINK_TX || id === FIELD.NVLINK_RX ? ALL_LINKS : 0, i * FIELD_VALUE_SIZE + 4);
     });
-    if (!this.ok(g, 'field values', this.nvml.fieldValues(g.handle, ids.length, b))) return;
+    if (!this.ok(g, 'field values', await this.nvml.fieldValues(g.handle, ids.length, b))) return;
     for (let i = 0; i < ids.length; i++) {
       const o = i * FIELD_VALUE_SIZE;
       if (b.readInt32LE(o + 28) !== NVML.SUCCESS) continue; // per-field nvmlReturn: NOT_SUPPORTED is normal (no NVLink on PCIe cards)
@@ -346,12 +347,12 @@ export class Sampler {
    * instantaneous reading serves until there is an interval. Nothing new
    * (NOT_FOUND: ticks faster than the driver samples) leaves that reading too.
    */
-  private interval(g: Gpu, type: number, what: string): { mean: number; max: number } | undefined {
+  private async interval(g: Gpu, type: number, what: string): Promise<{ mean: number; max: number } | undefined> {
     if (g.unsupported.has(what)) return undefined;
     const last = g.lastSample.get(type);
     const valueType: [number] = [0];
     const count: [number] = [this.sampleBuf.length / SAMPLE_SIZE];
-    const r = this.nvml.samples(g.handle, type, last ?? 0n, valueType, count, this.sampleBuf);
+    const r = await this.nvml.samples(g.handle, type, last ?? 0n, valueType, count, this.sampleBuf);
     if (r === NVML.NOT_FOUND || !this.ok(g, what, r)) return undefined;
     let sum = 0;
     let max = -Infinity;
@@ -378,23 +379,23 @@ export class Sampler {
    * read them into a buffer of that size, asking again if more were retired
    * between the calls, as NVIDIA's own bindings do.
    */
-  private retiredPages(g: Gpu, cause: 0 | 1): number | undefined {
+  private async retiredPages(g: Gpu, cause: 0 | 1): Promise<number | undefined> {
     const cnt: [number] = [0];
-    let r = this.nvml.retiredPages(g.handle, cause, cnt, null);
+    let r = await this.nvml.retiredPages(g.handle, cause, cnt, null);
     for (let tries = 0; r === NVML.INSUFFICIENT_SIZE && tries < 3; tries++) {
-      r = this.nvml.retiredPages(g.handle, cause, cnt, Buffer.alloc(8 * cnt[0]));
+      r = await this.nvml.retiredPages(g.handle, cause, cnt, Buffer.alloc(8 * cnt[0]));
     }
     return this.ok(g, 'retired pages', r) ? cnt[0] : undefined;
   }
 
-  private readProcesses(g: Gpu, s: GpuSnapshot): void {
+  private async readProcesses(g: Gpu, s: GpuSnapshot): Promise<void> {
     const n = this.nvml;
     const count: [number] = [this.procBuf.length / PROCESS_INFO_SIZE];
-    let r = n.processes(g.handle, count, this.procBuf);
+    let r = await n.processes(g.handle, count, this.procBuf);
     if (r === NVML.INSUFFICIENT_SIZE) {
       this.procBuf = Buffer.alloc((count[0] + 8) * PROCESS_INFO_SIZE); // processes may start between the two calls
       count[0] = this.procBuf.length / PROCESS_INFO_SIZE;
-      r = n.processes(g.handle, count, this.procBuf);
+      r = await n.processes(g.handle, count, this.procBuf);
     }
     if (!this.ok(g, 'processes', r)) return;
     const list: ProcessSnapshot[] = [];
@@ -413,10 +414,10 @@ export class Sampler {
     s.processes = list;
   }
 
-  private readMig(g: Gpu, s: GpuSnapshot): void {
+  private async readMig(g: Gpu, s: GpuSnapshot): Promise<void> {
     const n = this.nvml;
     const cur: [number] = [0], pend: [number] = [0];
-    if (!this.ok(g, 'mig', n.migMode(g.handle, cur, pend))) return;
+    if (!this.ok(g, 'mig', await n.migMode(g.handle, cur, pend))) return;
     s.migMode = cur[0];
     if (g.migMode !== undefined && g.migMode !== cur[0]) {
       // MIG on: device utilization and remapped rows go NOT_SUPPORTED; MIG off: they come back. Next tick tries all.
@@ -427,21 +428,21 @@ export class Sampler {
     g.migMode = cur[0];
     if (cur[0] !== 1) return;
     const max: [number] = [0];
-    if (!this.ok(g, 'mig', n.maxMigCount(g.handle, max))) return;
+    if (!this.ok(g, 'mig', await n.maxMigCount(g.handle, max))) return;
     const migs: MigSnapshot[] = [];
     for (let i = 0; i < max[0]; i++) {
       const mh: [Handle | null] = [null];
-      const r = n.migHandle(g.handle, i, mh);
+      const r = await n.migHandle(g.handle, i, mh);
       if (r === NVML.NOT_FOUND) continue; // empty slot
       if (!this.ok(g, 'mig', r)) continue;
       const h = mh[0]!;
-      if (n.uuid(h, this.buf96) !== NVML.SUCCESS) continue;
-      const m: MigSnapshot = { uuid: str(this.buf96), name: n.name(h, this.buf96) === NVML.SUCCESS ? str(this.buf96) : g.name, gi: 0, ci: 0 };
+      if (await n.uuid(h, this.buf96) !== NVML.SUCCESS) continue;
+      const m: MigSnapshot = { uuid: str(this.buf96), name: await n.name(h, this.buf96) === NVML.SUCCESS ? str(this.buf96) : g.name, gi: 0, ci: 0 };
       const id: [number] = [0];
-      if (n.gpuInstanceId(h, id) === NVML.SUCCESS) m.gi = id[0];
-      if (n.computeInstanceId(h, id) === NVML.SUCCESS) m.ci = id[0];
+      if (await n.gpuInstanceId(h, id) === NVML.SUCCESS) m.gi = id[0];
+      if (await n.computeInstanceId(h, id) === NVML.SUCCESS) m.ci = id[0];
       const mem: { total?: number; used?: number; free?: number } = {};
-      if (n.memory(h, mem) === NVML.SUCCESS) {
+      if (await n.memory(h, mem) === NVML.SUCCESS) {
         m.memTotal = mem.total;
         m.memUsed = mem.used;
         m.memFree = mem.free;

@@ -1,0 +1,240 @@
+/**
+ * The daemon's NVML session, on the main thread: every driver call is a
+ * koffi async call (binding.ts), so the event loop never waits for the
+ * driver, without a worker thread (its own V8 isolate cost the daemon ~10 MB
+ * of RSS).
+ *
+ * At most one sample is in flight: a sample whose calls are stuck in a
+ * wedged driver makes the next requests fail at once ("still waiting"), so
+ * stuck calls never pile up on libuv's pool (4 threads, shared with file
+ * and zlib work). The XID/ECC event wait runs as an async call with a
+ * bounded timeout, in a loop, beside it.
+ *
+ * Failure handling: a library that cannot load, an init that fails
+ * (DRIVER_NOT_LOADED after a driver reload), or a lost GPU lead to
+ * nvmlShutdown and a re-init with backoff (1 s doubling to 60 s); every
+ * sample request meanwhile gets a clear error.
+ */
+import type { Logger } from '../../src/core/log.js';
+import { EVENT_DATA_SIZE, NVML, loadNvml, type Handle, type NvmlBinding } from './binding.js';
+import { Sampler } from './sampler.js';
+import type { Snapshot, XidEvent } from './snapshot.js';
+
+export interface SessionOptions {
+  library: string;
+  processes: boolean;
+  events: boolean;
+  /** Longest single event wait (ms): bounds shutdown and re-init latency. */
+  eventWaitMs: number;
+}
+
+const EVENT_TYPES = { SINGLE_BIT_ECC: 0x1, DOUBLE_BIT_ECC: 0x2, XID: 0x8 } as const;
+const BACKOFF_MAX_MS = 60_000;
+
+export class NvmlSession {
+  private nvml: NvmlBinding | undefined;
+  private sampler: Sampler | undefined;
+  private initialized = false;
+  private nextTry = 0;
+  private backoff = 1000;
+  private lastError = '';
+  /** Bumped on every shutdown: an event loop of an older generation stops. */
+  private generation = 0;
+  private eventWaitDone: Promise<void> = Promise.resolve();
+  private stopping: Promise<void> = Promise.resolve();
+  private missing: string[] = [];
+  private saidNoEvents = false;
+  /** The sample whose calls are in flight (settles when the driver has answered them all). */
+  private inFlight: Promise<unknown> | undefined;
+  private inFlightSince = 0;
+  private closed = false;
+
+  constructor(
+    private readonly opts: SessionOptions,
+    private readonly log: Logger,
+    private readonly onEvent: (e: XidEvent) => void,
+  ) {}
+
+  logNotes(notes: Snapshot['notes']): void {
+    for (const n of notes) this.log[n.level](n.msg);
+  }
+
+  /** One snapshot of every GPU; rejects when the signal aborts first (the calls go on until the driver answers). */
+  sample(signal: AbortSignal): Promise<Snapshot> {
+    if (this.closed) return Promise.reject(new Error('NVML session closed'));
+    if (this.inFlight) {
+      // the same words every tick: the pipeline says a failure once, not once a tick
+      return Promise.reject(new Error(`NVML has not answered the previous sample's calls (a call blocked in the driver since ${new Date(this.inFlightSince).toISOString()}): no new calls until it does`));
+    }
+    const work = this.sampleNow();
+    this.inFlightSince = Date.now();
+    const settled = work.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.inFlight = settled;
+    void settled.then(() => {
+      if (this.inFlight === settled) this.inFlight = undefined;
+    });
+    return new Promise<Snapshot>((resolve, reject) => {
+      const onAbort = (): void => reject(new Error('NVML did not answer in time (a call may be blocked in the driver)'));
+      if (signal.aborted) return onAbort();
+      signal.addEventListener('abort', onAbort, { once: true });
+      work.then(
+        (s) => {
+          signal.removeEventListener('abort', onAbort);
+          resolve(s);
+        },
+        (e: Error) => {
+          signal.removeEventListener('abort', onAbort);
+          reject(e);
+        },
+      );
+    });
+  }
+
+  private async sampleNow(): Promise<Snapshot> {
+    // a session being ended (its event wait returning) is ended before another starts
+    await this.stopping;
+    const time = Date.now();
+    try {
+      await this.ensureInit();
+      const sampler = this.sampler!;
+      const { gpus, anyLost } = await sampler.sample();
+      const snapshot: Snapshot = { driverVersion: sampler.driverVersion, missing: this.missing, time, gpus, notes: sampler.takeNotes() };
+      if (anyLost) {
+        // a lost GPU or a driver reload: start over with a fresh NVML after the backoff
+        this.lastError = 'a GPU was lost';
+        void this.shutdown();
+        this.nextTry = Date.now() + this.backoff;
+        this.backoff = Math.min(BACKOFF_MAX_MS, this.backoff * 2);
+      }
+      return snapshot;
+    } catch (e) {
+      this.logNotes(this.sampler?.takeNotes() ?? []);
+      throw e;
+    }
+  }
+
+  private async ensureInit(): Promise<void> {
+    if (this.initialized) return;
+    if (Date.now() < this.nextTry) throw new Error(`${this.lastError} (retrying in ${Math.ceil((this.nextTry - Date.now()) / 1000)} s)`);
+    try {
+      const nvml = (this.nvml ??= loadNvml(this.opts.library));
+      const r = await nvml.init();
+      if (r !== NVML.SUCCESS) throw new Error(`nvmlInit_v2: ${nvml.errorString(r)} (${r})`);
+      const sampler = (this.sampler ??= new Sampler(nvml, this.opts.processes));
+      this.missing = Object.entries(nvml.variants).filter(([, v]) => v === 'missing').map(([k]) => k);
+      try {
+        await sampler.enumerate();
+      } catch (e) {
+        await nvml.shutdown();
+        throw e;
+      }
+      this.initialized = true;
+      this.backoff = 1000;
+      sampler.note('info', `NVML initialised: driver ${sampler.driverVersion}, ${sampler.gpuCount} GPU(s), library ${nvml.path} (${Object.entries(nvml.variants).filter(([, v]) => v !== 'missing').length} optional entry points)`);
+      if (this.lastError) sampler.note('info', 'NVML is back');
+      this.lastError = '';
+      if (this.opts.events) await this.startEvents();
+    } catch (e) {
+      this.lastError = (e as Error).message;
+      this.nextTry = Date.now() + this.backoff;
+      this.backoff = Math.min(BACKOFF_MAX_MS, this.backoff * 2);
+      throw e;
+    }
+  }
+
+  /**
+   * Ends this NVML session. The event loop frees its set once its wait
+   * returns (within eventWaitMs) and sees the generation changed, and the
+   * sampler frees its GPM samples: that must happen before nvmlShutdown,
+   * never after it, and never in a later session.
+   */
+  private shutdown(): Promise<void> {
+    if (!this.initialized) return this.stopping;
+    this.initialized = false;
+    this.generation++;
+    const events = this.eventWaitDone;
+    return (this.stopping = events.then(async () => {
+      await this.sampler?.release();
+      await this.nvml!.shutdown();
+    }));
+  }
+
+  private async startEvents(): Promise<void> {
+    const nvml = this.nvml!;
+    const sampler = this.sampler!;
+    const n = nvml.events;
+    if (!n) {
+      // an NVML without the event calls still samples every GPU: only Xid counting is off
+      if (!this.saidNoEvents) sampler.note('warn', `this NVML library lacks nvmlEventSetCreate/nvmlDeviceRegisterEvents/nvmlEventSetWait_v2/nvmlEventSetFree: Xid errors will not be counted`);
+      this.saidNoEvents = true;
+      return;
+    }
+    const gen = this.generation;
+    const set: [Handle | null] = [null];
+    if ((await n.eventSetCreate(set)) !== NVML.SUCCESS) {
+      sampler.note('warn', 'nvmlEventSetCreate failed: Xid errors will not be counted');
+      return;
+    }
+    let registered = 0;
+    for (const { handle, uuid } of sampler.eventHandles()) {
+      let r = await n.registerEvents(handle, EVENT_TYPES.XID | EVENT_TYPES.SINGLE_BIT_ECC | EVENT_TYPES.DOUBLE_BIT_ECC, set[0]!);
+      // GPUs without ECC refuse the ECC types: Xid alone is what matters most
+      if (r === NVML.NOT_SUPPORTED) r = await n.registerEvents(handle, EVENT_TYPES.XID, set[0]!);
+      if (r === NVML.SUCCESS) registered++;
+      else sampler.note('warn', `${uuid}: nvmlDeviceRegisterEvents: ${nvml.errorString(r)} (${r}): Xid errors of this GPU will not be counted`);
+    }
+    if (registered === 0) {
+      await n.eventSetFree(set[0]!);
+      return;
+    }
+    const byHandle = sampler.handles();
+    const data = Buffer.alloc(EVENT_DATA_SIZE);
+    this.eventWaitDone = new Promise<void>((done) => {
+      const free = (): void => void n.eventSetFree(set[0]!).then(() => done(), () => done());
+      const loop = (): void => {
+        if (gen !== this.generation) return free();
+        n.eventWait.async(set[0]!, data, this.opts.eventWaitMs, (err: Error | null, r: number) => {
+          if (err || gen !== this.generation) {
+            if (gen === this.generation) this.log.warn(`nvmlEventSetWait_v2: ${err?.message}`);
+            return free();
+          }
+          if (r === NVML.SUCCESS) {
+            const uuid = byHandle.get(data.readBigUInt64LE(0));
+            const gi = data.readUInt32LE(24);
+            const ci = data.readUInt32LE(28);
+            if (uuid) {
+              const event: XidEvent = { uuid, eventType: Number(data.readBigUInt64LE(8)), data: Number(data.readBigUInt64LE(16)), time: Date.now() };
+              if (gi !== 0xffffffff) event.gi = gi;
+              if (ci !== 0xffffffff) event.ci = ci;
+              this.onEvent(event);
+            }
+            setImmediate(loop);
+          } else if (r === NVML.TIMEOUT) {
+            setImmediate(loop);
+          } else {
+            // GPU_IS_LOST and friends: the sampler sees it too and re-initialises
+            sampler.note('warn', `nvmlEventSetWait_v2: ${nvml.errorString(r)} (${r})`);
+            setTimeout(loop, 1000);
+          }
+        });
+      };
+      loop();
+    });
+  }
+
+  /** Ends the session: waits for the sample in flight and the event wait, then shuts NVML down; gives up after timeoutMs (a call stuck in the driver). */
+  async close(timeoutMs = 3000): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    let t: NodeJS.Timeout | undefined;
+    const ended = (async () => {
+      await this.inFlight;
+      await this.shutdown();
+    })();
+    await Promise.race([ended, new Promise<void>((r) => (t = setTimeout(r, timeoutMs)))]);
+    clearTimeout(t);
+  }
+}
