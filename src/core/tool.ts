@@ -32,6 +32,8 @@ export function requireTool(command: string, extraDirs: readonly string[], setti
 }
 
 const MAX_STDERR = 64 * 1024;
+/** How long the pipes may stay open after the tool exits (a child it left behind holding them). */
+const EXIT_GRACE_MS = 200;
 
 export function runTool(path: string, args: readonly string[], timeoutMs: number, signal?: AbortSignal, env: Record<string, string> = {}): Promise<string> {
   const cmd = `${path} ${args.join(' ')}`;
@@ -45,13 +47,23 @@ export function runTool(path: string, args: readonly string[], timeoutMs: number
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      clearTimeout(grace);
       signal?.removeEventListener('abort', onAbort);
       if (e) {
-        child.kill('SIGKILL');
+        killGroup();
         reject(e);
       } else resolve(value);
     };
-    const child = spawn(path, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LC_ALL: 'C', ...env } });
+    // its own process group: a wrapper script's children (which keep the pipes open) go with it
+    const child = spawn(path, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LC_ALL: 'C', ...env }, detached: true });
+    const killGroup = (): void => {
+      try {
+        if (child.pid) process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        /* the group is gone already */
+      }
+    };
+    let grace: NodeJS.Timeout | undefined;
     const timer = setTimeout(() => finish(new Error(`${cmd}: no answer within ${timeoutMs / 1000} s`)), timeoutMs);
     const onAbort = (): void => finish(new Error(`${cmd}: cancelled`));
     if (signal?.aborted) return onAbort();
@@ -65,11 +77,24 @@ export function runTool(path: string, args: readonly string[], timeoutMs: number
     child.stderr.setEncoding('utf8').on('data', (d: string) => {
       if (err.length < MAX_STDERR) err += d;
     });
-    child.on('close', (code, sig) => {
+    const done = (code: number | null, sig: NodeJS.Signals | null): void => {
       const stdout = Buffer.concat(out).toString('utf8').replace(/\r?\n$/, '');
-      if (code === 0) return finish(null, stdout);
+      if (code === 0) {
+        finish(null, stdout);
+        killGroup();
+        return;
+      }
       const why = (err || stdout).split('\n').find((l) => l.trim()) ?? '';
       finish(new Error(`${cmd}: ${code !== null ? `exit code ${code}` : `killed by ${sig}`}${why ? `: ${why.trim().slice(0, 200)}` : ''}`));
+    };
+    child.on('close', done);
+    // the tool exited but a child it left holds the pipes open: what was written by then is its answer
+    child.on('exit', (code, sig) => {
+      grace = setTimeout(() => {
+        child.stdout.destroy();
+        child.stderr.destroy();
+        done(code, sig);
+      }, EXIT_GRACE_MS);
     });
   });
 }
