@@ -29,6 +29,8 @@ export class Agent {
   private readonly sinks = new Map<string, Held<Sink>>();
   private readonly pendingSinks = new Map<string, NodeJS.Timeout>();
   private selfRunner: PluginRunner | undefined;
+  /** --once: plugins are made for one collection. */
+  private oneShot = false;
   private pipeline: Pipeline;
   private running = false;
   readonly startTime = Date.now();
@@ -141,7 +143,7 @@ export class Agent {
       await this.startSink(f.name, sink, 0);
     }
 
-    const ctx: PluginContext = { config: cfg, log: this.log, hostName: cfg.str('daemon', 'host_name') ?? '' };
+    const ctx: PluginContext = { config: cfg, log: this.log, hostName: cfg.str('daemon', 'host_name') ?? '', oneShot: this.oneShot };
     const selection = await selectPlugins(this.manifests, cfg, ctx);
     for (const [name, r] of Object.entries(selection.detected)) {
       this.log.info(r.ok ? 'plugins = auto: enabled' : 'plugins = auto: not enabled', { plugin: name, source: r.detail });
@@ -220,6 +222,7 @@ export class Agent {
 
   /** --once: every enabled plugin once, then the self-metrics, then every sink flushed. */
   async once(): Promise<string[]> {
+    this.oneShot = true;
     await this.initAttribution();
     await this.build();
     await Promise.all([...this.runners.values()].map((h) => h.item.collectOnce()));

@@ -17,8 +17,10 @@ test('gpus --json: NVIDIA (with MIG and processes), AMD and Gaudi together, dete
     ],
   });
   const tools = new FakeTools().amd('mi300x').hl('units');
-  const r = await runCli(['gpus', '--json'], { ...nv.env(), ...tools.env() });
+  const r = await runCli(['gpus', '--json'], { ...nv.env(), ...tools.env(), FAKE_NVML_TRACE_EVENTS: '1' });
   assert.equal(r.status, 0, r.stderr);
+  // a one-shot does not start the Xid event wait (it sees only later events, and closing waits for it: 1 s)
+  assert.doesNotMatch(r.stderr, /fake NVML: event set created/);
   const out = JSON.parse(r.stdout) as { gpus: Record<string, unknown>[]; errors: unknown[] };
   assert.deepEqual(out.errors, []);
   assert.deepEqual(out.gpus.map((g) => [g.vendor, g.index]), [['amd', 0], ['amd', 1], ['intel', 0], ['intel', 1], ['intel', 2], ['nvidia', 0], ['nvidia', 1]]);

@@ -16,7 +16,7 @@ export async function gpus(flags: FlagValues): Promise<number> {
   const cfg = loadCliConfig(flags.config as string | undefined, flags.plugin ? [{ section: 'daemon', key: 'plugins', raw: (flags.plugin as string[]).join(','), flag: '--plugin' }] : []);
   // warnings (a GPU NVML cannot open, a field it cannot read) belong on stderr here
   const log = createLogger('warn', (l) => process.stderr.write(`l9gpu: ${l.replace(/^\S+ \w+ \[[^\]]+\] /, '')}`));
-  const ctx = { config: cfg, log, hostName: cfg.str('daemon', 'host_name') ?? '' };
+  const ctx = { config: cfg, log, hostName: cfg.str('daemon', 'host_name') ?? '', oneShot: true };
   const { names } = await selectAgentPlugins(cfg, ctx);
   const gpuPlugins = PLUGINS.filter((p) => names.includes(p.name) && p.reportsGpus);
   const points: Point[] = [];

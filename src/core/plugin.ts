@@ -14,6 +14,8 @@ export interface PluginContext {
   readonly config: Config;
   readonly log: Logger;
   readonly hostName: string;
+  /** One collection, then close (`l9gpu gpus`, `daemon --once`): nothing that only pays off later (NVML's Xid event wait). */
+  readonly oneShot?: boolean;
 }
 
 export interface Plugin {
