@@ -7,38 +7,28 @@
  * and the generated docs all come from these lists. Only the CLI, bench and
  * tests import this file (test/layers.test.ts holds everyone to it).
  */
-import type { Config } from '../src/core/config/load.js';
-import type { PluginContext, PluginManifest } from '../src/core/plugin.js';
 import type { SinkManifest } from '../src/core/sink.js';
 import { fileSink } from '../src/sinks/file.js';
 import { otlpSink } from '../src/sinks/otlp.js';
 import { prometheusSink } from '../src/sinks/prometheus.js';
 import { stdoutSink } from '../src/sinks/stdout.js';
 import { webhookSink } from '../src/sinks/webhook.js';
-import { amdsmiPlugin } from '../plugins/amdsmi/index.js';
-import { hlsmiPlugin } from '../plugins/hlsmi/index.js';
-import { hostPlugin } from '../plugins/host/index.js';
-import { nvmlPlugin } from '../plugins/nvml/index.js';
-import { simPlugin } from '../plugins/sim/index.js';
 import { LEDGER_METRICS } from '../src/ledger/ledger.js';
 import { SELF_METRICS } from './self-metrics.js';
-import { ALL_SECTIONS, ATTRIBUTIONS, ATTRIBUTION_NAMES, PLUGIN_NAMES, PLUGIN_SECTIONS, SINK_NAMES, SINK_SECTIONS, loadAgentConfig, resolveAgentAttribution } from './schema.js';
-import { selectPlugins, type Manifests, type PluginSelection } from './selection.js';
+import { PLUGINS, selectAgentPlugins } from './plugin-catalog.js';
+import { ALL_SECTIONS, ATTRIBUTIONS, ATTRIBUTION_NAMES, PLUGIN_NAMES, SINK_NAMES, SINK_SECTIONS, loadAgentConfig, resolveAgentAttribution } from './schema.js';
+import type { Manifests } from './selection.js';
 
-export const PLUGINS: readonly PluginManifest[] = [hostPlugin, nvmlPlugin, amdsmiPlugin, hlsmiPlugin, simPlugin];
+export { PLUGINS, selectAgentPlugins };
 export const SINKS: readonly SinkManifest[] = [otlpSink, prometheusSink, stdoutSink, fileSink, webhookSink];
 export { ALL_SECTIONS, ATTRIBUTIONS, ATTRIBUTION_NAMES, PLUGIN_NAMES, SINK_NAMES, loadAgentConfig, resolveAgentAttribution };
 
 export const MANIFESTS: Manifests = { plugins: PLUGINS, sinks: SINKS, attributions: ATTRIBUTIONS };
 
 // the light schema (what the CLI reads a configuration with) and the manifests list the same sections
-for (const [kind, manifests, sections] of [['plugin', PLUGINS, PLUGIN_SECTIONS], ['sink', SINKS, SINK_SECTIONS]] as const) {
-  if (manifests.length !== sections.length || manifests.some((m, i) => m.section !== sections[i] || m.name !== sections[i]!.name)) {
-    throw new Error(`catalog: the ${kind} manifests and daemon/schema.ts list different sections`);
-  }
+if (SINKS.length !== SINK_SECTIONS.length || SINKS.some((m, i) => m.section !== SINK_SECTIONS[i] || m.name !== SINK_SECTIONS[i]!.name)) {
+  throw new Error('catalog: the sink manifests and daemon/schema.ts list different sections');
 }
-
-export const selectAgentPlugins = (cfg: Config, ctx: PluginContext): Promise<PluginSelection> => selectPlugins(MANIFESTS, cfg, ctx);
 
 /** Metric name -> who emits it: every plugin, provider, the job ledger and the agent itself (docs/metrics.md). */
 export const METRIC_EMITTERS: ReadonlyMap<string, readonly string[]> = (() => {

@@ -27,7 +27,7 @@ export interface PluginSelection {
 }
 
 /** Expands `auto` into the always-on plugins plus those whose source answers now. */
-export async function selectPlugins(m: Manifests, cfg: Config, ctx: PluginContext): Promise<PluginSelection> {
+export async function selectPlugins(m: Pick<Manifests, 'plugins'>, cfg: Config, ctx: PluginContext): Promise<PluginSelection> {
   const listed = new Set(cfg.list('daemon', 'plugins'));
   const detected: Record<string, ProbeResult> = {};
   if (listed.delete(AUTO)) {

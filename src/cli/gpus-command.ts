@@ -2,7 +2,8 @@
  * `l9gpu gpus`: its flags as data and its body, shared by the oclif command
  * and the light entry (light-main.ts).
  */
-import { PLUGINS, resolveAgentAttribution, selectAgentPlugins } from '../../daemon/catalog.js';
+import { PLUGINS, selectAgentPlugins } from '../../daemon/plugin-catalog.js';
+import { resolveAgentAttribution } from '../../daemon/schema.js';
 import { createLogger } from '../core/log.js';
 import { PointBuffer, type Point } from '../core/metrics/model.js';
 import type { Plugin } from '../core/plugin.js';
