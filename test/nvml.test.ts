@@ -5,9 +5,10 @@
  */
 import assert from 'node:assert/strict';
 import { chmodSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { test } from 'node:test';
 import { METRICS } from '../src/core/metrics/registry.js';
+import { loaderMayFind } from '../plugins/nvml/index.js';
 import { recordEnd, recordStart } from '../src/store/jobs.js';
 import { openStore } from '../src/store/open.js';
 import { DaemonProcess, parseLines, runCli, type JsonPoint } from './helpers/daemon.js';
@@ -250,6 +251,20 @@ test('a missing library: a clear error in the daemon and in doctor', async () =>
   const fake = new FakeNvml({ driver_version: '550.54.15', devices: [h100(0), h100(1)] });
   const ok = await runCli(['doctor'], { L9GPU_PLUGINS: 'nvml', ...fake.env() });
   assert.match(ok.stdout, /ok\s+nvml\s+enabled\s+driver 550.54.15, 2 GPU\(s\) via \S+libnvidia-ml.so.1/);
+  // a bare name as dlopen() looks for it: found through LD_LIBRARY_PATH, or said missing without loading koffi
+  const libDir = dirname(fake.env().L9GPU_NVML_LIBRARY!);
+  const bare = await runCli(['doctor'], { ...fake.env(), L9GPU_PLUGINS: 'nvml', L9GPU_NVML_LIBRARY: 'libnvidia-ml.so.1', LD_LIBRARY_PATH: libDir });
+  assert.match(bare.stdout, /ok\s+nvml\s+enabled\s+driver 550.54.15, 2 GPU\(s\) via libnvidia-ml.so.1/);
+  const none = await runCli(['doctor'], { L9GPU_PLUGINS: 'nvml', L9GPU_NVML_LIBRARY: 'libl9gpu-absent.so.1' });
+  assert.match(none.stdout, /FAIL nvml\s+enabled\s+libl9gpu-absent.so.1 not found by the dynamic loader \(LD_LIBRARY_PATH, \/etc\/ld.so.cache, \/usr\/lib\): no NVIDIA driver/);
+});
+
+test('loaderMayFind: a superset of where dlopen() looks (LD_LIBRARY_PATH, the cache, the default folders)', () => {
+  assert.equal(loaderMayFind('libc.so.6', {}), true, 'in the cache and the multiarch folder');
+  assert.equal(loaderMayFind('libl9gpu-absent.so.1', {}), false);
+  const d = tempDir();
+  writeFileSync(join(d, 'libl9gpu-absent.so.1'), '');
+  assert.equal(loaderMayFind('libl9gpu-absent.so.1', { LD_LIBRARY_PATH: `/nonexistent:${d}` }), true);
 });
 
 test('plugins = auto with a lost GPU: NVIDIA monitoring stays on; daemon --once and gpus report the healthy GPU and the lost one', async () => {

@@ -4,7 +4,8 @@
  * converts snapshots to points (convert.ts) and counts Xid events.
  */
 import { GPU } from '../../src/core/metrics/gpu-metrics.js';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { DEFAULT_LIBRARY, NVML_SECTION } from './config.js';
 import { createLogger } from '../../src/core/log.js';
 import type { Emitter } from '../../src/core/metrics/model.js';
@@ -66,8 +67,28 @@ const LOSES: Record<string, string> = {
   mig: 'no MIG instances',
 };
 
+/**
+ * Whether the dynamic loader could find a bare library name: LD_LIBRARY_PATH,
+ * /etc/ld.so.cache (the name appears in it) and the default and multiarch
+ * folders. A superset of where dlopen() looks, so false only where dlopen()
+ * would fail too: a node without the NVIDIA driver then never loads koffi.
+ */
+export function loaderMayFind(name: string, env: NodeJS.ProcessEnv = process.env): boolean {
+  const dirs = [...(env.LD_LIBRARY_PATH ?? '').split(':').filter(Boolean), '/lib', '/usr/lib', '/lib64', '/usr/lib64', `/lib/${MULTIARCH}`, `/usr/lib/${MULTIARCH}`];
+  if (dirs.some((d) => existsSync(join(d, name)))) return true;
+  try {
+    return readFileSync('/etc/ld.so.cache').includes(name);
+  } catch {
+    return true; // no cache to read: let dlopen() say
+  }
+}
+const MULTIARCH = `${process.arch === 'arm64' ? 'aarch64' : process.arch === 'ppc64' ? 'powerpc64le' : 'x86_64'}-linux-gnu`;
+
 export async function probeNvml(opts: NvmlOptions): Promise<ProbeResult> {
   if (opts.library.includes('/') && !existsSync(opts.library)) return { ok: false, detail: `${opts.library} not found` };
+  if (!opts.library.includes('/') && !loaderMayFind(opts.library)) {
+    return { ok: false, detail: `${opts.library} not found by the dynamic loader (LD_LIBRARY_PATH, /etc/ld.so.cache, /usr/lib): no NVIDIA driver ([nvml] library or L9GPU_NVML_LIBRARY)` };
+  }
   // the probe's notes (NOT_SUPPORTED fields...) are the daemon's business, not doctor's
   const client = new NvmlSession({ ...opts, events: false, eventWaitMs: 100 }, createLogger('error', () => {}), () => {});
   const ac = new AbortController();
