@@ -227,6 +227,38 @@ test('a call blocked in the driver: the event loop goes on (host points every ti
   assert.doesNotMatch(d.stderr, /fake NVML: misuse/);
 });
 
+test('a GPU that stays lost: the healthy GPU is sampled every tick, the lost one stays reported lost, NVML is re-initialised with a backoff the re-init does not reset', async () => {
+  const gpus = [h100(0), h100(1)];
+  const fake = new FakeNvml({ devices: gpus });
+  const d = new DaemonProcess(['--plugin', 'nvml', '--plugin', 'host', '--sink', 'stdout', '--interval', '100ms'], { ...fake.env(), FAKE_NVML_TRACE_INIT: '1' });
+  try {
+    await waitFor('samples', () => pick(d.points(), 'gpu.utilization').length >= 4);
+    fake.write({ devices: [h100(0), h100(1, { lost: true })] });
+    await waitFor('gpu.lost = 1', () => pick(d.points(), 'gpu.lost', { 'gpu.uuid': gpus[1]!.uuid }).some((p) => p.value === 1));
+    const mark = d.stdout.length;
+    const inits = () => d.stderr.match(/fake NVML: nvmlInit_v2/g)?.length ?? 0;
+    const initsAtLoss = inits();
+    const since = () => parseLines(d.stdout.slice(mark, d.stdout.lastIndexOf('\n') + 1));
+    // 4 s of 100 ms ticks: host ticks as the reference
+    await waitFor('4 s of ticks', () => new Set(pick(since(), 'system.cpu.utilization').map((p) => p.time)).size >= 40, 20_000);
+    const pts = since();
+    const ticks = new Set(pick(pts, 'system.cpu.utilization').map((p) => p.time)).size;
+    const healthy = pick(pts, 'gpu.utilization', { 'gpu.uuid': gpus[0]!.uuid }).length;
+    assert.ok(healthy >= ticks - 2, `GPU 0 sampled every tick while GPU 1 is lost (${healthy} samples, ${ticks} ticks)`);
+    const lost = pick(pts, 'gpu.lost', { 'gpu.uuid': gpus[1]!.uuid });
+    assert.ok(lost.length >= ticks - 2 && lost.every((p) => p.value === 1), `GPU 1 reported lost every tick, re-inits included (${lost.length} of ${ticks})`);
+    // re-inits at 1, 2 (then 4, 8...) s after the loss: 2 or 3 in 4 s, not one a tick
+    assert.ok(inits() - initsAtLoss <= 3, `re-initialised ${inits() - initsAtLoss} times in ${ticks} ticks`);
+    assert.doesNotMatch(d.stderr, /collection failed plugin=nvml/);
+    fake.write({ devices: [h100(0), h100(1)] });
+    await d.waitStderr(/NVML initialised/, 15_000);
+    await waitFor('GPU 1 back', () => pick(parseLines(d.stdout.slice(mark, d.stdout.lastIndexOf('\n') + 1)), 'gpu.lost', { 'gpu.uuid': gpus[1]!.uuid }).some((p) => p.value === 0), 20_000);
+  } finally {
+    assert.equal(await d.stop(), 0, d.stderr);
+  }
+  assert.doesNotMatch(d.stderr, /fake NVML: misuse/);
+});
+
 test('a driver not loaded at start is an error counted per tick, said once, and recovered from', async () => {
   const fake = new FakeNvml({ init_error: 9, devices: [h100(0)] });
   const d = new DaemonProcess(['--plugin', 'nvml', '--sink', 'stdout', '--interval', '100ms'], fake.env());

@@ -51,6 +51,8 @@ interface Gpu {
   lastSample: Map<number, bigint>;
   /** (call, code) pairs already reported */
   said: Set<string>;
+  /** Lost when NVML was re-initialised: no handle this session, reported lost without a call. */
+  lost?: boolean;
 }
 
 const GPM_CALL = 'SM/engine activity (GPM)';
@@ -87,10 +89,17 @@ export class Sampler {
     const count: [number] = [0];
     const r = await n.count(count);
     if (r !== NVML.SUCCESS) throw new Error(`nvmlDeviceGetCount_v2: ${n.errorString(r)} (${r})`);
+    const before = this.gpus;
     this.gpus = [];
     for (let i = 0; i < count[0]; i++) {
       const h: [Handle | null] = [null];
       const rh = await n.handleByIndex(i, h);
+      const known = before.find((g) => g.index === i);
+      if (rh === NVML.GPU_IS_LOST && known) {
+        // still lost after a re-init: it stays in the snapshot as lost (its UUID from before), so it is not forgotten
+        this.gpus.push({ ...known, lost: true });
+        continue;
+      }
       if (rh !== NVML.SUCCESS) {
         // NO_PERMISSION: a GPU hidden from us (cgroup); GPU_IS_LOST: reported below
         this.note('warn', `GPU ${i}: nvmlDeviceGetHandleByIndex_v2: ${n.errorString(rh)} (${rh}): not sampled`);
@@ -118,11 +127,12 @@ export class Sampler {
 
   /** The handle -> UUID map the event wait uses. */
   handles(): Map<bigint, string> {
-    return new Map(this.gpus.map((g) => [BigInt(g.handle), g.uuid]));
+    // a GPU lost at re-init has only an earlier session's handle: never passed to NVML again
+    return new Map(this.gpus.filter((g) => !g.lost).map((g) => [BigInt(g.handle), g.uuid]));
   }
 
   eventHandles(): { handle: Handle; uuid: string }[] {
-    return this.gpus.map((g) => ({ handle: g.handle, uuid: g.uuid }));
+    return this.gpus.filter((g) => !g.lost).map((g) => ({ handle: g.handle, uuid: g.uuid }));
   }
 
   /** Takes the notes gathered since the last call. */
@@ -143,6 +153,7 @@ export class Sampler {
     for (const g of this.gpus) {
       const s: GpuSnapshot = { index: g.index, uuid: g.uuid, name: g.name, pciBusId: g.pciBusId, ...(g.minor !== undefined ? { minor: g.minor } : {}) };
       try {
+        if (g.lost) throw new GpuLost();
         await this.read(g, s);
         this.lostSeen.delete(g.uuid);
       } catch (e) {

@@ -10,10 +10,13 @@
  * and zlib work). The XID/ECC event wait runs as an async call with a
  * bounded timeout, in a loop, beside it.
  *
- * Failure handling: a library that cannot load, an init that fails
- * (DRIVER_NOT_LOADED after a driver reload), or a lost GPU lead to
- * nvmlShutdown and a re-init with backoff (1 s doubling to 60 s); every
- * sample request meanwhile gets a clear error.
+ * Failure handling: a library that cannot load or an init that fails
+ * (DRIVER_NOT_LOADED after a driver reload) is tried again with backoff
+ * (1 s doubling to 60 s); every sample request meanwhile gets a clear
+ * error. A lost GPU stays marked lost while the others are sampled every
+ * tick; NVML is re-initialised (the way back for a GPU that returns) at
+ * 1 s, 2 s, 4 s ... 60 s after the loss, the backoff reset only by a sample
+ * without a lost GPU, not by the re-init itself.
  */
 import type { Logger } from '../../src/core/log.js';
 import { EVENT_DATA_SIZE, NVML, loadNvml, type Handle, type NvmlBinding } from './binding.js';
@@ -48,6 +51,13 @@ export class NvmlSession {
   private inFlight: Promise<unknown> | undefined;
   private inFlightSince = 0;
   private closed = false;
+  /** While a GPU is lost: when NVML is re-initialised next, and the wait after that one. */
+  private reinitAt = 0;
+  private lostBackoff = 1000;
+  private reinitTimer: NodeJS.Timeout | undefined;
+  private reinitialised = false;
+  /** Bumped to end the event loop without ending the session (before a re-init, so it need not wait for the wait). */
+  private eventGeneration = 0;
 
   constructor(
     private readonly opts: SessionOptions,
@@ -98,17 +108,28 @@ export class NvmlSession {
     await this.stopping;
     const time = Date.now();
     try {
+      // a lost GPU comes back only through a fresh NVML: in this tick, so the healthy GPUs miss none
+      if (this.initialized && this.reinitAt && time >= this.reinitAt) {
+        this.reinitAt = 0;
+        this.reinitialised = true;
+        await this.shutdown();
+      }
       await this.ensureInit();
       const sampler = this.sampler!;
       const { gpus, anyLost } = await sampler.sample();
-      const snapshot: Snapshot = { driverVersion: sampler.driverVersion, missing: this.missing, time, gpus, notes: sampler.takeNotes() };
-      if (anyLost) {
-        // a lost GPU or a driver reload: start over with a fresh NVML after the backoff
-        this.lastError = 'a GPU was lost';
-        void this.shutdown();
-        this.nextTry = Date.now() + this.backoff;
-        this.backoff = Math.min(BACKOFF_MAX_MS, this.backoff * 2);
+      if (!anyLost) {
+        this.lostBackoff = 1000;
+        if (this.reinitialised) sampler.note('info', 'NVML is back: every GPU answers again');
+        this.reinitialised = false;
+      } else if (!this.reinitAt) {
+        this.reinitAt = Date.now() + this.lostBackoff;
+        this.lostBackoff = Math.min(BACKOFF_MAX_MS, this.lostBackoff * 2);
+        // the event wait ends before the re-init (its set is freed when it returns), so the re-init waits for nothing
+        clearTimeout(this.reinitTimer);
+        this.reinitTimer = setTimeout(() => this.eventGeneration++, Math.max(0, this.reinitAt - Date.now() - this.opts.eventWaitMs - 100));
+        this.reinitTimer.unref();
       }
+      const snapshot: Snapshot = { driverVersion: sampler.driverVersion, missing: this.missing, time, gpus, notes: sampler.takeNotes() };
       return snapshot;
     } catch (e) {
       this.logNotes(this.sampler?.takeNotes() ?? []);
@@ -173,6 +194,7 @@ export class NvmlSession {
       return;
     }
     const gen = this.generation;
+    const egen = this.eventGeneration;
     const set: [Handle | null] = [null];
     if ((await n.eventSetCreate(set)) !== NVML.SUCCESS) {
       sampler.note('warn', 'nvmlEventSetCreate failed: Xid errors will not be counted');
@@ -195,10 +217,10 @@ export class NvmlSession {
     this.eventWaitDone = new Promise<void>((done) => {
       const free = (): void => void n.eventSetFree(set[0]!).then(() => done(), () => done());
       const loop = (): void => {
-        if (gen !== this.generation) return free();
+        if (gen !== this.generation || egen !== this.eventGeneration) return free();
         n.eventWait.async(set[0]!, data, this.opts.eventWaitMs, (err: Error | null, r: number) => {
-          if (err || gen !== this.generation) {
-            if (gen === this.generation) this.log.warn(`nvmlEventSetWait_v2: ${err?.message}`);
+          if (err || gen !== this.generation || egen !== this.eventGeneration) {
+            if (err && gen === this.generation) this.log.warn(`nvmlEventSetWait_v2: ${err.message}`);
             return free();
           }
           if (r === NVML.SUCCESS) {
@@ -229,6 +251,7 @@ export class NvmlSession {
   async close(timeoutMs = 3000): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    clearTimeout(this.reinitTimer);
     let t: NodeJS.Timeout | undefined;
     const ended = (async () => {
       await this.inFlight;
