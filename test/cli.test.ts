@@ -173,3 +173,13 @@ test('doctor reports the config file, provenance, plugins, sinks and store', asy
   assert.match(rep.plugins[1].detail, /^not enabled by auto: \/nonexistent\/libnvidia-ml.so.1 not found$/);
   assert.equal(rep.settings.find((s: { section: string; key: string }) => s.section === 'daemon' && s.key === 'state_dir').source, 'env');
 });
+
+test('doctor never prints credentials of an endpoint: user information and query values are ***, in text and --json', async () => {
+  const cfg = join(dir, 'secret-urls.ini');
+  writeFileSync(cfg, `[daemon]\nplugins = sim\nsinks = otlp, webhook\nstate_dir = ${join(dir, 'secret-state')}\n[otlp]\nendpoint = https://tenant:s3cr3t-pass@otlp.example:4318/v1/metrics?api_key=k3y-value\n[webhook]\nurl = https://hooks.example/l9gpu?token=t0k3n-value&team=gpu\ntoken = b3arer-value\n`);
+  for (const args of [['doctor', '--config', cfg, '--all'], ['doctor', '--config', cfg, '--all', '--json']]) {
+    const r = await runCli(args);
+    for (const secret of ['s3cr3t-pass', 'tenant', 'k3y-value', 't0k3n-value', 'b3arer-value']) assert.ok(!r.stdout.includes(secret) && !r.stderr.includes(secret), `${args.join(' ')}: ${secret} printed`);
+    assert.ok(r.stdout.includes('otlp.example') && r.stdout.includes('api_key=***') && r.stdout.includes('hooks.example/l9gpu?token=***&team=***'), r.stdout);
+  }
+});

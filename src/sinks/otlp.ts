@@ -5,6 +5,7 @@
  * bounded retry queue, because the stock exporter drops data once a few
  * quick retries fail.
  */
+import { redactUrl } from '../core/redact.js';
 import { OTLP_SECTION } from './sections.js';
 import { gzipSync } from 'node:zlib';
 import { ConfigError } from '../core/config/schema.js';
@@ -129,6 +130,6 @@ export const otlpSink: SinkManifest = {
   description: 'OTLP/HTTP (protobuf or JSON) push with gzip, headers, timeout and a bounded retry queue',
   section: OTLP_SECTION,
   create: (ctx) => new OtlpSink(ctx),
-  describe: (c: Config) => `${c.str('otlp', 'protocol')} to ${c.str('otlp', 'endpoint')} every ${c.num('otlp', 'export_interval')}s (${c.str('otlp', 'compression')})`,
+  describe: (c: Config) => `${c.str('otlp', 'protocol')} to ${redactUrl(c.str('otlp', 'endpoint') ?? '')} every ${c.num('otlp', 'export_interval')}s (${c.str('otlp', 'compression')})`,
   probe: (c: Config) => tcpReachable(c.str('otlp', 'endpoint') ?? 'http://localhost:4318'),
 };

@@ -2,6 +2,7 @@
  * POSTs each batch as {"resource": {...}, "points": [<stdout-format objects>]}
  * with an optional bearer token, through the same bounded retry queue as OTLP.
  */
+import { redactUrl } from '../core/redact.js';
 import { WEBHOOK_SECTION } from './sections.js';
 import { readFileSync } from 'node:fs';
 import { ConfigError } from '../core/config/schema.js';
@@ -76,6 +77,6 @@ export const webhookSink: SinkManifest = {
   description: 'POST JSON batches with a bearer token, timeout and retry',
   section: WEBHOOK_SECTION,
   create: (ctx) => new WebhookSink(ctx),
-  describe: (c: Config) => `POST to ${c.str('webhook', 'url') ?? '(no [webhook] url set)'}${c.str('webhook', 'token') || c.str('webhook', 'token_file') ? ' with a bearer token' : ''}`,
+  describe: (c: Config) => `POST to ${redactUrl(c.str('webhook', 'url') ?? '(no [webhook] url set)')}${c.str('webhook', 'token') || c.str('webhook', 'token_file') ? ' with a bearer token' : ''}`,
   probe: async (c: Config) => (c.str('webhook', 'url') ? tcpReachable(c.str('webhook', 'url')!) : { ok: false, detail: '[webhook] url is not set' }),
 };

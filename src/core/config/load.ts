@@ -2,6 +2,7 @@
  * Layers the configuration: flags > environment > file > defaults, validates
  * every value against the schema and records where each value came from.
  */
+import { redactUrl } from '../redact.js';
 import { readFileSync, statSync } from 'node:fs';
 import * as ini from 'ini';
 import {
@@ -223,5 +224,6 @@ export function displayValue(cfg: Config, section: string, key: string): string 
   if (spec.secret && v !== null && !(typeof v === 'object' && Object.keys(v).length === 0)) {
     return typeof v === 'object' && !Array.isArray(v) ? Object.keys(v).map((x) => `${x}=***`).join(',') : '***';
   }
-  return formatValue(spec, v);
+  const shown = formatValue(spec, v);
+  return spec.type === 'url' && typeof v === 'string' ? redactUrl(shown) : shown;
 }
