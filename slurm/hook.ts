@@ -6,6 +6,7 @@
  * (no PATH, no HOME, no Slurm commands), and neither OpenTelemetry nor oclif
  * is loaded.
  */
+import { printable } from '../src/core/printable.js';
 import { closeSync, openSync, renameSync, statSync, writeSync } from 'node:fs';
 import { APPEND_NOFOLLOW, assertSafeStateDir } from '../src/store/state-dir.js';
 import { join } from 'node:path';
@@ -103,8 +104,6 @@ export function runHook(kind: HookKind, env: NodeJS.ProcessEnv, cfg: Config, now
   }
 }
 
-/** Control characters (a newline in SLURM_JOB_GPUS would forge a log line) shown as "?". */
-const printable = (s: string): string => s.replace(/[\x00-\x1f\x7f]/g, '?');
 
 /** Appends to <state_dir>/hooks.log, rotated at 1 MiB, never through a link; never throws. */
 function logLine(stateDir: string | undefined, raw: string): void {

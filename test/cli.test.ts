@@ -9,6 +9,8 @@ import { EMPTY_CONFIG, parseLines, runCli } from './helpers/daemon.js';
 import { freePort } from './helpers/net.js';
 import { ROOT, tempDir } from './helpers/paths.js';
 import { MAN_COMMANDS } from '../src/cli/help.js';
+import { recordStart } from '../src/store/jobs.js';
+import { openStore } from '../src/store/open.js';
 
 const dir = tempDir();
 
@@ -182,4 +184,24 @@ test('doctor never prints credentials of an endpoint: user information and query
     for (const secret of ['s3cr3t-pass', 'tenant', 'k3y-value', 't0k3n-value', 'b3arer-value']) assert.ok(!r.stdout.includes(secret) && !r.stderr.includes(secret), `${args.join(' ')}: ${secret} printed`);
     assert.ok(r.stdout.includes('otlp.example') && r.stdout.includes('api_key=***') && r.stdout.includes('hooks.example/l9gpu?token=***&team=***'), r.stdout);
   }
+});
+
+test('names users chose reach the terminal without control sequences, and CSV without formulas', async () => {
+  const state = join(dir, 'hostile-names');
+  const db = openStore(state);
+  // sbatch -J and -A take any bytes: a title-setting OSC, a colour, a screen clear, a spreadsheet formula
+  const name = 'train\x1b]0;pwned\x07\x1b[31mred\x1b[2J';
+  recordStart(db, { jobId: '77', runKey: 'r0', user: 'alice\x1b[8m', account: '=HYPERLINK("http://x")', partition: 'gpu\x9b1m', name }, [{ uuid: 'GPU-x', shared: false }], 'prolog', Date.now() - 60_000);
+  db.close();
+  const cfg = join(dir, 'hostile.ini');
+  writeFileSync(cfg, `[daemon]\nstate_dir = ${state}\n`);
+  for (const args of [['jobs', '--state', 'all'], ['jobs', 'show', '77']]) {
+    const r = await runCli([...args, '--config', cfg]);
+    assert.equal(r.status, 0, r.stderr);
+    assert.doesNotMatch(r.stdout, /[\x00-\x09\x0b-\x1f\x7f-\x9f]/, `${args.join(' ')}: no control character but newlines`);
+    assert.match(r.stdout, args[1] === 'show' ? /Job 77 \(train\?\]0;pwned\?\?\[31mred\?\[2J\)/ : /alice\?\[8m/);
+  }
+  const csv = await runCli(['jobs', '--state', 'all', '--csv', '--config', cfg]);
+  const row = csv.stdout.split('\n')[1]!;
+  assert.ok(row.startsWith('77,alice?[8m,"\'=HYPERLINK(""http://x"")",gpu?1m,'), row);
 });

@@ -3,6 +3,7 @@ import type { JobListRow } from './list.js';
 import { alignColumns, type Style } from '../core/text-table.js';
 import { totalsOf } from './report.js';
 import type { JobReport } from './report-model.js';
+import { printable, printableDeep } from '../core/printable.js';
 
 const GiB = 1024 ** 3;
 const BARS = '▁▂▃▄▅▆▇█';
@@ -23,7 +24,9 @@ function table(rows: string[][], st: Style): string[] {
   return alignColumns(rows).map((line, n) => (n === 0 ? st.bold(line) : line));
 }
 
-export function renderList(rows: readonly JobListRow[], st: Style): string {
+export function renderList(raw: readonly JobListRow[], st: Style): string {
+  // job, user, account and partition names come from users (sbatch -J, -A): no terminal escapes pass
+  const rows = printableDeep(raw);
   const anyCost = rows.some((r) => r.cost !== null);
   const out = table(
     [
@@ -59,7 +62,8 @@ export function sparkline(series: readonly [number, number][], width = 60): stri
   return cols.map((v) => BARS[Math.min(BARS.length - 1, Math.round(v * (BARS.length - 1)))]).join('');
 }
 
-export function renderReport(r: JobReport, st: Style): string {
+export function renderReport(raw: JobReport, st: Style): string {
+  const r = printableDeep(raw);
   const j = r.job;
   const out: string[] = [];
   out.push(st.bold(`Job ${j.id}${j.name ? ` (${j.name})` : ''}`) + st.dim(`   source: ${r.source === 'store' ? 'this node\'s l9gpu store' : 'PromQL backend'}`));
@@ -123,8 +127,10 @@ export function renderReport(r: JobReport, st: Style): string {
 export function renderCsv(rows: readonly JobListRow[]): string {
   const cols = ['id', 'user', 'account', 'partition', 'state', 'start', 'elapsed_s', 'gpus', 'gpu_hours', 'util_mean', 'mem_peak_bytes', 'energy_kwh', 'cost', 'problems'] as const;
   const esc = (v: unknown) => {
-    const s = v === null || v === undefined ? '' : Array.isArray(v) ? v.join(';') : String(v);
-    return /[",\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+    let s = printable(v === null || v === undefined ? '' : Array.isArray(v) ? v.join(';') : String(v));
+    // a text cell a spreadsheet would run as a formula (=, +, -, @, tab, CR first) starts with ' instead (OWASP)
+    if (typeof v !== 'number' && /^[=+\-@\t\r]/.test(s)) s = `'${s}`;
+    return /[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
   };
   return [cols.join(','), ...rows.map((r) => cols.map((c) => esc(r[c])).join(','))].join('\n') + '\n';
 }
