@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { test } from 'node:test';
 import { METRICS } from '../src/core/metrics/registry.js';
-import { EMPTY_CONFIG, parseLines, runCli } from './helpers/daemon.js';
+import { DaemonProcess, EMPTY_CONFIG, parseLines, runCli } from './helpers/daemon.js';
 import { freePort } from './helpers/net.js';
 import { ROOT, tempDir } from './helpers/paths.js';
 import { MAN_COMMANDS } from '../src/cli/help.js';
@@ -204,4 +205,28 @@ test('names users chose reach the terminal without control sequences, and CSV wi
   const csv = await runCli(['jobs', '--state', 'all', '--csv', '--config', cfg]);
   const row = csv.stdout.split('\n')[1]!;
   assert.ok(row.startsWith('77,alice?[8m,"\'=HYPERLINK(""http://x"")",gpu?1m,'), row);
+});
+
+test('doctor on a healthy node: the Prometheus port held by the running l9gpu is ok; held by another program, a problem', async () => {
+  const port = await freePort();
+  const cfg = join(dir, 'prom-doctor.ini');
+  writeFileSync(cfg, `[daemon]\nplugins = sim\nsinks = prometheus\ninterval = 1s\nstate_dir = ${join(dir, 'prom-doctor-state')}\n[prometheus]\nhost = 127.0.0.1\nport = ${port}\n`);
+  const d = new DaemonProcess(['--config', cfg]);
+  try {
+    await d.waitStderr(/prometheus endpoint listening/);
+    const r = await runCli(['doctor', '--config', cfg]);
+    assert.match(r.stdout, new RegExp(`ok\\s+prometheus\\s+enabled\\s+.*127\\.0\\.0\\.1:${port} is served by a running l9gpu daemon \\(l9gpu/\\d+\\.\\d+\\.\\d+\\)`), r.stdout);
+    assert.equal(r.status, 0, r.stdout);
+  } finally {
+    assert.equal(await d.stop(), 0, d.stderr);
+  }
+  const other = http.createServer((_q, s) => s.writeHead(200, { server: 'nginx' }).end()).listen(port, '127.0.0.1');
+  await new Promise((r) => other.once('listening', r));
+  try {
+    const r = await runCli(['doctor', '--config', cfg]);
+    assert.equal(r.status, 1);
+    assert.match(r.stdout, new RegExp(`FAIL prometheus\\s+enabled\\s+.*127\\.0\\.0\\.1:${port} is in use by another program \\(nginx\\)`));
+  } finally {
+    other.close();
+  }
 });

@@ -1,5 +1,6 @@
 /** Cheap, side-effect-free reachability checks for `l9gpu doctor`. */
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
+import http from 'node:http';
 import net from 'node:net';
 import { dirname } from 'node:path';
 import type { ProbeResult } from './plugin.js';
@@ -18,6 +19,19 @@ export function tcpReachable(url: string, timeoutMs = 2000): Promise<ProbeResult
     sock.setTimeout(timeoutMs, () => done({ ok: false, detail: `${host}:${port} did not answer within ${timeoutMs} ms` }));
     sock.once('connect', () => done({ ok: true, detail: `${host}:${port} accepts connections` }));
     sock.once('error', (e: NodeJS.ErrnoException) => done({ ok: false, detail: `${host}:${port}: ${e.code ?? e.message}` }));
+  });
+}
+
+/** The Server header of an HTTP answer at host:port/path (a HEAD request, 1 s), or undefined. */
+export function serverHeader(host: string, port: number, path: string, timeoutMs = 1000): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    const req = http.request({ host, port, path, method: 'HEAD', timeout: timeoutMs }, (res) => {
+      res.resume();
+      resolve(typeof res.headers.server === 'string' ? res.headers.server : undefined);
+    });
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => resolve(undefined));
+    req.end();
   });
 }
 

@@ -12,10 +12,25 @@ import type { AddressInfo } from 'node:net';
 import type { Config } from '../core/config/load.js';
 import type { Batch } from '../core/metrics/model.js';
 import { renderExposition } from './prom-text.js';
-import { portFree } from '../core/probe.js';
+import { portFree, serverHeader } from '../core/probe.js';
+import { VERSION } from '../core/resource.js';
+import type { ProbeResult } from '../core/plugin.js';
 import { SinkStats, type Sink, type SinkContext, type SinkManifest } from '../core/sink.js';
 
 const STALE_INTERVALS = 3;
+
+const SERVER = `l9gpu/${VERSION}`;
+
+/** Free, or held by a running l9gpu (a healthy node: the daemon serves it); anything else on it is a problem. */
+async function probePort(c: Config): Promise<ProbeResult> {
+  const host = c.str('prometheus', 'host') ?? '0.0.0.0';
+  const port = c.num('prometheus', 'port')!;
+  const free = await portFree(host, port);
+  if (free.ok || !free.detail.includes('is in use')) return free;
+  const who = await serverHeader(host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host, port, c.str('prometheus', 'path') ?? '/metrics');
+  if (who?.startsWith('l9gpu/')) return { ok: true, detail: `${host}:${port} is served by a running l9gpu daemon (${who})` };
+  return { ok: false, detail: `${host}:${port} is in use by another program${who ? ` (${who})` : ''} ([prometheus] port)` };
+}
 
 class PrometheusSink implements Sink {
   readonly name = 'prometheus';
@@ -35,6 +50,8 @@ class PrometheusSink implements Sink {
     const host = this.ctx.config.str('prometheus', 'host') ?? '0.0.0.0';
     const port = this.ctx.config.num('prometheus', 'port')!;
     const server = http.createServer((req, res) => {
+      // says who serves the port: doctor tells a running l9gpu from another program on it
+      res.setHeader('server', SERVER);
       const url = (req.url ?? '/').split('?')[0];
       if (req.method !== 'GET' && req.method !== 'HEAD') {
         res.writeHead(405, { allow: 'GET, HEAD' }).end();
@@ -100,5 +117,5 @@ export const prometheusSink: SinkManifest = {
   section: PROMETHEUS_SECTION,
   create: (ctx) => new PrometheusSink(ctx),
   describe: (c: Config) => `listening on http://${c.str('prometheus', 'host')}:${c.num('prometheus', 'port')}${c.str('prometheus', 'path')}`,
-  probe: (c: Config) => portFree(c.str('prometheus', 'host') ?? '0.0.0.0', c.num('prometheus', 'port')!),
+  probe: (c: Config) => probePort(c),
 };
