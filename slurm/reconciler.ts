@@ -273,13 +273,8 @@ export class Reconciler {
 
   private gresOf(node: string): () => GresLayout {
     let layout: GresLayout | undefined;
-    return () => {
-      try {
-        return (layout ??= readGresLayout(this.o.gresConf, node));
-      } catch {
-        return (layout = { autodetect: null, devices: [] });
-      }
-    };
+    // unreadable: gresIndicesToGpus falls back to gres:<i>
+    return () => (layout ??= readGresLayout(this.o.gresConf, node));
   }
 
   /**

@@ -69,12 +69,19 @@ function pciOrder(gpus: readonly { uuid: string; pci: string | null }[]): string
  * GRES indices -> UUIDs, the way slurmd numbered the GPUs: under AutoDetect
  * the vendor's GPUs in PCI bus order, else the gres.conf device file's minor
  * -> the inventory's UUID. "gres:<index>" while the inventory cannot tell
- * (a wrong UUID is worse than none). gres.conf is read only when there are
- * indices to resolve.
+ * (a wrong UUID is worse than none), and when gres.conf cannot be read: the
+ * job's run and its GPU count are recorded, and closed by the epilog, all
+ * the same; the reconciler resolves them once it can. gres.conf is read only
+ * when there are indices to resolve.
  */
 export function gresIndicesToGpus(indices: readonly number[], sharedIdx: readonly number[], layout: () => GresLayout, inv: Inventory): GpuBinding[] {
   if (indices.length === 0) return [];
-  const l = layout();
+  let l: GresLayout;
+  try {
+    l = layout();
+  } catch {
+    l = { autodetect: null, devices: [] };
+  }
   const byPci = l.autodetect ? inv.uuidsByPci(AUTODETECT_VENDOR[l.autodetect]!) : [];
   return indices.map((i) => {
     let uuid: string | undefined;

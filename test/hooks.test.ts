@@ -81,6 +81,20 @@ test('GRES indices resolve through gres.conf order and device minors to UUIDs; u
   assert.deepEqual(rows('SELECT gpu_uuid FROM bindings ORDER BY gpu_uuid').map((r) => r.gpu_uuid), ['GPU-minor10', 'GPU-minor12', 'gres:1']);
 });
 
+test('no gres.conf where Slurm says (a node whose gres.conf is missing or unreadable): the prolog records gres:<i> bindings, the epilog closes them', () => {
+  const { env, rows } = setup();
+  const d = tempDir('l9gpu-nogres-');
+  writeFileSync(join(d, 'slurm.conf'), 'ClusterName=x\n');
+  const job = { ...env, SLURM_JOB_ID: '310', SLURM_JOB_GPUS: '0,1', CUDA_VISIBLE_DEVICES: '0,1', SLURM_CONF: join(d, 'slurm.conf'), SLURMD_NODENAME: 'n1' };
+  assert.equal(hook('prolog', job).status, 0);
+  assert.deepEqual(rows('SELECT gpu_uuid, end_time IS NULL AS open FROM bindings ORDER BY gpu_uuid'), [{ gpu_uuid: 'gres:0', open: 1 }, { gpu_uuid: 'gres:1', open: 1 }]);
+  assert.equal(hook('epilog', { ...job, SLURM_JOB_EXIT_CODE: '0' }).status, 0);
+  assert.deepEqual(rows('SELECT gpu_uuid, closed_by FROM bindings ORDER BY gpu_uuid'), [{ gpu_uuid: 'gres:0', closed_by: 'epilog' }, { gpu_uuid: 'gres:1', closed_by: 'epilog' }]);
+  // an epilog alone (its prolog failed or ran before l9gpu was installed) records the run closed
+  assert.equal(hook('epilog', { ...job, SLURM_JOB_ID: '311', SLURM_JOB_EXIT_CODE: '0' }).status, 0);
+  assert.equal(rows(`SELECT COUNT(*) AS n FROM bindings WHERE job_id = '311' AND end_time IS NOT NULL`)[0]!.n, 2);
+});
+
 test('AutoDetect=nvml: GRES indices follow PCI bus order, not File= order or minors; an unknown order stays gres:<i>, and doctor says so', async () => {
   const { state, env, rows } = setup();
   const d = tempDir('l9gpu-autodetect-');
