@@ -6,7 +6,10 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 
-const args = process.argv.slice(2);
+let args = process.argv.slice(2);
+// `l9gpu help <command>` as `l9gpu <command> --help`; `l9gpu version` as `l9gpu --version`
+if (args[0] === 'help') args = [...args.slice(1), '--help'];
+else if (args[0] === 'version' && args.length === 1) args = ['--version'];
 const help = args.includes('--help') || args.includes('-h');
 // `<command> --help` and bare `l9gpu`: the text oclif renders, written at build time (src/cli/write-help.ts)
 const words = args.filter((a) => a !== '--help' && a !== '-h');
@@ -25,13 +28,13 @@ if (texts && Object.hasOwn(texts, words.join(' '))) {
   const { runLight } = createRequire(import.meta.url)('../dist/src/cli/light.cjs');
   const code = await runLight(args);
   if (code !== undefined) process.exitCode = code;
-  else await (await import('@oclif/core')).execute({ dir: import.meta.url });
+  else await (await import('@oclif/core')).execute({ dir: import.meta.url, args });
 } else if (args[0] === 'daemon' && !help) {
   const { main } = await import('../dist/src/cli/daemon-main.js');
   await main(args.slice(1));
 } else {
   const { execute } = await import('@oclif/core');
-  await execute({ dir: import.meta.url });
+  await execute({ dir: import.meta.url, args });
 }
 
 function helpTexts() {

@@ -230,3 +230,18 @@ test('doctor on a healthy node: the Prometheus port held by the running l9gpu is
     other.close();
   }
 });
+
+test('l9gpu help <command> and l9gpu version work as a newcomer types them; the slurm topic says what the hooks are', async () => {
+  for (const id of ['daemon', 'jobs show', 'slurm prolog']) {
+    const a = await runCli(['help', ...id.split(' ')]);
+    const b = await runCli([...id.split(' '), '--help']);
+    assert.equal(a.status, 0, a.stderr);
+    assert.equal(a.stdout, b.stdout, `help ${id}`);
+  }
+  const v = await runCli(['version']);
+  assert.equal(v.status, 0);
+  assert.equal(v.stdout, (await runCli(['--version'])).stdout);
+  const slurm = await runCli(['slurm', '--help']);
+  assert.match(slurm.stdout, /^Slurm prolog and epilog hooks: record each job's GPUs by UUID/);
+  assert.match((await runCli(['help'])).stdout, /^ {2}slurm {2}Slurm prolog and epilog hooks/m);
+});
