@@ -184,6 +184,9 @@ test('doctor never prints credentials of an endpoint: user information and query
     const r = await runCli(args);
     for (const secret of ['s3cr3t-pass', 'tenant', 'k3y-value', 't0k3n-value', 'b3arer-value']) assert.ok(!r.stdout.includes(secret) && !r.stderr.includes(secret), `${args.join(' ')}: ${secret} printed`);
     assert.ok(r.stdout.includes('otlp.example') && r.stdout.includes('api_key=***') && r.stdout.includes('hooks.example/l9gpu?token=***&team=***'), r.stdout);
+    // an unset plugin interval says what it inherits (the JSON keeps the empty value and says it in "means")
+    if (args.includes('--json')) assert.ok((JSON.parse(r.stdout) as { settings: { section: string; key: string; value: string; means?: string }[] }).settings.some((x) => x.section === 'sim' && x.key === 'interval' && x.value === '' && x.means === '[daemon] interval'));
+    else assert.match(r.stdout, /^ {4}interval = \(\[daemon\] interval\) +\(default\)$/m);
   }
 });
 

@@ -52,7 +52,9 @@ export async function doctor(flags: FlagValues): Promise<number> {
   const settings = shown.flatMap((s) =>
     s.keys.map((k) => {
       const p = cfg.sourceOf(s.name, k.key);
-      return { section: s.name, key: k.key, value: displayValue(cfg, s.name, k.key), source: p.source, detail: p.detail };
+      const value = displayValue(cfg, s.name, k.key);
+      // an unset key that inherits says from where (the JSON keeps the value itself: empty)
+      return { section: s.name, key: k.key, value, source: p.source, detail: p.detail, ...(value === '' && k.unset ? { means: k.unset } : {}) };
     }),
   );
   const problems = [...plugins, ...sinks].filter((c) => c.enabled && !c.ok).length + (store.ok ? 0 : 1) + (provider?.problems ?? 0);
@@ -83,7 +85,8 @@ export async function doctor(flags: FlagValues): Promise<number> {
     let section = '';
     for (const s of settings) {
       if (s.section !== section) out.push(`  [${(section = s.section)}]`);
-      out.push(`    ${s.key} = ${s.value}${' '.repeat(Math.max(1, 28 - s.key.length - s.value.length))}(${s.source}${s.detail ? `: ${s.detail}` : ''})`);
+      const shown = 'means' in s ? `(${s.means})` : s.value;
+      out.push(`    ${s.key} = ${shown}${' '.repeat(Math.max(1, 28 - s.key.length - shown.length))}(${s.source}${s.detail ? `: ${s.detail}` : ''})`);
     }
     out.push('', `plugins${cfg.list('daemon', 'plugins').includes(AUTO) ? ` (auto: ${selection.names.join(', ')})` : ''}:`);
     for (const c of plugins) out.push(`  ${mark(c)} ${c.name.padEnd(12)} ${c.enabled ? 'enabled ' : 'disabled'}  ${c.detail}`);

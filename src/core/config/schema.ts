@@ -26,6 +26,8 @@ export interface KeySpec {
   readonly env?: readonly EnvSource[];
   /** Masked in doctor output. */
   readonly secret?: boolean;
+  /** What an unset (null) value means, for doctor's text ("[daemon] interval"). */
+  readonly unset?: string;
   /** Shown in the example config instead of the default. */
   readonly example?: string;
 }

@@ -40,8 +40,8 @@ export function daemonSection(names?: KnownNames): SectionSpec {
 
 /** Keys every plugin section has; null inherits from [daemon]. */
 export const PLUGIN_COMMON_KEYS: readonly KeySpec[] = [
-  { key: 'interval', type: 'duration', default: null, min: 0.05, max: 3600, example: '10s', description: 'Collection interval of this plugin (default: [daemon] interval).' },
-  { key: 'timeout', type: 'duration', default: null, min: 0.05, max: 3600, example: '10s', description: 'A collection running longer than this counts as an error; its next ticks are skipped until it returns (default: the interval).' },
+  { key: 'interval', type: 'duration', default: null, min: 0.05, max: 3600, example: '10s', unset: '[daemon] interval', description: 'Collection interval of this plugin (default: [daemon] interval).' },
+  { key: 'timeout', type: 'duration', default: null, min: 0.05, max: 3600, example: '10s', unset: 'the interval', description: 'A collection running longer than this counts as an error; its next ticks are skipped until it returns (default: the interval).' },
 ];
 
 export function pluginSection(name: string, description: string, keys: readonly KeySpec[] = []): SectionSpec {
