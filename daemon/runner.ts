@@ -27,6 +27,8 @@ export class PluginRunner {
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
   private failing = false;
+  /** Metrics whose out-of-range values were said (once each). */
+  private readonly saidRejected = new Set<string>();
 
   constructor(
     readonly name: string,
@@ -95,6 +97,12 @@ export class PluginRunner {
         if (timedOut) return; // late results are stale: dropped (the timeout was counted)
         this.stats.runs++;
         this.stats.points += buf.points.length;
+        for (const [metric, r] of buf.rejected) {
+          // the field alone is skipped, said once per metric (its other fields and GPUs go on)
+          if (this.saidRejected.has(metric)) continue;
+          this.saidRejected.add(metric);
+          this.log.warn('value out of range: skipped', { plugin: this.name, metric, value: r.value, gpu: r.attributes['gpu.uuid'] ?? '' });
+        }
         if (this.failing) {
           this.failing = false;
           this.log.info('plugin recovered', { plugin: this.name });

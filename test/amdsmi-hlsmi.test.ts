@@ -4,7 +4,7 @@
  * print recorded real-format output.
  */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { emitRows, parseCsv } from '../plugins/hlsmi/parse.js';
@@ -161,4 +161,27 @@ test('malformed tool output is an error naming the tool, the device and the fiel
   assert.throws(() => leaf({ value: 5, unit: 'W' }, 'J', 'energy'), { message: 'energy: unit "W" is not a J unit' });
   assert.equal(leaf('N/A', 'W', 'x'), undefined);
   assert.equal(leaf({ value: 'N/A', unit: 'W' }, 'W', 'x'), undefined);
+});
+
+test('values outside their metric\'s range (a utilization of 5, a negative memory size) are skipped field by field and said once; the rest of the GPU and the other GPUs are exported', async () => {
+  // the recorded hl-smi 1.18 output (testdata/units) with two cells of GPU 0 made impossible
+  const tools = new FakeTools().hl('units');
+  const csv = readFileSync(join(HL_TD, 'units', 'hl-smi.csv'), 'utf8').split('\n');
+  csv[1] = csv[1]!.replace(' 0 %,', ' 500 %,').replace(' 672 MiB,', ' -672 MiB,');
+  writeFileSync(join(tools.data, 'hl-smi.csv'), csv.join('\n'));
+  const d = new DaemonProcess(['--plugin', 'hlsmi', '--sink', 'stdout', '--interval', '200ms'], tools.env());
+  try {
+    await waitFor('two ticks', () => new Set(d.points().filter((p) => p.name === 'gpu.temperature').map((p) => p.time)).size >= 2);
+    const pts = d.points();
+    const of = (uuid: string, name: string) => pts.filter((p) => p.attributes['gpu.uuid'] === uuid && p.name === name);
+    const [g0, g1] = ['01P4-HL3090A0-18-U4V193-22-07-00', '01P4-HL3090A0-18-U4V176-03-04-04'];
+    assert.equal(of(g0, 'gpu.utilization').length, 0, 'not 5 passed on as a utilization');
+    assert.equal(of(g0, 'gpu.memory.used').length, 0, 'not a negative size');
+    assert.ok(of(g0, 'gpu.temperature').length >= 2 && of(g0, 'gpu.memory.total').length >= 2, 'the GPU\'s other fields');
+    assert.ok(of(g1, 'gpu.utilization').every((p) => p.value === 0.97) && of(g1, 'gpu.utilization').length >= 2, 'the other GPU whole');
+    assert.equal(d.stderr.match(/value out of range: skipped plugin=hlsmi metric=gpu.utilization value=5 gpu=01P4-HL3090A0-18-U4V193-22-07-00/g)?.length, 1, 'said once');
+    assert.match(d.stderr, /value out of range: skipped plugin=hlsmi metric=gpu.memory.used value=-704643072/);
+  } finally {
+    assert.equal(await d.stop(), 0, d.stderr);
+  }
 });

@@ -3,7 +3,7 @@
  * Plain objects and arrays only: a tick of 8 GPUs is ~500 points and the
  * pipeline must move 200k points/s, so no per-point classes or closures.
  */
-import type { MetricDef } from './registry.js';
+import { validRange, type MetricDef } from './registry.js';
 
 export type AttributeValue = string | number | boolean;
 export type Attributes = Record<string, AttributeValue>;
@@ -46,8 +46,15 @@ export interface Emitter {
 /** Collects points into an array; the one Emitter implementation. */
 export class PointBuffer implements Emitter {
   readonly points: Point[] = [];
+  /** Values outside their metric's range (validRange), by metric: skipped, for the runner to say. */
+  readonly rejected = new Map<string, { value: number; attributes: Attributes }>();
   add(metric: MetricDef, value: number, attributes: Attributes, start?: number): void {
     if (!Number.isFinite(value)) return; // NaN/Inf never reach a backend
+    const [lo, hi] = validRange(metric);
+    if (value < lo || value > hi) {
+      this.rejected.set(metric.name, { value, attributes });
+      return;
+    }
     this.points.push(start === undefined ? { metric, value, attributes } : { metric, value, attributes, start });
   }
 }

@@ -178,3 +178,18 @@ export function prometheusName(def: MetricDef): string {
   promNames.set(def, (name = tokens.join('_')));
   return name;
 }
+
+/** Ratios a source may report above 1: NVML's fan speed is a percentage of the fan's rated speed and "may exceed 100%" (nvml.h). */
+const RATIOS_ABOVE_ONE = new Set(['gpu.fan.speed']);
+
+/**
+ * The values a metric can take: every l9gpu metric is a count, size, rate,
+ * duration or ratio (>= 0; ratios <= 1), except temperature (above absolute
+ * zero). A value outside is a source's error (a negative memory size, a
+ * utilization of 5), never passed on as a right one.
+ */
+export function validRange(def: MetricDef): readonly [number, number] {
+  if (def.unit === 'Cel') return [-273.15, 1000];
+  if (def.unit === '1' && !RATIOS_ABOVE_ONE.has(def.name)) return [0, 1];
+  return [0, Infinity];
+}
