@@ -115,6 +115,9 @@ export const nvmlPlugin: PluginManifest = {
   description: 'NVIDIA GPUs through NVML (libnvidia-ml.so.1, bound with koffi)',
   section: NVML_SECTION,
   // a one-shot has no use for the Xid event wait (it sees only events after it starts) and would wait for it at close
-  create: (ctx) => new NvmlPlugin({ ...nvmlOptions(ctx), events: nvmlOptions(ctx).events && !ctx.oneShot }, ctx),
+  create: (ctx) => {
+    const o = nvmlOptions(ctx);
+    return new NvmlPlugin({ ...o, events: o.events && !ctx.oneShot }, ctx);
+  },
   probe: (ctx) => probeNvml(nvmlOptions(ctx)),
 };

@@ -41,8 +41,8 @@ export class NvmlSession {
   private nextTry = 0;
   private backoff = 1000;
   private lastError = '';
-  /** Bumped on every shutdown: an event loop of an older generation stops. */
-  private generation = 0;
+  /** Bumped to end the event loop: on every shutdown, and before a re-init (so that the re-init need not wait for the wait). */
+  private eventGeneration = 0;
   private eventWaitDone: Promise<void> = Promise.resolve();
   private stopping: Promise<void> = Promise.resolve();
   private missing: string[] = [];
@@ -56,8 +56,6 @@ export class NvmlSession {
   private lostBackoff = 1000;
   private reinitTimer: NodeJS.Timeout | undefined;
   private reinitialised = false;
-  /** Bumped to end the event loop without ending the session (before a re-init, so it need not wait for the wait). */
-  private eventGeneration = 0;
 
   constructor(
     private readonly opts: SessionOptions,
@@ -76,16 +74,10 @@ export class NvmlSession {
       // the same words every tick: the pipeline says a failure once, not once a tick
       return Promise.reject(new Error(`NVML has not answered the previous sample's calls (a call blocked in the driver since ${new Date(this.inFlightSince).toISOString()}): no new calls until it does`));
     }
-    const work = this.sampleNow();
     this.inFlightSince = Date.now();
-    const settled = work.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.inFlight = settled;
-    void settled.then(() => {
-      if (this.inFlight === settled) this.inFlight = undefined;
-    });
+    const work = this.sampleNow();
+    const clear = (): void => void (this.inFlight = undefined);
+    this.inFlight = work.then(clear, clear);
     return new Promise<Snapshot>((resolve, reject) => {
       const onAbort = (): void => reject(new Error('NVML did not answer in time (a call may be blocked in the driver)'));
       if (signal.aborted) return onAbort();
@@ -129,8 +121,7 @@ export class NvmlSession {
         this.reinitTimer = setTimeout(() => this.eventGeneration++, Math.max(0, this.reinitAt - Date.now() - this.opts.eventWaitMs - 100));
         this.reinitTimer.unref();
       }
-      const snapshot: Snapshot = { driverVersion: sampler.driverVersion, missing: this.missing, time, gpus, notes: sampler.takeNotes() };
-      return snapshot;
+      return { driverVersion: sampler.driverVersion, missing: this.missing, time, gpus, notes: sampler.takeNotes() };
     } catch (e) {
       this.logNotes(this.sampler?.takeNotes() ?? []);
       throw e;
@@ -168,14 +159,14 @@ export class NvmlSession {
 
   /**
    * Ends this NVML session. The event loop frees its set once its wait
-   * returns (within eventWaitMs) and sees the generation changed, and the
+   * returns (within eventWaitMs) and sees its generation ended, and the
    * sampler frees its GPM samples: that must happen before nvmlShutdown,
    * never after it, and never in a later session.
    */
   private shutdown(): Promise<void> {
     if (!this.initialized) return this.stopping;
     this.initialized = false;
-    this.generation++;
+    this.eventGeneration++;
     const events = this.eventWaitDone;
     return (this.stopping = events.then(async () => {
       await this.sampler?.release();
@@ -193,8 +184,7 @@ export class NvmlSession {
       this.saidNoEvents = true;
       return;
     }
-    const gen = this.generation;
-    const egen = this.eventGeneration;
+    const gen = this.eventGeneration;
     const set: [Handle | null] = [null];
     if ((await n.eventSetCreate(set)) !== NVML.SUCCESS) {
       sampler.note('warn', 'nvmlEventSetCreate failed: Xid errors will not be counted');
@@ -217,10 +207,10 @@ export class NvmlSession {
     this.eventWaitDone = new Promise<void>((done) => {
       const free = (): void => void n.eventSetFree(set[0]!).then(() => done(), () => done());
       const loop = (): void => {
-        if (gen !== this.generation || egen !== this.eventGeneration) return free();
+        if (gen !== this.eventGeneration) return free();
         n.eventWait.async(set[0]!, data, this.opts.eventWaitMs, (err: Error | null, r: number) => {
-          if (err || gen !== this.generation || egen !== this.eventGeneration) {
-            if (err && gen === this.generation) this.log.warn(`nvmlEventSetWait_v2: ${err.message}`);
+          if (err || gen !== this.eventGeneration) {
+            if (err && gen === this.eventGeneration) this.log.warn(`nvmlEventSetWait_v2: ${err.message}`);
             return free();
           }
           if (r === NVML.SUCCESS) {

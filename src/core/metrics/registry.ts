@@ -189,7 +189,9 @@ const RATIOS_ABOVE_ONE = new Set(['gpu.fan.speed']);
  * utilization of 5), never passed on as a right one.
  */
 export function validRange(def: MetricDef): readonly [number, number] {
-  if (def.unit === 'Cel') return [-273.15, 1000];
-  if (def.unit === '1' && !RATIOS_ABOVE_ONE.has(def.name)) return [0, 1];
-  return [0, Infinity];
+  // asked for every point: worked out once per metric
+  let r = ranges.get(def);
+  if (!r) ranges.set(def, (r = def.unit === 'Cel' ? [-273.15, 1000] : def.unit === '1' && !RATIOS_ABOVE_ONE.has(def.name) ? [0, 1] : [0, Infinity]));
+  return r;
 }
+const ranges = new Map<MetricDef, readonly [number, number]>();
