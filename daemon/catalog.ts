@@ -1,7 +1,7 @@
 /**
  * The composition root: every plugin, sink and attribution provider l9gpu
  * has, one line each. A new collector is its folder under plugins/ plus one
- * line in PLUGINS (plugin-catalog.ts) and its config section's line in schema.ts (a check at load
+ * line in PLUGINS (plugin-catalog.ts) and its config section's line in schema.ts (a check
  * fails at load when the two differ); a new provider is its folder plus one
  * line in schema.ts ATTRIBUTIONS. Config sections, flag and help lists, doctor, `l9gpu gpus`
  * and the generated docs all come from these lists. Only the CLI, bench and
