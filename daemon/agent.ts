@@ -23,6 +23,8 @@ interface Held<T> {
 }
 
 const SINK_RETRY_MS = [5_000, 15_000, 60_000];
+/** A store that cannot be used (read-only or full disk, newer schema, a lock) is tried again this often. */
+const STORE_RETRY_MS = 60_000;
 
 export class Agent {
   private readonly runners = new Map<string, Held<PluginRunner>>();
@@ -49,6 +51,9 @@ export class Agent {
   private attributionReady = false;
   /** Closes the provider and the store it shares with the ledger. */
   private closeAttribution: () => void = () => {};
+  private storeRetry: NodeJS.Timeout | undefined;
+  /** What made the store unusable, said once until it changes or the store is usable again. */
+  private storeProblem = '';
 
   /** Builds the attribution provider once (start, once); reload swaps it when its settings change. */
   private async initAttribution(): Promise<void> {
@@ -68,9 +73,29 @@ export class Agent {
     let provider: AttributionProvider = noneProvider;
     let ledger: Pipeline['ledger'];
     let close = (): void => {};
+    clearTimeout(this.storeRetry);
     if (r.manifest) {
-      const [{ openStore }, { JobLedger }] = await Promise.all([import('../src/store/open.js'), import('../src/ledger/ledger.js')]);
-      const db = openStore(cfg.str('daemon', 'state_dir')!);
+      const [{ openStore, StoreUnusable }, { JobLedger }] = await Promise.all([import('../src/store/open.js'), import('../src/ledger/ledger.js')]);
+      let db: Db;
+      try {
+        db = openStore(cfg.str('daemon', 'state_dir')!, { check: true, onRecovered: (m) => this.log.error(m) });
+      } catch (e) {
+        if (!(e instanceof StoreUnusable)) throw e;
+        // the GPUs are still sampled and exported, without job attributes, rather than no telemetry at all
+        if (e.message !== this.storeProblem) this.log.error(`job attribution off: ${e.message}; GPU metrics go out without job attributes, the store is tried again every ${STORE_RETRY_MS / 1000} s`);
+        this.storeProblem = e.message;
+        this.storeRetry = setTimeout(() => {
+          if (this.running) this.swapAttribution().catch((err: Error) => this.log.error('job attribution: retry failed', { error: err.message }));
+        }, STORE_RETRY_MS);
+        this.storeRetry.unref();
+        this.closeAttribution();
+        this.closeAttribution = () => {};
+        this.pipeline.attribution = noneProvider;
+        this.pipeline.ledger = undefined;
+        return;
+      }
+      if (this.storeProblem) this.log.info('job attribution on again: the store is usable', { store: cfg.str('daemon', 'state_dir')! });
+      this.storeProblem = '';
       try {
         provider = await r.manifest.create({ config: cfg, log: this.log, env: this.env, store: db });
       } catch (e) {
@@ -246,6 +271,7 @@ export class Agent {
    */
   async stop(): Promise<string[]> {
     this.running = false;
+    clearTimeout(this.storeRetry);
     const budget = this.cfg.num('daemon', 'shutdown_timeout')! * 1000;
     const deadline = Date.now() + budget;
     // a hung plugin may hold its runner: give collections at most half the budget, keep the rest for delivery

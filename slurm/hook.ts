@@ -80,7 +80,10 @@ export function hookConfig(env: NodeJS.ProcessEnv): Config {
 export function runHook(kind: HookKind, env: NodeJS.ProcessEnv, cfg: Config, now = Date.now(), busyMs?: number): HookResult {
   const stateDir = cfg.str('daemon', 'state_dir')!;
   const job = jobFromEnv(env);
-  const db = openStore(stateDir, busyMs);
+  const db = openStore(stateDir, {
+    busyTimeoutMs: busyMs,
+    onRecovered: (m) => logLine(stateDir, `${new Date(now).toISOString()} l9gpu ${kind} job ${job.jobId}: ${m}`),
+  });
   try {
     const gpus = resolveGpus(
       {

@@ -6,9 +6,9 @@
  * answers by the caller's uid (src/jobs/server.ts). Kept small: the Slurm
  * hooks load it on every job start.
  */
-import { chmodSync, copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { accessSync, chmodSync, constants, copyFileSync, existsSync, mkdtempSync, renameSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
 import { MIGRATIONS, SCHEMA_VERSION } from './schema.js';
 import { assertSafeStateDir } from './state-dir.js';
@@ -30,17 +30,127 @@ export function useNativeBinding(path: string | undefined): void {
   nativeBinding = path && existsSync(path) ? path : undefined;
 }
 
-/** Opens (and creates or migrates) the store for writing. */
-export function openStore(stateDir: string, busyTimeoutMs = BUSY_TIMEOUT_MS): Db {
-  assertSafeStateDir(stateDir);
+/**
+ * Why a store cannot be used: `corrupt` (not a database, or a damaged one:
+ * moved aside and started again), `newer` (made by a newer l9gpu: kept,
+ * since a downgrade must not lose it), `unusable` (a read-only or full
+ * disk, a lock, an unsafe folder: nothing to do but say so and try later).
+ */
+export class StoreUnusable extends Error {
+  constructor(message: string, readonly kind: 'corrupt' | 'newer' | 'unusable') {
+    super(message);
+  }
+}
+
+const CORRUPT_CODES = new Set(['SQLITE_NOTADB', 'SQLITE_CORRUPT']);
+
+function isCorrupt(e: unknown): boolean {
+  const code = (e as { code?: string }).code ?? '';
+  return CORRUPT_CODES.has(code) || code.startsWith('SQLITE_CORRUPT_');
+}
+
+export interface OpenOptions {
+  busyTimeoutMs?: number;
+  /** Reads every page at open (PRAGMA quick_check): the daemon's start, not the hooks' (a job waits on them). */
+  check?: boolean;
+  /** Told when a damaged store was moved aside and a new one started. */
+  onRecovered?: (message: string) => void;
+}
+
+/**
+ * Opens (and creates or migrates) the store for writing. A store that is
+ * not a database or is damaged is renamed to l9gpu.db.corrupt-<time> (kept
+ * for a post-mortem) and a new one is started: bindings come back from the
+ * reconciler. Throws StoreUnusable, naming the file and the cause, when that
+ * is not possible or the store is newer than this l9gpu.
+ */
+export function openStore(stateDir: string, opts: OpenOptions | number = {}): Db {
+  const o: OpenOptions = typeof opts === 'number' ? { busyTimeoutMs: opts } : opts;
+  try {
+    assertSafeStateDir(stateDir);
+  } catch (e) {
+    throw new StoreUnusable((e as Error).message, 'unusable');
+  }
   const path = storePath(stateDir);
+  let ino: number | undefined;
+  try {
+    ino = statSync(path, { throwIfNoEntry: false })?.ino;
+    return openChecked(path, o);
+  } catch (e) {
+    if (e instanceof StoreUnusable && e.kind !== 'corrupt') throw e;
+    if (!(e instanceof StoreUnusable) && !isCorrupt(e)) throw new StoreUnusable(`store ${path}: ${(e as Error).message}${folderProblem(path)}`, 'unusable');
+    const aside = moveAside(path, ino, e as Error);
+    o.onRecovered?.(`store ${path} was damaged (${(e as Error).message}): moved to ${aside}, a new store started (the reconciler restores the running jobs' bindings)`);
+    try {
+      return openChecked(path, o);
+    } catch (e2) {
+      throw new StoreUnusable(`store ${path}: ${(e2 as Error).message}`, 'unusable');
+    }
+  }
+}
+
+/** SQLite says "unable to open database file" or "attempt to write a readonly database": the folder says why. */
+function folderProblem(path: string): string {
+  try {
+    accessSync(dirname(path), constants.W_OK);
+    return '';
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    return code === 'EROFS' ? ` (${dirname(path)} is on a read-only filesystem)` : ` (${dirname(path)}: ${(e as Error).message})`;
+  }
+}
+
+/**
+ * Renames a damaged store and its WAL files out of the way, only if the file
+ * is still the one found damaged (a concurrent hook may have started the new
+ * one already).
+ */
+function moveAside(path: string, ino: number | undefined, cause: Error): string {
+  const aside = `${path}.corrupt-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+  try {
+    if (ino !== undefined && statSync(path).ino !== ino) return '(already moved by another l9gpu process)';
+    renameSync(path, aside);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return '(already moved by another l9gpu process)';
+    throw new StoreUnusable(`store ${path} is damaged (${cause.message}) and cannot be moved aside: ${(e as Error).message}`, 'unusable');
+  }
+  for (const f of ['-wal', '-shm']) {
+    try {
+      renameSync(`${path}${f}`, `${aside}${f}`);
+    } catch {
+      /* not there */
+    }
+  }
+  return aside;
+}
+
+function openChecked(path: string, o: OpenOptions): Db {
+  const db = openFile(path, o.busyTimeoutMs ?? BUSY_TIMEOUT_MS);
+  try {
+    if (o.check) {
+      const r = db.pragma('quick_check', { simple: true }) as string;
+      if (r !== 'ok') throw Object.assign(new Error(`quick_check: ${r}`), { code: 'SQLITE_CORRUPT' });
+    }
+    return db;
+  } catch (e) {
+    db.close();
+    throw e;
+  }
+}
+
+function openFile(path: string, busyTimeoutMs: number): Db {
   const fresh = !existsSync(path);
   const db = new Database(path, { timeout: busyTimeoutMs, ...(nativeBinding ? { nativeBinding } : {}) });
-  // WAL is a property of the file: set once, at creation (one query less per hook run)
-  if (fresh) db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = NORMAL');
-  db.pragma('foreign_keys = ON');
-  migrate(db);
+  try {
+    // WAL is a property of the file: set once, at creation (one query less per hook run)
+    if (fresh) db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = NORMAL');
+    db.pragma('foreign_keys = ON');
+    migrate(db);
+  } catch (e) {
+    db.close();
+    throw e;
+  }
   // every time: a store made by an older l9gpu (0644) is closed to users at the first open
   for (const f of [path, `${path}-wal`, `${path}-shm`]) {
     try {
@@ -80,7 +190,7 @@ export function openStoreReadOnly(stateDir: string): Db {
 
 export function migrate(db: Db): void {
   const v = db.pragma('user_version', { simple: true }) as number;
-  if (v > SCHEMA_VERSION) throw new Error(`store schema version ${v} is newer than this l9gpu (${SCHEMA_VERSION}): upgrade l9gpu`);
+  if (v > SCHEMA_VERSION) throw new StoreUnusable(`store schema version ${v} is newer than this l9gpu (${SCHEMA_VERSION}): upgrade l9gpu (the store is kept as it is)`, 'newer');
   if (v === SCHEMA_VERSION) return;
   // BEGIN IMMEDIATE: concurrent hooks on a fresh node must not both migrate
   db.transaction(() => {
