@@ -245,14 +245,21 @@ export class Agent {
     for (const r of this.allRunners()) r.start();
   }
 
-  /** --once: every enabled plugin once, then the self-metrics, then every sink flushed. */
-  async once(): Promise<string[]> {
+  /**
+   * --once: every enabled plugin once, then the self-metrics, then every sink
+   * flushed. `undelivered`: the sinks that failed, when none delivered
+   * anything (a cron job or a check must not read that as success).
+   */
+  async once(): Promise<{ blocked: string[]; undelivered: string[] }> {
     this.oneShot = true;
     await this.initAttribution();
     await this.build();
     await Promise.all([...this.runners.values()].map((h) => h.item.collectOnce()));
     await this.selfRunner!.collectOnce();
-    return this.stop();
+    const blocked = await this.stop();
+    const sinks = this.sinkList();
+    const failed = sinks.filter((s) => s.stats.errors > 0 || s.stats.dropped > 0 || s.stats.queueBytes > 0).map((s) => s.name);
+    return { blocked, undelivered: sinks.some((s) => s.stats.exported > 0) ? [] : failed };
   }
 
   async reload(cfg: Config): Promise<void> {

@@ -9,7 +9,7 @@ import { resourceAttributes } from '../src/core/resource.js';
 import { tempDir } from './helpers/paths.js';
 
 const dir = tempDir();
-function ini(name: string, text: string): string {
+function ini(name: string, text: string | Buffer): string {
   const p = join(dir, name);
   writeFileSync(p, text);
   return p;
@@ -123,6 +123,31 @@ test('bad environment values name the variable and the key it sets', () => {
   assert.throws(() => loadAgentConfig({ ...NOFILE, env: { L9GPU_STATE_DIR: 'relative' } }), {
     message: 'environment L9GPU_STATE_DIR (for [daemon] state_dir): "relative" is not an absolute path',
   });
+});
+
+test('what the ini package would take silently or misread is an error naming the line: a key set twice, key[] arrays, __proto__, invalid UTF-8; a byte-order mark is read past', () => {
+  assert.equal(configError('[daemon]\ninterval = 5s\ninterval = 7s\n'), 'FILE:3 [daemon] interval: set twice (first on line 2): say it once');
+  assert.equal(configError('[daemon]\ninterval = 5s\n[host]\n[daemon]\ninterval = 9s\n'), 'FILE:5 [daemon] interval: set twice (first on line 2): say it once');
+  assert.equal(configError('[daemon]\nsinks[] = stdout\n'), 'FILE:2 [daemon] sinks: "sinks[]" is INI array syntax: l9gpu lists are one line, comma-separated (sinks = a, b)');
+  assert.equal(configError('[daemon]\n__proto__ = x\n'), 'FILE:2 [daemon] __proto__: unknown key');
+  assert.equal(configError('[daemon]\nconstructor = x\n'), 'FILE:2 [daemon] constructor: unknown key');
+  const latin1 = ini('latin1.ini', Buffer.concat([Buffer.from('[daemon]\n; caf'), Buffer.from([0xe9]), Buffer.from('\ninterval = 5s\n')]));
+  assert.throws(() => loadAgentConfig({ configPath: latin1, env: {} }), { message: `config file ${latin1}:2: not valid UTF-8` });
+  const bom = ini('bom.ini', '\ufeff[daemon]\ninterval = 5s\n');
+  assert.equal(loadAgentConfig({ configPath: bom, env: {} }).num('daemon', 'interval'), 5);
+  // the same key in two sections is two keys
+  assert.equal(loadAgentConfig({ configPath: ini('two.ini', '[host]\ninterval = 5s\n[sim]\ninterval = 5s\n'), env: {} }).num('sim', 'interval'), 5);
+});
+
+test('OTLP headers an HTTP request cannot carry are refused at load (not at every export), never echoing a value', () => {
+  assert.equal(configError('[otlp]\nheaders = my key=v\n'), 'FILE:2 [otlp] headers: header name "my key" is not an HTTP token (letters, digits and !#$%&\'*+-.^_`|~)');
+  assert.equal(configError('[otlp]\nheaders = authorization=Bearer%ZZsecret\n'), 'FILE:2 [otlp] headers: the value of authorization is not percent-encoded correctly (write %25 for a literal %)');
+  assert.equal(configError('[otlp]\nheaders = authorization=Bearer%0Asecret\n'), 'FILE:2 [otlp] headers: the value of authorization has a character an HTTP header cannot carry (a control character, or beyond Latin-1)');
+  assert.throws(() => loadAgentConfig({ ...NOFILE, env: { OTEL_EXPORTER_OTLP_HEADERS: 'x-token=%E2%82%AC100' } }), {
+    message: 'environment OTEL_EXPORTER_OTLP_HEADERS (for [otlp] headers): the value of x-token has a character an HTTP header cannot carry (a control character, or beyond Latin-1)',
+  });
+  const ok = loadAgentConfig({ ...NOFILE, env: { OTEL_EXPORTER_OTLP_HEADERS: 'authorization=Basic%20dXNlcjpwYXNz, x-scope-orgid=tenant-1' } });
+  assert.deepEqual(ok.map('otlp', 'headers'), { authorization: 'Basic dXNlcjpwYXNz', 'x-scope-orgid': 'tenant-1' });
 });
 
 test('a missing or oversized config file is an error, a missing default file is not', () => {

@@ -125,7 +125,9 @@ test('otlp: a 400 is not retried and its points are counted as dropped; a 503 is
     rx2.status = 400;
     const r2 = await runCli(['daemon', '--once', '--plugin', 'sim', '--sink', 'otlp'], { OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: `${rx2.url}/v1/metrics` });
     await rx2.stop();
-    assert.equal(r2.status, 0);
+    // every export failed: a cron job or a check must not read --once as a success
+    assert.equal(r2.status, 1, r2.stderr);
+    assert.match(r2.stderr, /nothing was delivered: every export failed sinks=otlp/);
     assert.equal(rx2.requests.length, 1, 'a 400 is final');
     assert.match(r2.stderr, /endpoint rejected data \(not retried\) reason="HTTP 400/);
   } finally {

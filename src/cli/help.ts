@@ -19,7 +19,7 @@ const BAD_CONFIG: [string, string] = ['2', 'bad configuration or arguments: one 
 
 const MAN: Record<string, ManSections> = {
   daemon: {
-    exit: [['0', 'stopped by SIGTERM/SIGINT after flushing every sink, or --once done'], BAD_CONFIG],
+    exit: [['0', 'stopped by SIGTERM/SIGINT after flushing every sink, or --once done'], ['1', '--once: every export failed (nothing delivered)'], BAD_CONFIG],
     files: [CONFIG_FILE, STORE, ['/var/lib/l9gpu/jobs.sock', 'where users\' l9gpu jobs is answered']],
     env: [CONFIG_ENV, ['OTEL_EXPORTER_OTLP_METRICS_ENDPOINT, OTEL_EXPORTER_OTLP_ENDPOINT', '[otlp] endpoint'], ['L9GPU_NVML_LIBRARY', '[nvml] library'], ['L9GPU_STATE_DIR', '[daemon] state_dir']],
     see: ['l9gpu doctor', 'docs/install.md', 'docs/metrics.md', 'systemd/l9gpu.service'],

@@ -7,14 +7,18 @@ import { exitProcess } from '../core/hard-exit.js';
 import { createLogger, type LogLevel } from '../core/log.js';
 import { flagOverrides, type DaemonFlags } from './daemon-flags.js';
 
-/** Never returns: the process ends with 0, or 2 on a bad configuration. */
+/** Never returns: the process ends with 0, 2 on a bad configuration, 1 when --once delivered nothing. */
 export async function runDaemon(flags: DaemonFlags): Promise<never> {
   const load = () => loadCliConfig(flags.config, flagOverrides(flags));
   try {
     const cfg = load();
     const log = createLogger(cfg.str('daemon', 'log_level') as LogLevel);
     const agent = new Agent(cfg, log, MANIFESTS);
-    if (flags.once) return exitProcess(0, (await agent.once()).length > 0);
+    if (flags.once) {
+      const { blocked, undelivered } = await agent.once();
+      if (undelivered.length) log.error('nothing was delivered: every export failed', { sinks: undelivered.join(',') });
+      return exitProcess(undelivered.length ? 1 : 0, blocked.length > 0);
+    }
     await agent.start();
     log.info('l9gpu daemon started', {
       config: cfg.file ?? '(embedded defaults)',

@@ -101,6 +101,37 @@ function lineOf(text: string, section: string, key?: string): number | undefined
   return undefined;
 }
 
+/**
+ * What the ini package would take silently or misread, checked on the raw
+ * text with line numbers: [a.b] headers (it nests them), a key set twice (it
+ * keeps the last), `key[] =` (it makes an array: l9gpu lists are
+ * comma-separated), and keys it drops (__proto__, constructor).
+ */
+function checkRawLines(file: string, text: string, known: (section: string) => boolean, sections: string[]): void {
+  let section = '';
+  const seen = new Map<string, number>();
+  text.split('\n').forEach((raw, i) => {
+    const line = raw.trim();
+    if (line === '' || line.startsWith(';') || line.startsWith('#')) return;
+    const hdr = /^\[(.*)\]$/.exec(line);
+    if (hdr) {
+      section = hdr[1]!.trim();
+      if (known(section)) return;
+      const hint = closest(section, sections);
+      throw new ConfigError(`${where(file, i + 1, section)}: unknown section${hint ? ` (did you mean [${hint}]?)` : ''}`, { file, section });
+    }
+    const kv = /^([^=]*?)\s*(\[\])?\s*=/.exec(line);
+    if (!kv) return;
+    const key = kv[1]!;
+    if (kv[2]) throw new ConfigError(`${where(file, i + 1, section, key)}: "${key}[]" is INI array syntax: l9gpu lists are one line, comma-separated (${key} = a, b)`, { file, section, key });
+    if (key === '__proto__' || key === 'constructor' || key === 'prototype') throw new ConfigError(`${where(file, i + 1, section, key)}: unknown key`, { file, section, key });
+    const id = `${section}\0${key}`;
+    const first = seen.get(id);
+    if (first !== undefined) throw new ConfigError(`${where(file, i + 1, section, key)}: set twice (first on line ${first}): say it once`, { file, section, key });
+    seen.set(id, i + 1);
+  });
+}
+
 function readConfigFile(path: string): string {
   let size: number;
   try {
@@ -113,11 +144,21 @@ function readConfigFile(path: string): string {
     throw new ConfigError(`config file ${path}: ${code === 'ENOENT' ? 'not found' : code === 'EACCES' ? 'permission denied' : (e as Error).message}`, { file: path });
   }
   if (size > MAX_CONFIG_BYTES) throw new ConfigError(`config file ${path}: ${size} bytes is larger than the 1 MiB limit`, { file: path });
+  let bytes: Buffer;
   try {
-    return readFileSync(path, 'utf8');
+    bytes = readFileSync(path);
   } catch (e) {
     throw new ConfigError(`config file ${path}: ${(e as Error).message}`, { file: path });
   }
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    const bad = bytes.toString('utf8').split('\n').findIndex((l) => l.includes('\uFFFD'));
+    throw new ConfigError(`config file ${path}${bad >= 0 ? `:${bad + 1}` : ''}: not valid UTF-8`, { file: path });
+  }
+  // a byte-order mark (some editors write one) is not part of the first line
+  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
 }
 
 export function loadConfig(opts: LoadOptions): Config {
@@ -153,14 +194,7 @@ export function loadConfig(opts: LoadOptions): Config {
 
   if (file) {
     const text = readConfigFile(file);
-    // headers are checked on the raw text: the ini package turns [a.b] into nested objects
-    text.split('\n').forEach((raw, i) => {
-      const hdr = /^\s*\[(.*)\]\s*$/.exec(raw);
-      if (!hdr || specs.has(hdr[1]!.trim()) || opts.partial) return;
-      const name = hdr[1]!.trim();
-      const hint = closest(name, [...specs.keys()]);
-      throw new ConfigError(`${where(file!, i + 1, name)}: unknown section${hint ? ` (did you mean [${hint}]?)` : ''}`, { file: file!, section: name });
-    });
+    checkRawLines(file, text, (name) => specs.has(name) || !!opts.partial, [...specs.keys()]);
     let parsed: Record<string, unknown>;
     try {
       parsed = ini.parse(text);

@@ -4,6 +4,10 @@
  * example config (docs/l9gpu.example.ini) is generated from it, and doctor
  * reports provenance per key.
  */
+/** RFC 9110 token, and field value characters (Node's http refuses others at send time). */
+const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+
 export type ConfigValue = string | number | boolean | string[] | Record<string, string> | null;
 
 export type KeyType = 'string' | 'path' | 'int' | 'number' | 'duration' | 'bytes' | 'bool' | 'list' | 'enum' | 'url' | 'map';
@@ -110,14 +114,19 @@ export function parseValue(spec: KeySpec, raw: string): ConfigValue {
       for (const part of s.split(',')) {
         if (part.trim() === '') continue;
         const eq = part.indexOf('=');
-        if (eq <= 0) throw new Error(`"${part.trim()}" is not key=value`);
-        let v = part.slice(eq + 1).trim();
+        // the names only: a value may be a secret, never echoed
+        if (eq <= 0) throw new Error(`"${part.trim().slice(0, 40)}" is not key=value`);
+        const name = part.slice(0, eq).trim();
+        // what an HTTP request could not carry would fail every export: refused here, at load
+        if (!HEADER_NAME.test(name)) throw new Error(`header name "${name.slice(0, 40)}" is not an HTTP token (letters, digits and !#$%&'*+-.^_\`|~)`);
+        let v: string;
         try {
-          v = decodeURIComponent(v);
+          v = decodeURIComponent(part.slice(eq + 1).trim());
         } catch {
-          /* keep undecodable values as written */
+          throw new Error(`the value of ${name} is not percent-encoded correctly (write %25 for a literal %)`);
         }
-        out[part.slice(0, eq).trim()] = v;
+        if (!HEADER_VALUE.test(v)) throw new Error(`the value of ${name} has a character an HTTP header cannot carry (a control character, or beyond Latin-1)`);
+        out[name] = v;
       }
       return out;
     }
