@@ -5,7 +5,11 @@ import { emptyRollup, figures, step } from '../src/jobs/rollup.js';
 import { jobNotes } from '../src/jobs/notes.js';
 import { totalsOf } from '../src/jobs/report.js';
 import type { GpuRow, JobHeader } from '../src/jobs/report-model.js';
-import { parseSince } from '../src/cli/jobs-context.js';
+import { chmodSync, chownSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { loadAgentConfig } from '../daemon/catalog.js';
+import { parseSince, trustedAdminGroup } from '../src/cli/jobs-context.js';
+import { tempDir } from './helpers/paths.js';
 import { renderReport, sparkline } from '../src/jobs/render.js';
 import { style } from '../src/core/text-table.js';
 
@@ -108,4 +112,21 @@ test('the report text: a multi-node job gets a per-node section; no colours unle
   assert.doesNotMatch(text, /\x1b\[/);
   assert.match(renderReport(report, style(true)), /\x1b\[1mJob 1/);
   assert.match(text, /GPU utilization over the job \(per minute, 2 min\)\n\s+▅█/);
+});
+
+test('[jobs] admin_group counts for a user only from a file root owns and only root may write: never from their own config', () => {
+  const dir = tempDir('l9gpu-admin-group-');
+  const file = join(dir, 'l9gpu.ini');
+  writeFileSync(file, '[jobs]\nadmin_group = hpcadmin\n', { mode: 0o644 });
+  const cfg = () => loadAgentConfig({ configPath: file, env: {} });
+  const USER = 1001;
+  assert.equal(trustedAdminGroup(cfg(), USER), 'hpcadmin', 'the site\'s file (root\'s, 0644)');
+  chmodSync(file, 0o666);
+  assert.equal(trustedAdminGroup(cfg(), USER), null, 'a file anyone may write');
+  chmodSync(file, 0o644);
+  chownSync(file, USER, USER);
+  assert.equal(trustedAdminGroup(cfg(), USER), null, 'the user\'s own file');
+  assert.equal(trustedAdminGroup(cfg(), 0), 'hpcadmin', 'root reads its own config as it is');
+  const flag = loadAgentConfig({ defaultPath: '/nonexistent/l9gpu.ini', env: {}, overrides: [{ section: 'jobs', key: 'admin_group', raw: 'users', flag: '--set' }] });
+  assert.equal(trustedAdminGroup(flag, USER), null, 'not from a flag');
 });

@@ -1,4 +1,5 @@
 /** What both `l9gpu jobs` commands need: the configuration, the viewer, the store, and --since. */
+import { statSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { resolveAgentAttribution } from '../../daemon/schema.js';
 import type { Config } from '../core/config/load.js';
@@ -20,7 +21,24 @@ export interface JobsContext {
 
 export function jobsContext(configPath: string | undefined): JobsContext {
   const cfg = loadCliConfig(configPath);
-  return { cfg, viewer: viewer(cfg.str('jobs', 'admin_group')), stateDir: cfg.str('daemon', 'state_dir')! };
+  return { cfg, viewer: viewer(trustedAdminGroup(cfg)), stateDir: cfg.str('daemon', 'state_dir')! };
+}
+
+/**
+ * [jobs] admin_group grants seeing everyone's jobs: for a user, it counts
+ * only from a file root owns and nobody else may write (the site's config),
+ * never from their own --config, L9GPU_CONFIG file or a flag.
+ */
+export function trustedAdminGroup(cfg: Config, uid = process.getuid?.()): string | null {
+  const group = cfg.str('jobs', 'admin_group');
+  if (!group || uid === 0) return group;
+  if (cfg.sourceOf('jobs', 'admin_group').source !== 'file' || !cfg.file) return null;
+  try {
+    const st = statSync(cfg.file);
+    return st.uid === 0 && (st.mode & 0o022) === 0 ? group : null;
+  } catch {
+    return null;
+  }
 }
 
 /** The node's store, and the node's name in the scheduler as the provider learned it there. */
