@@ -1,9 +1,12 @@
 /** `l9gpu gpus`: one snapshot across vendors, as a table and as JSON. */
 import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { runCli } from './helpers/daemon.js';
 import { FakeNvml, h100 } from './helpers/fake-nvml.js';
 import { FakeTools } from './helpers/fake-tools.js';
+import { tempDir } from './helpers/paths.js';
 
 test('gpus --json: NVIDIA (with MIG and processes), AMD and Gaudi together, detected by plugins = auto', async () => {
   const nv = new FakeNvml({
@@ -57,4 +60,26 @@ test('gpus: a readable table; a failing vendor tool is named on stderr with its 
   assert.doesNotMatch(r.stdout, /\x1b\[/, 'no colour when not a TTY');
   // the stand-in has no recorded output: it fails like a broken hl-smi would
   assert.match(r.stderr, /^l9gpu: hlsmi: \S+\/hl-smi -Q index,uuid,\S+ -f csv: exit code 1: cat: \S+hl-smi\.csv: No such file or directory$/m);
+});
+
+test('gpus: what a vendor tool prints (a model name, an error) reaches the terminal without its control characters', async () => {
+  // the recorded hl-smi output, its model name carrying an OSC title and a screen clear
+  const tools = new FakeTools().hl('units');
+  const csv = join(tools.data, 'hl-smi.csv');
+  writeFileSync(csv, readFileSync(csv, 'utf8').replace('HL-325L', 'HL-325L\x1b]0;pwned\x07\x1b[2J'));
+  const r = await runCli(['gpus', '--plugin', 'hlsmi'], tools.env());
+  assert.equal(r.status, 0, r.stderr);
+  assert.doesNotMatch(r.stdout, /[\x00-\x09\x0b-\x1f\x7f]/, 'no control character but newlines');
+  assert.match(r.stdout, /HL-325L\?\]0;pwned\?\?\[2J/);
+  // --json carries the name as it is, escaped by JSON
+  const j = await runCli(['gpus', '--json', '--plugin', 'hlsmi'], tools.env());
+  assert.equal((JSON.parse(j.stdout) as { gpus: { model: string }[] }).gpus[0]!.model, 'HL-325L\x1b]0;pwned\x07\x1b[2J');
+  // a failing tool's own words on stderr: a colour and a forged line neutralised
+  const errFile = join(tempDir('l9gpu-tool-err-'), 'err');
+  writeFileSync(errFile, 'hl-smi: device busy\x1b[31m\r\nforged: line\n');
+  tools.fail('hl-smi', errFile);
+  const f = await runCli(['gpus', '--plugin', 'hlsmi'], tools.env());
+  assert.doesNotMatch(f.stderr, /[\x00-\x09\x0b-\x1f\x7f]/);
+  assert.match(f.stderr, /^l9gpu: hlsmi: .*hl-smi: device busy\?\[31m/m);
+  assert.doesNotMatch(f.stderr, /^forged/m);
 });

@@ -5,6 +5,7 @@
 import { PLUGINS, selectAgentPlugins } from '../../daemon/plugin-catalog.js';
 import { resolveAgentAttribution } from '../../daemon/schema.js';
 import { createLogger } from '../core/log.js';
+import { printable, printableDeep } from '../core/printable.js';
 import { PointBuffer, type Point } from '../core/metrics/model.js';
 import type { Plugin } from '../core/plugin.js';
 import { loadCliConfig } from './config.js';
@@ -16,7 +17,8 @@ import type { FlagValues } from './flag-spec.js';
 export async function gpus(flags: FlagValues): Promise<number> {
   const cfg = loadCliConfig(flags.config as string | undefined, flags.plugin ? [{ section: 'daemon', key: 'plugins', raw: (flags.plugin as string[]).join(','), flag: '--plugin' }] : []);
   // warnings (a GPU NVML cannot open, a field it cannot read) belong on stderr here
-  const log = createLogger('warn', (l) => process.stderr.write(`l9gpu: ${l.replace(/^\S+ \w+ \[[^\]]+\] /, '')}`));
+  // what a vendor tool printed (a name, an error) reaches the terminal without its control characters
+  const log = createLogger('warn', (l) => process.stderr.write(`l9gpu: ${printable(l.replace(/^\S+ \w+ \[[^\]]+\] /, '').replace(/\n$/, ''))}\n`));
   const ctx = { config: cfg, log, hostName: cfg.str('daemon', 'host_name') ?? '', oneShot: true };
   const { names } = await selectAgentPlugins(cfg, ctx);
   const gpuPlugins = PLUGINS.filter((p) => names.includes(p.name) && p.reportsGpus);
@@ -51,8 +53,8 @@ export async function gpus(flags: FlagValues): Promise<number> {
   if (flags.json) {
     process.stdout.write(JSON.stringify({ host: ctx.hostName, time: new Date().toISOString(), gpus: view, errors }, null, 2) + '\n');
   } else {
-    process.stdout.write(renderGpuTable(view, process.stdout.isTTY === true && !process.env.NO_COLOR));
-    for (const e of errors) process.stderr.write(`l9gpu: ${e.plugin}: ${e.error}\n`);
+    process.stdout.write(renderGpuTable(printableDeep(view), process.stdout.isTTY === true && !process.env.NO_COLOR));
+    for (const e of errors) process.stderr.write(`l9gpu: ${e.plugin}: ${printable(e.error)}\n`);
     if (gpuPlugins.length === 0) process.stderr.write('l9gpu: no GPU plugin is enabled or detected (see l9gpu doctor)\n');
   }
   return errors.length && view.length === 0 ? 1 : 0;
