@@ -130,7 +130,8 @@ export class NvmlSession {
 
   private async ensureInit(): Promise<void> {
     if (this.initialized) return;
-    if (Date.now() < this.nextTry) throw new Error(`${this.lastError} (retrying in ${Math.ceil((this.nextTry - Date.now()) / 1000)} s)`);
+    // the same words every tick (the runner says a failure once, until it changes)
+    if (Date.now() < this.nextTry) throw new Error(this.lastError);
     try {
       const nvml = (this.nvml ??= loadNvml(this.opts.library));
       const r = await nvml.init();
@@ -150,10 +151,10 @@ export class NvmlSession {
       this.lastError = '';
       if (this.opts.events) await this.startEvents();
     } catch (e) {
-      this.lastError = (e as Error).message;
+      this.lastError = `${(e as Error).message} (tried again with a backoff, 1 s doubling to ${BACKOFF_MAX_MS / 1000} s)`;
       this.nextTry = Date.now() + this.backoff;
       this.backoff = Math.min(BACKOFF_MAX_MS, this.backoff * 2);
-      throw e;
+      throw new Error(this.lastError);
     }
   }
 
