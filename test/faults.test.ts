@@ -6,6 +6,8 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { DaemonProcess, parseLines, runCli, type JsonPoint } from './helpers/daemon.js';
@@ -122,4 +124,41 @@ test('a plugin that hangs is timed out, its ticks skipped and counted; the other
   const once = await runCli(['daemon', '--once', '--config', f, '--sink', 'stdout'], {}, 20_000);
   assert.equal(once.status, 0, once.stderr);
   assert.ok(parseLines(once.stdout).some((p) => p.name === 'gpu.utilization'));
+});
+
+test('an OTLP endpoint that says 200 and then streams its answer slowly (or forever, or 1 GB): the data is delivered once, not resent; a 503 whose body never ends is retried', async () => {
+  let requests = 0;
+  let status = 200;
+  const server = createServer((req, res) => {
+    requests++;
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(status, { 'content-type': 'application/x-protobuf' });
+      // a byte now, then a byte every 300 ms for ever: the answer never ends inside the 1 s timeout
+      res.write(Buffer.alloc(1));
+      const t = setInterval(() => res.write(Buffer.alloc(1)), 300);
+      res.on('close', () => clearInterval(t));
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/metrics`;
+  try {
+    const f = join(dir, 'slow-body.ini');
+    writeFileSync(f, `[daemon]\nplugins = sim\nsinks = otlp\nshutdown_timeout = 5s\n[sim]\ngpus = 1\n[otlp]\nendpoint = ${url}\ntimeout = 1s\n`);
+    const r = await runCli(['daemon', '--once', '--config', f]);
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(requests, 1, 'accepted once: not sent again (a duplicate at the backend)');
+    assert.doesNotMatch(r.stderr, /delivery failed/);
+
+    // a refusal whose body never ends is still a refusal, retried
+    status = 503;
+    requests = 0;
+    const r2 = await runCli(['daemon', '--once', '--config', f]);
+    assert.equal(r2.status, 1, r2.stderr);
+    assert.ok(requests >= 2, `retried (${requests} requests)`);
+    assert.match(r2.stderr, /delivery failed: queueing and retrying with backoff reason="HTTP 503 \(/);
+  } finally {
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+  }
 });

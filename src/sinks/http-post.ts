@@ -8,6 +8,9 @@ export type SendResult =
 
 const MAX_RESPONSE_BYTES = 1 << 20;
 
+/** Worth sending again: a timeout, throttling, or the server's own trouble. */
+const retryableStatus = (s: number): boolean => s === 408 || s === 429 || s >= 500;
+
 export interface Poster {
   post(body: Buffer, headers: Record<string, string>): Promise<SendResult>;
   close(): void;
@@ -29,30 +32,45 @@ export function createPoster(url: string, timeoutMs: number): Poster {
           clearTimeout(timer);
           resolve(r);
         };
+        /** A 2xx status line came: the backend has the data, whatever happens to the rest of its answer. */
+        let accepted: number | undefined;
+        /** The status of a refusal, once its status line came. */
+        let refused: number | undefined;
         const req = mod.request(u, { method: 'POST', agent, headers: { ...headers, 'content-length': String(body.length) } }, (res) => {
+          const status = res.statusCode ?? 0;
+          if (status >= 200 && status < 300) accepted = status;
+          else refused = status;
           const chunks: Buffer[] = [];
           let size = 0;
+          // a body not read in full: accepted data is not sent again (that would duplicate it at the backend), only
+          // its partial-success detail is lost; a refusal stays a refusal
+          const unread = (why: string): void => {
+            if (accepted !== undefined) finish({ ok: true, status, body: Buffer.alloc(0) });
+            else finish({ ok: false, retryable: retryableStatus(status), reason: `HTTP ${status} (${why})` });
+            res.destroy();
+          };
           res.on('data', (c: Buffer) => {
             size += c.length;
-            if (size <= MAX_RESPONSE_BYTES) chunks.push(c);
+            if (size > MAX_RESPONSE_BYTES) return unread('an answer larger than 1 MiB');
+            chunks.push(c);
           });
-          res.on('error', (e) => finish({ ok: false, retryable: true, reason: e.message }));
+          res.on('error', (e) => unread(e.message));
           res.on('end', () => {
-            const status = res.statusCode ?? 0;
             const text = Buffer.concat(chunks);
-            if (status >= 200 && status < 300) return finish({ ok: true, status, body: text });
-            const retryable = status === 408 || status === 429 || status >= 500;
+            if (accepted !== undefined) return finish({ ok: true, status, body: text });
             const ra = Number(res.headers['retry-after']);
             const snippet = text.toString('utf8', 0, Math.min(text.length, 200)).replace(/\s+/g, ' ').trim();
             finish({
               ok: false,
-              retryable,
+              retryable: retryableStatus(status),
               reason: `HTTP ${status}${snippet ? `: ${snippet}` : ''}`,
               ...(Number.isFinite(ra) && ra > 0 ? { retryAfterMs: Math.min(ra, 300) * 1000 } : {}),
             });
           });
         });
         const timer = setTimeout(() => {
+          if (accepted !== undefined) finish({ ok: true, status: accepted, body: Buffer.alloc(0) });
+          else if (refused !== undefined) finish({ ok: false, retryable: retryableStatus(refused), reason: `HTTP ${refused} (its answer did not end within ${timeoutMs} ms)` });
           req.destroy(new Error(`timed out after ${timeoutMs} ms`));
         }, timeoutMs);
         req.on('error', (e: NodeJS.ErrnoException) => finish({ ok: false, retryable: true, reason: e.code ? `${e.code} ${u.host}` : e.message }));
