@@ -162,3 +162,27 @@ test('an OTLP endpoint that says 200 and then streams its answer slowly (or fore
     await new Promise((r) => server.close(r));
   }
 });
+
+test('a PromQL endpoint whose answer never ends: jobs show --source promql stops reading at its bound and says so (exit 1), memory bounded', async () => {
+  const series = JSON.stringify({ metric: { __name__: 'gpu_utilization_ratio', slurm_job_id: '42' }, values: Array.from({ length: 1000 }, (_, i) => [1_795_000_000 + i, '0.5']) });
+  const server = createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.write('{"status":"success","data":{"resultType":"matrix","result":[' + series);
+    // as fast as the client reads, for ever
+    const more = (): void => {
+      while (res.write(',' + series));
+      res.once('drain', more);
+    };
+    more();
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  try {
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const r = await runCli(['jobs', 'show', '42', '--source', 'promql', '--url', url, '--window', '1h'], {}, 60_000);
+    assert.equal(r.status, 1, r.stderr);
+    assert.match(r.stderr, /PromQL http:\/\/127\.0\.0\.1:\d+: the answer is larger than 64 MiB \(query: .*\): stopped reading it; a shorter --window asks for less/);
+  } finally {
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+  }
+});

@@ -11,6 +11,7 @@
  * endpoint sanitizes them (`gpu_utilization{slurm_job_id="42"}`, counters
  * with _total). Both are tried.
  */
+import { printable } from '../core/printable.js';
 import { ATTRIBUTION_ATTRIBUTES, METRICS, SCOPE_ATTRIBUTES, findMetric, prometheusName } from '../core/metrics/registry.js';
 import type { Attributes } from '../core/metrics/model.js';
 import { emptyRollup, figures, step, type GpuRollup, type GpuSample } from './rollup.js';
@@ -32,6 +33,8 @@ export interface PromqlOptions {
   window: string;
   headers?: Record<string, string>;
   timeoutMs?: number;
+  /** The largest answer read (default 64 MiB). */
+  maxBytes?: number;
 }
 
 /** Every attribute key l9gpu emits, by its Prometheus-sanitized spelling. */
@@ -41,6 +44,32 @@ const KEYS = (() => {
   return new Map([...all].map((k) => [k.replace(/[^a-zA-Z0-9_]/g, '_'), k]));
 })();
 
+/** A week of 15 s samples of every GPU metric of a 64-GPU job is a few MB of JSON: far beyond that is not an answer to read. */
+const MAX_ANSWER_BYTES = 64 << 20;
+
+/** The body as text, or undefined once it passes max bytes (the rest is not read: memory stays bounded). */
+async function readBounded(r: Response, max: number): Promise<string | undefined> {
+  if (Number(r.headers.get('content-length') ?? 0) > max) {
+    await r.body?.cancel();
+    return undefined;
+  }
+  if (!r.body) return '';
+  const reader = r.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > max) {
+      await reader.cancel();
+      return undefined;
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
 async function query(o: PromqlOptions, q: string): Promise<Series[]> {
   const u = `${o.url.replace(/\/+$/, '')}/api/v1/query?${new URLSearchParams({ query: q })}`;
   let r: Response;
@@ -49,12 +78,13 @@ async function query(o: PromqlOptions, q: string): Promise<Series[]> {
   } catch (e) {
     throw new Error(`PromQL ${o.url}: ${(e as Error).cause ? String((e as { cause: Error }).cause.message) : (e as Error).message}`);
   }
-  const text = await r.text();
+  const text = await readBounded(r, o.maxBytes ?? MAX_ANSWER_BYTES);
+  if (text === undefined) throw new Error(`PromQL ${o.url}: the answer is larger than ${((o.maxBytes ?? MAX_ANSWER_BYTES) / 1048576).toFixed(0)} MiB (query: ${q}): stopped reading it; a shorter --window asks for less`);
   let j: { status?: string; error?: string; data?: { resultType: string; result: Series[] } };
   try {
     j = JSON.parse(text);
   } catch {
-    throw new Error(`PromQL ${o.url}: HTTP ${r.status}, not a PromQL API answer: ${text.slice(0, 120)}`);
+    throw new Error(`PromQL ${o.url}: HTTP ${r.status}, not a PromQL API answer: ${printable(text.slice(0, 120))}`);
   }
   if (j.status !== 'success') throw new Error(`PromQL ${o.url}: ${j.error ?? `HTTP ${r.status}`} (query: ${q})`);
   return j.data?.resultType === 'matrix' ? j.data.result : [];
