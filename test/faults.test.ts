@@ -5,11 +5,12 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { makeDirs } from '../src/core/make-dirs.js';
 import { DaemonProcess, parseLines, runCli, type JsonPoint } from './helpers/daemon.js';
 import { freePort } from './helpers/net.js';
 import { tempDir } from './helpers/paths.js';
@@ -185,4 +186,19 @@ test('a PromQL endpoint whose answer never ends: jobs show --source promql stops
     server.closeAllConnections();
     await new Promise((r) => server.close(r));
   }
+});
+
+test('a file sink path or a state dir under /proc (where mkdir -p never ends in node): an error naming the folder at once, not a spin at 100 % CPU', async () => {
+  assert.throws(() => makeDirs('/proc/l9gpu-test/a/b'), { message: /^cannot create \/proc\/l9gpu-test: ENOENT/ });
+  const made = join(dir, 'made', 'a', 'b');
+  makeDirs(made);
+  makeDirs(made);
+  assert.ok(statSync(made).isDirectory());
+  const f = join(dir, 'proc-paths.ini');
+  writeFileSync(f, `[daemon]\nplugins = sim\nsinks = file, stdout\nattribution = slurm\nstate_dir = /proc/l9gpu-state\n[sim]\ngpus = 1\n[file]\npath = /proc/l9gpu-test/m.jsonl\n`);
+  const r = await runCli(['daemon', '--once', '--config', f], {}, 30_000);
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stderr, /sink could not start: retrying sink=file error="cannot create \/proc\/l9gpu-test: ENOENT/);
+  assert.match(r.stderr, /job attribution off: cannot create \/proc\/l9gpu-state: ENOENT/);
+  assert.ok(parseLines(r.stdout).some((p) => p.name === 'gpu.utilization'), 'stdout still gets the data');
 });

@@ -4,12 +4,13 @@
  * hundred lines, and a rotation must not interleave with a write.
  */
 import { FILE_SECTION } from './sections.js';
-import { closeSync, fstatSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { ConfigError } from '../core/config/schema.js';
 import type { Config } from '../core/config/load.js';
 import type { Batch } from '../core/metrics/model.js';
 import { jsonLines } from './jsonl.js';
+import { makeDirs } from '../core/make-dirs.js';
 import { dirWritable } from '../core/probe.js';
 import { SinkStats, type Sink, type SinkContext, type SinkManifest } from '../core/sink.js';
 
@@ -33,7 +34,7 @@ class FileSink implements Sink {
   }
 
   async start(): Promise<void> {
-    mkdirSync(dirname(this.path), { recursive: true, mode: 0o755 });
+    makeDirs(dirname(this.path));
     this.open();
   }
 

@@ -6,8 +6,9 @@
  * and writable by nobody else; the files we write there must not be links.
  * Once the folder passes, nobody else can add a link to it.
  */
-import { constants, lstatSync, mkdirSync, type Stats } from 'node:fs';
+import { constants, lstatSync, type Stats } from 'node:fs';
 import { join } from 'node:path';
+import { makeDirs } from '../core/make-dirs.js';
 
 /** The files l9gpu writes in the state folder. */
 export const STATE_FILES = ['l9gpu.db', 'l9gpu.db-wal', 'l9gpu.db-shm', 'hooks.log', 'hooks.log.1'];
@@ -28,7 +29,7 @@ function lstatOrNull(p: string): Stats | null {
 export function assertSafeStateDir(dir: string, uid: number | undefined = process.getuid?.()): void {
   let st = lstatOrNull(dir);
   if (!st) {
-    mkdirSync(dir, { recursive: true, mode: 0o755 });
+    makeDirs(dir);
     st = lstatSync(dir);
   }
   if (st.isSymbolicLink()) throw new Error(`state dir ${dir} is a symbolic link: refusing to write through it`);
