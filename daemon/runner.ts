@@ -103,6 +103,11 @@ export class PluginRunner {
           this.saidRejected.add(metric);
           this.log.warn('value out of range: skipped', { plugin: this.name, metric, value: r.value, gpu: r.attributes['gpu.uuid'] ?? '' });
         }
+        for (const [field, why] of buf.unread) {
+          if (this.saidRejected.has(field)) continue;
+          this.saidRejected.add(field);
+          this.log.warn('field not readable: skipped', { plugin: this.name, field, error: why });
+        }
         if (this.failing) {
           this.failing = false;
           this.log.info('plugin recovered', { plugin: this.name });

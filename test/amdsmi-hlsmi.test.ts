@@ -151,11 +151,16 @@ test('hl-smi: no units in cells, and columns in another order, give the same val
   }
 });
 
-test('malformed tool output is an error naming the tool, the device and the field', () => {
+test('malformed tool output is an error naming the tool; a cell that cannot be read leaves out that field alone, naming the device and the field', () => {
   assert.throws(() => parseCsv('index, name\n0, HL-205\n'), /no uuid column in the header/);
   assert.throws(() => parseCsv('index, uuid\n0, a, b\n', 'hl-smi -f csv'), { message: 'hl-smi -f csv: line 2 has 3 fields, the header 2' });
-  assert.throws(() => emitRows(parseCsv('index, uuid, power.draw [W]\n0, X, lots\n'), new PointBuffer(), 0), { message: 'hl-smi device 0 power.draw: "lots" is not a number' });
-  assert.throws(() => emitRows(parseCsv('index, uuid, power.draw [furlongs]\n0, X, 3\n'), new PointBuffer(), 0), { message: 'hl-smi device 0 power.draw: unknown unit "furlongs"' });
+  const cells = new PointBuffer();
+  emitRows(parseCsv('index, uuid, power.draw [W], temperature.aip [C]\n0, X, lots, 41 C\n'), cells, 0);
+  assert.deepEqual([...cells.unread], [['hl-smi device 0 power.draw', '"lots" is not a number']]);
+  assert.deepEqual(cells.points.map((p) => [p.metric.name, p.value]), [['gpu.temperature', 41]], 'the readable field of the same GPU');
+  const unit = new PointBuffer();
+  emitRows(parseCsv('index, uuid, power.draw [furlongs]\n0, X, 3\n'), unit, 0);
+  assert.deepEqual([...unit.unread], [['hl-smi device 0 power.draw', 'unknown unit "furlongs"']]);
   assert.throws(() => gpuEntries('{"error": 1}', 'amd-smi metric --json'), { message: 'amd-smi metric --json: neither a list nor {"gpu_data": [...]}' });
   assert.throws(() => gpuEntries('Traceback (most recent call last):', 'amd-smi metric --json'), /amd-smi metric --json: not JSON/);
   assert.throws(() => leaf({ value: 5, unit: 'W' }, 'J', 'energy'), { message: 'energy: unit "W" is not a J unit' });
@@ -181,6 +186,33 @@ test('values outside their metric\'s range (a utilization of 5, a negative memor
     assert.ok(of(g1, 'gpu.utilization').every((p) => p.value === 0.97) && of(g1, 'gpu.utilization').length >= 2, 'the other GPU whole');
     assert.equal(d.stderr.match(/value out of range: skipped plugin=hlsmi metric=gpu.utilization value=5 gpu=01P4-HL3090A0-18-U4V193-22-07-00/g)?.length, 1, 'said once');
     assert.match(d.stderr, /value out of range: skipped plugin=hlsmi metric=gpu.memory.used value=-704643072/);
+  } finally {
+    assert.equal(await d.stop(), 0, d.stderr);
+  }
+});
+
+test('a cell of hl-smi or a leaf of amd-smi that is no number: that field of that GPU is left out and said once; the GPU\'s other fields and the other GPUs are exported', async () => {
+  // the recorded outputs (hl-smi 1.18 testdata/units, amd-smi testdata/mi300x) with one field of GPU 0 garbled each
+  const tools = new FakeTools().hl('units').amd('mi300x');
+  const csv = readFileSync(join(HL_TD, 'units', 'hl-smi.csv'), 'utf8').split('\n');
+  csv[1] = csv[1]!.replace(' 226 W,', ' 2x6 W,');
+  writeFileSync(join(tools.data, 'hl-smi.csv'), csv.join('\n'));
+  const metric = JSON.parse(readFileSync(join(tools.data, 'amd-metric.json'), 'utf8')) as unknown;
+  const list = (Array.isArray(metric) ? metric : (metric as { gpu_data: Record<string, Record<string, unknown>>[] }).gpu_data) as Record<string, Record<string, unknown>>[];
+  (list[0]!.power as Record<string, unknown>).socket_power = { value: 'overheating', unit: 'W' };
+  writeFileSync(join(tools.data, 'amd-metric.json'), JSON.stringify(metric));
+  const d = new DaemonProcess(['--plugin', 'hlsmi', '--plugin', 'amdsmi', '--sink', 'stdout', '--interval', '200ms'], tools.env());
+  try {
+    await waitFor('three ticks of both', () => ['intel', 'amd'].every((v) => new Set(d.points().filter((p) => p.name === 'gpu.temperature' && p.attributes['gpu.vendor'] === v).map((p) => p.time)).size >= 3));
+    const pts = d.points();
+    const byGpu = (vendor: string, index: number, name: string) => pts.filter((p) => p.attributes['gpu.vendor'] === vendor && p.attributes['gpu.index'] === index && p.name === name);
+    assert.equal(byGpu('intel', 0, 'gpu.power.draw').length, 0, 'the garbled cell is left out, not read as 2');
+    assert.ok(byGpu('intel', 0, 'gpu.temperature').length >= 3 && byGpu('intel', 1, 'gpu.power.draw').length >= 3, 'the GPU\'s other fields, the other GPU');
+    assert.equal(byGpu('amd', 0, 'gpu.power.draw').length, 0);
+    assert.ok(byGpu('amd', 0, 'gpu.utilization').length >= 3 && byGpu('amd', 1, 'gpu.power.draw').length >= 3);
+    assert.equal(d.stderr.match(/field not readable: skipped plugin=hlsmi field="hl-smi device 0 power.draw" error="\\"2x6 W\\" is not a number"/g)?.length, 1, `said once: ${d.stderr}`);
+    assert.equal(d.stderr.match(/field not readable: skipped plugin=amdsmi field="amd-smi metric --json gpu 0 power.socket_power" error="value \\"overheating\\" is not a number"/g)?.length, 1);
+    assert.doesNotMatch(d.stderr, /collection failed/);
   } finally {
     assert.equal(await d.stop(), 0, d.stderr);
   }

@@ -5,14 +5,14 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { PointBuffer, type Point } from '../../src/core/metrics/model.js';
+import { PointBuffer, wholePoints, type Point } from '../../src/core/metrics/model.js';
 import { emitMetrics, emitProcesses, parseIdentity } from './parse.js';
 
 export function goldenPoints(dir: string): Point[] {
   const read = (f: string) => readFileSync(join(dir, f), 'utf8');
-  const ids = new Map(parseIdentity(read('list.json'), read('static.json')).filter((g) => g.uuid).map((g) => [g.index, g]));
   const out = new PointBuffer();
+  const ids = new Map(parseIdentity(read('list.json'), read('static.json'), (f, why) => out.unreadable(f, why)).filter((g) => g.uuid).map((g) => [g.index, g]));
   emitMetrics(read('metric.json'), ids, out, 0);
   emitProcesses(read('process.json'), ids, out);
-  return out.points;
+  return wholePoints(out);
 }

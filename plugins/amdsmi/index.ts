@@ -39,24 +39,24 @@ class AmdSmiPlugin implements Plugin {
 
   constructor(private readonly o: Opts) {}
 
-  private async refreshIdentity(tool: string, signal: AbortSignal): Promise<void> {
+  private async refreshIdentity(tool: string, signal: AbortSignal, out: Emitter): Promise<void> {
     const [list, stat] = await allInOrder<[string, string]>([
       runTool(tool, ['list', '--json'], this.o.timeoutMs, signal),
       runTool(tool, ['static', '--json'], this.o.timeoutMs, signal),
     ]);
-    this.ids = new Map(parseIdentity(list, stat).filter((g) => g.uuid).map((g) => [g.index, g]));
+    this.ids = new Map(parseIdentity(list, stat, (f, why) => out.unreadable(f, why)).filter((g) => g.uuid).map((g) => [g.index, g]));
     this.identityAt = Date.now();
   }
 
   async collect(out: Emitter, signal: AbortSignal): Promise<void> {
     const tool = locate(this.o);
-    if (this.ids.size === 0 || Date.now() - this.identityAt > this.o.staticIntervalMs) await this.refreshIdentity(tool, signal);
+    if (this.ids.size === 0 || Date.now() - this.identityAt > this.o.staticIntervalMs) await this.refreshIdentity(tool, signal, out);
     const [metricText, processText] = await allInOrder<[string, string | undefined]>([
       runTool(tool, ['metric', '--json'], this.o.timeoutMs, signal),
       this.o.processes ? runTool(tool, ['process', '--json'], this.o.timeoutMs, signal) : Promise.resolve(undefined),
     ]);
     // a GPU we have no identity for (hot-added, reset): re-read identity now rather than drop it for static_interval
-    if (gpuEntries(metricText, 'amd-smi metric --json').some((e) => !this.ids.has(e.gpu as number))) await this.refreshIdentity(tool, signal);
+    if (gpuEntries(metricText, 'amd-smi metric --json').some((e) => !this.ids.has(e.gpu as number))) await this.refreshIdentity(tool, signal, out);
     emitMetrics(metricText, this.ids, out, this.start);
     if (processText !== undefined) emitProcesses(processText, this.ids, out);
   }

@@ -56,8 +56,21 @@ export function leaf(v: unknown, expect: BaseUnit, where: string): number | unde
   throw new Error(`${where}: unexpected ${JSON.stringify(v).slice(0, 60)}`);
 }
 
+/** leaf(), a field that cannot be read left out and said through unreadable() (the rest of the GPU goes on). */
+function readable(unreadable: Emitter['unreadable']): (v: unknown, expect: BaseUnit, where: string) => number | undefined {
+  return (v, expect, where) => {
+    try {
+      return leaf(v, expect, where);
+    } catch (e) {
+      unreadable(where, (e as Error).message.replace(`${where}: `, ''));
+      return undefined;
+    }
+  };
+}
+
 /** Identity from `amd-smi list --json` (uuid, bdf) and `amd-smi static --json` (model, power cap). */
-export function parseIdentity(listText: string, staticText: string): AmdGpuIdentity[] {
+export function parseIdentity(listText: string, staticText: string, unreadable: Emitter['unreadable']): AmdGpuIdentity[] {
+  const read = readable(unreadable);
   const stat = new Map(gpuEntries(staticText, 'amd-smi static --json').map((e) => [e.gpu as number, e]));
   return gpuEntries(listText, 'amd-smi list --json').map((e) => {
     const s = stat.get(e.gpu as number);
@@ -69,7 +82,7 @@ export function parseIdentity(listText: string, staticText: string): AmdGpuIdent
       model: String(at(s, 'asic', 'market_name') ?? 'AMD GPU'),
     };
     const where = `amd-smi static --json gpu ${id.index} limit`;
-    const cap = leaf(at(s, 'limit', 'socket_power'), 'W', where) ?? leaf(at(s, 'limit', 'max_power'), 'W', where);
+    const cap = read(at(s, 'limit', 'socket_power'), 'W', where) ?? read(at(s, 'limit', 'max_power'), 'W', where);
     if (cap !== undefined) id.powerLimitW = cap;
     return id;
   });
@@ -82,6 +95,7 @@ export function identityAttributes(id: AmdGpuIdentity): Attributes {
 
 /** `amd-smi metric --json` -> points, for the GPUs in ids (others are skipped: no UUID, no point). */
 export function emitMetrics(text: string, ids: ReadonlyMap<number, AmdGpuIdentity>, out: Emitter, energyStart: number): void {
+  const read = readable((f, why) => out.unreadable(f, why));
   for (const e of gpuEntries(text, 'amd-smi metric --json')) {
     const id = ids.get(e.gpu as number);
     if (!id) continue;
@@ -90,33 +104,33 @@ export function emitMetrics(text: string, ids: ReadonlyMap<number, AmdGpuIdentit
     const put = (def: (typeof GPU)[keyof typeof GPU], v: number | undefined, extra?: Attributes, start?: number): void => {
       if (v !== undefined) out.add(def, v, extra ? { ...a, ...extra } : a, start);
     };
-    put(GPU.util, leaf(at(e, 'usage', 'gfx_activity'), '1', `${w} usage.gfx_activity`));
-    put(GPU.memUtil, leaf(at(e, 'usage', 'umc_activity'), '1', `${w} usage.umc_activity`));
-    put(GPU.memTotal, leaf(at(e, 'mem_usage', 'total_vram'), 'By', `${w} mem_usage.total_vram`));
-    put(GPU.memUsed, leaf(at(e, 'mem_usage', 'used_vram'), 'By', `${w} mem_usage.used_vram`));
-    put(GPU.memFree, leaf(at(e, 'mem_usage', 'free_vram'), 'By', `${w} mem_usage.free_vram`));
+    put(GPU.util, read(at(e, 'usage', 'gfx_activity'), '1', `${w} usage.gfx_activity`));
+    put(GPU.memUtil, read(at(e, 'usage', 'umc_activity'), '1', `${w} usage.umc_activity`));
+    put(GPU.memTotal, read(at(e, 'mem_usage', 'total_vram'), 'By', `${w} mem_usage.total_vram`));
+    put(GPU.memUsed, read(at(e, 'mem_usage', 'used_vram'), 'By', `${w} mem_usage.used_vram`));
+    put(GPU.memFree, read(at(e, 'mem_usage', 'free_vram'), 'By', `${w} mem_usage.free_vram`));
     for (const [key, sensor] of [['edge', 'edge'], ['hotspot', 'hotspot'], ['mem', 'memory']] as const) {
-      put(GPU.temp, leaf(at(e, 'temperature', key), 'Cel', `${w} temperature.${key}`), { 'gpu.temperature.sensor': sensor });
+      put(GPU.temp, read(at(e, 'temperature', key), 'Cel', `${w} temperature.${key}`), { 'gpu.temperature.sensor': sensor });
     }
     // older releases call it average_socket_power
-    put(GPU.power, leaf(at(e, 'power', 'socket_power') ?? at(e, 'power', 'average_socket_power'), 'W', `${w} power.socket_power`));
+    put(GPU.power, read(at(e, 'power', 'socket_power') ?? at(e, 'power', 'average_socket_power'), 'W', `${w} power.socket_power`));
     if (id.powerLimitW !== undefined) put(GPU.powerLimit, id.powerLimitW);
-    put(GPU.energy, leaf(at(e, 'energy', 'total_energy_consumption'), 'J', `${w} energy.total_energy_consumption`), undefined, energyStart);
-    put(GPU.clock, leaf(at(e, 'clock', 'gfx_0', 'clk'), 'MHz', `${w} clock.gfx_0.clk`), { 'gpu.clock.type': 'graphics' });
-    put(GPU.clock, leaf(at(e, 'clock', 'mem_0', 'clk'), 'MHz', `${w} clock.mem_0.clk`), { 'gpu.clock.type': 'memory' });
+    put(GPU.energy, read(at(e, 'energy', 'total_energy_consumption'), 'J', `${w} energy.total_energy_consumption`), undefined, energyStart);
+    put(GPU.clock, read(at(e, 'clock', 'gfx_0', 'clk'), 'MHz', `${w} clock.gfx_0.clk`), { 'gpu.clock.type': 'graphics' });
+    put(GPU.clock, read(at(e, 'clock', 'mem_0', 'clk'), 'MHz', `${w} clock.mem_0.clk`), { 'gpu.clock.type': 'memory' });
     // RAS counters since the driver loaded: the volatile scope in NVML's terms
-    put(GPU.ecc, leaf(at(e, 'ecc', 'total_correctable_count'), '1', `${w} ecc`), { 'error.type': 'corrected', 'gpu.ecc.scope': 'volatile' }, energyStart);
-    put(GPU.ecc, leaf(at(e, 'ecc', 'total_uncorrectable_count'), '1', `${w} ecc`), { 'error.type': 'uncorrected', 'gpu.ecc.scope': 'volatile' }, energyStart);
+    put(GPU.ecc, read(at(e, 'ecc', 'total_correctable_count'), '1', `${w} ecc`), { 'error.type': 'corrected', 'gpu.ecc.scope': 'volatile' }, energyStart);
+    put(GPU.ecc, read(at(e, 'ecc', 'total_uncorrectable_count'), '1', `${w} ecc`), { 'error.type': 'uncorrected', 'gpu.ecc.scope': 'volatile' }, energyStart);
     const blocks = at(e, 'ecc_blocks');
     if (blocks && typeof blocks === 'object') {
       for (const [block, counts] of Object.entries(blocks as Json)) {
         const b = block.toLowerCase();
-        put(GPU.eccBlock, leaf(at(counts, 'correctable_count'), '1', `${w} ecc_blocks.${block}`), { 'error.type': 'corrected', 'gpu.ecc.block': b }, energyStart);
-        put(GPU.eccBlock, leaf(at(counts, 'uncorrectable_count'), '1', `${w} ecc_blocks.${block}`), { 'error.type': 'uncorrected', 'gpu.ecc.block': b }, energyStart);
+        put(GPU.eccBlock, read(at(counts, 'correctable_count'), '1', `${w} ecc_blocks.${block}`), { 'error.type': 'corrected', 'gpu.ecc.block': b }, energyStart);
+        put(GPU.eccBlock, read(at(counts, 'uncorrectable_count'), '1', `${w} ecc_blocks.${block}`), { 'error.type': 'uncorrected', 'gpu.ecc.block': b }, energyStart);
       }
     }
-    put(GPU.replays, leaf(at(e, 'pcie', 'replay_count'), '1', `${w} pcie.replay_count`), undefined, energyStart);
-    put(GPU.fan, leaf(at(e, 'fan', 'usage'), '1', `${w} fan.usage`));
+    put(GPU.replays, read(at(e, 'pcie', 'replay_count'), '1', `${w} pcie.replay_count`), undefined, energyStart);
+    put(GPU.fan, read(at(e, 'fan', 'usage'), '1', `${w} fan.usage`));
   }
 }
 

@@ -5,11 +5,11 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { PointBuffer, type Point } from '../../src/core/metrics/model.js';
+import { PointBuffer, wholePoints, type Point } from '../../src/core/metrics/model.js';
 import { emitRows, parseCsv } from './parse.js';
 
 export function goldenPoints(dir: string): Point[] {
   const out = new PointBuffer();
   emitRows(parseCsv(readFileSync(join(dir, 'hl-smi.csv'), 'utf8'), 'hl-smi -f csv'), out, 0);
-  return out.points;
+  return wholePoints(out);
 }

@@ -42,18 +42,19 @@ export function parseCsv(text: string, where = 'hl-smi'): HlRow[] {
   });
 }
 
-function value(row: HlRow, field: string, expect: BaseUnit | 'count', where: string): number | undefined {
+/** A cell in the base unit; a cell that is no number or has an unknown unit is left out and said (out.unreadable). */
+function value(row: HlRow, field: string, expect: BaseUnit | 'count', where: string, out: Emitter): number | undefined {
   const cell = row.get(field);
   if (!cell) return undefined;
-  let q: [number, string] | undefined;
   try {
-    q = parseQuantity(cell.text);
+    const q = parseQuantity(cell.text);
+    if (!q) return undefined;
+    if (expect === 'count') return q[0];
+    return toBase(q[0], q[1] || cell.unit || DEFAULT_UNIT[field] || '', expect, '');
   } catch (e) {
-    throw new Error(`${where} ${field}: ${(e as Error).message}`);
+    out.unreadable(`${where} ${field}`, (e as Error).message.replace(/^: /, ''));
+    return undefined;
   }
-  if (!q) return undefined;
-  if (expect === 'count') return q[0];
-  return toBase(q[0], q[1] || cell.unit || DEFAULT_UNIT[field] || '', expect, `${where} ${field}`);
 }
 
 
@@ -73,16 +74,16 @@ export function emitRows(rows: HlRow[], out: Emitter, start: number): void {
     const put = (def: (typeof GPU)[keyof typeof GPU], v: number | undefined, extra?: Attributes, s?: number): void => {
       if (v !== undefined) out.add(def, v, extra ? { ...a, ...extra } : a, s);
     };
-    put(GPU.util, value(row, 'utilization.aip', '1', where));
-    put(GPU.memTotal, value(row, 'memory.total', 'By', where));
-    put(GPU.memUsed, value(row, 'memory.used', 'By', where));
-    put(GPU.memFree, value(row, 'memory.free', 'By', where));
+    put(GPU.util, value(row, 'utilization.aip', '1', where, out));
+    put(GPU.memTotal, value(row, 'memory.total', 'By', where, out));
+    put(GPU.memUsed, value(row, 'memory.used', 'By', where, out));
+    put(GPU.memFree, value(row, 'memory.free', 'By', where, out));
     // the AIP die sensor: the one every accelerator has, reported as sensor=edge like NVML's GPU sensor
-    put(GPU.temp, value(row, 'temperature.aip', 'Cel', where), { 'gpu.temperature.sensor': 'edge' });
-    put(GPU.power, value(row, 'power.draw', 'W', where));
-    put(GPU.powerLimit, value(row, 'power.max', 'W', where));
+    put(GPU.temp, value(row, 'temperature.aip', 'Cel', where, out), { 'gpu.temperature.sensor': 'edge' });
+    put(GPU.power, value(row, 'power.draw', 'W', where, out));
+    put(GPU.powerLimit, value(row, 'power.max', 'W', where, out));
     for (const [type, scope] of [['corrected', 'volatile'], ['uncorrected', 'volatile'], ['corrected', 'aggregate'], ['uncorrected', 'aggregate']] as const) {
-      put(GPU.ecc, value(row, `ecc.errors.${type}.${scope}.total`, 'count', where), { 'error.type': type, 'gpu.ecc.scope': scope }, start);
+      put(GPU.ecc, value(row, `ecc.errors.${type}.${scope}.total`, 'count', where, out), { 'error.type': type, 'gpu.ecc.scope': scope }, start);
     }
     const drv = row.get('driver_version')?.text;
     if (drv && !/N\/A/.test(drv)) put(GPU.info, 1, { 'gpu.driver.version': drv });

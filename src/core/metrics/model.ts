@@ -41,6 +41,12 @@ export interface JobShare {
 /** What a plugin's collect() writes into. */
 export interface Emitter {
   add(metric: MetricDef, value: number, attributes: Attributes, start?: number): void;
+  /**
+   * A field of the source that could not be read (a cell that is no number,
+   * an unknown unit): the field alone is left out, the rest goes on. `field`
+   * names the source and place ("hl-smi device 0 power.draw"), said once.
+   */
+  unreadable(field: string, why: string): void;
 }
 
 /** Collects points into an array; the one Emitter implementation. */
@@ -48,6 +54,11 @@ export class PointBuffer implements Emitter {
   readonly points: Point[] = [];
   /** Values outside their metric's range (validRange), by metric: skipped, for the runner to say. */
   readonly rejected = new Map<string, { value: number; attributes: Attributes }>();
+  /** Fields that could not be read, by field: left out, for the runner to say. */
+  readonly unread = new Map<string, string>();
+  unreadable(field: string, why: string): void {
+    this.unread.set(field, why);
+  }
   add(metric: MetricDef, value: number, attributes: Attributes, start?: number): void {
     if (!Number.isFinite(value)) return; // NaN/Inf never reach a backend
     const [lo, hi] = validRange(metric);
@@ -57,4 +68,10 @@ export class PointBuffer implements Emitter {
     }
     this.points.push(start === undefined ? { metric, value, attributes } : { metric, value, attributes, start });
   }
+}
+
+/** The points of a source that must read whole (a recorded real output): a field left out is an error naming it. */
+export function wholePoints(b: PointBuffer): Point[] {
+  if (b.unread.size) throw new Error(`unreadable fields: ${[...b.unread].map(([f, why]) => `${f}: ${why}`).join('; ')}`);
+  return b.points;
 }
