@@ -1,5 +1,6 @@
 /** What doctor and `l9gpu gpus` read about Slurm attribution from the store (read-only). */
-import { closeSync, constants, existsSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, constants, existsSync, fstatSync, openSync, readSync } from 'node:fs';
+import { printable } from '../src/core/printable.js';
 import { join } from 'node:path';
 import { openStoreReadOnly, storePath } from '../src/store/open.js';
 import { openBindings, type OpenBinding } from '../src/store/jobs.js';
@@ -26,14 +27,21 @@ export function slurmStoreStatus(stateDir: string): SlurmStoreStatus {
   try {
     // never through a link: a root doctor must not print a line of a file the link points at
     const fd = openSync(join(stateDir, 'hooks.log'), constants.O_RDONLY | constants.O_NOFOLLOW);
-    let text: string;
+    let text = '';
     try {
-      text = readFileSync(fd, 'utf8');
+      // nor through a hard link (another name of someone else's file), nor a 1 GiB file
+      const f = fstatSync(fd);
+      if (f.isFile() && f.nlink === 1) {
+        const n = Math.min(f.size, 64 * 1024);
+        const b = Buffer.alloc(n);
+        readSync(fd, b, 0, n, f.size - n);
+        text = b.toString('utf8');
+      }
     } finally {
       closeSync(fd);
     }
     const log = text.trim().split('\n');
-    st.lastHookLine = log[log.length - 1] || null;
+    st.lastHookLine = log[log.length - 1] ? printable(log[log.length - 1]!) : null;
   } catch {
     /* no hook has logged anything */
   }

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, linkSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import Database from 'better-sqlite3';
@@ -319,6 +319,15 @@ test('a state dir a user could write to, or links planted in it: root writes not
   // doctor does not read through the planted hooks.log either
   const st = slurmStoreStatus(open);
   assert.equal(st.lastHookLine, null);
+  // a hard link planted while the folder was open: another name of the root-only file
+  const hard = join(d, 'hard');
+  mkdirSync(hard, { mode: 0o755 });
+  linkSync(target, join(hard, 'hooks.log'));
+  const r4 = run(hard);
+  assert.equal(r4.status, 0);
+  assert.match(r4.stderr, /hooks.log has 2 names \(a hard link\): refusing to write through it/);
+  assert.equal(readFileSync(target, 'utf8'), 'root:x:0:0:root:/root:/bin/bash\n', 'the hard link\'s target is untouched');
+  assert.equal(slurmStoreStatus(hard).lastHookLine, null, 'doctor does not print its line');
 });
 
 test('a newline in an environment value cannot forge a hooks.log line', () => {

@@ -39,5 +39,7 @@ export function assertSafeStateDir(dir: string, uid: number | undefined = proces
   for (const f of STATE_FILES) {
     const fs = lstatOrNull(join(dir, f));
     if (fs && !fs.isFile()) throw new Error(`${join(dir, f)} is ${fs.isSymbolicLink() ? 'a symbolic link' : 'not a regular file'}: refusing to write through it`);
+    // a hard link planted while the folder was open to others is another name of someone else's file
+    if (fs && fs.nlink > 1) throw new Error(`${join(dir, f)} has ${fs.nlink} names (a hard link): refusing to write through it`);
   }
 }
