@@ -48,10 +48,36 @@ export function jnum(v: unknown): number | null {
   return null;
 }
 const jstr = (v: unknown): string | null => (typeof v === 'string' && v !== '' && v !== '(null)' ? v : null);
+/** The latest time a Date can hold (ms): a "time" beyond it is no time. */
+const MAX_TIME_MS = 8.64e15;
 const secs = (v: unknown): number | null => {
   const n = jnum(v);
-  return n && n > 0 ? n * 1000 : null;
+  return n && n > 0 && n * 1000 <= MAX_TIME_MS ? n * 1000 : null;
 };
+/** Digits as a safe integer, or null (400 digits are no count and no uid). */
+const int = (v: string | undefined | null): number | null => {
+  const n = v ? Number(v) : NaN;
+  return Number.isSafeInteger(n) ? n : null;
+};
+
+/** f(), its error prefixed with where the value came from (a hostlist error alone names no source). */
+function named<T>(where: string, f: () => T): T {
+  try {
+    return f();
+  } catch (e) {
+    throw new Error(`${where}: ${(e as Error).message}`);
+  }
+}
+
+/**
+ * A time as Slurm prints it (2026-11-21T08:33:57, local time), in ms; null
+ * for "Unknown", "None" and anything that is not a time (never NaN).
+ */
+export function slurmTime(v: string | null | undefined): number | null {
+  if (!v || !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}$/.test(v)) return null;
+  const t = Date.parse(v);
+  return Number.isFinite(t) ? t : null;
+}
 
 /**
  * "gpu:2(IDX:0-1)", "gpu:a100:2(IDX:0,2)" -> GPU indices. A shard or MPS
@@ -98,13 +124,15 @@ export function parseSqueueJson(text: string): SlurmJob[] {
   }
   // With the controller down squeue --json exits 0 with an empty job list and an error entry:
   // trusting the list would close every binding on the node.
+  if (!j || typeof j !== 'object' || Array.isArray(j)) throw new Error(`squeue --json: not an object: ${JSON.stringify(j).slice(0, 60)}`);
   if (Array.isArray(j.errors) && j.errors.length > 0) {
-    const e = j.errors[0] as J;
-    throw new Error(`squeue --json: ${[e.source, e.description ?? e.error].filter(Boolean).join(': ') || JSON.stringify(e).slice(0, 120)}`);
+    const e = (j.errors[0] ?? {}) as J;
+    throw new Error(`squeue --json: ${[e.source, e.description ?? e.error].filter((x) => typeof x === 'string' && x).join(': ') || JSON.stringify(e).slice(0, 120)}`);
   }
   if (!Array.isArray(j.jobs)) throw new Error('squeue --json: no "jobs" list');
-  return (j.jobs as J[]).map((x) => {
-    const nodes = expandHostlist(jstr(x.nodes) ?? '');
+  return (j.jobs as J[]).map((x, i) => {
+    if (!x || typeof x !== 'object' || Array.isArray(x)) throw new Error(`squeue --json: jobs[${i}] is not an object`);
+    const nodes = named(`squeue --json: jobs[${i}] nodes`, () => expandHostlist(jstr(x.nodes) ?? ''));
     const details = Array.isArray(x.gres_detail) ? (x.gres_detail as unknown[]).map(String) : [];
     const gpuIdx: Record<string, number[]> = {};
     const sharedIdx: Record<string, number[]> = {};
@@ -112,7 +140,7 @@ export function parseSqueueJson(text: string): SlurmJob[] {
     details.forEach((d, i) => {
       const node = nodes[i];
       if (!node) return;
-      const g = parseGresDetail(d);
+      const g = named(`squeue --json: jobs[${i}] gres_detail`, () => parseGresDetail(d));
       gpuIdx[node] = g.idx;
       if (g.shared.length) sharedIdx[node] = g.shared;
     });
@@ -157,15 +185,15 @@ export function parseScontrolJobs(text: string): SlurmJob[] {
     const gpuIdx: Record<string, number[]> = {};
     const sharedIdx: Record<string, number[]> = {};
     // per-node lines: "Nodes=n[1-2] CPU_IDs=0-7 Mem=0 GRES=gpu:h100:2(IDX:0-1)"; before 19.05 "GRES_IDX="
+    const where = `scontrol show job ${(kv('JobId') ?? '?').slice(0, 40)}`;
     for (const m of rec.matchAll(/^\s*Nodes=(\S+)\s.*?\bGRES(?:_IDX)?=(\S+)/gm)) {
-      const g = parseGresDetail(m[2]!);
-      for (const node of expandHostlist(m[1]!)) {
+      const g = named(`${where} GRES`, () => parseGresDetail(m[2]!));
+      for (const node of named(`${where} Nodes`, () => expandHostlist(m[1]!))) {
         gpuIdx[node] = [...(gpuIdx[node] ?? []), ...g.idx];
         if (g.shared.length) sharedIdx[node] = [...(sharedIdx[node] ?? []), ...g.shared];
       }
     }
     const user = /UserId=([^(\s]+)\((\d+)\)/.exec(rec);
-    const iso = (v: string | null): number | null => (v && /^\d{4}-/.test(v) ? Date.parse(v) : null); // local time, as Slurm prints it
     const exit = /ExitCode=(\d+):(\d+)/.exec(rec);
     return {
       jobId: kv('JobId') ?? '',
@@ -174,21 +202,21 @@ export function parseScontrolJobs(text: string): SlurmJob[] {
       hetJobId: kv('HetJobId'),
       hetJobOffset: kv('HetJobOffset'),
       user: user ? user[1]! : null,
-      uid: user ? Number(user[2]) : null,
+      uid: user ? int(user[2]) : null,
       account: kv('Account'),
       partition: kv('Partition'),
       qos: kv('QOS'),
       name: kv('JobName'),
       cluster: null,
       state: kv('JobState') ?? '',
-      startTime: iso(kv('StartTime')),
-      endTime: iso(kv('EndTime')),
-      restarts: Number(kv('Restarts') ?? 0) || 0,
+      startTime: slurmTime(kv('StartTime')),
+      endTime: slurmTime(kv('EndTime')),
+      restarts: int(kv('Restarts')) ?? 0,
       sluid: kv('SLUID') ?? null,
-      nodes: expandHostlist(kv('NodeList') ?? ''),
+      nodes: named(`${where} NodeList`, () => expandHostlist(kv('NodeList') ?? '')),
       gpuIdx,
       sharedIdx,
-      exitCode: exit ? Number(exit[1]) : null,
+      exitCode: exit ? int(exit[1]) : null,
     };
   });
 }
@@ -223,8 +251,7 @@ export function parseSacct(text: string): SacctRecord[] {
     const f = l.split('|');
     if (f.length < cols.length) throw new Error(`sacct: expected ${cols.length} fields, got ${f.length}: ${l.slice(0, 80)}`);
     const ec = /^(\d+):(\d+)$/.exec(f[ix.exit]!);
-    const t = (v: string) => (/^\d{4}-/.test(v) ? Date.parse(v) : null);
     // "CANCELLED by 0" -> CANCELLED
-    return { jobIdRaw: f[ix.raw]!, jobId: f[ix.id]!, state: f[ix.state]!.split(' ')[0]!, exitCode: ec ? Number(ec[1]) : null, exitSignal: ec ? Number(ec[2]) : null, start: t(f[ix.start]!), end: t(f[ix.end]!) };
+    return { jobIdRaw: f[ix.raw]!, jobId: f[ix.id]!, state: f[ix.state]!.split(' ')[0]!, exitCode: ec ? int(ec[1]) : null, exitSignal: ec ? int(ec[2]) : null, start: slurmTime(f[ix.start]), end: slurmTime(f[ix.end]) };
   });
 }

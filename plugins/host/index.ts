@@ -45,7 +45,9 @@ export function parseMeminfo(text: string, file = '/proc/meminfo'): Record<strin
   const out: Record<string, number> = {};
   for (const line of text.split('\n')) {
     const m = /^(\w+(?:\(\w+\))?):\s+(\d+)(?:\s+kB)?$/.exec(line.trim());
-    if (m) out[m[1]!] = Number(m[2]) * (line.includes('kB') ? 1024 : 1);
+    const v = m ? Number(m[2]) * (line.includes('kB') ? 1024 : 1) : NaN;
+    // a value beyond what a number holds exactly is no reading
+    if (m && Number.isSafeInteger(v)) out[m[1]!] = v;
   }
   if (out.MemTotal === undefined) throw new Error(`${file}: no MemTotal line`);
   return out;

@@ -258,23 +258,28 @@ export function encodeMetricsRequest(batches: readonly Batch[], resource: Attrib
  */
 export function decodeExportResponse(b: Uint8Array): { rejected: number; message?: string } {
   let pos = 0;
+  const fail = (what: string): never => {
+    throw new Error(`OTLP response: ${what} at byte ${pos} of ${b.length}`);
+  };
   const varint = (end: number): number => {
     let v = 0;
     let mul = 1;
-    while (pos < end) {
+    // a varint has at most 10 bytes (64 bits): more is no protobuf, and would overflow to Infinity
+    const lim = Math.min(end, b.length);
+    for (let i = 0; i < 10 && pos < lim; i++) {
       const c = b[pos++]!;
       v += (c & 0x7f) * mul;
       if (c < 0x80) return v;
       mul *= 128;
     }
-    throw new Error('truncated varint');
+    return fail(pos < lim ? 'a varint longer than 10 bytes' : 'a truncated varint');
   };
   const skip = (wire: number, end: number): void => {
     if (wire === 0) varint(end);
     else if (wire === 1) pos += 8;
     else if (wire === 2) pos += varint(end);
     else if (wire === 5) pos += 4;
-    else throw new Error(`wire type ${wire}`);
+    else fail(`wire type ${wire}`);
   };
   const out: { rejected: number; message?: string } = { rejected: 0 };
   while (pos < b.length) {
@@ -294,6 +299,6 @@ export function decodeExportResponse(b: Uint8Array): { rejected: number; message
       } else skip(k & 7, end);
     }
   }
-  if (pos > b.length) throw new Error('truncated message');
+  if (pos > b.length) fail('a truncated message');
   return out;
 }
