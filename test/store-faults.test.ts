@@ -148,3 +148,49 @@ test('the hooks on a garbage store: moved aside, the binding written to a new st
   assert.match(e.stderr, /epilog job 77: store schema version 999 is newer than this l9gpu/);
   assert.deepEqual(readFileSync(path), before, 'the newer store is not written');
 });
+
+test('a full disk under the store: the daemon samples, exports and attributes every tick, says the write failure once, and writes again when there is room', async (t) => {
+  const n = node();
+  const r = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=512k,mode=755', 'tmpfs', n.state], { encoding: 'utf8' });
+  assert.equal(r.status, 0, `mount a small tmpfs (the tests run as root): ${r.stderr}`);
+  t.after(() => spawnSync('umount', [n.state]));
+  storeWithJob(n.state, '41');
+  const d = daemon(n);
+  try {
+    await waitFor('job 41 on the GPU', () => gpuPoints(d).some((p) => p.attributes['slurm.job.id'] === '41'));
+    // fill the filesystem: the store's next writes (rollups, series) find no room
+    spawnSync('dd', ['if=/dev/zero', `of=${join(n.state, 'filler')}`, 'bs=4k', 'count=1000']);
+    await d.waitStderr(/database or disk is full/, 20_000);
+    const mark = gpuPoints(d).length;
+    await waitFor('ten more ticks, attributed', () => gpuPoints(d).slice(mark).filter((p) => p.attributes['slurm.job.id'] === '41').length >= 10, 20_000);
+    assert.equal(d.stderr.match(/database or disk is full/g)?.length, 1, `said once: ${d.stderr}`);
+    // room again: the writes resume (the rollup of job 41 grows)
+    spawnSync('rm', ['-f', join(n.state, 'filler')]);
+    await d.waitStderr(/job ledger: writing again/, 20_000);
+  } finally {
+    assert.equal(await d.stop(), 0, d.stderr);
+  }
+});
+
+test('SIGKILL of the daemon while it writes, five times: every restart finds the store whole (WAL), the binding kept, nothing moved aside', async () => {
+  const n = node();
+  writeFileSync(n.config, readFileSync(n.config, 'utf8').replace('interval = 200ms', 'interval = 50ms'));
+  storeWithJob(n.state, '41');
+  for (let i = 0; i < 5; i++) {
+    const d = daemon(n);
+    await waitFor('job 41 on the GPU', () => gpuPoints(d).some((p) => p.attributes['slurm.job.id'] === '41'));
+    // the rollups are written every tick (50 ms): a kill lands in or near a transaction
+    await waitFor('a few more ticks', () => gpuPoints(d).length >= 5 + i);
+    assert.equal(await d.stop('SIGKILL'), null);
+    assert.doesNotMatch(d.stderr, /was damaged|attribution off/);
+  }
+  const db = new Database(join(n.state, STORE_FILE), { readonly: true });
+  try {
+    assert.equal(db.pragma('quick_check', { simple: true }), 'ok');
+    assert.deepEqual(db.prepare('SELECT job_id, end_time FROM bindings').all(), [{ job_id: '41', end_time: null }]);
+    assert.ok((db.prepare('SELECT COUNT(*) AS n FROM job_gpu').get() as { n: number }).n >= 1, 'the rollups written before the kills are there');
+  } finally {
+    db.close();
+  }
+  assert.deepEqual(readdirSync(n.state).filter((f) => f.includes('corrupt')), []);
+});

@@ -41,6 +41,8 @@ export class JobLedger {
   /** The jobs each GPU had in the last batch that carried it. */
   private readonly holders = new Map<string, readonly JobShare[]>();
   private lastPrune = 0;
+  /** The error of the rollup writes while they fail ('' while they work). */
+  private writeError = '';
 
   constructor(
     db: Db,
@@ -71,8 +73,13 @@ export class JobLedger {
     if (bound.size) {
       try {
         this.rollups.record(samples, identities, bound, 2.5 * batch.intervalMs, batch.time);
+        if (this.writeError) this.log.info('job ledger: writing again', { after: this.writeError });
+        this.writeError = '';
       } catch (e) {
-        this.log.once(`rollup-${(e as Error).message}`, 'error', 'cannot update the job rollups', { error: (e as Error).message });
+        // a full disk or a lock: said when it starts (or changes) and when it ends, not every tick
+        const msg = (e as Error).message;
+        if (msg !== this.writeError) this.log.error('cannot update the job rollups: the samples of this tick are not in the job reports', { error: msg });
+        this.writeError = msg;
       }
     }
     this.prune(batch.time);
