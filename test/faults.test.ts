@@ -202,3 +202,29 @@ test('a file sink path or a state dir under /proc (where mkdir -p never ends in 
   assert.match(r.stderr, /job attribution off: cannot create \/proc\/l9gpu-state: ENOENT/);
   assert.ok(parseLines(r.stdout).some((p) => p.name === 'gpu.utilization'), 'stdout still gets the data');
 });
+
+test('SIGTERM while the OTLP endpoint accepts and never answers: the daemon gives up at shutdown_timeout, says what it could not deliver, exits 0', async () => {
+  const sockets = new Set<import('node:net').Socket>();
+  const server = createServer(() => {
+    /* never answers */
+  });
+  server.on('connection', (s) => sockets.add(s));
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/metrics`;
+  try {
+    const f = join(dir, 'hung-sink.ini');
+    writeFileSync(f, `[daemon]\nplugins = sim\nsinks = otlp\ninterval = 200ms\nshutdown_timeout = 2s\n[sim]\ngpus = 1\n[otlp]\nendpoint = ${url}\ntimeout = 30s\n`);
+    const d = new DaemonProcess(['--config', f], {});
+    await waitFor('a request in flight', () => sockets.size > 0);
+    const t = Date.now();
+    const code = await d.stop('SIGTERM', 20_000);
+    const took = Date.now() - t;
+    assert.equal(code, 0, d.stderr);
+    assert.ok(took < 5000, `exited ${took} ms after SIGTERM (shutdown_timeout 2 s)`);
+    assert.match(d.stderr, /stopping: flushing sinks signal=SIGTERM/);
+    assert.match(d.stderr, /exiting with undelivered data \(counted as dropped\) requests=\d+ points=\d+/);
+  } finally {
+    for (const s of sockets) s.destroy();
+    await new Promise((r) => server.close(r));
+  }
+});
