@@ -33,7 +33,8 @@ const str = (v: string | undefined): string | null => (v === undefined || v === 
 
 export function jobFromEnv(env: NodeJS.ProcessEnv): JobRecord {
   const jobId = str(env.SLURM_JOB_ID) ?? str(env.SLURM_JOBID);
-  if (!jobId || !/^\d+$/.test(jobId)) throw new Error(`SLURM_JOB_ID is ${jobId === null ? 'not set' : `"${jobId}", not a job id`}: not run by slurmd?`);
+  // quoted by its start only: a hostile 100 KB value must not become a 100 KB log line
+  if (!jobId || !/^\d{1,20}$/.test(jobId)) throw new Error(`SLURM_JOB_ID is ${jobId === null ? 'not set' : `${JSON.stringify(jobId.slice(0, 40))}${jobId.length > 40 ? ` (${jobId.length} characters)` : ''}, not a job id`}: not run by slurmd?`);
   const start = num(env.SLURM_JOB_START_TIME);
   return {
     jobId,
@@ -108,9 +109,15 @@ export function runHook(kind: HookKind, env: NodeJS.ProcessEnv, cfg: Config, now
 }
 
 
+const MAX_LINE = 2000;
+
+/** The job as a log line names it: its id when it is one, else "?" (the error says what it was). */
+const jobLabel = (env: NodeJS.ProcessEnv): string => (/^\d{1,20}$/.test(env.SLURM_JOB_ID ?? '') ? env.SLURM_JOB_ID! : '?');
+
 /** Appends to <state_dir>/hooks.log, rotated at 1 MiB, never through a link; never throws. */
 function logLine(stateDir: string | undefined, raw: string): void {
-  const line = printable(raw);
+  // one line, of a size a log can hold, whatever an environment value put in it
+  const line = printable(raw.length > MAX_LINE ? `${raw.slice(0, MAX_LINE)}... (${raw.length} characters)` : raw);
   process.stderr.write(line + '\n');
   if (!stateDir) return;
   const path = join(stateDir, 'hooks.log');
@@ -146,13 +153,13 @@ export function main(kind: HookKind, env: NodeJS.ProcessEnv = process.env): void
     timeoutS = cfg.num('slurm', 'hook_timeout')!;
   } catch (e) {
     // without a config there is no store to write: say it once, and let the job run
-    logLine(undefined, `${new Date().toISOString()} l9gpu ${kind} job ${env.SLURM_JOB_ID ?? '?'}: ${(e as Error).message}`);
+    logLine(undefined, `${new Date().toISOString()} l9gpu ${kind} job ${jobLabel(env)}: ${(e as Error).message}`);
     process.exit(0);
   }
   // the deadline counts from the process start: Node's own start-up and the config are part of it
   const started = Date.now() - process.uptime() * 1000;
   const timer = setTimeout(() => {
-    logLine(stateDir, `${new Date().toISOString()} l9gpu ${kind} job ${env.SLURM_JOB_ID}: deadline of ${timeoutS}s passed: giving up`);
+    logLine(stateDir, `${new Date().toISOString()} l9gpu ${kind} job ${jobLabel(env)}: deadline of ${timeoutS}s passed: giving up`);
     process.exit(strict ? 1 : 0);
   }, Math.max(0, timeoutS * 1000 - (Date.now() - started)));
   try {
@@ -162,7 +169,7 @@ export function main(kind: HookKind, env: NodeJS.ProcessEnv = process.env): void
     clearTimeout(timer);
     process.exit(0);
   } catch (e) {
-    logLine(stateDir, `${new Date().toISOString()} l9gpu ${kind} job ${env.SLURM_JOB_ID ?? '?'}: ${(e as Error).message}`);
+    logLine(stateDir, `${new Date().toISOString()} l9gpu ${kind} job ${jobLabel(env)}: ${(e as Error).message}`);
     clearTimeout(timer);
     process.exit(strict ? 1 : 0);
   }

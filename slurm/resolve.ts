@@ -40,10 +40,14 @@ export function storeInventory(db: Db): Inventory {
   };
 }
 
-const UUID_RE = /^(GPU|MIG)-/;
+/** An NVIDIA UUID as CUDA_VISIBLE_DEVICES carries it (MIG-GPU-<uuid>/<gi>/<ci> before R470): no dots, no other slashes. */
+const UUID_RE = /^(GPU|MIG)-[A-Za-z0-9-]+(\/\d+\/\d+)?$/;
+/** More GPU entries than any node has (8 GPUs x 7 MIG instances is 56) is no allocation: refused, not written 10,000 times. */
+export const MAX_GPU_ENTRIES = 1024;
 
 export function resolveGpus(input: ResolveInput, inv: Inventory): GpuBinding[] {
   const cvd = (input.cudaVisibleDevices ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  if (cvd.length > MAX_GPU_ENTRIES) throw new Error(`CUDA_VISIBLE_DEVICES names ${cvd.length} GPUs, more than a node has (${MAX_GPU_ENTRIES}): not recorded`);
   if (cvd.length > 0 && cvd.every((d) => UUID_RE.test(d))) {
     return cvd.map((d) => {
       const old = /^MIG-(GPU-[0-9a-f-]+)\/(\d+)\/(\d+)$/i.exec(d);
@@ -52,6 +56,7 @@ export function resolveGpus(input: ResolveInput, inv: Inventory): GpuBinding[] {
     });
   }
   const indices = expandIndexList(input.jobGpus ?? '');
+  if (indices.length > MAX_GPU_ENTRIES) throw new Error(`SLURM_JOB_GPUS names ${indices.length} GPUs, more than a node has (${MAX_GPU_ENTRIES}): not recorded`);
   return gresIndicesToGpus(indices, input.shared ? indices : [], () => readGresLayout(input.gresConf, input.node), inv);
 }
 

@@ -339,3 +339,35 @@ test('a newline in an environment value cannot forge a hooks.log line', () => {
   assert.equal(log.trim().split('\n').length, 1, log);
   assert.match(log, /^\S+ l9gpu prolog job 901: hostlist "0-x\?2026-01-01T00:00:00.000Z l9gpu prolog job 1: forged": bad range/, 'the value is quoted on the error\'s own line, its newline shown as ?');
 });
+
+test('a hostile hook environment: shell metacharacters, 100 KB values, 10,000 GPU entries, path traversal, bytes that are not UTF-8: exit 0 in time, short log lines, nothing run, nothing written but what is valid', () => {
+  const { state, env, rows } = setup();
+  const canary = join(state, '..', 'pwned');
+  const big = 'x'.repeat(100_000); // near the kernel's 128 KiB limit for one environment string
+  const cases: [string, Record<string, string>, RegExp][] = [
+    ['metacharacters in the job id', { SLURM_JOB_ID: `1;touch ${canary};$(touch ${canary})\`touch ${canary}\``, CUDA_VISIBLE_DEVICES: 'GPU-a' }, /SLURM_JOB_ID is "1;touch .*, not a job id/],
+    ['a 100 KB job id', { SLURM_JOB_ID: big }, /SLURM_JOB_ID is "x{40}" \(100000 characters\), not a job id/],
+    ['a 100 KB GPU list', { SLURM_JOB_ID: '950', SLURM_JOB_GPUS: big }, /prolog job 950: hostlist "x{80}\.\.\.": bad range/],
+    ['10,000 GPU entries', { SLURM_JOB_ID: '951', SLURM_JOB_GPUS: Array.from({ length: 10_000 }, (_, i) => i).join(',') }, /SLURM_JOB_GPUS names 10000 GPUs, more than a node has \(1024\): not recorded/],
+    ['10,000 UUIDs', { SLURM_JOB_ID: '952', CUDA_VISIBLE_DEVICES: Array.from({ length: 10_000 }, (_, i) => `GPU-${i}`).join(',') }, /CUDA_VISIBLE_DEVICES names 10000 GPUs, more than a node has \(1024\): not recorded/],
+  ];
+  for (const [what, e, line] of cases) {
+    const t = Date.now();
+    const r = hook('prolog', { ...env, ...e });
+    assert.equal(r.status, 0, `${what}: ${r.stderr}`);
+    assert.ok(Date.now() - t < 5000, `${what}: within the deadline`);
+    assert.match(r.stderr, line, what);
+    assert.ok(r.stderr.length < 2100, `${what}: one short line (${r.stderr.length} bytes)`);
+  }
+  assert.throws(() => statSync(canary), /ENOENT/, 'nothing the job id said was run');
+  // path traversal in the GPU list is no UUID: the job is recorded without it
+  const tr = hook('prolog', { ...env, SLURM_JOB_ID: '953', CUDA_VISIBLE_DEVICES: 'GPU-../../../etc/passwd,MIG-x/../../y' });
+  assert.equal(tr.status, 0, tr.stderr);
+  assert.deepEqual(rows("SELECT gpu_uuid FROM bindings WHERE job_id = '953'"), []);
+  assert.deepEqual(rows("SELECT job_id FROM jobs WHERE job_id IN ('950','951','952')"), [], 'refused allocations are not written');
+  // bytes that are not UTF-8 in a user name (slurmd passes them as they are): stored with U+FFFD, the hook exits 0
+  const raw = spawnSync('/bin/sh', ['-c', `SLURM_JOB_USER=$(printf 'al\\377\\376ice') exec "$0"`, join(ROOT, 'slurm', 'prolog')], { env: { L9GPU_NODE: process.execPath, ...env, SLURM_JOB_ID: '954', CUDA_VISIBLE_DEVICES: 'GPU-aaaa' }, encoding: 'utf8' });
+  assert.equal(raw.status, 0, raw.stderr);
+  assert.deepEqual(rows("SELECT user FROM jobs WHERE job_id = '954'"), [{ user: 'al\ufffd\ufffdice' }]);
+  assert.ok(readFileSync(join(state, 'hooks.log'), 'utf8').split('\n').every((l) => l.length <= 2100), 'every hooks.log line short');
+});
