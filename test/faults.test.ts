@@ -228,3 +228,28 @@ test('SIGTERM while the OTLP endpoint accepts and never answers: the daemon give
     await new Promise((r) => server.close(r));
   }
 });
+
+test('secrets (URL user information and query values, headers, a token file) never reach logs, doctor (text and --json) or exported data, even when the backend echoes them', async () => {
+  const SECRETS = ['s3cret-pw', 's3cret-q', 's3cret-hdr', 's3cret-file'];
+  // a backend that refuses and echoes what it got, as some do in their error bodies
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(401, { 'content-type': 'text/plain' });
+      res.end(`unauthorized: ${req.headers.authorization ?? ''} ${req.url ?? ''}`);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as AddressInfo).port;
+  try {
+    const tokenFile = join(dir, 'webhook.token');
+    writeFileSync(tokenFile, 's3cret-file\n', { mode: 0o600 });
+    const f = join(dir, 'secrets.ini');
+    writeFileSync(f, `[daemon]\nplugins = sim\nsinks = otlp, webhook, stdout\nshutdown_timeout = 2s\n[sim]\ngpus = 1\n[otlp]\nendpoint = http://user:s3cret-pw@127.0.0.1:${port}/v1/metrics?token=s3cret-q\nheaders = authorization=Bearer%20s3cret-hdr\n[webhook]\nurl = http://127.0.0.1:${port}/hook?key=s3cret-q\ntoken_file = ${tokenFile}\n`);
+    const runs = [await runCli(['daemon', '--once', '--config', f]), await runCli(['doctor', '--config', f]), await runCli(['doctor', '--json', '--config', f])];
+    assert.match(runs[0]!.stderr, /endpoint rejected data \(not retried\) reason="HTTP 401/, 'the backend was reached and refused');
+    for (const r of runs) for (const s of SECRETS) assert.ok(!(r.stdout + r.stderr).includes(s), `${s} leaked:\n${r.stdout}\n${r.stderr}`);
+  } finally {
+    await new Promise((r) => server.close(r));
+  }
+});

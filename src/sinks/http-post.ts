@@ -16,8 +16,20 @@ export interface Poster {
   close(): void;
 }
 
+/** Headers that carry no secret: the rest (authorization, api keys, tenant ids) are masked where an answer echoes them. */
+const PLAIN_HEADERS = new Set(['content-type', 'content-encoding', 'content-length', 'user-agent', 'accept']);
+
+/** The text with every secret in it replaced by ***. */
+function masked(text: string, secrets: readonly string[]): string {
+  let t = text;
+  for (const s of secrets) if (s.length >= 4) t = t.split(s).join('***');
+  return t;
+}
+
 export function createPoster(url: string, timeoutMs: number): Poster {
   const u = new URL(url);
+  // what a backend's error answer may echo back (the request line, its credentials): never into a log line
+  const urlSecrets = [decodeURIComponent(u.username), decodeURIComponent(u.password), u.username, u.password, ...[...u.searchParams.values()], ...u.search.slice(1).split('&').map((kv) => kv.slice(kv.indexOf('=') + 1))];
   const mod = u.protocol === 'https:' ? https : http;
   // keep-alive: one connection reused every interval costs less CPU than a handshake per export
   const agent = new mod.Agent({ keepAlive: true, maxSockets: 1 });
@@ -25,6 +37,7 @@ export function createPoster(url: string, timeoutMs: number): Poster {
     close: () => agent.destroy(),
     post: (body, headers) =>
       new Promise<SendResult>((resolve) => {
+        const secrets = [...urlSecrets, ...Object.entries(headers).filter(([k]) => !PLAIN_HEADERS.has(k.toLowerCase())).flatMap(([, v]) => [v, ...v.split(/\s+/)])];
         let done = false;
         const finish = (r: SendResult): void => {
           if (done) return;
@@ -59,7 +72,8 @@ export function createPoster(url: string, timeoutMs: number): Poster {
             const text = Buffer.concat(chunks);
             if (accepted !== undefined) return finish({ ok: true, status, body: text });
             const ra = Number(res.headers['retry-after']);
-            const snippet = text.toString('utf8', 0, Math.min(text.length, 200)).replace(/\s+/g, ' ').trim();
+            // masked before it is cut: half a secret is still a leak
+            const snippet = masked(text.toString('utf8', 0, Math.min(text.length, 4096)), secrets).slice(0, 200).replace(/\s+/g, ' ').trim();
             finish({
               ok: false,
               retryable: retryableStatus(status),
