@@ -23,6 +23,15 @@ interface Held<T> {
 }
 
 const SINK_RETRY_MS = [5_000, 15_000, 60_000];
+/**
+ * How long one of the daemon's store writes waits for a lock someone else
+ * holds. better-sqlite3 waits on the event loop's thread: a long wait would
+ * stop sampling and exporting for as long as a stuck hook or an admin's
+ * open transaction holds the lock. A hook's own transaction takes a few ms;
+ * a write that finds the store locked longer fails, is said, and the next
+ * tick writes again.
+ */
+const DAEMON_BUSY_MS = 50;
 /** A store that cannot be used (read-only or full disk, newer schema, a lock) is tried again this often. */
 const STORE_RETRY_MS = 60_000;
 
@@ -78,7 +87,7 @@ export class Agent {
       const [{ openStore, StoreUnusable }, { JobLedger }] = await Promise.all([import('../src/store/open.js'), import('../src/ledger/ledger.js')]);
       let db: Db;
       try {
-        db = openStore(cfg.str('daemon', 'state_dir')!, { check: true, onRecovered: (m) => this.log.error(m) });
+        db = openStore(cfg.str('daemon', 'state_dir')!, { check: true, busyTimeoutMs: DAEMON_BUSY_MS, onRecovered: (m) => this.log.error(m) });
       } catch (e) {
         if (!(e instanceof StoreUnusable)) throw e;
         // the GPUs are still sampled and exported, without job attributes, rather than no telemetry at all

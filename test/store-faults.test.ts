@@ -6,7 +6,7 @@
  * and the hooks exit 0 (issue 12, defect 2).
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, readdirSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -193,4 +193,26 @@ test('SIGKILL of the daemon while it writes, five times: every restart finds the
     db.close();
   }
   assert.deepEqual(readdirSync(n.state).filter((f) => f.includes('corrupt')), []);
+});
+
+test('a store locked by another writer for a while: the daemon samples and exports every tick (its event loop never waits out the lock), and writes again after', async () => {
+  const n = node();
+  storeWithJob(n.state, '41');
+  const d = daemon(n);
+  try {
+    await waitFor('job 41 on the GPU', () => gpuPoints(d).some((p) => p.attributes['slurm.job.id'] === '41'));
+    // an admin's sqlite3 shell with a write transaction open, in another process
+    const holder = spawn(process.execPath, ['-e', `const D = require(${JSON.stringify(join(ROOT, 'node_modules', 'better-sqlite3'))}); const db = new D(${JSON.stringify(join(n.state, STORE_FILE))}); db.exec('BEGIN IMMEDIATE'); process.stdout.write('locked\\n'); setTimeout(() => { db.exec('COMMIT'); process.exit(0); }, 6000);`], { stdio: ['ignore', 'pipe', 'inherit'] });
+    await new Promise<void>((r) => holder.stdout!.once('data', () => r()));
+    const t0 = Date.now();
+    const mark = gpuPoints(d).length;
+    await new Promise((r) => holder.once('exit', r));
+    const held = (Date.now() - t0) / 1000;
+    const ticks = new Set(gpuPoints(d).slice(mark).map((p) => p.time)).size;
+    // 200 ms ticks: ~30 in 6 s; a loop that waited out a 2 s busy timeout per write would make ~3
+    assert.ok(ticks >= held * 5 * 0.6, `${ticks} ticks of GPU points in the ${held.toFixed(1)} s the store was locked`);
+    await d.waitStderr(/job ledger: writing again/, 20_000);
+  } finally {
+    assert.equal(await d.stop(), 0, d.stderr);
+  }
 });

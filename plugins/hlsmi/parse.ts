@@ -65,7 +65,8 @@ export function emitRows(rows: HlRow[], out: Emitter, start: number): void {
     if (!uuid || /N\/A/.test(uuid)) continue; // no UUID, no point: everything is keyed by it
     const where = `hl-smi device ${idx ?? uuid}`;
     const a = gpuAttributes({
-      index: idx !== undefined && /^\d+$/.test(idx) ? Number(idx) : -1,
+      // 400 digits are no index (Infinity as an attribute)
+      index: idx !== undefined && /^\d{1,6}$/.test(idx) ? Number(idx) : -1,
       uuid,
       model: row.get('name')?.text ?? 'Intel Gaudi',
       vendor: 'intel',

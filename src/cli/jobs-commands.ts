@@ -57,7 +57,12 @@ export async function jobsShow(jobid: string, f: FlagValues): Promise<void> {
     const url = f.url as string | undefined;
     if (!url) throw new CliError('--source promql needs --url (the PromQL API base URL)', 2);
     const headers = Object.fromEntries(((f.header as string[]) ?? []).map((h) => [h.slice(0, h.indexOf('=')), h.slice(h.indexOf('=') + 1)]));
-    report = await reportFromPromql({ url, window: f.window as string, headers }, jobid, pricesFrom(ctx.cfg));
+    try {
+      report = await reportFromPromql({ url, window: f.window as string, headers }, jobid, pricesFrom(ctx.cfg));
+    } catch (e) {
+      // the endpoint's doing (down, refusing, an answer too large): one line, not a stack
+      throw new CliError((e as Error).message, 1);
+    }
     if (!report) throw new CliError(`no GPU metrics of job ${jobid} at ${url} in the last ${f.window} (are the daemons exporting there with slurm attribution?)`, 1);
     const denied = accessError(report, ctx.viewer);
     if (denied) throw new CliError(denied, 1);
