@@ -215,3 +215,28 @@ test('oversized input at the tool runner\'s bound (16 MB of output; a 10 MB line
     assert.ok(performance.now() - t < 5000, `${what}: ${Math.round(performance.now() - t)} ms`);
   }
 });
+
+test('what the fuzz suite found, kept as cases: each input a value or a named error now', () => {
+  const hl = read('plugins', 'hlsmi', 'testdata', 'units', 'hl-smi.csv').split('\n');
+  const sacctHead = 'JobIDRaw|JobID|State|ExitCode|DerivedExitCode|Start|End|Elapsed|User|Account|Partition|JobName|AllocTRES|NodeList';
+  // a garbled time: unknown (null), never NaN
+  assert.deepEqual(parseSacct(`${sacctHead}\n1|1|COMPLETED|0:0|0:0|2026-11-21T08:33:57|2026-11\ud81e\udd9eT08:34:27|00:00:30|root|root|gpu|myjob|billing=1|vm\n`).map((r) => [r.start, r.end]), [[Date.parse('2026-11-21T08:33:57'), null]]);
+  assert.equal(parseScontrolJobs('JobId=4249 JobName=x\n   StartTime=2026-11-2x1T08:33:20 EndTime=Unknown\n')[0]!.startTime, null);
+  // a time of 1e308 s: no time
+  assert.equal(parseSqueueJson(JSON.stringify({ jobs: [{ job_id: 1, end_time: { set: true, infinite: false, number: 1e308 } }] }))[0]!.endTime, null);
+  // null, and a null job: named errors, not TypeErrors
+  assert.throws(() => parseSqueueJson('null'), { message: 'squeue --json: not an object: null' });
+  assert.throws(() => parseSqueueJson('{"jobs":[null]}'), { message: 'squeue --json: jobs[0] is not an object' });
+  // a range of 400 digits looped for ever; two groups of 100,000 killed the process (V8: invalid size)
+  assert.throws(() => expandHostlist(`n[1-${'9'.repeat(400)}]`), { message: /^hostlist "n\[1-9{70}.*": number too large in "1-9{70}/ });
+  assert.throws(() => expandHostlist('a[0-99999]b[0-99999]'), { message: 'hostlist "a[0-99999]b[0-99999]" expands to more than 100000 names' });
+  assert.throws(() => expandHostlist('a[0-60000,0-60000]'), { message: 'hostlist "a[0-60000,0-60000]" expands to more than 100000 names' });
+  // a /proc/meminfo value past 2^53: the line skipped, not Infinity
+  assert.equal(parseMeminfo(`MemTotal: 100 kB\nSecPageTables: ${'9'.repeat(400)} kB\n`, '/proc/meminfo').SecPageTables, undefined);
+  // a varint of 150 bytes: NaN rejected points before
+  assert.throws(() => decodeExportResponse(Uint8Array.from([0x0a, 0x20, 0x08, ...Array<number>(150).fill(0x80), 0x01])), { message: /^OTLP response: a varint longer than 10 bytes at byte \d+ of 154$/ });
+  // an hl-smi index of 400 digits: no index, not Infinity
+  const b = new PointBuffer();
+  emitRows(parseCsv([hl[0], hl[1]!.replace(/^0,/, `${'9'.repeat(400)},`)].join('\n'), 'hl-smi -f csv'), b, 0);
+  assert.ok(b.points.length > 0 && b.points.every((p) => p.attributes['gpu.index'] === -1));
+});

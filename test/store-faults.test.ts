@@ -35,6 +35,14 @@ function daemon(n: ReturnType<typeof node>): DaemonProcess {
   return new DaemonProcess(['--config', n.config, '--plugin', 'nvml', '--sink', 'stdout'], n.fake.env());
 }
 
+/** The daemon's own bound (docs/performance.md: 64 MB peak on the nvml + Slurm path), with room for this loaded test machine. */
+const PEAK_MB = 96;
+function boundedMemory(d: DaemonProcess, what: string): void {
+  const mb = d.peakRssMb();
+  if (process.env.L9GPU_FUZZ_REPORT) process.stdout.write(`fault: ${what}: peak RSS ${mb.toFixed(1)} MB\n`);
+  assert.ok(mb <= PEAK_MB, `${what}: peak RSS ${mb.toFixed(1)} MB`);
+}
+
 const gpuPoints = (d: DaemonProcess) => d.points().filter((p) => p.name === 'gpu.utilization' && p.attributes['gpu.uuid'] === GPU.uuid);
 
 /** A real store with one open binding on the GPU, as a prolog leaves it. */
@@ -75,6 +83,7 @@ for (const [what, spoil] of [
       // the new store takes the next prolog, and the daemon attributes it
       storeWithJob(n.state, '42');
       await waitFor('job 42 on the GPU', () => gpuPoints(d).some((p) => p.attributes['slurm.job.id'] === '42'), 20_000);
+      boundedMemory(d, `store ${what}`);
     } finally {
       assert.equal(await d.stop(), 0, d.stderr);
     }
@@ -94,6 +103,7 @@ test('a store made by a newer l9gpu: kept as it is; the daemon exports the GPUs 
     await d.waitStderr(/job attribution off: store schema version 999 is newer than this l9gpu \(\d+\): upgrade l9gpu \(the store is kept as it is\); GPU metrics go out without job attributes/);
     await waitFor('GPU points, without a job', () => gpuPoints(d).length >= 5);
     assert.ok(gpuPoints(d).every((p) => p.attributes['slurm.job.id'] === undefined));
+    boundedMemory(d, 'store of a newer schema');
   } finally {
     assert.equal(await d.stop(), 0, d.stderr);
   }
@@ -111,6 +121,7 @@ test('a state dir on a read-only filesystem: the daemon samples and exports, say
   try {
     await d.waitStderr(/job attribution off: store \S+: .*read-only.*; GPU metrics go out without job attributes/i);
     await waitFor('GPU points', () => gpuPoints(d).length >= 5);
+    boundedMemory(d, 'read-only state dir');
   } finally {
     assert.equal(await d.stop(), 0, d.stderr);
   }
@@ -167,6 +178,7 @@ test('a full disk under the store: the daemon samples, exports and attributes ev
     // room again: the writes resume (the rollup of job 41 grows)
     spawnSync('rm', ['-f', join(n.state, 'filler')]);
     await d.waitStderr(/job ledger: writing again/, 20_000);
+    boundedMemory(d, 'full disk');
   } finally {
     assert.equal(await d.stop(), 0, d.stderr);
   }
@@ -212,6 +224,7 @@ test('a store locked by another writer for a while: the daemon samples and expor
     // 200 ms ticks: ~30 in 6 s; a loop that waited out a 2 s busy timeout per write would make ~3
     assert.ok(ticks >= held * 5 * 0.6, `${ticks} ticks of GPU points in the ${held.toFixed(1)} s the store was locked`);
     await d.waitStderr(/job ledger: writing again/, 20_000);
+    boundedMemory(d, 'store locked by another writer');
   } finally {
     assert.equal(await d.stop(), 0, d.stderr);
   }

@@ -1,6 +1,6 @@
 /** Runs the real CLI as a child process and watches its output. */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { findMetric } from '../../src/core/metrics/registry.js';
 import { CLI, tempDir } from './paths.js';
@@ -94,6 +94,12 @@ export class DaemonProcess {
     return waitFor(`stderr matching ${re}`, () => this.stderr.match(re) ?? undefined, timeoutMs).catch((e: Error) => {
       throw new Error(`${e.message}; the daemon's stderr ends:\n${this.stderr.slice(-3000)}`);
     });
+  }
+
+  /** The daemon's peak resident memory so far (VmHWM), in MB: a fault must not grow it past the daemon's bound. */
+  peakRssMb(): number {
+    const m = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${this.child.pid}/status`, 'utf8'));
+    return m ? Number(m[1]) / 1024 : NaN;
   }
 
   points(): JsonPoint[] {
