@@ -253,3 +253,31 @@ test('secrets (URL user information and query values, headers, a token file) nev
     await new Promise((r) => server.close(r));
   }
 });
+
+test('an OTLP endpoint that answers 500 for ever: retried with backoff, the queue stays at its bound, drops counted, said once, memory bounded', async () => {
+  let requests = 0;
+  const server = createServer((req, res) => {
+    requests++;
+    req.resume();
+    req.on('end', () => res.writeHead(500, { 'content-type': 'text/plain' }).end('internal error'));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const selfFile = join(dir, 'http500-self.jsonl');
+  const maxQueue = 24 * 1024;
+  const f = join(dir, 'http500.ini');
+  writeFileSync(f, `[daemon]\nplugins = sim\nsinks = otlp, file\ninterval = 200ms\n[sim]\ngpus = 8\n[otlp]\nendpoint = http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/metrics\nexport_interval = 200ms\nmax_queue_bytes = ${maxQueue}\ntimeout = 1s\n[file]\npath = ${selfFile}\n`);
+  const d = new DaemonProcess(['--config', f]);
+  try {
+    await d.waitStderr(/delivery failed: queueing and retrying with backoff reason="HTTP 500: internal error"/);
+    await waitFor('otlp drops', () => selfValue(fileLines(selfFile), 'l9gpu.sink.dropped', 'l9gpu.sink', 'otlp').some((v) => v > 0), 30_000);
+    const queue = selfValue(fileLines(selfFile), 'l9gpu.sink.queue.size', 'l9gpu.sink', 'otlp');
+    assert.ok(Math.max(...queue) <= maxQueue, `queue peaked at ${Math.max(...queue)} bytes, bound ${maxQueue}`);
+    assert.equal(d.stderr.match(/delivery failed: queueing and retrying/g)?.length, 1, 'said once while it lasts');
+    const seconds = (Date.now() - d.startedAt) / 1000;
+    assert.ok(requests < seconds * 5, `backoff: ${requests} requests in ${seconds.toFixed(1)} s (not one per 200 ms export)`);
+    assert.ok(d.peakRssMb() <= 96, `peak RSS ${d.peakRssMb().toFixed(1)} MB`);
+  } finally {
+    assert.equal(await d.stop(), 0, d.stderr);
+    await new Promise((r) => server.close(r));
+  }
+});

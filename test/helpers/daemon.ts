@@ -79,6 +79,7 @@ export class DaemonProcess {
   stdout = '';
   stderr = '';
   exit: Promise<number | null>;
+  readonly startedAt = Date.now();
 
   constructor(args: string[], env: Record<string, string> = {}) {
     const e = cleanEnv(env);
