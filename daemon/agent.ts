@@ -83,28 +83,9 @@ export class Agent {
     let ledger: Pipeline['ledger'];
     let close = (): void => {};
     clearTimeout(this.storeRetry);
-    if (r.manifest) {
-      const [{ openStore, StoreUnusable }, { JobLedger }] = await Promise.all([import('../src/store/open.js'), import('../src/ledger/ledger.js')]);
-      let db: Db;
-      try {
-        db = openStore(cfg.str('daemon', 'state_dir')!, { check: true, busyTimeoutMs: DAEMON_BUSY_MS, onRecovered: (m) => this.log.error(m) });
-      } catch (e) {
-        if (!(e instanceof StoreUnusable)) throw e;
-        // the GPUs are still sampled and exported, without job attributes, rather than no telemetry at all
-        if (e.message !== this.storeProblem) this.log.error(`job attribution off: ${e.message}; GPU metrics go out without job attributes, the store is tried again every ${STORE_RETRY_MS / 1000} s`);
-        this.storeProblem = e.message;
-        this.storeRetry = setTimeout(() => {
-          if (this.running) this.swapAttribution().catch((err: Error) => this.log.error('job attribution: retry failed', { error: err.message }));
-        }, STORE_RETRY_MS);
-        this.storeRetry.unref();
-        this.closeAttribution();
-        this.closeAttribution = () => {};
-        this.pipeline.attribution = noneProvider;
-        this.pipeline.ledger = undefined;
-        return;
-      }
-      if (this.storeProblem) this.log.info('job attribution on again: the store is usable', { store: cfg.str('daemon', 'state_dir')! });
-      this.storeProblem = '';
+    const db = r.manifest ? await this.openStoreOrSay() : undefined;
+    if (r.manifest && db) {
+      const { JobLedger } = await import('../src/ledger/ledger.js');
       try {
         provider = await r.manifest.create({ config: cfg, log: this.log, env: this.env, store: db });
       } catch (e) {
@@ -126,6 +107,32 @@ export class Agent {
     this.pipeline.attribution = provider;
     this.pipeline.ledger = ledger;
     this.closeAttribution = close;
+  }
+
+  /**
+   * The store, or undefined when it cannot be used (a newer schema, a
+   * read-only or full disk, a lock): said once, tried again later. The GPUs
+   * are still sampled and exported, without job attributes, rather than no
+   * telemetry at all.
+   */
+  private async openStoreOrSay(): Promise<Db | undefined> {
+    const { openStore, StoreUnusable } = await import('../src/store/open.js');
+    const dir = this.cfg.str('daemon', 'state_dir')!;
+    try {
+      const db = openStore(dir, { check: true, busyTimeoutMs: DAEMON_BUSY_MS, onRecovered: (m) => this.log.error(m) });
+      if (this.storeProblem) this.log.info('job attribution on again: the store is usable', { store: dir });
+      this.storeProblem = '';
+      return db;
+    } catch (e) {
+      if (!(e instanceof StoreUnusable)) throw e;
+      if (e.message !== this.storeProblem) this.log.error(`job attribution off: ${e.message}; GPU metrics go out without job attributes, the store is tried again every ${STORE_RETRY_MS / 1000} s`);
+      this.storeProblem = e.message;
+      this.storeRetry = setTimeout(() => {
+        if (this.running) this.swapAttribution().catch((err: Error) => this.log.error('job attribution: retry failed', { error: err.message }));
+      }, STORE_RETRY_MS);
+      this.storeRetry.unref();
+      return undefined;
+    }
   }
 
   private async startJobsServer(db: Db, node: () => string): Promise<{ close(): void } | undefined> {

@@ -27,8 +27,8 @@ export class PluginRunner {
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
   private failing = false;
-  /** Metrics whose out-of-range values were said (once each). */
-  private readonly saidRejected = new Set<string>();
+  /** Metrics and fields whose skipped values were said (once each). */
+  private readonly saidSkipped = new Set<string>();
 
   constructor(
     readonly name: string,
@@ -42,6 +42,12 @@ export class PluginRunner {
   /** True while the plugin has not returned from a collection (it may be stuck in a blocking call). */
   get blocked(): boolean {
     return this.work !== undefined;
+  }
+
+  private sayOnce(key: string, msg: string, fields: Record<string, string | number | boolean>): void {
+    if (this.saidSkipped.has(key)) return;
+    this.saidSkipped.add(key);
+    this.log.warn(msg, { plugin: this.name, ...fields });
   }
 
   start(): void {
@@ -97,17 +103,9 @@ export class PluginRunner {
         if (timedOut) return; // late results are stale: dropped (the timeout was counted)
         this.stats.runs++;
         this.stats.points += buf.points.length;
-        for (const [metric, r] of buf.rejected) {
-          // the field alone is skipped, said once per metric (its other fields and GPUs go on)
-          if (this.saidRejected.has(metric)) continue;
-          this.saidRejected.add(metric);
-          this.log.warn('value out of range: skipped', { plugin: this.name, metric, value: r.value, gpu: r.attributes['gpu.uuid'] ?? '' });
-        }
-        for (const [field, why] of buf.unread) {
-          if (this.saidRejected.has(field)) continue;
-          this.saidRejected.add(field);
-          this.log.warn('field not readable: skipped', { plugin: this.name, field, error: why });
-        }
+        // the field alone is skipped (its other fields and GPUs go on), said once per metric or field
+        for (const [metric, r] of buf.rejected) this.sayOnce(metric, 'value out of range: skipped', { metric, value: r.value, gpu: r.attributes['gpu.uuid'] ?? '' });
+        for (const [field, why] of buf.unread) this.sayOnce(field, 'field not readable: skipped', { field, error: why });
         if (this.failing) {
           this.failing = false;
           this.log.info('plugin recovered', { plugin: this.name });

@@ -6,7 +6,7 @@
  * (no PATH, no HOME, no Slurm commands), and neither OpenTelemetry nor oclif
  * is loaded.
  */
-import { printable } from '../src/core/printable.js';
+import { clip, printable } from '../src/core/printable.js';
 import { closeSync, openSync, renameSync, statSync, writeSync } from 'node:fs';
 import { APPEND_NOFOLLOW, assertSafeStateDir } from '../src/store/state-dir.js';
 import { join } from 'node:path';
@@ -29,12 +29,13 @@ export function runKey(env: NodeJS.ProcessEnv): string {
 }
 
 const num = (v: string | undefined): number | null => (v !== undefined && /^\d+$/.test(v) ? Number(v) : null);
+/** A Slurm job id as the environment gives it (digits); anything else is refused. */
+const JOB_ID = /^\d{1,20}$/;
 const str = (v: string | undefined): string | null => (v === undefined || v === '' || v === '(null)' ? null : v);
 
 export function jobFromEnv(env: NodeJS.ProcessEnv): JobRecord {
   const jobId = str(env.SLURM_JOB_ID) ?? str(env.SLURM_JOBID);
-  // quoted by its start only: a hostile 100 KB value must not become a 100 KB log line
-  if (!jobId || !/^\d{1,20}$/.test(jobId)) throw new Error(`SLURM_JOB_ID is ${jobId === null ? 'not set' : `${JSON.stringify(jobId.slice(0, 40))}${jobId.length > 40 ? ` (${jobId.length} characters)` : ''}, not a job id`}: not run by slurmd?`);
+  if (!jobId || !JOB_ID.test(jobId)) throw new Error(`SLURM_JOB_ID is ${jobId === null ? 'not set' : `"${clip(jobId, 40)}", not a job id`}: not run by slurmd?`);
   const start = num(env.SLURM_JOB_START_TIME);
   return {
     jobId,
@@ -112,12 +113,12 @@ export function runHook(kind: HookKind, env: NodeJS.ProcessEnv, cfg: Config, now
 const MAX_LINE = 2000;
 
 /** The job as a log line names it: its id when it is one, else "?" (the error says what it was). */
-const jobLabel = (env: NodeJS.ProcessEnv): string => (/^\d{1,20}$/.test(env.SLURM_JOB_ID ?? '') ? env.SLURM_JOB_ID! : '?');
+const jobLabel = (env: NodeJS.ProcessEnv): string => (JOB_ID.test(env.SLURM_JOB_ID ?? '') ? env.SLURM_JOB_ID! : '?');
 
 /** Appends to <state_dir>/hooks.log, rotated at 1 MiB, never through a link; never throws. */
 function logLine(stateDir: string | undefined, raw: string): void {
   // one line, of a size a log can hold, whatever an environment value put in it
-  const line = printable(raw.length > MAX_LINE ? `${raw.slice(0, MAX_LINE)}... (${raw.length} characters)` : raw);
+  const line = printable(clip(raw, MAX_LINE));
   process.stderr.write(line + '\n');
   if (!stateDir) return;
   const path = join(stateDir, 'hooks.log');

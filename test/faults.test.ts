@@ -11,6 +11,8 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { makeDirs } from '../src/core/make-dirs.js';
+import { redactUrl, urlSecrets } from '../src/core/redact.js';
+import { createPoster } from '../src/sinks/http-post.js';
 import { DaemonProcess, parseLines, runCli, type JsonPoint } from './helpers/daemon.js';
 import { freePort } from './helpers/net.js';
 import { tempDir } from './helpers/paths.js';
@@ -280,4 +282,11 @@ test('an OTLP endpoint that answers 500 for ever: retried with backoff, the queu
     assert.equal(await d.stop(), 0, d.stderr);
     await new Promise((r) => server.close(r));
   }
+});
+
+test('the secret parts of a URL, raw and decoded, a stray % kept as written (it made the sink fail to start)', () => {
+  const url = 'http://us%zz:p%40ss@127.0.0.1:1/v1/metrics?token=a%2Bb&x=c+d&bad=%zz';
+  assert.deepEqual(urlSecrets(new URL(url)).sort(), ['%zz', 'a%2Bb', 'a+b', 'c d', 'c+d', 'p%40ss', 'p@ss', 'us%zz'].sort());
+  assert.equal(redactUrl(url), 'http://***:***@127.0.0.1:1/v1/metrics?token=***&x=***&bad=***');
+  createPoster(url, 1000).close();
 });

@@ -346,8 +346,8 @@ test('a hostile hook environment: shell metacharacters, 100 KB values, 10,000 GP
   const big = 'x'.repeat(100_000); // near the kernel's 128 KiB limit for one environment string
   const cases: [string, Record<string, string>, RegExp][] = [
     ['metacharacters in the job id', { SLURM_JOB_ID: `1;touch ${canary};$(touch ${canary})\`touch ${canary}\``, CUDA_VISIBLE_DEVICES: 'GPU-a' }, /SLURM_JOB_ID is "1;touch .*, not a job id/],
-    ['a 100 KB job id', { SLURM_JOB_ID: big }, /SLURM_JOB_ID is "x{40}" \(100000 characters\), not a job id/],
-    ['a 100 KB GPU list', { SLURM_JOB_ID: '950', SLURM_JOB_GPUS: big }, /prolog job 950: hostlist "x{80}\.\.\.": bad range/],
+    ['a 100 KB job id', { SLURM_JOB_ID: big }, /SLURM_JOB_ID is "x{40}\.\.\. \(100000 characters\)", not a job id/],
+    ['a 100 KB GPU list', { SLURM_JOB_ID: '950', SLURM_JOB_GPUS: big }, /prolog job 950: hostlist "x{80}\.\.\. \(100000 characters\)": bad range/],
     ['10,000 GPU entries', { SLURM_JOB_ID: '951', SLURM_JOB_GPUS: Array.from({ length: 10_000 }, (_, i) => i).join(',') }, /SLURM_JOB_GPUS names 10000 GPUs, more than a node has \(1024\): not recorded/],
     ['10,000 UUIDs', { SLURM_JOB_ID: '952', CUDA_VISIBLE_DEVICES: Array.from({ length: 10_000 }, (_, i) => `GPU-${i}`).join(',') }, /CUDA_VISIBLE_DEVICES names 10000 GPUs, more than a node has \(1024\): not recorded/],
   ];

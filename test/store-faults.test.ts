@@ -71,7 +71,9 @@ for (const [what, spoil] of [
     storeWithJob(n.state, '41');
     for (let i = 0; i < 200; i++) storeWithJob(n.state, String(1000 + i)); // pages beyond the first, for the truncation
     const path = join(n.state, STORE_FILE);
-    new Database(path).pragma('wal_checkpoint(TRUNCATE)');
+    const w = new Database(path);
+    w.pragma('wal_checkpoint(TRUNCATE)');
+    w.close();
     spoil(path);
     const spoilt = readFileSync(path);
     const d = daemon(n);

@@ -50,9 +50,9 @@ function value(row: HlRow, field: string, expect: BaseUnit | 'count', where: str
     const q = parseQuantity(cell.text);
     if (!q) return undefined;
     if (expect === 'count') return q[0];
-    return toBase(q[0], q[1] || cell.unit || DEFAULT_UNIT[field] || '', expect, '');
+    return toBase(q[0], q[1] || cell.unit || DEFAULT_UNIT[field] || '', expect, `${where} ${field}`);
   } catch (e) {
-    out.unreadable(`${where} ${field}`, (e as Error).message.replace(/^: /, ''));
+    out.unreadable(`${where} ${field}`, (e as Error).message.replace(`${where} ${field}: `, ''));
     return undefined;
   }
 }

@@ -16,3 +16,8 @@ export function printableDeep<T>(v: T): T {
   if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, printableDeep(x)])) as T;
   return v;
 }
+
+/** A value from outside quoted in an error or a log line: its start only, and how long it was (a 100 KB value is no message). */
+export function clip(s: string, max = 80): string {
+  return s.length > max ? `${s.slice(0, max)}... (${s.length} characters)` : s;
+}

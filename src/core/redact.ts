@@ -21,3 +21,16 @@ export function redactUrl(raw: string): string {
   const hash = s.indexOf('#');
   return query ? (hash < 0 ? `${s}?${query}` : `${s.slice(0, hash)}?${query}${s.slice(hash)}`) : s;
 }
+
+/** The parts of a URL redactUrl hides, as a text that echoes them may spell them (raw and decoded): to mask there. */
+export function urlSecrets(u: URL): string[] {
+  const raw = [u.username, u.password, ...u.search.slice(1).split('&').map((kv) => kv.slice(kv.indexOf('=') + 1))].filter(Boolean);
+  const decoded = raw.map((x) => {
+    try {
+      return decodeURIComponent(x.replace(/\+/g, ' '));
+    } catch {
+      return x; // a stray % is kept as written
+    }
+  });
+  return [...new Set([...raw, ...decoded])];
+}

@@ -1,6 +1,7 @@
 /** One HTTP(S) POST with a hard timeout, classified for the retry queue. */
 import http from 'node:http';
 import https from 'node:https';
+import { urlSecrets } from '../core/redact.js';
 
 export type SendResult =
   | { ok: true; status: number; body: Buffer }
@@ -29,7 +30,7 @@ function masked(text: string, secrets: readonly string[]): string {
 export function createPoster(url: string, timeoutMs: number): Poster {
   const u = new URL(url);
   // what a backend's error answer may echo back (the request line, its credentials): never into a log line
-  const urlSecrets = [decodeURIComponent(u.username), decodeURIComponent(u.password), u.username, u.password, ...[...u.searchParams.values()], ...u.search.slice(1).split('&').map((kv) => kv.slice(kv.indexOf('=') + 1))];
+  const inUrl = urlSecrets(u);
   const mod = u.protocol === 'https:' ? https : http;
   // keep-alive: one connection reused every interval costs less CPU than a handshake per export
   const agent = new mod.Agent({ keepAlive: true, maxSockets: 1 });
@@ -37,7 +38,6 @@ export function createPoster(url: string, timeoutMs: number): Poster {
     close: () => agent.destroy(),
     post: (body, headers) =>
       new Promise<SendResult>((resolve) => {
-        const secrets = [...urlSecrets, ...Object.entries(headers).filter(([k]) => !PLAIN_HEADERS.has(k.toLowerCase())).flatMap(([, v]) => [v, ...v.split(/\s+/)])];
         let done = false;
         const finish = (r: SendResult): void => {
           if (done) return;
@@ -73,6 +73,7 @@ export function createPoster(url: string, timeoutMs: number): Poster {
             if (accepted !== undefined) return finish({ ok: true, status, body: text });
             const ra = Number(res.headers['retry-after']);
             // masked before it is cut: half a secret is still a leak
+            const secrets = [...inUrl, ...Object.entries(headers).filter(([k]) => !PLAIN_HEADERS.has(k.toLowerCase())).flatMap(([, v]) => [v, ...v.split(/\s+/)])];
             const snippet = masked(text.toString('utf8', 0, Math.min(text.length, 4096)), secrets).slice(0, 200).replace(/\s+/g, ' ').trim();
             finish({
               ok: false,

@@ -31,16 +31,12 @@ export function useNativeBinding(path: string | undefined): void {
 }
 
 /**
- * Why a store cannot be used: `corrupt` (not a database, or a damaged one:
- * moved aside and started again), `newer` (made by a newer l9gpu: kept,
- * since a downgrade must not lose it), `unusable` (a read-only or full
- * disk, a lock, an unsafe folder: nothing to do but say so and try later).
+ * A store that cannot be used as it is and cannot be started again either:
+ * made by a newer l9gpu (kept, since a downgrade must not lose it), or on a
+ * read-only or full disk, locked, in an unsafe folder. Nothing to do but say
+ * so and try later. (A damaged store is no such error: it is moved aside.)
  */
-export class StoreUnusable extends Error {
-  constructor(message: string, readonly kind: 'corrupt' | 'newer' | 'unusable') {
-    super(message);
-  }
-}
+export class StoreUnusable extends Error {}
 
 const CORRUPT_CODES = new Set(['SQLITE_NOTADB', 'SQLITE_CORRUPT']);
 
@@ -64,12 +60,11 @@ export interface OpenOptions {
  * reconciler. Throws StoreUnusable, naming the file and the cause, when that
  * is not possible or the store is newer than this l9gpu.
  */
-export function openStore(stateDir: string, opts: OpenOptions | number = {}): Db {
-  const o: OpenOptions = typeof opts === 'number' ? { busyTimeoutMs: opts } : opts;
+export function openStore(stateDir: string, o: OpenOptions = {}): Db {
   try {
     assertSafeStateDir(stateDir);
   } catch (e) {
-    throw new StoreUnusable((e as Error).message, 'unusable');
+    throw new StoreUnusable((e as Error).message);
   }
   const path = storePath(stateDir);
   let ino: number | undefined;
@@ -77,14 +72,14 @@ export function openStore(stateDir: string, opts: OpenOptions | number = {}): Db
     ino = statSync(path, { throwIfNoEntry: false })?.ino;
     return openChecked(path, o);
   } catch (e) {
-    if (e instanceof StoreUnusable && e.kind !== 'corrupt') throw e;
-    if (!(e instanceof StoreUnusable) && !isCorrupt(e)) throw new StoreUnusable(`store ${path}: ${(e as Error).message}${folderProblem(path)}`, 'unusable');
+    if (e instanceof StoreUnusable) throw e;
+    if (!isCorrupt(e)) throw new StoreUnusable(`store ${path}: ${(e as Error).message}${folderProblem(path)}`);
     const aside = moveAside(path, ino, e as Error);
     o.onRecovered?.(`store ${path} was damaged (${(e as Error).message}): moved to ${aside}, a new store started (the reconciler restores the running jobs' bindings)`);
     try {
       return openChecked(path, o);
     } catch (e2) {
-      throw new StoreUnusable(`store ${path}: ${(e2 as Error).message}`, 'unusable');
+      throw new StoreUnusable(`store ${path}: ${(e2 as Error).message}`);
     }
   }
 }
@@ -112,7 +107,7 @@ function moveAside(path: string, ino: number | undefined, cause: Error): string 
     renameSync(path, aside);
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return '(already moved by another l9gpu process)';
-    throw new StoreUnusable(`store ${path} is damaged (${cause.message}) and cannot be moved aside: ${(e as Error).message}`, 'unusable');
+    throw new StoreUnusable(`store ${path} is damaged (${cause.message}) and cannot be moved aside: ${(e as Error).message}`);
   }
   for (const f of ['-wal', '-shm']) {
     try {
@@ -190,7 +185,7 @@ export function openStoreReadOnly(stateDir: string): Db {
 
 export function migrate(db: Db): void {
   const v = db.pragma('user_version', { simple: true }) as number;
-  if (v > SCHEMA_VERSION) throw new StoreUnusable(`store schema version ${v} is newer than this l9gpu (${SCHEMA_VERSION}): upgrade l9gpu (the store is kept as it is)`, 'newer');
+  if (v > SCHEMA_VERSION) throw new StoreUnusable(`store schema version ${v} is newer than this l9gpu (${SCHEMA_VERSION}): upgrade l9gpu (the store is kept as it is)`);
   if (v === SCHEMA_VERSION) return;
   // BEGIN IMMEDIATE: concurrent hooks on a fresh node must not both migrate
   db.transaction(() => {

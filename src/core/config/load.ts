@@ -2,8 +2,8 @@
  * Layers the configuration: flags > environment > file > defaults, validates
  * every value against the schema and records where each value came from.
  */
-import { redactUrl } from '../redact.js';
 import { readFileSync, statSync } from 'node:fs';
+import { redactUrl } from '../redact.js';
 import * as ini from 'ini';
 import {
   ConfigError, closest, defaultOf, formatValue, parseValue,
@@ -150,15 +150,13 @@ function readConfigFile(path: string): string {
   } catch (e) {
     throw new ConfigError(`config file ${path}: ${(e as Error).message}`, { file: path });
   }
-  let text: string;
   try {
-    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+    // fatal: bytes that are not UTF-8 are an error, not U+FFFD; a byte-order mark (some editors write one) is dropped
+    return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
   } catch {
     const bad = bytes.toString('utf8').split('\n').findIndex((l) => l.includes('\uFFFD'));
     throw new ConfigError(`config file ${path}${bad >= 0 ? `:${bad + 1}` : ''}: not valid UTF-8`, { file: path });
   }
-  // a byte-order mark (some editors write one) is not part of the first line
-  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
 }
 
 export function loadConfig(opts: LoadOptions): Config {
