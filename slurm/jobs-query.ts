@@ -109,8 +109,9 @@ export function parseGresDetail(detail: string): { idx: number[]; shared: number
  * epilog ends, so COMPLETING wins over the base state.
  */
 export function jobState(v: unknown): string {
-  if (!Array.isArray(v)) return String(v ?? '');
-  const all = v.map(String);
+  // strings only: String() of an object whose "toString" is a string throws (JSON can say {"toString": "x"})
+  if (!Array.isArray(v)) return typeof v === 'string' ? v : '';
+  const all = v.filter((x): x is string => typeof x === 'string');
   return all.includes('COMPLETING') ? 'COMPLETING' : (all[0] ?? '');
 }
 
@@ -133,7 +134,7 @@ export function parseSqueueJson(text: string): SlurmJob[] {
   return (j.jobs as J[]).map((x, i) => {
     if (!x || typeof x !== 'object' || Array.isArray(x)) throw new Error(`squeue --json: jobs[${i}] is not an object`);
     const nodes = named(`squeue --json: jobs[${i}] nodes`, () => expandHostlist(jstr(x.nodes) ?? ''));
-    const details = Array.isArray(x.gres_detail) ? (x.gres_detail as unknown[]).map(String) : [];
+    const details = Array.isArray(x.gres_detail) ? (x.gres_detail as unknown[]).map((d) => (typeof d === 'string' ? d : '')) : [];
     const gpuIdx: Record<string, number[]> = {};
     const sharedIdx: Record<string, number[]> = {};
     // one gres_detail entry per allocated node, in node order

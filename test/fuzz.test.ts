@@ -229,6 +229,9 @@ test('what the fuzz suite found, kept as cases: each input a value or a named er
   // null, and a null job: named errors, not TypeErrors
   assert.throws(() => parseSqueueJson('null'), { message: 'squeue --json: not an object: null' });
   assert.throws(() => parseSqueueJson('{"jobs":[null]}'), { message: 'squeue --json: jobs[0] is not an object' });
+  // an object whose "toString" is a string: String() of it threw a TypeError (found by npm run fuzz, seed 1795441808)
+  const odd = parseSqueueJson('{"jobs":[{"job_id":7,"job_state":{"toString":"x"},"nodes":"n1","gres_detail":[{"toString":"y"}]}]}');
+  assert.deepEqual([odd[0]!.jobId, odd[0]!.state, odd[0]!.gpuIdx], ['7', '', { n1: [] }]);
   // a range of 400 digits looped for ever; two groups of 100,000 killed the process (V8: invalid size)
   assert.throws(() => expandHostlist(`n[1-${'9'.repeat(400)}]`), { message: /^hostlist "n\[1-9{70}.*": number too large in "1-9{70}/ });
   assert.throws(() => expandHostlist('a[0-99999]b[0-99999]'), { message: 'hostlist "a[0-99999]b[0-99999]" expands to more than 100000 names' });
@@ -237,6 +240,10 @@ test('what the fuzz suite found, kept as cases: each input a value or a named er
   assert.equal(parseMeminfo(`MemTotal: 100 kB\nSecPageTables: ${'9'.repeat(400)} kB\n`, '/proc/meminfo').SecPageTables, undefined);
   // a varint of 150 bytes: NaN rejected points before
   assert.throws(() => decodeExportResponse(Uint8Array.from([0x0a, 0x20, 0x08, ...Array<number>(150).fill(0x80), 0x01])), { message: /^OTLP response: a varint longer than 10 bytes at byte \d+ of 154$/ });
+  // amd-smi: a name that is an object is no name, an index of 1e308 or -1 no GPU
+  const [amdId] = parseIdentity('[{"gpu":0,"uuid":{"toString":"x"},"bdf":"0000:0c:00.0"},{"gpu":1e308},{"gpu":-1}]', '[{"gpu":0,"asic":{"market_name":{"a":1}}}]', () => {});
+  assert.deepEqual([amdId!.uuid, amdId!.model, amdId!.bdf], ['', 'AMD GPU', '0000:0c:00.0']);
+  assert.equal(parseIdentity('[{"gpu":1e308},{"gpu":-1},{"gpu":1.5}]', '[]', () => {}).length, 0);
   // an hl-smi index of 400 digits: no index, not Infinity
   const b = new PointBuffer();
   emitRows(parseCsv([hl[0], hl[1]!.replace(/^0,/, `${'9'.repeat(400)},`)].join('\n'), 'hl-smi -f csv'), b, 0);

@@ -32,7 +32,13 @@ export function gpuEntries(text: string, where: string): Json[] {
   }
   const list = Array.isArray(j) ? j : j && typeof j === 'object' && Array.isArray((j as Json).gpu_data) ? ((j as Json).gpu_data as unknown[]) : undefined;
   if (!list) throw new Error(`${where}: neither a list nor {"gpu_data": [...]}`);
-  return list.filter((x): x is Json => !!x && typeof x === 'object' && typeof (x as Json).gpu === 'number');
+  // a GPU index is a small whole number: 1e308 or -1 is no index
+  return list.filter((x): x is Json => !!x && typeof x === 'object' && Number.isSafeInteger((x as Json).gpu) && ((x as Json).gpu as number) >= 0);
+}
+
+/** A name from the JSON: a string as it is, else the fallback (String() of an object is "[object Object]", or throws). */
+function text(v: unknown, fallback: string): string {
+  return typeof v === 'string' ? v : fallback;
 }
 
 function at(o: unknown, ...path: string[]): unknown {
@@ -74,12 +80,11 @@ export function parseIdentity(listText: string, staticText: string, unreadable: 
   const stat = new Map(gpuEntries(staticText, 'amd-smi static --json').map((e) => [e.gpu as number, e]));
   return gpuEntries(listText, 'amd-smi list --json').map((e) => {
     const s = stat.get(e.gpu as number);
-    const bdf = String(e.bdf ?? at(s, 'bus', 'bdf') ?? '');
     const id: AmdGpuIdentity = {
       index: e.gpu as number,
-      uuid: String(e.uuid ?? ''),
-      bdf: normalizePciBusId(bdf),
-      model: String(at(s, 'asic', 'market_name') ?? 'AMD GPU'),
+      uuid: text(e.uuid, ''),
+      bdf: normalizePciBusId(text(e.bdf, '') || text(at(s, 'bus', 'bdf'), '')),
+      model: text(at(s, 'asic', 'market_name'), 'AMD GPU'),
     };
     const where = `amd-smi static --json gpu ${id.index} limit`;
     const cap = read(at(s, 'limit', 'socket_power'), 'W', where) ?? read(at(s, 'limit', 'max_power'), 'W', where);
