@@ -244,6 +244,11 @@ test('what the fuzz suite found, kept as cases: each input a value or a named er
   const [amdId] = parseIdentity('[{"gpu":0,"uuid":{"toString":"x"},"bdf":"0000:0c:00.0"},{"gpu":1e308},{"gpu":-1}]', '[{"gpu":0,"asic":{"market_name":{"a":1}}}]', () => {});
   assert.deepEqual([amdId!.uuid, amdId!.model, amdId!.bdf], ['', 'AMD GPU', '0000:0c:00.0']);
   assert.equal(parseIdentity('[{"gpu":1e308},{"gpu":-1},{"gpu":1.5}]', '[]', () => {}).length, 0);
+  // a power cap of 1e308 kW overflowed to Infinity in the unit conversion (npm run fuzz, seed 1795442100): unreadable, said
+  const said: string[] = [];
+  const [capped] = parseIdentity('[{"gpu":0,"uuid":"u"}]', '[{"gpu":0,"limit":{"socket_power":{"value":1e308,"unit":"kW"}}}]', (f, why) => said.push(`${f}: ${why}`));
+  assert.equal(capped!.powerLimitW, undefined);
+  assert.deepEqual(said, ['amd-smi static --json gpu 0 limit: 1e+308 kW is beyond what a number holds']);
   // an hl-smi index of 400 digits: no index, not Infinity
   const b = new PointBuffer();
   emitRows(parseCsv([hl[0], hl[1]!.replace(/^0,/, `${'9'.repeat(400)},`)].join('\n'), 'hl-smi -f csv'), b, 0);

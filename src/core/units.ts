@@ -23,7 +23,10 @@ export function toBase(value: number, unit: string, expect: BaseUnit, where: str
   const u = TABLE[unit.trim().toLowerCase()];
   if (!u) throw new Error(`${where}: unknown unit "${unit}"`);
   if (u[0] !== expect) throw new Error(`${where}: unit "${unit}" is not a ${expect} unit`);
-  return (value * u[1]) / u[2];
+  const v = (value * u[1]) / u[2];
+  // 1e308 kW is no power: a conversion that overflows is an unreadable value, not Infinity passed on
+  if (!Number.isFinite(v)) throw new Error(`${where}: ${value} ${unit} is beyond what a number holds`);
+  return v;
 }
 
 /** Parses "226 W", "36 C", "0 %", "131072 MiB", "N/A", "[N/A]" -> [number, unit] or undefined when not available. */
