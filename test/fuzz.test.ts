@@ -249,6 +249,10 @@ test('what the fuzz suite found, kept as cases: each input a value or a named er
   const [capped] = parseIdentity('[{"gpu":0,"uuid":"u"}]', '[{"gpu":0,"limit":{"socket_power":{"value":1e308,"unit":"kW"}}}]', (f, why) => said.push(`${f}: ${why}`));
   assert.equal(capped!.powerLimitW, undefined);
   assert.deepEqual(said, ['amd-smi static --json gpu 0 limit: 1e+308 kW is beyond what a number holds']);
+  // and a bare 1e999, which JSON.parse makes Infinity, or 400 digits in a string (the same seed, after the fix above)
+  for (const cap of ['1e999', `"${'9'.repeat(400)}"`]) {
+    assert.equal(parseIdentity('[{"gpu":0,"uuid":"u"}]', `[{"gpu":0,"limit":{"socket_power":${cap}}}]`, () => {})[0]!.powerLimitW, undefined, cap);
+  }
   // an hl-smi index of 400 digits: no index, not Infinity
   const b = new PointBuffer();
   emitRows(parseCsv([hl[0], hl[1]!.replace(/^0,/, `${'9'.repeat(400)},`)].join('\n'), 'hl-smi -f csv'), b, 0);

@@ -50,7 +50,11 @@ function at(o: unknown, ...path: string[]): unknown {
 /** A {value, unit} leaf (or a bare number) in the base unit; undefined for N/A or absent. */
 export function leaf(v: unknown, expect: BaseUnit, where: string): number | undefined {
   if (v === undefined || v === null || v === 'N/A') return undefined;
-  if (typeof v === 'number') return v;
+  // JSON's 1e999 parses to Infinity: no reading
+  if (typeof v === 'number') {
+    if (!Number.isFinite(v)) throw new Error(`${where}: value ${v} is not a number`);
+    return v;
+  }
   if (typeof v === 'object' && 'value' in (v as Json)) {
     const { value, unit } = v as { value: unknown; unit?: unknown };
     if (value === 'N/A' || value === null) return undefined;
@@ -58,7 +62,7 @@ export function leaf(v: unknown, expect: BaseUnit, where: string): number | unde
     if (!Number.isFinite(n)) throw new Error(`${where}: value ${JSON.stringify(value)} is not a number`);
     return typeof unit === 'string' && unit !== '' ? toBase(n, unit, expect, where) : n;
   }
-  if (typeof v === 'string' && /^-?\d+(\.\d+)?$/.test(v)) return Number(v);
+  if (typeof v === 'string' && /^-?\d+(\.\d+)?$/.test(v)) return leaf(Number(v), expect, where);
   throw new Error(`${where}: unexpected ${JSON.stringify(v).slice(0, 60)}`);
 }
 
