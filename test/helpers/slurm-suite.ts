@@ -21,6 +21,7 @@ import { waitFor } from './wait.js';
 import { createLogger } from '../../src/core/log.js';
 import { openStore } from '../../src/store/open.js';
 import { Reconciler, type ReconcileSource } from '../../slurm/reconciler.js';
+import { isNoSteps, parseListPids } from '../../slurm/local-jobs.js';
 
 export function slurmSuite(release: SlurmRelease): void {
   const L = `[Slurm ${SLURM_VERSION[release]}] `;
@@ -82,6 +83,15 @@ export function slurmSuite(release: SlurmRelease): void {
   /** Waits until no job runs: cases that count the jobs on a GPU start from an idle node. */
   async function idle(): Promise<void> {
     await waitFor('an idle cluster', async () => (await cluster.cmd(['squeue', '-h', '-t', 'R,CG,CF', '-o', '%A'])).trim() === '', 60_000, 200);
+  }
+
+  /** Jobs with a step daemon on the node, as the reconciler's local source sees them. */
+  async function stepsHere(): Promise<Set<string>> {
+    const out = await cluster.cmd(['scontrol', 'listpids']).catch((e: Error & { stderr?: string }) => {
+      if (isNoSteps(`${e.message} ${e.stderr ?? ''}`)) return '';
+      throw e;
+    });
+    return parseListPids(out);
   }
 
   async function pidsOf(jobId: string): Promise<number[]> {
@@ -600,7 +610,8 @@ export_interval = 300ms
   });
 
   test(L + '5,000 pending jobs: a reconcile costs slurmctld the same RPCs as with an empty queue, and no full-queue dump', async (t) => {
-    await idle();
+    // an empty queue, pending jobs included: one that starts mid-measure would be one more job to ask about
+    await waitFor('an empty queue', async () => (await cluster.cmd(['squeue', '-h', '-o', '%A'])).trim() === '', 60_000, 200);
     const k = await cluster.sbatch(['--gres=gpu:1', '--wrap', 'sleep 300']);
     await cluster.waitState(k, ['RUNNING']);
     await waitFor('bound', () => bindings(k).length === 1);
@@ -611,6 +622,9 @@ export_interval = 300ms
     const measure = async (source: ReconcileSource) => {
       const db = openStore(tempDir('l9gpu-reconcile-'));
       const r = new Reconciler({ db, node: () => ({ name: SLURM_NODE, guessed: false }), gresConf: join(cluster.base, 'etc', 'gres.conf'), binDir: join(cluster.base, 'bin'), slurmConf: cluster.conf, commandTimeoutMs: 60_000, source, log: createLogger('error', () => {}) });
+      // sdiag counts every client's RPCs: a step left by an earlier case (slurmd killed under it) would be one more
+      // job for this reconciler to ask about and close
+      await waitFor(`steps of ${k} alone on the node`, async () => [...(await stepsHere())].join() === k, 150_000, 500);
       const t0 = Date.now();
       daemon.child.kill('SIGSTOP');
       try {
