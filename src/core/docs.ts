@@ -2,7 +2,7 @@
 import { formatValue, defaultOf, type SectionSpec } from './config/schema.js';
 import { ATTRIBUTION_ATTRIBUTES, METRICS, SCOPE_ATTRIBUTES, prometheusName, type MetricDef } from './metrics/registry.js';
 
-const KIND: Record<MetricDef['kind'], string> = { gauge: 'gauge', sum: 'monotonic sum', updown: 'up-down sum' };
+const KIND: Record<MetricDef['kind'], string> = { gauge: 'gauge', sum: 'monotonic sum', updown: 'up-down sum', histogram: 'histogram' };
 const SCOPE_TITLE: Record<MetricDef['scope'], string> = { gpu: 'GPU', host: 'Host', agent: 'Agent self-metrics' };
 
 /** emitters: metric name -> who emits it (plugin, sink, provider or agent stage names), from the manifests. */

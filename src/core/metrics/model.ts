@@ -8,12 +8,27 @@ import { validRange, type MetricDef } from './registry.js';
 export type AttributeValue = string | number | boolean;
 export type Attributes = Record<string, AttributeValue>;
 
+/**
+ * A cumulative explicit-bucket histogram, as OTLP carries it: counts[i] is the
+ * number of observations in (bounds[i-1], bounds[i]] (not cumulative), the
+ * last one above the last bound; counts.length === bounds.length + 1.
+ */
+export interface HistogramValue {
+  readonly bounds: readonly number[];
+  readonly counts: readonly number[];
+  readonly sum: number;
+  readonly count: number;
+}
+
 export interface Point {
   readonly metric: MetricDef;
+  /** A histogram's point: its count. */
   readonly value: number;
   readonly attributes: Attributes;
   /** Start of a cumulative series (ms since epoch); sinks fall back to the pipeline start. */
   readonly start?: number;
+  /** The buckets of a histogram metric's point (kind 'histogram'), and only there. */
+  readonly hist?: HistogramValue;
 }
 
 export interface Batch {
@@ -41,6 +56,8 @@ export interface JobShare {
 /** What a plugin's collect() writes into. */
 export interface Emitter {
   add(metric: MetricDef, value: number, attributes: Attributes, start?: number): void;
+  /** A histogram metric's point (kind 'histogram'). */
+  histogram(metric: MetricDef, h: HistogramValue, attributes: Attributes, start?: number): void;
   /**
    * A field of the source that could not be read (a cell that is no number,
    * an unknown unit): the field alone is left out, the rest goes on. `field`
@@ -68,6 +85,31 @@ export class PointBuffer implements Emitter {
     }
     this.points.push(start === undefined ? { metric, value, attributes } : { metric, value, attributes, start });
   }
+  histogram(metric: MetricDef, h: HistogramValue, attributes: Attributes, start?: number): void {
+    const why = histogramFault(h);
+    if (why) {
+      this.rejected.set(metric.name, { value: h.count, attributes });
+      return;
+    }
+    this.points.push(start === undefined ? { metric, value: h.count, attributes, hist: h } : { metric, value: h.count, attributes, start, hist: h });
+  }
+}
+
+/** Why a histogram cannot be sent as it is (a backend would reject or misread it), or undefined. */
+export function histogramFault(h: HistogramValue): string | undefined {
+  if (h.counts.length !== h.bounds.length + 1) return `${h.counts.length} bucket counts for ${h.bounds.length} bounds`;
+  for (let i = 0; i < h.bounds.length; i++) {
+    if (!Number.isFinite(h.bounds[i]!)) return `bound ${h.bounds[i]} is not finite`;
+    if (i > 0 && !(h.bounds[i]! > h.bounds[i - 1]!)) return 'bounds not increasing';
+  }
+  let n = 0;
+  for (const c of h.counts) {
+    if (!(c >= 0) || !Number.isFinite(c)) return `bucket count ${c}`;
+    n += c;
+  }
+  if (!Number.isFinite(h.sum)) return `sum ${h.sum}`;
+  if (Math.abs(n - h.count) > 1e-9 * Math.max(1, h.count)) return `bucket counts add to ${n}, count is ${h.count}`;
+  return undefined;
 }
 
 /** The points of a source that must read whole (a recorded real output): a field left out is an error naming it. */

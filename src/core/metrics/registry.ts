@@ -10,7 +10,8 @@
  * backend names them _ratio.
  */
 
-export type MetricKind = 'gauge' | 'sum' | 'updown';
+/** histogram: a cumulative explicit-bucket histogram (an engine's latency), its buckets on the point (Point.hist). */
+export type MetricKind = 'gauge' | 'sum' | 'updown' | 'histogram';
 
 /** Which identity attributes a metric's points carry besides its own keys. */
 export type MetricScope = 'gpu' | 'host' | 'agent';
