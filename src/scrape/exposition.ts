@@ -1,0 +1,534 @@
+/**
+ * Prometheus text exposition (0.0.4, with Prometheus 3's quoted UTF-8 names)
+ * and OpenMetrics 1.0, parsed by hand: the one npm parser
+ * (parse-prometheus-text-format) returns strings, groups families by
+ * adjacency and collapses labelled histograms.
+ *
+ * Samples are grouped into families by name, not by position: `x_bucket`,
+ * `x_sum`, `x_count` and `x_created` belong to the histogram `x` wherever they
+ * stand, `x_total` to the counter `x`; a sample no TYPE line claims is an
+ * untyped family of its own. The page is untrusted: its size and line length
+ * are bounded and anything that is not the grammar is an error naming the
+ * line (ExpositionError), never a half-read page.
+ */
+
+export type FamilyType = 'counter' | 'gauge' | 'histogram' | 'gaugehistogram' | 'summary' | 'info' | 'stateset' | 'unknown' | 'untyped';
+
+/** Label name -> value; a label named __proto__ is an own property like any other. */
+export type Labels = Record<string, string>;
+
+export interface Exemplar {
+  readonly labels: Labels;
+  readonly value: number;
+  readonly timestampMs?: number;
+}
+
+export interface Sample {
+  /** The sample's own name (`x_bucket`, `x_total`), its family's name plus a suffix or not. */
+  readonly name: string;
+  readonly labels: Labels;
+  readonly value: number;
+  /** Milliseconds since the epoch (OpenMetrics' seconds converted). */
+  readonly timestampMs?: number;
+  readonly exemplar?: Exemplar;
+}
+
+export interface Family {
+  readonly name: string;
+  type: FamilyType;
+  help?: string;
+  unit?: string;
+  readonly samples: Sample[];
+}
+
+export type ExpositionFormat = 'prometheus' | 'openmetrics';
+
+export interface ParseOptions {
+  /** Default: prometheus (text 0.0.4). */
+  readonly format?: ExpositionFormat;
+  /** The whole page, in UTF-16 code units (a page of ASCII: bytes). Default 32 MiB. */
+  readonly maxBytes?: number;
+  /** One line. Default 64 KiB. */
+  readonly maxLineLength?: number;
+  /** Names the page in errors ("vllm http://127.0.0.1:8000/metrics"). */
+  readonly source?: string;
+}
+
+export class ExpositionError extends Error {
+  constructor(
+    readonly line: number,
+    readonly reason: string,
+    source?: string,
+  ) {
+    super(`${source ? `${source}: ` : ''}line ${line}: ${reason}`);
+    this.name = 'ExpositionError';
+  }
+}
+
+export const DEFAULT_MAX_BYTES = 32 * 1024 * 1024;
+export const DEFAULT_MAX_LINE = 64 * 1024;
+
+/** The content type's format: OpenMetrics only when the server says so (Prometheus' own rule). */
+export function formatOf(contentType: string | undefined): ExpositionFormat {
+  return contentType && /^\s*application\/openmetrics-text\b/i.test(contentType) ? 'openmetrics' : 'prometheus';
+}
+
+const TYPES = new Set<FamilyType>(['counter', 'gauge', 'histogram', 'gaugehistogram', 'summary', 'info', 'stateset', 'unknown', 'untyped']);
+
+/** The sample-name suffixes each type owns (besides the bare name). */
+const SUFFIXES: Partial<Record<FamilyType, readonly string[]>> = {
+  counter: ['_total', '_created'],
+  histogram: ['_bucket', '_count', '_sum', '_created'],
+  gaugehistogram: ['_bucket', '_gcount', '_gsum'],
+  summary: ['_count', '_sum', '_created'],
+  info: ['_info'],
+};
+const ALL_SUFFIXES = ['_bucket', '_count', '_sum', '_total', '_created', '_gcount', '_gsum', '_info'];
+
+// character codes
+const NL = 10;
+const CR = 13;
+const SP = 32;
+const TAB = 9;
+const HASH = 35;
+const QUOTE = 34;
+const BACKSLASH = 92;
+const LBRACE = 123;
+const RBRACE = 125;
+const COMMA = 44;
+const EQ = 61;
+
+const isNameStart = (c: number) => (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || c === 95 || c === 58;
+const isNameChar = (c: number) => isNameStart(c) || (c >= 48 && c <= 57);
+const isLabelStart = (c: number) => (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || c === 95;
+const isLabelChar = (c: number) => isLabelStart(c) || (c >= 48 && c <= 57);
+
+const SPECIAL: Record<string, number> = { nan: NaN, inf: Infinity, '+inf': Infinity, '-inf': -Infinity, infinity: Infinity, '+infinity': Infinity, '-infinity': -Infinity };
+
+/**
+ * A float as Go's strconv.ParseFloat reads it (Prometheus' parser), decimal
+ * only: Number() also reads 0x.., 0b.., 0o.. and "Infinity"; ParseFloat's
+ * "inf"/"infinity"/"nan" in any case. An overflow (1e400) is an error there.
+ */
+function parseNumber(s: string): number | undefined {
+  const c = s.charCodeAt(0);
+  if ((c >= 48 && c <= 57) || c === 46 || c === 45 || c === 43) {
+    let plain = true;
+    for (let i = 1; i < s.length; i++) {
+      const d = s.charCodeAt(i);
+      if (!((d >= 48 && d <= 57) || d === 46 || d === 101 || d === 69 || d === 43 || d === 45)) {
+        plain = false;
+        break;
+      }
+    }
+    if (plain) {
+      const v = Number(s);
+      return Number.isFinite(v) ? v : undefined;
+    }
+  }
+  return SPECIAL[s.toLowerCase()];
+}
+
+class Parser {
+  private readonly text: string;
+  private readonly om: boolean;
+  private readonly maxLine: number;
+  private readonly source: string | undefined;
+  readonly families = new Map<string, Family>();
+  /** Sample name -> its family, worked out once per name. */
+  private readonly owner = new Map<string, Family>();
+  private lineNo = 0;
+  private lastName = '';
+  /** Where the last quoted string ended (quoted() returns the string alone: no tuple per label). */
+  private next = 0;
+  /** The label names of the last label set, in order: the next one likely has them again. */
+  private lastKeys: string[] = [];
+  private pos = 0;
+  private end = 0;
+  private eof = false;
+
+  constructor(text: string, o: ParseOptions) {
+    this.text = text;
+    this.om = o.format === 'openmetrics';
+    this.maxLine = o.maxLineLength ?? DEFAULT_MAX_LINE;
+    this.source = o.source;
+  }
+
+  fail(reason: string): never {
+    throw new ExpositionError(this.lineNo, reason, this.source);
+  }
+
+  run(): Map<string, Family> {
+    const t = this.text;
+    const n = t.length;
+    let start = 0;
+    while (start < n) {
+      let nl = t.indexOf('\n', start);
+      if (nl < 0) nl = n;
+      this.lineNo++;
+      if (nl - start > this.maxLine) this.fail(`line longer than ${this.maxLine} characters`);
+      let e = nl;
+      if (e > start && t.charCodeAt(e - 1) === CR) e--;
+      if (this.eof) this.fail('text after # EOF');
+      if (e > start) this.line(start, e);
+      else if (this.om) this.fail('empty line (OpenMetrics allows none)');
+      start = nl + 1;
+    }
+    if (this.om && !this.eof) throw new ExpositionError(this.lineNo, 'no # EOF at the end (OpenMetrics requires it: the page may be cut short)', this.source);
+    return this.families;
+  }
+
+  private line(s: number, e: number): void {
+    const t = this.text;
+    const c = t.charCodeAt(s);
+    if (c === HASH) return this.comment(s, e);
+    if (c === SP || c === TAB) {
+      if (this.om) this.fail('a line starts with white space');
+      // Prometheus text allows leading blanks; a blank line is nothing
+      let i = s;
+      while (i < e && (t.charCodeAt(i) === SP || t.charCodeAt(i) === TAB)) i++;
+      if (i === e) return;
+      return this.sample(i, e);
+    }
+    this.sample(s, e);
+  }
+
+  private comment(s: number, e: number): void {
+    const t = this.text;
+    if (this.om && e - s === 5 && t.startsWith('# EOF', s)) {
+      this.eof = true;
+      return;
+    }
+    // "# HELP name text", "# TYPE name type", "# UNIT name unit"; any other comment is ignored (Prometheus text)
+    let i = s + 1;
+    if (t.charCodeAt(i) !== SP && t.charCodeAt(i) !== TAB) {
+      if (this.om) this.fail('a comment line that is not # HELP, # TYPE, # UNIT or # EOF');
+      return;
+    }
+    while (i < e && (t.charCodeAt(i) === SP || t.charCodeAt(i) === TAB)) i++;
+    const kw = t.slice(i, i + 4);
+    const after = t.charCodeAt(i + 4);
+    const known = (kw === 'HELP' || kw === 'TYPE' || kw === 'UNIT') && (after === SP || after === TAB || i + 4 === e);
+    if (!known || (kw === 'UNIT' && !this.om)) {
+      if (this.om) this.fail(`an unknown comment "${t.slice(s, Math.min(e, s + 20))}"`);
+      return;
+    }
+    i += 4;
+    if (i === e) {
+      if (this.om) this.fail(`# ${kw} without a metric name`);
+      return; // Prometheus: a bare "# HELP" is a comment
+    }
+    i = this.om ? i + 1 : this.skipBlanks(i, e);
+    const [name, j] = this.metricName(i, e, `the # ${kw} line's metric name`);
+    let k = j;
+    let rest = '';
+    if (k < e) {
+      if (t.charCodeAt(k) !== SP && t.charCodeAt(k) !== TAB) this.fail(`# ${kw}: no space after the metric name`);
+      k++;
+      if (!this.om) while (k < e && (t.charCodeAt(k) === SP || t.charCodeAt(k) === TAB)) k++;
+      rest = t.slice(k, e);
+    }
+    if (kw === 'TYPE') {
+      const type = (this.om ? rest : rest.trim()) as FamilyType;
+      if (!TYPES.has(type) || (this.om && type === 'untyped') || (!this.om && (type === 'gaugehistogram' || type === 'info' || type === 'stateset'))) this.fail(`# TYPE ${name}: unknown type "${rest.slice(0, 40)}"`);
+      const had = this.families.get(name);
+      if (had && this.provisional.has(had) && had.samples.length === 0) {
+        // HELP came first: TYPE sets the type (the spec puts TYPE first, real pages do not always)
+        had.type = type;
+        this.provisional.delete(had);
+        this.owner.clear();
+        return;
+      }
+      if (had) {
+        if (had.type !== type || had.samples.length) this.fail(`# TYPE ${name} ${type} after ${had.samples.length ? 'its samples' : `# TYPE ${had.type}`}`);
+        return;
+      }
+      this.declare(name, type);
+    } else {
+      const fam = this.families.get(name) ?? this.declare(name, this.om ? 'unknown' : 'untyped', true);
+      if (kw === 'HELP') {
+        // Prometheus' scraper takes a repeated HELP (the first stands here); OpenMetrics forbids it
+        if (fam.help !== undefined && this.om) this.fail(`a second # HELP for ${name}`);
+        fam.help ??= unescapeText(rest, this.om);
+      } else {
+        if (fam.unit !== undefined) this.fail(`a second # UNIT for ${name}`);
+        if (rest && !name.endsWith(`_${rest}`)) this.fail(`# UNIT ${name} ${rest}: the name must end in _${rest}`);
+        fam.unit = rest;
+      }
+    }
+  }
+
+  /** A family by its declared name; provisional: made by HELP or UNIT before any TYPE. */
+  private declare(name: string, type: FamilyType, provisional = false): Family {
+    const f: Family = { name, type, samples: [] };
+    this.families.set(name, f);
+    if (provisional) this.provisional.add(f);
+    this.owner.clear();
+    return f;
+  }
+  private readonly provisional = new Set<Family>();
+
+  /** A metric name, bare or (Prometheus 3) quoted; returns it and the index after it. */
+  private metricName(i: number, e: number, what: string): [string, number] {
+    const t = this.text;
+    if (t.charCodeAt(i) === QUOTE) return [this.quoted(i, e, what), this.next];
+    const s = i;
+    if (i >= e || !isNameStart(t.charCodeAt(i))) this.fail(`${what}: "${t.slice(s, Math.min(e, s + 30))}" is not a metric name`);
+    i++;
+    while (i < e && isNameChar(t.charCodeAt(i))) i++;
+    return [t.slice(s, i), i];
+  }
+
+  /** A quoted string at i (the opening quote); returns the unescaped text and the index after the closing quote. */
+  private quoted(i: number, e: number, what: string): string {
+    const t = this.text;
+    const s = i + 1;
+    // the common case: no escape before the closing quote
+    let j = s;
+    while (j < e) {
+      const c = t.charCodeAt(j);
+      if (c === QUOTE) {
+        this.next = j + 1;
+        return t.slice(s, j);
+      }
+      if (c === BACKSLASH) break;
+      j++;
+    }
+    let out = '';
+    let k = s;
+    for (let j = s; j < e; j++) {
+      const c = t.charCodeAt(j);
+      if (c === QUOTE) {
+        this.next = j + 1;
+        return out + t.slice(k, j);
+      }
+      if (c === BACKSLASH) {
+        if (j + 1 >= e) break;
+        const d = t.charCodeAt(j + 1);
+        out += t.slice(k, j);
+        if (d === BACKSLASH) out += '\\';
+        else if (d === QUOTE) out += '"';
+        else if (d === 110) out += '\n';
+        else if (this.om) this.fail(`${what}: an unknown escape "\\${t[j + 1]}"`);
+        else out += `\\${t[j + 1]}`; // Prometheus keeps an unknown escape as it stands
+        j++;
+        k = j + 1;
+      }
+    }
+    this.fail(`${what}: a quoted string without its closing quote`);
+  }
+
+  private sample(s: number, e: number): void {
+    const t = this.text;
+    let name: string;
+    let i: number;
+    const labels: Labels = {};
+    if (t.charCodeAt(s) === LBRACE) {
+      // Prometheus 3: {"name", labels...}
+      i = s;
+      name = '';
+      i = this.labelSet(i, e, labels, (n) => (name = n));
+      if (!name) this.fail('a sample without a metric name');
+    } else {
+      // pages repeat a name over many lines: the last one's string (hashed once) serves when it is this one
+      const last = this.lastName;
+      const after = s + last.length;
+      if (last && t.startsWith(last, s) && (after === e || !isNameChar(t.charCodeAt(after)))) {
+        name = last;
+        i = after;
+      } else {
+        [name, i] = this.metricName(s, e, 'a sample');
+        this.lastName = name;
+      }
+      let k = i;
+      // Prometheus text allows blanks between the name and its labels
+      if (!this.om) while (k < e && (t.charCodeAt(k) === SP || t.charCodeAt(k) === TAB)) k++;
+      if (t.charCodeAt(k) === LBRACE) i = this.labelSet(k, e, labels, undefined);
+    }
+    // value
+    if (i >= e || (t.charCodeAt(i) !== SP && t.charCodeAt(i) !== TAB)) this.fail(i >= e ? `${name}: no value` : `${name}: unexpected "${t[i]}" after the ${t.charCodeAt(i - 1) === RBRACE ? 'labels' : 'name'}`);
+    if (this.om) {
+      if (t.charCodeAt(i) !== SP) this.fail(`${name}: a tab before the value`);
+      i++;
+    } else while (i < e && (t.charCodeAt(i) === SP || t.charCodeAt(i) === TAB)) i++;
+    let j = i;
+    while (j < e && t.charCodeAt(j) !== SP && t.charCodeAt(j) !== TAB) j++;
+    if (j === i) this.fail(`${name}: no value`);
+    const value = parseNumber(t.slice(i, j));
+    if (value === undefined) this.fail(`${name}: "${t.slice(i, Math.min(j, i + 40))}" is not a number`);
+    let timestampMs: number | undefined;
+    let exemplar: Exemplar | undefined;
+    i = j;
+    if (i < e) {
+      i = this.skipBlanks(i, e);
+      if (i < e && t.charCodeAt(i) !== HASH) {
+        j = i;
+        while (j < e && t.charCodeAt(j) !== SP && t.charCodeAt(j) !== TAB) j++;
+        timestampMs = this.timestamp(t.slice(i, j), name);
+        i = j < e ? this.skipBlanks(j, e) : e;
+      }
+      if (i < e) {
+        if (t.charCodeAt(i) !== HASH) this.fail(`${name}: unexpected "${t.slice(i, Math.min(e, i + 20))}" after the ${timestampMs === undefined ? 'value' : 'timestamp'}`);
+        if (!this.om) this.fail(`${name}: an exemplar ("# {...}") in Prometheus text: only OpenMetrics has them`);
+        exemplar = this.exemplar(i, e, name);
+      }
+    }
+    const fam = this.familyOf(name, labels);
+    const sample: Sample = exemplar ? { name, labels, value, timestampMs, exemplar } : timestampMs !== undefined ? { name, labels, value, timestampMs } : { name, labels, value };
+    fam.samples.push(sample);
+  }
+
+  private skipBlanks(i: number, e: number): number {
+    const t = this.text;
+    if (this.om) {
+      if (t.charCodeAt(i) !== SP) this.fail('a tab where OpenMetrics puts one space');
+      return i + 1;
+    }
+    while (i < e && (t.charCodeAt(i) === SP || t.charCodeAt(i) === TAB)) i++;
+    return i;
+  }
+
+  private timestamp(s: string, name: string): number {
+    if (this.om) {
+      const v = parseNumber(s);
+      if (v === undefined || !Number.isFinite(v)) this.fail(`${name}: timestamp "${s.slice(0, 40)}" is not a number of seconds`);
+      return v * 1000;
+    }
+    // Prometheus text: an integer of milliseconds
+    if (!/^-?\d{1,19}$/.test(s)) this.fail(`${name}: timestamp "${s.slice(0, 40)}" is not an integer of milliseconds`);
+    const v = Number(s);
+    if (!Number.isSafeInteger(v)) this.fail(`${name}: timestamp ${s} is out of range`);
+    return v;
+  }
+
+  private exemplar(i: number, e: number, name: string): Exemplar {
+    const t = this.text;
+    // " # {labels} value [timestamp]"
+    if (t.charCodeAt(i + 1) !== SP || t.charCodeAt(i + 2) !== LBRACE) this.fail(`${name}: an exemplar must be "# {labels} value"`);
+    const labels: Labels = {};
+    let j = this.labelSet(i + 2, e, labels, undefined);
+    if (t.charCodeAt(j) !== SP) this.fail(`${name}: the exemplar has no value`);
+    j++;
+    let k = j;
+    while (k < e && t.charCodeAt(k) !== SP) k++;
+    const value = parseNumber(t.slice(j, k));
+    if (value === undefined) this.fail(`${name}: exemplar value "${t.slice(j, Math.min(k, j + 40))}" is not a number`);
+    let len = 0;
+    for (const key in labels) len += key.length + labels[key]!.length;
+    if (len > 128) this.fail(`${name}: the exemplar's labels are ${len} characters (OpenMetrics allows 128)`);
+    if (k === e) return { labels, value };
+    const ts = t.slice(k + 1, e);
+    const v = parseNumber(ts);
+    if (v === undefined || !Number.isFinite(v)) this.fail(`${name}: exemplar timestamp "${ts.slice(0, 40)}" is not a number of seconds`);
+    return { labels, value, timestampMs: v * 1000 };
+  }
+
+  /**
+   * "{a="x",b="y"}" at i (the brace). Prometheus 3 allows quoted label names
+   * and one bare quoted string, the metric name (given to `onName`).
+   */
+  private labelSet(i: number, e: number, labels: Labels, onName: ((n: string) => void) | undefined): number {
+    const t = this.text;
+    i++;
+    let first = true;
+    let n = 0;
+    for (;;) {
+      if (!this.om) while (i < e && (t.charCodeAt(i) === SP || t.charCodeAt(i) === TAB)) i++;
+      if (i >= e) this.fail('labels without their closing "}"');
+      let c = t.charCodeAt(i);
+      if (c === RBRACE) {
+        if (this.om && !first && t.charCodeAt(i - 1) === COMMA) this.fail('a comma before "}" (OpenMetrics allows none)');
+        return i + 1;
+      }
+      let key: string;
+      if (c === QUOTE) {
+        const q = this.quoted(i, e, 'a quoted name');
+        i = this.next;
+        if (!this.om) while (i < e && (t.charCodeAt(i) === SP || t.charCodeAt(i) === TAB)) i++;
+        c = t.charCodeAt(i);
+        if (c !== EQ) {
+          // the bare quoted string: the metric name, first and once
+          if (!onName || !first) this.fail(`"${q.slice(0, 40)}": a quoted metric name where a label belongs`);
+          onName(q);
+          first = false;
+          if (c === COMMA) i++;
+          else if (c !== RBRACE) this.fail(`unexpected "${t[i] ?? ''}" after the quoted metric name`);
+          continue;
+        }
+        key = q;
+      } else {
+        const s = i;
+        if (!isLabelStart(c)) this.fail(`"${t.slice(s, Math.min(e, s + 30))}" is not a label name`);
+        const known = this.lastKeys[n];
+        if (known !== undefined && t.startsWith(known, s) && !isLabelChar(t.charCodeAt(s + known.length))) {
+          key = known;
+          i = s + known.length;
+        } else {
+          i++;
+          while (i < e && isLabelChar(t.charCodeAt(i))) i++;
+          key = t.slice(s, i);
+          this.lastKeys[n] = key;
+        }
+        if (!this.om) while (i < e && (t.charCodeAt(i) === SP || t.charCodeAt(i) === TAB)) i++;
+        if (t.charCodeAt(i) !== EQ) this.fail(`label ${key}: no "=" after its name`);
+      }
+      i++;
+      if (!this.om) while (i < e && (t.charCodeAt(i) === SP || t.charCodeAt(i) === TAB)) i++;
+      if (t.charCodeAt(i) !== QUOTE) this.fail(`label ${key}: its value is not quoted`);
+      const v = this.quoted(i, e, `label ${key}`);
+      const j = this.next;
+      if (Object.prototype.hasOwnProperty.call(labels, key)) this.fail(`label ${key} twice`);
+      // a plain object keeps V8's fast properties; __proto__ would set its prototype instead of a label
+      if (key === '__proto__') Object.defineProperty(labels, key, { value: v, enumerable: true, writable: true, configurable: true });
+      else labels[key] = v;
+      n++;
+      first = false;
+      i = j;
+      if (!this.om) while (i < e && (t.charCodeAt(i) === SP || t.charCodeAt(i) === TAB)) i++;
+      c = t.charCodeAt(i);
+      if (c === COMMA) i++;
+      else if (c !== RBRACE) this.fail(i >= e ? 'labels without their closing "}"' : `label ${key}: unexpected "${t[i]}" after its value`);
+    }
+  }
+
+  /** The family a sample belongs to: by its name, else its name less a suffix its type owns, else its own untyped family. */
+  private familyOf(name: string, labels: Labels): Family {
+    let f = this.owner.get(name);
+    if (f) return f;
+    f = this.families.get(name);
+    // a histogram's or counter's bare name is no sample of it (a summary's and a gauge's is)
+    if (f && (f.type === 'histogram' || f.type === 'gaugehistogram' || (this.om && f.type === 'counter'))) f = undefined;
+    if (!f) {
+      for (const suf of ALL_SUFFIXES) {
+        if (!name.endsWith(suf)) continue;
+        const base = this.families.get(name.slice(0, -suf.length));
+        if (base && SUFFIXES[base.type]?.includes(suf)) {
+          f = base;
+          break;
+        }
+      }
+    }
+    if (!f) {
+      f = this.families.get(name);
+      if (f) this.fail(`${name}: a sample of the ${f.type} ${name} without the suffix its type needs`);
+      f = this.declare(name, this.om ? 'unknown' : 'untyped');
+    }
+    if (f.type === 'histogram' && name.endsWith('_bucket') && labels.le === undefined) this.fail(`${name}: a histogram bucket without an "le" label`);
+    if (f.type === 'summary' && name === f.name && labels.quantile === undefined) this.fail(`${name}: a summary quantile without a "quantile" label`);
+    this.owner.set(name, f);
+    return f;
+  }
+}
+
+/** HELP text escapes: \\ and \n (and \" in OpenMetrics). */
+function unescapeText(s: string, om: boolean): string {
+  if (s.indexOf('\\') < 0) return s;
+  return s.replace(/\\(.)/g, (m, c: string) => (c === '\\' ? '\\' : c === 'n' ? '\n' : om && c === '"' ? '"' : m));
+}
+
+/** Parses a whole page; throws ExpositionError naming the first bad line. */
+export function parseExposition(text: string, o: ParseOptions = {}): Family[] {
+  const max = o.maxBytes ?? DEFAULT_MAX_BYTES;
+  if (text.length > max) throw new ExpositionError(0, `the page is ${text.length} characters, over the ${max} limit`, o.source);
+  return [...new Parser(text, o).run().values()].filter((f) => f.samples.length > 0 || f.help !== undefined || f.type !== 'untyped');
+}

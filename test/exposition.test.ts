@@ -1,0 +1,149 @@
+/**
+ * The exposition parser (src/scrape/exposition.ts) case by case: what each
+ * format allows, grouping by name rather than position, and an error naming
+ * the line for everything else. The differential test against a real
+ * VictoriaMetrics is test/exposition-vm.test.ts.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { ExpositionError, formatOf, parseExposition, type Family } from '../src/scrape/exposition.js';
+
+const fam = (fs: Family[], name: string): Family => {
+  const f = fs.find((x) => x.name === name);
+  assert.ok(f, `family ${name} in ${fs.map((x) => x.name).join(', ')}`);
+  return f;
+};
+const fails = (page: string, line: number, re: RegExp, format: 'prometheus' | 'openmetrics' = 'prometheus') =>
+  assert.throws(() => parseExposition(page, { format, source: 'test page' }), (e: unknown) => {
+    assert.ok(e instanceof ExpositionError, String(e));
+    assert.equal(e.line, line, e.message);
+    assert.match(e.message, /^test page: line \d+: /);
+    assert.match(e.message, re);
+    return true;
+  });
+
+test('a labelled histogram keeps every label set apart, its _bucket/_sum/_count wherever they stand (the npm parser collapses them)', () => {
+  const fs = parseExposition(`# HELP lat Latency.
+# TYPE lat histogram
+lat_bucket{model="a",le="0.5"} 1
+lat_bucket{model="b",le="0.5"} 4
+lat_sum{model="a"} 0.25
+lat_bucket{model="a",le="+Inf"} 2
+lat_bucket{model="b",le="+Inf"} 5
+lat_count{model="b"} 5
+lat_count{model="a"} 2
+lat_sum{model="b"} 2.5
+lat_created{model="a"} 1.7e9
+`);
+  const f = fam(fs, 'lat');
+  assert.equal(f.type, 'histogram');
+  assert.equal(f.help, 'Latency.');
+  assert.equal(f.samples.length, 9);
+  assert.deepEqual(
+    f.samples.filter((s) => s.labels.model === 'b').map((s) => [s.name, s.labels.le ?? '', s.value]),
+    [['lat_bucket', '0.5', 4], ['lat_bucket', '+Inf', 5], ['lat_count', '', 5], ['lat_sum', '', 2.5]],
+  );
+  assert.equal(fs.length, 1, 'no stray family for the suffixed names');
+  assert.equal(typeof f.samples[0]!.value, 'number');
+});
+
+test('counters: Prometheus text names the family with _total; OpenMetrics without it, _total and _created its samples', () => {
+  const prom = parseExposition('# TYPE req_total counter\nreq_total{a="1"} 3\n# TYPE req_created gauge\nreq_created{a="1"} 1.7e9\n');
+  assert.deepEqual(prom.map((f) => [f.name, f.type, f.samples.length]), [['req_total', 'counter', 1], ['req_created', 'gauge', 1]]);
+  const om = parseExposition('# TYPE req counter\n# HELP req Requests.\nreq_total{a="1"} 3\nreq_created{a="1"} 1.7e9\n# EOF\n', { format: 'openmetrics' });
+  assert.deepEqual(om.map((f) => [f.name, f.type, f.help, f.samples.map((s) => s.name)]), [['req', 'counter', 'Requests.', ['req_total', 'req_created']]]);
+});
+
+test('values: NaN, +Inf, -Inf, Go-style inf/Infinity in any case, exponents; timestamps in ms (Prometheus) and in s (OpenMetrics)', () => {
+  const fs = parseExposition('a NaN\nb +Inf\nc -Inf\nd inf\ne -infinity\nf 1.5e-3 1700000000123\ng -0.0\nh .5\ni 5.\n');
+  const v = (n: string) => fam(fs, n).samples[0]!;
+  assert.ok(Number.isNaN(v('a').value));
+  assert.deepEqual([v('b').value, v('c').value, v('d').value, v('e').value, v('f').value, v('h').value, v('i').value], [Infinity, -Infinity, Infinity, -Infinity, 0.0015, 0.5, 5]);
+  assert.equal(v('f').timestampMs, 1700000000123);
+  assert.ok(Object.is(v('g').value, -0));
+  const om = parseExposition('# TYPE a gauge\na 1 1700000000.25\n# EOF\n', { format: 'openmetrics' });
+  assert.equal(om[0]!.samples[0]!.timestampMs, 1700000000250);
+});
+
+test('numbers ParseFloat does not read are errors, not what Number() makes of them', () => {
+  for (const bad of ['0x10', '0b1', '0o7', '1_000', '', 'Infinityx', '1e400', '--1', '+', 'nanx']) fails(`ok 1\nx ${bad}${bad === '' ? '' : ''}\n`, 2, bad === '' ? /no value/ : /is not a number/);
+});
+
+test('label values: escapes \\\\ \\" \\n; an unknown escape stays as written (as Prometheus keeps it); UTF-8; a trailing comma; blanks', () => {
+  const fs = parseExposition('m{a="x\\"y\\\\z\\nq",b="\\t",c="é☃",} 1\nn { a = "1" , b="2" } 2\n');
+  assert.deepEqual({ ...fam(fs, 'm').samples[0]!.labels }, { a: 'x"y\\z\nq', b: '\\t', c: 'é☃' });
+  assert.deepEqual({ ...fam(fs, 'n').samples[0]!.labels }, { a: '1', b: '2' });
+});
+
+test('a label named __proto__ is a label like any other, not the object\'s prototype', () => {
+  const s = parseExposition('m{__proto__="x",constructor="y"} 1\n')[0]!.samples[0]!;
+  assert.deepEqual(Object.entries(s.labels), [['__proto__', 'x'], ['constructor', 'y']]);
+  assert.equal(Object.getPrototypeOf(s.labels), Object.prototype);
+});
+
+test('Prometheus 3 quoted UTF-8 names: {"my.metric", "label.x"="v"} and # TYPE "my.metric"', () => {
+  const fs = parseExposition('# HELP "my.metric" Dots.\n# TYPE "my.metric" gauge\n{"my.metric", "label.x"="v", plain="p"} 4\n');
+  const f = fam(fs, 'my.metric');
+  assert.equal(f.type, 'gauge');
+  assert.equal(f.help, 'Dots.');
+  assert.deepEqual({ ...f.samples[0]!.labels }, { 'label.x': 'v', plain: 'p' });
+});
+
+test('a summary: quantile samples under the bare name, _sum and _count beside them; untyped lines are families of their own', () => {
+  const fs = parseExposition('# TYPE rpc summary\nrpc{quantile="0.5"} 0.1\nrpc{quantile="0.99"} 0.9\nrpc_sum 12\nrpc_count 40\nloose 1\nloose_sum 2\n');
+  assert.deepEqual(fam(fs, 'rpc').samples.map((s) => s.name), ['rpc', 'rpc', 'rpc_sum', 'rpc_count']);
+  assert.equal(fam(fs, 'loose').type, 'untyped');
+  assert.equal(fam(fs, 'loose_sum').type, 'untyped');
+});
+
+test('OpenMetrics: exemplars, # UNIT, # EOF required, nothing after it', () => {
+  const fs = parseExposition('# TYPE foo_seconds histogram\n# UNIT foo_seconds seconds\nfoo_seconds_bucket{le="1"} 2 # {trace_id="abc"} 0.5 1700000000\nfoo_seconds_bucket{le="+Inf"} 3\nfoo_seconds_count 3\nfoo_seconds_sum 1.5\n# EOF\n', { format: 'openmetrics' });
+  const f = fam(fs, 'foo_seconds');
+  assert.equal(f.unit, 'seconds');
+  assert.deepEqual(f.samples[0]!.exemplar, { labels: { trace_id: 'abc' }, value: 0.5, timestampMs: 1700000000000 });
+  fails('# TYPE a gauge\na 1\n', 2, /no # EOF/, 'openmetrics');
+  fails('a 1\n# EOF\nb 2\n', 3, /after # EOF/, 'openmetrics');
+  fails('# UNIT foo_bytes seconds\n# EOF\n', 1, /must end in _seconds/, 'openmetrics');
+  fails('a 1 # {t="x"} 1\n', 1, /only OpenMetrics has them/);
+});
+
+test('the content type picks the format', () => {
+  assert.equal(formatOf('application/openmetrics-text; version=1.0.0; charset=utf-8'), 'openmetrics');
+  assert.equal(formatOf('text/plain; version=0.0.4; charset=utf-8'), 'prometheus');
+  assert.equal(formatOf(undefined), 'prometheus');
+});
+
+test('HELP before TYPE (real pages do it) types the family; a second TYPE, TYPE after samples, a second HELP in OpenMetrics are errors', () => {
+  const fs = parseExposition('# HELP q Queue.\n# TYPE q gauge\nq 1\n');
+  assert.deepEqual([fs[0]!.type, fs[0]!.help], ['gauge', 'Queue.']);
+  fails('# TYPE q gauge\n# TYPE q counter\n', 2, /TYPE q counter after # TYPE gauge/);
+  fails('q 1\n# TYPE q gauge\n', 2, /after its samples/);
+  fails('# HELP q a\n# HELP q b\n# EOF\n', 2, /second # HELP/, 'openmetrics');
+  assert.equal(parseExposition('# HELP q a\n# HELP q b\nq 1\n')[0]!.help, 'a', 'Prometheus text: the first HELP stands');
+});
+
+test('malformed lines: each an error naming its line and what is wrong', () => {
+  fails('ok 1\nx{a="b" 1\n', 2, /label a: unexpected "1"/);
+  fails('ok 1\nx{a=b} 1\n', 2, /label a: its value is not quoted/);
+  fails('ok 1\n9x 1\n', 2, /"9x 1" is not a metric name/);
+  fails('ok 1\nx 1 2 3\n', 2, /unexpected "3" after the timestamp/);
+  fails('ok 1\nx 1 1.5\n', 2, /not an integer of milliseconds/);
+  fails('x{a="1",a="2"} 1\n', 1, /label a twice/);
+  fails('x{a="1"\n', 1, /closing "}"/);
+  fails('x{a="1} 1\n', 1, /without its closing quote/);
+  fails('# TYPE h histogram\nh_bucket 1\n', 2, /without an "le" label/);
+  fails('# TYPE h histogram\nh 1\n', 2, /without the suffix its type needs/);
+  fails('# TYPE x nonsense\n', 1, /unknown type "nonsense"/);
+  fails('x\n', 1, /x: no value/);
+});
+
+test('bounded: a page over maxBytes and a line over maxLineLength are refused, naming the limit', () => {
+  assert.throws(() => parseExposition('a 1\n'.repeat(100), { maxBytes: 300 }), { message: /over the 300 limit/ });
+  assert.throws(() => parseExposition(`a 1\nb{x="${'y'.repeat(200)}"} 1\n`, { maxLineLength: 100 }), { message: /^line 2: line longer than 100 characters/ });
+});
+
+test('CRLF line ends and blank lines (Prometheus text) are read as plain lines; OpenMetrics allows no blank line', () => {
+  const fs = parseExposition('# TYPE a gauge\r\na 1\r\n\r\n   \nb 2\r\n');
+  assert.deepEqual(fs.map((f) => [f.name, f.samples[0]!.value]), [['a', 1], ['b', 2]]);
+  fails('a 1\n\n# EOF\n', 2, /empty line/, 'openmetrics');
+});
