@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { test } from 'node:test';
 import { METRICS } from '../src/core/metrics/registry.js';
-import { DaemonProcess, EMPTY_CONFIG, parseLines, runCli } from './helpers/daemon.js';
+import { DaemonProcess, EMPTY_CONFIG, jsonKind, parseLines, runCli } from './helpers/daemon.js';
 import { freePort } from './helpers/net.js';
 import { ROOT, tempDir } from './helpers/paths.js';
 import { MAN_COMMANDS } from '../src/cli/help.js';
@@ -125,13 +125,14 @@ test('every sim point follows the stdout contract with the registry unit and kin
   assert.ok(lines.length > 100);
   for (const line of lines) {
     const p = JSON.parse(line);
-    assert.deepEqual(Object.keys(p).filter((k) => k !== 'monotonic'), ['time', 'name', 'unit', 'kind', 'value', 'attributes', 'resource']);
-    assert.ok(!Number.isNaN(Date.parse(p.time)) && p.time.endsWith('Z'), p.time);
     const def = byName.get(p.name)!;
     assert.ok(def, p.name);
+    const histogram = def.kind === 'histogram' ? ['sum', 'bounds', 'counts'] : [];
+    assert.deepEqual(Object.keys(p).filter((k) => k !== 'monotonic'), ['time', 'name', 'unit', 'kind', 'value', ...histogram, 'attributes', 'resource']);
+    assert.ok(!Number.isNaN(Date.parse(p.time)) && p.time.endsWith('Z'), p.time);
     assert.equal(p.unit, def.unit);
-    assert.equal(p.kind, def.kind === 'gauge' ? 'gauge' : 'sum');
-    if (def.kind !== 'gauge') assert.equal(p.monotonic, def.kind === 'sum');
+    assert.equal(p.kind, jsonKind(def.kind));
+    assert.equal(p.monotonic, def.kind === 'sum' || def.kind === 'updown' ? def.kind === 'sum' : undefined, `${p.name}: monotonic only on sums`);
     assert.equal(typeof p.value, 'number');
     assert.equal(p.resource['service.name'], 'l9gpu');
     if (def.scope === 'gpu') {
@@ -139,7 +140,7 @@ test('every sim point follows the stdout contract with the registry unit and kin
       assert.match(p.attributes['gpu.uuid'], /^GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
       for (const k of ['gpu.index', 'gpu.model', 'gpu.pci.bus_id']) assert.ok(k in p.attributes, k);
       for (const k of def.attributes) assert.ok(k in p.attributes, `${p.name} needs ${k}`);
-      if (def.unit === '1') assert.ok(p.value >= 0 && p.value <= 1, `${p.name}=${p.value} is a ratio`);
+      if (def.unit === '1' && def.kind !== 'histogram') assert.ok(p.value >= 0 && p.value <= 1, `${p.name}=${p.value} is a ratio`);
     }
   }
 });

@@ -3,16 +3,39 @@ import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { parseLines, runCli } from './helpers/daemon.js';
+import { configFrom } from './helpers/config.js';
+import { cumulative, histogramDef, HISTOGRAM_SHAPES } from './helpers/histograms.js';
 import { HttpCapture } from './helpers/http-capture.js';
-import { attrs, decodeOtlp } from './helpers/otlp-decode.js';
+import { attrs, decodeOtlp, type OtlpKeyValue, type OtlpMetric } from './helpers/otlp-decode.js';
 import { tempDir } from './helpers/paths.js';
-import type { Batch } from '../src/core/metrics/model.js';
-import { METRICS, prometheusName } from '../src/core/metrics/registry.js';
+import { promtoolCheckMetrics } from './helpers/prometheus.js';
+import { createLogger } from '../src/core/log.js';
+import type { Attributes, Batch, HistogramValue, Point } from '../src/core/metrics/model.js';
+import { METRICS, metric, prometheusName } from '../src/core/metrics/registry.js';
+import type { Sink, SinkManifest } from '../src/core/sink.js';
+import { fileSink } from '../src/sinks/file.js';
+import { pointJson } from '../src/sinks/jsonl.js';
+import { otlpSink } from '../src/sinks/otlp.js';
 import { decodeExportResponse, encodeMetricsRequest } from '../src/sinks/otlp-proto.js';
+import { prometheusSink } from '../src/sinks/prometheus.js';
 import { renderExposition } from '../src/sinks/prom-text.js';
 import { toResourceMetrics } from '../src/sinks/resource-metrics.js';
+import { webhookSink } from '../src/sinks/webhook.js';
 
 const dir = tempDir();
+
+/** HistogramDataPoint as the independent decoder gives it (fixed64 as strings); otlp-decode.ts types gauges and sums only. */
+interface OtlpHistogram {
+  aggregationTemporality: number;
+  dataPoints: { attributes?: OtlpKeyValue[]; startTimeUnixNano: string; timeUnixNano: string; count?: string; sum?: number; bucketCounts?: string[]; explicitBounds?: number[] }[];
+}
+const histogramOf = (m: OtlpMetric): OtlpHistogram | undefined => (m as OtlpMetric & { histogram?: OtlpHistogram }).histogram;
+
+/** ms since the epoch -> the ns string OTLP carries. */
+const ns = (ms: number): string => String(BigInt(Math.floor(ms)) * 1_000_000n + BigInt(Math.round((ms - Math.floor(ms)) * 1e6)));
+
+/** Histogram metrics of the test's own: the sinks must carry any, whether or not the registry has one. */
+const HISTOGRAMS = [histogramDef('test.request.duration', 's', ['test.model']), histogramDef('test.request.tokens', '{token}'), histogramDef('test.request.size', 'By')];
 
 function ini(name: string, text: string): string {
   const p = join(dir, name);
@@ -73,14 +96,14 @@ test('otlp: gzip protobuf with headers, decoded exactly: resource, scope, kinds,
     for (const p of twin) {
       const m = metrics.get(p.name);
       assert.ok(m, `${p.name} missing from the OTLP request`);
-      const dps = (m.gauge ?? m.sum)!.dataPoints;
+      const dps: { attributes?: OtlpKeyValue[]; timeUnixNano: string; asDouble?: number; count?: string }[] = (m.gauge ?? m.sum ?? histogramOf(m))!.dataPoints;
       const dp = dps.find((d) => JSON.stringify(attrs(d.attributes)) === JSON.stringify(p.attributes));
       assert.ok(dp, `${p.name} ${JSON.stringify(p.attributes)} missing`);
-      assert.equal(dp.asDouble ?? 0, p.value, p.name);
+      assert.equal(dp.asDouble ?? Number(dp.count ?? 0), p.value, p.name);
       assert.equal(BigInt(dp.timeUnixNano) / 1_000_000n, BigInt(Date.parse(p.time)));
       compared++;
     }
-    assert.equal(compared, [...metrics.values()].reduce((n, m) => n + (m.gauge ?? m.sum)!.dataPoints.length, 0), 'same number of points');
+    assert.equal(compared, [...metrics.values()].reduce((n, m) => n + (m.gauge ?? m.sum ?? histogramOf(m))!.dataPoints.length, 0), 'same number of points');
   } finally {
     await rx.stop();
   }
@@ -194,18 +217,30 @@ test('file: an unwritable path is counted and logged, the daemon still exits 0',
   assert.ok(parseLines(r2.stdout).some((p) => p.name === 'gpu.utilization'), 'stdout still gets the data');
 });
 
-/** Batches with every registry metric, every attribute type, sums with and without their own start. */
+/** Batches with every registry metric and the test's histograms, every attribute type, sums and histograms with and without their own start. */
 function everyMetricBatches(): Batch[] {
   const t = 1_795_000_000_123.25;
-  const points = METRICS.map((d, i) => ({
+  const points: Point[] = METRICS.map((d, i) => ({
     metric: d,
     value: [0, 1, 0.5, -2.5, 1e21, 123456.789][i % 6]!,
     attributes: { 'gpu.uuid': `GPU-${i}`, 'gpu.index': i, 'x.neg': -7 - i, 'x.ratio': 0.25, 'x.flag': i % 2 === 0, 'x.text': 'a "quoted"\\ line\nnext', 'x.utf8': 'Grüße' },
     ...(d.kind === 'gauge' || i % 3 === 0 ? {} : { start: t - 60_000.5 }),
+    // a registry histogram gets real buckets, like the test's own
+    ...(d.kind === 'histogram' ? { hist: HISTOGRAM_SHAPES[i % HISTOGRAM_SHAPES.length]!, value: HISTOGRAM_SHAPES[i % HISTOGRAM_SHAPES.length]!.count } : {}),
   }));
+  // every shape on every test histogram, spread over both batches: one Metric gathers points of two batches
+  const hist: Point[] = HISTOGRAMS.flatMap((d, i) =>
+    HISTOGRAM_SHAPES.map((h, j) => ({
+      metric: d,
+      value: h.count,
+      hist: h,
+      attributes: { 'test.model': `m${j}`, 'x.index': j, 'x.ratio': 0.5, 'x.flag': j % 2 === 0, 'x.text': 'a "quoted"\\ line\nnext' },
+      ...((i + j) % 3 === 0 ? {} : { start: t - 30_000.25 - j }),
+    })),
+  );
   return [
-    { source: 'a', time: t, intervalMs: 10_000, points: points.slice(0, 30) },
-    { source: 'b', time: t + 1.5, intervalMs: 10_000, points: points.slice(20) },
+    { source: 'a', time: t, intervalMs: 10_000, points: [...points.slice(0, 30), ...hist.filter((_, k) => k % 2 === 0)] },
+    { source: 'b', time: t + 1.5, intervalMs: 10_000, points: [...points.slice(20), ...hist.filter((_, k) => k % 2 === 1)] },
   ];
 }
 
@@ -224,7 +259,111 @@ test('otlp: the protobuf encoder writes what the OpenTelemetry serializer writes
     assert.ok(Buffer.from(theirsBytes).equals(oursBytes), 'byte for byte');
   }
   const one = decodeOtlp(encodeMetricsRequest(everyMetricBatches(), resource, 0, 'v'));
-  assert.equal(one.resourceMetrics[0]!.scopeMetrics[0]!.metrics.length, METRICS.length, 'one Metric per registry metric');
+  assert.equal(one.resourceMetrics[0]!.scopeMetrics[0]!.metrics.length, METRICS.length + HISTOGRAMS.length, 'one Metric per metric');
+});
+
+test('otlp: a histogram is Metric.histogram, cumulative, with the count, sum, per-bucket counts, bounds, start, time and attributes sent (independent decoder)', () => {
+  const batches = everyMetricBatches();
+  const defaultStart = 1_794_999_000_000.5;
+  const msg = decodeOtlp(encodeMetricsRequest(batches, { 'service.name': 'l9gpu' }, defaultStart, 'v'));
+  const metrics = new Map(msg.resourceMetrics[0]!.scopeMetrics[0]!.metrics.map((m) => [m.name, m]));
+  let checked = 0;
+  for (const b of batches) {
+    for (const p of b.points) {
+      if (!HISTOGRAMS.includes(p.metric)) continue;
+      const m = metrics.get(p.metric.name)!;
+      const h = histogramOf(m);
+      assert.ok(h && !m.gauge && !m.sum, `${p.metric.name} is a histogram and nothing else`);
+      assert.equal(m.unit, p.metric.unit);
+      assert.equal(h.aggregationTemporality, 2, 'AGGREGATION_TEMPORALITY_CUMULATIVE');
+      const dp = h.dataPoints.find((d) => JSON.stringify(attrs(d.attributes)) === JSON.stringify(p.attributes));
+      assert.ok(dp, `${p.metric.name} ${JSON.stringify(p.attributes)} missing`);
+      const want = p.hist!;
+      assert.equal(dp.count, String(want.count));
+      assert.equal(dp.sum, want.sum);
+      assert.deepEqual(dp.bucketCounts, want.counts.map(String), 'per-bucket, not cumulative');
+      assert.deepEqual(dp.explicitBounds, want.bounds);
+      assert.equal(dp.startTimeUnixNano, ns(p.start ?? defaultStart));
+      assert.equal(dp.timeUnixNano, ns(b.time));
+      checked++;
+    }
+  }
+  assert.equal(checked, HISTOGRAMS.length * HISTOGRAM_SHAPES.length);
+});
+
+/** Starts a sink as the daemon does, on a configuration given inline. */
+async function startSink(manifest: SinkManifest, values: Record<string, Record<string, string>>, resource: Attributes = { 'service.name': 'l9gpu' }): Promise<Sink> {
+  const sink = manifest.create({ config: configFrom(values), log: createLogger('error'), resource, startTime: 1_794_999_000_000 });
+  await sink.start?.();
+  return sink;
+}
+
+/** A batch of every test histogram in every shape, plus a gauge. */
+function histogramBatch(time: number, extra: Attributes = {}): Batch {
+  const points: Point[] = HISTOGRAMS.flatMap((d) => HISTOGRAM_SHAPES.map((h, j) => ({ metric: d, value: h.count, hist: h, attributes: { 'test.model': `m${j}`, ...extra } })));
+  points.push({ metric: metric('gpu.utilization'), value: 0.5, attributes: { 'gpu.uuid': 'GPU-1', ...extra } });
+  return { source: 'h', time, intervalMs: 60_000, points };
+}
+
+/** The histogram the batch sent for a metric name and attributes. */
+function sentHistogram(batch: Batch, name: string, a: Record<string, unknown>): HistogramValue | undefined {
+  return batch.points.find((p) => p.metric.name === name && JSON.stringify(p.attributes) === JSON.stringify(a))?.hist;
+}
+
+test('otlp sink: histograms reach the endpoint whole over http/protobuf and http/json', async () => {
+  const batch = histogramBatch(Date.now());
+  for (const protocol of ['http/protobuf', 'http/json']) {
+    const rx = await new HttpCapture().start();
+    try {
+      const sink = await startSink(otlpSink, { otlp: { endpoint: `${rx.url}/v1/metrics`, protocol } });
+      sink.write(batch);
+      await sink.close(Date.now() + 10_000);
+      assert.equal(rx.requests.length, 1, protocol);
+      assert.equal(sink.stats.exported, batch.points.length, protocol);
+      const body = rx.requests[0]!.body;
+      const msg = (protocol === 'http/json' ? JSON.parse(body.toString()) : decodeOtlp(body)) as { resourceMetrics: { scopeMetrics: { metrics: (OtlpMetric & { histogram?: { aggregationTemporality: number; dataPoints: Record<string, unknown>[] } })[] }[] }[] };
+      const metrics = msg.resourceMetrics[0]!.scopeMetrics[0]!.metrics;
+      let seen = 0;
+      for (const m of metrics.filter((x) => x.histogram)) {
+        assert.equal(m.histogram!.aggregationTemporality, 2);
+        for (const dp of m.histogram!.dataPoints) {
+          const want = sentHistogram(batch, m.name, attrs(dp.attributes as OtlpKeyValue[]));
+          assert.ok(want, `${protocol}: ${m.name} ${JSON.stringify(dp.attributes)} was not sent`);
+          // protobuf's fixed64 decode as strings, JSON's as numbers
+          assert.deepEqual(
+            { count: String(dp.count), sum: dp.sum, counts: (dp.bucketCounts as unknown[]).map(String), bounds: dp.explicitBounds ?? [] },
+            { count: String(want.count), sum: want.sum, counts: want.counts.map(String), bounds: want.bounds },
+            `${protocol}: ${m.name}`,
+          );
+          seen++;
+        }
+      }
+      assert.equal(seen, HISTOGRAMS.length * HISTOGRAM_SHAPES.length, protocol);
+      assert.ok(metrics.find((m) => m.name === 'gpu.utilization')?.gauge, 'the gauge beside them is still a gauge');
+    } finally {
+      await rx.stop();
+    }
+  }
+});
+
+test('a histogram metric\'s point without buckets (a plugin\'s mistake) is left out by every encoder; the rest of the batch goes on', async () => {
+  const { ProtobufMetricsSerializer } = await import('@opentelemetry/otlp-transformer');
+  const { PrometheusSerializer } = await import('@opentelemetry/exporter-prometheus');
+  const bare = histogramDef('test.bare', 's');
+  const batches: Batch[] = [{ source: 'x', time: 1_795_000_000_000, intervalMs: 10_000, points: [
+    { metric: bare, value: 3, attributes: { a: 1 } },
+    { metric: metric('gpu.utilization'), value: 0.5, attributes: { a: 1 } },
+    { metric: HISTOGRAMS[0]!, value: 5, hist: HISTOGRAM_SHAPES[2]!, attributes: { a: 1 } },
+  ] }];
+  const resource = { 'service.name': 'l9gpu' };
+  const ours = encodeMetricsRequest(batches, resource, 0, 'v');
+  assert.deepEqual(decodeOtlp(ours).resourceMetrics[0]!.scopeMetrics[0]!.metrics.map((m) => m.name), ['gpu.utilization', 'test.request.duration']);
+  assert.ok(Buffer.from(ProtobufMetricsSerializer.serializeRequest(toResourceMetrics(batches, resource, 0, 'v') as never)!).equals(ours), 'resource-metrics.ts leaves it out too');
+  const text = renderExposition(batches, resource);
+  assert.doesNotMatch(text, /test_bare/);
+  assert.match(text, /^gpu_utilization_ratio\{a="1"\} 0\.5$/m);
+  assert.equal(text, new PrometheusSerializer('', false, undefined, false, true).serialize(toResourceMetrics(batches, resource, 0, 'v', prometheusName) as never));
+  assert.deepEqual(pointJson(batches[0]!, undefined).map((l) => JSON.parse(l).name), ['gpu.utilization', 'test.request.duration']);
 });
 
 test('otlp: a partial success response is read (rejected points and the message), unknown fields skipped', () => {
@@ -243,5 +382,115 @@ test('prometheus: the exposition is the OpenTelemetry serializer\'s, line for li
       const theirs = new PrometheusSerializer('', false, keep, false, true).serialize(toResourceMetrics(batches, resource, 0, 'v', prometheusName) as never);
       assert.equal(renderExposition(batches, resource, keep), theirs);
     }
+  }
+});
+
+test('prometheus: a histogram is _count, _sum and cumulative _bucket lines ending in +Inf, TYPE histogram, its name with the unit and no _total', () => {
+  const batch: Batch = { source: 'x', time: 1_795_000_000_000, intervalMs: 10_000, points: [{ metric: HISTOGRAMS[0]!, value: 17, hist: HISTOGRAM_SHAPES[0]!, attributes: { 'test.model': 'm1' } }] };
+  const text = renderExposition([batch], { 'service.name': 'l9gpu', 'cluster.name': 'alps' }, /^cluster\.name$/);
+  const series = 'test_request_duration_seconds';
+  const labels = 'test_model="m1",cluster_name="alps"';
+  assert.equal(text.slice(text.indexOf(`# HELP ${series}`)), [
+    `# HELP ${series} Test histogram (s).`,
+    `# UNIT ${series} s`,
+    `# TYPE ${series} histogram`,
+    `${series}_count{${labels}} 17`,
+    `${series}_sum{${labels}} 61.25`,
+    `${series}_bucket{${labels},le="0.005"} 3`,
+    `${series}_bucket{${labels},le="0.01"} 3`,
+    `${series}_bucket{${labels},le="0.1"} 10`,
+    `${series}_bucket{${labels},le="1"} 12`,
+    `${series}_bucket{${labels},le="2.5"} 12`,
+    `${series}_bucket{${labels},le="10"} 13`,
+    `${series}_bucket{${labels},le="+Inf"} 17`,
+    '',
+  ].join('\n'));
+  assert.deepEqual(HISTOGRAMS.map(prometheusName), ['test_request_duration_seconds', 'test_request_tokens', 'test_request_size_bytes']);
+});
+
+test('prometheus sink: the pull page\'s histograms pass promtool, and reading the page back gives every bucket, sum and count sent', async () => {
+  const sink = (await startSink(prometheusSink, { prometheus: { host: '127.0.0.1', port: '0' } })) as Sink & { port: number };
+  try {
+    const batch = histogramBatch(Date.now());
+    sink.write(batch);
+    const text = await (await fetch(`http://127.0.0.1:${sink.port}/metrics`)).text();
+    const lint = promtoolCheckMetrics(text);
+    assert.equal(lint.status, 0, lint.output);
+    assert.equal(lint.output.trim(), '', 'no finding');
+    // name{labels} value -> per series (labels without le): count, sum, [le, value]...
+    const read = new Map<string, { count?: number; sum?: number; buckets: [string, number][] }>();
+    for (const m of text.matchAll(/^(test_\w+?)_(count|sum|bucket)\{test_model="(m\d)"(?:,le="([^"]+)")?\} (\S+)$/gm)) {
+      const key = `${m[1]} ${m[3]}`;
+      let r = read.get(key);
+      if (!r) read.set(key, (r = { buckets: [] }));
+      if (m[2] === 'bucket') r.buckets.push([m[4]!, Number(m[5])]);
+      else r[m[2] as 'count' | 'sum'] = Number(m[5]);
+    }
+    assert.equal(read.size, HISTOGRAMS.length * HISTOGRAM_SHAPES.length);
+    for (const d of HISTOGRAMS) {
+      HISTOGRAM_SHAPES.forEach((h, j) => {
+        assert.deepEqual(read.get(`${prometheusName(d)} m${j}`), { count: h.count, sum: h.sum, buckets: [...h.bounds.map(String), '+Inf'].map((le, i) => [le, cumulative(h)[i]]) }, `${d.name} m${j}`);
+      });
+    }
+  } finally {
+    await sink.close(Date.now() + 5000);
+  }
+});
+
+test('JSON lines: a histogram has kind histogram, its count as value, then sum, bounds and per-bucket counts; a gauge\'s line is unchanged', () => {
+  const batch = histogramBatch(1_795_000_000_000);
+  const lines = pointJson(batch, { 'service.name': 'l9gpu' }).map((l) => JSON.parse(l) as Record<string, unknown>);
+  assert.equal(lines.length, batch.points.length);
+  for (const l of lines) {
+    if (l.name === 'gpu.utilization') {
+      assert.deepEqual(Object.keys(l), ['time', 'name', 'unit', 'kind', 'value', 'attributes', 'resource']);
+      continue;
+    }
+    assert.deepEqual(Object.keys(l), ['time', 'name', 'unit', 'kind', 'value', 'sum', 'bounds', 'counts', 'attributes', 'resource']);
+    const h = sentHistogram(batch, l.name as string, l.attributes as Record<string, unknown>)!;
+    assert.deepEqual({ kind: l.kind, value: l.value, sum: l.sum, bounds: l.bounds, counts: l.counts }, { kind: 'histogram', value: h.count, sum: h.sum, bounds: h.bounds, counts: h.counts });
+  }
+});
+
+test('file sink: histogram lines survive rotation whole; webhook: split batches carry them whole', async () => {
+  const path = join(dir, 'hist', 'metrics.jsonl');
+  const file = await startSink(fileSink, { file: { path, max_bytes: '4096', max_files: '100', resource: 'false' } });
+  const sent = Array.from({ length: 30 }, (_, i) => histogramBatch(1_795_000_000_000 + i * 1000, { 'x.tick': i }));
+  for (const b of sent) file.write(b);
+  await file.close(Date.now() + 5000);
+  const files = readdirSync(join(dir, 'hist'));
+  assert.ok(files.length > 3, `rotated into ${files.length} files`);
+  let lines = 0;
+  for (const f of files) {
+    const text = readFileSync(join(dir, 'hist', f), 'utf8');
+    assert.ok(Buffer.byteLength(text) <= 4096, `${f} is ${Buffer.byteLength(text)} bytes`);
+    for (const l of text.split('\n').filter(Boolean).map((x) => JSON.parse(x) as Record<string, unknown> & { attributes: Record<string, number> })) {
+      lines++;
+      if (l.kind !== 'histogram') continue;
+      const h = sentHistogram(sent[l.attributes['x.tick']!]!, l.name as string, l.attributes)!;
+      assert.deepEqual([l.value, l.sum, l.bounds, l.counts], [h.count, h.sum, h.bounds, h.counts]);
+    }
+  }
+  assert.equal(lines, sent.length * sent[0]!.points.length, 'every point of every batch, once');
+  assert.equal(file.stats.exported, lines);
+
+  const rx = await new HttpCapture().start();
+  try {
+    const hook = await startSink(webhookSink, { webhook: { url: `${rx.url}/in`, max_batch_points: '5' } });
+    const batch = histogramBatch(1_795_000_000_000);
+    hook.write(batch);
+    await hook.close(Date.now() + 10_000);
+    assert.equal(rx.requests.length, Math.ceil(batch.points.length / 5));
+    const got = rx.requests.flatMap((r) => (JSON.parse(r.body.toString()) as { points: Record<string, unknown>[] }).points);
+    assert.equal(hook.stats.exported, batch.points.length);
+    assert.deepEqual(got, pointJson(batch, undefined).map((l) => JSON.parse(l)), 'the stdout objects, in order, none lost at a split');
+    const hists = got.filter((p) => p.kind === 'histogram');
+    assert.equal(hists.length, HISTOGRAMS.length * HISTOGRAM_SHAPES.length);
+    for (const l of hists) {
+      const h = sentHistogram(batch, l.name as string, l.attributes as Record<string, unknown>)!;
+      assert.deepEqual([l.value, l.sum, l.bounds, l.counts], [h.count, h.sum, h.bounds, h.counts]);
+    }
+  } finally {
+    await rx.stop();
   }
 });

@@ -6,7 +6,12 @@
  */
 import assert from 'node:assert/strict';
 import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
+import { createLogger } from '../src/core/log.js';
+import type { Batch, HistogramValue, Point } from '../src/core/metrics/model.js';
 import { METRICS, prometheusName } from '../src/core/metrics/registry.js';
+import type { Sink } from '../src/core/sink.js';
+import { otlpSink } from '../src/sinks/otlp.js';
+import { prometheusSink } from '../src/sinks/prometheus.js';
 import { recordEnd, recordStart } from '../src/store/jobs.js';
 import { openStore } from '../src/store/open.js';
 import { simUuid } from '../plugins/sim/index.js';
@@ -14,7 +19,9 @@ import { Prometheus } from './helpers/prometheus.js';
 import { slurmControllerDown } from './helpers/slurm-down.js';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
+import { configFrom } from './helpers/config.js';
 import { DaemonProcess, parseLines, runCli } from './helpers/daemon.js';
+import { cumulative, histogramDef, HISTOGRAM_SHAPES } from './helpers/histograms.js';
 import { FakeNvml, h100 } from './helpers/fake-nvml.js';
 import { freePort } from './helpers/net.js';
 import { tempDir } from './helpers/paths.js';
@@ -191,5 +198,99 @@ test('l9gpu jobs --source promql reads a job from both namings: a real Prometheu
     assert.equal(f.memTotal, store.gpus[0]!.figures.memTotal);
   } finally {
     await prom.stop();
+  }
+});
+
+test('histograms: what the otlp sink sends is what VictoriaMetrics stores (Prometheus names, cumulative _bucket per le and +Inf, _sum, _count) and histogram_quantile reads; the pull page, imported, gives the same series', async () => {
+  // a VictoriaMetrics of its own: the names test above holds vmProm to the names a daemon serves
+  const vmHist = await new VictoriaMetrics().start({ prometheusNaming: true });
+  const defs = [histogramDef('test.request.duration', 's', ['test.model']), histogramDef('test.request.tokens', '{token}', ['test.model'])];
+  // whole seconds: PromQL's time is in seconds
+  const t2 = Math.floor(Date.now() / 1000) * 1000 - 60_000;
+  const t1 = t2 - 60_000;
+  // series "a" grows between its two samples by 10, 20 and 10 observations in (0.1, 0.5], (0.5, 1] and (1, 2.5]
+  const bounds = [0.1, 0.5, 1, 2.5];
+  const grows: HistogramValue[] = [
+    { bounds, counts: [4, 6, 1, 2, 0], sum: 8.5, count: 13 },
+    { bounds, counts: [4, 16, 21, 12, 0], sum: 41.25, count: 53 },
+  ];
+  const batches: Batch[] = [t1, t2].map((time, k) => ({
+    source: 'h',
+    time,
+    intervalMs: 60_000,
+    points: defs.flatMap((d): Point[] => [
+      { metric: d, value: grows[k]!.count, hist: grows[k]!, attributes: { 'test.model': 'a' }, start: t1 - 3_600_000 },
+      ...HISTOGRAM_SHAPES.map((h, j) => ({ metric: d, value: h.count, hist: h, attributes: { 'test.model': `s${j}` } })),
+    ]),
+  }));
+  const resource = { 'service.name': 'l9gpu', 'host.name': 'histhost' };
+  const leKey = (le: string): string => String(le === '+Inf' ? Infinity : Number(le));
+  const keyOf = (m: Record<string, string>): string => `${m.__name__}|${m['test_model']}|${m.le === undefined ? '' : leKey(m.le)}`;
+  const want = new Map<string, { values: number[]; timestamps: number[] }>();
+  for (const b of batches) {
+    for (const p of b.points) {
+      const name = prometheusName(p.metric);
+      const h = p.hist!;
+      const add = (key: string, v: number): void => {
+        let w = want.get(key);
+        if (!w) want.set(key, (w = { values: [], timestamps: [] }));
+        w.values.push(v);
+        w.timestamps.push(b.time);
+      };
+      add(`${name}_count|${p.attributes['test.model']}|`, h.count);
+      add(`${name}_sum|${p.attributes['test.model']}|`, h.sum);
+      cumulative(h).forEach((c, i) => add(`${name}_bucket|${p.attributes['test.model']}|${leKey(i < h.bounds.length ? String(h.bounds[i]) : '+Inf')}`, c));
+    }
+  }
+  const sorted = (m: Map<string, unknown>) => Object.fromEntries([...m].sort(([a], [b]) => (a < b ? -1 : 1)));
+  try {
+    const otlp = otlpSink.create({ config: configFrom({ otlp: { endpoint: vmHist.otlpEndpoint } }), log: createLogger('error'), resource, startTime: t1 });
+    await otlp.start!();
+    for (const b of batches) otlp.write(b);
+    await otlp.close(Date.now() + 15_000);
+    const points = batches.reduce((n, b) => n + b.points.length, 0);
+    assert.deepEqual({ exported: otlp.stats.exported, errors: otlp.stats.errors, dropped: otlp.stats.dropped }, { exported: points, errors: 0, dropped: 0 });
+
+    const stored = await waitFor('the histogram series in VictoriaMetrics', async () => {
+      await vmHist.flush();
+      const r = await vmHist.exportRaw('{__name__=~"test_request_.+"}');
+      return r.length === want.size && r.every((x) => x.values.length === 2) ? r : undefined;
+    });
+    for (const s of stored) assert.deepEqual([s.metric['service_name'], s.metric['host_name']], ['l9gpu', 'histhost'], 'the resource on every series');
+    assert.deepEqual(sorted(new Map(stored.map((s) => [keyOf(s.metric), { values: s.values, timestamps: s.timestamps }]))), sorted(want));
+    // le as a dashboard selects it: the bound as written, the same on both paths for such bounds
+    const aLe = stored.filter((s) => s.metric.__name__ === 'test_request_duration_seconds_bucket' && s.metric['test_model'] === 'a').map((s) => s.metric.le).sort();
+    assert.deepEqual(aLe, ['+Inf', '0.1', '0.5', '1', '2.5']);
+
+    // a quantile over the minute between the two samples: from the 40 observations in it, not from since-start buckets
+    const bucket = `${prometheusName(defs[0]!)}_bucket{test_model="a"}`;
+    for (const [q, expected] of [[0.5, 0.75], [0.9, 1.9]] as const) {
+      const r = await fetch(`${vmHist.url}/api/v1/query?${new URLSearchParams({ query: `histogram_quantile(${q}, ${bucket} - ${bucket} offset 60s)`, time: String(t2 / 1000) })}`);
+      const j = (await r.json()) as { data: { result: { value: [number, string] }[] } };
+      assert.equal(j.data.result.length, 1, JSON.stringify(j));
+      assert.ok(Math.abs(Number(j.data.result[0]!.value[1]) - expected) < 1e-9, `q${q}: ${j.data.result[0]!.value[1]}, expected ${expected}`);
+    }
+
+    // the pull page of the same data, imported into the other VictoriaMetrics at the time of its points
+    const prom = prometheusSink.create({ config: configFrom({ prometheus: { host: '127.0.0.1', port: '0' } }), log: createLogger('error'), resource, startTime: t1 }) as Sink & { port: number };
+    await prom.start!();
+    let page: string;
+    try {
+      prom.write(batches[1]!);
+      page = await (await fetch(`http://127.0.0.1:${prom.port}/metrics`)).text();
+    } finally {
+      await prom.close(Date.now() + 5000);
+    }
+    const imported = await fetch(`${vm.url}/api/v1/import/prometheus?timestamp=${t2}`, { method: 'POST', body: page });
+    assert.equal(imported.status, 204, await imported.text());
+    const pulled = await waitFor('the imported pull page', async () => {
+      await vm.flush();
+      const r = await vm.exportRaw('{__name__=~"test_request_.+"}');
+      return r.length === want.size ? r : undefined;
+    });
+    const atT2 = new Map([...want].map(([k, w]) => [k, { values: [w.values[1]!], timestamps: [t2] }]));
+    assert.deepEqual(sorted(new Map(pulled.map((s) => [keyOf(s.metric), { values: s.values, timestamps: s.timestamps }]))), sorted(atT2), 'the pull page holds the same series and values as the OTLP path');
+  } finally {
+    await vmHist.stop();
   }
 });

@@ -10,6 +10,7 @@ import type { MetricDef } from '../core/metrics/registry.js';
 
 // Numeric values of the SDK enums (DataPointType, AggregationTemporality, ValueType),
 // inlined so that building a request does not need the SDK's runtime.
+const HISTOGRAM = 0;
 const GAUGE = 2;
 const SUM = 3;
 const CUMULATIVE = 1;
@@ -20,9 +21,16 @@ export function hrTime(ms: number): HrTime {
   return [s, Math.round((ms - s * 1000) * 1e6)];
 }
 
+/** The SDK's Histogram value; min and max are left out (undefined): l9gpu's sources do not give them. */
+interface SdkHistogram {
+  buckets: { boundaries: readonly number[]; counts: readonly number[] };
+  sum: number;
+  count: number;
+}
+
 interface Acc {
   def: MetricDef;
-  points: { startTime: HrTime; endTime: HrTime; attributes: Attributes; value: number }[];
+  points: { startTime: HrTime; endTime: HrTime; attributes: Attributes; value: number | SdkHistogram }[];
 }
 
 /** nameOf: the descriptor's name (the OTLP name, or the Prometheus name for the pull endpoint). */
@@ -34,11 +42,15 @@ export function toResourceMetrics(
   for (const b of batches) {
     const end = hrTime(b.time);
     for (const p of b.points) {
+      const h = p.hist;
+      // a histogram metric's point without buckets is a plugin's mistake, not a histogram: left out, as by every sink
+      if (p.metric.kind === 'histogram' && !h) continue;
       let acc = byMetric.get(p.metric);
       if (!acc) byMetric.set(p.metric, (acc = { def: p.metric, points: [] }));
-      // Gauges: start = end (OTLP ignores it). Sums: the series' start.
+      // Gauges: start = end (OTLP ignores it). Sums and histograms: the series' start.
       const start = p.metric.kind === 'gauge' ? end : p.start !== undefined ? hrTime(p.start) : defaultStartHr;
-      acc.points.push({ startTime: start, endTime: end, attributes: p.attributes, value: p.value });
+      const value = p.metric.kind === 'histogram' ? { buckets: { boundaries: h!.bounds, counts: h!.counts }, sum: h!.sum, count: h!.count } : p.value;
+      acc.points.push({ startTime: start, endTime: end, attributes: p.attributes, value });
     }
   }
   const metrics: MetricData[] = [];
@@ -47,7 +59,9 @@ export function toResourceMetrics(
     metrics.push(
       (def.kind === 'gauge'
         ? { descriptor, aggregationTemporality: CUMULATIVE, dataPointType: GAUGE, dataPoints: points }
-        : { descriptor, aggregationTemporality: CUMULATIVE, dataPointType: SUM, isMonotonic: def.kind === 'sum', dataPoints: points }) as unknown as MetricData,
+        : def.kind === 'histogram'
+          ? { descriptor, aggregationTemporality: CUMULATIVE, dataPointType: HISTOGRAM, dataPoints: points }
+          : { descriptor, aggregationTemporality: CUMULATIVE, dataPointType: SUM, isMonotonic: def.kind === 'sum', dataPoints: points }) as unknown as MetricData,
     );
   }
   return {

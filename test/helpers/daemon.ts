@@ -2,7 +2,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { findMetric } from '../../src/core/metrics/registry.js';
+import { findMetric, type MetricKind } from '../../src/core/metrics/registry.js';
 import { CLI, tempDir } from './paths.js';
 import { waitFor } from './wait.js';
 
@@ -10,9 +10,14 @@ export interface JsonPoint {
   time: string;
   name: string;
   unit: string;
-  kind: 'gauge' | 'sum';
+  kind: 'gauge' | 'sum' | 'histogram';
   monotonic?: boolean;
+  /** A histogram's count. */
   value: number;
+  /** Histograms only: the sum of the observations, the bounds, the per-bucket (not cumulative) counts, one more than the bounds. */
+  sum?: number;
+  bounds?: number[];
+  counts?: number[];
   attributes: Record<string, string | number | boolean>;
   resource?: Record<string, string | number | boolean>;
 }
@@ -59,9 +64,15 @@ export function runCli(args: string[], env: Record<string, string> = {}, timeout
   });
 }
 
+/** The JSON-lines kind of a registry kind: an up-down sum is a sum whose monotonic is false. */
+export function jsonKind(kind: MetricKind): JsonPoint['kind'] {
+  return kind === 'gauge' || kind === 'histogram' ? kind : 'sum';
+}
+
 /**
  * Parses JSON lines and checks each against the registry: a known name, the
- * registry's unit and kind. Every test that reads points checks this.
+ * registry's unit and kind, a histogram's buckets whole (and only a
+ * histogram's). Every test that reads points checks this.
  */
 export function parseLines(stdout: string): JsonPoint[] {
   const pts = stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as JsonPoint);
@@ -69,7 +80,12 @@ export function parseLines(stdout: string): JsonPoint[] {
     const def = findMetric(p.name);
     if (!def) throw new Error(`point with a name not in the registry: ${p.name}`);
     if (p.unit !== def.unit) throw new Error(`${p.name}: unit ${p.unit}, the registry says ${def.unit}`);
-    if (p.kind !== (def.kind === 'gauge' ? 'gauge' : 'sum')) throw new Error(`${p.name}: kind ${p.kind}, the registry says ${def.kind}`);
+    if (p.kind !== jsonKind(def.kind)) throw new Error(`${p.name}: kind ${p.kind}, the registry says ${def.kind}`);
+    if (p.kind !== 'histogram') {
+      if ('sum' in p || 'bounds' in p || 'counts' in p) throw new Error(`${p.name}: a ${p.kind} with histogram fields`);
+    } else if (typeof p.sum !== 'number' || !Array.isArray(p.bounds) || !Array.isArray(p.counts) || p.counts.length !== p.bounds.length + 1 || p.counts.reduce((a, b) => a + b, 0) !== p.value) {
+      throw new Error(`${p.name}: histogram fields do not fit: ${JSON.stringify({ value: p.value, sum: p.sum, bounds: p.bounds, counts: p.counts })}`);
+    }
   }
   return pts;
 }
