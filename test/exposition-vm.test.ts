@@ -30,15 +30,15 @@ after(async () => {
 });
 
 /** name{sorted labels} -> value and timestamp; NaN and empty label values left out (neither is stored). */
-type Series = Map<string, { v: string; ts?: number }>;
+type Series = Map<string, { v: number; ts?: number }>;
 const key = (name: string, labels: Record<string, string>) =>
   `${name}{${Object.entries(labels).filter(([k, v]) => v !== '' && k !== 'l9gpu_page').sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(',')}}`;
-/** VictoriaMetrics keeps 12 significant digits. */
-const num = (v: number) => (Number.isFinite(v) ? Number(v.toPrecision(12)).toString() : String(v));
+/** VictoriaMetrics keeps 12 significant digits (cut, not rounded): equal within that. */
+const same = (a: number, b: number) => a === b || Math.abs(a - b) <= 2e-12 * Math.max(Math.abs(a), Math.abs(b));
 
 function ours(page: string): Series {
   const out: Series = new Map();
-  for (const f of parseExposition(page)) for (const s of f.samples) if (!Number.isNaN(s.value)) out.set(key(s.name, s.labels), { v: num(s.value), ts: s.timestampMs });
+  for (const f of parseExposition(page)) for (const s of f.samples) if (!Number.isNaN(s.value)) out.set(key(s.name, s.labels), { v: s.value, ts: s.timestampMs });
   return out;
 }
 
@@ -56,7 +56,7 @@ async function theirs(page: string): Promise<Series> {
     const { __name__: name, ...labels } = row.metric;
     assert.equal(row.values.length, 1, `one value per series: ${JSON.stringify(row)}`);
     const v = row.values[0] as number | string;
-    out.set(key(name!, labels), { v: typeof v === 'string' ? String(Number(v)) : num(v), ts: row.timestamps[0] });
+    out.set(key(name!, labels), { v: Number(v), ts: row.timestamps[0] });
   }
   return out;
 }
@@ -66,29 +66,32 @@ const diff = (a: Series, b: Series) => {
   const lines: string[] = [];
   for (const [k, x] of a) {
     const y = b.get(k);
-    if (!y || y.v !== x.v || (x.ts !== undefined && y.ts !== x.ts)) lines.push(`ours ${k} ${x.v} @${x.ts ?? '-'}, VictoriaMetrics ${y ? `${y.v} @${y.ts}` : '(none)'}`);
+    if (!y || !same(y.v, x.v) || (x.ts !== undefined && y.ts !== x.ts)) lines.push(`ours ${k} ${x.v} @${x.ts ?? '-'}, VictoriaMetrics ${y ? `${y.v} @${y.ts}` : '(none)'}`);
   }
   for (const [k, y] of b) if (!a.has(k)) lines.push(`VictoriaMetrics ${k} ${y.v}, ours (none)`);
   return lines;
 };
 
-/** Every recorded page that is Prometheus text (OpenMetrics pages carry exemplars VictoriaMetrics misreads). */
-function fixtures(): { file: string; text: string }[] {
+/** Every recorded page (testdata/<case>/*.prom) that is Prometheus text (OpenMetrics pages carry exemplars VictoriaMetrics misreads). */
+export function recordedPages(): { file: string; text: string }[] {
   const out: { file: string; text: string }[] = [];
   for (const plugin of readdirSync(join(ROOT, 'plugins'))) {
     const dir = join(ROOT, 'plugins', plugin, 'testdata');
     if (!existsSync(dir)) continue;
-    for (const f of readdirSync(dir)) {
-      if (!f.endsWith('.prom')) continue;
-      const text = readFileSync(join(dir, f), 'utf8');
-      if (formatOf(/^# EOF\s*$/m.test(text) ? 'application/openmetrics-text' : undefined) === 'prometheus') out.push({ file: `plugins/${plugin}/testdata/${f}`, text });
+    for (const c of readdirSync(dir, { withFileTypes: true })) {
+      if (!c.isDirectory()) continue;
+      for (const f of readdirSync(join(dir, c.name))) {
+        if (!f.endsWith('.prom')) continue;
+        const text = readFileSync(join(dir, c.name, f), 'utf8');
+        if (formatOf(/^# EOF\s*$/m.test(text) ? 'application/openmetrics-text' : undefined) === 'prometheus') out.push({ file: `plugins/${plugin}/testdata/${c.name}/${f}`, text });
+      }
     }
   }
   return out;
 }
 
 test('every recorded engine and dcgm-exporter page: the same series and values as VictoriaMetrics reads', async (t) => {
-  const pages = fixtures();
+  const pages = recordedPages();
   assert.ok(pages.length >= 6, `recorded pages found: ${pages.length}`);
   let samples = 0;
   for (const { file, text } of pages) {

@@ -13,7 +13,7 @@ import { PLUGINS } from '../daemon/catalog.js';
 import type { Point } from '../src/core/metrics/model.js';
 import { ROOT } from './helpers/paths.js';
 
-const line = (p: Point): string => JSON.stringify({ name: p.metric.name, unit: p.metric.unit, kind: p.metric.kind, value: p.value, attributes: p.attributes });
+const line = (p: Point): string => JSON.stringify({ name: p.metric.name, unit: p.metric.unit, kind: p.metric.kind, value: p.value, attributes: p.attributes, ...(p.hist ? { hist: p.hist } : {}) });
 
 function cases(plugin: string): string[] {
   const td = join(ROOT, 'plugins', plugin, 'testdata');
@@ -24,7 +24,7 @@ function cases(plugin: string): string[] {
 const withCases = PLUGINS.filter((p) => cases(p.name).length > 0);
 
 test('the plugins with recorded output all have golden cases', () => {
-  assert.deepEqual(withCases.map((p) => p.name), ['host', 'amdsmi', 'hlsmi']);
+  assert.deepEqual(withCases.map((p) => p.name), ['host', 'amdsmi', 'hlsmi', 'vllm', 'sglang', 'tgi', 'triton', 'nim', 'dcgm']);
 });
 
 for (const p of withCases) {
@@ -35,9 +35,9 @@ for (const p of withCases) {
       const got = points.map(line);
       for (const pt of points) assert.ok(p.metrics.includes(pt.metric.name), `${p.name} emitted ${pt.metric.name}, which its manifest does not list`);
       const file = join(dir, 'expected.jsonl');
-      if (process.env.L9GPU_UPDATE_GOLDEN) writeFileSync(file, got.join('\n') + '\n');
+      if (process.env.L9GPU_UPDATE_GOLDEN) writeFileSync(file, got.length ? got.join('\n') + '\n' : '');
       assert.ok(existsSync(file), `${file} is missing (L9GPU_UPDATE_GOLDEN=1 writes it)`);
-      assert.deepEqual(got, readFileSync(file, 'utf8').trimEnd().split('\n'));
+      assert.deepEqual(got, readFileSync(file, 'utf8').split('\n').filter(Boolean));
     });
   }
 }

@@ -10,12 +10,12 @@ import { toResourceMetrics } from '../src/sinks/resource-metrics.js';
 import { ROOT } from './helpers/paths.js';
 
 // '': a 0/1 state or an info metric (always 1), which is no ratio
-const UCUM = new Set(['', '{binding}', '1', 'By', 'By/s', 'Cel', 'W', 'J', 'MHz', 's', '{error}', '{state}', '{cpu}', '{thread}', '{point}', '{tick}', '{row}', '{page}', '{replay}', '{process}']);
+const UCUM = new Set(['', '{binding}', '1', 'By', 'By/s', 'Cel', 'W', 'J', 'MHz', 's', '{error}', '{state}', '{cpu}', '{thread}', '{point}', '{tick}', '{row}', '{page}', '{replay}', '{process}', '{request}', '{token}', '{token}/s', '{preemption}', '{inference}', '{execution}']);
 
 test('every metric has a known UCUM unit, a kind, a description and a dotted lower-case name', () => {
   for (const d of METRICS) {
     assert.ok(UCUM.has(d.unit), `${d.name}: unit ${d.unit}`);
-    assert.ok(['gauge', 'sum', 'updown'].includes(d.kind), d.name);
+    assert.ok(['gauge', 'sum', 'updown', 'histogram'].includes(d.kind), d.name);
     assert.match(d.name, /^[a-z][a-z0-9_]*(\.[a-z0-9_]+)+$/, d.name);
     assert.ok(d.description.length > 10, `${d.name} needs a description`);
     if (d.unit === '1' && d.kind === 'gauge') assert.match(d.description, /0\.\.1|1 while|1 if|always 1|fraction/i, `${d.name}: a ratio must say its range`);
@@ -52,7 +52,7 @@ test('prometheusName(): the OpenTelemetry compatibility rules, and the serialize
   };
   for (const [n, p] of Object.entries(want)) assert.equal(prometheusName(metric(n)), p, n);
   assert.equal(new Set(METRICS.map(prometheusName)).size, METRICS.length, 'no two metrics share a Prometheus name');
-  const batch = { source: 't', time: Date.now(), intervalMs: 1000, points: METRICS.map((d) => ({ metric: d, value: 1, attributes: {} })) };
+  const batch = { source: 't', time: Date.now(), intervalMs: 1000, points: METRICS.map((d) => (d.kind === 'histogram' ? { metric: d, value: 1, attributes: {}, hist: { bounds: [1], counts: [0, 1], sum: 2, count: 1 } } : { metric: d, value: 1, attributes: {} })) };
   const text = new PrometheusSerializer('', false).serialize(toResourceMetrics([batch], { 'service.name': 'l9gpu' }, Date.now(), '0', prometheusName) as never);
   const written = new Set([...text.matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1]));
   written.delete('target_info');

@@ -3,7 +3,7 @@ import { formatValue, defaultOf, type SectionSpec } from './config/schema.js';
 import { ATTRIBUTION_ATTRIBUTES, METRICS, SCOPE_ATTRIBUTES, prometheusName, type MetricDef } from './metrics/registry.js';
 
 const KIND: Record<MetricDef['kind'], string> = { gauge: 'gauge', sum: 'monotonic sum', updown: 'up-down sum', histogram: 'histogram' };
-const SCOPE_TITLE: Record<MetricDef['scope'], string> = { gpu: 'GPU', host: 'Host', agent: 'Agent self-metrics' };
+const SCOPE_TITLE: Record<MetricDef['scope'], string> = { gpu: 'GPU', engine: 'Inference engines', host: 'Host', agent: 'Agent self-metrics' };
 
 /** emitters: metric name -> who emits it (plugin, sink, provider or agent stage names), from the manifests. */
 export function renderMetricsDoc(emitters: ReadonlyMap<string, readonly string[]>): string {
@@ -37,7 +37,7 @@ export function renderMetricsDoc(emitters: ReadonlyMap<string, readonly string[]
     'Resource attributes (OTLP resource, Prometheus `target_info`): `service.name`, `service.version`, `host.name`, `cluster.name` when configured, and `[daemon] resource_attributes`.',
     '',
   ];
-  for (const scope of ['gpu', 'host', 'agent'] as const) {
+  for (const scope of ['gpu', 'engine', 'host', 'agent'] as const) {
     out.push(`## ${SCOPE_TITLE[scope]}`, '', '| OTLP name | unit | kind | attributes | Prometheus name | emitted by | description |', '| --- | --- | --- | --- | --- | --- | --- |');
     for (const d of METRICS.filter((x) => x.scope === scope)) {
       const by = (emitters.get(d.name) ?? []).join(', ') || '-';

@@ -33,6 +33,7 @@ export function daemonSection(names?: KnownNames): SectionSpec {
       { key: 'resource_attributes', type: 'map', default: {}, env: [{ name: 'OTEL_RESOURCE_ATTRIBUTES' }], description: 'Extra resource attributes, key=value,key2=value2 (values percent-encoded). service.name and host.name here are overridden by the keys above.' },
       { key: 'state_dir', type: 'path', default: () => defaultStateDir(), example: '/var/lib/l9gpu', env: [{ name: 'L9GPU_STATE_DIR' }], description: 'Folder of the local store (root: /var/lib/l9gpu; others: $XDG_STATE_HOME/l9gpu).' },
       { key: 'log_level', type: 'enum', values: ['debug', 'info', 'warn', 'error'], default: 'info', env: [{ name: 'L9GPU_LOG_LEVEL' }], description: 'Least severe log level written to stderr.' },
+      { key: 'emit_genai', type: 'bool', default: false, description: 'Also emit the engines\' latency histograms under the OpenTelemetry GenAI semantic conventions (gen_ai.server.time_to_first_token, .time_per_output_token, .request.duration; attribute gen_ai.provider.name), besides their own names. The conventions are still in Development.' },
       { key: 'shutdown_timeout', type: 'duration', default: 5, min: 0, max: 300, description: 'On SIGTERM: how long to keep delivering queued data before exiting.' },
     ],
   };

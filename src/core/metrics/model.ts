@@ -78,6 +78,11 @@ export class PointBuffer implements Emitter {
   }
   add(metric: MetricDef, value: number, attributes: Attributes, start?: number): void {
     if (!Number.isFinite(value)) return; // NaN/Inf never reach a backend
+    if (metric.kind === 'histogram') {
+      // a histogram's point without buckets is no point: histogram() carries them
+      this.rejected.set(metric.name, { value, attributes });
+      return;
+    }
     const [lo, hi] = validRange(metric);
     if (value < lo || value > hi) {
       this.rejected.set(metric.name, { value, attributes });
@@ -104,7 +109,8 @@ export function histogramFault(h: HistogramValue): string | undefined {
   }
   let n = 0;
   for (const c of h.counts) {
-    if (!(c >= 0) || !Number.isFinite(c)) return `bucket count ${c}`;
+    // OTLP's counts are whole numbers (fixed64): a fraction would be cut there and kept elsewhere
+    if (!(c >= 0) || !Number.isSafeInteger(c)) return `bucket count ${c}`;
     n += c;
   }
   if (!Number.isFinite(h.sum)) return `sum ${h.sum}`;

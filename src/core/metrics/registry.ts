@@ -14,7 +14,7 @@
 export type MetricKind = 'gauge' | 'sum' | 'updown' | 'histogram';
 
 /** Which identity attributes a metric's points carry besides its own keys. */
-export type MetricScope = 'gpu' | 'host' | 'agent';
+export type MetricScope = 'gpu' | 'host' | 'agent' | 'engine';
 
 export interface MetricDef {
   readonly name: string;
@@ -34,6 +34,8 @@ export const SCOPE_ATTRIBUTES: Record<MetricScope, { required: readonly string[]
   },
   host: { required: [], optional: [] },
   agent: { required: [], optional: [] },
+  // an inference engine's /metrics endpoint; the model when the engine names it
+  engine: { required: ['server.address', 'server.port'], optional: ['gen_ai.request.model', 'gen_ai.provider.name'] },
 };
 
 /** Attributes the attribution step may add to GPU points. */
@@ -47,6 +49,26 @@ const m = (
   name: string, unit: string, kind: MetricKind, scope: MetricScope,
   description: string, attributes: readonly string[] = [],
 ): MetricDef => Object.freeze({ name, unit, kind, scope, description, attributes: Object.freeze([...attributes]) });
+
+type EngineRow = readonly [suffix: string, unit: string, kind: MetricKind | 'latency', description: string, attributes?: readonly string[]];
+
+/**
+ * One engine's metrics, <engine>.<suffix>: a 'latency' row is a histogram plus
+ * its .quantile gauge (p50/p95/p99 of the last scrape window, attribute quantile).
+ */
+function engine(prefix: string, title: string, rows: readonly EngineRow[]): MetricDef[] {
+  const out: MetricDef[] = [];
+  for (const [suffix, unit, kind, description, attributes = []] of rows) {
+    const name = `${prefix}.${suffix}`;
+    if (kind !== 'latency') {
+      out.push(m(name, unit, kind, 'engine', `${title}: ${description}`, attributes));
+      continue;
+    }
+    out.push(m(name, unit, 'histogram', 'engine', `${title}: ${description}`, attributes));
+    out.push(m(`${name}.quantile`, unit, 'gauge', 'engine', `${title}: the p50, p95 and p99 of ${name} over the last scrape window, from the bucket counts added since the scrape before (linear inside a bucket, as histogram_quantile); none for a window without requests.`, [...attributes, 'quantile']));
+  }
+  return out;
+}
 
 export const METRICS: readonly MetricDef[] = Object.freeze([
   // --- GPU (every vendor; the contract names of design.md) ---
@@ -94,6 +116,100 @@ export const METRICS: readonly MetricDef[] = Object.freeze([
   m('gpu.job.utilization', '1', 'gauge', 'gpu', 'Mean utilization (0..1) of the GPU over a job\'s binding; exported once, when the binding closes.'),
   m('gpu.job.memory.peak', 'By', 'gauge', 'gpu', 'Peak device memory used on the GPU during a job\'s binding; exported once, when the binding closes.'),
   m('gpu.process.outside_allocation', '{process}', 'gauge', 'gpu', 'Processes running on the GPU that belong to no job bound to it (another job\'s process, or none): a GPU used outside its allocation.'),
+
+  // --- dcgm-exporter's profiling fields (plugins/dcgm), their own metrics beside nvml's GPM ones ---
+  m('dcgm.prof.graphics_engine.active', '1', 'gauge', 'gpu', 'Fraction of time the graphics or compute engine was active, 0..1 (DCGM_FI_PROF_GR_ENGINE_ACTIVE; per GPU instance on MIG).'),
+  m('dcgm.prof.sm.active', '1', 'gauge', 'gpu', 'Fraction of time at least one warp was resident on an SM, averaged over the SMs, 0..1 (DCGM_FI_PROF_SM_ACTIVE).'),
+  m('dcgm.prof.sm.occupancy', '1', 'gauge', 'gpu', 'Resident warps as a fraction of the maximum, averaged over the SMs, 0..1 (DCGM_FI_PROF_SM_OCCUPANCY).'),
+  m('dcgm.prof.tensor.active', '1', 'gauge', 'gpu', 'Fraction of cycles the tensor pipes were active, 0..1 (DCGM_FI_PROF_PIPE_TENSOR_ACTIVE).'),
+  m('dcgm.prof.dram.active', '1', 'gauge', 'gpu', 'Fraction of cycles the device memory interface was sending or receiving data, 0..1 (DCGM_FI_PROF_DRAM_ACTIVE).'),
+  m('dcgm.prof.pipe.active', '1', 'gauge', 'gpu', 'Fraction of cycles a floating-point pipe was active, by precision, 0..1 (DCGM_FI_PROF_PIPE_FP64_ACTIVE, FP32, FP16).', ['dcgm.pipe']),
+  m('dcgm.prof.pcie.throughput', 'By/s', 'gauge', 'gpu', 'PCIe data rate, headers included (DCGM_FI_PROF_PCIE_TX_BYTES, RX: rates despite the name).', ['network.io.direction']),
+  m('dcgm.prof.nvlink.throughput', 'By/s', 'gauge', 'gpu', 'NVLink data rate, headers included (DCGM_FI_PROF_NVLINK_TX_BYTES, RX).', ['network.io.direction']),
+
+  // --- inference engines (plugins/vllm, sglang, tgi, triton, nim; src/scrape) ---
+  // Histograms are the engines' own buckets, cumulative; each latency one has a .quantile gauge: p50/p95/p99 over
+  // the last scrape window from the bucket deltas. Counters are monotonic sums from the engine's start.
+  ...engine('vllm', 'vLLM', [
+    ['requests.running', '{request}', 'gauge', 'Requests in model execution batches (vllm:num_requests_running).'],
+    ['requests.waiting', '{request}', 'gauge', 'Requests waiting to be scheduled (vllm:num_requests_waiting).'],
+    ['kv_cache.usage', '1', 'gauge', 'Fraction of the KV-cache blocks in use, 0..1 (vllm:kv_cache_usage_perc; before 0.9.2 vllm:gpu_cache_usage_perc).'],
+    ['tokens.prompt', '{token}', 'sum', 'Prefill (prompt) tokens processed (vllm:prompt_tokens_total).'],
+    ['tokens.generation', '{token}', 'sum', 'Tokens generated (vllm:generation_tokens_total).'],
+    ['preemptions', '{preemption}', 'sum', 'Requests preempted by the scheduler (vllm:num_preemptions_total).'],
+    ['requests.finished', '{request}', 'sum', 'Requests finished, by reason (vllm:request_success_total, label finished_reason).', ['vllm.finished_reason']],
+    ['prefix_cache.queries', '{token}', 'sum', 'Tokens looked up in the prefix cache (vllm:prefix_cache_queries_total; before 0.9 gpu_prefix_cache_queries).'],
+    ['prefix_cache.hits', '{token}', 'sum', 'Tokens found in the prefix cache (vllm:prefix_cache_hits_total; before 0.9 gpu_prefix_cache_hits).'],
+    ['time_to_first_token', 's', 'latency', 'Time from a request\'s arrival to its first token (vllm:time_to_first_token_seconds).'],
+    ['inter_token_latency', 's', 'latency', 'Time between two output tokens (vllm:inter_token_latency_seconds; before 0.11 vllm:time_per_output_token_seconds).'],
+    ['request.duration', 's', 'latency', 'End-to-end request latency (vllm:e2e_request_latency_seconds).'],
+    ['request.queue_time', 's', 'latency', 'Time a request waited in the queue (vllm:request_queue_time_seconds).'],
+    ['request.prefill_time', 's', 'latency', 'Time a request spent in prefill (vllm:request_prefill_time_seconds).'],
+    ['request.decode_time', 's', 'latency', 'Time a request spent in decode (vllm:request_decode_time_seconds).'],
+    ['request.prompt_tokens', '{token}', 'histogram', 'Prompt tokens per request (vllm:request_prompt_tokens).'],
+    ['request.generation_tokens', '{token}', 'histogram', 'Generated tokens per request (vllm:request_generation_tokens).'],
+    ['iteration.tokens', '{token}', 'histogram', 'Tokens per engine step (vllm:iteration_tokens_total, a histogram despite its name).'],
+  ]),
+  ...engine('sglang', 'SGLang', [
+    ['requests.running', '{request}', 'gauge', 'Requests running (sglang:num_running_reqs).'],
+    ['requests.waiting', '{request}', 'gauge', 'Requests in the queue (sglang:num_queue_reqs).'],
+    ['tokens.used', '{token}', 'gauge', 'KV-cache tokens in use (sglang:num_used_tokens).'],
+    ['token_usage', '1', 'gauge', 'Fraction of the KV-cache token pool in use, 0..1 (sglang:token_usage).'],
+    ['generation.throughput', '{token}/s', 'gauge', 'Generation throughput the engine measured (sglang:gen_throughput).'],
+    ['cache.hit_rate', '1', 'gauge', 'Prefix-cache hit rate, 0..1 (sglang:cache_hit_rate).'],
+    ['tokens.prompt', '{token}', 'sum', 'Prefill tokens processed (sglang:prompt_tokens_total).'],
+    ['tokens.generation', '{token}', 'sum', 'Tokens generated (sglang:generation_tokens_total).'],
+    ['tokens.cached', '{token}', 'sum', 'Prompt tokens served from the prefix cache (sglang:cached_tokens_total).'],
+    ['requests', '{request}', 'sum', 'Requests received (sglang:num_requests_total).'],
+    ['time_to_first_token', 's', 'latency', 'Time to the first token (sglang:time_to_first_token_seconds).'],
+    ['inter_token_latency', 's', 'latency', 'Time between two output tokens (sglang:inter_token_latency_seconds; older sglang:time_per_output_token_seconds).'],
+    ['request.duration', 's', 'latency', 'End-to-end request latency (sglang:e2e_request_latency_seconds).'],
+    ['request.queue_time', 's', 'latency', 'Time a request waited in the queue (sglang:queue_time_seconds).'],
+  ]),
+  ...engine('tgi', 'Hugging Face TGI', [
+    ['queue.size', '{request}', 'gauge', 'Requests in the queue (tgi_queue_size).'],
+    ['batch.size', '{request}', 'gauge', 'Requests in the current batch (tgi_batch_current_size).'],
+    ['batch.max_tokens', '{token}', 'gauge', 'Token budget of the current batch (tgi_batch_current_max_tokens).'],
+    ['requests', '{request}', 'sum', 'Requests received (tgi_request_count).'],
+    ['requests.succeeded', '{request}', 'sum', 'Requests that succeeded (tgi_request_success).'],
+    ['requests.failed', '{request}', 'sum', 'Requests that failed, by error (tgi_request_failure, label err).', ['tgi.err']],
+    ['request.duration', 's', 'latency', 'End-to-end request latency (tgi_request_duration).'],
+    ['request.queue_duration', 's', 'latency', 'Time a request waited in the queue (tgi_request_queue_duration).'],
+    ['request.inference_duration', 's', 'latency', 'Inference time of a request (tgi_request_inference_duration).'],
+    ['request.time_per_token', 's', 'latency', 'Mean time per generated token of a request (tgi_request_mean_time_per_token_duration).'],
+    ['request.generated_tokens', '{token}', 'histogram', 'Generated tokens per request (tgi_request_generated_tokens).'],
+    ['request.input_length', '{token}', 'histogram', 'Input tokens per request (tgi_request_input_length).'],
+  ]),
+  ...engine('triton', 'NVIDIA Triton', [
+    ['requests.succeeded', '{request}', 'sum', 'Inference requests that succeeded (nv_inference_request_success).'],
+    ['requests.failed', '{request}', 'sum', 'Inference requests that failed, by reason (nv_inference_request_failure).', ['triton.reason']],
+    ['inferences', '{inference}', 'sum', 'Inferences performed; a batched request counts each item (nv_inference_count).'],
+    ['executions', '{execution}', 'sum', 'Model executions (nv_inference_exec_count).'],
+    ['requests.pending', '{request}', 'gauge', 'Requests waiting in the scheduler (nv_inference_pending_request_count).'],
+    ['request.time', 's', 'sum', 'Cumulative end-to-end time of the requests (nv_inference_request_duration_us, microseconds converted); its rate over requests.succeeded is the mean latency.'],
+    ['queue.time', 's', 'sum', 'Cumulative time requests waited in the queue (nv_inference_queue_duration_us).'],
+    ['compute.time', 's', 'sum', 'Cumulative compute time, by phase (nv_inference_compute_{input,infer,output}_duration_us).', ['triton.phase']],
+  ]),
+  ...engine('nim', 'NVIDIA NIM for LLMs', [
+    ['requests.running', '{request}', 'gauge', 'Requests running (num_requests_running).'],
+    ['requests.waiting', '{request}', 'gauge', 'Requests waiting (num_requests_waiting).'],
+    ['requests.max', '{request}', 'gauge', 'Most requests the engine runs at once (num_request_max).'],
+    ['kv_cache.usage', '1', 'gauge', 'Fraction of the KV cache in use, 0..1 (gpu_cache_usage_perc).'],
+    ['tokens.prompt', '{token}', 'sum', 'Prefill tokens processed (prompt_tokens_total).'],
+    ['tokens.generation', '{token}', 'sum', 'Tokens generated (generation_tokens_total).'],
+    ['requests.finished', '{request}', 'sum', 'Requests finished, by reason (request_finish_total).', ['nim.finished_reason']],
+    ['requests.succeeded', '{request}', 'sum', 'Requests that succeeded (request_success_total).'],
+    ['requests.failed', '{request}', 'sum', 'Requests that failed (request_failure_total).'],
+    ['time_to_first_token', 's', 'latency', 'Time to the first token (time_to_first_token_seconds).'],
+    ['time_per_output_token', 's', 'latency', 'Time per output token (time_per_output_token_seconds).'],
+    ['request.duration', 's', 'latency', 'End-to-end request latency (e2e_request_latency_seconds).'],
+    ['request.prompt_tokens', '{token}', 'histogram', 'Prompt tokens per request (request_prompt_tokens).'],
+    ['request.generation_tokens', '{token}', 'histogram', 'Generated tokens per request (request_generation_tokens).'],
+  ]),
+  // GenAI semantic conventions (semantic-conventions-genai; Development), emitted besides the engines' own with [daemon] emit_genai
+  m('gen_ai.server.time_to_first_token', 's', 'histogram', 'engine', 'Time to generate the first token (GenAI semantic conventions), the engine\'s own buckets.'),
+  m('gen_ai.server.time_per_output_token', 's', 'histogram', 'engine', 'Time per output token after the first (GenAI semantic conventions), the engine\'s own buckets.'),
+  m('gen_ai.server.request.duration', 's', 'histogram', 'engine', 'Server-side request duration (GenAI semantic conventions), the engine\'s own buckets.'),
 
   // --- host (plugins/host, from /proc) ---
   m('system.cpu.utilization', '1', 'gauge', 'host', 'Fraction of CPU time not idle or iowait over the sample period, all logical CPUs together (0..1).'),
@@ -170,7 +286,8 @@ export function prometheusName(def: MetricDef): string {
     const w = PER_UNIT_WORDS[per] ?? per;
     if (w && !tokens.includes(w)) tokens.push('per', w);
   }
-  const suffix = def.kind === 'sum' ? 'total' : def.unit === '1' ? 'ratio' : '';
+  // a ratio is a gauge's word: a histogram or an up-down sum of unit 1 gets none (VictoriaMetrics' naming agrees)
+  const suffix = def.kind === 'sum' ? 'total' : def.unit === '1' && def.kind === 'gauge' ? 'ratio' : '';
   if (suffix) {
     const at = tokens.indexOf(suffix);
     if (at >= 0) tokens.splice(at, 1);

@@ -1,0 +1,79 @@
+/**
+ * One GET of a /metrics page, bounded: a deadline for the whole answer (an
+ * engine that sends headers and then stalls is as dead as one that never
+ * answers), a size limit, 200 only, text only. A keep-alive agent per target:
+ * one connection reused every interval.
+ */
+import http from 'node:http';
+import https from 'node:https';
+import { clip } from '../core/printable.js';
+import { redactUrl } from '../core/redact.js';
+
+export interface Page {
+  readonly text: string;
+  readonly contentType: string | undefined;
+  readonly bytes: number;
+}
+
+export interface PageFetcher {
+  get(signal?: AbortSignal): Promise<Page>;
+  close(): void;
+}
+
+/** Accept header Prometheus sends: OpenMetrics first, text 0.0.4 as the fallback. */
+const ACCEPT = 'application/openmetrics-text;version=1.0.0;q=0.9,text/plain;version=0.0.4;q=0.5,*/*;q=0.1';
+
+export function createPageFetcher(url: string, timeoutMs: number, maxBytes: number): PageFetcher {
+  const u = new URL(url);
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error(`${redactUrl(url)}: only http and https are scraped`);
+  const mod = u.protocol === 'https:' ? https : http;
+  const agent = new mod.Agent({ keepAlive: true, maxSockets: 1 });
+  const where = redactUrl(url);
+  return {
+    close: () => agent.destroy(),
+    get: (signal) =>
+      new Promise<Page>((resolve, reject) => {
+        let done = false;
+        const fail = (why: string): void => {
+          if (done) return;
+          done = true;
+          clearTimeout(timer);
+          req.destroy();
+          reject(new Error(`${where}: ${why}`));
+        };
+        const req = mod.request(u, { method: 'GET', agent, headers: { accept: ACCEPT, 'accept-encoding': 'identity' }, signal }, (res) => {
+          const status = res.statusCode ?? 0;
+          if (status !== 200) {
+            res.resume();
+            return fail(`HTTP ${status}${res.statusMessage ? ` ${clip(res.statusMessage, 60)}` : ''}`);
+          }
+          const declared = Number(res.headers['content-length']);
+          if (declared > maxBytes) return fail(`the page is ${declared} bytes, over the ${maxBytes} limit`);
+          const chunks: Buffer[] = [];
+          let size = 0;
+          res.on('data', (c: Buffer) => {
+            size += c.length;
+            if (size > maxBytes) return fail(`the page is over the ${maxBytes} byte limit`);
+            chunks.push(c);
+          });
+          res.on('error', (e) => fail(e.message));
+          res.on('end', () => {
+            if (done) return;
+            done = true;
+            clearTimeout(timer);
+            const buf = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+            let text: string;
+            try {
+              text = new TextDecoder('utf-8', { fatal: true }).decode(buf);
+            } catch {
+              return reject(new Error(`${where}: the page is not UTF-8 text`));
+            }
+            resolve({ text, contentType: res.headers['content-type'], bytes: size });
+          });
+        });
+        const timer = setTimeout(() => fail(`no whole answer within ${timeoutMs} ms`), timeoutMs);
+        req.on('error', (e: NodeJS.ErrnoException) => fail(e.code === 'ABORT_ERR' ? 'aborted' : e.code ? `${e.code} ${u.host}` : e.message));
+        req.end();
+      }),
+  };
+}
