@@ -17,6 +17,7 @@ import { buildFakeNvml, fakeDescription } from './nvml.js';
 import { openStore } from '../src/store/open.js';
 import { recordStart } from '../src/store/jobs.js';
 import { slurmControllerDown } from '../test/helpers/slurm-down.js';
+import { ROOT } from '../test/helpers/paths.js';
 
 const CLI = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
 const TICK = Number(process.env.CLK_TCK ?? 100);
@@ -41,7 +42,13 @@ export interface DaemonResult {
   otlpRequests: number;
 }
 
-export type DaemonPath = 'sim' | 'nvml' | 'nvml+slurm';
+export type DaemonPath = 'sim' | 'nvml' | 'nvml+slurm' | 'nvml+engines';
+
+/** The page each scraped plugin gets on the nvml+engines path: the largest recorded one of each. */
+const ENGINE_PAGES: Record<string, string> = {
+  vllm: 'built-vllm-0.10-large', sglang: 'built-sglang-collector-00ae9c15', tgi: 'tgi-datadog-fixture-excerpt',
+  triton: 'triton-datadog-fixture', nim: 'nim-llama-3.1-8b-datadog-fixture', dcgm: 'built-dcgm-4.5.3-4.8.2-k8s-mig',
+};
 
 export async function benchDaemon(seconds = 60, intervalS = 10, path: DaemonPath = 'sim'): Promise<DaemonResult> {
   let requests = 0;
@@ -80,8 +87,17 @@ export async function benchDaemon(seconds = 60, intervalS = 10, path: DaemonPath
     attribution = down.daemon;
     slurm = down.slurm;
   }
-  const plugins = path === 'sim' ? 'sim, host' : 'nvml, host';
-  writeFileSync(cfg, `[daemon]\nplugins = ${plugins}\nsinks = otlp, prometheus\ninterval = ${intervalS}s\n${attribution}[sim]\ngpus = 8\n[otlp]\nendpoint = http://127.0.0.1:${rxPort}/v1/metrics\nexport_interval = ${intervalS}s\n[prometheus]\nhost = 127.0.0.1\nport = ${promPort}\n${slurm}`);
+  let engines = '';
+  let pages: http.Server | undefined;
+  if (path === 'nvml+engines') {
+    const text = Object.fromEntries(Object.entries(ENGINE_PAGES).map(([p, c]) => [p, readFileSync(join(ROOT, 'plugins', p, 'testdata', c, 'page.prom'))]));
+    pages = http.createServer((req, res) => res.end(text[(req.url ?? '/').slice(1)] ?? ''));
+    await new Promise<void>((r) => pages!.listen(0, '127.0.0.1', () => r()));
+    const port = (pages.address() as AddressInfo).port;
+    engines = Object.keys(ENGINE_PAGES).map((p) => `[${p}]\nendpoints = http://127.0.0.1:${port}/${p}\n`).join('');
+  }
+  const plugins = path === 'sim' ? 'sim, host' : path === 'nvml+engines' ? `nvml, host, ${Object.keys(ENGINE_PAGES).join(', ')}` : 'nvml, host';
+  writeFileSync(cfg, `[daemon]\nplugins = ${plugins}\nsinks = otlp, prometheus\ninterval = ${intervalS}s\n${attribution}[sim]\ngpus = 8\n[otlp]\nendpoint = http://127.0.0.1:${rxPort}/v1/metrics\nexport_interval = ${intervalS}s\n[prometheus]\nhost = 127.0.0.1\nport = ${promPort}\n${slurm}${engines}`);
   const child = spawn(process.execPath, [CLI, 'daemon', '--config', cfg], { stdio: 'ignore', env });
   const pid = child.pid!;
   const scrape = setInterval(() => http.get(`http://127.0.0.1:${promPort}/metrics`, (r) => r.resume()).on('error', () => {}), 15_000);
@@ -96,6 +112,7 @@ export async function benchDaemon(seconds = 60, intervalS = 10, path: DaemonPath
   child.kill('SIGTERM');
   await new Promise((r) => child.once('exit', r));
   rx.close();
+  pages?.close();
   const bare = spawnSync(process.execPath, ['-e', 'console.log(process.resourceUsage().maxRSS)'], { encoding: 'utf8' });
   const ticks = wall / intervalS;
   return {

@@ -7,6 +7,7 @@ import { benchHooks } from './hooks.js';
 import { benchJobs } from './jobs.js';
 import { benchNvml } from './nvml.js';
 import { benchPipeline } from './pipeline.js';
+import { benchScrape } from './scrape.js';
 
 const fmt = (n: number, d = 0) => n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
 const line = (name: string, value: string, target: string, ok: boolean) =>
@@ -18,6 +19,13 @@ line(`pipeline: points/s (${p.pointsPerBatch}-point batches)`, fmt(p.pointsPerSe
 line('pipeline: points/s incl. gzip', fmt(p.pointsPerSecondGzip), '(info)', true);
 line('pipeline: points/s, OpenTelemetry serializer (baseline)', fmt(p.pointsPerSecondOtel), '(info)', true);
 line('pipeline: OTLP request bytes per batch', `${fmt(p.bytesPerBatch)} / ${fmt(p.bytesPerBatchGzip)} gz`, '(info)', true);
+
+const sc = await benchScrape(Number(process.env.BENCH_SCRAPE_MS ?? 3000));
+line(`scrape: our parser on a ${fmt(sc.pageBytes / 1024)} KiB vLLM page (${fmt(sc.pageSeries)} series)`, `${fmt(sc.oursMBps, 1)} MB/s`, '>= 100 MB/s', sc.oursMBps >= 100);
+line('scrape: parse-prometheus-text-format, same page (baseline)', `${fmt(sc.npmMBps, 1)} MB/s`, '(info)', true);
+line('scrape: our parser / parse-prometheus-text-format', `${fmt(sc.oursMBps / sc.npmMBps, 2)}x`, '>= 5x', sc.oursMBps >= 5 * sc.npmMBps);
+line(`scrape: GET + parse + convert, ${fmt(sc.small.series)}-series vLLM page (${fmt(sc.small.bytes / 1024)} KiB, ${fmt(sc.small.points)} points)`, `${fmt(sc.small.cpuUsPerScrape)} us CPU`, '(info)', true);
+line('scrape: the same, wall time per scrape (loopback server in-process)', `${fmt(sc.small.wallUsPerScrape)} us`, '(info)', true);
 
 const n = await benchNvml(8);
 line(`nvml: sampling CPU per GPU, all threads (${n.gpus} fake GPUs, full set, sample buffers and GPM)`, `${fmt(n.usPerGpuSample, 1)} us`, '<= 200 us', n.usPerGpuSample <= 200);
@@ -55,6 +63,7 @@ const daemonPaths = [
   ['sim', '8 sim GPUs + host'],
   ['nvml', 'nvml, 8 fake-NVML GPUs + host'],
   ['nvml+slurm', 'nvml + host + Slurm attribution'],
+  ['nvml+engines', 'nvml + host + the six scraped plugins (recorded pages on loopback)'],
 ] as const;
 for (const [path, what] of daemonPaths) {
   const d = await benchDaemon(Number(process.env.BENCH_DAEMON_SECONDS ?? 60), 10, path);

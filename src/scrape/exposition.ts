@@ -98,10 +98,17 @@ const RBRACE = 125;
 const COMMA = 44;
 const EQ = 61;
 
-const isNameStart = (c: number) => (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || c === 95 || c === 58;
-const isNameChar = (c: number) => isNameStart(c) || (c >= 48 && c <= 57);
-const isLabelStart = (c: number) => (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || c === 95;
-const isLabelChar = (c: number) => isLabelStart(c) || (c >= 48 && c <= 57);
+/** ASCII classes, a table lookup per character: bit 1 label start, 2 label char, 4 name start, 8 name char. */
+const CLASS = new Uint8Array(128);
+for (let c = 0; c < 128; c++) {
+  const letter = (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || c === 95;
+  const digit = c >= 48 && c <= 57;
+  CLASS[c] = (letter ? 1 | 2 | 4 | 8 : 0) | (digit ? 2 | 8 : 0) | (c === 58 ? 4 | 8 : 0);
+}
+const isNameStart = (c: number) => c < 128 && (CLASS[c]! & 4) !== 0;
+const isNameChar = (c: number) => c < 128 && (CLASS[c]! & 8) !== 0;
+const isLabelStart = (c: number) => c < 128 && (CLASS[c]! & 1) !== 0;
+const isLabelChar = (c: number) => c < 128 && (CLASS[c]! & 2) !== 0;
 
 const SPECIAL: Record<string, number> = { nan: NaN, inf: Infinity, '+inf': Infinity, '-inf': -Infinity, infinity: Infinity, '+infinity': Infinity, '-infinity': -Infinity };
 
@@ -110,6 +117,8 @@ const SPECIAL: Record<string, number> = { nan: NaN, inf: Infinity, '+inf': Infin
  * only: Number() also reads 0x.., 0b.., 0o.. and "Infinity"; ParseFloat's
  * "inf"/"infinity"/"nan" in any case. An overflow (1e400) is an error there.
  */
+const POW10 = Array.from({ length: 23 }, (_, i) => 10 ** i);
+
 function parseNumber(s: string): number | undefined {
   const c = s.charCodeAt(0);
   if ((c >= 48 && c <= 57) || c === 46 || c === 45 || c === 43) {
@@ -122,6 +131,29 @@ function parseNumber(s: string): number | undefined {
       }
     }
     if (plain) {
+      // digits with one point, at most 15 characters (so under 2^53): their integer over a power of ten is one correctly rounded
+      // division, the double Number() gives, without its general parse
+      const n = s.length;
+      if (n <= 15 && c !== 45 && c !== 43) {
+        let m = 0;
+        let point = -1;
+        let ok = true;
+        for (let i = 0; i < n; i++) {
+          const d = s.charCodeAt(i);
+          if (d === 46) {
+            if (point >= 0) {
+              ok = false;
+              break;
+            }
+            point = i;
+          } else if (d >= 48 && d <= 57) m = m * 10 + (d - 48);
+          else {
+            ok = false;
+            break;
+          }
+        }
+        if (ok && n > (point >= 0 ? 1 : 0)) return point < 0 || point === n - 1 ? m : m / POW10[n - 1 - point]!;
+      }
       const v = Number(s);
       return Number.isFinite(v) ? v : undefined;
     }
@@ -139,10 +171,16 @@ class Parser {
   private readonly owner = new Map<string, Family>();
   private lineNo = 0;
   private lastName = '';
+  /** The family of the last sample name, and whether that name is a histogram's bucket (which needs le). */
+  private lastOwner: { name: string; f: Family | undefined; le: boolean } = { name: '', f: undefined, le: false };
   /** Where the last quoted string ended (quoted() returns the string alone: no tuple per label). */
   private next = 0;
+  /** The page's next backslash at or after the last quoted string (-1: none left). */
+  private nextBs = -2;
   /** The label names of the last label set, in order: the next one likely has them again. */
   private lastKeys: string[] = [];
+  /** The label names of the set being read (its duplicates are an error). */
+  private readonly setKeys: string[] = [];
   private pos = 0;
   private end = 0;
   private eof = false;
@@ -237,6 +275,7 @@ class Parser {
         had.type = type;
         this.provisional.delete(had);
         this.owner.clear();
+    this.lastOwner = { name: '', f: undefined, le: false };
         return;
       }
       if (had) {
@@ -264,6 +303,7 @@ class Parser {
     this.families.set(name, f);
     if (provisional) this.provisional.add(f);
     this.owner.clear();
+    this.lastOwner = { name: '', f: undefined, le: false };
     return f;
   }
   private readonly provisional = new Set<Family>();
@@ -280,19 +320,18 @@ class Parser {
   }
 
   /** A quoted string at i (the opening quote); returns the unescaped text and the index after the closing quote. */
-  private quoted(i: number, e: number, what: string): string {
+  /** what: names the string in an error (a label's name when label is set: built only on failure). */
+  private quoted(i: number, e: number, name: string, label = false): string {
+
     const t = this.text;
     const s = i + 1;
-    // the common case: no escape before the closing quote
-    let j = s;
-    while (j < e) {
-      const c = t.charCodeAt(j);
-      if (c === QUOTE) {
-        this.next = j + 1;
-        return t.slice(s, j);
-      }
-      if (c === BACKSLASH) break;
-      j++;
+    // the common case: no escape before the closing quote. The next backslash of the page is found once and kept
+    // until passed (a search per string would read the rest of the page each time)
+    if (this.nextBs < s && this.nextBs !== -1) this.nextBs = t.indexOf('\\', s);
+    const q = t.indexOf('"', s);
+    if (q >= 0 && q < e && (this.nextBs === -1 || this.nextBs > q)) {
+      this.next = q + 1;
+      return t.slice(s, q);
     }
     let out = '';
     let k = s;
@@ -309,13 +348,13 @@ class Parser {
         if (d === BACKSLASH) out += '\\';
         else if (d === QUOTE) out += '"';
         else if (d === 110) out += '\n';
-        else if (this.om) this.fail(`${what}: an unknown escape "\\${t[j + 1]}"`);
+        else if (this.om) this.fail(`${label ? `label ${name}` : name}: an unknown escape "\\${t[j + 1]}"`);
         else out += `\\${t[j + 1]}`; // Prometheus keeps an unknown escape as it stands
         j++;
         k = j + 1;
       }
     }
-    this.fail(`${what}: a quoted string without its closing quote`);
+    this.fail(`${label ? `label ${name}` : name}: a quoted string without its closing quote`);
   }
 
   private sample(s: number, e: number): void {
@@ -331,11 +370,16 @@ class Parser {
       if (!name) this.fail('a sample without a metric name');
     } else {
       // pages repeat a name over many lines: the last one's string (hashed once) serves when it is this one
+      // pages repeat a name over many lines: where the name ends is found by native searches, and a name equal to
+      // the last one (checked then) is known good and keeps its string, hashed once for the family lookup
+      let end = t.indexOf('{', s);
+      if (end < 0 || end > e) end = e;
+      const sp = t.indexOf(' ', s);
+      if (sp >= 0 && sp < end) end = sp;
       const last = this.lastName;
-      const after = s + last.length;
-      if (last && t.startsWith(last, s) && (after === e || !isNameChar(t.charCodeAt(after)))) {
+      if (end - s === last.length && last && t.slice(s, end) === last) {
         name = last;
-        i = after;
+        i = end;
       } else {
         [name, i] = this.metricName(s, e, 'a sample');
         this.lastName = name;
@@ -460,7 +504,8 @@ class Parser {
         const s = i;
         if (!isLabelStart(c)) this.fail(`"${t.slice(s, Math.min(e, s + 30))}" is not a label name`);
         const known = this.lastKeys[n];
-        if (known !== undefined && t.startsWith(known, s) && !isLabelChar(t.charCodeAt(s + known.length))) {
+        // the usual `key="`: its name ends at the "=" (a native search), and one equal to the last set's n-th name is good
+        if (known !== undefined && t.charCodeAt(s + known.length) === EQ && t.slice(s, s + known.length) === known) {
           key = known;
           i = s + known.length;
         } else {
@@ -475,9 +520,10 @@ class Parser {
       i++;
       if (!this.om) while (i < e && (t.charCodeAt(i) === SP || t.charCodeAt(i) === TAB)) i++;
       if (t.charCodeAt(i) !== QUOTE) this.fail(`label ${key}: its value is not quoted`);
-      const v = this.quoted(i, e, `label ${key}`);
+      const v = this.quoted(i, e, key, true);
       const j = this.next;
-      if (Object.prototype.hasOwnProperty.call(labels, key)) this.fail(`label ${key} twice`);
+      for (let d = 0; d < n; d++) if (this.setKeys[d] === key) this.fail(`label ${key} twice`);
+      this.setKeys[n] = key;
       // a plain object keeps V8's fast properties; __proto__ would set its prototype instead of a label
       if (key === '__proto__') Object.defineProperty(labels, key, { value: v, enumerable: true, writable: true, configurable: true });
       else labels[key] = v;
@@ -493,8 +539,16 @@ class Parser {
 
   /** The family a sample belongs to: by its name, else its name less a suffix its type owns, else its own untyped family. */
   private familyOf(name: string, labels: Labels): Family {
+    if (name === this.lastOwner.name && this.lastOwner.f) {
+      if (this.lastOwner.le && labels.le === undefined) this.fail(`${name}: a histogram bucket without an "le" label`);
+      return this.lastOwner.f;
+    }
     let f = this.owner.get(name);
-    if (f) return f;
+    if (f) {
+      this.lastOwner = { name, f, le: f.type === 'histogram' && name.endsWith('_bucket') };
+      if (this.lastOwner.le && labels.le === undefined) this.fail(`${name}: a histogram bucket without an "le" label`);
+      return f;
+    }
     f = this.families.get(name);
     // a histogram's or counter's bare name is no sample of it (a summary's and a gauge's is)
     if (f && (f.type === 'histogram' || f.type === 'gaugehistogram' || (this.om && f.type === 'counter'))) f = undefined;
