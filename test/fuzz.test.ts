@@ -27,6 +27,14 @@ import { parseListJobs, parseListPids } from '../slurm/local-jobs.js';
 import { ConfigError } from '../src/core/config/schema.js';
 import { PointBuffer } from '../src/core/metrics/model.js';
 import { decodeExportResponse } from '../src/sinks/otlp-proto.js';
+import { ConvertState, convertPage, type EngineTable } from '../src/scrape/convert.js';
+import { parseExposition } from '../src/scrape/exposition.js';
+import { VLLM_TABLE } from '../plugins/vllm/index.js';
+import { SGLANG_TABLE } from '../plugins/sglang/index.js';
+import { TGI_TABLE } from '../plugins/tgi/index.js';
+import { TRITON_TABLE } from '../plugins/triton/index.js';
+import { NIM_TABLE } from '../plugins/nim/index.js';
+import { dcgmTable } from '../plugins/dcgm/index.js';
 import { ROOT, tempDir } from './helpers/paths.js';
 
 const RUNS = Number(process.env.L9GPU_FUZZ_RUNS ?? 120);
@@ -166,6 +174,20 @@ fuzz('hostlist', mutated('gpu[001-004,010],login[1-2],n-[9-11]x'), (s) => expand
 fuzz('GRES index list', mutated('0-3,5,7-8'), (s) => expandIndexList(s), /^(hostlist|GRES|index)/);
 fuzz('gres_detail', mutated('gpu:h100:2(IDX:0-1),shard:h100:4(0/8,0/8)'), (s) => parseGresDetail(s), /^(hostlist|GRES|gres)/);
 fuzz('gres.conf', mutated('# recorded layout\nAutoDetect=off\nNodeName=gpu[01-04] Name=gpu Type=h100 File=/dev/nvidia[0-3]\nNodeName=gpu05 Name=gpu File=/dev/nvidia0,/dev/nvidia1 Cores=0-15\nName=shard Count=8\n'), (s) => parseGresLayout(s, 'gpu02'), /^(hostlist|gres\.conf)/);
+
+// /metrics pages: every recorded engine and dcgm-exporter page, mutated, through the parser and its plugin's table
+const TABLES: Record<string, EngineTable> = { vllm: VLLM_TABLE, sglang: SGLANG_TABLE, tgi: TGI_TABLE, triton: TRITON_TABLE, nim: NIM_TABLE, dcgm: dcgmTable(true) };
+for (const [plugin, table] of Object.entries(TABLES)) {
+  for (const c of readdirSync(join(ROOT, 'plugins', plugin, 'testdata'), { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name)) {
+    fuzz(`/metrics page (${plugin} ${c})`, mutated(read('plugins', plugin, 'testdata', c, 'page.prom')), (s) => {
+      const b = new PointBuffer();
+      const state = new ConvertState();
+      state.begin();
+      convertPage(table, parseExposition(s, { source: 'page', maxLineLength: 4096 }), { out: b, state, base: {}, now: 0 });
+      return points(b);
+    }, /^page: line \d+: /);
+  }
+}
 
 for (const [file, parse] of [['/proc/stat', parseProcStat], ['/proc/meminfo', parseMeminfo], ['/proc/loadavg', parseLoadavg]] as const) {
   fuzz(`${file} (this machine's)`, mutated(readFileSync(file, 'utf8')), (s) => parse(s, file), new RegExp(`^${file}`));
