@@ -42,6 +42,7 @@ export async function selectPlugins(m: Pick<Manifests, 'plugins'>, cfg: Config, 
         }),
     );
   }
+  if (cfg.str('daemon', 'engines') === 'auto') for (const p of m.plugins) if (p.engine) listed.add(p.name);
   return { names: m.plugins.filter((p) => listed.has(p.name)).map((p) => p.name), detected };
 }
 

@@ -46,6 +46,8 @@ export function jobAttributes(b: OpenBinding): Attributes {
 export class SlurmAttribution implements AttributionProvider {
   readonly name = 'slurm';
   private byGpu = new Map<string, Bound[]>();
+  /** Each open job's attributes and its GPUs on this node (for an engine's points: the engine's process is the job's). */
+  private byJob = new Map<string, { attrs: Attributes; gpus: string[] }>();
   private dataVersion = -1;
   private readonly pids = new PidJobCache();
   private readonly said = new Set<string>();
@@ -68,22 +70,32 @@ export class SlurmAttribution implements AttributionProvider {
     if (v === this.dataVersion) return;
     this.dataVersion = v;
     const m = new Map<string, Bound[]>();
+    const jobs = new Map<string, { attrs: Attributes; gpus: string[] }>();
     for (const b of openBindings(this.db)) {
       let l = m.get(b.gpuUuid);
       if (!l) m.set(b.gpuUuid, (l = []));
       if (!l.some((x) => x.jobId === b.jobId)) l.push({ jobId: b.jobId, runKey: b.runKey, attrs: jobAttributes(b) });
+      let j = jobs.get(b.jobId);
+      if (!j) jobs.set(b.jobId, (j = { attrs: jobAttributes(b), gpus: [] }));
+      if (!j.gpus.includes(b.gpuUuid)) j.gpus.push(b.gpuUuid);
     }
+    for (const j of jobs.values()) j.gpus.sort();
     this.byGpu = m;
+    this.byJob = jobs;
   }
 
   attribute(batch: Batch): Batch {
-    if (!batch.points.some((p) => typeof p.attributes['gpu.uuid'] === 'string')) return batch;
+    if (!batch.points.some((p) => typeof p.attributes['gpu.uuid'] === 'string' || (p.metric.scope === 'engine' && p.attributes['process.pid'] !== undefined))) return batch;
     this.refresh();
     const out: Point[] = [];
     const procMem = new Map<string, Map<string, number>>(); // gpu -> job -> bytes
     const outside = new Map<string, number>();
     const withProcesses = new Set<string>(); // GPUs whose process list this batch carries
     for (const p of batch.points) {
+      if (p.metric.scope === 'engine') {
+        out.push(this.engineJob(p));
+        continue;
+      }
       const uuid = p.attributes['gpu.uuid'];
       const jobs = typeof uuid === 'string' ? this.byGpu.get(uuid) : undefined;
       if (p.metric === GPU.procCount && typeof uuid === 'string') withProcesses.add(uuid);
@@ -133,6 +145,16 @@ export class SlurmAttribution implements AttributionProvider {
       if (withProcesses.has(uuid)) out.push({ metric: OUTSIDE, value: outside.get(uuid) ?? 0, attributes: identity });
     }
     return { ...batch, points: out, jobs: shares };
+  }
+
+  /** An engine's point: the job its listening process runs in (cgroup or environ), its attributes and GPUs here. */
+  private engineJob(p: Point): Point {
+    const pid = p.attributes['process.pid'];
+    if (typeof pid !== 'number') return p;
+    const job = this.pids.job(pid);
+    if (!job) return p;
+    const j = this.byJob.get(job);
+    return { ...p, attributes: { ...p.attributes, ...(j ? { ...j.attrs, 'gpu.uuids': j.gpus.join(',') } : { 'slurm.job.id': job }) } };
   }
 
   collectSelf(out: Emitter): void {

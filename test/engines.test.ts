@@ -8,6 +8,7 @@
  * endpoints and plugins unaffected.
  */
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -16,7 +17,7 @@ import { after, before, test } from 'node:test';
 import { metric, prometheusName } from '../src/core/metrics/registry.js';
 import { DaemonProcess } from './helpers/daemon.js';
 import { freePort } from './helpers/net.js';
-import { tempDir } from './helpers/paths.js';
+import { ROOT, tempDir } from './helpers/paths.js';
 import { VictoriaMetrics } from './helpers/victoriametrics.js';
 import { waitFor } from './helpers/wait.js';
 
@@ -145,4 +146,37 @@ test('an engine down, one that never answers, one serving garbage: one error lin
   assert.ok(points.filter((p) => p.name === 'system.cpu.logical.count').length >= 5);
   assert.ok(points.filter((p) => p.name === 'vllm.requests.running').every((p) => p.attributes['server.port'] === Number(new URL(good.url('/')).port)));
   assert.ok(hung.requests() >= 1 && garbage.requests() >= 6);
+});
+
+test('[daemon] engines = auto: an engine process found by its command line and listening port is scraped, with its pid; a server that names no engine is left alone', async () => {
+  const server = join(ROOT, 'dist', 'test', 'helpers', 'engine-server.js');
+  const page = join(ROOT, 'plugins', 'vllm', 'testdata', 'vllm-datadog-fixture-mixed-0.4-to-0.11', 'page.prom');
+  const [enginePort, otherPort] = [await freePort(), await freePort()];
+  // the words after the page are the stand-in's command line, as `vllm serve <model>` would show it
+  const engine = spawn(process.execPath, [server, String(enginePort), page, 'vllm', 'serve', 'facebook/opt-125m'], { stdio: 'ignore' });
+  const other = spawn(process.execPath, [server, String(otherPort), page, 'web-app'], { stdio: 'ignore' });
+  const dir = tempDir('l9gpu-engines-auto-');
+  const cfg = join(dir, 'l9gpu.ini');
+  writeFileSync(cfg, `[daemon]\nplugins = host\nengines = auto\nsinks = stdout\ninterval = 300ms\n`);
+  try {
+    await waitFor('the stand-ins listening', async () => (await Promise.all([enginePort, otherPort].map((p) => fetch(`http://127.0.0.1:${p}/metrics`).then((r) => r.ok, () => false)))).every(Boolean));
+    const d = new DaemonProcess(['--config', cfg]);
+    let pts;
+    try {
+      pts = await waitFor('vllm points from the discovered engine', () => {
+        const p = d.points().filter((x) => x.name === 'vllm.tokens.prompt');
+        return p.length >= 2 ? p : undefined;
+      }, 20_000);
+    } finally {
+      assert.equal(await d.stop(), 0, d.stderr);
+    }
+    assert.ok(pts.every((p) => p.attributes['server.port'] === enginePort && p.attributes['process.pid'] === engine.pid), JSON.stringify(pts[0]));
+    assert.ok(!d.points().some((p) => p.attributes['server.port'] === otherPort), 'the server that names no engine is not scraped');
+    assert.match(d.stderr, new RegExp(`\\[l9gpu/vllm\\] engine found url=http://127\\.0\\.0\\.1:${enginePort}/metrics pid=${engine.pid}`));
+    assert.match(d.stderr, /plugins=host,vllm,sglang,tgi,triton,nim /);
+    assert.doesNotMatch(d.stderr, /error|failed/i, 'the engines not running here are no error');
+  } finally {
+    engine.kill();
+    other.kill();
+  }
 });

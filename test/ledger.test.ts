@@ -12,6 +12,9 @@ import type { Attributes, Batch, JobShare, Point } from '../src/core/metrics/mod
 import { gpuAttributes } from '../src/core/gpu-identity.js';
 import { JobLedger } from '../src/ledger/ledger.js';
 import { openStore } from '../src/store/open.js';
+import { recordStart } from '../src/store/jobs.js';
+import { metric } from '../src/core/metrics/registry.js';
+import { inferenceOf } from '../src/jobs/report.js';
 import { tempDir } from './helpers/paths.js';
 
 const id = gpuAttributes({ index: 0, uuid: 'GPU-aaaa', model: 'NVIDIA H100 80GB HBM3', vendor: 'nvidia', pciBusId: '0000:18:00.0' });
@@ -69,4 +72,40 @@ test('a batch without the GPU says nothing about its jobs; a shared GPU splits e
   const end = ledger.observe(batch(t0 + 2000, 1, 800, [b]));
   assert.deepEqual(end.filter((p) => p.metric.name === 'gpu.job.energy').map((p) => [p.attributes['slurm.job.id'], p.value]), [['a', 100]]);
   db.close();
+});
+
+test('inference figures: counter and bucket increases between scrapes, a restart counted from its new count, several series and engines of one job added up', () => {
+  const db = openStore(tempDir('l9gpu-ledger-engine-'));
+  try {
+    recordStart(db, { jobId: '77', runKey: 'r0', user: 'alice', uid: 1001, partition: 'gpu' }, [], 'prolog');
+    const ledger = new JobLedger(db, createLogger('error', () => {}), { seriesMs: 1e12, jobsMs: 1e12 });
+    const at = (port: number, extra: Attributes = {}): Attributes => ({ 'server.address': '127.0.0.1', 'server.port': port, 'gen_ai.request.model': 'm', 'slurm.job.id': '77', ...extra });
+    const TTFT = metric('vllm.time_to_first_token');
+    const hist = (counts: number[]): Point => ({ metric: TTFT, value: counts.reduce((a, b) => a + b, 0), attributes: at(8000), hist: { bounds: [0.1, 1], counts, sum: 0, count: counts.reduce((a, b) => a + b, 0) } });
+    const tick = (time: number, finished: [number, number], gen: number, ttft: number[]) =>
+      ledger.observe({ source: 'vllm', time, intervalMs: 1000, points: [
+        { metric: metric('vllm.requests.finished'), value: finished[0], attributes: at(8000, { 'vllm.finished_reason': 'stop' }) },
+        { metric: metric('vllm.requests.finished'), value: finished[1], attributes: at(8000, { 'vllm.finished_reason': 'length' }) },
+        { metric: metric('vllm.tokens.generation'), value: gen, attributes: at(8000) },
+        hist(ttft),
+        // a job's second engine, on another port: its own row
+        { metric: metric('vllm.tokens.generation'), value: 1000, attributes: at(8001) },
+        // a point without a job is nobody's
+        { metric: metric('vllm.tokens.generation'), value: 5, attributes: { 'server.address': '127.0.0.1', 'server.port': 9000 } },
+      ] } as Batch);
+    tick(1000, [2, 1], 100, [1, 2, 0]); // first scrape: whole (the engine's process is the job's)
+    tick(2000, [5, 1], 160, [1, 4, 1]); // +3 requests, +60 tokens, +2 in (0.1, 1], +1 above 1
+    tick(3000, [1, 0], 10, [0, 1, 0]); // restarted: its new counts
+    const inf = inferenceOf(db, '77', 'r0', 1000)!;
+    assert.deepEqual(inf.engines, [{ engine: 'vllm', endpoint: '127.0.0.1:8000', model: 'm' }, { engine: 'vllm', endpoint: '127.0.0.1:8001', model: 'm' }]);
+    assert.equal(inf.requests, 3 + 3 + 1);
+    assert.equal(inf.generation_tokens, 100 + 60 + 10 + 1000);
+    // TTFT buckets over the job: (0, 0.1] 1, (0.1, 1] 2 + 2 + 1 = 5, above 1: 1; p50 rank 3.5: 0.1 + 0.9 x 2.5/5
+    assert.equal(inf.ttft_p50_s, 0.55);
+    assert.equal(inf.serving_s, 2);
+    assert.equal(inf.tokens_per_j, 1.17);
+    assert.equal((db.prepare('SELECT COUNT(*) AS n FROM job_engine').get() as { n: number }).n, 2, 'no row for the point without a job');
+  } finally {
+    db.close();
+  }
 });

@@ -41,6 +41,8 @@ export interface PluginManifest {
   readonly reportsGpus: boolean;
   /** `plugins = auto` runs it when its probe succeeds ('detect', GPU vendors), always (host), or never (unset). */
   readonly auto?: 'always' | 'detect';
+  /** An inference engine's scraper: `[daemon] engines = auto` runs it, finding the engines on the node. */
+  readonly engine?: boolean;
   create(ctx: PluginContext): Plugin | Promise<Plugin>;
   /** Doctor's line for it: whether the source is there and answering, without side effects; never throws. */
   probe(ctx: PluginContext): Promise<ProbeResult>;

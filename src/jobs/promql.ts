@@ -193,5 +193,5 @@ export async function reportFromPromql(o: PromqlOptions, jobId: string, prices: 
   );
   const totals = totalsOf(rows, prices);
   const series = [...perMinute.entries()].sort((a, b) => a[0] - b[0]).map(([m, v]) => [m, Math.round((v.reduce((x, y) => x + y, 0) / v.length) * 1e4) / 1e4] as [number, number]);
-  return { source: 'promql', job, gpus: rows, totals, series, notes: jobNotes(job, rows, totals) };
+  return { source: 'promql', job, gpus: rows, totals, inference: null, series, notes: jobNotes(job, rows, totals) };
 }

@@ -114,6 +114,15 @@ export function renderReport(raw: JobReport, st: Style): string {
       st,
     ).map((l) => `  ${l}`),
   );
+  const inf = r.inference;
+  if (inf) {
+    const s = (x: number | null) => (x === null ? '-' : x < 1 ? `${Math.round(x * 1000)} ms` : `${x.toFixed(2)} s`);
+    const n = (x: number) => Math.round(x).toLocaleString('en-US');
+    out.push('', st.bold('Inference') + st.dim(` (${inf.engines.map((e) => `${e.engine} ${e.endpoint}${e.model ? ` ${e.model}` : ''}`).join('; ')})`));
+    out.push(`  requests ${n(inf.requests)}   tokens in ${n(inf.prompt_tokens)} / out ${n(inf.generation_tokens)}   over ${duration(Math.round(inf.serving_s))}`);
+    out.push(`  time to first token  p50 ${s(inf.ttft_p50_s)}  p95 ${s(inf.ttft_p95_s)}   inter-token latency  p50 ${s(inf.itl_p50_s)}  p95 ${s(inf.itl_p95_s)}`);
+    out.push(`  ${inf.tokens_per_s === null ? '-' : inf.tokens_per_s.toFixed(1)} tokens/s   ${inf.tokens_per_j === null ? '-' : inf.tokens_per_j.toFixed(3)} tokens/J (of the job's GPU energy)`);
+  }
   if (r.series.length > 1) {
     out.push('', st.bold('GPU utilization over the job') + st.dim(` (per minute, ${r.series.length} min)`));
     out.push(`  ${sparkline(r.series)}`);

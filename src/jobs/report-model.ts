@@ -47,11 +47,32 @@ export interface Totals {
   currency: string | null;
 }
 
+/** What a job's inference engines served (engines whose process was the job's), over the job. */
+export interface InferenceFigures {
+  engines: { engine: string; endpoint: string; model: string | null }[];
+  requests: number;
+  prompt_tokens: number;
+  generation_tokens: number;
+  /** Time to first token and inter-token latency quantiles over every request of the job (s). */
+  ttft_p50_s: number | null;
+  ttft_p95_s: number | null;
+  itl_p50_s: number | null;
+  itl_p95_s: number | null;
+  /** From the first to the last scrape that saw the engines. */
+  serving_s: number;
+  /** Generated tokens per second of serving. */
+  tokens_per_s: number | null;
+  /** Generated tokens per joule of the job's GPU energy. */
+  tokens_per_j: number | null;
+}
+
 export interface JobReport {
   source: 'store' | 'promql';
   job: JobHeader;
   gpus: GpuRow[];
   totals: Totals;
+  /** Jobs that served a model: their engines' figures (the store source only); null otherwise. */
+  inference: InferenceFigures | null;
   /** Mean utilization of the job's GPUs per minute (ms, 0..1). */
   series: [number, number][];
   notes: Note[];

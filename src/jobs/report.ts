@@ -8,7 +8,9 @@ import type { Attributes } from '../core/metrics/model.js';
 import type { Db } from '../store/open.js';
 import { emptyRollup, figures, type GpuRollup } from './rollup.js';
 import { jobNotes } from './notes.js';
-import type { GpuRow, JobHeader, JobReport, Prices, Totals } from './report-model.js';
+import type { GpuRow, InferenceFigures, JobHeader, JobReport, Prices, Totals } from './report-model.js';
+import { addBuckets, type Buckets } from '../ledger/engine-rollup.js';
+import { quantileOf } from '../scrape/histogram-window.js';
 
 export function pricesFrom(cfg: Config): Prices {
   return {
@@ -128,6 +130,46 @@ export function reportFromStore(db: Db, row: JobRow, runs: number, node: string,
     .all(row.job_id, row.run_key) as { minute: number; util: number }[];
   const job = headerOf(row, runs, [node]);
   const totals = totalsOf(gpus, prices);
-  return { source: 'store', job, gpus, totals, series: series.map((s) => [s.minute * 60_000, Math.round(s.util * 1e4) / 1e4]), notes: jobNotes(job, gpus, totals) };
+  const inference = inferenceOf(db, row.job_id, row.run_key, totals.energy_j);
+  return { source: 'store', job, gpus, totals, inference, series: series.map((s) => [s.minute * 60_000, Math.round(s.util * 1e4) / 1e4]), notes: jobNotes(job, gpus, totals) };
+}
+
+/** The inference figures of a job run from its engines' rows (src/ledger/engine-rollup.ts), or null when it ran none. */
+export function inferenceOf(db: Db, jobId: string, runKey: string, energyJ: number): InferenceFigures | null {
+  const rows = db.prepare('SELECT * FROM job_engine WHERE job_id = ? AND run_key = ? ORDER BY engine, endpoint, model').all(jobId, runKey) as {
+    engine: string; endpoint: string; model: string; first_time: number; last_time: number; requests: number; prompt_tokens: number; generation_tokens: number; ttft: string | null; itl: string | null;
+  }[];
+  if (rows.length === 0) return null;
+  let ttft: Buckets | undefined;
+  let itl: Buckets | undefined;
+  let requests = 0;
+  let prompt = 0;
+  let generated = 0;
+  for (const r of rows) {
+    requests += r.requests;
+    prompt += r.prompt_tokens;
+    generated += r.generation_tokens;
+    if (r.ttft) ttft = addBuckets(ttft, JSON.parse(r.ttft) as Buckets);
+    if (r.itl) itl = addBuckets(itl, JSON.parse(r.itl) as Buckets);
+  }
+  const servingS = (Math.max(...rows.map((r) => r.last_time)) - Math.min(...rows.map((r) => r.first_time))) / 1000;
+  const q = (b: Buckets | undefined, p: number) => {
+    const v = b ? quantileOf(p, b.bounds, b.counts) : undefined;
+    return v === undefined ? null : Math.round(v * 1e6) / 1e6;
+  };
+  const r3 = (x: number) => Math.round(x * 1000) / 1000;
+  return {
+    engines: rows.map((r) => ({ engine: r.engine, endpoint: r.endpoint, model: r.model || null })),
+    requests,
+    prompt_tokens: prompt,
+    generation_tokens: generated,
+    ttft_p50_s: q(ttft, 0.5),
+    ttft_p95_s: q(ttft, 0.95),
+    itl_p50_s: q(itl, 0.5),
+    itl_p95_s: q(itl, 0.95),
+    serving_s: r3(servingS),
+    tokens_per_s: servingS > 0 ? r3(generated / servingS) : null,
+    tokens_per_j: energyJ > 0 ? Math.round((generated / energyJ) * 1e6) / 1e6 : null,
+  };
 }
 

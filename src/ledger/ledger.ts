@@ -13,6 +13,7 @@ import type { Attributes, Batch, JobShare, Point } from '../core/metrics/model.j
 import { metric } from '../core/metrics/registry.js';
 import { samplesFromPoints } from '../jobs/samples.js';
 import type { Db } from '../store/open.js';
+import { EngineRollups } from './engine-rollup.js';
 import { InventoryWriter } from './inventory.js';
 import { RollupWriter, type RollupBinding } from './rollup-writer.js';
 
@@ -43,6 +44,8 @@ export class JobLedger {
   private lastPrune = 0;
   /** The error of the rollup writes while they fail ('' while they work). */
   private writeError = '';
+  private engineError = '';
+  private readonly engines: EngineRollups;
 
   constructor(
     db: Db,
@@ -50,11 +53,21 @@ export class JobLedger {
     private readonly retention: Retention,
   ) {
     this.rollups = new RollupWriter(db);
+    this.engines = new EngineRollups(db);
     this.inventory = new InventoryWriter(db, log);
   }
 
   /** Takes an attributed batch; returns the points to send with it (job-end summaries). */
   observe(batch: Batch): Point[] {
+    if (batch.points.some((p) => p.metric.inference !== undefined)) {
+      try {
+        this.engines.observe(batch.points, batch.time);
+      } catch (e) {
+        const msg = (e as Error).message;
+        if (msg !== this.engineError) this.log.error('cannot update the jobs\' inference figures: the engine samples of this tick are not in the job reports', { error: msg });
+        this.engineError = msg;
+      }
+    }
     if (!batch.points.some((p) => typeof p.attributes['gpu.uuid'] === 'string')) return [];
     this.inventory.observe(batch.points);
     const samples = samplesFromPoints(batch.points, batch.time, (p) => p.metric.name);

@@ -12,7 +12,10 @@ import { redactUrl } from '../core/redact.js';
 import { ConvertState, convertPage, type EngineTable } from './convert.js';
 import { formatOf, parseExposition } from './exposition.js';
 import { createPageFetcher, type PageFetcher } from './fetch-page.js';
-import type { ScrapedSpec } from './section.js';
+import type { Discovery, ScrapedSpec } from './section.js';
+import { discoverListeners, type Listener } from './discover.js';
+import type { Logger } from '../core/log.js';
+import { isLocalHost, PortOwner } from './socket-owner.js';
 
 /** Identity of the points of one endpoint: OpenTelemetry's server.address and server.port. */
 export function endpointAttributes(url: string): Attributes {
@@ -25,6 +28,7 @@ export function endpointAttributes(url: string): Attributes {
 export function endpointsOf(ctx: PluginContext, section: string): string[] {
   const list = ctx.config.list(section, 'endpoints') ?? [];
   for (const e of list) {
+    if (e === 'auto') continue;
     let u: URL;
     try {
       u = new URL(e);
@@ -38,9 +42,13 @@ export function endpointsOf(ctx: PluginContext, section: string): string[] {
 
 interface Target {
   readonly url: string;
+  /** A discovered engine's "pid:start:port" (undefined: a configured endpoint). */
+  readonly found?: string;
   readonly fetcher: PageFetcher;
   readonly state: ConvertState;
   readonly base: Attributes;
+  /** The process listening on a local endpoint's port: its pid goes on the points, for attribution to find its job. */
+  readonly owner: PortOwner | undefined;
 }
 
 export interface ScrapedOptions {
@@ -51,23 +59,91 @@ export interface ScrapedOptions {
   /** Emit the table's gen_ai.* metrics too ([daemon] emit_genai). */
   readonly genai?: boolean;
   readonly genaiAttributes?: Attributes;
+  /** This machine's names: an endpoint on one of them (or loopback) has a local process to find. */
+  readonly hostNames?: readonly string[];
+  /** Where procfs is (tests). */
+  readonly proc?: string;
+  /** How `auto` among the endpoints finds the engines on this node. */
+  readonly discover?: Discovery;
+  readonly log?: Logger;
 }
 
+/** How often `auto` looks for engines: a process walk reads every command line. */
+export const DISCOVERY_MS = 30_000;
+
+const foundKey = (l: Listener) => `${l.pid}:${l.start ?? ''}:${l.port}`;
+
 export class ScrapedPlugin implements Plugin {
-  private readonly targets: Target[];
+  private targets: Target[];
+  private readonly auto: boolean;
+  private nextDiscovery = 0;
+  /** Discovered ports that answered with a page that is not this engine's: not asked again while the process lives. */
+  private readonly notOurs = new Set<string>();
   constructor(private readonly o: ScrapedOptions) {
-    this.targets = o.endpoints.map((url) => ({ url, fetcher: createPageFetcher(url, o.timeoutMs, o.maxBytes), state: new ConvertState(), base: endpointAttributes(url) }));
+    this.auto = o.endpoints.includes('auto') && !!o.discover;
+    this.targets = o.endpoints.filter((u) => u !== 'auto').map((url) => {
+      const base = endpointAttributes(url);
+      const local = isLocalHost(String(base['server.address']), o.hostNames ?? []);
+      return { url, fetcher: createPageFetcher(url, o.timeoutMs, o.maxBytes), state: new ConvertState(), base, owner: local ? new PortOwner(Number(base['server.port']), o.proc) : undefined };
+    });
+  }
+
+  /** Looks for the engine's processes and the ports that serve its page; forgets the engines that are gone. */
+  private async rediscover(signal?: AbortSignal): Promise<void> {
+    const d = this.o.discover!;
+    const found = discoverListeners(d.cmdline, this.o.proc);
+    const alive = new Set(found.map(foundKey));
+    for (const t of this.targets) {
+      if (t.found && !alive.has(t.found)) {
+        t.fetcher.close();
+        this.o.log?.info('engine gone', { url: t.url });
+      }
+    }
+    this.targets = this.targets.filter((t) => !t.found || alive.has(t.found));
+    for (const k of this.notOurs) if (!alive.has(k)) this.notOurs.delete(k);
+    for (const l of found) {
+      const key = foundKey(l);
+      if (this.notOurs.has(key) || this.targets.some((t) => t.found === key)) continue;
+      let answered = 0;
+      for (const path of d.paths) {
+        const url = `http://${l.host}:${l.port}${path}`;
+        const fetcher = createPageFetcher(url, Math.min(this.o.timeoutMs, 2000), this.o.maxBytes);
+        let ours = false;
+        try {
+          const page = await fetcher.get(signal);
+          answered++;
+          ours = parseExposition(page.text, { format: formatOf(page.contentType), maxBytes: this.o.maxBytes }).some((f) => d.recognize.test(f.name));
+        } catch {
+          // not a metrics page, or not yet (an engine loading its model): asked again at the next look
+        }
+        if (ours) {
+          const base = { ...endpointAttributes(url), 'process.pid': l.pid };
+          this.targets.push({ url, found: key, fetcher, state: new ConvertState(), base, owner: undefined });
+          this.o.log?.info('engine found', { url, pid: l.pid });
+          break;
+        }
+        fetcher.close();
+      }
+      // every path answered with a page that is not this engine's: another server of the process (Triton's HTTP
+      // port beside its metrics port)
+      if (answered === d.paths.length && !this.targets.some((t) => t.found === key)) this.notOurs.add(key);
+    }
   }
 
   async collect(out: Emitter, signal?: AbortSignal): Promise<void> {
+    if (this.auto && Date.now() >= this.nextDiscovery) {
+      this.nextDiscovery = Date.now() + DISCOVERY_MS;
+      await this.rediscover(signal);
+    }
     const failed: string[] = [];
     await Promise.all(
       this.targets.map(async (t) => {
         try {
           const page = await t.fetcher.get(signal);
           const families = parseExposition(page.text, { format: formatOf(page.contentType), maxBytes: this.o.maxBytes, source: redactUrl(t.url) });
+          const pid = t.owner?.pid();
           t.state.begin();
-          convertPage(this.o.table, families, { out, state: t.state, base: t.base, now: Date.now(), also: this.o.genai, alsoAttributes: this.o.genaiAttributes });
+          convertPage(this.o.table, families, { out, state: t.state, base: pid === undefined ? t.base : { ...t.base, 'process.pid': pid }, now: Date.now(), also: this.o.genai, alsoAttributes: this.o.genaiAttributes });
           t.state.end();
         } catch (e) {
           failed.push((e as Error).message);
@@ -75,11 +151,16 @@ export class ScrapedPlugin implements Plugin {
         }
       }),
     );
-    if (failed.length === this.targets.length && failed.length) throw new Error(failed.length === 1 ? failed[0]! : `every endpoint failed: ${failed.join('; ')}`);
+    if (failed.length === this.targets.length && failed.length && !this.auto) throw new Error(failed.length === 1 ? failed[0]! : `every endpoint failed: ${failed.join('; ')}`);
   }
 
   close(): void {
     for (const t of this.targets) t.fetcher.close();
+  }
+
+  /** The endpoints scraped now (configured and discovered). */
+  get endpoints(): string[] {
+    return this.targets.map((t) => t.url);
   }
 }
 
@@ -88,14 +169,20 @@ export function scrapedPlugin(spec: ScrapedSpec, section: SectionSpec, table: En
   const options = (ctx: PluginContext): ScrapedOptions => {
     const interval = ctx.config.num(spec.name, 'interval') ?? ctx.config.num('daemon', 'interval')!;
     const timeout = ctx.config.num(spec.name, 'timeout') ?? interval;
+    // [daemon] engines = auto: look for this engine unless its endpoints were set
+    const set = ctx.config.sourceOf(spec.name, 'endpoints').source !== 'default';
+    const endpoints = !set && spec.discover && ctx.config.str('daemon', 'engines') === 'auto' ? ['auto'] : endpointsOf(ctx, spec.name);
     return {
       table,
-      endpoints: endpointsOf(ctx, spec.name),
+      endpoints,
       // the fetch ends before the collection's own timeout, so that its error is the endpoint's, not a hung collection's
       timeoutMs: Math.max(50, timeout * 1000 * 0.9),
       maxBytes: ctx.config.num(spec.name, 'max_page_size')!,
       genai: ctx.config.bool('daemon', 'emit_genai') ?? false,
       genaiAttributes: { 'gen_ai.provider.name': spec.name },
+      hostNames: [ctx.hostName],
+      ...(spec.discover ? { discover: spec.discover } : {}),
+      log: ctx.log,
     };
   };
   return {
@@ -104,6 +191,7 @@ export function scrapedPlugin(spec: ScrapedSpec, section: SectionSpec, table: En
     section,
     metrics,
     reportsGpus: false,
+    ...(spec.discover ? { engine: true } : {}),
     create: (ctx) => new ScrapedPlugin(options(ctx)),
     probe: async (ctx) => {
       let o: ScrapedOptions;

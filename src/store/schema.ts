@@ -97,6 +97,24 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX jobs_start ON jobs(start_time);
   CREATE INDEX jobs_user_start ON jobs(user, start_time);
   `,
+  // 3: what the inference engines a job ran served (requests, tokens, latency buckets), per engine endpoint and model
+  `
+  CREATE TABLE job_engine (
+    job_id TEXT NOT NULL,
+    run_key TEXT NOT NULL,
+    engine TEXT NOT NULL,
+    endpoint TEXT NOT NULL,
+    model TEXT NOT NULL,
+    first_time INTEGER NOT NULL,
+    last_time INTEGER NOT NULL,
+    requests REAL NOT NULL,
+    prompt_tokens REAL NOT NULL,
+    generation_tokens REAL NOT NULL,
+    ttft TEXT,
+    itl TEXT,
+    PRIMARY KEY (job_id, run_key, engine, endpoint, model)
+  ) WITHOUT ROWID;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -15,12 +15,14 @@ import Database from 'better-sqlite3';
 import { DaemonProcess, parseLines, runCli, type JsonPoint } from './daemon.js';
 import { FakeNvml, h100, type FakeGpu } from './fake-nvml.js';
 import { NODE, SLURM_NODE, SLURM_VERSION, SlurmCluster, TEST_USER, type SlurmRelease } from './slurm.js';
-import { CLI, tempDir } from './paths.js';
+import { CLI, ROOT, tempDir } from './paths.js';
 import { VictoriaMetrics } from './victoriametrics.js';
 import { waitFor } from './wait.js';
+import { freePort } from './net.js';
 import { createLogger } from '../../src/core/log.js';
 import { openStore } from '../../src/store/open.js';
 import { Reconciler, type ReconcileSource } from '../../slurm/reconciler.js';
+import type { JobReport } from '../../src/jobs/report-model.js';
 import { isNoSteps, parseListPids } from '../../slurm/local-jobs.js';
 
 export function slurmSuite(release: SlurmRelease): void {
@@ -607,6 +609,57 @@ export_interval = 300ms
       if (passed) assert.equal(code, 0, stopped.stderr);
     }
     await daemon.waitStderr(/l9gpu daemon started/);
+  });
+
+  test(L + 'an inference engine inside a job: its points carry the job (slurm.*, from the listening process) and the job\'s GPUs (gpu.uuids)', async () => {
+    await idle();
+    const port = await freePort();
+    const page = join(ROOT, 'plugins', 'vllm', 'testdata', 'vllm-datadog-fixture-mixed-0.4-to-0.11', 'page.prom');
+    const id = await cluster.sbatch(['--gres=gpu:1', '-J', 'serve-llm', '--wrap', `exec ${process.execPath} ${join(ROOT, 'dist', 'test', 'helpers', 'engine-server.js')} ${port} ${page}`]);
+    await cluster.waitState(id, ['RUNNING']);
+    const gpus = await waitFor('bound', () => (bindings(id).length === 1 ? bindings(id).map((b) => b.gpu_uuid) : undefined));
+    // a second daemon on the same store, scraping the engine: the ledger takes no engine point, so the job's figures are the first one's
+    const cfg = join(dir, 'engine.ini');
+    writeFileSync(cfg, `[daemon]\nplugins = vllm\nsinks = stdout, otlp\ninterval = 300ms\nattribution = slurm\nstate_dir = ${stateDir}\n[slurm]\nslurm_conf = ${cluster.conf}\nreconcile_interval = 1h\n[vllm]\nendpoints = http://127.0.0.1:${port}/metrics\n[otlp]\nendpoint = ${vm.otlpEndpoint}\nexport_interval = 300ms\n`);
+    const d = new DaemonProcess(['--config', cfg], cluster.clientEnv());
+    let pts: JsonPoint[];
+    try {
+      pts = await waitFor('vllm points with the job', () => {
+        const p = d.points().filter((x) => x.name === 'vllm.tokens.prompt' && x.attributes['slurm.job.id'] === id);
+        // three scrapes: the report's serving time spans them
+        return p.length >= 3 ? p : undefined;
+      }, 20_000);
+    } finally {
+      assert.equal(await d.stop(), 0, d.stderr);
+      await cluster.cmd(['scancel', id]);
+    }
+    const a = pts[0]!.attributes;
+    assert.equal(a['slurm.job.name'], 'serve-llm');
+    assert.equal(a['slurm.partition'] !== undefined, true);
+    assert.equal(a['gpu.uuids'], gpus.join(','));
+    assert.equal(typeof a['process.pid'], 'number');
+    assert.equal(a['server.port'], port);
+    // and in the backend, over OTLP: the series carries the job
+    await vm.flush();
+    const exported = await waitFor('the engine series in VictoriaMetrics', async () => {
+      // this VictoriaMetrics keeps OTLP's names and attribute keys (no Prometheus naming)
+      const r = (await vm.exportRaw('{__name__="vllm.tokens.prompt"}')).filter((x) => x.metric['slurm.job.id'] === id);
+      return r.length ? r : undefined;
+    }, 15_000);
+    assert.equal(exported[0]!.metric['gpu.uuids'], gpus.join(','));
+    assert.equal(exported[0]!.metric['slurm.job.name'], 'serve-llm');
+    await waitFor('closed by its epilog', () => bindings(id).every((b) => b.end_time !== null));
+    // the job's report: what its engine served, the page counted whole (the engine's process was the job's)
+    const show = JSON.parse((await runCli(['jobs', 'show', id, '--json', '--config', configFile], { SLURM_CONF: cluster.conf })).stdout) as JobReport;
+    const inf = show.inference!;
+    assert.deepEqual(inf.engines, [{ engine: 'vllm', endpoint: `127.0.0.1:${port}`, model: 'facebook/opt-125m' }]);
+    assert.deepEqual([inf.requests, inf.prompt_tokens, inf.generation_tokens], [1, 5, 7]);
+    // by hand from the page: TTFT 1 request in (0.25, 0.5]: 0.25 + 0.25 x 0.5, x 0.95; ITL (the current name,
+    // not time_per_output_token) 141 in (0, 0.01], 3 in (0.01, 0.1]: 0.01 x 72/141, 0.01 x 136.8/141
+    assert.deepEqual([inf.ttft_p50_s, inf.ttft_p95_s, inf.itl_p50_s, inf.itl_p95_s], [0.375, 0.4875, 0.005106, 0.009702]);
+    // serving_s is rounded to the ms: tokens/s within that
+    assert.ok(inf.serving_s > 0 && Math.abs(inf.tokens_per_s! - 7 / inf.serving_s) <= 0.001 + (7 / inf.serving_s) * 0.001, JSON.stringify(inf));
+    assert.equal(inf.tokens_per_j, show.totals.energy_j > 0 ? Math.round((7 / show.totals.energy_j) * 1e6) / 1e6 : null);
   });
 
   test(L + '5,000 pending jobs: a reconcile costs slurmctld the same RPCs as with an empty queue, and no full-queue dump', async (t) => {

@@ -24,7 +24,12 @@ export interface MetricDef {
   readonly description: string;
   /** Attribute keys specific to this metric (identity keys come from the scope). */
   readonly attributes: readonly string[];
+  /** An engine metric's part in a job's inference figures (`l9gpu jobs show`): what it counts. */
+  readonly inference?: InferenceRole;
 }
+
+/** requests: requests served; prompt/generation: tokens in and out; ttft, itl: the latency histograms the report takes quantiles of. */
+export type InferenceRole = 'requests' | 'prompt_tokens' | 'generation_tokens' | 'ttft' | 'itl';
 
 /** Identity carried by every point of a scope. */
 export const SCOPE_ATTRIBUTES: Record<MetricScope, { required: readonly string[]; optional: readonly string[] }> = {
@@ -35,7 +40,9 @@ export const SCOPE_ATTRIBUTES: Record<MetricScope, { required: readonly string[]
   host: { required: [], optional: [] },
   agent: { required: [], optional: [] },
   // an inference engine's /metrics endpoint; the model when the engine names it
-  engine: { required: ['server.address', 'server.port'], optional: ['gen_ai.request.model', 'gen_ai.provider.name'] },
+  // process.pid: the process listening on a local endpoint; attribution adds its job's slurm.* and gpu.uuids
+  // (the job's GPUs on this node, comma-separated: a point of one engine that serves on several GPUs)
+  engine: { required: ['server.address', 'server.port'], optional: ['gen_ai.request.model', 'gen_ai.provider.name', 'process.pid', 'gpu.uuids'] },
 };
 
 /** Attributes the attribution step may add to GPU points. */
@@ -50,7 +57,7 @@ const m = (
   description: string, attributes: readonly string[] = [],
 ): MetricDef => Object.freeze({ name, unit, kind, scope, description, attributes: Object.freeze([...attributes]) });
 
-type EngineRow = readonly [suffix: string, unit: string, kind: MetricKind | 'latency', description: string, attributes?: readonly string[]];
+type EngineRow = readonly [suffix: string, unit: string, kind: MetricKind | 'latency', description: string, attributes?: readonly string[], inference?: InferenceRole];
 
 /**
  * One engine's metrics, <engine>.<suffix>: a 'latency' row is a histogram plus
@@ -58,13 +65,14 @@ type EngineRow = readonly [suffix: string, unit: string, kind: MetricKind | 'lat
  */
 function engine(prefix: string, title: string, rows: readonly EngineRow[]): MetricDef[] {
   const out: MetricDef[] = [];
-  for (const [suffix, unit, kind, description, attributes = []] of rows) {
+  for (const [suffix, unit, kind, description, attributes = [], inference] of rows) {
     const name = `${prefix}.${suffix}`;
+    const role = (d: MetricDef): MetricDef => (inference ? Object.freeze({ ...d, inference }) : d);
     if (kind !== 'latency') {
-      out.push(m(name, unit, kind, 'engine', `${title}: ${description}`, attributes));
+      out.push(role(m(name, unit, kind, 'engine', `${title}: ${description}`, attributes)));
       continue;
     }
-    out.push(m(name, unit, 'histogram', 'engine', `${title}: ${description}`, attributes));
+    out.push(role(m(name, unit, 'histogram', 'engine', `${title}: ${description}`, attributes)));
     out.push(m(`${name}.quantile`, unit, 'gauge', 'engine', `${title}: the p50, p95 and p99 of ${name} over the last scrape window, from the bucket counts added since the scrape before (linear inside a bucket, as histogram_quantile); none for a window without requests.`, [...attributes, 'quantile']));
   }
   return out;
@@ -134,14 +142,14 @@ export const METRICS: readonly MetricDef[] = Object.freeze([
     ['requests.running', '{request}', 'gauge', 'Requests in model execution batches (vllm:num_requests_running).'],
     ['requests.waiting', '{request}', 'gauge', 'Requests waiting to be scheduled (vllm:num_requests_waiting).'],
     ['kv_cache.usage', '1', 'gauge', 'Fraction of the KV-cache blocks in use, 0..1 (vllm:kv_cache_usage_perc; before 0.9.2 vllm:gpu_cache_usage_perc).'],
-    ['tokens.prompt', '{token}', 'sum', 'Prefill (prompt) tokens processed (vllm:prompt_tokens_total).'],
-    ['tokens.generation', '{token}', 'sum', 'Tokens generated (vllm:generation_tokens_total).'],
+    ['tokens.prompt', '{token}', 'sum', 'Prefill (prompt) tokens processed (vllm:prompt_tokens_total).', [], 'prompt_tokens'],
+    ['tokens.generation', '{token}', 'sum', 'Tokens generated (vllm:generation_tokens_total).', [], 'generation_tokens'],
     ['preemptions', '{preemption}', 'sum', 'Requests preempted by the scheduler (vllm:num_preemptions_total).'],
-    ['requests.finished', '{request}', 'sum', 'Requests finished, by reason (vllm:request_success_total, label finished_reason).', ['vllm.finished_reason']],
+    ['requests.finished', '{request}', 'sum', 'Requests finished, by reason (vllm:request_success_total, label finished_reason).', ['vllm.finished_reason'], 'requests'],
     ['prefix_cache.queries', '{token}', 'sum', 'Tokens looked up in the prefix cache (vllm:prefix_cache_queries_total; before 0.9 gpu_prefix_cache_queries).'],
     ['prefix_cache.hits', '{token}', 'sum', 'Tokens found in the prefix cache (vllm:prefix_cache_hits_total; before 0.9 gpu_prefix_cache_hits).'],
-    ['time_to_first_token', 's', 'latency', 'Time from a request\'s arrival to its first token (vllm:time_to_first_token_seconds).'],
-    ['inter_token_latency', 's', 'latency', 'Time between two output tokens (vllm:inter_token_latency_seconds; before 0.11 vllm:time_per_output_token_seconds).'],
+    ['time_to_first_token', 's', 'latency', 'Time from a request\'s arrival to its first token (vllm:time_to_first_token_seconds).', [], 'ttft'],
+    ['inter_token_latency', 's', 'latency', 'Time between two output tokens (vllm:inter_token_latency_seconds; before 0.11 vllm:time_per_output_token_seconds).', [], 'itl'],
     ['request.duration', 's', 'latency', 'End-to-end request latency (vllm:e2e_request_latency_seconds).'],
     ['request.queue_time', 's', 'latency', 'Time a request waited in the queue (vllm:request_queue_time_seconds).'],
     ['request.prefill_time', 's', 'latency', 'Time a request spent in prefill (vllm:request_prefill_time_seconds).'],
@@ -157,12 +165,12 @@ export const METRICS: readonly MetricDef[] = Object.freeze([
     ['token_usage', '1', 'gauge', 'Fraction of the KV-cache token pool in use, 0..1 (sglang:token_usage).'],
     ['generation.throughput', '{token}/s', 'gauge', 'Generation throughput the engine measured (sglang:gen_throughput).'],
     ['cache.hit_rate', '1', 'gauge', 'Prefix-cache hit rate, 0..1 (sglang:cache_hit_rate).'],
-    ['tokens.prompt', '{token}', 'sum', 'Prefill tokens processed (sglang:prompt_tokens_total).'],
-    ['tokens.generation', '{token}', 'sum', 'Tokens generated (sglang:generation_tokens_total).'],
+    ['tokens.prompt', '{token}', 'sum', 'Prefill tokens processed (sglang:prompt_tokens_total).', [], 'prompt_tokens'],
+    ['tokens.generation', '{token}', 'sum', 'Tokens generated (sglang:generation_tokens_total).', [], 'generation_tokens'],
     ['tokens.cached', '{token}', 'sum', 'Prompt tokens served from the prefix cache (sglang:cached_tokens_total).'],
-    ['requests', '{request}', 'sum', 'Requests received (sglang:num_requests_total).'],
-    ['time_to_first_token', 's', 'latency', 'Time to the first token (sglang:time_to_first_token_seconds).'],
-    ['inter_token_latency', 's', 'latency', 'Time between two output tokens (sglang:inter_token_latency_seconds; older sglang:time_per_output_token_seconds).'],
+    ['requests', '{request}', 'sum', 'Requests received (sglang:num_requests_total).', [], 'requests'],
+    ['time_to_first_token', 's', 'latency', 'Time to the first token (sglang:time_to_first_token_seconds).', [], 'ttft'],
+    ['inter_token_latency', 's', 'latency', 'Time between two output tokens (sglang:inter_token_latency_seconds; older sglang:time_per_output_token_seconds).', [], 'itl'],
     ['request.duration', 's', 'latency', 'End-to-end request latency (sglang:e2e_request_latency_seconds).'],
     ['request.queue_time', 's', 'latency', 'Time a request waited in the queue (sglang:queue_time_seconds).'],
   ]),
@@ -170,18 +178,18 @@ export const METRICS: readonly MetricDef[] = Object.freeze([
     ['queue.size', '{request}', 'gauge', 'Requests in the queue (tgi_queue_size).'],
     ['batch.size', '{request}', 'gauge', 'Requests in the current batch (tgi_batch_current_size).'],
     ['batch.max_tokens', '{token}', 'gauge', 'Token budget of the current batch (tgi_batch_current_max_tokens).'],
-    ['requests', '{request}', 'sum', 'Requests received (tgi_request_count).'],
+    ['requests', '{request}', 'sum', 'Requests received (tgi_request_count).', [], 'requests'],
     ['requests.succeeded', '{request}', 'sum', 'Requests that succeeded (tgi_request_success).'],
     ['requests.failed', '{request}', 'sum', 'Requests that failed, by error (tgi_request_failure, label err).', ['tgi.err']],
     ['request.duration', 's', 'latency', 'End-to-end request latency (tgi_request_duration).'],
     ['request.queue_duration', 's', 'latency', 'Time a request waited in the queue (tgi_request_queue_duration).'],
     ['request.inference_duration', 's', 'latency', 'Inference time of a request (tgi_request_inference_duration).'],
-    ['request.time_per_token', 's', 'latency', 'Mean time per generated token of a request (tgi_request_mean_time_per_token_duration).'],
+    ['request.time_per_token', 's', 'latency', 'Mean time per generated token of a request (tgi_request_mean_time_per_token_duration).', [], 'itl'],
     ['request.generated_tokens', '{token}', 'histogram', 'Generated tokens per request (tgi_request_generated_tokens).'],
     ['request.input_length', '{token}', 'histogram', 'Input tokens per request (tgi_request_input_length).'],
   ]),
   ...engine('triton', 'NVIDIA Triton', [
-    ['requests.succeeded', '{request}', 'sum', 'Inference requests that succeeded (nv_inference_request_success).'],
+    ['requests.succeeded', '{request}', 'sum', 'Inference requests that succeeded (nv_inference_request_success).', [], 'requests'],
     ['requests.failed', '{request}', 'sum', 'Inference requests that failed, by reason (nv_inference_request_failure).', ['triton.reason']],
     ['inferences', '{inference}', 'sum', 'Inferences performed; a batched request counts each item (nv_inference_count).'],
     ['executions', '{execution}', 'sum', 'Model executions (nv_inference_exec_count).'],
@@ -195,13 +203,13 @@ export const METRICS: readonly MetricDef[] = Object.freeze([
     ['requests.waiting', '{request}', 'gauge', 'Requests waiting (num_requests_waiting).'],
     ['requests.max', '{request}', 'gauge', 'Most requests the engine runs at once (num_request_max).'],
     ['kv_cache.usage', '1', 'gauge', 'Fraction of the KV cache in use, 0..1 (gpu_cache_usage_perc).'],
-    ['tokens.prompt', '{token}', 'sum', 'Prefill tokens processed (prompt_tokens_total).'],
-    ['tokens.generation', '{token}', 'sum', 'Tokens generated (generation_tokens_total).'],
-    ['requests.finished', '{request}', 'sum', 'Requests finished, by reason (request_finish_total).', ['nim.finished_reason']],
+    ['tokens.prompt', '{token}', 'sum', 'Prefill tokens processed (prompt_tokens_total).', [], 'prompt_tokens'],
+    ['tokens.generation', '{token}', 'sum', 'Tokens generated (generation_tokens_total).', [], 'generation_tokens'],
+    ['requests.finished', '{request}', 'sum', 'Requests finished, by reason (request_finish_total).', ['nim.finished_reason'], 'requests'],
     ['requests.succeeded', '{request}', 'sum', 'Requests that succeeded (request_success_total).'],
     ['requests.failed', '{request}', 'sum', 'Requests that failed (request_failure_total).'],
-    ['time_to_first_token', 's', 'latency', 'Time to the first token (time_to_first_token_seconds).'],
-    ['time_per_output_token', 's', 'latency', 'Time per output token (time_per_output_token_seconds).'],
+    ['time_to_first_token', 's', 'latency', 'Time to the first token (time_to_first_token_seconds).', [], 'ttft'],
+    ['time_per_output_token', 's', 'latency', 'Time per output token (time_per_output_token_seconds).', [], 'itl'],
     ['request.duration', 's', 'latency', 'End-to-end request latency (e2e_request_latency_seconds).'],
     ['request.prompt_tokens', '{token}', 'histogram', 'Prompt tokens per request (request_prompt_tokens).'],
     ['request.generation_tokens', '{token}', 'histogram', 'Generated tokens per request (request_generation_tokens).'],
