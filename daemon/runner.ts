@@ -99,6 +99,7 @@ export class PluginRunner {
           this.plugin = await this.create();
           time = Date.now(); // a cumulative series' start (set at creation) must not be after its first point
         }
+        buf.time = time;
         await this.plugin.collect(buf, ac.signal);
         if (timedOut) return; // late results are stale: dropped (the timeout was counted)
         this.stats.runs++;

@@ -134,13 +134,15 @@ test('an engine down, one that never answers, one serving garbage: one error lin
     for (const s of [good, garbage, hung]) s.server.closeAllConnections(), s.server.close();
   }
   const lines = d.stderr.trim().split('\n');
-  const about = (re: RegExp) => lines.filter((l) => re.test(l));
-  const g = about(new RegExp(`${garbage.url('/metrics').replace(/[./]/g, '\\$&')}: line 1: label model_name: unexpected`));
-  assert.equal(g.length, 1, `the garbage page, said once:\n${d.stderr}`);
-  const h = about(new RegExp(`${hung.url('/metrics').replace(/[./]/g, '\\$&')}.*no whole answer within 360 ms`));
-  assert.equal(h.length, 1, `the silent engine, said once:\n${d.stderr}`);
-  const s = about(/sglang.*ECONNREFUSED 127\.0\.0\.1/);
-  assert.equal(s.length, 1, `the engine down: its plugin's collection failed, said once:\n${d.stderr}`);
+  const about = (url: string, re: RegExp) => lines.filter((l) => l.includes('endpoint failed') && l.includes(`url=${url}`) && re.test(l));
+  assert.equal(about(garbage.url('/metrics'), /line 1: label model_name: unexpected/).length, 1, `the garbage page, said once:\n${d.stderr}`);
+  assert.equal(about(hung.url('/metrics'), /no whole answer within 360 ms/).length, 1, `the silent engine, said once:\n${d.stderr}`);
+  assert.equal(about(`http://127.0.0.1:${down}/metrics`, /ECONNREFUSED 127\.0\.0\.1/).length, 1, `the engine down, said once:\n${d.stderr}`);
+  assert.equal(lines.filter((l) => / (error|warn) /.test(l)).length, 3, `nothing else said:\n${d.stderr}`);
+  // and counted, per endpoint, every failed scrape
+  const errors = (port: number) => Math.max(...d.points().filter((p) => p.name === 'l9gpu.scrape.errors' && p.attributes['server.port'] === port).map((p) => p.value));
+  assert.ok(errors(Number(new URL(garbage.url('/')).port)) >= 5 && errors(down) >= 5, 'a failure counted at every scrape');
+  assert.equal(errors(Number(new URL(good.url('/')).port)), 0);
   // the healthy endpoint's points and the host plugin's went on every tick
   const points = d.points();
   assert.ok(points.filter((p) => p.name === 'system.cpu.logical.count').length >= 5);
@@ -149,7 +151,7 @@ test('an engine down, one that never answers, one serving garbage: one error lin
 });
 
 test('[daemon] engines = auto: an engine process found by its command line and listening port is scraped, with its pid; a server that names no engine is left alone', async () => {
-  const server = join(ROOT, 'dist', 'test', 'helpers', 'engine-server.js');
+  const server = join(ROOT, 'test', 'fixtures', 'engine-server.mjs');
   const page = join(ROOT, 'plugins', 'vllm', 'testdata', 'vllm-datadog-fixture-mixed-0.4-to-0.11', 'page.prom');
   const [enginePort, otherPort] = [await freePort(), await freePort()];
   // the words after the page are the stand-in's command line, as `vllm serve <model>` would show it

@@ -105,6 +105,14 @@ test('inference figures: counter and bucket increases between scrapes, a restart
     assert.equal(inf.serving_s, 2);
     assert.equal(inf.tokens_per_j, 1.17);
     assert.equal((db.prepare('SELECT COUNT(*) AS n FROM job_engine').get() as { n: number }).n, 2, 'no row for the point without a job');
+    // the daemon restarted (a new ledger on the same store), and attribution now adds more of the job: the same
+    // series, counted from where the store left it, not whole again
+    const again = new JobLedger(db, createLogger('error', () => {}), { seriesMs: 1e12, jobsMs: 1e12 });
+    again.observe({ source: 'vllm', time: 4000, intervalMs: 1000, points: [
+      { metric: metric('vllm.tokens.generation'), value: 25, attributes: { ...at(8000), 'slurm.user': 'alice', 'gpu.uuids': 'GPU-a' } },
+      { metric: metric('vllm.tokens.generation'), value: 1000, attributes: at(8001) },
+    ] } as Batch);
+    assert.equal(inferenceOf(db, '77', 'r0', 1000)!.generation_tokens, 100 + 60 + 10 + 1000 + 15);
   } finally {
     db.close();
   }

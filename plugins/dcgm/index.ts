@@ -97,5 +97,5 @@ const base = scrapedPlugin(DCGM_SPEC, DCGM_SECTION, dcgmTable(true), tableMetric
 export const dcgmPlugin: PluginManifest = {
   ...base,
   reportsGpus: false,
-  create: (ctx) => scrapedPlugin(DCGM_SPEC, DCGM_SECTION, dcgmTable(dcgmGpuFields(ctx)), base.metrics).create(ctx),
+  create: (ctx) => scrapedPlugin(DCGM_SPEC, DCGM_SECTION, dcgmTable(dcgmGpuFields(ctx)), []).create(ctx),
 };

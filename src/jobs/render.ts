@@ -117,7 +117,7 @@ export function renderReport(raw: JobReport, st: Style): string {
   const inf = r.inference;
   if (inf) {
     const s = (x: number | null) => (x === null ? '-' : x < 1 ? `${Math.round(x * 1000)} ms` : `${x.toFixed(2)} s`);
-    const n = (x: number) => Math.round(x).toLocaleString('en-US');
+    const n = (x: number | null) => (x === null ? '-' : Math.round(x).toLocaleString('en-US'));
     out.push('', st.bold('Inference') + st.dim(` (${inf.engines.map((e) => `${e.engine} ${e.endpoint}${e.model ? ` ${e.model}` : ''}`).join('; ')})`));
     out.push(`  requests ${n(inf.requests)}   tokens in ${n(inf.prompt_tokens)} / out ${n(inf.generation_tokens)}   over ${duration(Math.round(inf.serving_s))}`);
     out.push(`  time to first token  p50 ${s(inf.ttft_p50_s)}  p95 ${s(inf.ttft_p95_s)}   inter-token latency  p50 ${s(inf.itl_p50_s)}  p95 ${s(inf.itl_p95_s)}`);

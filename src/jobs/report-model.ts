@@ -51,8 +51,9 @@ export interface Totals {
 export interface InferenceFigures {
   engines: { engine: string; endpoint: string; model: string | null }[];
   requests: number;
-  prompt_tokens: number;
-  generation_tokens: number;
+  /** null: no engine of the job counts tokens (Triton). */
+  prompt_tokens: number | null;
+  generation_tokens: number | null;
   /** Time to first token and inter-token latency quantiles over every request of the job (s). */
   ttft_p50_s: number | null;
   ttft_p95_s: number | null;

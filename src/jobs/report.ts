@@ -137,18 +137,19 @@ export function reportFromStore(db: Db, row: JobRow, runs: number, node: string,
 /** The inference figures of a job run from its engines' rows (src/ledger/engine-rollup.ts), or null when it ran none. */
 export function inferenceOf(db: Db, jobId: string, runKey: string, energyJ: number): InferenceFigures | null {
   const rows = db.prepare('SELECT * FROM job_engine WHERE job_id = ? AND run_key = ? ORDER BY engine, endpoint, model').all(jobId, runKey) as {
-    engine: string; endpoint: string; model: string; first_time: number; last_time: number; requests: number; prompt_tokens: number; generation_tokens: number; ttft: string | null; itl: string | null;
+    engine: string; endpoint: string; model: string; first_time: number; last_time: number; requests: number; prompt_tokens: number | null; generation_tokens: number | null; ttft: string | null; itl: string | null;
   }[];
   if (rows.length === 0) return null;
   let ttft: Buckets | undefined;
   let itl: Buckets | undefined;
   let requests = 0;
-  let prompt = 0;
-  let generated = 0;
+  // null: no engine of the job counts tokens (Triton)
+  let prompt: number | null = null;
+  let generated: number | null = null;
   for (const r of rows) {
     requests += r.requests;
-    prompt += r.prompt_tokens;
-    generated += r.generation_tokens;
+    if (r.prompt_tokens !== null) prompt = (prompt ?? 0) + r.prompt_tokens;
+    if (r.generation_tokens !== null) generated = (generated ?? 0) + r.generation_tokens;
     if (r.ttft) ttft = addBuckets(ttft, JSON.parse(r.ttft) as Buckets);
     if (r.itl) itl = addBuckets(itl, JSON.parse(r.itl) as Buckets);
   }
@@ -168,8 +169,8 @@ export function inferenceOf(db: Db, jobId: string, runKey: string, energyJ: numb
     itl_p50_s: q(itl, 0.5),
     itl_p95_s: q(itl, 0.95),
     serving_s: r3(servingS),
-    tokens_per_s: servingS > 0 ? r3(generated / servingS) : null,
-    tokens_per_j: energyJ > 0 ? Math.round((generated / energyJ) * 1e6) / 1e6 : null,
+    tokens_per_s: servingS > 0 && generated !== null ? r3(generated / servingS) : null,
+    tokens_per_j: energyJ > 0 && generated !== null ? Math.round((generated / energyJ) * 1e6) / 1e6 : null,
   };
 }
 

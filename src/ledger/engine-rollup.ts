@@ -2,10 +2,15 @@
  * What each job's inference engines served, for `l9gpu jobs show`: from the
  * attributed engine points (an engine's process belongs to a job), the
  * requests, tokens in and out and the latency histograms' buckets added
- * while the job ran, per engine endpoint and model. Counter and bucket
- * deltas between two scrapes of a series (a restart: its new count); the
- * first scrape of a series counts whole, since the engine's process is the
- * job's and counted nothing before it.
+ * while the job ran, per engine endpoint and model.
+ *
+ * Increases between two scrapes of a series (after a restart of the engine:
+ * its new count). The last value of each series is kept in the store, so a
+ * restart of the daemon goes on from it; a series never seen for the job
+ * counts whole, since the engine's process is the job's and counted nothing
+ * before it. A series is its source's identity (metric, endpoint, the page's
+ * labels), not the attributes attribution adds, which change as the job's
+ * bindings load.
  */
 import type { Attributes, HistogramValue, Point } from '../core/metrics/model.js';
 import type { InferenceRole } from '../core/metrics/registry.js';
@@ -23,8 +28,8 @@ interface Acc {
   endpoint: string;
   model: string;
   requests: number;
-  prompt_tokens: number;
-  generation_tokens: number;
+  prompt_tokens: number | null;
+  generation_tokens: number | null;
   ttft?: Buckets;
   itl?: Buckets;
 }
@@ -37,19 +42,44 @@ function histDelta(a: HistogramValue, b: HistogramValue | undefined): Buckets {
   return { bounds: [...a.bounds], counts: [...a.counts] };
 }
 
-/** Buckets added to buckets; other bounds than before (an engine upgraded mid-job): the newer ones. */
+/**
+ * Buckets added to buckets. Other bounds (two engines, or one upgraded
+ * mid-job): the union of the bounds, each bucket's count under its own upper
+ * bound, so no observation is lost (the interpolation inside a merged bucket
+ * is coarser).
+ */
 export function addBuckets(into: Buckets | undefined, d: Buckets): Buckets {
-  if (!into || into.bounds.length !== d.bounds.length || !into.bounds.every((x, i) => x === d.bounds[i])) return d;
-  return { bounds: into.bounds, counts: into.counts.map((c, i) => c + d.counts[i]!) };
+  if (!into) return { bounds: [...d.bounds], counts: [...d.counts] };
+  if (into.bounds.length === d.bounds.length && into.bounds.every((x, i) => x === d.bounds[i])) return { bounds: into.bounds, counts: into.counts.map((c, i) => c + d.counts[i]!) };
+  const bounds = [...new Set([...into.bounds, ...d.bounds])].sort((a, b) => a - b);
+  const counts = new Array<number>(bounds.length + 1).fill(0);
+  for (const b of [into, d]) {
+    b.counts.forEach((c, i) => {
+      const at = i < b.bounds.length ? bounds.indexOf(b.bounds[i]!) : bounds.length;
+      counts[at] = counts[at]! + c;
+    });
+  }
+  return { bounds, counts };
 }
 
-const seriesKey = (p: Point) => `${p.metric.name}\u0001${JSON.stringify(p.attributes)}`;
+/** Attributes attribution adds: not part of a series' identity. */
+const ADDED = /^(?:slurm\.|k8s\.)|^(?:gpu\.uuids|process\.pid)$/;
+
+function seriesKey(p: Point): string {
+  const a = p.attributes;
+  const keys = Object.keys(a).filter((k) => !ADDED.test(k)).sort();
+  let k = p.metric.name;
+  for (const key of keys) k += `\u0001${key}\u0002${String(a[key])}`;
+  return k;
+}
+
+/** How long a series' last value is kept after its last scrape. */
+const KEEP_MS = 86_400_000;
 
 export class EngineRollups {
-  /** Last value of each series (a counter's number, a histogram's buckets). */
-  private readonly last = new Map<string, { v: number; h?: HistogramValue; seen: number }>();
+  /** Last value of each series (a counter's number, a histogram's buckets), by job. */
+  private readonly last = new Map<string, { jobId: string; v: number; h?: HistogramValue; seen: number }>();
   private readonly runs = new Map<string, { runKey: string | undefined; at: number }>();
-  private tick = 0;
 
   constructor(private readonly db: Db) {}
 
@@ -62,51 +92,73 @@ export class EngineRollups {
     return r?.run_key;
   }
 
+  /** The last value of a series for this job: this process's, else the store's (a daemon restart). */
+  private lastOf(key: string, jobId: string): { v: number; h?: HistogramValue } | undefined {
+    const m = this.last.get(key);
+    if (m) return m.jobId === jobId ? m : undefined;
+    const r = this.db.prepare('SELECT value, hist FROM engine_series WHERE key = ? AND job_id = ?').get(key, jobId) as { value: number; hist: string | null } | undefined;
+    return r ? { v: r.value, ...(r.hist ? { h: JSON.parse(r.hist) as HistogramValue } : {}) } : undefined;
+  }
+
   /** Takes a batch's points; the engine points with a job add to that job's figures in the store. */
   observe(points: readonly Point[], time: number): void {
-    this.tick++;
     const accs = new Map<string, Acc>();
+    const seen: [string, string, number, HistogramValue | undefined][] = [];
     for (const p of points) {
       const role: InferenceRole | undefined = p.metric.inference;
       if (!role) continue;
       const a: Attributes = p.attributes;
       const jobId = a['slurm.job.id'] ?? a['k8s.pod.name'];
       if (typeof jobId !== 'string') continue;
-      const k = seriesKey(p);
-      const prev = this.last.get(k);
-      this.last.set(k, { v: p.value, h: p.hist, seen: this.tick });
       const runKey = this.runOf(jobId, time);
       if (runKey === undefined) continue;
+      const k = seriesKey(p);
+      const prev = this.lastOf(k, jobId);
+      this.last.set(k, { jobId, v: p.value, h: p.hist, seen: time });
+      seen.push([k, jobId, p.value, p.hist]);
       const engine = p.metric.name.slice(0, p.metric.name.indexOf('.'));
       const endpoint = `${String(a['server.address'])}:${String(a['server.port'])}`;
       const model = typeof a['gen_ai.request.model'] === 'string' ? a['gen_ai.request.model'] : '';
       const ak = `${jobId}\u0001${runKey}\u0001${engine}\u0001${endpoint}\u0001${model}`;
       let acc = accs.get(ak);
-      if (!acc) accs.set(ak, (acc = { jobId, runKey, engine, endpoint, model, requests: 0, prompt_tokens: 0, generation_tokens: 0 }));
+      if (!acc) accs.set(ak, (acc = { jobId, runKey, engine, endpoint, model, requests: 0, prompt_tokens: null, generation_tokens: null }));
       if (role === 'ttft' || role === 'itl') {
         if (p.hist) acc[role] = addBuckets(acc[role], histDelta(p.hist, prev?.h));
-      } else {
-        acc[role] += prev && p.value >= prev.v ? p.value - prev.v : p.value;
+        continue;
       }
+      // a token histogram (TGI's input and generated lengths) counts its sum: the tokens of its requests
+      const v = p.hist ? p.hist.sum : p.value;
+      const before = p.hist ? prev?.h?.sum : prev?.v;
+      const d = before !== undefined && v >= before ? v - before : v;
+      acc[role] = (acc[role] ?? 0) + d;
     }
-    for (const [k, v] of this.last) if (this.tick - v.seen > 10) this.last.delete(k);
-    if (accs.size) this.write([...accs.values()], time);
+    for (const [k, v] of this.last) if (time - v.seen > KEEP_MS) this.last.delete(k);
+    if (seen.length) this.write([...accs.values()], seen, time);
   }
 
-  private write(accs: Acc[], time: number): void {
+  private write(accs: Acc[], seen: [string, string, number, HistogramValue | undefined][], time: number): void {
     const get = this.db.prepare('SELECT requests, prompt_tokens, generation_tokens, ttft, itl, first_time FROM job_engine WHERE job_id = ? AND run_key = ? AND engine = ? AND endpoint = ? AND model = ?');
     const put = this.db.prepare(`INSERT OR REPLACE INTO job_engine (job_id, run_key, engine, endpoint, model, first_time, last_time, requests, prompt_tokens, generation_tokens, ttft, itl)
                                  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+    const last = this.db.prepare('INSERT OR REPLACE INTO engine_series (key, job_id, value, hist, seen) VALUES (?, ?, ?, ?, ?)');
+    const add = (a: number | null, b: number | null | undefined): number | null => (a === null && (b === null || b === undefined) ? null : (a ?? 0) + (b ?? 0));
     this.db.transaction(() => {
       for (const a of accs) {
-        const had = get.get(a.jobId, a.runKey, a.engine, a.endpoint, a.model) as { requests: number; prompt_tokens: number; generation_tokens: number; ttft: string | null; itl: string | null; first_time: number } | undefined;
+        const had = get.get(a.jobId, a.runKey, a.engine, a.endpoint, a.model) as { requests: number; prompt_tokens: number | null; generation_tokens: number | null; ttft: string | null; itl: string | null; first_time: number } | undefined;
         const merge = (old: string | null | undefined, d: Buckets | undefined) => {
           const o = old ? (JSON.parse(old) as Buckets) : undefined;
           const m = d ? addBuckets(o, d) : o;
           return m ? JSON.stringify(m) : null;
         };
-        put.run(a.jobId, a.runKey, a.engine, a.endpoint, a.model, had?.first_time ?? time, time, (had?.requests ?? 0) + a.requests, (had?.prompt_tokens ?? 0) + a.prompt_tokens, (had?.generation_tokens ?? 0) + a.generation_tokens, merge(had?.ttft, a.ttft), merge(had?.itl, a.itl));
+        put.run(a.jobId, a.runKey, a.engine, a.endpoint, a.model, had?.first_time ?? time, time, (had?.requests ?? 0) + a.requests, add(a.prompt_tokens, had?.prompt_tokens), add(a.generation_tokens, had?.generation_tokens), merge(had?.ttft, a.ttft), merge(had?.itl, a.itl));
       }
+      for (const [k, jobId, v, h] of seen) last.run(k, jobId, v, h ? JSON.stringify(h) : null, time);
     }).immediate();
+  }
+
+  /** Forgets the series not scraped for a day, and the runs asked about. */
+  prune(now: number): void {
+    this.db.prepare('DELETE FROM engine_series WHERE seen < ?').run(now - KEEP_MS);
+    this.runs.clear();
   }
 }

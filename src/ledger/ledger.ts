@@ -127,6 +127,7 @@ export class JobLedger {
     this.lastPrune = now;
     try {
       this.rollups.prune(this.retention.seriesMs, this.retention.jobsMs, now);
+      this.engines.prune(now);
     } catch (e) {
       this.log.once(`prune-${(e as Error).message}`, 'warn', 'cannot prune old jobs', { error: (e as Error).message });
     }

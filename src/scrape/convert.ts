@@ -16,7 +16,8 @@
  */
 import type { Attributes, Emitter, HistogramValue } from '../core/metrics/model.js';
 import type { MetricDef } from '../core/metrics/registry.js';
-import type { Family, Labels, Sample } from './exposition.js';
+import { parseNumber, type Family, type Labels, type Sample } from './exposition.js';
+import { clip } from '../core/printable.js';
 import { HistogramWindows, quantileOf } from './histogram-window.js';
 
 export const QUANTILES = [0.5, 0.95, 0.99] as const;
@@ -108,7 +109,8 @@ export function convertPage(table: EngineTable, families: readonly Family[], ctx
   const attrCache = new Map<string, string>();
   const attrKey = (label: string): string => {
     let k = attrCache.get(label);
-    if (k === undefined) attrCache.set(label, (k = table.labels[label] ?? `${table.engine}.${label}`));
+    // own keys only: a label named constructor or __proto__ is no entry of the table
+    if (k === undefined) attrCache.set(label, (k = Object.hasOwn(table.labels, label) ? table.labels[label]! : `${table.engine}.${label}`));
     return k;
   };
   const attributes = (rule: SeriesRule, labels: Labels, without?: string): Attributes | undefined => {
@@ -120,7 +122,7 @@ export function convertPage(table: EngineTable, families: readonly Family[], ctx
         return undefined;
       }
       a = { ...id };
-      for (const l in labels) if (l !== without && table.labels[l]) a[table.labels[l]!] = labels[l]!;
+      for (const l in labels) if (l !== without && Object.hasOwn(table.labels, l) && table.labels[l]) a[table.labels[l]!] = labels[l]!;
     } else {
       a = { ...ctx.base };
       for (const l in labels) {
@@ -140,7 +142,7 @@ export function convertPage(table: EngineTable, families: readonly Family[], ctx
     const scale = rule.scale ?? 1;
     const kind = rule.metric.kind;
     if (kind === 'histogram') {
-      n += histograms(rule, fam, ctx, scale, (labels) => attributes(rule, labels, 'le'));
+      n += histograms(rule, fam, byName, ctx, scale, (labels) => attributes(rule, labels, 'le'));
       continue;
     }
     const created = kind === 'sum' ? createdTimes(fam, byName) : undefined;
@@ -191,7 +193,7 @@ function createdTimes(fam: Family, byName: Map<string, Family>): Map<string, num
 }
 
 /** A histogram family's series: buckets by label set, each checked, sent, and its window's quantiles. */
-function histograms(rule: SeriesRule, fam: Family, ctx: ConvertContext, scale: number, attrs: (l: Labels) => Attributes | undefined): number {
+function histograms(rule: SeriesRule, fam: Family, byName: Map<string, Family>, ctx: ConvertContext, scale: number, attrs: (l: Labels) => Attributes | undefined): number {
   const series = new Map<string, { labels: Labels; le: [number, number][]; sum?: number; count?: number; created?: number }>();
   const get = (labels: Labels) => {
     const k = labelKey(labels, 'le');
@@ -202,9 +204,10 @@ function histograms(rule: SeriesRule, fam: Family, ctx: ConvertContext, scale: n
   const base = fam.name;
   for (const s of fam.samples) {
     if (s.name === `${base}_bucket`) {
-      const le = s.labels.le === '+Inf' ? Infinity : Number(s.labels.le);
-      if (Number.isNaN(le)) {
-        ctx.out.unreadable(`${base}_bucket{le="${s.labels.le}"}`, 'le is not a number');
+      // le read as Prometheus reads it (Go's ParseFloat): "", "0x10" or " 1 " are no bound
+      const le = parseNumber(s.labels.le ?? '');
+      if (le === undefined || Number.isNaN(le)) {
+        ctx.out.unreadable(`${base}_bucket`, `le="${clip(s.labels.le ?? '', 40)}" is not a number`);
         continue;
       }
       get(s.labels).le.push([le, s.value]);
@@ -212,11 +215,17 @@ function histograms(rule: SeriesRule, fam: Family, ctx: ConvertContext, scale: n
     else if (s.name === `${base}_count`) get(s.labels).count = s.value;
     else if (s.name === `${base}_created`) get(s.labels).created = s.value * 1000;
   }
+  // prometheus_client's text format writes a histogram's _created as a gauge family of its own
+  for (const c of byName.get(`${base}_created`)?.samples ?? []) {
+    const s = series.get(labelKey(c.labels, 'le'));
+    if (s && Number.isFinite(c.value) && c.value > 0) s.created = c.value * 1000;
+  }
   let n = 0;
   for (const [key, s] of series) {
     const h = toHistogram(s.le, s.sum, s.count, scale);
     if (typeof h === 'string') {
-      ctx.out.unreadable(`${base}{${key.replace(/\u0000/g, '=').replace(/\u0001/g, ',').replace(/,$/, '')}}`, h);
+      // said once per family (a key per label set would grow with whatever the page varies)
+      ctx.out.unreadable(base, `${h} (series {${clip(key.replace(/\u0000/g, '=').replace(/\u0001/g, ',').replace(/,$/, ''), 120)}})`);
       continue;
     }
     const a = attrs(s.labels);
@@ -226,7 +235,7 @@ function histograms(rule: SeriesRule, fam: Family, ctx: ConvertContext, scale: n
     ctx.out.histogram(rule.metric, h, a, start);
     if (ctx.also && rule.also) ctx.out.histogram(rule.also, h, { ...a, ...ctx.alsoAttributes }, start);
     n++;
-    const w = ctx.state.windows.observe(skey, h);
+    const w = ctx.state.windows.observe(skey, h, s.created);
     if (rule.quantiles && w.delta && w.delta.count > 0) {
       for (const q of QUANTILES) {
         const v = quantileOf(q, w.delta.bounds, w.delta.counts);

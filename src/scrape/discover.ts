@@ -81,6 +81,10 @@ export function discoverListeners(match: RegExp, proc = '/proc'): Listener[] {
   if (candidates.length === 0) return [];
   const sockets = listeningSockets(proc);
   const out: Listener[] = [];
+  // one listener per address: a forked child holds its parent's socket too (vLLM's engine core), and the lowest
+  // pid, the parent, is the server
+  const taken = new Set<string>();
+  candidates.sort((a, b) => Number(a) - Number(b));
   for (const pid of candidates) {
     let fds: string[];
     try {
@@ -99,8 +103,9 @@ export function discoverListeners(match: RegExp, proc = '/proc'): Listener[] {
       }
       const m = /^socket:\[(\d+)\]$/.exec(link);
       const s = m ? sockets.get(m[1]!) : undefined;
-      if (s && !seen.has(s.port)) {
+      if (s && !seen.has(s.port) && !taken.has(`${s.host}:${s.port}`)) {
         seen.add(s.port);
+        taken.add(`${s.host}:${s.port}`);
         out.push({ pid: Number(pid), start, host: s.host, port: s.port });
       }
     }

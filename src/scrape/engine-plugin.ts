@@ -16,6 +16,9 @@ import type { Discovery, ScrapedSpec } from './section.js';
 import { discoverListeners, type Listener } from './discover.js';
 import type { Logger } from '../core/log.js';
 import { isLocalHost, PortOwner } from './socket-owner.js';
+import { metric } from '../core/metrics/registry.js';
+
+const SCRAPE_ERRORS = metric('l9gpu.scrape.errors');
 
 /** Identity of the points of one endpoint: OpenTelemetry's server.address and server.port. */
 export function endpointAttributes(url: string): Attributes {
@@ -49,6 +52,10 @@ interface Target {
   readonly base: Attributes;
   /** The process listening on a local endpoint's port: its pid goes on the points, for attribution to find its job. */
   readonly owner: PortOwner | undefined;
+  /** The last failure while it lasts (undefined: answering), and every failure so far. */
+  failing?: string;
+  errors: number;
+  readonly since: number;
 }
 
 export interface ScrapedOptions {
@@ -79,12 +86,14 @@ export class ScrapedPlugin implements Plugin {
   private nextDiscovery = 0;
   /** Discovered ports that answered with a page that is not this engine's: not asked again while the process lives. */
   private readonly notOurs = new Set<string>();
+  /** Discovered ports that took a request and never answered, and until when they are left alone. */
+  private readonly silent = new Map<string, { until: number; wait: number }>();
   constructor(private readonly o: ScrapedOptions) {
     this.auto = o.endpoints.includes('auto') && !!o.discover;
     this.targets = o.endpoints.filter((u) => u !== 'auto').map((url) => {
       const base = endpointAttributes(url);
       const local = isLocalHost(String(base['server.address']), o.hostNames ?? []);
-      return { url, fetcher: createPageFetcher(url, o.timeoutMs, o.maxBytes), state: new ConvertState(), base, owner: local ? new PortOwner(Number(base['server.port']), o.proc) : undefined };
+      return { url, fetcher: createPageFetcher(url, o.timeoutMs, o.maxBytes), state: new ConvertState(), base, owner: local ? new PortOwner(Number(base['server.port']), o.proc) : undefined, errors: 0, since: Date.now() };
     });
   }
 
@@ -101,32 +110,50 @@ export class ScrapedPlugin implements Plugin {
     }
     this.targets = this.targets.filter((t) => !t.found || alive.has(t.found));
     for (const k of this.notOurs) if (!alive.has(k)) this.notOurs.delete(k);
-    for (const l of found) {
-      const key = foundKey(l);
-      if (this.notOurs.has(key) || this.targets.some((t) => t.found === key)) continue;
-      let answered = 0;
-      for (const path of d.paths) {
-        const url = `http://${l.host}:${l.port}${path}`;
-        const fetcher = createPageFetcher(url, Math.min(this.o.timeoutMs, 2000), this.o.maxBytes);
-        let ours = false;
-        try {
-          const page = await fetcher.get(signal);
-          answered++;
-          ours = parseExposition(page.text, { format: formatOf(page.contentType), maxBytes: this.o.maxBytes }).some((f) => d.recognize.test(f.name));
-        } catch {
-          // not a metrics page, or not yet (an engine loading its model): asked again at the next look
-        }
-        if (ours) {
-          const base = { ...endpointAttributes(url), 'process.pid': l.pid };
-          this.targets.push({ url, found: key, fetcher, state: new ConvertState(), base, owner: undefined });
-          this.o.log?.info('engine found', { url, pid: l.pid });
-          break;
-        }
-        fetcher.close();
+    for (const k of this.silent.keys()) if (!alive.has(k)) this.silent.delete(k);
+    // every candidate port at once: a port that takes the request and never answers costs its timeout once, not once per port
+    await Promise.all(found.map((l) => this.probe(l, signal)));
+  }
+
+  /** Asks one discovered port for the engine's page; a page with the engine's families makes it an endpoint. */
+  private async probe(l: Listener, signal?: AbortSignal): Promise<void> {
+    const d = this.o.discover!;
+    const key = foundKey(l);
+    // a configured endpoint already scrapes it: once is enough
+    const here = (t: Target) => t.found === key || (t.base['server.port'] === l.port && (t.base['server.address'] === l.host.replace(/^\[|\]$/g, '') || (isLocalHost(String(t.base['server.address']), []) && isLocalHost(l.host, []))));
+    if (this.notOurs.has(key) || this.targets.some(here)) return;
+    const quiet = this.silent.get(key);
+    if (quiet && Date.now() < quiet.until) return;
+    let answered = 0;
+    let silent = 0;
+    for (const path of d.paths) {
+      const url = `http://${l.host}:${l.port}${path}`;
+      const fetcher = createPageFetcher(url, Math.min(this.o.timeoutMs, 2000), this.o.maxBytes);
+      let ours = false;
+      try {
+        const page = await fetcher.get(signal);
+        answered++;
+        ours = parseExposition(page.text, { format: formatOf(page.contentType), maxBytes: this.o.maxBytes }).some((f) => d.recognize.test(f.name));
+      } catch (e) {
+        // not a metrics page, or not yet (an engine loading its model): asked again at a later look
+        if (/no whole answer/.test((e as Error).message)) silent++;
       }
-      // every path answered with a page that is not this engine's: another server of the process (Triton's HTTP
-      // port beside its metrics port)
-      if (answered === d.paths.length && !this.targets.some((t) => t.found === key)) this.notOurs.add(key);
+      if (ours) {
+        const base = { ...endpointAttributes(url), 'process.pid': l.pid };
+        this.targets.push({ url, found: key, fetcher, state: new ConvertState(), base, owner: undefined, errors: 0, since: Date.now() });
+        this.o.log?.info('engine found', { url, pid: l.pid });
+        return;
+      }
+      fetcher.close();
+    }
+    // every path answered with a page that is not this engine's: another server of the process (Triton's HTTP
+    // port beside its metrics port)
+    if (answered === d.paths.length) this.notOurs.add(key);
+    // a port that takes the request and never answers (not HTTP: a collective's or a debugger's), or an engine
+    // still loading: asked again after a wait that doubles, up to 10 minutes
+    else if (silent) {
+      const wait = Math.min(600_000, (quiet?.wait ?? DISCOVERY_MS / 2) * 2);
+      this.silent.set(key, { until: Date.now() + wait, wait });
     }
   }
 
@@ -135,7 +162,6 @@ export class ScrapedPlugin implements Plugin {
       this.nextDiscovery = Date.now() + DISCOVERY_MS;
       await this.rediscover(signal);
     }
-    const failed: string[] = [];
     await Promise.all(
       this.targets.map(async (t) => {
         try {
@@ -143,15 +169,20 @@ export class ScrapedPlugin implements Plugin {
           const families = parseExposition(page.text, { format: formatOf(page.contentType), maxBytes: this.o.maxBytes, source: redactUrl(t.url) });
           const pid = t.owner?.pid();
           t.state.begin();
-          convertPage(this.o.table, families, { out, state: t.state, base: pid === undefined ? t.base : { ...t.base, 'process.pid': pid }, now: Date.now(), also: this.o.genai, alsoAttributes: this.o.genaiAttributes });
+          convertPage(this.o.table, families, { out, state: t.state, base: pid === undefined ? t.base : { ...t.base, 'process.pid': pid }, now: out.time ?? Date.now(), also: this.o.genai, alsoAttributes: this.o.genaiAttributes });
           t.state.end();
+          if (t.failing !== undefined) this.o.log?.info('endpoint answering again', { url: redactUrl(t.url) });
+          t.failing = undefined;
         } catch (e) {
-          failed.push((e as Error).message);
-          out.unreadable(redactUrl(t.url), (e as Error).message);
+          const msg = (e as Error).message;
+          t.errors++;
+          // one line when it starts failing or fails otherwise, one when it answers again: not one per tick
+          if (msg !== t.failing) this.o.log?.error('endpoint failed', { url: redactUrl(t.url), error: msg });
+          t.failing = msg;
         }
+        out.add(SCRAPE_ERRORS, t.errors, { 'l9gpu.plugin': this.o.table.engine, 'server.address': t.base['server.address']!, 'server.port': t.base['server.port']! }, t.since);
       }),
     );
-    if (failed.length === this.targets.length && failed.length && !this.auto) throw new Error(failed.length === 1 ? failed[0]! : `every endpoint failed: ${failed.join('; ')}`);
   }
 
   close(): void {
@@ -189,7 +220,7 @@ export function scrapedPlugin(spec: ScrapedSpec, section: SectionSpec, table: En
     name: spec.name,
     description: spec.description,
     section,
-    metrics,
+    metrics: [...metrics, SCRAPE_ERRORS.name],
     reportsGpus: false,
     ...(spec.discover ? { engine: true } : {}),
     create: (ctx) => new ScrapedPlugin(options(ctx)),
@@ -200,12 +231,15 @@ export function scrapedPlugin(spec: ScrapedSpec, section: SectionSpec, table: En
       } catch (e) {
         return { ok: false, detail: (e as Error).message };
       }
-      const p = new ScrapedPlugin({ ...o, timeoutMs: Math.min(o.timeoutMs, 2000) });
+      // quiet: doctor's line says it, not the log
+      const p = new ScrapedPlugin({ ...o, timeoutMs: Math.min(o.timeoutMs, 2000), log: undefined });
       const out = new PointBuffer();
       try {
         await p.collect(out);
-        const seen = [...out.unread.values()];
-        return seen.length ? { ok: true, detail: `${o.endpoints.length - seen.length} of ${o.endpoints.length} endpoints answer; ${seen[0]}` } : { ok: true, detail: `${o.endpoints.length} endpoint(s) answer: ${o.endpoints.map(redactUrl).join(', ')}` };
+        const failed = out.points.filter((x) => x.metric === SCRAPE_ERRORS && x.value > 0).length;
+        const n = p.endpoints.length;
+        if (n === 0) return { ok: false, detail: o.endpoints.includes('auto') ? 'no engine found on this node' : 'no endpoints configured' };
+        return failed === n ? { ok: false, detail: `${n === 1 ? 'the endpoint does' : `none of ${n} endpoints do`} not answer: ${p.endpoints.map(redactUrl).join(', ')}` } : { ok: true, detail: `${n - failed} of ${n} endpoint(s) answer: ${p.endpoints.map(redactUrl).join(', ')}` };
       } catch (e) {
         return { ok: false, detail: (e as Error).message };
       } finally {

@@ -119,7 +119,7 @@ const SPECIAL: Record<string, number> = { nan: NaN, inf: Infinity, '+inf': Infin
  */
 const POW10 = Array.from({ length: 23 }, (_, i) => 10 ** i);
 
-function parseNumber(s: string): number | undefined {
+export function parseNumber(s: string): number | undefined {
   const c = s.charCodeAt(0);
   if ((c >= 48 && c <= 57) || c === 46 || c === 45 || c === 43) {
     let plain = true;
@@ -177,6 +177,8 @@ class Parser {
   private next = 0;
   /** The page's next backslash at or after the last quoted string (-1: none left). */
   private nextBs = -2;
+  private nextBrace = -2;
+  private nextSpace = -2;
   /** The label names of the last label set, in order: the next one likely has them again. */
   private lastKeys: string[] = [];
   /** The label names of the set being read (its duplicates are an error). */
@@ -372,10 +374,12 @@ class Parser {
       // pages repeat a name over many lines: the last one's string (hashed once) serves when it is this one
       // pages repeat a name over many lines: where the name ends is found by native searches, and a name equal to
       // the last one (checked then) is known good and keeps its string, hashed once for the family lookup
-      let end = t.indexOf('{', s);
-      if (end < 0 || end > e) end = e;
-      const sp = t.indexOf(' ', s);
-      if (sp >= 0 && sp < end) end = sp;
+      // the page's next "{" and next space, each searched once and kept until passed: a search per line that ran
+      // to the end of the page (a page with no label set) would read the page once per line
+      if (this.nextBrace !== -1 && this.nextBrace < s) this.nextBrace = t.indexOf('{', s);
+      if (this.nextSpace !== -1 && this.nextSpace < s) this.nextSpace = t.indexOf(' ', s);
+      let end = this.nextBrace < 0 || this.nextBrace > e ? e : this.nextBrace;
+      if (this.nextSpace >= 0 && this.nextSpace < end) end = this.nextSpace;
       const last = this.lastName;
       if (end - s === last.length && last && t.slice(s, end) === last) {
         name = last;

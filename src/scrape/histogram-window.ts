@@ -38,7 +38,7 @@ export interface WindowResult {
 
 /** The previous scrape of every histogram series, by series key. */
 export class HistogramWindows {
-  private readonly last = new Map<string, { h: HistogramValue; seen: number }>();
+  private readonly last = new Map<string, { h: HistogramValue; seen: number; created?: number }>();
   private round = 0;
 
   /** Call once per scrape, before the series of that scrape. */
@@ -51,13 +51,14 @@ export class HistogramWindows {
     for (const [k, v] of this.last) if (v.seen !== this.round) this.last.delete(k);
   }
 
-  observe(key: string, h: HistogramValue): WindowResult {
+  /** created: the series' creation time where the engine says it (_created): another one is a restart, even one that counted past the old counts already. */
+  observe(key: string, h: HistogramValue, created?: number): WindowResult {
     const prev = this.last.get(key);
-    this.last.set(key, { h, seen: this.round });
+    this.last.set(key, created === undefined ? { h, seen: this.round } : { h, seen: this.round, created });
     if (!prev) return { reset: false };
     const p = prev.h;
     const sameBounds = p.bounds.length === h.bounds.length && p.bounds.every((b, i) => b === h.bounds[i]);
-    let reset = !sameBounds || h.count < p.count;
+    let reset = !sameBounds || h.count < p.count || (created !== undefined && prev.created !== undefined && created !== prev.created);
     const counts = new Array<number>(h.counts.length);
     if (!reset) {
       for (let i = 0; i < h.counts.length; i++) {

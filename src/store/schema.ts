@@ -108,11 +108,20 @@ export const MIGRATIONS: readonly string[] = [
     first_time INTEGER NOT NULL,
     last_time INTEGER NOT NULL,
     requests REAL NOT NULL,
-    prompt_tokens REAL NOT NULL,
-    generation_tokens REAL NOT NULL,
+    prompt_tokens REAL,
+    generation_tokens REAL,
     ttft TEXT,
     itl TEXT,
     PRIMARY KEY (job_id, run_key, engine, endpoint, model)
+  ) WITHOUT ROWID;
+  -- the last cumulative value of each engine series a job's figures were taken from: a daemon restart goes on
+  -- from it instead of counting the engine's whole count again
+  CREATE TABLE engine_series (
+    key TEXT PRIMARY KEY,
+    job_id TEXT NOT NULL,
+    value REAL NOT NULL,
+    hist TEXT,
+    seen INTEGER NOT NULL
   ) WITHOUT ROWID;
   `,
 ];

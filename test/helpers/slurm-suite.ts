@@ -615,7 +615,7 @@ export_interval = 300ms
     await idle();
     const port = await freePort();
     const page = join(ROOT, 'plugins', 'vllm', 'testdata', 'vllm-datadog-fixture-mixed-0.4-to-0.11', 'page.prom');
-    const id = await cluster.sbatch(['--gres=gpu:1', '-J', 'serve-llm', '--wrap', `exec ${process.execPath} ${join(ROOT, 'dist', 'test', 'helpers', 'engine-server.js')} ${port} ${page}`]);
+    const id = await cluster.sbatch(['--gres=gpu:1', '-J', 'serve-llm', '--wrap', `exec ${process.execPath} ${join(ROOT, 'test', 'fixtures', 'engine-server.mjs')} ${port} ${page}`]);
     await cluster.waitState(id, ['RUNNING']);
     const gpus = await waitFor('bound', () => (bindings(id).length === 1 ? bindings(id).map((b) => b.gpu_uuid) : undefined));
     // a second daemon on the same store, scraping the engine: the ledger takes no engine point, so the job's figures are the first one's

@@ -55,6 +55,8 @@ export interface JobShare {
 
 /** What a plugin's collect() writes into. */
 export interface Emitter {
+  /** The collection's time (the batch's), where the caller set it: a cumulative series that starts now starts then, not after its first point. */
+  readonly time?: number;
   add(metric: MetricDef, value: number, attributes: Attributes, start?: number): void;
   /** A histogram metric's point (kind 'histogram'). */
   histogram(metric: MetricDef, h: HistogramValue, attributes: Attributes, start?: number): void;
@@ -69,6 +71,7 @@ export interface Emitter {
 /** Collects points into an array; the one Emitter implementation. */
 export class PointBuffer implements Emitter {
   readonly points: Point[] = [];
+  time?: number;
   /** Values outside their metric's range (validRange), by metric: skipped, for the runner to say. */
   readonly rejected = new Map<string, { value: number; attributes: Attributes }>();
   /** Fields that could not be read, by field: left out, for the runner to say. */

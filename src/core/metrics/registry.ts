@@ -185,8 +185,8 @@ export const METRICS: readonly MetricDef[] = Object.freeze([
     ['request.queue_duration', 's', 'latency', 'Time a request waited in the queue (tgi_request_queue_duration).'],
     ['request.inference_duration', 's', 'latency', 'Inference time of a request (tgi_request_inference_duration).'],
     ['request.time_per_token', 's', 'latency', 'Mean time per generated token of a request (tgi_request_mean_time_per_token_duration).', [], 'itl'],
-    ['request.generated_tokens', '{token}', 'histogram', 'Generated tokens per request (tgi_request_generated_tokens).'],
-    ['request.input_length', '{token}', 'histogram', 'Input tokens per request (tgi_request_input_length).'],
+    ['request.generated_tokens', '{token}', 'histogram', 'Generated tokens per request (tgi_request_generated_tokens); its sum is the tokens generated.', [], 'generation_tokens'],
+    ['request.input_length', '{token}', 'histogram', 'Input tokens per request (tgi_request_input_length); its sum is the prompt tokens.', [], 'prompt_tokens'],
   ]),
   ...engine('triton', 'NVIDIA Triton', [
     ['requests.succeeded', '{request}', 'sum', 'Inference requests that succeeded (nv_inference_request_success).', [], 'requests'],
@@ -234,6 +234,7 @@ export const METRICS: readonly MetricDef[] = Object.freeze([
   m('l9gpu.collector.points', '{point}', 'sum', 'agent', 'Data points produced by a plugin.', ['l9gpu.plugin']),
   m('l9gpu.collector.errors', '{error}', 'sum', 'agent', 'Collections of a plugin that threw or timed out.', ['l9gpu.plugin']),
   m('l9gpu.collector.skipped', '{tick}', 'sum', 'agent', 'Ticks of a plugin skipped because its previous collection was still running.', ['l9gpu.plugin']),
+  m('l9gpu.scrape.errors', '{error}', 'sum', 'agent', 'Failed scrapes of an engine or dcgm-exporter endpoint (down, too slow, too large, not the exposition grammar); the log says each failure once, and again when the endpoint answers.', ['l9gpu.plugin', 'server.address', 'server.port']),
   m('l9gpu.sink.exported', '{point}', 'sum', 'agent', 'Data points a sink delivered.', ['l9gpu.sink']),
   m('l9gpu.sink.dropped', '{point}', 'sum', 'agent', 'Data points a sink gave up on (queue full, rejected by the backend, output blocked).', ['l9gpu.sink']),
   m('l9gpu.sink.errors', '{error}', 'sum', 'agent', 'Failed delivery attempts of a sink (each retry counts).', ['l9gpu.sink']),
