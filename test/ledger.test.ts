@@ -15,6 +15,7 @@ import { openStore } from '../src/store/open.js';
 import { recordStart } from '../src/store/jobs.js';
 import { metric } from '../src/core/metrics/registry.js';
 import { inferenceOf } from '../src/jobs/report.js';
+import { addBuckets } from '../src/ledger/engine-rollup.js';
 import { tempDir } from './helpers/paths.js';
 
 const id = gpuAttributes({ index: 0, uuid: 'GPU-aaaa', model: 'NVIDIA H100 80GB HBM3', vendor: 'nvidia', pciBusId: '0000:18:00.0' });
@@ -116,4 +117,9 @@ test('inference figures: counter and bucket increases between scrapes, a restart
   } finally {
     db.close();
   }
+});
+
+test('latency buckets of other bounds (two engines, or one upgraded mid-job) merge by the union of their bounds, no observation lost', () => {
+  assert.deepEqual(addBuckets({ bounds: [1, 2], counts: [1, 1, 0] }, { bounds: [1.5], counts: [2, 1] }), { bounds: [1, 1.5, 2], counts: [1, 2, 1, 1] });
+  assert.deepEqual(addBuckets({ bounds: [1], counts: [1, 2] }, { bounds: [1], counts: [3, 4] }), { bounds: [1], counts: [4, 6] });
 });
