@@ -48,6 +48,8 @@ export class SlurmAttribution implements AttributionProvider {
   private byGpu = new Map<string, Bound[]>();
   /** Each open job's attributes and its GPUs on this node (for an engine's points: the engine's process is the job's). */
   private byJob = new Map<string, { attrs: Attributes; gpus: string[] }>();
+  /** "parent/GPU instance" -> the MIG device's UUID (null: ambiguous). */
+  private migDevice = new Map<string, string | null>();
   private dataVersion = -1;
   private readonly pids = new PidJobCache();
   private readonly said = new Set<string>();
@@ -82,6 +84,14 @@ export class SlurmAttribution implements AttributionProvider {
     for (const j of jobs.values()) j.gpus.sort();
     this.byGpu = m;
     this.byJob = jobs;
+    // MIG devices by (parent, GPU instance), from the inventory the nvml plugin's points fill; a GPU instance split
+    // into several compute instances has no one device and is left out
+    const mig = new Map<string, string | null>();
+    for (const r of this.db.prepare('SELECT uuid, mig_parent AS parent, mig_gi AS gi FROM gpus WHERE mig_parent IS NOT NULL AND mig_gi IS NOT NULL').all() as { uuid: string; parent: string; gi: number }[]) {
+      const k = `${r.parent}/${r.gi}`;
+      mig.set(k, mig.has(k) && mig.get(k) !== r.uuid ? null : r.uuid);
+    }
+    this.migDevice = mig;
   }
 
   attribute(batch: Batch): Batch {
@@ -91,7 +101,9 @@ export class SlurmAttribution implements AttributionProvider {
     const procMem = new Map<string, Map<string, number>>(); // gpu -> job -> bytes
     const outside = new Map<string, number>();
     const withProcesses = new Set<string>(); // GPUs whose process list this batch carries
-    for (const p of batch.points) {
+    // one name per MIG instance for both loops below: the device's UUID
+    const points = batch.points.map((p) => this.migKeyed(p));
+    for (const p of points) {
       if (p.metric.scope === 'engine') {
         out.push(this.engineJob(p));
         continue;
@@ -125,7 +137,7 @@ export class SlurmAttribution implements AttributionProvider {
     // once per GPU of the batch: shares and the outside-allocation count
     const seen = new Set<string>();
     const shares = new Map<string, JobShare[]>();
-    for (const p of batch.points) {
+    for (const p of points) {
       const uuid = p.attributes['gpu.uuid'];
       if (typeof uuid !== 'string' || seen.has(uuid) || (p.metric !== GPU.util && p.metric !== GPU.memUsed)) continue;
       seen.add(uuid);
@@ -145,6 +157,20 @@ export class SlurmAttribution implements AttributionProvider {
       if (withProcesses.has(uuid)) out.push({ metric: OUTSIDE, value: outside.get(uuid) ?? 0, attributes: identity });
     }
     return { ...batch, points: out, jobs: shares };
+  }
+
+  /**
+   * A MIG instance's point keyed by its parent GPU's UUID and GPU instance
+   * (dcgm-exporter's series: it has no MIG device UUID) gets the device's own
+   * UUID, as the nvml plugin keys it and Slurm binds it, so the two sources name
+   * one instance alike and its job is found.
+   */
+  private migKeyed(p: Point): Point {
+    const a = p.attributes;
+    const parent = a['gpu.mig.parent_uuid'];
+    if (typeof parent !== 'string' || a['gpu.uuid'] !== parent || typeof a['gpu.mig.instance_id'] !== 'number') return p;
+    const uuid = this.migDevice.get(`${parent}/${a['gpu.mig.instance_id']}`);
+    return uuid ? { ...p, attributes: { ...a, 'gpu.uuid': uuid } } : p;
   }
 
   /** An engine's point: the job its listening process runs in (cgroup or environ), its attributes and GPUs here. */

@@ -1,0 +1,64 @@
+/**
+ * The Slurm attribution transform on a real store, for the points that are
+ * not a GPU sampled by its vendor library: a dcgm-exporter MIG series (keyed
+ * by its parent GPU and GPU instance) and an inference engine's point (keyed
+ * by the process that serves it). The end-to-end cases with real Slurm are in
+ * test/helpers/slurm-suite.ts.
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { test } from 'node:test';
+import { createLogger } from '../src/core/log.js';
+import type { Batch, Point } from '../src/core/metrics/model.js';
+import { metric } from '../src/core/metrics/registry.js';
+import { InventoryWriter } from '../src/ledger/inventory.js';
+import { recordStart } from '../src/store/jobs.js';
+import { openStore } from '../src/store/open.js';
+import { SlurmAttribution } from '../slurm/attribution.js';
+import { tempDir } from './helpers/paths.js';
+
+const log = createLogger('error', () => {});
+const PARENT = 'GPU-7a2e4c6b-1f3d-4e5a-8b9c-0d1e2f3a4b5c';
+const MIG = 'MIG-0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b';
+const identity = (uuid: string, gi?: number) => ({ 'gpu.index': 1, 'gpu.uuid': uuid, 'gpu.model': 'NVIDIA H100 80GB HBM3', 'gpu.vendor': 'nvidia', 'gpu.pci.bus_id': '0000:2a:00.0', ...(gi === undefined ? {} : { 'gpu.mig.instance_id': gi, 'gpu.mig.compute_instance_id': 0, 'gpu.mig.parent_uuid': PARENT }) });
+
+test('a dcgm-exporter MIG series (parent UUID + GPU_I_ID) is named by its MIG device, as nvml names it and Slurm binds it, and carries the job', () => {
+  const db = openStore(tempDir('l9gpu-attr-mig-'));
+  try {
+    // the nvml plugin's points fill the inventory: the MIG device with its parent and GPU instance
+    new InventoryWriter(db, log).observe([{ metric: metric('gpu.memory.total'), value: 10_737_418_240, attributes: identity(MIG, 3) }]);
+    recordStart(db, { jobId: '42', runKey: 'r0', user: 'alice', uid: 1001, partition: 'gpu' }, [{ uuid: MIG, shared: false }], 'prolog');
+    const dcgm: Point = { metric: metric('dcgm.prof.sm.active'), value: 0.7, attributes: { ...identity(PARENT), 'gpu.mig.instance_id': 3, 'gpu.mig.parent_uuid': PARENT } };
+    const other: Point = { metric: metric('dcgm.prof.sm.active'), value: 0.1, attributes: { ...identity(PARENT), 'gpu.mig.instance_id': 9, 'gpu.mig.parent_uuid': PARENT } };
+    const out = new SlurmAttribution(db, log).attribute({ source: 'dcgm', time: Date.now(), intervalMs: 1000, points: [dcgm, other] } as Batch);
+    assert.equal(out.points[0]!.attributes['gpu.uuid'], MIG);
+    assert.equal(out.points[0]!.attributes['slurm.job.id'], '42');
+    // an instance the inventory does not know keeps its source's key, and no job
+    assert.equal(out.points[1]!.attributes['gpu.uuid'], PARENT);
+    assert.equal(out.points[1]!.attributes['slurm.job.id'], undefined);
+  } finally {
+    db.close();
+  }
+});
+
+test('an engine point carries the job of the process that serves it (SLURM_JOB_ID in its environment, without cgroups) and the job\'s GPUs', async () => {
+  const db = openStore(tempDir('l9gpu-attr-engine-'));
+  const child = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { env: { ...process.env, SLURM_JOB_ID: '77' }, stdio: 'ignore' });
+  try {
+    recordStart(db, { jobId: '77', runKey: 'r0', user: 'bob', uid: 1002, partition: 'inference', name: 'serve' }, [{ uuid: 'GPU-b', shared: false }, { uuid: 'GPU-a', shared: false }], 'prolog');
+    const at = (pid: number) => ({ 'server.address': '127.0.0.1', 'server.port': 8000, 'gen_ai.request.model': 'm', 'process.pid': pid });
+    const pts: Point[] = [
+      { metric: metric('vllm.requests.running'), value: 2, attributes: at(child.pid!) },
+      { metric: metric('vllm.requests.running'), value: 1, attributes: at(process.pid) }, // a process of no job
+    ];
+    const out = new SlurmAttribution(db, log).attribute({ source: 'vllm', time: Date.now(), intervalMs: 1000, points: pts } as Batch);
+    assert.deepEqual(
+      { ...out.points[0]!.attributes },
+      { ...at(child.pid!), 'slurm.job.id': '77', 'slurm.user': 'bob', 'slurm.partition': 'inference', 'slurm.job.name': 'serve', 'gpu.uuids': 'GPU-a,GPU-b' },
+    );
+    assert.equal(out.points[1]!.attributes['slurm.job.id'], undefined);
+  } finally {
+    child.kill();
+    db.close();
+  }
+});
