@@ -68,20 +68,32 @@ export function ownerOf(inodes: ReadonlySet<string>, proc = '/proc'): number | u
   return undefined;
 }
 
-/** The owner of one port, kept between calls and walked for again only when the socket or the process changed. */
+/** How long an owner is trusted while its process lives: /proc/net/tcp is read again after this. */
+const RECHECK_MS = 60_000;
+
+/**
+ * The owner of one port, kept between calls. Each call checks only that the
+ * process lives (one small read); the sockets (/proc/net/tcp, large on a busy
+ * node: ~6 ms a read here) are read again when it died, or once a minute.
+ */
 export class PortOwner {
-  private last: { inodes: string; pid: number; start: string | undefined } | undefined;
+  private last: { inodes: string; pid: number; start: string | undefined; at: number } | undefined;
   constructor(
     private readonly port: number,
     private readonly proc = '/proc',
   ) {}
 
-  pid(): number | undefined {
+  pid(now = Date.now()): number | undefined {
+    const l = this.last;
+    if (l && now - l.at < RECHECK_MS && processStart(l.pid, this.proc) === l.start) return l.pid;
     const inodes = listeningInodes(this.port, this.proc);
     const key = [...inodes].sort().join(',');
-    if (this.last && this.last.inodes === key && processStart(this.last.pid, this.proc) === this.last.start) return this.last.pid;
+    if (l && l.inodes === key && processStart(l.pid, this.proc) === l.start) {
+      this.last = { ...l, at: now };
+      return l.pid;
+    }
     const pid = ownerOf(inodes, this.proc);
-    this.last = pid === undefined ? undefined : { inodes: key, pid, start: processStart(pid, this.proc) };
+    this.last = pid === undefined ? undefined : { inodes: key, pid, start: processStart(pid, this.proc), at: now };
     return pid;
   }
 }
