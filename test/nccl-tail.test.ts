@@ -1,0 +1,120 @@
+/**
+ * The NCCL Inspector log tailer (plugins/nccl/tail.ts) on real files, written
+ * the ways the Inspector and its environment write them: appended in pieces
+ * that end mid-line, truncated by a new process (fopen "w"), rewritten from
+ * the start, rotated, deleted; and one line longer than the bound.
+ */
+import assert from 'node:assert/strict';
+import { appendFileSync, closeSync, openSync, renameSync, truncateSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import fc from 'fast-check';
+import { FileTail } from '../plugins/nccl/tail.js';
+import { tempDir } from './helpers/paths.js';
+
+const line = (i: number, tag = 'a') => `{"header":{"id":"0x${tag}","rank":${i % 8}},"coll_perf":{"coll":"AllReduce","coll_sn":${i},"coll_msg_size_bytes":${1024 * i}}}`;
+
+test('appended in pieces that end mid-line: every line once, a partial one when its newline comes', () => {
+  const f = join(tempDir('l9gpu-tail-'), 'node01-pid100.log');
+  writeFileSync(f, `${line(1)}\n${line(2)}\n${line(3).slice(0, 20)}`);
+  const t = new FileTail(f);
+  assert.deepEqual(t.poll().lines, [line(1), line(2)]);
+  assert.deepEqual(t.poll().lines, [], 'nothing new');
+  appendFileSync(f, `${line(3).slice(20)}\n${line(4)}\n`);
+  assert.deepEqual(t.poll().lines, [line(3), line(4)]);
+  t.close();
+});
+
+test('truncated by a new process, or rewritten from the start past the position read: read again from the beginning', () => {
+  const f = join(tempDir('l9gpu-tail-'), 'node01-pid100.log');
+  writeFileSync(f, `${line(1)}\n${line(2)}\n`);
+  const t = new FileTail(f);
+  t.poll();
+  writeFileSync(f, `${line(9, 'b')}\n`); // fopen("w") by the next process: shorter
+  const a = t.poll();
+  assert.deepEqual([a.lines, a.events], [[line(9, 'b')], ['truncated']]);
+  // truncated and written again beyond where the tailer was, between two polls: its first bytes differ
+  writeFileSync(f, `${line(20, 'c')}\n${line(21, 'c')}\n${line(22, 'c')}\n`);
+  const b = t.poll();
+  assert.deepEqual([b.lines, b.events], [[line(20, 'c'), line(21, 'c'), line(22, 'c')], ['rewritten']]);
+  t.close();
+});
+
+test('rotated: the old file read to its end through the open descriptor (a writer still appending to it), then the new one; deleted: its last lines, then closed', () => {
+  const dir = tempDir('l9gpu-tail-');
+  const f = join(dir, 'node01-pid100.log');
+  writeFileSync(f, `${line(1)}\n`);
+  const t = new FileTail(f);
+  assert.deepEqual(t.poll().lines, [line(1)]);
+  const w = openSync(f, 'a');
+  renameSync(f, `${f}.1`);
+  writeSync(w, `${line(2)}\n${line(3)}`); // the old writer goes on, its last line unended
+  closeSync(w);
+  writeFileSync(f, `${line(4, 'b')}\n`);
+  const r = t.poll();
+  assert.deepEqual([r.lines, r.events], [[line(2), line(3), line(4, 'b')], ['rotated']]);
+  appendFileSync(f, `${line(5, 'b')}\n`);
+  unlinkSync(f);
+  const d = t.poll();
+  assert.deepEqual([d.lines, d.events], [[line(5, 'b')], ['deleted']]);
+  assert.deepEqual(t.poll().lines, []);
+  t.close();
+});
+
+test('a line longer than the bound is skipped and counted, in pieces or whole; the lines around it are read; memory stays bounded', () => {
+  const f = join(tempDir('l9gpu-tail-'), 'node01-pid100.log');
+  writeFileSync(f, `${line(1)}\n${'x'.repeat(3000)}`);
+  const t = new FileTail(f, { maxLine: 1000, maxRead: 1024 });
+  const polls = [t.poll(), t.poll(), t.poll(), t.poll()];
+  appendFileSync(f, `${'y'.repeat(500)}\n${line(2)}\n${'z'.repeat(5000)}\n${line(3)}\n`);
+  for (let i = 0; i < 12; i++) polls.push(t.poll());
+  assert.deepEqual(polls.flatMap((p) => p.lines), [line(1), line(2), line(3)]);
+  assert.equal(polls.reduce((a, p) => a + p.skipped, 0), 2);
+  t.close();
+});
+
+test('written and polled in any interleaving, with truncations: every line of each file generation exactly once, in order', () => {
+  fc.assert(
+    fc.property(fc.array(fc.tuple(fc.integer({ min: 1, max: 400 }), fc.boolean(), fc.integer({ min: 0, max: 30 })), { minLength: 1, maxLength: 40 }), fc.integer({ min: 64, max: 4096 }), (steps, maxRead) => {
+      const f = join(tempDir('l9gpu-tail-prop-'), 'node01-pid7.log');
+      writeFileSync(f, '');
+      const t = new FileTail(f, { maxRead });
+      let gen = 0;
+      let n = 0;
+      const want: string[] = [];
+      const got: string[] = [];
+      const drain = () => {
+        for (let i = 0; i < 10_000; i++) {
+          const r = t.poll();
+          got.push(...r.lines);
+          if (r.lines.length === 0 && r.events.length === 0 && t.lag === 0) break;
+        }
+      };
+      for (const [bytes, poll, truncate] of steps) {
+        if (truncate === 0) {
+          // a new process: everything of the old one read first (the Inspector's files are per pid, so a
+          // truncation follows the end of the old writer), then fopen("w")
+          drain();
+          gen++;
+          truncateSync(f, 0);
+        }
+        let add = '';
+        while (add.length < bytes) {
+          const l = line(n++, `g${gen}`);
+          add += `${l}\n`;
+          want.push(l);
+        }
+        // written in two pieces, the first ending mid-line
+        const cut = Math.floor(add.length / 2);
+        appendFileSync(f, add.slice(0, cut));
+        if (poll) got.push(...t.poll().lines);
+        appendFileSync(f, add.slice(cut));
+        if (poll) got.push(...t.poll().lines);
+      }
+      drain();
+      t.close();
+      assert.deepEqual(got, want);
+    }),
+    { seed: 20261123, numRuns: 60 },
+  );
+});
