@@ -35,6 +35,7 @@ import { TGI_TABLE } from '../plugins/tgi/index.js';
 import { TRITON_TABLE } from '../plugins/triton/index.js';
 import { NIM_TABLE } from '../plugins/nim/index.js';
 import { dcgmTable } from '../plugins/dcgm/index.js';
+import { bandwidth, parseInspectorLine } from '../plugins/nccl/parse.js';
 import { ROOT, tempDir } from './helpers/paths.js';
 
 const RUNS = Number(process.env.L9GPU_FUZZ_RUNS ?? 120);
@@ -174,6 +175,12 @@ fuzz('hostlist', mutated('gpu[001-004,010],login[1-2],n-[9-11]x'), (s) => expand
 fuzz('GRES index list', mutated('0-3,5,7-8'), (s) => expandIndexList(s), /^(hostlist|GRES|index)/);
 fuzz('gres_detail', mutated('gpu:h100:2(IDX:0-1),shard:h100:4(0/8,0/8)'), (s) => parseGresDetail(s), /^(hostlist|GRES|gres)/);
 fuzz('gres.conf', mutated('# recorded layout\nAutoDetect=off\nNodeName=gpu[01-04] Name=gpu Type=h100 File=/dev/nvidia[0-3]\nNodeName=gpu05 Name=gpu File=/dev/nvidia0,/dev/nvidia1 Cores=0-15\nName=shard Count=8\n'), (s) => parseGresLayout(s, 'gpu02'), /^(hostlist|gres\.conf)/);
+
+// NCCL Inspector JSON lines: the README's example line, mutated
+fuzz('NCCL Inspector line', mutatedJson('{"header":{"id":"0x7f8c496ae9f661","comm_name":"unknown","rank":2,"n_ranks":8,"nnodes":1},"metadata":{"inspector_output_format_version":"v4.0","git_rev":"","rec_mechanism":"nccl_profiler_interface","dump_timestamp_us":1748030377748202,"hostname":"node01","pid":1639453},"coll_perf":{"coll":"AllReduce","coll_sn":1407,"coll_msg_size_bytes":17179869184,"coll_exec_time_us":61974,"coll_timing_source":"kernel_gpu","coll_algobw_gbs":277.210914,"coll_busbw_gbs":485.119099}}'), (s) => {
+  const r = parseInspectorLine(s, 'node01-pid1.log:1');
+  return { ...r, bw: bandwidth(r.op, r.bytes, r.execS, r.nRanks) };
+}, /^node01-pid1\.log:1: /);
 
 // /metrics pages: every recorded engine and dcgm-exporter page, mutated, through the parser and its plugin's table
 const TABLES: Record<string, EngineTable> = { vllm: VLLM_TABLE, sglang: SGLANG_TABLE, tgi: TGI_TABLE, triton: TRITON_TABLE, nim: NIM_TABLE, dcgm: dcgmTable(true) };
