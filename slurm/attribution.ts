@@ -101,8 +101,8 @@ export class SlurmAttribution implements AttributionProvider {
     const procMem = new Map<string, Map<string, number>>(); // gpu -> job -> bytes
     const outside = new Map<string, number>();
     const withProcesses = new Set<string>(); // GPUs whose process list this batch carries
-    // one name per MIG instance for both loops below: the device's UUID
-    const points = batch.points.map((p) => this.migKeyed(p));
+    // one name per MIG instance for both loops below: the device's UUID (no copy of the batch on a node without MIG)
+    const points = this.migDevice.size ? batch.points.map((p) => this.migKeyed(p)) : batch.points;
     for (const p of points) {
       if (p.metric.scope === 'engine') {
         out.push(this.engineJob(p));

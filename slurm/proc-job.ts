@@ -5,17 +5,9 @@
  * since pids are reused.
  */
 import { readFileSync } from 'node:fs';
+import { processStart } from '../src/core/process-start.js';
 
 const MAX_ENVIRON = 256 * 1024;
-
-function startTime(pid: number, proc: string): string | undefined {
-  try {
-    const s = readFileSync(`${proc}/${pid}/stat`, 'utf8');
-    return s.slice(s.lastIndexOf(')') + 2).split(' ')[19];
-  } catch {
-    return undefined;
-  }
-}
 
 export function jobOfPid(pid: number, proc = '/proc'): string | null {
   try {
@@ -38,7 +30,7 @@ export class PidJobCache {
   constructor(private readonly proc = '/proc') {}
 
   job(pid: number): string | null {
-    const start = startTime(pid, this.proc);
+    const start = processStart(pid, this.proc);
     const c = this.cache.get(pid);
     if (c && c.start === start) return c.job;
     const job = start === undefined ? null : jobOfPid(pid, this.proc);

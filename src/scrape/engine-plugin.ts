@@ -78,6 +78,13 @@ export interface ScrapedOptions {
 /** How often `auto` looks for engines: a process walk reads every command line. */
 export const DISCOVERY_MS = 30_000;
 
+/** Whether an endpoint's identity is that listener: its port, and its address or both on this machine's loopback. */
+function sameEndpoint(a: Attributes, l: Listener): boolean {
+  if (a['server.port'] !== l.port) return false;
+  const host = String(a['server.address']);
+  return host === l.host.replace(/^\[|\]$/g, '') || (isLocalHost(host, []) && isLocalHost(l.host, []));
+}
+
 const foundKey = (l: Listener) => `${l.pid}:${l.start ?? ''}:${l.port}`;
 
 export class ScrapedPlugin implements Plugin {
@@ -120,8 +127,7 @@ export class ScrapedPlugin implements Plugin {
     const d = this.o.discover!;
     const key = foundKey(l);
     // a configured endpoint already scrapes it: once is enough
-    const here = (t: Target) => t.found === key || (t.base['server.port'] === l.port && (t.base['server.address'] === l.host.replace(/^\[|\]$/g, '') || (isLocalHost(String(t.base['server.address']), []) && isLocalHost(l.host, []))));
-    if (this.notOurs.has(key) || this.targets.some(here)) return;
+    if (this.notOurs.has(key) || this.targets.some((t) => t.found === key || sameEndpoint(t.base, l))) return;
     const quiet = this.silent.get(key);
     if (quiet && Date.now() < quiet.until) return;
     let answered = 0;

@@ -86,7 +86,6 @@ const SUFFIXES: Partial<Record<FamilyType, readonly string[]>> = {
 const ALL_SUFFIXES = ['_bucket', '_count', '_sum', '_total', '_created', '_gcount', '_gsum', '_info'];
 
 // character codes
-const NL = 10;
 const CR = 13;
 const SP = 32;
 const TAB = 9;
@@ -183,8 +182,6 @@ class Parser {
   private lastKeys: string[] = [];
   /** The label names of the set being read (its duplicates are an error). */
   private readonly setKeys: string[] = [];
-  private pos = 0;
-  private end = 0;
   private eof = false;
 
   constructor(text: string, o: ParseOptions) {

@@ -7,12 +7,12 @@
  * and the port's socket is the same inode); only a change walks again.
  */
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { processStart } from '../core/process-start.js';
 
-/** The inodes of the sockets listening on a port (state 0A), IPv4 and IPv6. */
-export function listeningInodes(port: number, proc = '/proc'): Set<string> {
-  const out = new Set<string>();
-  const hexPort = port.toString(16).toUpperCase().padStart(4, '0');
-  for (const f of ['tcp', 'tcp6']) {
+/** Listening sockets by inode: /proc/net/tcp and tcp6, state 0A. */
+export function listeningSockets(proc = '/proc'): Map<string, { host: string; port: number }> {
+  const out = new Map<string, { host: string; port: number }>();
+  for (const [f, v6] of [['tcp', false], ['tcp6', true]] as const) {
     let text: string;
     try {
       text = readFileSync(`${proc}/net/${f}`, 'latin1');
@@ -20,51 +20,70 @@ export function listeningInodes(port: number, proc = '/proc'): Set<string> {
       continue;
     }
     for (const line of text.split('\n')) {
-      // "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode"
       const c = line.trim().split(/\s+/);
-      if (c.length < 10 || c[3] !== '0A') continue;
-      const local = c[1]!;
-      if (local.slice(local.lastIndexOf(':') + 1) === hexPort && c[9] !== '0') out.add(c[9]!);
+      if (c.length < 10 || c[3] !== '0A' || c[9] === '0') continue;
+      const [addr, port] = c[1]!.split(':');
+      out.set(c[9]!, { host: hostOf(addr!, v6), port: parseInt(port!, 16) });
     }
   }
   return out;
 }
 
-/** The start time of a process (field 22 of its stat), which tells a reused pid from the one seen before. */
-export function processStart(pid: number, proc = '/proc'): string | undefined {
-  try {
-    const s = readFileSync(`${proc}/${pid}/stat`, 'latin1');
-    return s.slice(s.lastIndexOf(')') + 2).split(' ')[19];
-  } catch {
-    return undefined;
+/** /proc/net's hex address -> where to connect: a wildcard address is reached on loopback. */
+function hostOf(hex: string, v6: boolean): string {
+  if (!v6) {
+    const b = [0, 2, 4, 6].map((i) => parseInt(hex.slice(i, i + 2), 16)).reverse();
+    return b.every((x) => x === 0) ? '127.0.0.1' : b.join('.');
   }
+  if (/^0+$/.test(hex)) return '[::1]';
+  // an IPv4-mapped address (::ffff:a.b.c.d) in /proc's word order
+  if (hex.slice(0, 24) === '0000000000000000FFFF0000') return hostOf(hex.slice(24), false);
+  const words: string[] = [];
+  for (let i = 0; i < 32; i += 8) {
+    const w = hex.slice(i, i + 8);
+    const le = w.slice(6, 8) + w.slice(4, 6) + w.slice(2, 4) + w.slice(0, 2);
+    words.push(le.slice(0, 4), le.slice(4, 8));
+  }
+  return `[${words.map((w) => w.replace(/^0+(?=.)/, '')).join(':')}]`;
+}
+
+/** The inodes of the sockets listening on a port, IPv4 and IPv6. */
+export function listeningInodes(port: number, proc = '/proc'): Set<string> {
+  const out = new Set<string>();
+  for (const [inode, s] of listeningSockets(proc)) if (s.port === port) out.add(inode);
+  return out;
+}
+
+/** The inodes of the sockets a process holds among its file descriptors (none: gone, or not ours to read). */
+export function socketInodes(pid: number | string, proc = '/proc'): string[] {
+  let fds: string[];
+  try {
+    fds = readdirSync(`${proc}/${pid}/fd`);
+  } catch {
+    return [];
+  }
+  const out: string[] = [];
+  for (const fd of fds) {
+    try {
+      const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`${proc}/${pid}/fd/${fd}`));
+      if (m) out.push(m[1]!);
+    } catch {
+      // closed meanwhile
+    }
+  }
+  return out;
 }
 
 /** The process holding one of the sockets among its file descriptors, or undefined. */
 export function ownerOf(inodes: ReadonlySet<string>, proc = '/proc'): number | undefined {
   if (inodes.size === 0) return undefined;
-  const want = new Set([...inodes].map((i) => `socket:[${i}]`));
   let pids: string[];
   try {
     pids = readdirSync(proc).filter((d) => /^\d+$/.test(d));
   } catch {
     return undefined;
   }
-  for (const pid of pids) {
-    let fds: string[];
-    try {
-      fds = readdirSync(`${proc}/${pid}/fd`);
-    } catch {
-      continue; // gone, or not ours to read
-    }
-    for (const fd of fds) {
-      try {
-        if (want.has(readlinkSync(`${proc}/${pid}/fd/${fd}`))) return Number(pid);
-      } catch {
-        // closed meanwhile
-      }
-    }
-  }
+  for (const pid of pids) if (socketInodes(pid, proc).some((i) => inodes.has(i))) return Number(pid);
   return undefined;
 }
 
