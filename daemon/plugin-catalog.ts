@@ -16,10 +16,11 @@ import { tgiPlugin } from '../plugins/tgi/index.js';
 import { tritonPlugin } from '../plugins/triton/index.js';
 import { nimPlugin } from '../plugins/nim/index.js';
 import { dcgmPlugin } from '../plugins/dcgm/index.js';
+import { ncclPlugin } from '../plugins/nccl/index.js';
 import { PLUGIN_SECTIONS } from './schema.js';
 import { selectPlugins, type PluginSelection } from './selection.js';
 
-export const PLUGINS: readonly PluginManifest[] = [hostPlugin, nvmlPlugin, amdsmiPlugin, hlsmiPlugin, simPlugin, vllmPlugin, sglangPlugin, tgiPlugin, tritonPlugin, nimPlugin, dcgmPlugin];
+export const PLUGINS: readonly PluginManifest[] = [hostPlugin, nvmlPlugin, amdsmiPlugin, hlsmiPlugin, simPlugin, vllmPlugin, sglangPlugin, tgiPlugin, tritonPlugin, nimPlugin, dcgmPlugin, ncclPlugin];
 
 // the light schema (what the CLI reads a configuration with) and the manifests list the same sections
 if (PLUGINS.length !== PLUGIN_SECTIONS.length || PLUGINS.some((m, i) => m.section !== PLUGIN_SECTIONS[i] || m.name !== PLUGIN_SECTIONS[i]!.name)) {

@@ -15,6 +15,7 @@
  */
 import type { AttributionProvider } from '../src/core/attribution.js';
 import { identityOf } from '../src/core/gpu-identity.js';
+import { PidGpus } from '../src/core/pid-gpus.js';
 import type { Logger } from '../src/core/log.js';
 import { GPU } from '../src/core/metrics/gpu-metrics.js';
 import type { Attributes, Batch, Emitter, JobShare, Point } from '../src/core/metrics/model.js';
@@ -52,6 +53,7 @@ export class SlurmAttribution implements AttributionProvider {
   private migDevice = new Map<string, string | null>();
   private dataVersion = -1;
   private readonly pids = new PidJobCache();
+  private readonly pidGpus = new PidGpus();
   private readonly said = new Set<string>();
 
   constructor(
@@ -95,8 +97,9 @@ export class SlurmAttribution implements AttributionProvider {
   }
 
   attribute(batch: Batch): Batch {
-    if (!batch.points.some((p) => typeof p.attributes['gpu.uuid'] === 'string' || (p.metric.scope === 'engine' && p.attributes['process.pid'] !== undefined))) return batch;
+    if (!batch.points.some((p) => typeof p.attributes['gpu.uuid'] === 'string' || p.metric.scope === 'nccl' || (p.metric.scope === 'engine' && p.attributes['process.pid'] !== undefined))) return batch;
     this.refresh();
+    this.pidGpus.learn(batch.points, batch.time);
     const out: Point[] = [];
     const procMem = new Map<string, Map<string, number>>(); // gpu -> job -> bytes
     const outside = new Map<string, number>();
@@ -106,6 +109,10 @@ export class SlurmAttribution implements AttributionProvider {
     for (const p of points) {
       if (p.metric.scope === 'engine') {
         out.push(this.engineJob(p));
+        continue;
+      }
+      if (p.metric.scope === 'nccl') {
+        out.push(this.ncclJob(p, batch.time));
         continue;
       }
       const uuid = p.attributes['gpu.uuid'];
@@ -181,6 +188,28 @@ export class SlurmAttribution implements AttributionProvider {
     if (!job) return p;
     const j = this.byJob.get(job);
     return { ...p, attributes: { ...p.attributes, ...(j ? { ...j.attrs, 'gpu.uuids': j.gpus.join(',') } : { 'slurm.job.id': job }) } };
+  }
+
+  /**
+   * An NCCL rank's point: the job of the process that wrote it (its cgroup or
+   * environ), else the job its dump folder names (the process has ended); the
+   * process's GPU from NVML's process list, where the source named none.
+   */
+  private ncclJob(p: Point, now: number): Point {
+    const a = p.attributes;
+    const pid = a['process.pid'];
+    const job = (typeof pid === 'number' ? this.pids.job(pid) : undefined) ?? (typeof a['nccl.job.id'] === 'string' ? a['nccl.job.id'] : undefined);
+    const gpus = typeof pid === 'number' && a['gpu.uuid'] === undefined ? this.pidGpus.of(pid, now) : [];
+    if (!job && !gpus.length) return p;
+    const j = job ? this.byJob.get(job) : undefined;
+    return {
+      ...p,
+      attributes: {
+        ...a,
+        ...(gpus.length === 1 ? { 'gpu.uuid': gpus[0]! } : gpus.length > 1 ? { 'gpu.uuids': gpus.join(',') } : {}),
+        ...(j ? j.attrs : job ? { 'slurm.job.id': job } : {}),
+      },
+    };
   }
 
   collectSelf(out: Emitter): void {

@@ -111,7 +111,7 @@ test('unknown sections, keys and bad values name the file, line, section and key
   assert.equal(configError('[file]\npath = relative/metrics.jsonl\n'), 'FILE:2 [file] path: "relative/metrics.jsonl" is not an absolute path');
   assert.equal(configError('[daemon]\ninterval = 0.001\n'), 'FILE:2 [daemon] interval: 0.001 is below the minimum 0.05s');
   assert.equal(configError('[otlp]\nheaders = novalue\n'), 'FILE:2 [otlp] headers: "novalue" is not key=value');
-  assert.equal(configError('[daemon]\nplugins = host, simm\n'), 'FILE:2 [daemon] plugins: unknown plugin "simm" (did you mean sim?); known: auto, host, nvml, amdsmi, hlsmi, sim, vllm, sglang, tgi, triton, nim, dcgm');
+  assert.equal(configError('[daemon]\nplugins = host, simm\n'), 'FILE:2 [daemon] plugins: unknown plugin "simm" (did you mean sim?); known: auto, host, nvml, amdsmi, hlsmi, sim, vllm, sglang, tgi, triton, nim, dcgm, nccl');
   assert.equal(configError('[daemon]\nsinks = otlp, kafka\n'), 'FILE:2 [daemon] sinks: unknown sink "kafka"; known: otlp, prometheus, stdout, file, webhook');
   assert.equal(configError('[daemon]\n[sink.otlp]\nendpoint = http://x\n'), 'FILE:2 [sink.otlp]: unknown section');
 });

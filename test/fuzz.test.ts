@@ -35,7 +35,8 @@ import { TGI_TABLE } from '../plugins/tgi/index.js';
 import { TRITON_TABLE } from '../plugins/triton/index.js';
 import { NIM_TABLE } from '../plugins/nim/index.js';
 import { dcgmTable } from '../plugins/dcgm/index.js';
-import { bandwidth, parseInspectorLine } from '../plugins/nccl/parse.js';
+import { parseInspectorLine } from '../plugins/nccl/parse.js';
+import { bandwidth } from '../src/core/nccl-bandwidth.js';
 import { ROOT, tempDir } from './helpers/paths.js';
 
 const RUNS = Number(process.env.L9GPU_FUZZ_RUNS ?? 120);

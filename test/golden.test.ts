@@ -24,7 +24,7 @@ function cases(plugin: string): string[] {
 const withCases = PLUGINS.filter((p) => cases(p.name).length > 0);
 
 test('the plugins with recorded output all have golden cases', () => {
-  assert.deepEqual(withCases.map((p) => p.name), ['host', 'amdsmi', 'hlsmi', 'vllm', 'sglang', 'tgi', 'triton', 'nim', 'dcgm']);
+  assert.deepEqual(withCases.map((p) => p.name), ['host', 'amdsmi', 'hlsmi', 'vllm', 'sglang', 'tgi', 'triton', 'nim', 'dcgm', 'nccl']);
 });
 
 for (const p of withCases) {

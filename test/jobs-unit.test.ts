@@ -105,14 +105,14 @@ test('--since spellings, and a sparkline', () => {
 test('the report text: a job that served a model gets an Inference section (requests, tokens, TTFT and ITL quantiles, tokens/s, tokens/J)', () => {
   const gpus = [gpu('GPU-a')];
   const inference = { engines: [{ engine: 'vllm', endpoint: '127.0.0.1:8000', model: 'meta-llama/Llama-3.1-8B' }], requests: 1234, prompt_tokens: 56789, generation_tokens: 98765, ttft_p50_s: 0.123, ttft_p95_s: 1.5, itl_p50_s: 0.021, itl_p95_s: null, serving_s: 3600, tokens_per_s: 27.435, tokens_per_j: 0.0125 };
-  const text = renderReport({ source: 'store', job: header, gpus, totals: totalsOf(gpus, null), inference, series: [], notes: [] }, style(false));
+  const text = renderReport({ source: 'store', job: header, gpus, totals: totalsOf(gpus, null), inference, communication: null, series: [], notes: [] }, style(false));
   assert.match(text, /Inference \(vllm 127\.0\.0\.1:8000 meta-llama\/Llama-3\.1-8B\)\n  requests 1,234   tokens in 56,789 \/ out 98,765   over 01:00:00\n  time to first token  p50 123 ms  p95 1\.50 s   inter-token latency  p50 21 ms  p95 -\n  27\.4 tokens\/s   0\.013 tokens\/J/);
 });
 
 test('the report text: a multi-node job gets a per-node section; no colours unless asked', () => {
   const g = (node: string, uuid: string) => ({ ...gpu(uuid), node });
   const gpus = [g('n1', 'GPU-a'), g('n1', 'GPU-b'), g('n2', 'GPU-c')];
-  const report = { source: 'promql' as const, job: { ...header, nodes: ['n1', 'n2'] }, gpus, totals: totalsOf(gpus, null), inference: null, series: [[0, 0.5], [60_000, 1]] as [number, number][], notes: [] };
+  const report = { source: 'promql' as const, job: { ...header, nodes: ['n1', 'n2'] }, gpus, totals: totalsOf(gpus, null), inference: null, communication: null, series: [[0, 0.5], [60_000, 1]] as [number, number][], notes: [] };
   const text = renderReport(report, style(false));
   assert.doesNotMatch(text, /Inference/, 'no section for a job that served nothing');
   assert.match(text, /Per node\n\s+NODE\s+GPUS\s+UTIL mean\s+MEM peak GiB\s+ENERGY kWh\s+GPU-H\n\s+n1\s+2\s+90%\s+60\.0\s+1\.111\s+2\.00\n\s+n2\s+1\s+90%/);

@@ -8,8 +8,9 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { bandwidth, parseInspectorLine, type InspectorRecord } from '../plugins/nccl/parse.js';
-import { stragglers, type RankTime } from '../plugins/nccl/straggler.js';
+import { parseInspectorLine, type InspectorRecord } from '../plugins/nccl/parse.js';
+import { bandwidth } from '../src/core/nccl-bandwidth.js';
+import { stragglers, type RankTime } from '../src/core/straggler.js';
 import { ROOT } from './helpers/paths.js';
 
 const TD = join(ROOT, 'plugins', 'nccl', 'testdata');

@@ -27,6 +27,8 @@ export interface TailResult {
   readonly skipped: number;
   /** What happened to the file this poll, for the log: truncated, rewritten, rotated, deleted. */
   readonly events: string[];
+  /** Bytes read this poll. */
+  readonly read: number;
 }
 
 /** How many leading bytes identify a file's contents: a different start is a different file. */
@@ -62,7 +64,7 @@ export class FileTail {
 
   /** New complete lines since the last poll. */
   poll(): TailResult {
-    const out = { lines: [] as string[], skipped: 0, events: [] as string[] };
+    const out = { lines: [] as string[], skipped: 0, events: [] as string[], read: 0 };
     let budget = this.maxRead;
     let st: { ino: number; dev: number; size: number } | undefined;
     try {
@@ -72,7 +74,9 @@ export class FileTail {
     }
     if (this.cur && (!st || st.ino !== this.cur.ino || st.dev !== this.cur.dev)) {
       // rotated or deleted: what the old file still holds first, through its open descriptor
-      budget -= this.drain(this.cur, out, budget);
+      const n = this.drain(this.cur, out, budget);
+      budget -= n;
+      out.read += n;
       if (budget <= 0) return out;
       this.flushPartial(out);
       out.events.push(st ? 'rotated' : 'deleted');
@@ -98,7 +102,7 @@ export class FileTail {
       out.events.push('rewritten');
       this.restart(c);
     }
-    this.drain(c, out, budget);
+    out.read += this.drain(c, out, budget);
     return out;
   }
 

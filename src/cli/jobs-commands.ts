@@ -10,6 +10,7 @@ import { accessError } from '../jobs/api.js';
 import { reportFromPromql } from '../jobs/promql.js';
 import { renderCsv, renderList, renderReport } from '../jobs/render.js';
 import { pricesFrom } from '../jobs/report.js';
+import { peakFor, withPeak } from '../jobs/communication.js';
 import type { JobReport } from '../jobs/report-model.js';
 import { style } from '../core/text-table.js';
 
@@ -69,6 +70,7 @@ export async function jobsShow(jobid: string, f: FlagValues): Promise<void> {
   } else {
     report = ((await askJobs(ctx, { op: 'show', jobId: jobid })) as { report: JobReport }).report;
   }
+  report = withPeak(report, peakFor(ctx.cfg, report.job.partition));
   if (f.json) process.stdout.write(JSON.stringify(report, null, 2) + '\n');
   else process.stdout.write(renderReport(report, color()));
 }

@@ -3,7 +3,7 @@ import { formatValue, defaultOf, type SectionSpec } from './config/schema.js';
 import { ATTRIBUTION_ATTRIBUTES, METRICS, SCOPE_ATTRIBUTES, prometheusName, type MetricDef } from './metrics/registry.js';
 
 const KIND: Record<MetricDef['kind'], string> = { gauge: 'gauge', sum: 'monotonic sum', updown: 'up-down sum', histogram: 'histogram' };
-const SCOPE_TITLE: Record<MetricDef['scope'], string> = { gpu: 'GPU', engine: 'Inference engines', host: 'Host', agent: 'Agent self-metrics' };
+const SCOPE_TITLE: Record<MetricDef['scope'], string> = { gpu: 'GPU', engine: 'Inference engines', nccl: 'NCCL communication', host: 'Host', agent: 'Agent self-metrics' };
 
 /** emitters: metric name -> who emits it (plugin, sink, provider or agent stage names), from the manifests. */
 export function renderMetricsDoc(emitters: ReadonlyMap<string, readonly string[]>): string {
@@ -34,10 +34,11 @@ export function renderMetricsDoc(emitters: ReadonlyMap<string, readonly string[]
     '',
     `Every GPU point carries ${SCOPE_ATTRIBUTES.gpu.required.map((a) => `\`${a}\``).join(', ')}; a MIG instance adds ${SCOPE_ATTRIBUTES.gpu.optional.map((a) => `\`${a}\``).join(', ')}.`,
     `Job attribution adds ${ATTRIBUTION_ATTRIBUTES.map((a) => `\`${a}\``).join(', ')} to GPU points when a job holds the GPU.`,
+    `Every NCCL point carries ${SCOPE_ATTRIBUTES.nccl.required.map((a) => `\`${a}\``).join(', ')} and, where its source says, ${SCOPE_ATTRIBUTES.nccl.optional.map((a) => `\`${a}\``).join(', ')}; attribution adds the job of the process that wrote it.`,
     'Resource attributes (OTLP resource, Prometheus `target_info`): `service.name`, `service.version`, `host.name`, `cluster.name` when configured, and `[daemon] resource_attributes`.',
     '',
   ];
-  for (const scope of ['gpu', 'engine', 'host', 'agent'] as const) {
+  for (const scope of ['gpu', 'engine', 'nccl', 'host', 'agent'] as const) {
     out.push(`## ${SCOPE_TITLE[scope]}`, '', '| OTLP name | unit | kind | attributes | Prometheus name | emitted by | description |', '| --- | --- | --- | --- | --- | --- | --- |');
     for (const d of METRICS.filter((x) => x.scope === scope)) {
       const by = (emitters.get(d.name) ?? []).join(', ') || '-';

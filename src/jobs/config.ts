@@ -10,6 +10,8 @@ export const JOBS_SECTION: SectionSpec = {
     { key: 'gpu_hour_prices', type: 'map', default: {}, example: 'H100=3.20,A100=1.80', description: 'Per-model GPU-hour prices: the first key contained in the GPU model wins over gpu_hour_price.' },
     { key: 'kwh_price', type: 'number', default: null, min: 0, example: '0.25', description: 'Price of one kWh of GPU energy, added to the cost.' },
     { key: 'currency', type: 'string', default: 'USD', description: 'Currency shown with costs.' },
+    { key: 'nccl_peak_bus_bandwidth', type: 'number', default: null, min: 0, example: '400', description: 'The fabric\'s peak NCCL bus bandwidth per GPU, in GB/s (1e9 bytes/s, nccl-tests\' unit): the communication section of `l9gpu jobs show` compares each collective with it and notes one far below (unset: no comparison).' },
+    { key: 'nccl_peak_bus_bandwidths', type: 'map', default: {}, example: 'h100=450,a100=230', description: 'Per-partition peak bus bandwidths in GB/s, over nccl_peak_bus_bandwidth for jobs of that partition.' },
     { key: 'series_retention', type: 'duration', default: 30 * 86400, min: 3600, example: '30d', description: 'How long the per-minute utilization/memory/power series of ended jobs are kept (for `l9gpu jobs show` plots).' },
     { key: 'job_retention', type: 'duration', default: 365 * 86400, min: 86400, example: '365d', description: 'How long ended jobs and their figures are kept in the store.' },
   ],

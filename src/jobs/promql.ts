@@ -19,6 +19,7 @@ import { addToSample } from './samples.js';
 import { headerOf, totalsOf } from './report.js';
 import type { GpuRow, JobReport, Prices } from './report-model.js';
 import { jobNotes } from './notes.js';
+import { communicationNotes, communicationOf, type CommRow } from './communication.js';
 
 const USED = ['gpu.utilization', 'gpu.memory.utilization', 'gpu.memory.used', 'gpu.memory.total', 'gpu.power.draw', 'gpu.energy.consumption', 'gpu.temperature', 'gpu.throttle.active', 'gpu.xid.errors', 'gpu.ecc.errors', 'gpu.job.share'];
 type Naming = 'otel' | 'prometheus';
@@ -39,7 +40,7 @@ export interface PromqlOptions {
 
 /** Every attribute key l9gpu emits, by its Prometheus-sanitized spelling. */
 const KEYS = (() => {
-  const all = new Set<string>(['host.name', 'cluster.name', 'service.name', ...ATTRIBUTION_ATTRIBUTES, ...SCOPE_ATTRIBUTES.gpu.required, ...SCOPE_ATTRIBUTES.gpu.optional]);
+  const all = new Set<string>(['host.name', 'cluster.name', 'service.name', ...ATTRIBUTION_ATTRIBUTES, ...Object.values(SCOPE_ATTRIBUTES).flatMap((s) => [...s.required, ...s.optional])]);
   for (const m of METRICS) for (const a of m.attributes) all.add(a);
   return new Map([...all].map((k) => [k.replace(/[^a-zA-Z0-9_]/g, '_'), k]));
 })();
@@ -125,6 +126,41 @@ async function fetchJob(o: PromqlOptions, jobId: string): Promise<{ naming: Nami
   return undefined;
 }
 
+/**
+ * The job's NCCL rows from every node: each rank series' last value of its
+ * operations, bytes and exec-time sum (cumulative), summed per node,
+ * communicator, collective, size and rank.
+ */
+async function commRows(o: PromqlOptions, naming: Naming, jobId: string): Promise<CommRow[]> {
+  const names: [keyof Pick<CommRow, 'ops' | 'bytes' | 'seconds'>, string, string][] = [
+    ['ops', 'nccl.operations', 'nccl_operations_total'],
+    ['bytes', 'nccl.bytes', 'nccl_bytes_total'],
+    ['seconds', 'nccl.exec.time_sum', 'nccl_exec_time_seconds_sum'],
+  ];
+  const rows = new Map<string, CommRow>();
+  await Promise.all(
+    names.map(async ([field, otel, prom]) => {
+      const sel = naming === 'otel' ? `{__name__=${JSON.stringify(otel)},"slurm.job.id"=${JSON.stringify(jobId)}}` : `${prom}{slurm_job_id=${JSON.stringify(jobId)}}`;
+      for (const s of await query(o, `${sel}[${o.window}]`)) {
+        const a = attributes(s.metric, naming);
+        const last = Math.max(...s.values.map(([, v]) => Number(v)).filter(Number.isFinite));
+        if (!Number.isFinite(last)) continue;
+        const node = String(a['host.name'] ?? a.instance ?? '?');
+        const commName = typeof a['nccl.comm.name'] === 'string' ? a['nccl.comm.name'] : '';
+        const comm = typeof a['nccl.comm.id'] === 'string' ? a['nccl.comm.id'] : commName;
+        const rank = a['nccl.rank'] !== undefined ? Number(a['nccl.rank']) : -1;
+        const collective = String(a['nccl.collective'] ?? '?');
+        const size = String(a['nccl.message.size'] ?? '');
+        const k = `${node}\u0001${comm}\u0001${collective}\u0001${size}\u0001${rank}`;
+        let r = rows.get(k);
+        if (!r) rows.set(k, (r = { node, comm, comm_name: commName, collective, size, rank, n_ranks: Number(a['nccl.ranks']) || 1, n_nodes: Number(a['nccl.nodes']) || 1, ops: 0, bytes: 0, seconds: 0 }));
+        r[field] += last;
+      }
+    }),
+  );
+  return [...rows.values()];
+}
+
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   return s.length ? s[Math.floor(s.length / 2)]! : 0;
@@ -193,5 +229,6 @@ export async function reportFromPromql(o: PromqlOptions, jobId: string, prices: 
   );
   const totals = totalsOf(rows, prices);
   const series = [...perMinute.entries()].sort((a, b) => a[0] - b[0]).map(([m, v]) => [m, Math.round((v.reduce((x, y) => x + y, 0) / v.length) * 1e4) / 1e4] as [number, number]);
-  return { source: 'promql', job, gpus: rows, totals, inference: null, series, notes: jobNotes(job, rows, totals) };
+  const communication = communicationOf(await commRows(o, got.naming, jobId), null);
+  return { source: 'promql', job, gpus: rows, totals, inference: null, communication, series, notes: [...jobNotes(job, rows, totals), ...communicationNotes(communication)] };
 }

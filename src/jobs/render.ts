@@ -123,6 +123,27 @@ export function renderReport(raw: JobReport, st: Style): string {
     out.push(`  time to first token  p50 ${s(inf.ttft_p50_s)}  p95 ${s(inf.ttft_p95_s)}   inter-token latency  p50 ${s(inf.itl_p50_s)}  p95 ${s(inf.itl_p95_s)}`);
     out.push(`  ${inf.tokens_per_s === null ? '-' : inf.tokens_per_s.toFixed(1)} tokens/s   ${inf.tokens_per_j === null ? '-' : inf.tokens_per_j.toFixed(3)} tokens/J (of the job's GPU energy)`);
   }
+  const com = r.communication;
+  if (com) {
+    const gbs = (x: number | null) => (x === null ? '-' : (x / 1e9).toFixed(1));
+    out.push('', st.bold('Communication (NCCL)') + st.dim(` ${com.time_s.toFixed(1)} s per rank in collectives${com.peak_bus_bw_Bps ? `; fabric peak ${gbs(com.peak_bus_bw_Bps)} GB/s` : ''}`));
+    out.push(
+      ...table(
+        [
+          ['COMMUNICATOR', 'COLLECTIVE', 'SIZE', 'RANKS', 'OPS', 'TIME/RANK', 'SHARE', 'ALG GB/s', 'BUS GB/s', 'OF PEAK'],
+          ...com.collectives.slice(0, 12).map((k) => [
+            k.comm_name ?? k.comm, k.collective, k.size, `${k.ranks_seen || '-'}/${k.ranks}`, Math.round(k.operations).toLocaleString('en-US'), `${k.time_s.toFixed(2)} s`,
+            pct(k.share), gbs(k.alg_bw_Bps), gbs(k.bus_bw_Bps), k.of_peak === null ? '-' : pct(k.of_peak),
+          ]),
+        ],
+        st,
+      ).map((l) => `  ${l}`),
+    );
+    if (com.collectives.length > 12) out.push(st.dim(`  ... ${com.collectives.length - 12} more (--json has them all)`));
+    if (com.slowest_ranks.length) {
+      out.push(`  slowest ranks: ${com.slowest_ranks.map((x) => `${x.comm_name ?? x.comm} rank ${x.rank} (${x.node}) ${x.slowdown.toFixed(2)}x${x.straggler ? ' STRAGGLER' : ''}`).join('; ')}`);
+    }
+  }
   if (r.series.length > 1) {
     out.push('', st.bold('GPU utilization over the job') + st.dim(` (per minute, ${r.series.length} min)`));
     out.push(`  ${sparkline(r.series)}`);

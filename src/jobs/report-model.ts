@@ -67,6 +67,37 @@ export interface InferenceFigures {
   tokens_per_j: number | null;
 }
 
+/** A job's NCCL communication (Inspector data of its ranks), over the job. */
+export interface CommunicationFigures {
+  /** Seconds a rank spent in the collectives, summed over them (each collective's time per rank). */
+  time_s: number;
+  /** The fabric's peak bus bandwidth for the job's partition (B/s), from [jobs]; null: not configured. */
+  peak_bus_bw_Bps: number | null;
+  /** Per communicator, collective and message-size bucket (powers of two: 64MiB holds [64, 128) MiB), most time first. */
+  collectives: {
+    comm: string;
+    comm_name: string | null;
+    collective: string;
+    size: string;
+    ranks: number;
+    nodes: number;
+    /** Ranks whose records are in the report (this node's, or every node's through PromQL). */
+    ranks_seen: number;
+    /** Operations of the busiest rank. */
+    operations: number;
+    /** Seconds per rank. */
+    time_s: number;
+    /** Of the job's communication time, 0..1. */
+    share: number;
+    alg_bw_Bps: number | null;
+    bus_bw_Bps: number | null;
+    /** Bus bandwidth over the peak, null without one. */
+    of_peak: number | null;
+  }[];
+  /** Ranks slower than their peers on the same collectives, slowest first (at most 5). */
+  slowest_ranks: { comm: string; comm_name: string | null; rank: number; node: string; slowdown: number; straggler: boolean }[];
+}
+
 export interface JobReport {
   source: 'store' | 'promql';
   job: JobHeader;
@@ -74,6 +105,8 @@ export interface JobReport {
   totals: Totals;
   /** Jobs that served a model: their engines' figures (the store source only); null otherwise. */
   inference: InferenceFigures | null;
+  /** Jobs whose ranks wrote NCCL Inspector data: their communication; null otherwise. */
+  communication: CommunicationFigures | null;
   /** Mean utilization of the job's GPUs per minute (ms, 0..1). */
   series: [number, number][];
   notes: Note[];

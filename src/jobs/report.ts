@@ -11,6 +11,7 @@ import { jobNotes } from './notes.js';
 import type { GpuRow, InferenceFigures, JobHeader, JobReport, Prices, Totals } from './report-model.js';
 import { addBuckets, type Buckets } from '../ledger/engine-rollup.js';
 import { quantileOf } from '../scrape/histogram-window.js';
+import { commRowsFromStore, communicationNotes, communicationOf } from './communication.js';
 
 export function pricesFrom(cfg: Config): Prices {
   return {
@@ -131,7 +132,12 @@ export function reportFromStore(db: Db, row: JobRow, runs: number, node: string,
   const job = headerOf(row, runs, [node]);
   const totals = totalsOf(gpus, prices);
   const inference = inferenceOf(db, row.job_id, row.run_key, totals.energy_j);
-  return { source: 'store', job, gpus, totals, inference, series: series.map((s) => [s.minute * 60_000, Math.round(s.util * 1e4) / 1e4]), notes: jobNotes(job, gpus, totals) };
+  const communication = communicationOf(commRowsFromStore(db, row.job_id, row.run_key, node), null);
+  return {
+    source: 'store', job, gpus, totals, inference, communication,
+    series: series.map((s) => [s.minute * 60_000, Math.round(s.util * 1e4) / 1e4]),
+    notes: [...jobNotes(job, gpus, totals), ...communicationNotes(communication)],
+  };
 }
 
 /** The inference figures of a job run from its engines' rows (src/ledger/engine-rollup.ts), or null when it ran none. */

@@ -15,6 +15,7 @@
 import type { Attributes, HistogramValue, Point } from '../core/metrics/model.js';
 import type { InferenceRole } from '../core/metrics/registry.js';
 import type { Db } from '../store/open.js';
+import { increase, SeriesDeltas, type Seen } from './series-deltas.js';
 
 export interface Buckets {
   bounds: number[];
@@ -62,60 +63,26 @@ export function addBuckets(into: Buckets | undefined, d: Buckets): Buckets {
   return { bounds, counts };
 }
 
-/** Attributes attribution adds: not part of a series' identity. */
-const ADDED = /^(?:slurm\.|k8s\.)|^(?:gpu\.uuids|process\.pid)$/;
-
-function seriesKey(p: Point): string {
-  const a = p.attributes;
-  const keys = Object.keys(a).filter((k) => !ADDED.test(k)).sort();
-  let k = p.metric.name;
-  for (const key of keys) k += `\u0001${key}\u0002${String(a[key])}`;
-  return k;
-}
-
-/** How long a series' last value is kept after its last scrape. */
-const KEEP_MS = 86_400_000;
-
 export class EngineRollups {
-  /** Last value of each series (a counter's number, a histogram's buckets), by job. */
-  private readonly last = new Map<string, { jobId: string; v: number; h?: HistogramValue; seen: number }>();
-  private readonly runs = new Map<string, { runKey: string | undefined; at: number }>();
+  private readonly deltas: SeriesDeltas;
 
-  constructor(private readonly db: Db) {}
-
-  /** The open run of a job (its latest), asked of the store once a minute per job. */
-  private runOf(jobId: string, now: number): string | undefined {
-    const c = this.runs.get(jobId);
-    if (c && now - c.at < 60_000) return c.runKey;
-    const r = this.db.prepare('SELECT run_key FROM jobs WHERE job_id = ? ORDER BY end_time IS NULL DESC, start_time DESC LIMIT 1').get(jobId) as { run_key: string } | undefined;
-    this.runs.set(jobId, { runKey: r?.run_key, at: now });
-    return r?.run_key;
-  }
-
-  /** The last value of a series for this job: this process's, else the store's (a daemon restart). */
-  private lastOf(key: string, jobId: string): { v: number; h?: HistogramValue } | undefined {
-    const m = this.last.get(key);
-    if (m) return m.jobId === jobId ? m : undefined;
-    const r = this.db.prepare('SELECT value, hist FROM engine_series WHERE key = ? AND job_id = ?').get(key, jobId) as { value: number; hist: string | null } | undefined;
-    return r ? { v: r.value, ...(r.hist ? { h: JSON.parse(r.hist) as HistogramValue } : {}) } : undefined;
+  constructor(private readonly db: Db) {
+    this.deltas = new SeriesDeltas(db);
   }
 
   /** Takes a batch's points; the engine points with a job add to that job's figures in the store. */
   observe(points: readonly Point[], time: number): void {
     const accs = new Map<string, Acc>();
-    const seen: [string, string, number, HistogramValue | undefined][] = [];
+    const seen: Seen[] = [];
     for (const p of points) {
       const role: InferenceRole | undefined = p.metric.inference;
       if (!role) continue;
       const a: Attributes = p.attributes;
       const jobId = a['slurm.job.id'] ?? a['k8s.pod.name'];
       if (typeof jobId !== 'string') continue;
-      const runKey = this.runOf(jobId, time);
+      const runKey = this.deltas.runOf(jobId, time);
       if (runKey === undefined) continue;
-      const k = seriesKey(p);
-      const prev = this.lastOf(k, jobId);
-      this.last.set(k, { jobId, v: p.value, h: p.hist, seen: time });
-      seen.push([k, jobId, p.value, p.hist]);
+      const prev = this.deltas.take(p, jobId, time, seen);
       const engine = p.metric.name.slice(0, p.metric.name.indexOf('.'));
       const endpoint = `${String(a['server.address'])}:${String(a['server.port'])}`;
       const model = typeof a['gen_ai.request.model'] === 'string' ? a['gen_ai.request.model'] : '';
@@ -129,18 +96,16 @@ export class EngineRollups {
       // a token histogram (TGI's input and generated lengths) counts its sum: the tokens of its requests
       const v = p.hist ? p.hist.sum : p.value;
       const before = p.hist ? prev?.h?.sum : prev?.v;
-      const d = before !== undefined && v >= before ? v - before : v;
-      acc[role] = (acc[role] ?? 0) + d;
+      acc[role] = (acc[role] ?? 0) + increase(v, before);
     }
-    for (const [k, v] of this.last) if (time - v.seen > KEEP_MS) this.last.delete(k);
+    this.deltas.forget(time);
     if (seen.length) this.write([...accs.values()], seen, time);
   }
 
-  private write(accs: Acc[], seen: [string, string, number, HistogramValue | undefined][], time: number): void {
+  private write(accs: Acc[], seen: Seen[], time: number): void {
     const get = this.db.prepare('SELECT requests, prompt_tokens, generation_tokens, ttft, itl, first_time FROM job_engine WHERE job_id = ? AND run_key = ? AND engine = ? AND endpoint = ? AND model = ?');
     const put = this.db.prepare(`INSERT OR REPLACE INTO job_engine (job_id, run_key, engine, endpoint, model, first_time, last_time, requests, prompt_tokens, generation_tokens, ttft, itl)
                                  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
-    const last = this.db.prepare('INSERT OR REPLACE INTO engine_series (key, job_id, value, hist, seen) VALUES (?, ?, ?, ?, ?)');
     const add = (a: number | null, b: number | null | undefined): number | null => (a === null && (b === null || b === undefined) ? null : (a ?? 0) + (b ?? 0));
     this.db.transaction(() => {
       for (const a of accs) {
@@ -152,13 +117,11 @@ export class EngineRollups {
         };
         put.run(a.jobId, a.runKey, a.engine, a.endpoint, a.model, had?.first_time ?? time, time, (had?.requests ?? 0) + a.requests, add(a.prompt_tokens, had?.prompt_tokens), add(a.generation_tokens, had?.generation_tokens), merge(had?.ttft, a.ttft), merge(had?.itl, a.itl));
       }
-      for (const [k, jobId, v, h] of seen) last.run(k, jobId, v, h ? JSON.stringify(h) : null, time);
+      this.deltas.save(seen, time);
     }).immediate();
   }
 
-  /** Forgets the series not scraped for a day, and the runs asked about. */
   prune(now: number): void {
-    this.db.prepare('DELETE FROM engine_series WHERE seen < ?').run(now - KEEP_MS);
-    this.runs.clear();
+    this.deltas.prune(now);
   }
 }

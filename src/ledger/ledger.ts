@@ -14,6 +14,7 @@ import { metric } from '../core/metrics/registry.js';
 import { samplesFromPoints } from '../jobs/samples.js';
 import type { Db } from '../store/open.js';
 import { EngineRollups } from './engine-rollup.js';
+import { NcclRollups } from './nccl-rollup.js';
 import { InventoryWriter } from './inventory.js';
 import { RollupWriter, type RollupBinding } from './rollup-writer.js';
 
@@ -45,7 +46,9 @@ export class JobLedger {
   /** The error of the rollup writes while they fail ('' while they work). */
   private writeError = '';
   private engineError = '';
+  private ncclError = '';
   private readonly engines: EngineRollups;
+  private readonly nccl: NcclRollups;
 
   constructor(
     db: Db,
@@ -54,6 +57,7 @@ export class JobLedger {
   ) {
     this.rollups = new RollupWriter(db);
     this.engines = new EngineRollups(db);
+    this.nccl = new NcclRollups(db);
     this.inventory = new InventoryWriter(db, log);
   }
 
@@ -68,7 +72,16 @@ export class JobLedger {
         this.engineError = msg;
       }
     }
-    if (!batch.points.some((p) => typeof p.attributes['gpu.uuid'] === 'string')) return [];
+    if (batch.points.some((p) => p.metric.scope === 'nccl')) {
+      try {
+        this.nccl.observe(batch.points, batch.time);
+      } catch (e) {
+        const msg = (e as Error).message;
+        if (msg !== this.ncclError) this.log.error('cannot update the jobs\' communication figures: the NCCL records of this tick are not in the job reports', { error: msg });
+        this.ncclError = msg;
+      }
+    }
+    if (!batch.points.some((p) => p.metric.scope === 'gpu' && typeof p.attributes['gpu.uuid'] === 'string')) return [];
     this.inventory.observe(batch.points);
     const samples = samplesFromPoints(batch.points, batch.time, (p) => p.metric.name);
     const identities = new Map<string, Attributes>();
@@ -128,6 +141,7 @@ export class JobLedger {
     try {
       this.rollups.prune(this.retention.seriesMs, this.retention.jobsMs, now);
       this.engines.prune(now);
+      this.nccl.prune(now);
     } catch (e) {
       this.log.once(`prune-${(e as Error).message}`, 'warn', 'cannot prune old jobs', { error: (e as Error).message });
     }

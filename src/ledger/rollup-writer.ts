@@ -109,6 +109,7 @@ export class RollupWriter {
       this.db.prepare(`DELETE FROM job_gpu WHERE (job_id, run_key) IN (${old})`).run(cut);
       this.db.prepare(`DELETE FROM job_gpu_series WHERE (job_id, run_key) IN (${old})`).run(cut);
       this.db.prepare(`DELETE FROM job_engine WHERE (job_id, run_key) IN (${old})`).run(cut);
+      this.db.prepare(`DELETE FROM job_nccl WHERE (job_id, run_key) IN (${old})`).run(cut);
       this.db.prepare(`DELETE FROM bindings WHERE (job_id, run_key) IN (${old})`).run(cut);
       const jobs = this.db.prepare(`DELETE FROM jobs WHERE end_time IS NOT NULL AND end_time < ?`).run(cut).changes;
       return { series, jobs };

@@ -124,6 +124,27 @@ export const MIGRATIONS: readonly string[] = [
     seen INTEGER NOT NULL
   ) WITHOUT ROWID;
   `,
+  // 4: a job's NCCL communication (plugins/nccl), per communicator, collective, size bucket and rank on this node;
+  // its cumulative series' last values go in engine_series like an engine's
+  `
+  CREATE TABLE job_nccl (
+    job_id TEXT NOT NULL,
+    run_key TEXT NOT NULL,
+    comm TEXT NOT NULL,
+    comm_name TEXT NOT NULL,
+    collective TEXT NOT NULL,
+    size TEXT NOT NULL,
+    rank INTEGER NOT NULL,
+    n_ranks INTEGER NOT NULL,
+    n_nodes INTEGER NOT NULL,
+    first_time INTEGER NOT NULL,
+    last_time INTEGER NOT NULL,
+    ops REAL NOT NULL,
+    bytes REAL NOT NULL,
+    seconds REAL NOT NULL,
+    PRIMARY KEY (job_id, run_key, comm, collective, size, rank)
+  ) WITHOUT ROWID;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -14,7 +14,7 @@
 export type MetricKind = 'gauge' | 'sum' | 'updown' | 'histogram';
 
 /** Which identity attributes a metric's points carry besides its own keys. */
-export type MetricScope = 'gpu' | 'host' | 'agent' | 'engine';
+export type MetricScope = 'gpu' | 'host' | 'agent' | 'engine' | 'nccl';
 
 export interface MetricDef {
   readonly name: string;
@@ -43,6 +43,13 @@ export const SCOPE_ATTRIBUTES: Record<MetricScope, { required: readonly string[]
   // process.pid: the process listening on a local endpoint; attribution adds its job's slurm.* and gpu.uuids
   // (the job's GPUs on this node, comma-separated: a point of one engine that serves on several GPUs)
   engine: { required: ['server.address', 'server.port'], optional: ['gen_ai.request.model', 'gen_ai.provider.name', 'process.pid', 'gpu.uuids'] },
+  // a communicator's operations as one NCCL process (a rank) recorded them (plugins/nccl); nccl.job.id: the job the
+  // Inspector's dump folder or file names; attribution adds the process's job (slurm.*) and GPU (gpu.uuid, or gpu.uuids
+  // for a process on several GPUs)
+  nccl: {
+    required: ['nccl.collective', 'nccl.ranks', 'nccl.nodes'],
+    optional: ['nccl.comm.id', 'nccl.comm.name', 'nccl.rank', 'nccl.message.size', 'nccl.algo_proto', 'nccl.job.id', 'process.pid', 'gpu.uuid', 'gpu.uuids'],
+  },
 };
 
 /** Attributes the attribution step may add to GPU points. */
@@ -219,6 +226,18 @@ export const METRICS: readonly MetricDef[] = Object.freeze([
   m('gen_ai.server.time_per_output_token', 's', 'histogram', 'engine', 'Time per output token after the first (GenAI semantic conventions), the engine\'s own buckets.'),
   m('gen_ai.server.request.duration', 's', 'histogram', 'engine', 'Server-side request duration (GenAI semantic conventions), the engine\'s own buckets.'),
 
+  // --- NCCL Inspector (plugins/nccl): collectives and point-to-point operations of distributed jobs ---
+  m('nccl.operations', '{operation}', 'sum', 'nccl', 'Operations the NCCL Inspector recorded, per communicator, collective (or Send/Recv), message-size bucket and rank.'),
+  m('nccl.bytes', 'By', 'sum', 'nccl', 'Message bytes of those operations, as NCCL counts a message (coll_msg_size_bytes: AllGather the bytes each rank sends, ReduceScatter those each receives).'),
+  m('nccl.exec.time', 's', 'histogram', 'nccl', 'Execution time of each operation (the Inspector\'s kernel span on the GPU: it includes waiting for the other ranks).'),
+  m('nccl.bandwidth.algorithm', 'By/s', 'gauge', 'nccl', 'Algorithm bandwidth of the operations recorded in the collection interval: their data moved over their execution time (AllGather and ReduceScatter move the message times the ranks), recomputed from size, time and ranks.'),
+  m('nccl.bandwidth.bus', 'By/s', 'gauge', 'nccl', 'Bus bandwidth of the operations recorded in the collection interval: the algorithm bandwidth times nccl-tests\' factor (AllReduce 2(n-1)/n, AllGather and ReduceScatter (n-1)/n, others 1), comparable with the fabric\'s peak.'),
+  m('nccl.interval.bandwidth.bus', 'By/s', 'gauge', 'nccl', 'Bus bandwidth over the Inspector\'s own dump interval, the geometric mean of its operations\' (Prometheus files of NCCL 2.30 and later, nccl_bus_bandwidth_gbs).'),
+  m('nccl.interval.exec.time', 's', 'gauge', 'nccl', 'Mean execution time of an operation over the Inspector\'s own dump interval (Prometheus files of NCCL 2.30 and later).'),
+  m('nccl.rank.slowdown', '1', 'gauge', 'nccl', 'How much longer a rank takes than the communicator\'s typical rank on this node, on the same operations (the median over the window of its time over each operation\'s median time, over the ranks\' median); 1 if typical, above 1 slower (a factor, not bounded by 1).'),
+  m('nccl.rank.straggler', '', 'gauge', 'nccl', '1 while a rank is persistently slower than its peers on the same operations (its slowdown above the ranks\' median by 5 median absolute deviations and by 20 % at least), else 0.'),
+  m('l9gpu.nccl.lines.rejected', '{line}', 'sum', 'agent', 'Lines of NCCL Inspector files that were not a record (not JSON, a field missing or out of range, longer than the line bound); the log names the first of each file.'),
+
   // --- host (plugins/host, from /proc) ---
   m('system.cpu.utilization', '1', 'gauge', 'host', 'Fraction of CPU time not idle or iowait over the sample period, all logical CPUs together (0..1).'),
   m('system.cpu.logical.count', '{cpu}', 'updown', 'host', 'Logical CPUs online.'),
@@ -306,8 +325,8 @@ export function prometheusName(def: MetricDef): string {
   return name;
 }
 
-/** Ratios a source may report above 1: NVML's fan speed is a percentage of the fan's rated speed and "may exceed 100%" (nvml.h). */
-const RATIOS_ABOVE_ONE = new Set(['gpu.fan.speed']);
+/** Ratios a source may report above 1: NVML's fan speed is a percentage of the fan's rated speed and "may exceed 100%" (nvml.h); a rank's slowdown is a factor. */
+const RATIOS_ABOVE_ONE = new Set(['gpu.fan.speed', 'nccl.rank.slowdown']);
 
 /**
  * The values a metric can take: every l9gpu metric is a count, size, rate,

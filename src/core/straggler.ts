@@ -36,8 +36,17 @@ export function median(xs: readonly number[]): number {
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
 
-/** ops: one entry per operation (collective, sn, size), the time each rank took for it. */
-export function stragglers(ops: Iterable<readonly RankTime[]>, o: StragglerOptions = {}): Straggler[] {
+export interface RankFactor extends Straggler {
+  readonly straggler: boolean;
+}
+
+/**
+ * Every rank's factor (its median ratio over the window, over the ranks'
+ * median), and whether it stands out as a straggler. Empty when fewer than
+ * three ranks have enough operations: two ranks cannot say which is slow.
+ * ops: one entry per operation (collective, sn, size), the time each rank took for it.
+ */
+export function rankFactors(ops: Iterable<readonly RankTime[]>, o: StragglerOptions = {}): RankFactor[] {
   const minOps = o.minOperations ?? 10;
   const k = o.k ?? 5;
   const minFactor = o.minFactor ?? 1.2;
@@ -56,11 +65,18 @@ export function stragglers(ops: Iterable<readonly RankTime[]>, o: StragglerOptio
   const factors = [...ratios].filter(([, l]) => l.length >= minOps).map(([rank, l]) => ({ rank, f: median(l), n: l.length }));
   if (factors.length < 3) return [];
   const M = median(factors.map((x) => x.f));
+  if (!(M > 0)) return [];
   const mad = median(factors.map((x) => Math.abs(x.f - M)));
   // a floor under the MAD: ranks that agree to the microsecond would make any jitter a straggler
   const bar = M + k * Math.max(mad, 0.02 * M);
   return factors
-    .filter((x) => x.f > bar && x.f >= minFactor * M)
-    .map((x) => ({ rank: x.rank, factor: Math.round((x.f / M) * 1000) / 1000, operations: x.n }))
-    .sort((a, b) => b.factor - a.factor);
+    .map((x) => ({ rank: x.rank, factor: Math.round((x.f / M) * 1000) / 1000, operations: x.n, straggler: x.f > bar && x.f >= minFactor * M }))
+    .sort((a, b) => b.factor - a.factor || a.rank - b.rank);
+}
+
+/** The ranks of rankFactors that straggle, slowest first. */
+export function stragglers(ops: Iterable<readonly RankTime[]>, o: StragglerOptions = {}): Straggler[] {
+  return rankFactors(ops, o)
+    .filter((x) => x.straggler)
+    .map(({ rank, factor, operations }) => ({ rank, factor, operations }));
 }

@@ -1,0 +1,224 @@
+/**
+ * Inspector records -> the nccl.* series of one node. A series is one rank's
+ * view of one kind of operation: (process, communicator, rank, collective,
+ * message-size bucket). Counts, bytes and the exec-time histogram are
+ * cumulative from when the series was first seen; the bandwidth gauges cover
+ * the operations recorded since the last collection, recomputed from size,
+ * time and ranks (never the file's rounded figure, which is only checked).
+ *
+ * Stragglers: the collectives of one communicator are lined up across the
+ * ranks on this node by (collective, sequence number, size), a window of the
+ * latest ones per communicator, and each rank's factor worked out by
+ * straggler.ts. Point-to-point sequence numbers are per process (the
+ * Inspector's own counter), so Send/Recv never enter the window.
+ *
+ * Memory is bounded: series, communicators and each window have a cap, and
+ * a series not fed for `idleMs` is forgotten (its counters start again if it
+ * comes back, with a new start time, as a counter reset).
+ */
+import type { Attributes, Emitter, HistogramValue } from '../../src/core/metrics/model.js';
+import { metric } from '../../src/core/metrics/registry.js';
+import { bandwidth } from '../../src/core/nccl-bandwidth.js';
+import { rankFactors, type RankTime } from '../../src/core/straggler.js';
+import type { InspectorRecord } from './parse.js';
+
+const OPS = metric('nccl.operations');
+const BYTES = metric('nccl.bytes');
+const EXEC = metric('nccl.exec.time');
+const ALGBW = metric('nccl.bandwidth.algorithm');
+const BUSBW = metric('nccl.bandwidth.bus');
+const SLOWDOWN = metric('nccl.rank.slowdown');
+const STRAGGLER = metric('nccl.rank.straggler');
+
+/** Exec-time bucket bounds (s): 10 µs (a small message's launch) to 10 s (a collective stuck waiting for a peer). */
+export const EXEC_BOUNDS: readonly number[] = Object.freeze([
+  1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2, 5e-2, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+]);
+
+const UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
+
+/**
+ * A message size's bucket: its power of two, rounded down, named in binary
+ * units ("64MiB" holds [64 MiB, 128 MiB)). Powers of two, because message
+ * sizes are (a size between two is a bucketing of the same transfer), and
+ * few buckets keep the series few.
+ */
+export function sizeBucket(bytes: number): string {
+  if (!(bytes >= 1)) return '0B';
+  let p = 2 ** Math.floor(Math.log2(bytes));
+  // log2 of a number just under a power of two can round up
+  if (p > bytes) p /= 2;
+  let u = 0;
+  while (p >= 1024 && u < UNITS.length - 1) {
+    p /= 1024;
+    u++;
+  }
+  return `${p}${UNITS[u]}`;
+}
+
+/** The bytes a bucket name stands for (its lower bound), or undefined. */
+export function bucketBytes(name: string): number | undefined {
+  const m = /^(\d+)(B|KiB|MiB|GiB|TiB|PiB)$/.exec(name);
+  return m ? Number(m[1]) * 1024 ** UNITS.indexOf(m[2]!) : undefined;
+}
+
+/** Where a record came from, beyond the record: its file's job id (the dump folder's name) and GPU (a .prom file's name). */
+export interface RecordSource {
+  readonly jobId?: string;
+  readonly gpuUuid?: string;
+  /** No pid known (a .prom file): the series is not a process's. */
+  readonly noPid?: boolean;
+}
+
+interface Series {
+  readonly attrs: Attributes;
+  readonly op: string;
+  readonly nRanks: number;
+  readonly start: number;
+  ops: number;
+  bytes: number;
+  counts: number[];
+  sum: number;
+  /** Since the last collection. */
+  dBytes: number;
+  dSeconds: number;
+  dOps: number;
+  seen: number;
+}
+
+interface Window {
+  /** "op/sn/bytes" -> rank -> seconds, oldest first. */
+  readonly ops: Map<string, Map<number, number>>;
+  readonly attrs: Attributes;
+  /** Each rank's process and GPU, for its points' attribution. */
+  readonly who: Map<number, Attributes>;
+  seen: number;
+}
+
+export interface AggregateOptions {
+  /** Series kept at most; a new one past it is dropped and counted. Default 20,000. */
+  readonly maxSeries?: number;
+  /** Operations in a communicator's straggler window. Default 256. */
+  readonly window?: number;
+  /** A series or window not fed for this long is forgotten. Default 10 minutes. */
+  readonly idleMs?: number;
+}
+
+export class Aggregator {
+  private readonly series = new Map<string, Series>();
+  private readonly windows = new Map<string, Window>();
+  private readonly maxSeries: number;
+  private readonly windowSize: number;
+  private readonly idleMs: number;
+  /** Records dropped because the series cap was reached (the runner's log says it once). */
+  dropped = 0;
+
+  constructor(o: AggregateOptions = {}) {
+    this.maxSeries = o.maxSeries ?? 20_000;
+    this.windowSize = o.window ?? 256;
+    this.idleMs = o.idleMs ?? 600_000;
+  }
+
+  get size(): number {
+    return this.series.size;
+  }
+
+  add(r: InspectorRecord, src: RecordSource, now: number): void {
+    const bucket = sizeBucket(r.bytes);
+    const pid = src.noPid ? 0 : r.pid;
+    const key = `${pid}\u0001${r.commId}\u0001${r.rank}\u0001${r.op}\u0001${bucket}\u0001${r.commName ?? ''}\u0001${r.nRanks}\u0001${r.nNodes}\u0001${src.jobId ?? ''}\u0001${src.gpuUuid ?? ''}`;
+    let s = this.series.get(key);
+    if (!s) {
+      if (this.series.size >= this.maxSeries) {
+        this.dropped++;
+        return;
+      }
+      const attrs: Attributes = {
+        'nccl.collective': r.op,
+        'nccl.ranks': r.nRanks,
+        'nccl.nodes': r.nNodes,
+        'nccl.comm.id': r.commId,
+        ...(r.commName !== undefined ? { 'nccl.comm.name': r.commName } : {}),
+        'nccl.rank': r.rank,
+        'nccl.message.size': bucket,
+        ...(src.jobId ? { 'nccl.job.id': src.jobId } : {}),
+        ...(pid ? { 'process.pid': pid } : {}),
+        ...(src.gpuUuid ? { 'gpu.uuid': src.gpuUuid } : {}),
+      };
+      this.series.set(key, (s = { attrs, op: r.op, nRanks: r.nRanks, start: now, ops: 0, bytes: 0, counts: new Array<number>(EXEC_BOUNDS.length + 1).fill(0), sum: 0, dBytes: 0, dSeconds: 0, dOps: 0, seen: now }));
+    }
+    s.ops++;
+    s.bytes += r.bytes;
+    s.counts[bucketOf(r.execS)]!++;
+    s.sum += r.execS;
+    s.dOps++;
+    s.dBytes += r.bytes;
+    s.dSeconds += r.execS;
+    s.seen = now;
+    if (r.kind === 'coll' && r.execS > 0) this.line(r, s.attrs, now);
+  }
+
+  /** A collective into its communicator's window, lined up with the other ranks' same operation. */
+  private line(r: InspectorRecord, from: Attributes, now: number): void {
+    let w = this.windows.get(r.commId);
+    if (!w) {
+      // as many windows as series at most: a flood of communicator ids is bounded by the series cap
+      if (this.windows.size >= this.maxSeries) return;
+      this.windows.set(r.commId, (w = { ops: new Map(), attrs: { 'nccl.comm.id': r.commId, ...(r.commName !== undefined ? { 'nccl.comm.name': r.commName } : {}), 'nccl.ranks': r.nRanks, 'nccl.nodes': r.nNodes }, who: new Map(), seen: now }));
+    }
+    w.seen = now;
+    if (!w.who.has(r.rank)) {
+      const who: Attributes = {};
+      for (const a of ['nccl.job.id', 'process.pid', 'gpu.uuid']) if (from[a] !== undefined) who[a] = from[a]!;
+      w.who.set(r.rank, who);
+    }
+    const k = `${r.op}/${r.sn}/${r.bytes}`;
+    let ranks = w.ops.get(k);
+    if (!ranks) {
+      if (w.ops.size >= this.windowSize) w.ops.delete(w.ops.keys().next().value!);
+      w.ops.set(k, (ranks = new Map()));
+    }
+    ranks.set(r.rank, r.execS);
+  }
+
+  /** The points of every series, and the bandwidths and rank factors of what came since the last call. */
+  emit(out: Emitter, now: number): void {
+    for (const [k, s] of this.series) {
+      if (now - s.seen > this.idleMs) {
+        this.series.delete(k);
+        continue;
+      }
+      out.add(OPS, s.ops, s.attrs, s.start);
+      out.add(BYTES, s.bytes, s.attrs, s.start);
+      const h: HistogramValue = { bounds: EXEC_BOUNDS, counts: [...s.counts], sum: s.sum, count: s.ops };
+      out.histogram(EXEC, h, s.attrs, s.start);
+      if (s.dOps) {
+        const bw = bandwidth(s.op, s.dBytes, s.dSeconds, s.nRanks);
+        if (bw) {
+          out.add(ALGBW, bw.algBw, s.attrs);
+          out.add(BUSBW, bw.busBw, s.attrs);
+        }
+      }
+      s.dOps = s.dBytes = s.dSeconds = 0;
+    }
+    for (const [id, w] of this.windows) {
+      if (now - w.seen > this.idleMs) {
+        this.windows.delete(id);
+        continue;
+      }
+      const ops: RankTime[][] = [];
+      for (const m of w.ops.values()) ops.push([...m].map(([rank, seconds]) => ({ rank, seconds })));
+      for (const f of rankFactors(ops)) {
+        const a = { ...w.attrs, 'nccl.collective': 'all', 'nccl.rank': f.rank, ...w.who.get(f.rank) };
+        out.add(SLOWDOWN, f.factor, a);
+        out.add(STRAGGLER, f.straggler ? 1 : 0, a);
+      }
+    }
+  }
+}
+
+function bucketOf(s: number): number {
+  let i = 0;
+  while (i < EXEC_BOUNDS.length && s > EXEC_BOUNDS[i]!) i++;
+  return i;
+}

@@ -1,0 +1,87 @@
+/**
+ * What a cumulative series added for a job since it was last seen, for the
+ * ledger's per-job figures of sources that count on their own (an inference
+ * engine's counters, an NCCL rank's operations): the last value of each
+ * series is kept in memory and in the store (engine_series), so a restart of
+ * the daemon goes on from it; a series never seen for the job counts whole
+ * (its process is the job's and counted nothing before it). A series is its
+ * source's identity (metric and the source's own attributes), not what
+ * attribution adds, which changes as the job's bindings load.
+ */
+import type { HistogramValue, Point } from '../core/metrics/model.js';
+import type { Db } from '../store/open.js';
+
+/** Attributes attribution adds: not part of a series' identity. */
+const ADDED = /^(?:slurm\.|k8s\.)|^(?:gpu\.uuids?|process\.pid)$/;
+
+function seriesKey(p: Point): string {
+  const a = p.attributes;
+  const keys = Object.keys(a).filter((k) => !ADDED.test(k)).sort();
+  let k = p.metric.name;
+  for (const key of keys) k += `\u0001${key}\u0002${String(a[key])}`;
+  return k;
+}
+
+/** How long a series' last value is kept after its last scrape. */
+const KEEP_MS = 86_400_000;
+
+/** A series' value taken this tick, to be saved with the figures it went into: key, job, value, buckets. */
+export type Seen = [string, string, number, HistogramValue | undefined];
+
+export interface Previous {
+  readonly v: number;
+  readonly h?: HistogramValue;
+}
+
+/** a - b when a is b later on, else a: the source restarted and counts from nothing. */
+export function increase(v: number, before: number | undefined): number {
+  return before !== undefined && v >= before ? v - before : v;
+}
+
+export class SeriesDeltas {
+  private readonly last = new Map<string, { jobId: string; v: number; h?: HistogramValue; seen: number }>();
+  private readonly runs = new Map<string, { runKey: string | undefined; at: number }>();
+
+  constructor(private readonly db: Db) {}
+
+  /** The open run of a job (its latest), asked of the store once a minute per job. */
+  runOf(jobId: string, now: number): string | undefined {
+    const c = this.runs.get(jobId);
+    if (c && now - c.at < 60_000) return c.runKey;
+    const r = this.db.prepare('SELECT run_key FROM jobs WHERE job_id = ? ORDER BY end_time IS NULL DESC, start_time DESC LIMIT 1').get(jobId) as { run_key: string } | undefined;
+    this.runs.set(jobId, { runKey: r?.run_key, at: now });
+    return r?.run_key;
+  }
+
+  /** The series' value before this one (this process's, else the store's), noting this one in `seen` for save(). */
+  take(p: Point, jobId: string, time: number, seen: Seen[]): Previous | undefined {
+    const key = seriesKey(p);
+    const m = this.last.get(key);
+    let prev: Previous | undefined;
+    if (m) prev = m.jobId === jobId ? m : undefined;
+    else {
+      const r = this.db.prepare('SELECT value, hist FROM engine_series WHERE key = ? AND job_id = ?').get(key, jobId) as { value: number; hist: string | null } | undefined;
+      prev = r ? { v: r.value, ...(r.hist ? { h: JSON.parse(r.hist) as HistogramValue } : {}) } : undefined;
+    }
+    this.last.set(key, { jobId, v: p.value, ...(p.hist ? { h: p.hist } : {}), seen: time });
+    seen.push([key, jobId, p.value, p.hist]);
+    return prev;
+  }
+
+  /** Writes the values taken; inside the caller's transaction, with the figures they went into. */
+  save(seen: readonly Seen[], time: number): void {
+    const put = this.db.prepare('INSERT OR REPLACE INTO engine_series (key, job_id, value, hist, seen) VALUES (?, ?, ?, ?, ?)');
+    for (const [k, jobId, v, h] of seen) put.run(k, jobId, v, h ? JSON.stringify(h) : null, time);
+  }
+
+  /** Forgets, in memory, the series not seen for a day. */
+  forget(now: number): void {
+    for (const [k, v] of this.last) if (now - v.seen > KEEP_MS) this.last.delete(k);
+  }
+
+  /** Forgets the stored series not seen for a day, and the runs asked about. */
+  prune(now: number): void {
+    this.db.prepare('DELETE FROM engine_series WHERE seen < ?').run(now - KEEP_MS);
+    this.runs.clear();
+  }
+}
