@@ -37,7 +37,7 @@ export interface LocateOptions {
   readonly maxDirs?: number;
 }
 
-const DISCOVER_EVERY_MS = 30_000;
+const DISCOVER_EVERY_MS = 10_000;
 /** A discovered folder is followed this long after its last process was seen. */
 const DISCOVERED_TTL_MS = 3_600_000;
 const LOG = /^(.+)-pid(\d{1,10})\.log$/;

@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import Database from 'better-sqlite3';
@@ -660,6 +660,67 @@ export_interval = 300ms
     // serving_s is rounded to the ms: tokens/s within that
     assert.ok(inf.serving_s > 0 && Math.abs(inf.tokens_per_s! - 7 / inf.serving_s) <= 0.001 + (7 / inf.serving_s) * 0.001, JSON.stringify(inf));
     assert.equal(inf.tokens_per_j, show.totals.energy_j > 0 ? Math.round((7 / show.totals.energy_j) * 1e6) / 1e6 : null);
+  });
+
+  test(L + 'NCCL Inspector logs written by a job\'s ranks: the series carry the job (from each rank\'s process), the slow rank is flagged, and jobs show has the communication section (store and PromQL)', async () => {
+    await idle();
+    // the job's working directory: the Inspector's default folder, nccl-inspector-<job id>, is made there
+    const work = tempDir('l9gpu-nccl-job-');
+    chmodSync(work, 0o777);
+    const OPS = 40;
+    const ranks = [0, 1, 2, 3].map((r) => `${process.execPath} ${join(ROOT, 'test', 'fixtures', 'nccl-writer.mjs')} ${r} 4 ${OPS} ${r === 2 ? 1.5 : 1} &`).join(' ');
+    const id = await cluster.sbatch(['--gres=gpu:1', '-J', 'allreduce', `--chdir=${work}`, '--export=ALL,NCCL_INSPECTOR_ENABLE=1', '--wrap', `${ranks} wait`]);
+    await cluster.waitState(id, ['RUNNING']);
+    await waitFor('bound', () => bindings(id).length === 1);
+    // a second daemon on the same store, finding the ranks' folder by their environment (discover) alone
+    const cfg = join(dir, 'nccl.ini');
+    writeFileSync(cfg, `[daemon]\nplugins = nccl\nsinks = stdout, otlp\ninterval = 300ms\nattribution = slurm\nstate_dir = ${stateDir}\n[slurm]\nslurm_conf = ${cluster.conf}\nreconcile_interval = 1h\n[nccl]\npaths = ${work}/elsewhere-*\ndiscover = true\n[otlp]\nendpoint = ${vm.otlpEndpoint}\nexport_interval = 300ms\n`);
+    const d = new DaemonProcess(['--config', cfg], cluster.clientEnv());
+    let pts: JsonPoint[];
+    try {
+      pts = await waitFor('every rank\'s operations with the job', () => {
+        const p = d.points().filter((x) => x.name === 'nccl.operations' && x.attributes['slurm.job.id'] === id && x.value === OPS);
+        const flagged = d.points().some((x) => x.name === 'nccl.rank.straggler' && x.attributes['slurm.job.id'] === id && x.value === 1);
+        return new Set(p.map((x) => x.attributes['nccl.rank'])).size === 4 && flagged ? d.points() : undefined;
+        // discovery looks every 10 s: the ranks may start just after its first look
+      }, 45_000).catch((e: Error) => {
+        const seen = d.points().filter((x) => x.name === 'nccl.operations').slice(-4).map((x) => JSON.stringify({ v: x.value, a: x.attributes }));
+        throw new Error(`${e.message}; last nccl.operations: ${seen.join(' ') || 'none'}; the folder holds ${readdirSync(work, { recursive: true }).join(', ')}; stderr: ${d.stderr.slice(-1500)}`);
+      });
+      await vm.flush();
+      await waitFor('the ranks\' series in VictoriaMetrics', async () => (await vm.exportRaw('{__name__="nccl.operations"}')).filter((x) => x.metric['slurm.job.id'] === id).length === 4 || undefined, 15_000);
+    } finally {
+      assert.equal(await d.stop(), 0, d.stderr);
+      await cluster.cmd(['scancel', id]);
+    }
+    const ops = pts.filter((x) => x.name === 'nccl.operations' && x.attributes['slurm.job.id'] === id);
+    const a = ops[0]!.attributes;
+    assert.equal(a['slurm.job.name'], 'allreduce');
+    assert.equal(a['nccl.job.id'], id, 'the folder names the job too');
+    assert.equal(typeof a['process.pid'], 'number');
+    assert.equal(a['nccl.message.size'], '256MiB');
+    const flags = pts.filter((x) => x.name === 'nccl.rank.straggler' && x.attributes['slurm.job.id'] === id);
+    assert.deepEqual([...new Set(flags.filter((x) => x.value === 1).map((x) => x.attributes['nccl.rank']))], [2]);
+    assert.doesNotMatch(d.stderr, /differs from the one recomputed/);
+    await waitFor('closed by its epilog', () => bindings(id).every((b) => b.end_time !== null));
+    // by hand: 4 ranks x 40 AllReduce of 256 MiB; rank 2 takes 1.5x; bus = bytes / seconds x 2(n-1)/n
+    let seconds = 0;
+    for (let r = 0; r < 4; r++) for (let sn = 0; sn < OPS; sn++) seconds += Math.round((1000 + (sn % 5) * 10) * (r === 2 ? 1.5 : 1)) / 1e6;
+    const bus = ((4 * OPS * 268435456) / seconds) * 1.5;
+    for (const source of [[], ['--source', 'promql', '--url', vm.url]]) {
+      const run = await runCli(['jobs', 'show', id, '--json', '--config', configFile, ...source], { SLURM_CONF: cluster.conf });
+      assert.equal(run.status, 0, run.stderr);
+      const c = (JSON.parse(run.stdout) as JobReport).communication!;
+      const what = source.length ? 'promql' : 'store';
+      assert.equal(c.collectives.length, 1, what);
+      const k = c.collectives[0]!;
+      assert.deepEqual([k.comm_name, k.collective, k.size, k.ranks, k.ranks_seen, k.operations], ['slurm_world', 'AllReduce', '256MiB', 4, 4, OPS], what);
+      assert.ok(Math.abs(k.bus_bw_Bps! - bus) <= 1, `${what}: ${k.bus_bw_Bps} against ${bus}`);
+      assert.equal(c.slowest_ranks[0]!.rank, 2, what);
+      assert.equal(c.slowest_ranks[0]!.straggler, true, what);
+      assert.ok(Math.abs(c.slowest_ranks[0]!.slowdown - 1.5) < 0.01, `${what}: ${c.slowest_ranks[0]!.slowdown}`);
+      assert.ok((JSON.parse(run.stdout) as JobReport).notes.some((n) => n.code === 'nccl-straggler'), what);
+    }
   });
 
   test(L + '5,000 pending jobs: a reconcile costs slurmctld the same RPCs as with an empty queue, and no full-queue dump', async (t) => {
