@@ -62,3 +62,37 @@ test('an engine point carries the job of the process that serves it (SLURM_JOB_I
     db.close();
   }
 });
+
+test('an NCCL rank\'s point: the job of the process that wrote it, its GPU from NVML\'s process list (gpu.uuids for a process on two); after the process ended, the job its folder names', async () => {
+  const db = openStore(tempDir('l9gpu-attr-nccl-'));
+  const child = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { env: { ...process.env, SLURM_JOB_ID: '88' }, stdio: 'ignore' });
+  const other = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { env: { ...process.env, SLURM_JOB_ID: '88' }, stdio: 'ignore' });
+  try {
+    recordStart(db, { jobId: '88', runKey: 'r0', user: 'carol', uid: 1003, partition: 'train', name: 'ddp' }, [{ uuid: 'GPU-a', shared: false }, { uuid: 'GPU-b', shared: false }], 'prolog');
+    const a = new SlurmAttribution(db, log);
+    const now = Date.now();
+    // the nvml plugin's batch: the child on GPU-a, the other process on both
+    const proc = (pid: number, uuid: string): Point => ({ metric: metric('gpu.process.memory.used'), value: 1e9, attributes: { ...identity(uuid), 'process.pid': pid } });
+    a.attribute({ source: 'nvml', time: now, intervalMs: 1000, points: [proc(child.pid!, 'GPU-a'), proc(other.pid!, 'GPU-a'), proc(other.pid!, 'GPU-b')] } as Batch);
+    const rank = (pid: number | undefined, job?: string): Point => ({
+      metric: metric('nccl.operations'), value: 40,
+      attributes: { 'nccl.collective': 'AllReduce', 'nccl.ranks': 2, 'nccl.nodes': 1, 'nccl.comm.id': '0x1', 'nccl.rank': 0, ...(pid ? { 'process.pid': pid } : {}), ...(job ? { 'nccl.job.id': job } : {}) },
+    });
+    const out = a.attribute({ source: 'nccl', time: now + 1000, intervalMs: 1000, points: [rank(child.pid), rank(other.pid), rank(2 ** 22 + 1, '88'), rank(undefined)] } as Batch).points;
+    assert.equal(out[0]!.attributes['gpu.uuid'], 'GPU-a');
+    assert.equal(out[0]!.attributes['slurm.job.id'], '88');
+    assert.equal(out[0]!.attributes['slurm.user'], 'carol');
+    assert.equal(out[1]!.attributes['gpu.uuids'], 'GPU-a,GPU-b');
+    assert.equal(out[1]!.attributes['gpu.uuid'], undefined);
+    // a pid no process has: the folder's job, with its attributes, and no GPU
+    assert.equal(out[2]!.attributes['slurm.job.id'], '88');
+    assert.equal(out[2]!.attributes['slurm.job.name'], 'ddp');
+    assert.equal(out[2]!.attributes['gpu.uuid'], undefined);
+    // nothing to go by: as it came
+    assert.deepEqual(out[3]!.attributes, rank(undefined).attributes);
+  } finally {
+    child.kill();
+    other.kill();
+    db.close();
+  }
+});

@@ -36,6 +36,7 @@ import { TRITON_TABLE } from '../plugins/triton/index.js';
 import { NIM_TABLE } from '../plugins/nim/index.js';
 import { dcgmTable } from '../plugins/dcgm/index.js';
 import { parseInspectorLine } from '../plugins/nccl/parse.js';
+import { readPromText } from '../plugins/nccl/prom.js';
 import { bandwidth } from '../src/core/nccl-bandwidth.js';
 import { ROOT, tempDir } from './helpers/paths.js';
 
@@ -182,6 +183,13 @@ fuzz('NCCL Inspector line', mutatedJson('{"header":{"id":"0x7f8c496ae9f661","com
   const r = parseInspectorLine(s, 'node01-pid1.log:1');
   return { ...r, bw: bandwidth(r.op, r.bytes, r.execS, r.nRanks) };
 }, /^node01-pid1\.log:1: /);
+
+// the Inspector's Prometheus files, 2.29 (per collective) and 2.30 (per interval), mutated: records and points, or an error naming the file
+for (const c of ['v2.29.7-prom-per-collective', 'v2.30.3-prom-interval']) {
+  const d = join(ROOT, 'plugins', 'nccl', 'testdata', c);
+  const f = readdirSync(d).find((n) => n.endsWith('.prom'))!;
+  fuzz(`NCCL Inspector .prom (${c})`, mutated(readFileSync(join(d, f), 'utf8')), (s) => readPromText(s, 'x.prom', new Set(['node01']), 'GPU-x', '7'), /^x\.prom/);
+}
 
 // /metrics pages: every recorded engine and dcgm-exporter page, mutated, through the parser and its plugin's table
 const TABLES: Record<string, EngineTable> = { vllm: VLLM_TABLE, sglang: SGLANG_TABLE, tgi: TGI_TABLE, triton: TRITON_TABLE, nim: NIM_TABLE, dcgm: dcgmTable(true) };

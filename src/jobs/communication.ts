@@ -150,7 +150,7 @@ export function communicationNotes(c: CommunicationFigures | null): Note[] {
   }
   for (const s of c.slowest_ranks) {
     if (!s.straggler) continue;
-    out.push({ level: 'warn', code: 'nccl-straggler', text: `rank ${s.rank} of ${s.comm_name ?? s.comm} on ${s.node} took ${s.slowdown.toFixed(2)}x the typical rank's time on the same collectives (a rank's time includes waiting for its peers: the slow one may also be the one the others wait on)` });
+    out.push({ level: 'warn', code: 'nccl-straggler', text: `rank ${s.rank} of ${s.comm_name ?? s.comm} on ${s.node} took ${s.slowdown.toFixed(2)}x the typical rank's time on the same collectives (an Inspector time includes waiting for peers: a rank late to a collective lengthens the others' times, so look at what this one waits on too)` });
   }
   return out;
 }
