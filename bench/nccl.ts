@@ -63,7 +63,7 @@ export interface NcclTailBench {
 }
 
 /** Lines per second of the tailer path over a `lines`-line rank log, best of `rounds` interleaved rounds. */
-export function benchNcclTail(lines = 500_000, rounds = 3): NcclTailBench {
+export async function benchNcclTail(lines = 500_000, rounds = 3): Promise<NcclTailBench> {
   const dir = mkdtempSync(join(tmpdir(), 'l9gpu-bench-nccl-'));
   const host = hostname();
   const pid = 2210437;
@@ -93,10 +93,10 @@ export function benchNcclTail(lines = 500_000, rounds = 3): NcclTailBench {
         let n = 0;
         let done = 0;
         const t = performance.now();
-        // the plugin reads a bounded amount per collection (8 MiB a file): collected until every line is counted
+        // the plugin reads a bounded amount per collection (64 MiB): collected until every line is counted
         while (done < lines && n < 100_000) {
           const out = new PointBuffer();
-          p.collect(out);
+          await p.collect(out);
           n++;
           done = ops(out);
         }
@@ -108,7 +108,8 @@ export function benchNcclTail(lines = 500_000, rounds = 3): NcclTailBench {
         operations = done;
       }
       {
-        const ft = new FileTail(path, { maxLine: 256 << 10 });
+        // opened as the plugin opens a log: 512 KiB a poll
+        const ft = new FileTail(path, { maxLine: 256 << 10, maxRead: 512 << 10 });
         let n = 0;
         const t = performance.now();
         for (;;) {
@@ -236,8 +237,11 @@ class NcclDaemon {
   }
 
   async stop(): Promise<void> {
-    this.child.kill('SIGTERM');
-    await new Promise((r) => this.child.once('exit', r));
+    if (this.child.exitCode === null && this.child.signalCode === null) {
+      const exited = new Promise((r) => this.child.once('exit', r));
+      this.child.kill('SIGTERM');
+      await exited;
+    }
     this.rx.close();
   }
 }

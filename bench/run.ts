@@ -1,10 +1,12 @@
 /**
  * `npm run bench`: prints the figures the issues set targets for.
- * BENCH_DAEMON_SECONDS (default 60) sets how long the daemon is watched.
+ * BENCH_DAEMON_SECONDS (default 60) sets how long the daemon is watched;
+ * BENCH_NCCL_LINES (default 500,000) the size of the NCCL Inspector log read.
  */
 import { benchDaemon } from './daemon.js';
 import { benchHooks } from './hooks.js';
 import { benchJobs } from './jobs.js';
+import { benchNcclDaemon, benchNcclTail } from './nccl.js';
 import { benchNvml } from './nvml.js';
 import { benchPipeline } from './pipeline.js';
 import { benchScrape } from './scrape.js';
@@ -26,6 +28,21 @@ line('scrape: parse-prometheus-text-format, same page (baseline)', `${fmt(sc.npm
 line('scrape: our parser / parse-prometheus-text-format', `${fmt(sc.oursMBps / sc.npmMBps, 2)}x`, '>= 5x', sc.oursMBps >= 5 * sc.npmMBps);
 line(`scrape: GET + parse + convert, ${fmt(sc.small.series)}-series vLLM page (${fmt(sc.small.bytes / 1024)} KiB, ${fmt(sc.small.points)} points)`, `${fmt(sc.small.cpuUsPerScrape)} us CPU`, '(info)', true);
 line('scrape: the same, wall time per scrape (loopback server in-process)', `${fmt(sc.small.wallUsPerScrape)} us`, '(info)', true);
+
+const nt = await benchNcclTail(Number(process.env.BENCH_NCCL_LINES ?? 500_000));
+line(`nccl: tailer lines/s (NcclPlugin.collect: FileTail + parse + aggregate, ${fmt(nt.lines)} lines, ${fmt(nt.bytes / 2 ** 20)} MiB)`, fmt(nt.pluginLinesPerSecond), '>= 200,000', nt.pluginLinesPerSecond >= 200_000);
+line('nccl: readFileSync + split + JSON.parse per line, same file (baseline)', fmt(nt.nodeParseLinesPerSecond), '(info)', true);
+line('nccl: tailer / baseline', `${fmt(nt.pluginLinesPerSecond / nt.nodeParseLinesPerSecond, 2)}x`, '(info)', true);
+line('nccl: FileTail alone, read + split lines/s', fmt(nt.tailLinesPerSecond), '(info)', true);
+line('nccl: readFileSync + split, same file (baseline)', fmt(nt.nodeSplitLinesPerSecond), '(info)', true);
+line('nccl: FileTail / readFileSync + split', `${fmt(nt.tailLinesPerSecond / nt.nodeSplitLinesPerSecond, 2)}x`, '(info)', true);
+const nd = await benchNcclDaemon(Number(process.env.BENCH_DAEMON_SECONDS ?? 60), 10, 1000);
+line(`nccl: daemon CPU at 1,000 collectives/s (8 rank logs, 10 s), of one core`, `${fmt(nd.loaded.cpuPercentOfOneCore, 3)} %`, '(info)', true);
+line('nccl: daemon CPU, nccl plugin on an empty folder (baseline)', `${fmt(nd.idle.cpuPercentOfOneCore, 3)} %`, '(info)', true);
+line('nccl: daemon CPU at 1,000/s minus baseline (per tick), x baseline', `${fmt(nd.loaded.cpuPercentOfOneCore - nd.idle.cpuPercentOfOneCore, 3)} % (${fmt(nd.loaded.cpuMsPerTick - nd.idle.cpuMsPerTick)} ms), ${nd.idle.cpuPercentOfOneCore > 0 ? `${fmt(nd.loaded.cpuPercentOfOneCore / nd.idle.cpuPercentOfOneCore)}x` : 'n/a'}`, '(info)', true);
+line('nccl: daemon CPU per 1,000 lines (above baseline)', `${fmt(((nd.loaded.cpuMsPerTick - nd.idle.cpuMsPerTick) * 1000) / (nd.linesPerSecond * nd.intervalS), 1)} ms`, '(info)', true);
+line('nccl: daemon peak RSS at 1,000/s / baseline', `${fmt(nd.loaded.peakRssMb, 1)} / ${fmt(nd.idle.peakRssMb, 1)} MB`, '(info)', true);
+line(`nccl: lines counted by the daemon / written (${fmt(nd.seconds)} s)`, `${fmt(nd.loaded.operations)} / ${fmt(nd.linesWritten)}`, '(info)', true);
 
 const n = await benchNvml(8);
 line(`nvml: sampling CPU per GPU, all threads (${n.gpus} fake GPUs, full set, sample buffers and GPM)`, `${fmt(n.usPerGpuSample, 1)} us`, '<= 200 us', n.usPerGpuSample <= 200);

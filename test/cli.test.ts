@@ -166,13 +166,14 @@ test('doctor reports the config file, provenance, plugins, sinks and store', asy
   assert.match(r.stdout, /attribution: none \(auto: no slurm.conf found\)/);
   assert.match(r.stdout, /1 problem\(s\) found/);
 
-  // defaults: plugins = auto finds no GPU source here (no NVML, no amd-smi, no hl-smi): host only, and that is no problem
+  // defaults: plugins = auto finds no GPU source here (no NVML, no amd-smi, no hl-smi): host and nccl (always on: it reads
+  // Inspector output when a job writes some), and that is no problem
   const j = await runCli(['doctor', '--json'], { L9GPU_STATE_DIR: join(dir, 'state'), L9GPU_NVML_LIBRARY: '/nonexistent/libnvidia-ml.so.1', PATH: '/usr/bin:/bin' });
   const rep = JSON.parse(j.stdout);
   assert.equal(j.status, 0, j.stdout);
   assert.equal(rep.config.file, EMPTY_CONFIG);
   assert.equal(rep.config.origin, 'env');
-  assert.deepEqual(rep.plugins_enabled, ['host']);
+  assert.deepEqual(rep.plugins_enabled, ['host', 'nccl']);
   assert.deepEqual(rep.plugins.map((p: { name: string; enabled: boolean }) => [p.name, p.enabled]), [['host', true], ['nvml', false], ['amdsmi', false], ['hlsmi', false], ['sim', false], ['vllm', false], ['sglang', false], ['tgi', false], ['triton', false], ['nim', false], ['dcgm', false]]);
   assert.match(rep.plugins[1].detail, /^not enabled by auto: \/nonexistent\/libnvidia-ml.so.1 not found$/);
   assert.equal(rep.settings.find((s: { section: string; key: string }) => s.section === 'daemon' && s.key === 'state_dir').source, 'env');

@@ -107,6 +107,8 @@ export interface AggregateOptions {
 export class Aggregator {
   private readonly series = new Map<string, Series>();
   private readonly windows = new Map<string, Window>();
+  /** Message size -> its bucket's name (sizes repeat: a few per collective). */
+  private readonly buckets = new Map<number, string>();
   private readonly maxSeries: number;
   private readonly windowSize: number;
   private readonly idleMs: number;
@@ -124,9 +126,14 @@ export class Aggregator {
   }
 
   add(r: InspectorRecord, src: RecordSource, now: number): void {
-    const bucket = sizeBucket(r.bytes);
+    let bucket = this.buckets.get(r.bytes);
+    if (bucket === undefined) {
+      if (this.buckets.size > 4096) this.buckets.clear();
+      this.buckets.set(r.bytes, (bucket = sizeBucket(r.bytes)));
+    }
     const pid = src.noPid ? 0 : r.pid;
-    const key = `${pid}\u0001${r.commId}\u0001${r.rank}\u0001${r.op}\u0001${bucket}\u0001${r.commName ?? ''}\u0001${r.nRanks}\u0001${r.nNodes}\u0001${src.jobId ?? ''}\u0001${src.gpuUuid ?? ''}`;
+    // a communicator's name, ranks and nodes are its id's: not part of the key (first seen wins)
+    const key = `${pid}\u0001${r.commId}\u0001${r.rank}\u0001${r.op}\u0001${bucket}\u0001${src.jobId ?? ''}\u0001${src.gpuUuid ?? ''}`;
     let s = this.series.get(key);
     if (!s) {
       if (this.series.size >= this.maxSeries) {

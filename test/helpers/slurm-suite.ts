@@ -337,8 +337,11 @@ export_interval = 300ms
     // Slurm delays a requeued batch job's BeginTime once its epilog is done (REQUEUED -> PENDING): an update sent
     // before that is overwritten, so make it eligible again for as long as it is still pending
     await waitFor('requeued', async () => ['PENDING', 'REQUEUED'].includes(await cluster.state(r)));
+    // slurmd refuses a credential of the job made in the second its old one was revoked ("Job credential revoked":
+    // the new run is killed, FAILED): made eligible only from the second after the requeue on
+    const requeuedAt = Date.now();
     await waitFor('second run bound', async () => {
-      if ((await cluster.state(r)) === 'PENDING') await cluster.cmd(['scontrol', 'update', `jobid=${r}`, 'starttime=now']);
+      if (Date.now() - requeuedAt > 2000 && (await cluster.state(r)) === 'PENDING') await cluster.cmd(['scontrol', 'update', `jobid=${r}`, 'starttime=now']);
       return bindings(r).some((b) => b.run_key !== run0 && b.end_time === null);
     }, 60_000).catch((e: Error) => {
       throw new Error(`${e.message}; runs ${JSON.stringify(q('SELECT run_key, end_time, state, source FROM jobs WHERE job_id = ?', r))}, bindings ${JSON.stringify(bindings(r))}; ${cluster.logLines(r)}`);
