@@ -174,7 +174,7 @@ test('doctor reports the config file, provenance, plugins, sinks and store', asy
   assert.equal(rep.config.file, EMPTY_CONFIG);
   assert.equal(rep.config.origin, 'env');
   assert.deepEqual(rep.plugins_enabled, ['host', 'nccl']);
-  assert.deepEqual(rep.plugins.map((p: { name: string; enabled: boolean }) => [p.name, p.enabled]), [['host', true], ['nvml', false], ['amdsmi', false], ['hlsmi', false], ['sim', false], ['vllm', false], ['sglang', false], ['tgi', false], ['triton', false], ['nim', false], ['dcgm', false]]);
+  assert.deepEqual(rep.plugins.map((p: { name: string; enabled: boolean }) => [p.name, p.enabled]), [['host', true], ['nvml', false], ['amdsmi', false], ['hlsmi', false], ['sim', false], ['vllm', false], ['sglang', false], ['tgi', false], ['triton', false], ['nim', false], ['dcgm', false], ['nccl', true]]);
   assert.match(rep.plugins[1].detail, /^not enabled by auto: \/nonexistent\/libnvidia-ml.so.1 not found$/);
   assert.equal(rep.settings.find((s: { section: string; key: string }) => s.section === 'daemon' && s.key === 'state_dir').source, 'env');
 });
