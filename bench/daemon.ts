@@ -18,11 +18,13 @@ import { openStore } from '../src/store/open.js';
 import { recordStart } from '../src/store/jobs.js';
 import { slurmControllerDown } from '../test/helpers/slurm-down.js';
 import { ROOT } from '../test/helpers/paths.js';
+import { freePort } from '../test/helpers/net.js';
 
 const CLI = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
 const TICK = Number(process.env.CLK_TCK ?? 100);
 
-function procStat(pid: number): { cpuS: number; rssKb: number; hwmKb: number } {
+/** A process's CPU time (s), RSS and peak RSS (kB), from /proc. */
+export function procStat(pid: number): { cpuS: number; rssKb: number; hwmKb: number } {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
@@ -61,12 +63,7 @@ export async function benchDaemon(seconds = 60, intervalS = 10, path: DaemonPath
   });
   await new Promise<void>((r) => rx.listen(0, '127.0.0.1', () => r()));
   const rxPort = (rx.address() as AddressInfo).port;
-  const promPort = await new Promise<number>((r) => {
-    const s = http.createServer().listen(0, '127.0.0.1', () => {
-      const p = (s.address() as AddressInfo).port;
-      s.close(() => r(p));
-    });
-  });
+  const promPort = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'l9gpu-bench-'));
   const cfg = join(dir, 'bench.ini');
   const env: NodeJS.ProcessEnv = { ...process.env };

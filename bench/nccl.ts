@@ -28,9 +28,10 @@ import { PointBuffer } from '../src/core/metrics/model.js';
 import { NcclPlugin } from '../plugins/nccl/index.js';
 import { FileTail } from '../plugins/nccl/tail.js';
 import { ROOT } from '../test/helpers/paths.js';
+import { freePort } from '../test/helpers/net.js';
+import { procStat } from './daemon.js';
 
 const CLI = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
-const TICK = Number(process.env.CLK_TCK ?? 100);
 const TESTDATA = join(ROOT, 'plugins', 'nccl', 'testdata');
 
 function fixture(dir: string, file: string): string[] {
@@ -143,23 +144,6 @@ export async function benchNcclTail(lines = 500_000, rounds = 3): Promise<NcclTa
     rmSync(dir, { recursive: true, force: true });
   }
   return { lines, bytes, pluginLinesPerSecond: plugin, collects, operations, tailLinesPerSecond: tail, nodeParseLinesPerSecond: nodeParse, nodeSplitLinesPerSecond: nodeSplit };
-}
-
-function procStat(pid: number): { cpuS: number; rssKb: number; hwmKb: number } {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (k: string) => Number(new RegExp(`^${k}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? 0);
-  return { cpuS: (Number(f[11]) + Number(f[12])) / TICK, rssKb: kb('VmRSS'), hwmKb: kb('VmHWM') };
-}
-
-async function freePort(): Promise<number> {
-  return new Promise<number>((r) => {
-    const s = http.createServer().listen(0, '127.0.0.1', () => {
-      const p = (s.address() as AddressInfo).port;
-      s.close(() => r(p));
-    });
-  });
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -106,13 +106,15 @@ export class SlurmAttribution implements AttributionProvider {
     const withProcesses = new Set<string>(); // GPUs whose process list this batch carries
     // one name per MIG instance for both loops below: the device's UUID (no copy of the batch on a node without MIG)
     const points = this.migDevice.size ? batch.points.map((p) => this.migKeyed(p)) : batch.points;
+    // a rank's series are several points of one process: its job and GPUs looked up once a batch
+    const ncclBy = new Map<string, Attributes>();
     for (const p of points) {
       if (p.metric.scope === 'engine') {
         out.push(this.engineJob(p));
         continue;
       }
       if (p.metric.scope === 'nccl') {
-        out.push(this.ncclJob(p, batch.time));
+        out.push(this.ncclJob(p, batch.time, ncclBy));
         continue;
       }
       const uuid = p.attributes['gpu.uuid'];
@@ -195,21 +197,22 @@ export class SlurmAttribution implements AttributionProvider {
    * environ), else the job its dump folder names (the process has ended); the
    * process's GPU from NVML's process list, where the source named none.
    */
-  private ncclJob(p: Point, now: number): Point {
+  private ncclJob(p: Point, now: number, memo: Map<string, Attributes>): Point {
     const a = p.attributes;
     const pid = a['process.pid'];
-    const job = (typeof pid === 'number' ? this.pids.job(pid) : undefined) ?? (typeof a['nccl.job.id'] === 'string' ? a['nccl.job.id'] : undefined);
-    const gpus = typeof pid === 'number' && a['gpu.uuid'] === undefined ? this.pidGpus.of(pid, now) : [];
-    if (!job && !gpus.length) return p;
-    const j = job ? this.byJob.get(job) : undefined;
-    return {
-      ...p,
-      attributes: {
-        ...a,
+    const k = `${String(pid)}\u0001${String(a['nccl.job.id'])}\u0001${a['gpu.uuid'] === undefined}`;
+    let add = memo.get(k);
+    if (!add) {
+      const job = (typeof pid === 'number' ? this.pids.job(pid) : undefined) ?? (typeof a['nccl.job.id'] === 'string' ? a['nccl.job.id'] : undefined);
+      const gpus = typeof pid === 'number' && a['gpu.uuid'] === undefined ? this.pidGpus.of(pid, now) : [];
+      const j = job ? this.byJob.get(job) : undefined;
+      add = {
         ...(gpus.length === 1 ? { 'gpu.uuid': gpus[0]! } : gpus.length > 1 ? { 'gpu.uuids': gpus.join(',') } : {}),
         ...(j ? j.attrs : job ? { 'slurm.job.id': job } : {}),
-      },
-    };
+      };
+      memo.set(k, add);
+    }
+    return Object.keys(add).length ? { ...p, attributes: { ...a, ...add } } : p;
   }
 
   collectSelf(out: Emitter): void {

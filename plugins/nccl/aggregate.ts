@@ -16,6 +16,7 @@
  * a series not fed for `idleMs` is forgotten (its counters start again if it
  * comes back, with a new start time, as a counter reset).
  */
+import { binarySize } from '../../src/core/binary-size.js';
 import type { Attributes, Emitter, HistogramValue } from '../../src/core/metrics/model.js';
 import { metric } from '../../src/core/metrics/registry.js';
 import { bandwidth } from '../../src/core/nccl-bandwidth.js';
@@ -35,8 +36,6 @@ export const EXEC_BOUNDS: readonly number[] = Object.freeze([
   1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2, 5e-2, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
 ]);
 
-const UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
-
 /**
  * A message size's bucket: its power of two, rounded down, named in binary
  * units ("64MiB" holds [64 MiB, 128 MiB)). Powers of two, because message
@@ -48,18 +47,7 @@ export function sizeBucket(bytes: number): string {
   let p = 2 ** Math.floor(Math.log2(bytes));
   // log2 of a number just under a power of two can round up
   if (p > bytes) p /= 2;
-  let u = 0;
-  while (p >= 1024 && u < UNITS.length - 1) {
-    p /= 1024;
-    u++;
-  }
-  return `${p}${UNITS[u]}`;
-}
-
-/** The bytes a bucket name stands for (its lower bound), or undefined. */
-export function bucketBytes(name: string): number | undefined {
-  const m = /^(\d+)(B|KiB|MiB|GiB|TiB|PiB)$/.exec(name);
-  return m ? Number(m[1]) * 1024 ** UNITS.indexOf(m[2]!) : undefined;
+  return binarySize(p);
 }
 
 /** Where a record came from, beyond the record: its file's job id (the dump folder's name) and GPU (a .prom file's name). */

@@ -143,7 +143,7 @@ export class NcclPlugin implements Plugin {
    */
   private retire(path: string, f: FollowedLog, now: number): void {
     const pid = f.file.pid;
-    if (pid === undefined || now - f.file.mtimeMs < RETIRE_IDLE_MS || existsSync(`${this.o.proc ?? '/proc'}/${pid}`)) return;
+    if (pid === undefined || existsSync(`${this.o.proc ?? '/proc'}/${pid}`)) return;
     let mtimeMs: number;
     try {
       mtimeMs = statSync(path).mtimeMs;
@@ -166,10 +166,15 @@ export class NcclPlugin implements Plugin {
     }
     for (const f of files) {
       if (this.logs.has(f.path) || this.proms.has(f.path)) continue;
-      const staleAt = this.stale.get(f.path);
-      if (staleAt === f.mtimeMs) continue;
-      if (now - f.mtimeMs > this.o.maxFileAgeMs) {
-        this.stale.set(f.path, f.mtimeMs);
+      let st;
+      try {
+        st = statSync(f.path);
+      } catch {
+        continue;
+      }
+      if (!st.isFile() || this.stale.get(f.path) === st.mtimeMs) continue;
+      if (now - st.mtimeMs > this.o.maxFileAgeMs) {
+        this.stale.set(f.path, st.mtimeMs);
         continue;
       }
       this.stale.delete(f.path);

@@ -10,7 +10,7 @@
  * filesystem every node of a job shares: a log named for another host is not
  * read (each node reads its own ranks), nor a .prom file another node wrote.
  */
-import { readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { basename, isAbsolute, join, resolve } from 'node:path';
 import { processStart } from '../../src/core/process-start.js';
@@ -24,7 +24,6 @@ export interface InspectorFile {
   readonly gpuUuid?: string;
   /** The job the folder is named for (nccl-inspector-<id>), or the discovered process's SLURM_JOB_ID. */
   readonly jobId?: string;
-  readonly mtimeMs: number;
 }
 
 export interface LocateOptions {
@@ -132,15 +131,8 @@ export class Locator {
         const log = LOG.exec(n);
         const prom = log ? undefined : PROM.exec(n);
         if (log ? !this.hosts.has(log[1]!) : !prom) continue;
-        const path = join(dir, n);
-        let st;
-        try {
-          st = statSync(path);
-        } catch {
-          continue;
-        }
-        if (!st.isFile()) continue;
-        out.push({ path, kind: log ? 'log' : 'prom', ...(log ? { pid: Number(log[2]) } : { gpuUuid: `GPU-${prom![1]}` }), ...(jobId ? { jobId } : {}), mtimeMs: st.mtimeMs });
+        // by name only: the plugin stats a file when it first sees it, not every file every collection
+        out.push({ path: join(dir, n), kind: log ? 'log' : 'prom', ...(log ? { pid: Number(log[2]) } : { gpuUuid: `GPU-${prom![1]}` }), ...(jobId ? { jobId } : {}) });
       }
     }
     return out;

@@ -18,6 +18,7 @@
  */
 import { readFileSync, statSync } from 'node:fs';
 import type { Attributes, Emitter } from '../../src/core/metrics/model.js';
+import { binarySize } from '../../src/core/binary-size.js';
 import { metric } from '../../src/core/metrics/registry.js';
 import { parseExposition, type Family, type Labels } from '../../src/scrape/exposition.js';
 import type { InspectorRecord } from './parse.js';
@@ -44,17 +45,6 @@ export function promSize(s: string): number | undefined {
   if (!m) return undefined;
   const v = Number(m[1]) * 1024 ** UNIT_POW[m[2]!]!;
   return Number.isFinite(v) ? Math.round(v) : undefined;
-}
-
-/** A 2.30 size range's lower bound in binary units ("3MiB"), as sizeBucket names a power of two. */
-function rangeName(bytes: number): string {
-  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
-  let u = 0;
-  while (u < units.length - 1 && bytes >= 1024 && bytes % 1024 === 0) {
-    bytes /= 1024;
-    u++;
-  }
-  return `${bytes}${units[u]}`;
 }
 
 export interface PromRead {
@@ -137,7 +127,7 @@ export function readPromText(text: string, where: string, hosts: ReadonlySet<str
             'nccl.nodes': num(l, 'n_nodes', 1) ?? 1,
             ...(l.comm_name !== undefined ? { 'nccl.comm.name': l.comm_name.slice(0, 256) } : {}),
             // the Inspector's own range ("3-4MB": [3, 4) MiB), named by its lower bound: a power of two would merge two ranges
-            'nccl.message.size': rangeName(bytes),
+            'nccl.message.size': binarySize(bytes),
             ...(l.algo_proto ? { 'nccl.algo_proto': l.algo_proto.slice(0, 64) } : {}),
             ...(jobId ? { 'nccl.job.id': jobId } : {}),
             'gpu.uuid': gpuUuid,

@@ -13,6 +13,7 @@
  * daemon's live nccl.rank.slowdown (src/core/straggler.ts).
  */
 import type { Config } from '../core/config/load.js';
+import { binaryBytes } from '../core/binary-size.js';
 import { bandwidth } from '../core/nccl-bandwidth.js';
 import { rankFactors, type RankTime } from '../core/straggler.js';
 import type { CommunicationFigures, JobReport, Note } from './report-model.js';
@@ -39,13 +40,6 @@ const LARGE = 16 << 20;
 const LOW = 0.5;
 /** A collective group under this share of the job's communication time is not worth a note. */
 const MINOR = 0.1;
-
-const SIZE_UNITS: Record<string, number> = { B: 0, KiB: 1, MiB: 2, GiB: 3, TiB: 4, PiB: 5 };
-
-function sizeBytes(s: string): number {
-  const m = /^(\d+)(B|KiB|MiB|GiB|TiB|PiB)$/.exec(s);
-  return m ? Number(m[1]) * 1024 ** SIZE_UNITS[m[2]!]! : 0;
-}
 
 /** The fabric's peak bus bandwidth for a partition (B/s): [jobs] nccl_peak_bus_bandwidths, else nccl_peak_bus_bandwidth; null: not configured. */
 export function peakFor(cfg: Config | null, partition: string | null): number | null {
@@ -144,7 +138,7 @@ export function communicationNotes(c: CommunicationFigures | null): Note[] {
   const out: Note[] = [];
   if (c.peak_bus_bw_Bps) {
     for (const k of c.collectives) {
-      if (k.of_peak === null || k.of_peak >= LOW || k.share < MINOR || sizeBytes(k.size) < LARGE) continue;
+      if (k.of_peak === null || k.of_peak >= LOW || k.share < MINOR || (binaryBytes(k.size) ?? 0) < LARGE) continue;
       out.push({ level: 'warn', code: 'nccl-bandwidth-low', text: `${k.collective} of ${k.size} messages on ${k.comm_name ?? k.comm} reached ${(k.bus_bw_Bps! / 1e9).toFixed(1)} GB/s bus bandwidth, ${Math.round(k.of_peak * 100)} % of the fabric's ${(c.peak_bus_bw_Bps / 1e9).toFixed(0)} GB/s, in ${Math.round(k.share * 100)} % of the job's communication time` });
     }
   }
