@@ -61,6 +61,7 @@ export class Agent {
   /** Closes the provider and the store it shares with the ledger. */
   private closeAttribution: () => void = () => {};
   private storeRetry: NodeJS.Timeout | undefined;
+  private healthKey = '';
   /** What made the store unusable, said once until it changes or the store is usable again. */
   private storeProblem = '';
 
@@ -136,7 +137,7 @@ export class Agent {
   }
 
   private async startJobsServer(db: Db, node: () => string): Promise<{ close(): void } | undefined> {
-    const [{ startJobsServer }, { pricesFrom }] = await Promise.all([import('../src/jobs/server.js'), import('../src/jobs/report.js')]);
+    const [{ startJobsServer }, { pricesFrom }] = await Promise.all([import('../src/jobs/server.js'), import('../src/jobs/prices.js')]);
     try {
       return await startJobsServer({ stateDir: this.cfg.str('daemon', 'state_dir')!, db, node, prices: () => pricesFrom(this.cfg), adminGroup: () => this.cfg.str('jobs', 'admin_group'), log: this.log.child('jobs') });
     } catch (e) {
@@ -144,6 +145,19 @@ export class Agent {
       this.log.error("jobs socket not started: users' l9gpu jobs will not be answered", { error: (e as Error).message });
       return undefined;
     }
+  }
+
+  /** The health stage, rebuilt when [health] or the state folder changes (its Xid history is in the file it reloads). */
+  private async buildHealth(): Promise<void> {
+    const key = JSON.stringify([this.cfg.section('health'), this.cfg.str('daemon', 'state_dir')]);
+    if (key === this.healthKey) return;
+    this.healthKey = key;
+    if (!this.cfg.bool('health', 'enabled')) {
+      this.pipeline.health = undefined;
+      return;
+    }
+    const [{ HealthTracker }, { healthOptions }] = await Promise.all([import('../src/health/tracker.js'), import('../src/health/config.js')]);
+    this.pipeline.health = new HealthTracker(healthOptions(this.cfg), this.log.child('health'));
   }
 
   get config(): Config {
@@ -167,6 +181,7 @@ export class Agent {
   /** Builds sinks and runners for the current config (keeping unchanged ones). */
   private async build(): Promise<void> {
     const cfg = this.cfg;
+    await this.buildHealth();
     const wantSinks = new Set(cfg.list('daemon', 'sinks'));
     for (const [name, held] of [...this.sinks]) {
       if (!wantSinks.has(name) || held.fingerprint !== this.fingerprint(name)) {

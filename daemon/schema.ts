@@ -10,6 +10,7 @@ import { loadConfig, type Config, type LoadOptions } from '../src/core/config/lo
 import type { SectionSpec } from '../src/core/config/schema.js';
 import { daemonSection } from '../src/core/config/sections.js';
 import { JOBS_SECTION } from '../src/jobs/config.js';
+import { HEALTH_SECTION } from '../src/health/config.js';
 import { FILE_SECTION, OTLP_SECTION, PROMETHEUS_SECTION, STDOUT_SECTION, WEBHOOK_SECTION } from '../src/sinks/sections.js';
 import { AMDSMI_SECTION } from '../plugins/amdsmi/config.js';
 import { HLSMI_SECTION } from '../plugins/hlsmi/config.js';
@@ -40,6 +41,7 @@ export const ALL_SECTIONS: readonly SectionSpec[] = (() => {
     daemonSection({ plugins: PLUGIN_NAMES, sinks: SINK_NAMES, attributions: ATTRIBUTION_NAMES }),
     ...ATTRIBUTIONS.flatMap((a) => a.sections),
     JOBS_SECTION,
+    HEALTH_SECTION,
     ...PLUGIN_SECTIONS,
     ...SINK_SECTIONS,
   ];

@@ -29,7 +29,7 @@ import { SACCT_FIELDS, parseSacct, parseScontrolJobs, parseSqueueJson, type Slur
 import { isNoSteps, isUnknownKeyword, parseListJobs, parseListPids } from './local-jobs.js';
 import { gresIndicesToGpus, storeInventory } from './resolve.js';
 
-const SLURM_DIRS = ['/usr/bin', '/usr/local/bin', '/opt/slurm/bin'];
+import { SLURM_DIRS } from './tools.js';
 /** A binding younger than this is never closed by polling: squeue may lag a prolog that just ran. */
 const GRACE_MS = 30_000;
 /** At most this many jobs in one sacct call, and this many scontrol calls per reconcile. */

@@ -16,13 +16,16 @@ import type { GpuSnapshot, Snapshot, XidEvent } from './snapshot.js';
  * power: SW power cap (0x4) and HW power brake (0x80); thermal: SW (0x20) and
  * HW (0x40) thermal slowdown; hw: any hardware-initiated slowdown (0x8, 0x40,
  * 0x80); sw: clocks held by a software setting (applications clocks 0x2,
- * sync boost 0x10, display clock 0x100).
+ * sync boost 0x10, display clock 0x100); power_brake: the HW power brake
+ * alone (0x80), the chassis asking the GPU to slow down, which health rules
+ * tell apart from a GPU merely at its power cap.
  */
 export const THROTTLE_CAUSES: readonly [string, number][] = [
   ['power', 0x4 | 0x80],
   ['thermal', 0x20 | 0x40],
   ['hw', 0x8 | 0x40 | 0x80],
   ['sw', 0x2 | 0x10 | 0x100],
+  ['power_brake', 0x80],
 ];
 
 const KIB = 1024;
@@ -81,6 +84,9 @@ export class NvmlConverter {
     for (const g of s.gpus) {
       const a = this.ident(g);
       out.add(GPU.lost, g.lost ? 1 : 0, a);
+      // a lost GPU's Xids too: the one that took it off the bus (79) is the one that matters
+      const xids = this.xid.get(g.uuid);
+      if (xids) for (const [code, n] of xids) out.add(GPU.xid, n, this.with(g, 'gpu.xid.code', String(code)), this.xidStart);
       if (g.lost) continue;
       out.add(GPU.info, 1, this.info(g, s.driverVersion));
       if (g.utilGpuPct !== undefined) out.add(GPU.util, g.utilGpuPct / 100, a);
@@ -137,8 +143,6 @@ export class NvmlConverter {
           if (p.usedBytes !== undefined) out.add(GPU.procMem, p.usedBytes, pa);
         }
       }
-      const xids = this.xid.get(g.uuid);
-      if (xids) for (const [code, n] of xids) out.add(GPU.xid, n, this.with(g, 'gpu.xid.code', String(code)), this.xidStart);
       for (const mig of g.mig ?? []) {
         const ma = gpuAttributes({ index: g.index, uuid: mig.uuid, model: mig.name, vendor: 'nvidia', pciBusId: g.pciBusId }, { parentUuid: g.uuid, gpuInstance: mig.gi, computeInstance: mig.ci });
         if (mig.memUsed !== undefined) out.add(GPU.memUsed, mig.memUsed, ma);

@@ -1,6 +1,6 @@
 /**
  * The light entry of the CLI, bundled by esbuild into dist/src/cli/light.cjs:
- * the commands people type all day (--version, jobs, jobs show, gpus, doctor) run from one
+ * the commands people type all day (--version, jobs, jobs show, gpus, health, doctor) run from one
  * pre-bundled file without the CLI framework, so they start about as fast as
  * node itself. It runs a command only when every argument parses; anything
  * else (--help, a typo, an unknown flag) goes to the oclif CLI, which says
@@ -15,6 +15,7 @@ import { checkFlags, parseArgsOptions, type FlagSpec, type FlagValues } from './
 import { JOBS_FLAGS, JOBS_SHOW_FLAGS, jobsList, jobsShow } from './jobs-commands.js';
 import { DOCTOR_FLAGS } from './doctor-flags.js';
 import { GPUS_FLAGS } from './gpus-flags.js';
+import { HEALTH_FLAGS } from './health-flags.js';
 
 interface LightCommand {
   words: readonly string[];
@@ -30,6 +31,7 @@ const COMMANDS: readonly LightCommand[] = [
   { words: ['jobs'], flags: JOBS_FLAGS, args: 0, run: (f) => jobsList(f) },
   // loaded when asked for: they bring every plugin and sink, which jobs never needs
   { words: ['gpus'], flags: GPUS_FLAGS, args: 0, run: async (f) => (await import('./gpus-command.js')).gpus(f) },
+  { words: ['health'], flags: HEALTH_FLAGS, args: 0, run: async (f) => (await import('./health-command.js')).health(f) },
   { words: ['doctor'], flags: DOCTOR_FLAGS, args: 0, run: async (f) => (await import('./doctor-command.js')).doctor(f) },
 ];
 

@@ -1,5 +1,5 @@
 /**
- * plugins -> attribution -> job ledger -> every sink. One direction: nothing
+ * plugins -> attribution -> job ledger and health -> every sink. One direction: nothing
  * downstream calls back upstream. A stage that throws is logged once and
  * passed over for that batch (points still go out, without job attributes
  * or ledger output); a sink that throws is counted and skipped.
@@ -9,7 +9,7 @@ import type { Logger } from '../core/log.js';
 import type { Batch, Point } from '../core/metrics/model.js';
 import type { Sink } from '../core/sink.js';
 
-/** The ledger stage as the pipeline sees it: an attributed batch in, extra points (job-end summaries) out. */
+/** A stage after attribution as the pipeline sees it: an attributed batch in, extra points (job-end summaries, health) out. */
 export interface LedgerStage {
   observe(batch: Batch): Point[];
 }
@@ -17,6 +17,8 @@ export interface LedgerStage {
 export class Pipeline {
   attribution: AttributionProvider = noneProvider;
   ledger: LedgerStage | undefined;
+  /** GPU health (src/health): on every node, attribution or not. */
+  health: LedgerStage | undefined;
   sinks: readonly Sink[] = [];
 
   constructor(private readonly log: Logger) {}
@@ -28,12 +30,14 @@ export class Pipeline {
     } catch (e) {
       this.log.once(`attr-${(e as Error).message}`, 'error', 'attribution failed: sending points without job attributes', { error: (e as Error).message });
     }
-    if (this.ledger) {
+    const attributed = out;
+    for (const [stage, what] of [[this.ledger, 'job ledger failed: this batch is not in the job figures'], [this.health, 'health failed: this batch is not judged']] as const) {
+      if (!stage) continue;
       try {
-        const extra = this.ledger.observe(out);
+        const extra = stage.observe(attributed);
         if (extra.length) out = { ...out, points: [...out.points, ...extra] };
       } catch (e) {
-        this.log.once(`ledger-${(e as Error).message}`, 'error', 'job ledger failed: this batch is not in the job figures', { error: (e as Error).message });
+        this.log.once(`stage-${(e as Error).message}`, 'error', what, { error: (e as Error).message });
       }
     }
     for (const s of this.sinks) {

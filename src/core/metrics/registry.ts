@@ -125,6 +125,9 @@ export const METRICS: readonly MetricDef[] = Object.freeze([
   m('gpu.lost', '', 'gauge', 'gpu', '1 while the driver reports the GPU lost (fell off the bus, Xid 79), else 0; its other metrics stop meanwhile.'),
   m('gpu.info', '', 'gauge', 'gpu', 'Always 1; carries slowly changing facts as attributes (driver version, device minor number) for joins.', ['gpu.driver.version', 'gpu.device.minor']),
 
+  m('gpu.health', '', 'gauge', 'gpu', 'The GPU\'s health by the rules of docs/health.md: 0 ok, 1 warning, 2 failed; gpu.health.reason lists the codes of the rules that hold (comma-separated, empty when none). `l9gpu health` says each reason in words and what to do.', ['gpu.health.reason']),
+  m('gpu.health.score', '1', 'gauge', 'gpu', 'The GPU\'s health score, 0..1 (1 healthy): the product of the score factors of the rules that hold (docs/health.md); 0 when one of them is a failure.'),
+
   m('gpu.job.share', '1', 'gauge', 'gpu', 'Share (0..1) of the GPU attributed to a job: 1 when the job holds it alone; on a shared GPU (shards, MPS) the job\'s part of the per-process memory, else 1/N. Multiply additive values (power, energy) by it.'),
   m('gpu.job.energy', 'J', 'gauge', 'gpu', 'Energy a job used on the GPU over its whole binding (energy counter delta times the job\'s share); exported once, when the binding closes.'),
   m('gpu.job.duration', 's', 'gauge', 'gpu', 'GPU time of a job on the GPU (sampled seconds times the job\'s share); exported once, when the binding closes.'),

@@ -1,0 +1,147 @@
+/**
+ * `l9gpu health`: the node's GPUs as the daemon last judged them (its
+ * <state_dir>/health.json, judged again here by the same rules with the
+ * admin's clears), each with its state, the reasons in words and what to do.
+ * Reads a small file and no GPU library: cheap enough for slurmd to run as
+ * HealthCheckProgram every few minutes.
+ */
+import { hostname } from 'node:os';
+import { loadCliConfig } from './config.js';
+import { CliError } from './errors.js';
+import type { FlagValues } from './flag-spec.js';
+import { alignColumns, style } from '../core/text-table.js';
+import { assess, STATE_NAMES, type GpuHealth, type HealthState } from '../health/rules.js';
+import { bootTime, readClears, readHealthFile, writeClears, xidSince } from '../health/state-file.js';
+import type { Config } from '../core/config/load.js';
+
+export interface HealthReport {
+  node: string;
+  /** The worst GPU state; null: unknown (no daemon writing the file). */
+  state: 'ok' | 'warning' | 'failed' | 'unknown';
+  /** Why the state is unknown, or null. */
+  unknown: string | null;
+  written: string | null;
+  gpus: (GpuHealth & { state_name: string })[];
+}
+
+/** The report from the health file at `now`. */
+export function healthReport(cfg: Config, now = Date.now()): HealthReport {
+  const dir = cfg.str('daemon', 'state_dir')!;
+  const node = cfg.str('slurm', 'node_name') ?? process.env.SLURMD_NODENAME ?? hostname().split('.')[0]!;
+  let file;
+  try {
+    file = readHealthFile(dir);
+  } catch (e) {
+    return { node, state: 'unknown', unknown: (e as Error).message, written: null, gpus: [] };
+  }
+  if (!file) return { node, state: 'unknown', unknown: `no health file in ${dir}: is the l9gpu daemon running here, with [health] enabled and this state_dir?`, written: null, gpus: [] };
+  const staleMs = Math.max(cfg.num('health', 'stale_after')! * 1000, 5 * file.interval_ms);
+  const age = now - file.written;
+  const clears = readClears(dir);
+  const boot = bootTime();
+  const windowMs = cfg.num('health', 'xid_window')! * 1000;
+  const latest = Math.max(0, ...file.gpus.map((g) => g.seen));
+  // a GPU that sat out the last three collections the others were in is missing
+  const missingBefore = latest - 3 * file.interval_ms;
+  const gpus = file.gpus
+    .map((f) => assess(f, { now, xidSince: xidSince(f.uuid, now, windowMs, boot, clears), missingBefore }))
+    .sort((a, b) => (a.index ?? 1e9) - (b.index ?? 1e9) || a.uuid.localeCompare(b.uuid))
+    .map((h) => ({ ...h, state_name: STATE_NAMES[h.state] }));
+  const worst = Math.max(0, ...gpus.map((g) => g.state)) as HealthState;
+  const stale = age > staleMs ? `the daemon last wrote ${file.gpus.length ? 'GPU health' : 'health'} ${Math.round(age / 1000)} s ago (stale after ${Math.round(staleMs / 1000)} s): is it running?` : null;
+  return { node, state: stale ? 'unknown' : STATE_NAMES[worst], unknown: stale, written: new Date(file.written).toISOString(), gpus };
+}
+
+const short = (uuid: string) => uuid.slice(0, 12);
+const gpuName = (g: GpuHealth) => `GPU ${g.index ?? '?'} (${short(g.uuid)})`;
+
+/** One line for NHC and HealthCheckProgram logs: the worst GPU's first reason and what to do. */
+export function nhcLine(r: HealthReport): string {
+  if (r.unknown) return `l9gpu: health unknown: ${r.unknown}`;
+  const bad = r.gpus.filter((g) => g.state > 0);
+  if (bad.length === 0) return `l9gpu: ${r.gpus.length} GPU(s) ok`;
+  const worst = bad.reduce((a, b) => (b.state > a.state ? b : a));
+  const f = worst.findings.find((x) => x.severity === worst.state)!;
+  const more = bad.length > 1 ? ` (+${bad.length - 1} more GPU(s) not ok)` : '';
+  return `l9gpu: ${gpuName(worst)} ${STATE_NAMES[worst.state]}: ${f.text}: ${f.action}${more}`;
+}
+
+function render(r: HealthReport, color: boolean): string {
+  const s = style(color);
+  const mark = (st: number, t: string) => (st === 2 ? s.bold(s.warn(t)) : st === 1 ? s.warn(t) : t);
+  const out: string[] = [];
+  const worst = r.state === 'failed' ? 2 : r.state === 'warning' ? 1 : 0;
+  out.push(`${r.node}: ${mark(worst, r.state)}${r.written ? s.dim(`   (judged by the daemon at ${r.written})`) : ''}`);
+  if (r.unknown) out.push(`  ${r.unknown}`);
+  if (r.gpus.length) {
+    out.push('');
+    const rows = alignColumns([['GPU', 'UUID', 'MODEL', 'STATE', 'SCORE', 'REASONS'], ...r.gpus.map((g) => [String(g.index ?? '-'), short(g.uuid), g.model ?? '-', g.state_name, g.score.toFixed(2), g.findings.map((f) => f.code).join(', ') || '-'])]);
+    out.push(s.bold(rows[0]!), ...rows.slice(1).map((line, i) => mark(r.gpus[i]!.state, line)));
+    for (const g of r.gpus) {
+      if (!g.findings.length) continue;
+      out.push('');
+      out.push(`${gpuName(g)} ${g.uuid}:`);
+      for (const f of g.findings) out.push(`  ${mark(f.severity, f.severity === 0 ? 'info' : STATE_NAMES[f.severity])}: ${f.text}\n      -> ${f.action}`);
+    }
+  }
+  return out.join('\n') + '\n';
+}
+
+/** Resolves to the exit code. */
+export async function health(f: FlagValues): Promise<number> {
+  const cfg = loadCliConfig(f.config as string | undefined);
+  if (f.clear) return clear(cfg, f.clear as string[]);
+  if (f.drain && !f.nhc) throw new CliError('--drain goes with --nhc (HealthCheckProgram=... l9gpu health --nhc --drain)', 2);
+  const r = healthReport(cfg);
+  if (f.json) {
+    process.stdout.write(JSON.stringify(r, null, 2) + '\n');
+    return 0;
+  }
+  if (!f.nhc) {
+    process.stdout.write(render(r, process.stdout.isTTY === true && !process.env.NO_COLOR));
+    return 0;
+  }
+  const failed = r.state === 'failed' || (r.state === 'unknown' && f['unknown-fails'] === true);
+  const line = nhcLine(r);
+  process.stdout.write(line + '\n');
+  if (f.drain) await drainOrResume(cfg, r.node, failed, line);
+  return failed ? 1 : 0;
+}
+
+async function drainOrResume(cfg: Config, node: string, failed: boolean, line: string): Promise<void> {
+  const { drainNode, resumeIfOurs, DRAIN_PREFIX } = await import('../../slurm/node-drain.js');
+  try {
+    if (failed) {
+      if ((await drainNode(cfg, node, line.slice(DRAIN_PREFIX.length).trim())) === 'drained') process.stdout.write(`l9gpu: drained ${node}\n`);
+    } else if (await resumeIfOurs(cfg, node)) process.stdout.write(`l9gpu: resumed ${node}\n`);
+  } catch (e) {
+    // the verdict stands (exit status); only the drain could not be done
+    process.stderr.write(`l9gpu: cannot ${failed ? 'drain' : 'check or resume'} node ${node}: ${(e as Error).message}\n`);
+  }
+}
+
+function clear(cfg: Config, which: string[]): number {
+  const dir = cfg.str('daemon', 'state_dir')!;
+  const file = readHealthFile(dir);
+  const clears = readClears(dir);
+  const now = Date.now();
+  const done: string[] = [];
+  for (const w of which.flatMap((x) => x.split(',')).map((x) => x.trim()).filter(Boolean)) {
+    if (w === 'all') {
+      clears['*'] = now;
+      done.push('every GPU');
+      continue;
+    }
+    const g = file?.gpus.find((x) => x.uuid === w || String(x.index) === w || x.uuid.startsWith(w));
+    if (!g) throw new CliError(`--clear: no GPU "${w}" in ${dir}/health.json (give a UUID, an index, or all)`, 2);
+    clears[g.uuid] = now;
+    done.push(`GPU ${g.index ?? '?'} ${g.uuid}`);
+  }
+  try {
+    writeClears(dir, clears);
+  } catch (e) {
+    throw new CliError(`cannot write the clears in ${dir}: ${(e as Error).message}`, 1);
+  }
+  process.stdout.write(`cleared the Xid events so far of ${done.join(', ')}\n`);
+  return 0;
+}

@@ -1,0 +1,88 @@
+/**
+ * The daemon's health facts on disk (<state_dir>/health.json) and the
+ * admin's clears (<state_dir>/health-clears.json). A plain JSON file, not
+ * the SQLite store: health runs on every node, with or without a scheduler,
+ * and `l9gpu health --nhc` (run by slurmd every few minutes) reads it without
+ * loading the native store module. The daemon writes it whole, through a
+ * rename, so a reader sees one version or the next.
+ */
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { HealthFacts } from './rules.js';
+
+export const HEALTH_FILE = 'health.json';
+export const CLEARS_FILE = 'health-clears.json';
+const VERSION = 1;
+
+export interface HealthFile {
+  version: number;
+  /** ms: when the daemon wrote it. */
+  written: number;
+  /** The daemon's collection interval, ms: a reader judges staleness by it. */
+  interval_ms: number;
+  gpus: HealthFacts[];
+}
+
+/** GPU UUID (or "*" for every GPU) -> ms: Xid events up to then are cleared. */
+export type Clears = Record<string, number>;
+
+export function writeHealthFile(dir: string, f: Omit<HealthFile, 'version'>): void {
+  const path = join(dir, HEALTH_FILE);
+  const tmp = `${path}.${process.pid}.tmp`;
+  writeFileSync(tmp, JSON.stringify({ version: VERSION, ...f }), { mode: 0o644 });
+  renameSync(tmp, path);
+}
+
+/** The file, undefined when there is none; an unreadable or foreign file is an error naming it. */
+export function readHealthFile(dir: string): HealthFile | undefined {
+  const path = join(dir, HEALTH_FILE);
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw new Error(`cannot read ${path}: ${(e as Error).message}`);
+  }
+  let f: HealthFile;
+  try {
+    f = JSON.parse(text) as HealthFile;
+  } catch (e) {
+    throw new Error(`${path} is not JSON (${(e as Error).message})`);
+  }
+  if (!f || f.version !== VERSION || !Array.isArray(f.gpus) || typeof f.written !== 'number') throw new Error(`${path}: not an l9gpu health file of version ${VERSION}`);
+  return f;
+}
+
+export function readClears(dir: string): Clears {
+  const path = join(dir, CLEARS_FILE);
+  try {
+    const c = JSON.parse(readFileSync(path, 'utf8')) as unknown;
+    if (!c || typeof c !== 'object' || Array.isArray(c)) throw new Error('not a JSON object');
+    return Object.fromEntries(Object.entries(c).filter(([, v]) => typeof v === 'number')) as Clears;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return {};
+    throw new Error(`${path}: ${(e as Error).message}`);
+  }
+}
+
+export function writeClears(dir: string, c: Clears): void {
+  const path = join(dir, CLEARS_FILE);
+  const tmp = `${path}.${process.pid}.tmp`;
+  writeFileSync(tmp, JSON.stringify(c), { mode: 0o644 });
+  renameSync(tmp, path);
+}
+
+/** When Xid events of a GPU stop counting: the latest of the window's start, the boot and an admin's clear. */
+export function xidSince(uuid: string, now: number, windowMs: number, bootMs: number, clears: Clears): number {
+  return Math.max(now - windowMs, bootMs, clears[uuid] ?? 0, clears['*'] ?? 0);
+}
+
+/** The machine's boot time (ms), from /proc/stat btime; 0 where there is none. */
+export function bootTime(): number {
+  try {
+    const m = /^btime (\d+)$/m.exec(readFileSync('/proc/stat', 'utf8'));
+    return m ? Number(m[1]) * 1000 : 0;
+  } catch {
+    return 0;
+  }
+}
