@@ -86,16 +86,18 @@ export class Agent {
     clearTimeout(this.storeRetry);
     const db = r.manifest ? await this.openStoreOrSay() : undefined;
     if (r.manifest && db) {
-      const { JobLedger } = await import('../src/ledger/ledger.js');
+      const [{ JobLedger }, { pricesFrom }] = await Promise.all([import('../src/ledger/ledger.js'), import('../src/jobs/prices.js')]);
       try {
         provider = await r.manifest.create({ config: cfg, log: this.log, env: this.env, store: db });
       } catch (e) {
         db.close();
         throw e;
       }
-      ledger = new JobLedger(db, this.log.child('ledger'), { seriesMs: cfg.num('jobs', 'series_retention')! * 1000, jobsMs: cfg.num('jobs', 'job_retention')! * 1000 });
-      const p = provider;
       const manifest = r.manifest;
+      // prices read at every batch: a reload's new prices apply without a new ledger
+      const cost = { prices: () => pricesFrom(this.cfg), node: () => manifest.nodeName(this.cfg, this.env, db) };
+      ledger = new JobLedger(db, this.log.child('ledger'), { seriesMs: cfg.num('jobs', 'series_retention')! * 1000, jobsMs: cfg.num('jobs', 'job_retention')! * 1000 }, cost);
+      const p = provider;
       // users' `l9gpu jobs`: the store is root's alone, the daemon answers them by their uid
       const server = await this.startJobsServer(db, () => manifest.nodeName(this.cfg, this.env, db));
       close = () => {

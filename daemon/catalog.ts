@@ -14,6 +14,7 @@ import { prometheusSink } from '../src/sinks/prometheus.js';
 import { stdoutSink } from '../src/sinks/stdout.js';
 import { webhookSink } from '../src/sinks/webhook.js';
 import { LEDGER_METRICS } from '../src/ledger/ledger.js';
+import { COST_METRICS } from '../src/ledger/cost-rate.js';
 import { HEALTH_METRICS } from '../src/health/tracker.js';
 import { SELF_METRICS } from './self-metrics.js';
 import { PLUGINS, selectAgentPlugins } from './plugin-catalog.js';
@@ -40,6 +41,7 @@ export const METRIC_EMITTERS: ReadonlyMap<string, readonly string[]> = (() => {
   for (const p of PLUGINS) add(p.name, p.metrics);
   for (const a of ATTRIBUTIONS) add(`${a.name} attribution`, a.metrics);
   add('job ledger', LEDGER_METRICS);
+  add('job ledger', COST_METRICS);
   add('health', HEALTH_METRICS);
   add('agent', SELF_METRICS);
   return m;

@@ -104,7 +104,7 @@ test('--since spellings, and a sparkline', () => {
 
 test('the report text: a job that served a model gets an Inference section (requests, tokens, TTFT and ITL quantiles, tokens/s, tokens/J)', () => {
   const gpus = [gpu('GPU-a')];
-  const inference = { engines: [{ engine: 'vllm', endpoint: '127.0.0.1:8000', model: 'meta-llama/Llama-3.1-8B' }], requests: 1234, prompt_tokens: 56789, generation_tokens: 98765, ttft_p50_s: 0.123, ttft_p95_s: 1.5, itl_p50_s: 0.021, itl_p95_s: null, serving_s: 3600, tokens_per_s: 27.435, tokens_per_j: 0.0125 };
+  const inference = { engines: [{ engine: 'vllm', endpoint: '127.0.0.1:8000', model: 'meta-llama/Llama-3.1-8B' }], requests: 1234, prompt_tokens: 56789, generation_tokens: 98765, ttft_p50_s: 0.123, ttft_p95_s: 1.5, itl_p50_s: 0.021, itl_p95_s: null, serving_s: 3600, tokens_per_s: 27.435, tokens_per_j: 0.0125, cost_per_million_tokens: null };
   const text = renderReport({ source: 'store', job: header, gpus, totals: totalsOf(gpus, null), inference, communication: null, series: [], notes: [] }, style(false));
   assert.match(text, /Inference \(vllm 127\.0\.0\.1:8000 meta-llama\/Llama-3\.1-8B\)\n  requests 1,234   tokens in 56,789 \/ out 98,765   over 01:00:00\n  time to first token  p50 123 ms  p95 1\.50 s   inter-token latency  p50 21 ms  p95 -\n  27\.4 tokens\/s   0\.013 tokens\/J/);
 });

@@ -8,8 +8,9 @@ import { CONFIG_FLAG, type FlagSpec, type FlagValues } from './flag-spec.js';
 import { askJobs, jobsContext, parseSince } from './jobs-context.js';
 import { accessError } from '../jobs/api.js';
 import { reportFromPromql } from '../jobs/promql.js';
-import { renderCsv, renderList, renderReport } from '../jobs/render.js';
-import { pricesFrom } from '../jobs/report.js';
+import { renderBy, renderByCsv, renderCsv, renderList, renderReport } from '../jobs/render.js';
+import { GROUP_BY, keyedGroups, type GroupBy } from '../jobs/by.js';
+import { pricesFrom } from '../jobs/prices.js';
 import { peakFor, withPeak } from '../jobs/communication.js';
 import type { JobReport } from '../jobs/report-model.js';
 import { style } from '../core/text-table.js';
@@ -23,7 +24,11 @@ export const JOBS_FLAGS: readonly FlagSpec[] = [
   { name: 'since', type: 'string', helpValue: 'TIME', description: 'Jobs started at or after TIME: 2026-11-01, 2026-11-01T08:00, 24h, 7d.' },
   { name: 'account', type: 'string', char: 'A', helpValue: 'ACCOUNT', description: 'Only this Slurm account.' },
   { name: 'partition', type: 'string', char: 'p', helpValue: 'PARTITION', description: 'Only this partition.' },
-  { name: 'limit', type: 'integer', default: 100, min: 0, description: 'At most this many jobs (0: all).' },
+  { name: 'limit', type: 'integer', default: 100, min: 0, description: 'At most this many jobs, or groups with --by (0: all).' },
+  {
+    name: 'by', type: 'string', options: GROUP_BY, helpValue: 'user|account|partition',
+    description: 'One row per user, account or partition over every matching job (--limit caps the groups): jobs, GPU-hours, idle GPU-hours (each GPU\'s GPU-hours x (1 - its mean utilization)), mean utilization, energy, cost, CO2e.',
+  },
 ];
 
 export const JOBS_SHOW_FLAGS: readonly FlagSpec[] = [
@@ -41,9 +46,16 @@ export async function jobsList(f: FlagValues): Promise<void> {
   const ctx = jobsContext(f.config as string | undefined);
   const answer = await askJobs(ctx, {
     op: 'list', user: (f.user as string) ?? null, account: (f.account as string) ?? null, partition: (f.partition as string) ?? null,
-    state: f.state as 'all', since: f.since ? parseSince(f.since as string) : null, limit: f.limit as number,
+    state: f.state as 'all', since: f.since ? parseSince(f.since as string) : null, limit: f.limit as number, by: (f.by as GroupBy | undefined) ?? null,
   });
-  const { rows, user } = answer as Extract<typeof answer, { op: 'list' }>;
+  const { rows, user, by, groups } = answer as Extract<typeof answer, { op: 'list' }>;
+  if (by && groups) {
+    if (f.json) process.stdout.write(JSON.stringify(keyedGroups(by, groups), null, 2) + '\n');
+    else if (f.csv) process.stdout.write(renderByCsv(groups, by));
+    else if (groups.length === 0) process.stdout.write(`no jobs${user ? ` of ${user}` : ''} match on this node\n`);
+    else process.stdout.write(renderBy(groups, by, color()));
+    return;
+  }
   if (f.json) process.stdout.write(JSON.stringify(rows, null, 2) + '\n');
   else if (f.csv) process.stdout.write(renderCsv(rows));
   else if (rows.length === 0) process.stdout.write(`no jobs${user ? ` of ${user}` : ''} match on this node\n`);

@@ -11,7 +11,7 @@ import { viewer, type Viewer } from '../jobs/access.js';
 import { answerJobs, type JobsAnswer, type JobsRequest } from '../jobs/api.js';
 import { askJobsDaemon } from '../jobs/client.js';
 import { jobsSocketPath } from '../jobs/server.js';
-import { pricesFrom } from '../jobs/report.js';
+import { pricesFrom } from '../jobs/prices.js';
 
 export interface JobsContext {
   cfg: Config;

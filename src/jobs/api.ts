@@ -8,14 +8,16 @@
 import type { Db } from '../store/open.js';
 import type { Viewer } from './access.js';
 import { listJobs, type JobListRow } from './list.js';
+import { GROUP_BY, groupJobs, type GroupBy, type JobGroupRow } from './by.js';
 import { findJob, reportFromStore } from './report.js';
 import type { JobReport, Prices } from './report-model.js';
 
-export type ListRequest = { op: 'list'; user: string | null; account: string | null; partition: string | null; state: 'running' | 'completed' | 'all'; since: number | null; limit: number };
+export type ListRequest = { op: 'list'; user: string | null; account: string | null; partition: string | null; state: 'running' | 'completed' | 'all'; since: number | null; limit: number; by?: GroupBy | null };
 export type ShowRequest = { op: 'show'; jobId: string };
 export type JobsRequest = ListRequest | ShowRequest;
 
-export type JobsAnswer = { ok: true; op: 'list'; user: string | null; rows: JobListRow[] } | { ok: true; op: 'show'; report: JobReport } | { ok: false; error: string; code: number };
+/** A list with `by`: groups (rows empty). */
+export type JobsAnswer = { ok: true; op: 'list'; user: string | null; rows: JobListRow[]; by?: GroupBy; groups?: JobGroupRow[] } | { ok: true; op: 'show'; report: JobReport } | { ok: false; error: string; code: number };
 
 const STATES = ['running', 'completed', 'all'] as const;
 const name = (v: unknown, what: string): string | null => {
@@ -41,13 +43,22 @@ export function parseJobsRequest(text: string): JobsRequest {
   if (!STATES.includes(r.state as 'all')) throw new Error('state: not running, completed or all');
   if (!Number.isInteger(r.limit) || (r.limit as number) < 0 || (r.limit as number) > 1_000_000) throw new Error('limit: not an integer from 0 to 1000000');
   if (r.since !== null && r.since !== undefined && !Number.isFinite(r.since)) throw new Error('since: not a time in ms');
-  return { op: 'list', user: name(r.user, 'user'), account: name(r.account, 'account'), partition: name(r.partition, 'partition'), state: r.state as ListRequest['state'], since: (r.since as number | null) ?? null, limit: r.limit as number };
+  if (r.by !== null && r.by !== undefined && !GROUP_BY.includes(r.by as GroupBy)) throw new Error('by: not user, account or partition');
+  return {
+    op: 'list', user: name(r.user, 'user'), account: name(r.account, 'account'), partition: name(r.partition, 'partition'), state: r.state as ListRequest['state'], since: (r.since as number | null) ?? null, limit: r.limit as number,
+    by: (r.by as GroupBy | null | undefined) ?? null,
+  };
 }
 
 export function answerJobs(db: Db, node: string, prices: Prices | null, who: Viewer, req: JobsRequest): JobsAnswer {
   if (req.op === 'list') {
     if (req.user && req.user !== who.name && !who.privileged) return { ok: false, error: `you can only list your own jobs (${who.name}); root and [jobs] admin_group see everyone's`, code: 1 };
     const user = req.user ?? (who.privileged ? null : who.name);
+    if (req.by) {
+      // every job that matches adds up: the limit caps the groups, not the jobs
+      const groups = groupJobs(listJobs(db, { ...req, user, limit: 0 }, node, prices), req.by, prices?.currency ?? null);
+      return { ok: true, op: 'list', user, rows: [], by: req.by, groups: req.limit > 0 ? groups.slice(0, req.limit) : groups };
+    }
     return { ok: true, op: 'list', user, rows: listJobs(db, { ...req, user }, node, prices) };
   }
   const found = findJob(db, req.jobId);

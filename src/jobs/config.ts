@@ -1,4 +1,4 @@
-/** The [jobs] section: the job ledger's retention, who sees what in reports, and what a GPU-hour costs. */
+/** The [jobs] section: the job ledger's retention, who sees what in reports, and the prices and grid carbon intensity behind costs and CO2e. */
 import type { SectionSpec } from '../core/config/schema.js';
 
 export const JOBS_SECTION: SectionSpec = {
@@ -6,9 +6,13 @@ export const JOBS_SECTION: SectionSpec = {
   description: 'The job ledger (per job x GPU figures kept in the store under any attribution) and `l9gpu jobs` reports: retention, visibility and prices.',
   keys: [
     { key: 'admin_group', type: 'string', default: null, example: 'hpcadmin', description: 'Members of this Unix group see every user\'s jobs (root always does; others see their own).' },
-    { key: 'gpu_hour_price', type: 'number', default: null, min: 0, example: '2.50', description: 'Price of one GPU-hour, for the cost column (unset: no cost shown).' },
-    { key: 'gpu_hour_prices', type: 'map', default: {}, example: 'H100=3.20,A100=1.80', description: 'Per-model GPU-hour prices: the first key contained in the GPU model wins over gpu_hour_price.' },
-    { key: 'kwh_price', type: 'number', default: null, min: 0, example: '0.25', description: 'Price of one kWh of GPU energy, added to the cost.' },
+    { key: 'gpu_hour_price', type: 'number', default: null, min: 0, example: '2.50', description: 'Price of one GPU-hour, for the cost column (unset: no cost shown). The most specific price wins: node_gpu_hour_prices, then partition_gpu_hour_prices, then gpu_hour_prices, then this one.' },
+    { key: 'gpu_hour_prices', type: 'map', mapValues: 'number', min: 0, default: {}, example: 'H100=3.20,A100=1.80', description: 'Per-model GPU-hour prices: the first key contained in the GPU model wins over gpu_hour_price.' },
+    { key: 'partition_gpu_hour_prices', type: 'map', mapValues: 'number', min: 0, default: {}, example: 'gpu=2.90,debug=0.50', description: 'Per-partition GPU-hour prices (the job\'s Slurm partition, exact name), over gpu_hour_prices and gpu_hour_price.' },
+    { key: 'node_gpu_hour_prices', type: 'map', mapValues: 'number', min: 0, default: {}, example: 'gpu017=4.10,dgx*=3.60', description: 'Per-node GPU-hour prices (the node\'s name in the scheduler; * matches any characters; an exact name before a pattern, patterns in file order), over every other price.' },
+    { key: 'kwh_price', type: 'number', default: null, min: 0, example: '0.25', description: 'Price of one kWh of facility energy: the GPUs\' energy times pue, added to the cost.' },
+    { key: 'carbon_intensity', type: 'number', default: null, min: 0, example: '350', description: 'Grid carbon intensity in gCO2e per kWh: a job\'s CO2e is its GPUs\' energy times pue times this (unset: no CO2e).' },
+    { key: 'pue', type: 'number', default: 1, min: 1, example: '1.3', description: 'Power usage effectiveness of the site (facility energy over IT energy, >= 1): GPU energy is multiplied by it for the energy cost and CO2e.' },
     { key: 'currency', type: 'string', default: 'USD', description: 'Currency shown with costs.' },
     { key: 'nccl_peak_bus_bandwidth', type: 'number', default: null, min: 0, example: '400', description: 'The fabric\'s peak NCCL bus bandwidth per GPU, in GB/s (1e9 bytes/s, nccl-tests\' unit): the communication section of `l9gpu jobs show` compares each collective with it and notes one far below (unset: no comparison).' },
     { key: 'nccl_peak_bus_bandwidths', type: 'map', default: {}, example: 'h100=450,a100=230', description: 'Per-partition peak bus bandwidths in GB/s, over nccl_peak_bus_bandwidth for jobs of that partition.' },

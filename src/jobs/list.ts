@@ -4,6 +4,7 @@ import { figures, type GpuRollup } from './rollup.js';
 import { displayId, headerOf, jobState, totalsOf } from './report.js';
 import type { GpuRow, Prices } from './report-model.js';
 import { jobNotes } from './notes.js';
+import { idleGpuHours } from './by.js';
 
 export interface ListFilter {
   user?: string | null;
@@ -24,10 +25,13 @@ export interface JobListRow {
   elapsed_s: number | null;
   gpus: number;
   gpu_hours: number;
+  /** GPU-hours not used: each GPU's GPU-hours x (1 - its mean utilization) (src/jobs/by.ts). */
+  idle_gpu_hours: number;
   util_mean: number | null;
   mem_peak_bytes: number | null;
   energy_kwh: number;
   cost: number | null;
+  co2e_g: number | null;
   problems: string[];
 }
 
@@ -62,7 +66,7 @@ export function listJobs(db: Db, f: ListFilter, node: string, prices: Prices | n
   for (const r of gpuRows) bound.set(`${r.job_id}/${r.run_key}`, (bound.get(`${r.job_id}/${r.run_key}`) ?? 0) + 1);
   return jobs.map((j) => {
     const gpus = byRun.get(`${j.job_id}/${j.run_key}`) ?? [];
-    const totals = totalsOf(gpus, prices);
+    const totals = totalsOf(gpus, prices, j.partition);
     const header = headerOf(j, 1, [node], now);
     return {
       id: displayId(j.job_id, j.array_job_id, j.array_task_id),
@@ -72,10 +76,12 @@ export function listJobs(db: Db, f: ListFilter, node: string, prices: Prices | n
       elapsed_s: header.elapsed_s,
       gpus: bound.get(`${j.job_id}/${j.run_key}`) ?? 0,
       gpu_hours: totals.gpu_hours,
+      idle_gpu_hours: idleGpuHours(gpus),
       util_mean: totals.util_mean,
       mem_peak_bytes: totals.mem_peak_bytes,
       energy_kwh: totals.energy_kwh,
       cost: totals.cost,
+      co2e_g: totals.co2e_g,
       problems: jobNotes(header, gpus, totals).filter((n) => n.level === 'warn').map((n) => n.code),
     };
   });

@@ -227,7 +227,7 @@ export async function reportFromPromql(o: PromqlOptions, jobId: string, prices: 
     [...new Set(rows.map((r) => r.node))],
     now,
   );
-  const totals = totalsOf(rows, prices);
+  const totals = totalsOf(rows, prices, job.partition);
   const series = [...perMinute.entries()].sort((a, b) => a[0] - b[0]).map(([m, v]) => [m, Math.round((v.reduce((x, y) => x + y, 0) / v.length) * 1e4) / 1e4] as [number, number]);
   const communication = communicationOf(await commRows(o, got.naming, jobId), null);
   return { source: 'promql', job, gpus: rows, totals, inference: null, communication, series, notes: [...jobNotes(job, rows, totals), ...communicationNotes(communication)] };

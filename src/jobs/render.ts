@@ -1,5 +1,6 @@
 /** Text for people: the job list, and the one-job report with meters, a per-GPU table, a plot and notes. */
 import type { JobListRow } from './list.js';
+import { keyedGroups, type GroupBy, type JobGroupRow } from './by.js';
 import { alignColumns, type Style } from '../core/text-table.js';
 import { totalsOf } from './report.js';
 import type { JobReport } from './report-model.js';
@@ -19,6 +20,8 @@ export function duration(s: number | null): string {
 
 const pct = (x: number | null) => (x === null ? '-' : `${Math.round(x * 100)}%`);
 const gib = (x: number | null) => (x === null ? '-' : (x / GiB).toFixed(1));
+/** Grams as kg, to the gram. */
+const kg = (g: number | null) => (g === null ? '-' : (g / 1000).toFixed(3));
 
 function table(rows: string[][], st: Style): string[] {
   return alignColumns(rows).map((line, n) => (n === 0 ? st.bold(line) : line));
@@ -28,13 +31,14 @@ export function renderList(raw: readonly JobListRow[], st: Style): string {
   // job, user, account and partition names come from users (sbatch -J, -A): no terminal escapes pass
   const rows = printableDeep(raw);
   const anyCost = rows.some((r) => r.cost !== null);
+  const anyCo2e = rows.some((r) => r.co2e_g !== null);
   const out = table(
     [
-      ['JOBID', 'USER', 'ACCOUNT', 'PARTITION', 'STATE', 'START', 'ELAPSED', 'GPUS', 'GPU-H', 'UTIL', 'PEAK MEM GiB', 'ENERGY kWh', ...(anyCost ? ['COST'] : []), 'PROBLEMS'],
+      ['JOBID', 'USER', 'ACCOUNT', 'PARTITION', 'STATE', 'START', 'ELAPSED', 'GPUS', 'GPU-H', 'UTIL', 'PEAK MEM GiB', 'ENERGY kWh', ...(anyCost ? ['COST'] : []), ...(anyCo2e ? ['CO2e kg'] : []), 'PROBLEMS'],
       ...rows.map((r) => [
         r.id, r.user ?? '-', r.account ?? '-', r.partition ?? '-', r.state, r.start ? r.start.slice(0, 16).replace('T', ' ') : '-', duration(r.elapsed_s),
         String(r.gpus), r.gpu_hours.toFixed(2), pct(r.util_mean), gib(r.mem_peak_bytes), r.energy_kwh.toFixed(3), ...(anyCost ? [r.cost === null ? '-' : r.cost.toFixed(2)] : []),
-        r.problems.join(',') || '-',
+        ...(anyCo2e ? [kg(r.co2e_g)] : []), r.problems.join(',') || '-',
       ]),
     ],
     st,
@@ -79,7 +83,7 @@ export function renderReport(raw: JobReport, st: Style): string {
   out.push(meter('GPU utilization', t.util_mean, st));
   const memFrac = t.mem_peak_bytes !== null ? t.mem_peak_bytes / Math.max(1, ...r.gpus.map((g) => g.figures.memTotal ?? 0)) : null;
   out.push(meter('GPU memory (peak)', memFrac, st));
-  out.push(`  GPU-hours ${t.gpu_hours.toFixed(2)}   energy ${t.energy_kwh.toFixed(3)} kWh (${Math.round(t.energy_j)} J)${t.cost !== null ? `   cost ${t.cost.toFixed(2)} ${t.currency}` : ''}`);
+  out.push(`  GPU-hours ${t.gpu_hours.toFixed(2)}   energy ${t.energy_kwh.toFixed(3)} kWh (${Math.round(t.energy_j)} J)${t.cost !== null ? `   cost ${t.cost.toFixed(2)} ${t.currency}` : ''}${t.co2e_g !== null ? `   CO2e ${kg(t.co2e_g)} kg` : ''}`);
   if (j.nodes.length > 1) {
     out.push('', st.bold('Per node'));
     out.push(
@@ -154,13 +158,40 @@ export function renderReport(raw: JobReport, st: Style): string {
   return out.join('\n') + '\n';
 }
 
+function csvCell(v: unknown): string {
+  let s = printable(v === null || v === undefined ? '' : Array.isArray(v) ? v.join(';') : String(v));
+  // a text cell a spreadsheet would run as a formula (=, +, -, @, tab, CR first) starts with ' instead (OWASP)
+  if (typeof v !== 'number' && /^[=+\-@\t\r]/.test(s)) s = `'${s}`;
+  return /[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+}
+
 export function renderCsv(rows: readonly JobListRow[]): string {
-  const cols = ['id', 'user', 'account', 'partition', 'state', 'start', 'elapsed_s', 'gpus', 'gpu_hours', 'util_mean', 'mem_peak_bytes', 'energy_kwh', 'cost', 'problems'] as const;
-  const esc = (v: unknown) => {
-    let s = printable(v === null || v === undefined ? '' : Array.isArray(v) ? v.join(';') : String(v));
-    // a text cell a spreadsheet would run as a formula (=, +, -, @, tab, CR first) starts with ' instead (OWASP)
-    if (typeof v !== 'number' && /^[=+\-@\t\r]/.test(s)) s = `'${s}`;
-    return /[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
-  };
-  return [cols.join(','), ...rows.map((r) => cols.map((c) => esc(r[c])).join(','))].join('\n') + '\n';
+  const cols = ['id', 'user', 'account', 'partition', 'state', 'start', 'elapsed_s', 'gpus', 'gpu_hours', 'idle_gpu_hours', 'util_mean', 'mem_peak_bytes', 'energy_kwh', 'cost', 'co2e_g', 'problems'] as const;
+  return [cols.join(','), ...rows.map((r) => cols.map((c) => csvCell(r[c])).join(','))].join('\n') + '\n';
+}
+
+/** `l9gpu jobs --by`: one line per user, account or partition. */
+export function renderBy(raw: readonly JobGroupRow[], by: GroupBy, st: Style): string {
+  const rows = printableDeep(raw);
+  const anyCost = rows.some((r) => r.cost !== null);
+  const anyCo2e = rows.some((r) => r.co2e_kg !== null);
+  const currency = rows.find((r) => r.currency !== null)?.currency;
+  return (
+    table(
+      [
+        [by.toUpperCase(), 'JOBS', 'GPU-H', 'IDLE GPU-H', 'UTIL', 'ENERGY kWh', ...(anyCost ? [`COST ${currency}`] : []), ...(anyCo2e ? ['CO2e kg'] : [])],
+        ...rows.map((r) => [
+          r.group ?? '-', String(r.jobs), r.gpu_hours.toFixed(2), r.idle_gpu_hours.toFixed(2), pct(r.util_mean), r.energy_kwh.toFixed(3),
+          ...(anyCost ? [r.cost === null ? '-' : r.cost.toFixed(2)] : []), ...(anyCo2e ? [r.co2e_kg === null ? '-' : r.co2e_kg.toFixed(3)] : []),
+        ]),
+      ],
+      st,
+    ).join('\n') + '\n'
+  );
+}
+
+export function renderByCsv(rows: readonly JobGroupRow[], by: GroupBy): string {
+  const keyed = keyedGroups(by, rows);
+  const cols = [by, 'jobs', 'gpu_hours', 'idle_gpu_hours', 'util_mean', 'energy_kwh', 'cost', 'currency', 'co2e_kg'];
+  return [cols.join(','), ...keyed.map((r) => cols.map((c) => csvCell(r[c])).join(','))].join('\n') + '\n';
 }

@@ -43,8 +43,11 @@ export interface Totals {
   mem_peak_bytes: number | null;
   energy_j: number;
   energy_kwh: number;
+  /** GPU-hours at their price plus facility energy (energy x PUE) at the kWh price, in currency; null: no price configured. */
   cost: number | null;
   currency: string | null;
+  /** Grams CO2e of the facility energy (energy x PUE x carbon intensity); null: no carbon intensity configured. */
+  co2e_g: number | null;
 }
 
 /** What a job's inference engines served (engines whose process was the job's), over the job. */
@@ -65,6 +68,8 @@ export interface InferenceFigures {
   tokens_per_s: number | null;
   /** Generated tokens per joule of the job's GPU energy. */
   tokens_per_j: number | null;
+  /** The job's cost per million generated tokens; null without a cost or tokens. */
+  cost_per_million_tokens: number | null;
 }
 
 /** A job's NCCL communication (Inspector data of its ranks), over the job. */
@@ -112,9 +117,18 @@ export interface JobReport {
   notes: Note[];
 }
 
+/** [jobs] prices (src/jobs/prices.ts reads and applies them). */
 export interface Prices {
   perGpuHour: number | null;
   perModel: [string, number][];
+  /** Exact partition names. */
+  perPartition?: [string, number][];
+  /** Node names or patterns (* for any characters). */
+  perNode?: [string, number][];
   perKwh: number | null;
+  /** Grid carbon intensity, gCO2e per kWh. */
+  gCo2ePerKwh?: number | null;
+  /** Facility energy over IT energy (>= 1); 1 when unset. */
+  pue?: number;
   currency: string;
 }

@@ -3,7 +3,6 @@
  * node's store, or a PromQL backend for a multi-node job): a header, one row
  * per GPU with the rollup figures, totals, a utilization series and notes.
  */
-import type { Config } from '../core/config/load.js';
 import type { Attributes } from '../core/metrics/model.js';
 import type { Db } from '../store/open.js';
 import { emptyRollup, figures, type GpuRollup } from './rollup.js';
@@ -12,29 +11,20 @@ import type { GpuRow, InferenceFigures, JobHeader, JobReport, Prices, Totals } f
 import { addBuckets, type Buckets } from '../ledger/engine-rollup.js';
 import { quantileOf } from '../scrape/histogram-window.js';
 import { commRowsFromStore, communicationNotes, communicationOf } from './communication.js';
-
-export function pricesFrom(cfg: Config): Prices {
-  return {
-    perGpuHour: cfg.num('jobs', 'gpu_hour_price'),
-    perModel: Object.entries(cfg.map('jobs', 'gpu_hour_prices')).map(([k, v]) => [k, Number(v)]),
-    perKwh: cfg.num('jobs', 'kwh_price'),
-    currency: cfg.str('jobs', 'currency') ?? 'USD',
-  };
-}
+import { costPerMillionTokens, jobCost } from './prices.js';
 
 /** Array tasks print as ARRAYID_TASKID, like squeue and sacct. */
 export function displayId(jobId: string, arrayJobId: string | null, arrayTaskId: string | null): string {
   return arrayJobId && arrayTaskId !== null ? `${arrayJobId}_${arrayTaskId}` : jobId;
 }
 
-export function totalsOf(gpus: readonly GpuRow[], prices: Prices | null): Totals {
+/** partition: the job's, for its price ([jobs] partition_gpu_hour_prices). */
+export function totalsOf(gpus: readonly GpuRow[], prices: Prices | null, partition: string | null = null): Totals {
   let covered = 0;
   let utilWeighted = 0;
   let gpuHours = 0;
   let energy = 0;
   let memPeak: number | null = null;
-  let cost = 0;
-  let priced = false;
   for (const g of gpus) {
     const f = g.figures;
     gpuHours += f.gpuHours;
@@ -44,19 +34,9 @@ export function totalsOf(gpus: readonly GpuRow[], prices: Prices | null): Totals
       covered += f.seconds;
     }
     if (f.memUsedMax !== null) memPeak = memPeak === null ? f.memUsedMax : Math.max(memPeak, f.memUsedMax);
-    if (prices) {
-      const model = prices.perModel.find(([k]) => g.model?.includes(k))?.[1] ?? prices.perGpuHour;
-      if (model !== null) {
-        cost += model * f.gpuHours;
-        priced = true;
-      }
-    }
   }
   const kwh = energy / 3.6e6;
-  if (prices?.perKwh !== null && prices?.perKwh !== undefined) {
-    cost += prices.perKwh * kwh;
-    priced = true;
-  }
+  const { cost, co2eG } = jobCost(prices, gpus, partition);
   const r6 = (x: number) => Math.round(x * 1e6) / 1e6;
   return {
     gpus: gpus.length,
@@ -65,8 +45,9 @@ export function totalsOf(gpus: readonly GpuRow[], prices: Prices | null): Totals
     mem_peak_bytes: memPeak,
     energy_j: Math.round(energy * 1000) / 1000,
     energy_kwh: r6(kwh),
-    cost: priced ? Math.round(cost * 100) / 100 : null,
-    currency: priced ? prices!.currency : null,
+    cost,
+    currency: cost !== null ? prices!.currency : null,
+    co2e_g: co2eG,
   };
 }
 
@@ -130,8 +111,8 @@ export function reportFromStore(db: Db, row: JobRow, runs: number, node: string,
     .prepare(`SELECT minute, SUM(util_sum) / SUM(n) AS util FROM job_gpu_series WHERE job_id = ? AND run_key = ? GROUP BY minute ORDER BY minute`)
     .all(row.job_id, row.run_key) as { minute: number; util: number }[];
   const job = headerOf(row, runs, [node]);
-  const totals = totalsOf(gpus, prices);
-  const inference = inferenceOf(db, row.job_id, row.run_key, totals.energy_j);
+  const totals = totalsOf(gpus, prices, row.partition);
+  const inference = inferenceOf(db, row.job_id, row.run_key, totals.energy_j, totals.cost);
   const communication = communicationOf(commRowsFromStore(db, row.job_id, row.run_key, node), null);
   return {
     source: 'store', job, gpus, totals, inference, communication,
@@ -141,7 +122,7 @@ export function reportFromStore(db: Db, row: JobRow, runs: number, node: string,
 }
 
 /** The inference figures of a job run from its engines' rows (src/ledger/engine-rollup.ts), or null when it ran none. */
-export function inferenceOf(db: Db, jobId: string, runKey: string, energyJ: number): InferenceFigures | null {
+export function inferenceOf(db: Db, jobId: string, runKey: string, energyJ: number, cost: number | null = null): InferenceFigures | null {
   const rows = db.prepare('SELECT * FROM job_engine WHERE job_id = ? AND run_key = ? ORDER BY engine, endpoint, model').all(jobId, runKey) as {
     engine: string; endpoint: string; model: string; first_time: number; last_time: number; requests: number; prompt_tokens: number | null; generation_tokens: number | null; ttft: string | null; itl: string | null;
   }[];
@@ -177,6 +158,7 @@ export function inferenceOf(db: Db, jobId: string, runKey: string, energyJ: numb
     serving_s: r3(servingS),
     tokens_per_s: servingS > 0 && generated !== null ? r3(generated / servingS) : null,
     tokens_per_j: energyJ > 0 && generated !== null ? Math.round((generated / energyJ) * 1e6) / 1e6 : null,
+    cost_per_million_tokens: costPerMillionTokens(cost, generated),
   };
 }
 

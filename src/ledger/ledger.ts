@@ -17,6 +17,7 @@ import { EngineRollups } from './engine-rollup.js';
 import { NcclRollups } from './nccl-rollup.js';
 import { InventoryWriter } from './inventory.js';
 import { RollupWriter, type RollupBinding } from './rollup-writer.js';
+import { CostRates, type CostSource } from './cost-rate.js';
 
 const SUMMARY = {
   energy: metric('gpu.job.energy'),
@@ -49,12 +50,16 @@ export class JobLedger {
   private ncclError = '';
   private readonly engines: EngineRollups;
   private readonly nccl: NcclRollups;
+  /** Cost rates and job-end cost and CO2e, with [jobs] prices (src/ledger/cost-rate.ts). */
+  private readonly cost: CostRates | undefined;
 
   constructor(
     db: Db,
     private readonly log: Logger,
     private readonly retention: Retention,
+    cost?: CostSource,
   ) {
+    this.cost = cost && new CostRates(cost);
     this.rollups = new RollupWriter(db);
     this.engines = new EngineRollups(db);
     this.nccl = new NcclRollups(db);
@@ -109,6 +114,7 @@ export class JobLedger {
       }
     }
     this.prune(batch.time);
+    if (this.cost) summaries.push(...this.cost.observe(batch));
     return summaries;
   }
 
@@ -127,6 +133,7 @@ export class JobLedger {
           { metric: SUMMARY.duration, value: f.figures.seconds * f.figures.shareMean, attributes: a },
           ...(f.figures.utilMean !== null ? [{ metric: SUMMARY.util, value: f.figures.utilMean, attributes: a }] : []),
           ...(f.figures.memUsedMax !== null ? [{ metric: SUMMARY.mem, value: f.figures.memUsedMax, attributes: a }] : []),
+          ...(this.cost?.jobEnd(f.figures, a) ?? []),
         );
       }
       if (now.length) this.holders.set(uuid, now);

@@ -446,7 +446,7 @@ export_interval = 300ms
     assert.equal(row.util_mean, m.totals.util_mean);
     assert.equal(row.energy_kwh, Math.round((m.totals.energy_j / 3.6e6) * 1e6) / 1e6);
     const csv = (await runCli(['jobs', '--csv', '--config', configFile, '--limit', '3'], { SLURM_CONF: cluster.conf })).stdout.trim().split('\n');
-    assert.equal(csv[0], 'id,user,account,partition,state,start,elapsed_s,gpus,gpu_hours,util_mean,mem_peak_bytes,energy_kwh,cost,problems');
+    assert.equal(csv[0], 'id,user,account,partition,state,start,elapsed_s,gpus,gpu_hours,idle_gpu_hours,util_mean,mem_peak_bytes,energy_kwh,cost,co2e_g,problems');
     assert.equal(csv.length, 4);
     const text = (await runCli(['jobs', 'show', multi, '--config', configFile], { SLURM_CONF: cluster.conf })).stdout;
     assert.match(text, new RegExp(`^Job ${multi} \\(two-gpus\\)`));

@@ -13,6 +13,7 @@ For one job in detail: l9gpu jobs show <jobid>.`;
     '<%= config.bin %> jobs',
     '<%= config.bin %> jobs --state running',
     '<%= config.bin %> jobs --since 7d --account physics --csv > gpu-usage.csv',
+    '<%= config.bin %> jobs --by user --since 7d',
     '<%= config.bin %> jobs --user alice --json | jq \'.[] | select(.problems | length > 0)\'',
   ];
 

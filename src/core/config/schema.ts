@@ -34,6 +34,8 @@ export interface KeySpec {
   readonly unset?: string;
   /** Shown in the example config instead of the default. */
   readonly example?: string;
+  /** A map whose every value is a number (within min/max), checked at load rather than misread later. */
+  readonly mapValues?: 'number';
 }
 
 export interface SectionSpec {
@@ -126,6 +128,11 @@ export function parseValue(spec: KeySpec, raw: string): ConfigValue {
           throw new Error(`the value of ${name} is not percent-encoded correctly (write %25 for a literal %)`);
         }
         if (!HEADER_VALUE.test(v)) throw new Error(`the value of ${name} has a character an HTTP header cannot carry (a control character, or beyond Latin-1)`);
+        if (spec.mapValues === 'number') {
+          const n = Number(v);
+          if (v === '' || !Number.isFinite(n)) throw new Error(`the value of ${name}, "${v.slice(0, 40)}", is not a number`);
+          if (spec.min !== undefined && n < spec.min) throw new Error(`the value of ${name}, ${v}, is below the minimum ${spec.min}`);
+        }
         out[name] = v;
       }
       return out;

@@ -7,7 +7,8 @@
  * 0..1 with unit "1" (never percent), power W (NVML reports mW), energy J
  * (NVML reports mJ), memory By, temperature Cel, clocks MHz. A 0/1 state (lost,
  * pending) and an info metric (always 1) are not ratios: no unit, so that no
- * backend names them _ratio.
+ * backend names them _ratio. Money is {currency} (UCUM has no currencies; the
+ * cost.currency attribute names it), money per hour {currency}/h, CO2e g.
  */
 
 /** histogram: a cumulative explicit-bucket histogram (an engine's latency), its buckets on the point (Point.hist). */
@@ -133,6 +134,10 @@ export const METRICS: readonly MetricDef[] = Object.freeze([
   m('gpu.job.duration', 's', 'gauge', 'gpu', 'GPU time of a job on the GPU (sampled seconds times the job\'s share); exported once, when the binding closes.'),
   m('gpu.job.utilization', '1', 'gauge', 'gpu', 'Mean utilization (0..1) of the GPU over a job\'s binding; exported once, when the binding closes.'),
   m('gpu.job.memory.peak', 'By', 'gauge', 'gpu', 'Peak device memory used on the GPU during a job\'s binding; exported once, when the binding closes.'),
+  m('gpu.job.cost', '{currency}', 'gauge', 'gpu', 'What a job\'s time on the GPU cost, in cost.currency: its GPU-hours (gpu.job.duration / 3600) at the GPU-hour price of [jobs] (the node\'s, else the job\'s partition\'s, else the GPU model\'s, else the default), plus its energy (gpu.job.energy) in kWh times pue at kwh_price; exported once, when the binding closes, and only with a price configured.', ['cost.currency']),
+  m('gpu.job.co2e', 'g', 'gauge', 'gpu', 'Grams of CO2e of a job\'s energy on the GPU: gpu.job.energy in kWh times [jobs] pue times carbon_intensity (gCO2e/kWh); exported once, when the binding closes, and only with carbon_intensity set.'),
+  m('gpu.cost.rate', '{currency}/h', 'gauge', 'gpu', 'What an hour of the GPU costs at this moment, in cost.currency: its GPU-hour price (the node\'s, else the partition\'s of the job holding it, else the GPU model\'s, else the default of [jobs]) plus its power draw in kW times pue at kwh_price. A GPU held by several jobs has one point per job, its share of the rate (they add up to the GPU\'s). Only with a price configured.', ['cost.currency']),
+  m('gpu.cost.idle.rate', '{currency}/h', 'gauge', 'gpu', 'gpu.cost.rate while the GPU is unused, else 0: cost.idle.kind is allocated (held by a job, utilization below 0.01 in this collection) or unallocated (held by no job, whatever its utilization). None for a held GPU without a utilization reading. Only with a price configured.', ['cost.currency', 'cost.idle.kind']),
   m('gpu.process.outside_allocation', '{process}', 'gauge', 'gpu', 'Processes running on the GPU that belong to no job bound to it (another job\'s process, or none): a GPU used outside its allocation.'),
 
   // --- dcgm-exporter's profiling fields (plugins/dcgm), their own metrics beside nvml's GPM ones ---
