@@ -19,7 +19,8 @@ export interface NodeState {
 }
 
 /** State= and Reason= of `scontrol show node -o <node>` (one line; Reason runs to the [user@time] stamp or the next key). */
-export function parseNodeState(text: string): NodeState {
+export function parseNodeState(output: string): NodeState {
+  const text = output.trim();
   const state = /(?:^|\s)State=(\S+)/.exec(text)?.[1];
   if (!state) throw new Error(`scontrol show node: no State= in "${text.slice(0, 120)}"`);
   const reason = /(?:^|\s)Reason=(.*?)(?: \[[^\]]*\])?(?:\s+\w+=|$)/.exec(text)?.[1]?.trim() ?? null;
@@ -32,10 +33,10 @@ export async function nodeState(cfg: Config, node: string): Promise<NodeState> {
   return parseNodeState(await slurmCommand(cfg, 'scontrol', ['show', 'node', '-o', node]));
 }
 
-/** Drains the node with the reason (prefixed), unless it is drained already: what the node does next is Slurm's. */
-export async function drainNode(cfg: Config, node: string, reason: string): Promise<'drained' | 'already'> {
+/** Drains the node with the reason (prefixed), unless it is drained already (then its state): what the node does next is Slurm's. */
+export async function drainNode(cfg: Config, node: string, reason: string): Promise<'drained' | NodeState> {
   const s = await nodeState(cfg, node);
-  if (isDrained(s)) return 'already';
+  if (isDrained(s)) return s;
   const r = `${DRAIN_PREFIX} ${reason}`.replace(/\s+/g, ' ').slice(0, MAX_REASON);
   await slurmCommand(cfg, 'scontrol', ['update', `NodeName=${node}`, 'State=DRAIN', `Reason=${r}`]);
   return 'drained';

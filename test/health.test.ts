@@ -94,7 +94,7 @@ describe('health rules, case by case', () => {
   });
 
   test('scontrol show node -o: state and the drain reason, with or without the [user@time] stamp', () => {
-    const s = parseNodeState('NodeName=n1 Arch=x86_64 CoresPerSocket=1 CPUAlloc=0 State=IDLE+DRAIN ThreadsPerCore=1 Reason=l9gpu: GPU 1 (GPU-01a1b2c3) failed: Xid 79 [root@2026-11-23T12:00:00] Comment=(null)');
+    const s = parseNodeState('NodeName=n1 Arch=x86_64 CoresPerSocket=1 CPUAlloc=0 State=IDLE+DRAIN ThreadsPerCore=1 Reason=l9gpu: GPU 1 (GPU-01a1b2c3) failed: Xid 79 [root@2026-11-23T12:00:00] Comment=(null)\n');
     assert.equal(s.state, 'IDLE+DRAIN');
     assert.equal(s.reason, 'l9gpu: GPU 1 (GPU-01a1b2c3) failed: Xid 79');
     assert.ok(isDrained(s));

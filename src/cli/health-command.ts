@@ -112,7 +112,8 @@ async function drainOrResume(cfg: Config, node: string, failed: boolean, line: s
   const { drainNode, resumeIfOurs, DRAIN_PREFIX } = await import('../../slurm/node-drain.js');
   try {
     if (failed) {
-      if ((await drainNode(cfg, node, line.slice(DRAIN_PREFIX.length).trim())) === 'drained') process.stdout.write(`l9gpu: drained ${node}\n`);
+      const d = await drainNode(cfg, node, line.slice(DRAIN_PREFIX.length).trim());
+      process.stdout.write(d === 'drained' ? `l9gpu: drained ${node}\n` : `l9gpu: ${node} is already drained (${d.state}: ${d.reason ?? 'no reason'})\n`);
     } else if (await resumeIfOurs(cfg, node)) process.stdout.write(`l9gpu: resumed ${node}\n`);
   } catch (e) {
     // the verdict stands (exit status); only the drain could not be done

@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { chmodSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import Database from 'better-sqlite3';
@@ -24,6 +24,7 @@ import { openStore } from '../../src/store/open.js';
 import { Reconciler, type ReconcileSource } from '../../slurm/reconciler.js';
 import type { JobReport } from '../../src/jobs/report-model.js';
 import { isNoSteps, parseListPids } from '../../slurm/local-jobs.js';
+import { isDrained, parseNodeState } from '../../slurm/node-drain.js';
 
 export function slurmSuite(release: SlurmRelease): void {
   const L = `[Slurm ${SLURM_VERSION[release]}] `;
@@ -31,6 +32,7 @@ export function slurmSuite(release: SlurmRelease): void {
   const stateDir = join(dir, 'state');
   const pointsFile = join(dir, 'points.jsonl');
   const configFile = join(dir, 'l9gpu.ini');
+  const healthCheck = join(dir, 'healthcheck');
   // NVML index i has device minor MINORS[i]: GRES index g (fakegpu g, minor g) is NVML GPU MINORS.indexOf(g)
   const MINORS = [2, 0, 3, 1];
   // known values per device minor (= GRES index): utilization %, memory used, power W (and the energy counter's rate)
@@ -126,7 +128,9 @@ resource = false
 endpoint = ${vm.otlpEndpoint}
 export_interval = 300ms
 `);
-    cluster = new SlurmCluster({ gpus: 4, hookConfig: configFile, withDbd: true, release });
+    // slurmd's HealthCheckProgram: `l9gpu health --nhc --drain` while the health case switches it on (health-on)
+    writeFileSync(healthCheck, `#!/bin/sh\n/usr/bin/env > '${dir}/healthcheck.env'\n[ -f '${dir}/health-on' ] || exit 0\n'${process.execPath}' '${CLI}' health --nhc --drain --config '${configFile}' >> '${dir}/healthcheck.log' 2>&1\n`, { mode: 0o755 });
+    cluster = new SlurmCluster({ gpus: 4, hookConfig: configFile, withDbd: true, release, extraConf: `HealthCheckProgram=${healthCheck}\nHealthCheckInterval=2` });
     writeFileSync(configFile, readFileSync(configFile, 'utf8').replace('[slurm]\n', `[slurm]\nslurm_conf = ${cluster.conf}\n`));
     await cluster.start();
     daemon = new DaemonProcess(['--config', configFile], { ...fake.env(), ...cluster.clientEnv() });
@@ -663,6 +667,42 @@ export_interval = 300ms
     // serving_s is rounded to the ms: tokens/s within that
     assert.ok(inf.serving_s > 0 && Math.abs(inf.tokens_per_s! - 7 / inf.serving_s) <= 0.001 + (7 / inf.serving_s) * 0.001, JSON.stringify(inf));
     assert.equal(inf.tokens_per_j, show.totals.energy_j > 0 ? Math.round((7 / show.totals.energy_j) * 1e6) / 1e6 : null);
+  });
+
+  test(L + 'HealthCheckProgram runs l9gpu health --nhc --drain: a lost GPU drains the node with the reason, its return resumes it; a node an admin drained stays drained', async () => {
+    await idle();
+    const nodeState = async () => parseNodeState(await cluster.cmd(['scontrol', 'show', 'node', '-o', SLURM_NODE]));
+    const checks = () => (existsSync(join(dir, 'healthcheck.log')) ? readFileSync(join(dir, 'healthcheck.log'), 'utf8') : '');
+    const lost = MINORS.indexOf(1); // NVML index of GRES GPU 1
+    writeFileSync(join(dir, 'health-on'), '');
+    try {
+      fake.write({ ...fake.desc, devices: gpus.map((g, k) => (k === lost ? { ...g, lost: true } : g)) });
+      const drained = await waitFor('the node drained by its health check', async () => {
+        const st = await nodeState();
+        return isDrained(st) && st.reason?.startsWith('l9gpu:') ? st : undefined;
+      }, 60_000, 300).catch(async (e: Error) => {
+        throw new Error(`${e.message}: ${JSON.stringify(await nodeState())}; health checks: ${checks().split('\n').slice(-3).join(' | ')}`);
+      });
+      assert.match(drained.reason!, new RegExp(`^l9gpu: GPU ${lost} \\(${gpus[lost]!.uuid.slice(0, 12)}\\) failed: the driver reports the GPU lost: it fell off the bus`));
+      // slurmd's environment names the node: the check drained this node by its Slurm name, not the host's
+      assert.match(readFileSync(join(dir, 'healthcheck.env'), 'utf8'), new RegExp(`^SLURMD_NODENAME=${SLURM_NODE}$`, 'm'));
+      fake.write({ ...fake.desc, devices: gpus });
+      await waitFor('the node resumed by its health check', async () => !isDrained(await nodeState()) || undefined, 60_000, 300);
+      assert.match(checks(), new RegExp(`l9gpu: drained ${SLURM_NODE}\n`));
+      assert.match(checks(), new RegExp(`l9gpu: resumed ${SLURM_NODE}\n`));
+      // an admin's drain is not l9gpu's to lift: two healthy checks later the node is still drained
+      await cluster.cmd(['scontrol', 'update', `NodeName=${SLURM_NODE}`, 'State=DRAIN', 'Reason=disk swap']);
+      const okLines = () => checks().split('\n').filter((l) => l === 'l9gpu: 4 GPU(s) ok').length;
+      const before = okLines();
+      await waitFor('two healthy checks after the admin\'s drain', () => okLines() >= before + 2 || undefined, 30_000, 300);
+      const st = await nodeState();
+      assert.ok(isDrained(st), st.state);
+      assert.equal(st.reason, 'disk swap');
+    } finally {
+      rmSync(join(dir, 'health-on'), { force: true });
+      fake.write({ ...fake.desc, devices: gpus });
+      if (isDrained(await nodeState())) await cluster.cmd(['scontrol', 'update', `NodeName=${SLURM_NODE}`, 'State=RESUME']);
+    }
   });
 
   test(L + 'NCCL Inspector logs written by a job\'s ranks: the series carry the job (from each rank\'s process), the slow rank is flagged, and jobs show has the communication section (store and PromQL)', async () => {

@@ -57,6 +57,8 @@ export interface ClusterOptions {
   prologFlags?: string;
   /** Which Slurm (default: this machine's 22.05). */
   release?: SlurmRelease;
+  /** Extra slurm.conf lines ($BASE stands for the cluster's folder). */
+  extraConf?: string;
 }
 
 export class SlurmCluster {
@@ -254,6 +256,7 @@ MinJobAge=300
 SlurmdTimeout=10
 NodeName=${SLURM_NODE} NodeHostname=${NODE} NodeAddr=127.0.0.1 CPUs=16 RealMemory=1000 Gres=gpu:${this.o.gpus},shard:${this.o.gpus * 2} State=UNKNOWN
 PartitionName=gpu Nodes=${SLURM_NODE} Default=YES MaxTime=INFINITE State=UP
+${(this.o.extraConf ?? '').replaceAll('$BASE', b)}
 `);
     writeFileSync(join(b, 'etc', 'gres.conf'), `AutoDetect=off\nNodeName=${SLURM_NODE} Name=gpu File=${b}/dev/fakegpu[0-${this.o.gpus - 1}]\nNodeName=${SLURM_NODE} Name=shard Count=${this.o.gpus * 2} File=${b}/dev/fakegpu[0-${this.o.gpus - 1}]\n`);
     // 24.05+ wants a cgroup plugin; a container has no writable cgroup tree
