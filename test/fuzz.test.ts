@@ -24,6 +24,7 @@ import { parseGresLayout } from '../slurm/gres.js';
 import { expandHostlist, expandIndexList } from '../slurm/hostlist.js';
 import { parseGresDetail, parseSacct, parseScontrolJobs, parseSqueueJson } from '../slurm/jobs-query.js';
 import { parseListJobs, parseListPids } from '../slurm/local-jobs.js';
+import { parseSacctJob } from '../slurm/sacct-job.js';
 import { ConfigError } from '../src/core/config/schema.js';
 import { PointBuffer } from '../src/core/metrics/model.js';
 import { decodeExportResponse } from '../src/sinks/otlp-proto.js';
@@ -163,7 +164,7 @@ for (const c of readdirSync(join(ROOT, 'plugins', 'amdsmi', 'testdata')).filter(
 }
 
 const SLURM_TD = ['slurm', 'testdata'];
-for (const f of readdirSync(join(ROOT, ...SLURM_TD))) {
+for (const f of readdirSync(join(ROOT, ...SLURM_TD), { withFileTypes: true }).filter((d) => d.isFile()).map((d) => d.name)) {
   const base = read(...SLURM_TD, f);
   if (f.startsWith('squeue-')) fuzz(`squeue --json (${f})`, mutatedJson(base), parseSqueueJson, /^squeue --json/);
   if (f.startsWith('scontrol-json-')) fuzz(`scontrol --json show job (${f})`, mutatedJson(base), parseSqueueJson, /^squeue --json/);
@@ -171,6 +172,13 @@ for (const f of readdirSync(join(ROOT, ...SLURM_TD))) {
   if (f.startsWith('sacct-')) fuzz(`sacct -P (${f})`, mutated(base), parseSacct, /^sacct/);
   if (f.startsWith('scontrol-listjobs')) fuzz(`scontrol listjobs (${f})`, mutated(base), (s) => [...parseListJobs(s)], /^scontrol listjobs/);
   if (f.startsWith('scontrol-listpids')) fuzz(`scontrol listpids (${f})`, mutated(base), (s) => [...parseListPids(s)], /^scontrol listpids/);
+}
+
+for (const f of readdirSync(join(ROOT, ...SLURM_TD, 'sacct')).filter((n) => /\.(psv|usv)$/.test(n))) {
+  const base = read(...SLURM_TD, 'sacct', f);
+  // the fixture's own job: its fields are parsed, not only its lines split
+  const id = base.split('\n').find((l) => !l.startsWith('JobID'))!.split(/[|\x1f]/)[1]!;
+  fuzz(`sacct -j (${f})`, mutated(base), (s) => parseSacctJob(s, id), /^sacct -j \d+: /);
 }
 
 fuzz('hostlist', mutated('gpu[001-004,010],login[1-2],n-[9-11]x'), (s) => expandHostlist(s), /^hostlist/);

@@ -57,7 +57,7 @@ test('the fold: power integrated when there is no energy counter; throttled time
   assert.equal(f.eccUncorrected, 1);
 });
 
-const header: JobHeader = { id: '1', job_id: '1', run: 'r0', user: 'alice', uid: 1, account: 'a', partition: 'p', qos: null, name: null, cluster: null, state: 'COMPLETED', start: null, end: null, elapsed_s: 3600, exit_code: 0, nodes: ['n1'], earlier_runs: 0 };
+const header: JobHeader = { id: '1', job_id: '1', run: 'r0', user: 'alice', uid: 1, account: 'a', partition: 'p', qos: null, name: null, cluster: null, state: 'COMPLETED', start: null, end: null, elapsed_s: 3600, exit_code: 0, nodes: ['n1'], earlier_runs: 0, cpus: null, mem_req_bytes: null, mem_max_rss_bytes: null, time_limit_s: null, time_efficiency: null, gpus_alloc: null, exit_signal: null };
 function gpu(uuid: string, over: Partial<GpuRow['figures']> = {}, shared = false): GpuRow {
   return {
     node: 'n1', uuid, model: 'H100', index: 0, shared,

@@ -38,6 +38,7 @@ export const JOBS_SHOW_FLAGS: readonly FlagSpec[] = [
   { name: 'url', type: 'string', helpValue: 'URL', description: 'PromQL API base URL (with --source promql), e.g. http://victoria:8428 or http://prometheus:9090.' },
   { name: 'window', type: 'string', default: '30d', helpValue: 'RANGE', description: 'With --source promql: how far back to look for the job (a PromQL range: 7d, 30d).' },
   { name: 'header', type: 'string', multiple: true, whole: true, helpValue: 'K=V', description: 'With --source promql: an HTTP header (Authorization=Bearer ..., X-Scope-OrgID=...).' },
+  { name: 'cluster', type: 'string', char: 'M', helpValue: 'CLUSTER', description: 'The Slurm cluster whose accounting holds the job (sacct -M, as in Slurm\'s own commands); default: the local cluster.' },
 ];
 
 const color = () => style(process.stdout.isTTY === true && !process.env.NO_COLOR);

@@ -18,5 +18,6 @@ export const JOBS_SECTION: SectionSpec = {
     { key: 'nccl_peak_bus_bandwidths', type: 'map', default: {}, example: 'h100=450,a100=230', description: 'Per-partition peak bus bandwidths in GB/s, over nccl_peak_bus_bandwidth for jobs of that partition.' },
     { key: 'series_retention', type: 'duration', default: 30 * 86400, min: 3600, example: '30d', description: 'How long the per-minute utilization/memory/power series of ended jobs are kept (for `l9gpu jobs show` plots).' },
     { key: 'job_retention', type: 'duration', default: 365 * 86400, min: 86400, example: '365d', description: 'How long ended jobs and their figures are kept in the store.' },
+    { key: 'site_notes', type: 'path', default: null, example: '/etc/l9gpu/site-notes.ini', description: 'A file of site-defined notes for `l9gpu jobs show`: one [name] section per note with when = a condition over the report\'s figures (util_mean < 0.2 and gpus >= 4), text = what to tell the user ({field} placeholders), and optional level = info|warn and link = a URL (docs/jobs.md lists the fields). Checked when read; an error names the file and line.' },
   ],
 };

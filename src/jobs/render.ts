@@ -72,12 +72,16 @@ export function renderReport(raw: JobReport, st: Style): string {
   const out: string[] = [];
   out.push(st.bold(`Job ${j.id}${j.name ? ` (${j.name})` : ''}`) + st.dim(`   source: ${r.source === 'store' ? 'this node\'s l9gpu store' : 'PromQL backend'}`));
   out.push(`  user/account   ${j.user ?? '?'}${j.uid !== null ? ` (${j.uid})` : ''} / ${j.account ?? '-'}`);
-  out.push(`  state          ${j.state}${j.exit_code !== null ? `, exit code ${j.exit_code}` : ''}${j.earlier_runs ? ` (run ${j.run}; ${j.earlier_runs} earlier run(s): requeued)` : ''}`);
+  out.push(`  state          ${j.state}${j.exit_code !== null ? `, exit code ${j.exit_code}` : ''}${j.exit_signal ? `, signal ${j.exit_signal}` : ''}${j.earlier_runs ? ` (run ${j.run}; ${j.earlier_runs} earlier run(s): requeued)` : ''}`);
   out.push(`  partition      ${j.partition ?? '-'}${j.qos ? ` / QOS ${j.qos}` : ''}${j.cluster ? `   cluster ${j.cluster}` : ''}`);
   out.push(`  node(s)        ${j.nodes.join(', ')}`);
   const models = [...new Set(r.gpus.map((g) => g.model ?? '?'))];
-  out.push(`  GPUs           ${r.gpus.length} x ${models.join(', ')}`);
+  out.push(`  GPUs           ${r.gpus.length} x ${models.join(', ')}${j.gpus_alloc !== null && j.gpus_alloc !== r.gpus.length ? ` (${j.gpus_alloc} allocated)` : ''}`);
+  // the jobstats header, where Slurm accounting filled it
+  if (j.cpus !== null) out.push(`  CPU cores      ${j.cpus}`);
+  if (j.mem_req_bytes !== null || j.mem_max_rss_bytes !== null) out.push(`  CPU memory     ${gib(j.mem_req_bytes)} GiB requested, max RSS ${gib(j.mem_max_rss_bytes)} GiB`);
   out.push(`  start          ${j.start ?? '-'}${j.end ? `   end ${j.end}` : ''}   run time ${duration(j.elapsed_s)}`);
+  if (j.time_limit_s !== null) out.push(`  time limit     ${duration(j.time_limit_s)}${j.time_efficiency !== null ? `   time efficiency ${pct(j.time_efficiency)}` : ''}`);
   out.push('', st.bold('Overall'));
   const t = r.totals;
   out.push(meter('GPU utilization', t.util_mean, st));

@@ -25,6 +25,15 @@ export interface JobHeader {
   exit_code: number | null;
   nodes: string[];
   earlier_runs: number;
+  /** The jobstats header, from Slurm accounting (src/jobs/slurm-header.ts); null where no sacct answer was laid over the header. */
+  cpus: number | null;
+  mem_req_bytes: number | null;
+  mem_max_rss_bytes: number | null;
+  time_limit_s: number | null;
+  /** elapsed / time limit, 0..1 */
+  time_efficiency: number | null;
+  gpus_alloc: number | null;
+  exit_signal: number | null;
 }
 
 export interface GpuRow {

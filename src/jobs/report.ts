@@ -83,6 +83,7 @@ export function headerOf(row: JobRow, runs: number, nodes: string[], now = Date.
     exit_code: row.exit_code,
     nodes,
     earlier_runs: runs - 1,
+    cpus: null, mem_req_bytes: null, mem_max_rss_bytes: null, time_limit_s: null, time_efficiency: null, gpus_alloc: null, exit_signal: null,
   };
 }
 

@@ -1,0 +1,253 @@
+/**
+ * One job as Slurm accounting reports it (`sacct -j <id>`), for `l9gpu jobs
+ * show` on any login node: the allocation line and its steps, every run of
+ * a requeued job (-D) so that the latest one is reported with its restart
+ * count, times as epoch seconds (SLURM_TIME_FORMAT=%s), sizes unconverted.
+ *
+ * Only fields present in sacct 22.05, 24.11 and 26.05 alike (src/sacct/
+ * sacct.c fields table of each): an unknown field makes sacct exit 1.
+ * Restarts, for one, came in 24.11: -D's runs count them on every version.
+ */
+import type { SacctJob } from '../src/jobs/slurm-header.js';
+import { expandHostlist } from './hostlist.js';
+import { slurmTime } from './jobs-query.js';
+
+export type { SacctJob } from '../src/jobs/slurm-header.js';
+
+/** AdminComment last: free text that may hold the delimiter, so a line is split at the first N-1 only. */
+export const SACCT_JOB_FIELDS = [
+  'JobID', 'JobIDRaw', 'JobName', 'User', 'UID', 'Account', 'Partition', 'QOS', 'Cluster', 'State', 'ExitCode',
+  'Start', 'End', 'ElapsedRaw', 'TimelimitRaw', 'AllocCPUS', 'ReqMem', 'MaxRSS', 'NNodes', 'NodeList', 'AllocTRES', 'AdminComment',
+] as const;
+type Field = (typeof SACCT_JOB_FIELDS)[number];
+
+/**
+ * Epoch seconds instead of local time without a zone: slurm_make_time_str
+ * (src/common/parse_time.c, 22.05 to 26.05) takes any strftime format from
+ * SLURM_TIME_FORMAT; 0 still prints "Unknown" and NO_VAL "None".
+ */
+export const SACCT_JOB_ENV: Readonly<Record<string, string>> = { SLURM_TIME_FORMAT: '%s' };
+
+/**
+ * sacct prints fields unescaped: a job name (sbatch -J) may hold "|". The
+ * ASCII unit separator no shell user types is the delimiter instead
+ * (--delimiter, with -P); output with "|" (a capture by hand) parses too.
+ */
+export const SACCT_DELIMITER = '\x1f';
+
+/**
+ * -D: every run of a requeued job (sorted by submit time, the latest last);
+ * --noconvert: sizes as stored (ReqMem in M, MaxRSS in bytes), no rounding to G.
+ * With -j and no -S sacct searches all of accounting's history.
+ */
+export function sacctJobArgs(id: string, cluster?: string | null): string[] {
+  return ['-j', id, '-D', '-P', '-n', `--delimiter=${SACCT_DELIMITER}`, '--noconvert', `--format=${SACCT_JOB_FIELDS.join(',')}`, ...(cluster ? ['-M', cluster] : [])];
+}
+
+const UNITS = 'KMGTPE';
+const MiB = 1024 ** 2;
+
+type Row = Record<Field, string>;
+
+class Line {
+  constructor(readonly row: Row, readonly n: number, readonly where: string) {}
+  fail(field: Field, why: string): never {
+    throw new Error(`${this.where}: line ${this.n}: ${field} "${this.row[field].slice(0, 60)}" ${why}`);
+  }
+  str(f: Field): string | null {
+    const v = this.row[f];
+    return v === '' || v === '(null)' ? null : v;
+  }
+  int(f: Field): number | null {
+    const v = this.row[f];
+    if (v === '') return null;
+    if (!/^\d{1,15}$/.test(v)) this.fail(f, 'is not a count');
+    return Number(v);
+  }
+  time(f: Field): number | null {
+    const v = this.row[f];
+    if (v === '' || v === 'Unknown' || v === 'None') return null;
+    if (/^\d{1,12}$/.test(v)) return Number(v) > 0 ? Number(v) * 1000 : null;
+    // a capture made without SLURM_TIME_FORMAT: local time
+    return slurmTime(v) ?? this.fail(f, 'is not a time (epoch seconds, or YYYY-MM-DDTHH:MM:SS)');
+  }
+  /** "4000M", "2.50G", "10436K", "0"; a bare number is in `bare` units (MaxRSS: bytes, ReqMem: MiB). */
+  bytes(f: Field, bare: number): number | null {
+    const v = this.row[f];
+    if (v === '') return null;
+    const m = /^(\d{1,15}(?:\.\d+)?)([KMGTPE]?)$/.exec(v);
+    if (!m) return this.fail(f, 'is not a size');
+    return Math.round(Number(m[1]) * (m[2] ? 1024 ** (UNITS.indexOf(m[2]) + 1) : bare));
+  }
+}
+
+/**
+ * ReqMem as the whole job's bytes. 21.08 changed it (RELEASE_NOTES: "Changed
+ * ReqMem field in sacct to match memory from ReqTRES. It now shows the
+ * requested memory of the whole job"); before, "4000Mn" was per node and
+ * "4000Mc" per CPU (src/sacct/print.c, 20.11: MEM_PER_CPU).
+ */
+function reqMem(l: Line): number | null {
+  const v = l.row.ReqMem;
+  const legacy = /^(.*?)([nc])$/.exec(v);
+  if (!legacy) return l.bytes('ReqMem', MiB);
+  const each = new Line({ ...l.row, ReqMem: legacy[1]! }, l.n, l.where).bytes('ReqMem', MiB);
+  const times = legacy[2] === 'n' ? l.int('NNodes') : l.int('AllocCPUS');
+  if (each === null) return null;
+  if (times === null) return l.fail(legacy[2] === 'n' ? 'NNodes' : 'AllocCPUS', `is needed to total ReqMem ${v}`);
+  return each * times;
+}
+
+/** GPUs from AllocTRES: "gres/gpu=4", or only typed entries "gres/gpu:h100=4" (summed), else none. */
+function gpusOf(l: Line): number | null {
+  const v = l.row.AllocTRES;
+  if (v === '') return null;
+  let plain: number | null = null;
+  let typed: number | null = null;
+  for (const part of v.split(',')) {
+    const m = /^gres\/gpu(:[^=]+)?=(\d{1,9})$/.exec(part);
+    if (!m) {
+      if (/^gres\/gpu[:=]/.test(part)) l.fail('AllocTRES', `has a bad GPU count "${part.slice(0, 40)}"`);
+      continue;
+    }
+    if (m[1]) typed = (typed ?? 0) + Number(m[2]);
+    else plain = Number(m[2]);
+  }
+  return plain ?? typed ?? 0;
+}
+
+/** Time limit: minutes; UNLIMITED and Partition_Limit say no number. */
+function limitOf(l: Line): number | null {
+  const v = l.row.TimelimitRaw;
+  if (v === 'UNLIMITED' || v === 'Partition_Limit') return null;
+  const m = l.int('TimelimitRaw');
+  return m === null ? null : m * 60;
+}
+
+/** A run: its allocation line and the step lines after it. */
+interface Run {
+  alloc: Line;
+  steps: Line[];
+}
+
+function splitLines(text: string, where: string): Line[] {
+  const n = SACCT_JOB_FIELDS.length;
+  const sep = text.includes(SACCT_DELIMITER) ? SACCT_DELIMITER : '|';
+  const out: Line[] = [];
+  text.split('\n').forEach((raw, i) => {
+    const s = raw.replace(/\r$/, '');
+    if (s.trim() === '') return;
+    const parts = s.split(sep);
+    // a header line (sacct without -n): accepted only if it is ours
+    if (out.length === 0 && parts[0] === 'JobID' && parts[1] === 'JobIDRaw') {
+      if (s !== SACCT_JOB_FIELDS.join(sep)) throw new Error(`${where}: line ${i + 1}: the header is not ${SACCT_JOB_FIELDS.join('|')}`);
+      return;
+    }
+    if (parts.length < n) {
+      // AdminComment is free text and may hold a newline: the rest of it, on its own line
+      const prev = out[out.length - 1];
+      if (prev) {
+        prev.row.AdminComment += `\n${s}`;
+        return;
+      }
+      throw new Error(`${where}: line ${i + 1}: ${parts.length} fields, expected ${n} (${SACCT_JOB_FIELDS.join(',')})`);
+    }
+    const row = Object.fromEntries(SACCT_JOB_FIELDS.map((f, k) => [f, k < n - 1 ? parts[k]! : parts.slice(n - 1).join(sep)])) as Row;
+    out.push(new Line(row, i + 1, where));
+  });
+  return out;
+}
+
+/** An allocation line's id ("123", "122_4", "123+0"); a step's is "<that>.<step>". */
+const ALLOC_ID = /^\d{1,20}(?:_\d{1,10}|_\[[^\]]*\]|\+\d{1,6})?$/;
+
+function runsOf(lines: Line[]): Run[] {
+  const runs: Run[] = [];
+  for (const l of lines) {
+    const id = l.row.JobID;
+    const dot = id.indexOf('.');
+    if (dot < 0) {
+      if (!ALLOC_ID.test(id)) l.fail('JobID', 'is not a job id');
+      if (!/^\d{1,20}$/.test(l.row.JobIDRaw)) l.fail('JobIDRaw', 'is not a job id');
+      runs.push({ alloc: l, steps: [] });
+      continue;
+    }
+    // sacct prints each job's steps right after it (-D: each run's after that run)
+    const run = runs[runs.length - 1];
+    if (!run || id.slice(0, dot) !== run.alloc.row.JobID) l.fail('JobID', 'is a step of no allocation line before it');
+    run.steps.push(l);
+  }
+  return runs;
+}
+
+/** The run of requestedId ("123": raw id, as the store keys jobs; "122_4": an array task), its latest, or undefined. */
+export function parseSacctJob(text: string, requestedId: string, where = `sacct -j ${requestedId}`): SacctJob | undefined {
+  const isArrayForm = /^\d+_\d+$/.test(requestedId);
+  const mine = runsOf(splitLines(text, where)).filter((r) => (isArrayForm ? r.alloc.row.JobID : r.alloc.row.JobIDRaw) === requestedId);
+  if (mine.length === 0) return undefined;
+  const clusters = [...new Set(mine.map((r) => r.alloc.row.Cluster))];
+  // -M a,b (or all) can find one id on two clusters: two different jobs
+  if (clusters.length > 1) throw new Error(`${where}: job ${requestedId} is in clusters ${clusters.join(', ')}: name one with --cluster`);
+  const latest = mine[mine.length - 1]!;
+  // earlier runs of a requeued job are REQUEUED (job_state_string); other rows of the id are resizes or an id Slurm reused
+  const restarts = mine.slice(0, -1).filter((r) => /^REQUEUE/.test(r.alloc.row.State)).length;
+  const a = latest.alloc;
+  const arr = /^(\d+)_(\d+)$/.exec(a.row.JobID);
+  const state = a.row.State.split(' ')[0]!;
+  if (!/^[A-Z_]+$/.test(state)) a.fail('State', 'is not a job state');
+  const ec = /^(\d{1,10}):(\d{1,10})$/.exec(a.row.ExitCode);
+  if (!ec && a.row.ExitCode !== '') a.fail('ExitCode', 'is not code:signal');
+  const rss = [a, ...latest.steps].map((l) => l.bytes('MaxRSS', 1)).filter((x): x is number => x !== null);
+  const nodes = ((): string[] => {
+    try {
+      // "None assigned": a job that never started
+      return /^None/.test(a.row.NodeList) ? [] : expandHostlist(a.row.NodeList);
+    } catch (e) {
+      return a.fail('NodeList', (e as Error).message);
+    }
+  })();
+  return {
+    jobId: a.row.JobID,
+    jobIdRaw: a.row.JobIDRaw,
+    arrayJobId: arr ? arr[1]! : null,
+    arrayTaskId: arr ? arr[2]! : null,
+    name: a.str('JobName'),
+    user: a.str('User'),
+    uid: a.int('UID'),
+    account: a.str('Account'),
+    partition: a.str('Partition'),
+    qos: a.str('QOS'),
+    cluster: a.str('Cluster'),
+    state,
+    exitCode: ec ? Number(ec[1]) : null,
+    exitSignal: ec ? Number(ec[2]) : null,
+    start: a.time('Start'),
+    end: a.time('End'),
+    elapsedS: a.int('ElapsedRaw'),
+    timeLimitS: limitOf(a),
+    cpus: a.int('AllocCPUS'),
+    memReqBytes: reqMem(a),
+    maxRssBytes: rss.length ? Math.max(...rss) : null,
+    nodes,
+    gpus: gpusOf(a),
+    restarts,
+    adminComment: a.row.AdminComment,
+  };
+}
+
+export interface SacctJobOptions {
+  /**
+   * Runs a Slurm client with the [slurm] settings (bin_dir, slurm_conf as
+   * SLURM_CONF, command_timeout): slurm/tools.ts slurmCommand, or a fake in tests.
+   */
+  run: (command: string, args: readonly string[], env: Record<string, string>) => Promise<string>;
+  /** -M: the cluster to ask (Slurm's multi-cluster flag); unset: the local one. */
+  cluster?: string | null;
+}
+
+/** Runs sacct for one job; undefined when accounting has no such job. */
+export async function sacctJob(id: string, o: SacctJobOptions): Promise<SacctJob | undefined> {
+  if (!/^\d{1,20}(_\d{1,10})?$/.test(id)) throw new Error(`"${id.slice(0, 40)}" is not a job id (123 or 122_4)`);
+  const text = await o.run('sacct', sacctJobArgs(id, o.cluster), { ...SACCT_JOB_ENV });
+  return parseSacctJob(text, id, `sacct -j ${id}${o.cluster ? ` -M ${o.cluster}` : ''}`);
+}

@@ -1,0 +1,100 @@
+/**
+ * The report header from Slurm accounting: what `sacct` says of a job (the
+ * SacctJob shape, parsed in slurm/sacct-job.ts; the type lives here because
+ * the services layer may not import slurm/), laid over a header from the
+ * store or PromQL, or making one for a job no store row knows.
+ */
+import type { JobHeader } from './report-model.js';
+
+/** One job run as sacct reports it; null wherever sacct does not say. */
+export interface SacctJob {
+  /** Display id: "123", array task "122_4", het component "123+0". */
+  jobId: string;
+  jobIdRaw: string;
+  arrayJobId: string | null;
+  arrayTaskId: string | null;
+  name: string | null;
+  user: string | null;
+  uid: number | null;
+  account: string | null;
+  partition: string | null;
+  qos: string | null;
+  cluster: string | null;
+  /** Base state word: COMPLETED, FAILED, CANCELLED ("CANCELLED by 0"), TIMEOUT, OUT_OF_MEMORY, RUNNING... */
+  state: string;
+  exitCode: number | null;
+  exitSignal: number | null;
+  /** ms since epoch */
+  start: number | null;
+  end: number | null;
+  elapsedS: number | null;
+  /** null: UNLIMITED, or the partition's limit (sacct does not say which). */
+  timeLimitS: number | null;
+  cpus: number | null;
+  /** Memory requested for the whole job (every node), bytes. */
+  memReqBytes: number | null;
+  /** Largest MaxRSS of the run's steps, bytes. */
+  maxRssBytes: number | null;
+  nodes: string[];
+  /** GPUs allocated (AllocTRES), over every node. */
+  gpus: number | null;
+  /** Earlier runs of this job id (requeued). */
+  restarts: number;
+  /** Raw AdminComment ('' when none). */
+  adminComment: string;
+}
+
+const iso = (t: number | null) => (t === null ? null : new Date(t).toISOString());
+
+/** elapsed / limit in 0..1 (a job killed at its limit runs a little over it: OverTimeLimit, KillWait). */
+export function timeEfficiency(elapsedS: number | null, limitS: number | null): number | null {
+  if (elapsedS === null || limitS === null || limitS <= 0) return null;
+  return Math.round(Math.min(1, Math.max(0, elapsedS / limitS)) * 1e4) / 1e4;
+}
+
+/** The header with everything sacct knows laid over it: Slurm's accounting is the authority on a job's identity, state and times. */
+export function withSacct(h: JobHeader, s: SacctJob): JobHeader {
+  const or = <T>(v: T | null, keep: T): T => (v === null ? keep : v);
+  const elapsed = or(s.elapsedS, h.elapsed_s);
+  const limit = or(s.timeLimitS, h.time_limit_s);
+  return {
+    ...h,
+    id: s.jobId,
+    job_id: s.jobIdRaw,
+    user: or(s.user, h.user),
+    uid: or(s.uid, h.uid),
+    account: or(s.account, h.account),
+    partition: or(s.partition, h.partition),
+    qos: or(s.qos, h.qos),
+    name: or(s.name, h.name),
+    cluster: or(s.cluster, h.cluster),
+    state: s.state || h.state,
+    start: or(iso(s.start), h.start),
+    end: or(iso(s.end), h.end),
+    elapsed_s: elapsed,
+    exit_code: or(s.exitCode, h.exit_code),
+    exit_signal: or(s.exitSignal, h.exit_signal),
+    // the job's nodes per Slurm, not only those whose GPUs the report holds
+    nodes: s.nodes.length ? s.nodes : h.nodes,
+    earlier_runs: s.restarts,
+    cpus: or(s.cpus, h.cpus),
+    mem_req_bytes: or(s.memReqBytes, h.mem_req_bytes),
+    mem_max_rss_bytes: or(s.maxRssBytes, h.mem_max_rss_bytes),
+    time_limit_s: limit,
+    time_efficiency: timeEfficiency(elapsed, limit),
+    gpus_alloc: or(s.gpus, h.gpus_alloc),
+  };
+}
+
+/** A header from sacct alone (a job no store row or metric knows: the AdminComment summary path). */
+export function headerFromSacct(s: SacctJob): JobHeader {
+  const blank: JobHeader = {
+    id: s.jobId, job_id: s.jobIdRaw,
+    // the hooks' run key without a SLUID (slurm/hook.ts runKey): the restart count
+    run: `r${s.restarts}`,
+    user: null, uid: null, account: null, partition: null, qos: null, name: null, cluster: null,
+    state: s.state, start: null, end: null, elapsed_s: null, exit_code: null, nodes: [], earlier_runs: 0,
+    cpus: null, mem_req_bytes: null, mem_max_rss_bytes: null, time_limit_s: null, time_efficiency: null, gpus_alloc: null, exit_signal: null,
+  };
+  return withSacct(blank, s);
+}
