@@ -14,7 +14,8 @@ import { nhcLine, type HealthReport } from '../src/cli/health-command.js';
 import { parseNodeState, isDrained } from '../slurm/node-drain.js';
 import { DaemonProcess, parseLines, runCli } from './helpers/daemon.js';
 import { FakeNvml, h100, type FakeGpu } from './helpers/fake-nvml.js';
-import { tempDir } from './helpers/paths.js';
+import { ROOT, tempDir } from './helpers/paths.js';
+import { renderHealthTables } from '../src/health/docs.js';
 import { waitFor } from './helpers/wait.js';
 
 const NOW = Date.parse('2026-11-23T12:00:00Z');
@@ -232,4 +233,11 @@ describe('health through the fake NVML and the daemon', () => {
     assert.equal(drain.status, 2);
     assert.match(drain.stderr, /--drain goes with --nhc/);
   });
+});
+
+test('docs/health.md has the rules and the Xid catalog as the code has them (npm run docs)', () => {
+  const doc = readFileSync(join(ROOT, 'docs', 'health.md'), 'utf8');
+  assert.ok(doc.includes(renderHealthTables()), 'docs/health.md is stale: run npm run docs');
+  assert.match(doc, /\| `remap-failed` \| a row remapping failed .* \| failed \| 0 \|/);
+  assert.match(doc, /\| 79 \| GPU has fallen off the bus \| .* \| failed \|/);
 });

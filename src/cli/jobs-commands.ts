@@ -7,12 +7,12 @@ import { CliError } from './errors.js';
 import { CONFIG_FLAG, type FlagSpec, type FlagValues } from './flag-spec.js';
 import { askJobs, jobsContext, parseSince } from './jobs-context.js';
 import { accessError } from '../jobs/api.js';
-import { reportFromPromql } from '../jobs/promql.js';
+import { findReport, type ShowSource } from './job-sources.js';
+import { slurmNotes } from '../jobs/slurm-notes.js';
+import { siteNotesFrom } from '../jobs/site-notes.js';
 import { renderBy, renderByCsv, renderCsv, renderList, renderReport } from '../jobs/render.js';
 import { GROUP_BY, keyedGroups, type GroupBy } from '../jobs/by.js';
-import { pricesFrom } from '../jobs/prices.js';
 import { peakFor, withPeak } from '../jobs/communication.js';
-import type { JobReport } from '../jobs/report-model.js';
 import { style } from '../core/text-table.js';
 
 export const JOBS_FLAGS: readonly FlagSpec[] = [
@@ -34,8 +34,8 @@ export const JOBS_FLAGS: readonly FlagSpec[] = [
 export const JOBS_SHOW_FLAGS: readonly FlagSpec[] = [
   CONFIG_FLAG,
   { name: 'json', type: 'boolean', description: 'Print JSON.' },
-  { name: 'source', type: 'string', options: ['store', 'promql'], default: 'store', description: 'Where the figures come from.' },
-  { name: 'url', type: 'string', helpValue: 'URL', description: 'PromQL API base URL (with --source promql), e.g. http://victoria:8428 or http://prometheus:9090.' },
+  { name: 'source', type: 'string', options: ['auto', 'store', 'sacct', 'promql'], default: 'auto', description: 'Where the figures come from. auto: this node\'s store if the job ran here, else the summary the slurmctld epilog left in the job\'s AdminComment (sacct), else the PromQL backend (--url or [jobs] promql_url).' },
+  { name: 'url', type: 'string', helpValue: 'URL', description: 'PromQL API base URL, e.g. http://victoria:8428 or http://prometheus:9090 (default: [jobs] promql_url).' },
   { name: 'window', type: 'string', default: '30d', helpValue: 'RANGE', description: 'With --source promql: how far back to look for the job (a PromQL range: 7d, 30d).' },
   { name: 'header', type: 'string', multiple: true, whole: true, helpValue: 'K=V', description: 'With --source promql: an HTTP header (Authorization=Bearer ..., X-Scope-OrgID=...).' },
   { name: 'cluster', type: 'string', char: 'M', helpValue: 'CLUSTER', description: 'The Slurm cluster whose accounting holds the job (sacct -M, as in Slurm\'s own commands); default: the local cluster.' },
@@ -66,24 +66,14 @@ export async function jobsList(f: FlagValues): Promise<void> {
 export async function jobsShow(jobid: string, f: FlagValues): Promise<void> {
   if (!/^\d+(_\d+)?$/.test(jobid)) throw new CliError(`"${jobid}" is not a job id (123 or 122_4)`, 2);
   const ctx = jobsContext(f.config as string | undefined);
-  let report: JobReport | undefined;
-  if (f.source === 'promql') {
-    const url = f.url as string | undefined;
-    if (!url) throw new CliError('--source promql needs --url (the PromQL API base URL)', 2);
-    const headers = Object.fromEntries(((f.header as string[]) ?? []).map((h) => [h.slice(0, h.indexOf('=')), h.slice(h.indexOf('=') + 1)]));
-    try {
-      report = await reportFromPromql({ url, window: f.window as string, headers }, jobid, pricesFrom(ctx.cfg));
-    } catch (e) {
-      // the endpoint's doing (down, refusing, an answer too large): one line, not a stack
-      throw new CliError((e as Error).message, 1);
-    }
-    if (!report) throw new CliError(`no GPU metrics of job ${jobid} at ${url} in the last ${f.window} (are the daemons exporting there with slurm attribution?)`, 1);
-    const denied = accessError(report, ctx.viewer);
-    if (denied) throw new CliError(denied, 1);
-  } else {
-    report = ((await askJobs(ctx, { op: 'show', jobId: jobid })) as { report: JobReport }).report;
-  }
+  const headers = { ...ctx.cfg.map('jobs', 'promql_headers'), ...Object.fromEntries(((f.header as string[]) ?? []).map((h) => [h.slice(0, h.indexOf('=')), h.slice(h.indexOf('=') + 1)])) };
+  const url = (f.url as string | undefined) ?? ctx.cfg.str('jobs', 'promql_url');
+  let report = await findReport(ctx, jobid, f.source as ShowSource, (f.cluster as string | undefined) ?? null, { url, window: f.window as string, headers });
+  // this node's store answered under its own rule; a report from accounting or a backend is checked here
+  const denied = report.source === 'store' ? undefined : accessError(report, ctx.viewer);
+  if (denied) throw new CliError(denied, 1);
   report = withPeak(report, peakFor(ctx.cfg, report.job.partition));
+  report = { ...report, notes: [...report.notes, ...slurmNotes(report.job, report.gpus, report.totals, siteNotesFrom(ctx.cfg))] };
   if (f.json) process.stdout.write(JSON.stringify(report, null, 2) + '\n');
   else process.stdout.write(renderReport(report, color()));
 }

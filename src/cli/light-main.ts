@@ -16,6 +16,7 @@ import { JOBS_FLAGS, JOBS_SHOW_FLAGS, jobsList, jobsShow } from './jobs-commands
 import { DOCTOR_FLAGS } from './doctor-flags.js';
 import { GPUS_FLAGS } from './gpus-flags.js';
 import { HEALTH_FLAGS } from './health-flags.js';
+import { CTLD_EPILOG_FLAGS } from './ctld-epilog-flags.js';
 
 interface LightCommand {
   words: readonly string[];
@@ -31,6 +32,7 @@ const COMMANDS: readonly LightCommand[] = [
   { words: ['jobs'], flags: JOBS_FLAGS, args: 0, run: (f) => jobsList(f) },
   // loaded when asked for: they bring every plugin and sink, which jobs never needs
   { words: ['gpus'], flags: GPUS_FLAGS, args: 0, run: async (f) => (await import('./gpus-command.js')).gpus(f) },
+  { words: ['slurm', 'ctld-epilog'], flags: CTLD_EPILOG_FLAGS, args: 0, run: async (f) => (await import('./ctld-epilog-command.js')).ctldEpilog(f) },
   { words: ['health'], flags: HEALTH_FLAGS, args: 0, run: async (f) => (await import('./health-command.js')).health(f) },
   { words: ['doctor'], flags: DOCTOR_FLAGS, args: 0, run: async (f) => (await import('./doctor-command.js')).doctor(f) },
 ];

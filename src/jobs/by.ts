@@ -10,6 +10,7 @@
  * every GPU had readings, idle = GPU-hours x (1 - mean).
  */
 import type { JobListRow } from './list.js';
+
 import type { GpuRow } from './report-model.js';
 
 export const GROUP_BY = ['user', 'account', 'partition'] as const;
@@ -31,12 +32,6 @@ export interface JobGroupRow {
 
 const r6 = (x: number) => Math.round(x * 1e6) / 1e6;
 
-/** A job's idle GPU-hours (above). */
-export function idleGpuHours(gpus: readonly GpuRow[]): number {
-  let idle = 0;
-  for (const g of gpus) if (g.figures.utilMean !== null) idle += g.figures.gpuHours * (1 - g.figures.utilMean);
-  return r6(idle);
-}
 
 /** One row per group, most idle GPU-hours first (then most GPU-hours, then by name). */
 export function groupJobs(rows: readonly JobListRow[], by: GroupBy, currency: string | null): JobGroupRow[] {

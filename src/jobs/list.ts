@@ -4,7 +4,6 @@ import { figures, type GpuRollup } from './rollup.js';
 import { displayId, headerOf, jobState, totalsOf } from './report.js';
 import type { GpuRow, Prices } from './report-model.js';
 import { jobNotes } from './notes.js';
-import { idleGpuHours } from './by.js';
 
 export interface ListFilter {
   user?: string | null;
@@ -85,4 +84,11 @@ export function listJobs(db: Db, f: ListFilter, node: string, prices: Prices | n
       problems: jobNotes(header, gpus, totals).filter((n) => n.level === 'warn').map((n) => n.code),
     };
   });
+}
+
+/** A job's idle GPU-hours: each GPU's GPU-hours times (1 - its mean utilization), a GPU without readings counting none (what jobs --by sums). */
+export function idleGpuHours(gpus: readonly GpuRow[]): number {
+  let idle = 0;
+  for (const g of gpus) if (g.figures.utilMean !== null) idle += g.figures.gpuHours * (1 - g.figures.utilMean);
+  return Math.round(idle * 1e6) / 1e6;
 }

@@ -232,3 +232,30 @@ export async function reportFromPromql(o: PromqlOptions, jobId: string, prices: 
   const communication = communicationOf(await commRows(o, got.naming, jobId), null);
   return { source: 'promql', job, gpus: rows, totals, inference: null, communication, series, notes: [...jobNotes(job, rows, totals), ...communicationNotes(communication)] };
 }
+
+/**
+ * How far the nodes have got in closing a job: its GPUs (node and UUID) with
+ * samples, and those whose job-end summary (gpu.job.energy, exported once a
+ * node's epilog closed the GPU's binding) has reached the backend. When every
+ * GPU has its summary, every node's samples of the job are in.
+ */
+export async function jobEndCoverage(o: PromqlOptions, jobId: string): Promise<{ gpus: number; ended: number }> {
+  const keys = (list: Series[], naming: Naming) => new Set(list.map((s) => {
+    const a = attributes(s.metric, naming);
+    return `${String(a['host.name'] ?? a.instance ?? '?')}\u0000${String(a['gpu.uuid'])}`;
+  }));
+  for (const naming of ['otel', 'prometheus'] as Naming[]) {
+    let used: Series[];
+    try {
+      used = await query(o, `${selector('gpu.utilization', naming, jobId)}[${o.window}]`);
+    } catch (e) {
+      if (naming === 'otel' && /parse|unexpected|bad_data|syntax/i.test((e as Error).message)) continue;
+      throw e;
+    }
+    if (used.length === 0) continue;
+    const gpus = keys(used, naming);
+    const ended = keys(await query(o, `${selector('gpu.job.energy', naming, jobId)}[${o.window}]`), naming);
+    return { gpus: gpus.size, ended: [...gpus].filter((k) => ended.has(k)).length };
+  }
+  return { gpus: 0, ended: 0 };
+}

@@ -113,7 +113,8 @@ export interface CommunicationFigures {
 }
 
 export interface JobReport {
-  source: 'store' | 'promql';
+  /** Where the figures come from: this node's store, a PromQL backend, or the summary the slurmctld epilog left in the job's AdminComment (read through sacct). */
+  source: 'store' | 'promql' | 'sacct';
   job: JobHeader;
   gpus: GpuRow[];
   totals: Totals;

@@ -33,6 +33,7 @@ export function slurmSuite(release: SlurmRelease): void {
   const pointsFile = join(dir, 'points.jsonl');
   const configFile = join(dir, 'l9gpu.ini');
   const healthCheck = join(dir, 'healthcheck');
+  const ctldEpilog = join(dir, 'ctld-epilog');
   // NVML index i has device minor MINORS[i]: GRES index g (fakegpu g, minor g) is NVML GPU MINORS.indexOf(g)
   const MINORS = [2, 0, 3, 1];
   // known values per device minor (= GRES index): utilization %, memory used, power W (and the energy counter's rate)
@@ -127,10 +128,15 @@ resource = false
 [otlp]
 endpoint = ${vm.otlpEndpoint}
 export_interval = 300ms
+[jobs]
+promql_url = ${vm.url}
+summary_wait = 60s
 `);
     // slurmd's HealthCheckProgram: `l9gpu health --nhc --drain` while the health case switches it on (health-on)
     writeFileSync(healthCheck, `#!/bin/sh\n/usr/bin/env > '${dir}/healthcheck.env'\n[ -f '${dir}/health-on' ] || exit 0\n'${process.execPath}' '${CLI}' health --nhc --drain --config '${configFile}' >> '${dir}/healthcheck.log' 2>&1\n`, { mode: 0o755 });
-    cluster = new SlurmCluster({ gpus: 4, hookConfig: configFile, withDbd: true, release, extraConf: `HealthCheckProgram=${healthCheck}\nHealthCheckInterval=2` });
+    // slurmctld's EpilogSlurmctld: the project's script, which starts the worker that stores the job's summary
+    writeFileSync(ctldEpilog, `#!/bin/sh\nL9GPU_CONFIG='${configFile}' L9GPU_NODE='${process.execPath}' exec '${join(ROOT, 'slurm', 'ctld-epilog')}'\n`, { mode: 0o755 });
+    cluster = new SlurmCluster({ gpus: 4, hookConfig: configFile, withDbd: true, release, extraConf: `HealthCheckProgram=${healthCheck}\nHealthCheckInterval=2\nEpilogSlurmctld=${ctldEpilog}` });
     writeFileSync(configFile, readFileSync(configFile, 'utf8').replace('[slurm]\n', `[slurm]\nslurm_conf = ${cluster.conf}\n`));
     await cluster.start();
     daemon = new DaemonProcess(['--config', configFile], { ...fake.env(), ...cluster.clientEnv() });
@@ -148,6 +154,8 @@ export_interval = 300ms
     const code = await daemon?.stop();
     if (process.env.L9GPU_TEST_DAEMON_LOG) writeFileSync(process.env.L9GPU_TEST_DAEMON_LOG, daemon?.stderr ?? "");
     await cluster?.stop();
+    // ctld-epilog workers still waiting for a job's figures (a job without GPUs waits a minute)
+    spawnSync('pkill', ['-f', `${ROOT}bin/run.js slurm ctld-epilog --job`]);
     await vm.stop();
     assert.equal(code, 0, daemon?.stderr);
   });
@@ -459,7 +467,7 @@ export_interval = 300ms
     assert.doesNotMatch(text, /\x1b\[/, 'no colours when not a TTY');
     const unknown = await runCli(['jobs', 'show', '999999', '--config', configFile], { SLURM_CONF: cluster.conf });
     assert.equal(unknown.status, 1);
-    assert.match(unknown.stderr, /job 999999 is not known to this node .* l9gpu jobs show 999999 --source promql --url/);
+    assert.match(unknown.stderr, /job 999999 is not known to this node .*; Slurm accounting does not know it .*; no GPU metrics of job 999999 at http:\/\/127\.0\.0\.1:\d+ /);
     // root sees everyone; a user sees their own jobs only, and not someone else's report
     const all = JSON.parse((await runCli(['jobs', '--json', '--config', configFile], {})).stdout) as { user: string }[];
     assert.ok(new Set(all.map((x) => x.user)).size >= 2, 'root sees every user');
@@ -703,6 +711,50 @@ export_interval = 300ms
       fake.write({ ...fake.desc, devices: gpus });
       if (isDrained(await nodeState())) await cluster.cmd(['scontrol', 'update', `NodeName=${SLURM_NODE}`, 'State=RESUME']);
     }
+  });
+
+  test(L + 'EpilogSlurmctld keeps a finished 2-GPU job\'s summary in its AdminComment: jobs show on a machine without the store reports the node\'s figures from sacct alone, with the Slurm header, after the metrics backend is wiped', async () => {
+    await idle();
+    const id = await cluster.sbatch(['--gres=gpu:2', '-J', 'kept', '-t', '30', '--wrap', 'sleep 5']);
+    await cluster.waitState(id, ['COMPLETED'], 60_000);
+    await waitFor('bindings closed', () => bindings(id).length === 2 && bindings(id).every((b) => b.end_time !== null));
+    await waitFor('state from sacct', () => job(id)?.state === 'COMPLETED', 30_000);
+    const onNode = await show(id);
+    assert.equal(onNode.source, 'store');
+    const comment = await waitFor('the summary in AdminComment', async () => {
+      const out = (await cluster.cmd(['sacct', '-j', id, '-X', '-n', '-P', '-o', 'AdminComment'])).trim();
+      return /^L9G1:/i.test(out) ? out : undefined;
+    }, 120_000, 1000).catch((e: Error) => {
+      throw new Error(`${e.message}; ctld-epilog.log: ${existsSync(join(stateDir, 'ctld-epilog.log')) ? readFileSync(join(stateDir, 'ctld-epilog.log'), 'utf8').slice(-600) : '(none)'}`);
+    });
+    assert.ok(comment.length < 6000, `${comment.length} characters for 2 GPUs`);
+    // the metrics backend loses everything: a new, empty VictoriaMetrics on the same port
+    await vm.stop();
+    await vm.start({ port: vm.port });
+    // a login node: another state folder (no store, no daemon), no metrics backend configured
+    const login = join(dir, 'login.ini');
+    writeFileSync(login, `[daemon]\nstate_dir = ${join(dir, 'login-state')}\n[slurm]\nslurm_conf = ${cluster.conf}\n`);
+    const r = await runCli(['jobs', 'show', id, '--json', '--config', login], cluster.clientEnv());
+    assert.equal(r.status, 0, r.stderr);
+    const fromAcct = JSON.parse(r.stdout) as Report & { job: Report['job'] & { cpus: number | null; time_limit_s: number | null; qos: string | null; cluster: string | null; exit_code: number | null; gpus_alloc: number | null; name: string | null } };
+    assert.equal(fromAcct.source, 'sacct');
+    assert.deepEqual(fromAcct.gpus.map((g) => [g.uuid, g.figures]), onNode.gpus.map((g) => [g.uuid, g.figures]), 'the node\'s figures, GPU by GPU');
+    assert.deepEqual(fromAcct.totals, onNode.totals);
+    assert.equal(fromAcct.job.state, 'COMPLETED');
+    assert.equal(fromAcct.job.exit_code, 0);
+    assert.equal(fromAcct.job.name, 'kept');
+    assert.equal(fromAcct.job.cluster, 'ci');
+    assert.equal(fromAcct.job.qos, 'normal');
+    assert.equal(fromAcct.job.time_limit_s, 1800);
+    assert.equal(fromAcct.job.gpus_alloc, 2);
+    assert.ok((fromAcct.job.cpus ?? 0) >= 1);
+    assert.ok(fromAcct.notes.some((n) => n.code === 'time-overrequested' || n.code === 'too-short'), JSON.stringify(fromAcct.notes));
+    const text = await runCli(['jobs', 'show', id, '--config', login], cluster.clientEnv());
+    assert.match(text.stdout, new RegExp(`^Job ${id} \\(kept\\)`));
+    // --cluster names the accounting cluster, as Slurm's own -M
+    const m = await runCli(['jobs', 'show', id, '--json', '--cluster', 'ci', '--config', login], cluster.clientEnv());
+    assert.equal(m.status, 0, m.stderr);
+    assert.equal((JSON.parse(m.stdout) as Report).source, 'sacct');
   });
 
   test(L + 'NCCL Inspector logs written by a job\'s ranks: the series carry the job (from each rank\'s process), the slow rank is flagged, and jobs show has the communication section (store and PromQL)', async () => {

@@ -1,0 +1,134 @@
+/**
+ * `l9gpu slurm ctld-epilog`, slurm.conf EpilogSlurmctld: keeps a finished
+ * job's GPU figures in its AdminComment (src/jobs/summary.ts), so that
+ * `l9gpu jobs show` on any login node reports it from sacct alone, after the
+ * metrics backend has dropped it, for as long as accounting keeps the job.
+ *
+ * slurmctld runs it as SlurmUser when the job ends, while every node's
+ * epilog is still closing the job's GPUs. So it returns at once and leaves a
+ * detached worker that waits until every GPU's job-end summary (gpu.job.energy,
+ * sent once a node closed the GPU) has reached the PromQL backend ([jobs]
+ * promql_url), builds the report the PromQL path builds (the same figures as
+ * each node's store, by construction), and writes it with sacctmgr, which
+ * works on the accounting record whether slurmctld still holds the job or not
+ * (jobstats does the same). A comment that is not l9gpu's is never replaced.
+ */
+import { spawn } from 'node:child_process';
+import { closeSync, openSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Config } from '../src/core/config/load.js';
+import { makeDirs } from '../src/core/make-dirs.js';
+import { jobEndCoverage, reportFromPromql, type PromqlOptions } from '../src/jobs/promql.js';
+import { encodeSummary, isSummary } from '../src/jobs/summary.js';
+import { sacctJob } from './sacct-job.js';
+import { slurmCommand } from './tools.js';
+
+/** A job with no GPU series after this long used no GPU that l9gpu saw: nothing to keep. */
+const NO_GPUS_AFTER_MS = 60_000;
+
+export interface CtldEpilogJob {
+  /** The id slurm.job.id carries (the raw id, an array task's own). */
+  rawId: string;
+  /** The id accounting knows the run by: ARRAYID_TASKID for an array task (a raw id would name every task of the first one's array). */
+  acctId: string;
+}
+
+/** The job slurmctld's epilog environment names; undefined for a job that never ran on a node (cancelled while pending). */
+export function epilogJob(env: NodeJS.ProcessEnv): CtldEpilogJob | undefined {
+  const raw = env.SLURM_JOB_ID;
+  if (!raw || !/^\d+$/.test(raw)) throw new Error('SLURM_JOB_ID is not set: slurmctld sets it for EpilogSlurmctld (for a finished job by hand: --job ID)');
+  const nodes = env.SLURM_JOB_NODELIST ?? env.SLURM_NODELIST ?? '';
+  if (!nodes || nodes === '(null)' || nodes === 'None assigned') return undefined;
+  const arr = env.SLURM_ARRAY_JOB_ID;
+  const task = env.SLURM_ARRAY_TASK_ID;
+  return { rawId: raw, acctId: arr && task && /^\d+$/.test(arr) && /^\d+$/.test(task) ? `${arr}_${task}` : raw };
+}
+
+/** Starts the worker, detached from slurmctld, its output appended to <state_dir>/ctld-epilog.log (or dropped where it cannot be written). */
+export function startWorker(cfg: Config, job: CtldEpilogJob, cli: string, configArgs: readonly string[]): number | undefined {
+  let out: number | 'ignore' = 'ignore';
+  try {
+    const dir = cfg.str('daemon', 'state_dir')!;
+    makeDirs(dir);
+    out = openSync(join(dir, 'ctld-epilog.log'), 'a', 0o640);
+  } catch {
+    // SlurmUser may not write the state folder: the worker still runs, unlogged
+  }
+  const child = spawn(process.execPath, [cli, 'slurm', 'ctld-epilog', '--job', job.acctId, '--raw-id', job.rawId, '--worker', ...configArgs], { detached: true, stdio: ['ignore', out, out] });
+  child.unref();
+  if (typeof out === 'number') closeSync(out);
+  return child.pid;
+}
+
+export interface SummaryResult {
+  stored: boolean;
+  /** What happened, one line for the log. */
+  detail: string;
+}
+
+const log = (msg: string) => process.stdout.write(`${new Date().toISOString()} ${msg}\n`);
+
+/** The worker: waits for the nodes' job-end figures, then writes the summary. */
+export async function storeSummary(cfg: Config, job: CtldEpilogJob, o: { waitMs?: number; now?: () => number } = {}): Promise<SummaryResult> {
+  const url = cfg.str('jobs', 'promql_url');
+  if (!url) return { stored: false, detail: `job ${job.acctId}: [jobs] promql_url is not set: no backend to read the job's figures from` };
+  const q: PromqlOptions = { url, window: '30d', headers: cfg.map('jobs', 'promql_headers') };
+  const now = o.now ?? Date.now;
+  const start = now();
+  const deadline = start + (o.waitMs ?? cfg.num('jobs', 'summary_wait')! * 1000);
+  let pause = 1000;
+  let cov = { gpus: 0, ended: 0 };
+  for (;;) {
+    try {
+      cov = await jobEndCoverage(q, job.rawId);
+    } catch (e) {
+      log(`job ${job.acctId}: ${(e as Error).message}: trying again`);
+    }
+    if (cov.gpus > 0 && cov.ended === cov.gpus) break;
+    if (cov.gpus === 0 && now() - start > Math.min(NO_GPUS_AFTER_MS, deadline - start)) return { stored: false, detail: `job ${job.acctId}: no GPU metrics of the job at ${url}: nothing to keep` };
+    if (now() >= deadline) {
+      if (cov.gpus === 0) return { stored: false, detail: `job ${job.acctId}: no GPU metrics of the job at ${url}: nothing to keep` };
+      log(`job ${job.acctId}: ${cov.gpus - cov.ended} of ${cov.gpus} GPU(s) still without their job-end figures after ${Math.round((now() - start) / 1000)} s: keeping what there is`);
+      break;
+    }
+    await sleep(pause);
+    pause = Math.min(pause * 1.5, 10_000);
+  }
+  const report = await reportFromPromql(q, job.rawId, null);
+  if (!report) return { stored: false, detail: `job ${job.acctId}: its metrics went from ${url} while it was read` };
+  const text = encodeSummary(report);
+  // accounting gets the job's end from slurmctld a moment after the epilog starts: retry until its record is there
+  for (;;) {
+    const acct = await sacctJob(job.acctId, { run: (c, a, e) => slurmCommand(cfg, c, a, e) }).catch((e: Error) => {
+      log(`job ${job.acctId}: ${e.message}`);
+      return undefined;
+    });
+    if (acct?.adminComment.toUpperCase() === text.toUpperCase()) return { stored: true, detail: `job ${job.acctId}: summary of ${report.gpus.length} GPU(s) on ${report.job.nodes.length} node(s) stored in AdminComment (${text.length} characters)` };
+    if (acct && acct.adminComment && !isSummary(acct.adminComment)) return { stored: false, detail: `job ${job.acctId}: AdminComment holds something else ("${acct.adminComment.slice(0, 40)}"): not replaced` };
+    if (acct && acct.end !== null) {
+      const how = await writeComment(cfg, job.acctId, text);
+      log(`job ${job.acctId}: AdminComment written through ${how}: checking that accounting has it`);
+    }
+    if (now() >= deadline + 60_000) return { stored: false, detail: `job ${job.acctId}: accounting has no finished record of the job with the summary: not stored` };
+    await sleep(2000);
+  }
+}
+
+/**
+ * Through slurmctld while it holds the job as running or completing
+ * (scontrol), else into the accounting record (sacctmgr): slurmctld sends the
+ * job's record again as it finishes it, and the caller reads the comment
+ * back until it stays.
+ */
+async function writeComment(cfg: Config, id: string, text: string): Promise<'scontrol' | 'sacctmgr'> {
+  try {
+    await slurmCommand(cfg, 'scontrol', ['update', `JobId=${id}`, `AdminComment=${text}`]);
+    return 'scontrol';
+  } catch (e) {
+    // a finished job's comment is accounting's ("Job has already finished"), a purged job slurmctld's no more
+    if (!/already finished|invalid job id|not found/i.test((e as Error).message)) throw e;
+  }
+  await slurmCommand(cfg, 'sacctmgr', ['-i', 'modify', 'job', 'where', `JobID=${id}`, 'set', `AdminComment=${text}`]);
+  return 'sacctmgr';
+}

@@ -1,0 +1,37 @@
+/**
+ * `l9gpu slurm ctld-epilog`: as EpilogSlurmctld, starts the worker that keeps
+ * the finished job's GPU summary in its AdminComment and exits 0 at once
+ * (whatever happens: an epilog's failure is not the job's); with --job, does
+ * that work in the foreground for one finished job.
+ */
+import { loadCliConfig } from './config.js';
+import { CliError } from './errors.js';
+import type { FlagValues } from './flag-spec.js';
+import { epilogJob, startWorker, storeSummary } from '../../slurm/ctld-epilog.js';
+import { sacctJob } from '../../slurm/sacct-job.js';
+import { slurmCommand } from '../../slurm/tools.js';
+
+
+export async function ctldEpilog(f: FlagValues): Promise<number> {
+  const cfg = loadCliConfig(f.config as string | undefined);
+  const id = f.job as string | undefined;
+  if (id) {
+    if (!/^\d+(_\d+)?$/.test(id)) throw new CliError(`--job: "${id}" is not a job id (123 or 122_4)`, 2);
+    let raw = (f['raw-id'] as string | undefined) ?? (id.includes('_') ? undefined : id);
+    if (!raw) {
+      const s = await sacctJob(id, { run: (c, a, e) => slurmCommand(cfg, c, a, e) });
+      if (!s) throw new CliError(`--job ${id}: accounting has no such job`, 1);
+      raw = s.jobIdRaw;
+    }
+    const r = await storeSummary(cfg, { rawId: raw, acctId: id });
+    process.stdout.write(`${f.worker ? `${new Date().toISOString()} ` : ''}${r.detail}\n`);
+    return r.stored ? 0 : 1;
+  }
+  try {
+    const job = epilogJob(process.env);
+    if (job) startWorker(cfg, job, process.argv[1]!, f.config ? ['--config', f.config as string] : []);
+  } catch (e) {
+    process.stderr.write(`l9gpu ctld-epilog: ${(e as Error).message}\n`);
+  }
+  return 0;
+}
