@@ -14,6 +14,10 @@ import { listJobs } from '../src/jobs/list.js';
 import { findJob, reportFromStore } from '../src/jobs/report.js';
 import { openStore, openStoreReadOnly } from '../src/store/open.js';
 import { RollupWriter } from '../src/ledger/rollup-writer.js';
+import { writeHealthFile } from '../src/health/state-file.js';
+import { HealthTracker } from '../src/health/tracker.js';
+import { metric } from '../src/core/metrics/registry.js';
+import { createLogger } from '../src/core/log.js';
 
 const CLI = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
 const USERS = Array.from({ length: 200 }, (_, i) => `user${i}`);
@@ -59,6 +63,7 @@ export interface JobsBenchResult {
   /** Median wall time (ms) of bare node and of each CLI command, measured in turn. */
   cliWallMs: Record<string, number>;
   rollupTickMs: number;
+  healthTickMs: number;
 }
 
 export function benchJobs(jobs = 100_000): JobsBenchResult {
@@ -103,7 +108,17 @@ export function benchJobs(jobs = 100_000): JobsBenchResult {
   const cfg = join(dir, 'l9gpu.ini');
   writeFileSync(cfg, `[daemon]\nstate_dir = ${state}\nplugins = sim\n[sim]\ngpus = 8\n`);
   const env = { ...process.env, L9GPU_CONFIG: cfg };
+  // what slurmd's HealthCheckProgram reads: the daemon's health file for 8 GPUs, one with an Xid and a pending remap
+  writeHealthFile(state, {
+    written: Date.now(), interval_ms: 10_000,
+    gpus: Array.from({ length: 8 }, (_, i) => ({
+      uuid: `GPU-${i}`, index: i, model: 'NVIDIA H100 80GB HBM3', seen: Date.now(), lost: false, xids: i === 3 ? [{ code: 63, time: Date.now() - 60_000, n: 1 }] : [],
+      eccUncorrectedVolatile: 0, eccUncorrectedRise: 0, remapPending: i === 3, remapFailed: false, retiredPages: null, retirePending: null, pcieReplaysPerMin: 0, thermalShare: 0, powerBrakeShare: 0,
+    })),
+  });
   const cliWallMs = walls({
+    'health --nhc (HealthCheckProgram)': ['health', '--nhc'],
+    'jobs --by user --since 7d': ['jobs', '--by', 'user', '--since', '7d'],
     '--version': ['--version'],
     jobs: ['jobs'],
     'jobs --json --since 7d': ['jobs', '--json', '--since', '7d'],
@@ -129,5 +144,24 @@ export function benchJobs(jobs = 100_000): JobsBenchResult {
     w.record(samples, ids, binds, 25_000, tick * 10_000);
   }, 301);
   live.close();
-  return { jobs, bindings, buildS, listMs, filterMs, showMs, cliWallMs, rollupTickMs };
+
+  // the daemon's health stage: 8 GPUs, the points nvml emits that it reads (plus utilization it passes over)
+  const health = new HealthTracker({ stateDir: join(dir, 'health'), xidWindowMs: 7 * 86_400_000, trendWindowMs: 86_400_000, replayWindowMs: 600_000, throttleWindowMs: 600_000 }, createLogger('error', () => {}));
+  const gpuPoints = (t: number) => Array.from({ length: 8 }, (_, g) => {
+    const a = { 'gpu.index': g, 'gpu.uuid': `GPU-${g}`, 'gpu.model': 'NVIDIA H100 80GB HBM3', 'gpu.vendor': 'nvidia', 'gpu.pci.bus_id': `0000:${g}0:00.0` };
+    const p = (name: string, value: number, extra: Record<string, string> = {}) => ({ metric: metric(name), value, attributes: { ...a, ...extra } });
+    return [
+      p('gpu.lost', 0), p('gpu.utilization', 0.7), p('gpu.memory.used', 5e10), p('gpu.power.draw', 500),
+      ...['corrected', 'uncorrected'].flatMap((e) => ['volatile', 'aggregate'].map((sc) => p('gpu.ecc.errors', 0, { 'error.type': e, 'gpu.ecc.scope': sc }))),
+      p('gpu.memory.remap.pending', 0), p('gpu.memory.remap.failed', 0), p('gpu.pcie.replays', t),
+      ...['power', 'thermal', 'hw', 'sw', 'power_brake'].map((c) => p('gpu.throttle.active', 0, { 'gpu.throttle.cause': c })),
+      p('gpu.xid.errors', 1, { 'gpu.xid.code': '13' }),
+    ];
+  }).flat();
+  let htick = 0;
+  const healthTickMs = time(() => {
+    htick++;
+    health.observe({ source: 'nvml', time: htick * 10_000, intervalMs: 10_000, points: gpuPoints(htick) });
+  }, 301);
+  return { jobs, bindings, buildS, listMs, filterMs, showMs, cliWallMs, rollupTickMs, healthTickMs };
 }

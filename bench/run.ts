@@ -75,6 +75,7 @@ const { bare, ...cli } = j.cliWallMs as { bare: number } & Record<string, number
 line('bare `node -e 0` wall time', ms(bare), '(reference)', true);
 for (const [cmd, t] of Object.entries(cli)) line(`l9gpu ${cmd}: wall time, x bare node`, `${ms(t)} ${fmt(t / bare, 2)}x`, '<= 1.5x', t / bare <= 1.5);
 line('rollup: per tick, 8 GPUs with a job each', ms(j.rollupTickMs), '< 2 ms', j.rollupTickMs < 2);
+line('health: per tick, 8 GPUs (judge, emit, write health.json when changed)', ms(j.healthTickMs), '(info)', true);
 
 const daemonPaths = [
   ['sim', '8 sim GPUs + host'],

@@ -159,7 +159,7 @@ export class Agent {
       return;
     }
     const [{ HealthTracker }, { healthOptions }] = await Promise.all([import('../src/health/tracker.js'), import('../src/health/config.js')]);
-    this.pipeline.health = new HealthTracker(healthOptions(this.cfg), this.log.child('health'));
+    this.pipeline.health = new HealthTracker({ ...healthOptions(this.cfg), persist: !this.oneShot }, this.log.child('health'));
   }
 
   get config(): Config {

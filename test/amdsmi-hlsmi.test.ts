@@ -60,9 +60,9 @@ test('amd-smi {"gpu_data": [...]} output: every field in the registry unit, N/A 
   for (const p of pts.filter((x) => x.name === 'gpu.energy.consumption' || x.name === 'gpu.ecc.errors')) assert.equal(p.kind, 'sum');
   assert.deepEqual(t.calls('amd-smi').sort(), ['list --json', 'metric --json', 'process --json', 'static --json']);
   assert.deepEqual([...new Set(pts.map((p) => p.name))].sort(), [
-    'gpu.clock.frequency', 'gpu.ecc.block.errors', 'gpu.ecc.errors', 'gpu.energy.consumption', 'gpu.memory.free', 'gpu.memory.total', 'gpu.memory.used',
+    'gpu.clock.frequency', 'gpu.ecc.block.errors', 'gpu.ecc.errors', 'gpu.energy.consumption', 'gpu.health', 'gpu.health.score', 'gpu.memory.free', 'gpu.memory.total', 'gpu.memory.used',
     'gpu.memory.utilization', 'gpu.pcie.replays', 'gpu.power.draw', 'gpu.power.limit', 'gpu.process.count', 'gpu.process.memory.used', 'gpu.temperature', 'gpu.utilization',
-  ], 'every metric amd-smi can give (fan is N/A on MI300X; asserted in the W7900 case)');
+  ], 'every metric amd-smi can give (fan is N/A on MI300X; asserted in the W7900 case), and the health the daemon judges from them');
 });
 
 test('amd-smi bare-list output of older releases, other units (uJ), and a process list message', async () => {
@@ -129,8 +129,8 @@ test('hl-smi CSV with units: mapped by header, converted, [N/A] skipped, refresh
   assert.equal(p.attributes['gpu.model'], 'HL-325L');
   assert.equal(p.attributes['gpu.pci.bus_id'], '0000:b3:00.0');
   assert.deepEqual([...new Set(pts.filter((x) => x.name.startsWith('gpu.')).map((x) => x.name))].sort(), [
-    'gpu.ecc.errors', 'gpu.info', 'gpu.memory.free', 'gpu.memory.total', 'gpu.memory.used', 'gpu.power.draw', 'gpu.power.limit', 'gpu.temperature', 'gpu.utilization',
-  ], 'every metric hl-smi can give');
+    'gpu.ecc.errors', 'gpu.health', 'gpu.health.score', 'gpu.info', 'gpu.memory.free', 'gpu.memory.total', 'gpu.memory.used', 'gpu.power.draw', 'gpu.power.limit', 'gpu.temperature', 'gpu.utilization',
+  ], 'every metric hl-smi can give, and the health the daemon judges from them');
   const g2 = '01P4-HL3090A0-18-U4V193-09-01-05';
   assert.equal(last(g2, 'gpu.utilization'), undefined, '[N/A] is skipped, not 0');
   assert.equal(last(g2, 'gpu.memory.total'), 131072 * MiB);

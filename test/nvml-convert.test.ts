@@ -34,7 +34,7 @@ test('energy: mJ -> J, and a counter that goes down starts a new series', () => 
   assert.deepEqual(energy(snap(30_000, gpu({ energyMj: 1000 }))), [1, 29_999], 'driver reload');
 });
 
-test('Xid events count per GPU and code; ECC events are not Xids; a lost GPU only says it is lost', () => {
+test('Xid events count per GPU and code; ECC events are not Xids; a lost GPU says it is lost, with its Xid counts (the one that took it off the bus) and nothing else', () => {
   const c = new NvmlConverter();
   c.addEvent({ uuid: 'GPU-x', eventType: 8, data: 79, time: 1 });
   c.addEvent({ uuid: 'GPU-x', eventType: 8, data: 79, time: 2 });
@@ -45,5 +45,5 @@ test('Xid events count per GPU and code; ECC events are not Xids; a lost GPU onl
   assert.deepEqual(b.points.filter((p) => p.metric.name === 'gpu.xid.errors').map((p) => [p.attributes['gpu.xid.code'], p.value]), [['79', 2], ['48', 1]]);
   const lost = new PointBuffer();
   c.convert(snap(6, gpu({ lost: true })), lost);
-  assert.deepEqual(lost.points.map((p) => [p.metric.name, p.value]), [['gpu.lost', 1]]);
+  assert.deepEqual(lost.points.map((p) => [p.metric.name, p.value]), [['gpu.lost', 1], ['gpu.xid.errors', 2], ['gpu.xid.errors', 1]]);
 });

@@ -82,10 +82,11 @@ test('every NVML field arrives with the registry name and unit, converted exactl
   for (const p of pts) assert.ok(['gpu.', 'l9gpu.'].some((x) => p.name.startsWith(x)));
   // every GPU metric of the registry, but for AMD's per-block ECC, those that need more than
   // one sample or an event (asserted in the Xid/NVLink, sample-buffer and GPM tests below), and
-  // the two the Slurm attribution adds (gpu.job.*, outside_allocation: test/slurm.test.ts), and dcgm-exporter's own (dcgm.*)
+  // the two the Slurm attribution adds (gpu.job.*, outside_allocation: test/slurm.test.ts), dcgm-exporter's own (dcgm.*),
+  // and the cost rates, which need prices (test/cost.test.ts); the health stage's gpu.health and gpu.health.score are in
   const gpm = ['gpu.engine.active', 'gpu.sm.active', 'gpu.sm.occupancy', 'gpu.tensor.active', 'gpu.dram.active'];
   const notNvml = ['gpu.ecc.block.errors', 'gpu.xid.errors', 'gpu.interconnect.throughput', 'gpu.utilization.max', 'gpu.power.draw.max', 'gpu.process.outside_allocation', ...gpm];
-  const expected = METRICS.filter((m) => m.scope === 'gpu').map((m) => m.name).filter((n) => !notNvml.includes(n) && !n.startsWith('gpu.job.') && !n.startsWith('dcgm.'));
+  const expected = METRICS.filter((m) => m.scope === 'gpu').map((m) => m.name).filter((n) => !notNvml.includes(n) && !n.startsWith('gpu.job.') && !n.startsWith('gpu.cost.') && !n.startsWith('dcgm.'));
   assert.deepEqual([...new Set(pts.filter((p) => p.name.startsWith('gpu.')).map((p) => p.name))].sort(), expected.sort());
   for (const p of pick(pts, 'gpu.energy.consumption')) assert.equal(p.kind, 'sum');
 });

@@ -134,7 +134,7 @@ test('the header from sacct: over a store header, and alone', () => {
   const h = withSacct(store, s);
   assert.deepEqual(
     [h.state, h.qos, h.cluster, h.account, h.name, h.exit_code, h.exit_signal, h.elapsed_s, h.end, h.nodes, h.cpus, h.mem_req_bytes, h.mem_max_rss_bytes, h.time_limit_s, h.time_efficiency, h.gpus_alloc, h.run],
-    ['COMPLETED', 'normal', 'alps', 'physics', 'train-llm', 0, 0, 3725, new Date((S + 3725) * 1000).toISOString(), ['gpu01', 'gpu02'], 32, 128 * GiB, 24 * GiB, 14400, 0.2587, 8, 'r0'],
+    ['COMPLETED', 'normal', 'alps', 'physics', 'train-llm', 0, 0, 3725, new Date((S + 3725) * 1000).toISOString(), ['gpu01'], 32, 128 * GiB, 24 * GiB, 14400, 0.2587, 8, 'r0'],
   );
   const alone = headerFromSacct(parseSacctJob(read('requeued-duplicates.psv'), '4105')!);
   assert.deepEqual([alone.id, alone.run, alone.earlier_runs, alone.time_efficiency, alone.uid], ['4105', 'r1', 1, 0.5, 1009]);

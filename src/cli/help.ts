@@ -43,10 +43,22 @@ const MAN: Record<string, ManSections> = {
     see: ['l9gpu jobs show', 'docs/jobs.md'],
   },
   'jobs show': {
-    exit: [['0', 'the report was printed'], ['1', 'no such job here (or at --url), or it is another user\'s'], BAD_CONFIG],
+    exit: [['0', 'the report was printed'], ['1', 'no such job in this node\'s store, in Slurm accounting with an l9gpu summary, or at the PromQL URL; or it is another user\'s'], BAD_CONFIG],
     files: [CONFIG_FILE, STORE],
     env: [CONFIG_ENV, ['NO_COLOR', 'no colour even on a terminal']],
     see: ['l9gpu jobs', 'docs/jobs.md'],
+  },
+  health: {
+    exit: [['0', 'printed; with --nhc: no GPU failed (ok, warning, or unknown without --unknown-fails)'], ['1', '--nhc: a GPU failed (or the health is unknown, with --unknown-fails)'], BAD_CONFIG],
+    files: [CONFIG_FILE, ['/var/lib/l9gpu/health.json', 'the daemon\'s health facts ([daemon] state_dir)'], ['/var/lib/l9gpu/health-clears.json', 'what --clear wrote']],
+    env: [CONFIG_ENV, ['SLURMD_NODENAME', 'the node --drain drains or resumes (set by slurmd for HealthCheckProgram)'], ['NO_COLOR', 'no colour even on a terminal']],
+    see: ['docs/health.md', 'slurm.conf(5) HealthCheckProgram', 'nhc(8)'],
+  },
+  'slurm ctld-epilog': {
+    exit: [['0', 'as EpilogSlurmctld always (the worker runs on); with --job: the summary was stored'], ['1', '--job: nothing stored (no metrics, no accounting record, a foreign AdminComment)'], BAD_CONFIG],
+    files: [CONFIG_FILE, ['/var/lib/l9gpu/ctld-epilog.log', 'what the workers did ([daemon] state_dir)']],
+    env: [['SLURM_JOB_ID, SLURM_JOB_NODELIST, SLURM_ARRAY_JOB_ID, SLURM_ARRAY_TASK_ID', 'set by slurmctld'], ['L9GPU_NODE', 'the node binary slurm/ctld-epilog runs (default /usr/bin/node)'], CONFIG_ENV],
+    see: ['l9gpu jobs show', 'docs/jobs.md'],
   },
   'slurm prolog': {
     exit: [['0', 'always, unless [slurm] hook_strict = true: a failing hook would drain the node']],

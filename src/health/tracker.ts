@@ -24,6 +24,8 @@ export const HEALTH_METRICS = [HEALTH.name, SCORE.name];
 
 export interface HealthOptions {
   stateDir: string;
+  /** Read and write <state_dir>/health.json (not for a one-shot run: it would replace the running daemon's file). */
+  persist?: boolean;
   xidWindowMs: number;
   trendWindowMs: number;
   replayWindowMs: number;
@@ -55,6 +57,7 @@ export class HealthTracker {
   private clearsRead = 0;
 
   constructor(private readonly o: HealthOptions, private readonly log: Logger) {
+    if (o.persist === false) return;
     try {
       // what an earlier run knew: Xid events and the ECC trend go on from there
       for (const f of readHealthFile(o.stateDir)?.gpus ?? []) this.gpus.set(f.uuid, { facts: f, identity: {}, xidPrev: new Map(), replays: [], throttle: [] });
@@ -184,8 +187,10 @@ export class HealthTracker {
   }
 
   private save(batch: Batch): void {
+    if (this.o.persist === false) return;
     const gpus = [...this.gpus.values()].map((t) => t.facts);
-    const text = JSON.stringify(gpus);
+    // a new collection time alone is no change: the refresh writes it
+    const text = JSON.stringify(gpus, (k, v: unknown) => (k === 'seen' ? undefined : v));
     if (text === this.lastText && batch.time - this.lastWrite < REFRESH_MS) return;
     try {
       if (!this.lastWrite) makeDirs(this.o.stateDir);

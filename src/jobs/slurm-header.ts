@@ -74,8 +74,9 @@ export function withSacct(h: JobHeader, s: SacctJob): JobHeader {
     elapsed_s: elapsed,
     exit_code: or(s.exitCode, h.exit_code),
     exit_signal: or(s.exitSignal, h.exit_signal),
-    // the job's nodes per Slurm, not only those whose GPUs the report holds
-    nodes: s.nodes.length ? s.nodes : h.nodes,
+    // the report's own nodes name its GPU rows (per node tables join on them, and a metrics backend names them by
+    // host name, which may not be Slurm's NodeName): Slurm's list only where the report has none
+    nodes: h.nodes.length ? h.nodes : s.nodes,
     earlier_runs: s.restarts,
     cpus: or(s.cpus, h.cpus),
     mem_req_bytes: or(s.memReqBytes, h.mem_req_bytes),

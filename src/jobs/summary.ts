@@ -75,7 +75,9 @@ function hexBytes(text: string): Buffer {
 }
 
 /** A report from a summary and the job's header (from sacct). */
-export function reportFromSummary(s: JobSummary, job: JobHeader, prices: Prices | null): JobReport {
+export function reportFromSummary(s: JobSummary, header: JobHeader, prices: Prices | null): JobReport {
+  // the GPU rows name their nodes as the metrics did (host names): the header's list is the same names
+  const job = s.gpus.length ? { ...header, nodes: [...new Set(s.gpus.map((g) => g.node))] } : header;
   const totals = totalsOf(s.gpus, prices, job.partition);
   return {
     source: 'sacct', job, gpus: s.gpus, totals, inference: null, communication: s.communication, series: s.series,
