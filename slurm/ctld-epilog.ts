@@ -93,7 +93,8 @@ export async function storeSummary(cfg: Config, job: CtldEpilogJob, o: { waitMs?
       break;
     }
     await sleep(pause);
-    pause = Math.min(pause * 1.5, 10_000);
+    // every second while the nodes' epilogs normally end (a few seconds), then backing off to 10 s
+    if (now() - start > 20_000) pause = Math.min(pause * 1.5, 10_000);
   }
   const report = await reportFromPromql(q, job.rawId, null);
   if (!report) return { stored: false, detail: `job ${job.acctId}: its metrics went from ${url} while it was read` };
@@ -111,7 +112,7 @@ export async function storeSummary(cfg: Config, job: CtldEpilogJob, o: { waitMs?
       log(`job ${job.acctId}: AdminComment written through ${how}: checking that accounting has it`);
     }
     if (now() >= deadline + 60_000) return { stored: false, detail: `job ${job.acctId}: accounting has no finished record of the job with the summary: not stored` };
-    await sleep(2000);
+    await sleep(1000);
   }
 }
 
