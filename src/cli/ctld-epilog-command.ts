@@ -13,9 +13,9 @@ import { slurmCommand } from '../../slurm/tools.js';
 
 
 export async function ctldEpilog(f: FlagValues): Promise<number> {
-  const cfg = loadCliConfig(f.config as string | undefined);
   const id = f.job as string | undefined;
   if (id) {
+    const cfg = loadCliConfig(f.config as string | undefined);
     if (!/^\d+(_\d+)?$/.test(id)) throw new CliError(`--job: "${id}" is not a job id (123 or 122_4)`, 2);
     let raw = (f['raw-id'] as string | undefined) ?? (id.includes('_') ? undefined : id);
     if (!raw) {
@@ -27,9 +27,10 @@ export async function ctldEpilog(f: FlagValues): Promise<number> {
     process.stdout.write(`${f.worker ? `${new Date().toISOString()} ` : ''}${r.detail}\n`);
     return r.stored ? 0 : 1;
   }
+  // as EpilogSlurmctld: whatever goes wrong (a bad config file too) is said on stderr, for slurmctld's log, and exits 0
   try {
     const job = epilogJob(process.env);
-    if (job) startWorker(cfg, job, process.argv[1]!, f.config ? ['--config', f.config as string] : []);
+    if (job) startWorker(loadCliConfig(f.config as string | undefined), job, process.argv[1]!, f.config ? ['--config', f.config as string] : []);
   } catch (e) {
     process.stderr.write(`l9gpu ctld-epilog: ${(e as Error).message}\n`);
   }
