@@ -25,7 +25,7 @@ import { sacctJob } from './sacct-job.js';
 import { slurmCommand } from './tools.js';
 
 /** A job with no GPU series after this long used no GPU that l9gpu saw: nothing to keep. */
-const NO_GPUS_AFTER_MS = 60_000;
+const NO_GPUS_AFTER_MS = 30_000;
 
 export interface CtldEpilogJob {
   /** The id slurm.job.id carries (the raw id, an array task's own). */
@@ -94,7 +94,7 @@ export async function storeSummary(cfg: Config, job: CtldEpilogJob, o: { waitMs?
     }
     await sleep(pause);
     // every second while the nodes' epilogs normally end (a few seconds), then backing off to 10 s
-    if (now() - start > 20_000) pause = Math.min(pause * 1.5, 10_000);
+    if (now() - start > 5_000) pause = Math.min(pause * 1.5, 10_000);
   }
   const report = await reportFromPromql(q, job.rawId, null);
   if (!report) return { stored: false, detail: `job ${job.acctId}: its metrics went from ${url} while it was read` };

@@ -136,7 +136,7 @@ summary_wait = 60s
     writeFileSync(healthCheck, `#!/bin/sh\n/usr/bin/env > '${dir}/healthcheck.env'\n[ -f '${dir}/health-on' ] || exit 0\n'${process.execPath}' '${CLI}' health --nhc --drain --config '${configFile}' >> '${dir}/healthcheck.log' 2>&1\n`, { mode: 0o755 });
     // slurmctld's EpilogSlurmctld: the project's script, which starts the worker that stores the job's summary
     writeFileSync(ctldEpilog, `#!/bin/sh\nL9GPU_CONFIG='${configFile}' L9GPU_NODE='${process.execPath}' exec '${join(ROOT, 'slurm', 'ctld-epilog')}'\n`, { mode: 0o755 });
-    cluster = new SlurmCluster({ gpus: 4, hookConfig: configFile, withDbd: true, release, extraConf: `HealthCheckProgram=${healthCheck}\nHealthCheckInterval=1\nEpilogSlurmctld=${ctldEpilog}` });
+    cluster = new SlurmCluster({ gpus: 4, hookConfig: configFile, withDbd: true, release, extraConf: `HealthCheckProgram=${healthCheck}\nHealthCheckInterval=2\nEpilogSlurmctld=${ctldEpilog}` });
     writeFileSync(configFile, readFileSync(configFile, 'utf8').replace('[slurm]\n', `[slurm]\nslurm_conf = ${cluster.conf}\n`));
     await cluster.start();
     daemon = new DaemonProcess(['--config', configFile], { ...fake.env(), ...cluster.clientEnv() });
