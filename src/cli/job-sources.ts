@@ -58,7 +58,8 @@ export async function findReport(ctx: JobsContext, jobId: string, source: ShowSo
     try {
       acct = await accountingOf(ctx, jobId, cluster);
     } catch (e) {
-      acctError = (e as Error).message;
+      // sacct's own message may run over lines: the CLI's error is one
+      acctError = (e as Error).message.replace(/\s+/g, ' ').trim();
       if (source === 'sacct') throw new CliError(acctError, 1);
     }
     return acct;

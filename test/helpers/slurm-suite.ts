@@ -465,7 +465,7 @@ summary_wait = 60s
     assert.match(text, /GPU utilization\s+\[\|+\s*\]\s+\d+%/);
     assert.match(text, /Per GPU/);
     assert.doesNotMatch(text, /\x1b\[/, 'no colours when not a TTY');
-    const unknown = await runCli(['jobs', 'show', '999999', '--config', configFile], { SLURM_CONF: cluster.conf });
+    const unknown = await runCli(['jobs', 'show', '999999', '--config', configFile], cluster.clientEnv());
     assert.equal(unknown.status, 1);
     assert.match(unknown.stderr, /job 999999 is not known to this node .*; Slurm accounting does not know it .*; no GPU metrics of job 999999 at http:\/\/127\.0\.0\.1:\d+ /);
     // root sees everyone; a user sees their own jobs only, and not someone else's report
