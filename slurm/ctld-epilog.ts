@@ -86,9 +86,8 @@ export async function storeSummary(cfg: Config, job: CtldEpilogJob, o: { waitMs?
       log(`job ${job.acctId}: ${(e as Error).message}: trying again`);
     }
     if (cov.gpus > 0 && cov.ended === cov.gpus) break;
-    if (cov.gpus === 0 && now() - start > Math.min(NO_GPUS_AFTER_MS, deadline - start)) return { stored: false, detail: `job ${job.acctId}: no GPU metrics of the job at ${url}: nothing to keep` };
+    if (cov.gpus === 0 && now() - start >= Math.min(NO_GPUS_AFTER_MS, deadline - start)) return { stored: false, detail: `job ${job.acctId}: no GPU metrics of the job at ${url}: nothing to keep` };
     if (now() >= deadline) {
-      if (cov.gpus === 0) return { stored: false, detail: `job ${job.acctId}: no GPU metrics of the job at ${url}: nothing to keep` };
       log(`job ${job.acctId}: ${cov.gpus - cov.ended} of ${cov.gpus} GPU(s) still without their job-end figures after ${Math.round((now() - start) / 1000)} s: keeping what there is`);
       break;
     }

@@ -5,7 +5,7 @@
  * Reads a small file and no GPU library: cheap enough for slurmd to run as
  * HealthCheckProgram every few minutes.
  */
-import { hostname } from 'node:os';
+import { slurmNodeName } from '../../slurm/node-name.js';
 import { loadCliConfig } from './config.js';
 import { CliError } from './errors.js';
 import type { FlagValues } from './flag-spec.js';
@@ -27,7 +27,7 @@ export interface HealthReport {
 /** The report from the health file at `now`. */
 export function healthReport(cfg: Config, now = Date.now()): HealthReport {
   const dir = cfg.str('daemon', 'state_dir')!;
-  const node = cfg.str('slurm', 'node_name') ?? process.env.SLURMD_NODENAME ?? hostname().split('.')[0]!;
+  const node = slurmNodeName(cfg);
   let file;
   try {
     file = readHealthFile(dir);

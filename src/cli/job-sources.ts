@@ -93,7 +93,8 @@ export async function findReport(ctx: JobsContext, jobId: string, source: ShowSo
     const why = [storeError, acctError ? `sacct: ${acctError}` : acct ? 'Slurm accounting has the job but no l9gpu summary in its AdminComment' : 'Slurm accounting does not know it (or there is no sacct here)', promqlError].filter(Boolean).join('; ');
     throw new CliError(promqlError ? why : `${why}. From the metrics backend: l9gpu jobs show ${jobId} --source promql --url <your Prometheus/VictoriaMetrics URL> (or set [jobs] promql_url)`, 1);
   }
-  if (report.source !== 'sacct' && acct === undefined && acctError === undefined) await account().catch(() => undefined);
+  // a header from accounting for a report from the store or a backend (asked once: not if the search above did)
+  if (report.source !== 'sacct' && acct === undefined && acctError === undefined) await account();
   if (acct && report.source !== 'sacct') report = { ...report, job: withSacct(report.job, acct) };
   return report;
 }

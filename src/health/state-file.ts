@@ -26,11 +26,15 @@ export interface HealthFile {
 /** GPU UUID (or "*" for every GPU) -> ms: Xid events up to then are cleared. */
 export type Clears = Record<string, number>;
 
-export function writeHealthFile(dir: string, f: Omit<HealthFile, 'version'>): void {
-  const path = join(dir, HEALTH_FILE);
+/** The whole file or none of it for a reader: written aside, then renamed over. */
+function writeJson(path: string, value: unknown): void {
   const tmp = `${path}.${process.pid}.tmp`;
-  writeFileSync(tmp, JSON.stringify({ version: VERSION, ...f }), { mode: 0o644 });
+  writeFileSync(tmp, JSON.stringify(value), { mode: 0o644 });
   renameSync(tmp, path);
+}
+
+export function writeHealthFile(dir: string, f: Omit<HealthFile, 'version'>): void {
+  writeJson(join(dir, HEALTH_FILE), { version: VERSION, ...f });
 }
 
 /** The file, undefined when there is none; an unreadable or foreign file is an error naming it. */
@@ -66,10 +70,7 @@ export function readClears(dir: string): Clears {
 }
 
 export function writeClears(dir: string, c: Clears): void {
-  const path = join(dir, CLEARS_FILE);
-  const tmp = `${path}.${process.pid}.tmp`;
-  writeFileSync(tmp, JSON.stringify(c), { mode: 0o644 });
-  renameSync(tmp, path);
+  writeJson(join(dir, CLEARS_FILE), c);
 }
 
 /** When Xid events of a GPU stop counting: the latest of the window's start, the boot and an admin's clear. */

@@ -81,14 +81,16 @@ async function query(o: PromqlOptions, q: string): Promise<Series[]> {
   }
   const text = await readBounded(r, o.maxBytes ?? MAX_ANSWER_BYTES);
   if (text === undefined) throw new Error(`PromQL ${o.url}: the answer is larger than ${((o.maxBytes ?? MAX_ANSWER_BYTES) / 1048576).toFixed(0)} MiB (query: ${q}): stopped reading it; a shorter --window asks for less`);
-  let j: { status?: string; error?: string; data?: { resultType: string; result: Series[] } };
+  let j: { status?: string; error?: string; data?: { resultType: string; result: (Series & { value?: [number, string] })[] } };
   try {
     j = JSON.parse(text);
   } catch {
     throw new Error(`PromQL ${o.url}: HTTP ${r.status}, not a PromQL API answer: ${printable(text.slice(0, 120))}`);
   }
   if (j.status !== 'success') throw new Error(`PromQL ${o.url}: ${j.error ?? `HTTP ${r.status}`} (query: ${q})`);
-  return j.data?.resultType === 'matrix' ? j.data.result : [];
+  if (j.data?.resultType === 'matrix') return j.data.result;
+  // an instant vector (last_over_time): one sample a series
+  return j.data?.resultType === 'vector' ? j.data.result.map((r) => ({ metric: r.metric, values: r.value ? [r.value] : [] })) : [];
 }
 
 function selector(name: string, naming: Naming, jobId: string): string {
@@ -107,23 +109,37 @@ function attributes(labels: Record<string, string>, naming: Naming): Attributes 
   return a;
 }
 
-/** Fetches the job's samples; the naming whose series exist wins. */
-async function fetchJob(o: PromqlOptions, jobId: string): Promise<{ naming: Naming; series: Map<string, Series[]> } | undefined> {
+/**
+ * The job's gpu.utilization series under the naming that has them (dotted
+ * OTLP names tried first), through `expr` (the range of samples, or only
+ * each series' last one); undefined when neither naming has any.
+ */
+async function probeJob(o: PromqlOptions, jobId: string, expr: (selector: string) => string): Promise<{ naming: Naming; used: Series[] } | undefined> {
   for (const naming of ['otel', 'prometheus'] as Naming[]) {
-    let probe: Series[];
+    let used: Series[];
     try {
-      probe = await query(o, `${selector('gpu.utilization', naming, jobId)}[${o.window}]`);
+      used = await query(o, expr(selector('gpu.utilization', naming, jobId)));
     } catch (e) {
       // a backend without quoted (UTF-8) label names rejects the otel selector: try the other naming
       if (naming === 'otel' && /parse|unexpected|bad_data|syntax/i.test((e as Error).message)) continue;
       throw e;
     }
-    if (probe.length === 0) continue;
-    const series = new Map<string, Series[]>([['gpu.utilization', probe]]);
-    await Promise.all(USED.filter((n) => n !== 'gpu.utilization').map(async (n) => series.set(n, await query(o, `${selector(n, naming, jobId)}[${o.window}]`))));
-    return { naming, series };
+    if (used.length) return { naming, used };
   }
   return undefined;
+}
+
+/** The node a series comes from: the OTLP resource's host.name, or a scrape's instance. */
+const nodeOf = (a: Attributes): string => String(a['host.name'] ?? a.instance ?? '?');
+
+/** Fetches the job's samples; the naming whose series exist wins. */
+async function fetchJob(o: PromqlOptions, jobId: string): Promise<{ naming: Naming; series: Map<string, Series[]> } | undefined> {
+  const range = (sel: string) => `${sel}[${o.window}]`;
+  const found = await probeJob(o, jobId, range);
+  if (!found) return undefined;
+  const series = new Map<string, Series[]>([['gpu.utilization', found.used]]);
+  await Promise.all(USED.filter((n) => n !== 'gpu.utilization').map(async (n) => series.set(n, await query(o, range(selector(n, found.naming, jobId))))));
+  return { naming: found.naming, series };
 }
 
 /**
@@ -145,7 +161,7 @@ async function commRows(o: PromqlOptions, naming: Naming, jobId: string): Promis
         const a = attributes(s.metric, naming);
         const last = Math.max(...s.values.map(([, v]) => Number(v)).filter(Number.isFinite));
         if (!Number.isFinite(last)) continue;
-        const node = String(a['host.name'] ?? a.instance ?? '?');
+        const node = nodeOf(a);
         const commName = typeof a['nccl.comm.name'] === 'string' ? a['nccl.comm.name'] : '';
         const comm = typeof a['nccl.comm.id'] === 'string' ? a['nccl.comm.id'] : commName;
         const rank = a['nccl.rank'] !== undefined ? Number(a['nccl.rank']) : -1;
@@ -177,7 +193,7 @@ export async function reportFromPromql(o: PromqlOptions, jobId: string, prices: 
       const a = attributes(s.metric, got.naming);
       const uuid = a['gpu.uuid'];
       if (typeof uuid !== 'string') continue;
-      const node = String(a['host.name'] ?? a.instance ?? '?');
+      const node = nodeOf(a);
       const k = `${node}\u0000${uuid}`;
       let g = gpus.get(k);
       if (!g) gpus.set(k, (g = { node, uuid, identity: a, samples: new Map() }));
@@ -240,22 +256,15 @@ export async function reportFromPromql(o: PromqlOptions, jobId: string, prices: 
  * GPU has its summary, every node's samples of the job are in.
  */
 export async function jobEndCoverage(o: PromqlOptions, jobId: string): Promise<{ gpus: number; ended: number }> {
-  const keys = (list: Series[], naming: Naming) => new Set(list.map((s) => {
-    const a = attributes(s.metric, naming);
-    return `${String(a['host.name'] ?? a.instance ?? '?')}\u0000${String(a['gpu.uuid'])}`;
+  // labels only (each series' last sample): the worker asks every second or so, the samples themselves are not needed
+  const last = (sel: string) => `last_over_time(${sel}[${o.window}])`;
+  const found = await probeJob(o, jobId, last);
+  if (!found) return { gpus: 0, ended: 0 };
+  const keys = (list: Series[]) => new Set(list.map((s) => {
+    const a = attributes(s.metric, found.naming);
+    return `${nodeOf(a)}\u0000${String(a['gpu.uuid'])}`;
   }));
-  for (const naming of ['otel', 'prometheus'] as Naming[]) {
-    let used: Series[];
-    try {
-      used = await query(o, `${selector('gpu.utilization', naming, jobId)}[${o.window}]`);
-    } catch (e) {
-      if (naming === 'otel' && /parse|unexpected|bad_data|syntax/i.test((e as Error).message)) continue;
-      throw e;
-    }
-    if (used.length === 0) continue;
-    const gpus = keys(used, naming);
-    const ended = keys(await query(o, `${selector('gpu.job.energy', naming, jobId)}[${o.window}]`), naming);
-    return { gpus: gpus.size, ended: [...gpus].filter((k) => ended.has(k)).length };
-  }
-  return { gpus: 0, ended: 0 };
+  const gpus = keys(found.used);
+  const ended = keys(await query(o, last(selector('gpu.job.energy', found.naming, jobId))));
+  return { gpus: gpus.size, ended: [...gpus].filter((k) => ended.has(k)).length };
 }
