@@ -25,12 +25,13 @@ import { NIM_SECTION } from '../plugins/nim/config.js';
 import { DCGM_SECTION } from '../plugins/dcgm/config.js';
 import { NCCL_SECTION } from '../plugins/nccl/config.js';
 import { slurmAttribution } from '../slurm/manifest.js';
+import { kubernetesAttribution } from '../src/attribution/kubernetes/manifest.js';
 import { checkNames, resolveAttribution, type ResolvedAttribution } from './selection.js';
 
 /** In the order the catalog lists the plugins and sinks (doctor, docs). */
 export const PLUGIN_SECTIONS: readonly SectionSpec[] = [HOST_SECTION, NVML_SECTION, AMDSMI_SECTION, HLSMI_SECTION, SIM_SECTION, VLLM_SECTION, SGLANG_SECTION, TGI_SECTION, TRITON_SECTION, NIM_SECTION, DCGM_SECTION, NCCL_SECTION];
 export const SINK_SECTIONS: readonly SectionSpec[] = [OTLP_SECTION, PROMETHEUS_SECTION, STDOUT_SECTION, FILE_SECTION, WEBHOOK_SECTION];
-export const ATTRIBUTIONS: readonly AttributionManifest[] = [slurmAttribution];
+export const ATTRIBUTIONS: readonly AttributionManifest[] = [slurmAttribution, kubernetesAttribution];
 
 export const PLUGIN_NAMES = PLUGIN_SECTIONS.map((s) => s.name);
 export const SINK_NAMES = SINK_SECTIONS.map((s) => s.name);

@@ -1,36 +1,16 @@
 /**
- * The "slurm" attribution transform: GPU UUID -> open bindings -> slurm.*
- * attributes on every GPU point. The bindings are cached and reloaded only
- * when the store changed (SQLite's data_version), never queried per point.
- *
- * Shared GPUs (several open bindings: shards, MPS): each point is emitted
- * once per job with that job's attributes and the GPU's unsplit value, and
- * gpu.job.share says how much of the GPU each job gets: the job's part of the
- * per-process memory NVML reports on that GPU (pid -> job through cgroup or
- * environ), or 1/N without process data. A process point belongs to exactly
- * one job: the one owning its pid.
- *
- * It writes nothing: the job ledger downstream keeps rollups, inventory and
- * job-end summaries from the batch's `jobs`.
+ * The "slurm" attribution transform: the store-bindings transform
+ * (src/pipeline/bound-attribution.ts) with Slurm's attributes and its
+ * reading of a process's job (cgroup path or environment).
  */
-import type { AttributionProvider } from '../src/core/attribution.js';
-import { identityOf } from '../src/core/gpu-identity.js';
-import { PidGpus } from '../src/core/pid-gpus.js';
 import type { Logger } from '../src/core/log.js';
-import { GPU } from '../src/core/metrics/gpu-metrics.js';
-import type { Attributes, Batch, Emitter, JobShare, Point } from '../src/core/metrics/model.js';
-import { openBindings, type OpenBinding } from '../src/store/jobs.js';
+import type { Attributes } from '../src/core/metrics/model.js';
+import { PidJobCache } from '../src/core/pid-job-cache.js';
+import { BoundAttribution } from '../src/pipeline/bound-attribution.js';
+import type { OpenBinding } from '../src/store/jobs.js';
 import type { Db } from '../src/store/open.js';
 import { SLURM_METRIC } from './metrics.js';
-import { PidJobCache } from './proc-job.js';
-
-const { share: SHARE, outside: OUTSIDE, bindings: BINDINGS, reconcileAge: AGE } = SLURM_METRIC;
-
-interface Bound {
-  jobId: string;
-  runKey: string;
-  attrs: Attributes;
-}
+import { jobOfPid } from './proc-job.js';
 
 export function jobAttributes(b: OpenBinding): Attributes {
   const a: Attributes = { 'slurm.job.id': b.jobId };
@@ -44,188 +24,15 @@ export function jobAttributes(b: OpenBinding): Attributes {
   return a;
 }
 
-export class SlurmAttribution implements AttributionProvider {
-  readonly name = 'slurm';
-  private byGpu = new Map<string, Bound[]>();
-  /** Each open job's attributes and its GPUs on this node (for an engine's points: the engine's process is the job's). */
-  private byJob = new Map<string, { attrs: Attributes; gpus: string[] }>();
-  /** "parent/GPU instance" -> the MIG device's UUID (null: ambiguous). */
-  private migDevice = new Map<string, string | null>();
-  private dataVersion = -1;
-  private readonly pids = new PidJobCache();
-  private readonly pidGpus = new PidGpus();
-  private readonly said = new Set<string>();
-
-  constructor(
-    private readonly db: Db,
-    private readonly log: Logger,
-    /** When Slurm last answered the reconciler (ms since epoch), for the self-metrics. */
-    private readonly lastReconciled: () => number | undefined = () => undefined,
-  ) {}
-
-  /** Forces a reload: a writer on this same connection (the reconciler) does not move data_version. */
-  invalidate(): void {
-    this.dataVersion = -1;
-  }
-
-  /** Reloads the bindings if another connection (a hook) committed since the last look. */
-  private refresh(): void {
-    const v = this.db.pragma('data_version', { simple: true }) as number;
-    if (v === this.dataVersion) return;
-    this.dataVersion = v;
-    const m = new Map<string, Bound[]>();
-    const jobs = new Map<string, { attrs: Attributes; gpus: string[] }>();
-    for (const b of openBindings(this.db)) {
-      let l = m.get(b.gpuUuid);
-      if (!l) m.set(b.gpuUuid, (l = []));
-      if (!l.some((x) => x.jobId === b.jobId)) l.push({ jobId: b.jobId, runKey: b.runKey, attrs: jobAttributes(b) });
-      let j = jobs.get(b.jobId);
-      if (!j) jobs.set(b.jobId, (j = { attrs: jobAttributes(b), gpus: [] }));
-      if (!j.gpus.includes(b.gpuUuid)) j.gpus.push(b.gpuUuid);
-    }
-    for (const j of jobs.values()) j.gpus.sort();
-    this.byGpu = m;
-    this.byJob = jobs;
-    // MIG devices by (parent, GPU instance), from the inventory the nvml plugin's points fill; a GPU instance split
-    // into several compute instances has no one device and is left out
-    const mig = new Map<string, string | null>();
-    for (const r of this.db.prepare('SELECT uuid, mig_parent AS parent, mig_gi AS gi FROM gpus WHERE mig_parent IS NOT NULL AND mig_gi IS NOT NULL').all() as { uuid: string; parent: string; gi: number }[]) {
-      const k = `${r.parent}/${r.gi}`;
-      mig.set(k, mig.has(k) && mig.get(k) !== r.uuid ? null : r.uuid);
-    }
-    this.migDevice = mig;
-  }
-
-  attribute(batch: Batch): Batch {
-    if (!batch.points.some((p) => typeof p.attributes['gpu.uuid'] === 'string' || p.metric.scope === 'nccl' || (p.metric.scope === 'engine' && p.attributes['process.pid'] !== undefined))) return batch;
-    this.refresh();
-    this.pidGpus.learn(batch.points, batch.time);
-    const out: Point[] = [];
-    const procMem = new Map<string, Map<string, number>>(); // gpu -> job -> bytes
-    const outside = new Map<string, number>();
-    const withProcesses = new Set<string>(); // GPUs whose process list this batch carries
-    // one name per MIG instance for both loops below: the device's UUID (no copy of the batch on a node without MIG)
-    const points = this.migDevice.size ? batch.points.map((p) => this.migKeyed(p)) : batch.points;
-    // a rank's series are several points of one process: its job and GPUs looked up once a batch
-    const ncclBy = new Map<string, Attributes>();
-    for (const p of points) {
-      if (p.metric.scope === 'engine') {
-        out.push(this.engineJob(p));
-        continue;
-      }
-      if (p.metric.scope === 'nccl') {
-        out.push(this.ncclJob(p, batch.time, ncclBy));
-        continue;
-      }
-      const uuid = p.attributes['gpu.uuid'];
-      const jobs = typeof uuid === 'string' ? this.byGpu.get(uuid) : undefined;
-      if (p.metric === GPU.procCount && typeof uuid === 'string') withProcesses.add(uuid);
-      if (p.metric === GPU.procMem && typeof uuid === 'string') {
-        const pid = Number(p.attributes['process.pid']);
-        const job = this.pids.job(pid);
-        const bound = jobs?.find((j) => j.jobId === job);
-        if (bound) {
-          let m = procMem.get(uuid);
-          if (!m) procMem.set(uuid, (m = new Map()));
-          m.set(bound.jobId, (m.get(bound.jobId) ?? 0) + p.value);
-          out.push({ ...p, attributes: { ...p.attributes, ...bound.attrs } });
-        } else {
-          outside.set(uuid, (outside.get(uuid) ?? 0) + 1);
-          const key = `${uuid}/${pid}/${job}`;
-          if (!this.said.has(key)) {
-            this.said.add(key);
-            this.log.warn('process on a GPU outside its allocation', { gpu: uuid, pid, job: job ?? 'none', bound: jobs?.map((j) => j.jobId).join(',') || 'none' });
-          }
-          out.push(job ? { ...p, attributes: { ...p.attributes, 'slurm.job.id': job } } : p);
-        }
-        continue;
-      }
-      if (!jobs || jobs.length === 0) out.push(p);
-      else for (const j of jobs) out.push({ ...p, attributes: { ...p.attributes, ...j.attrs } });
-    }
-    // once per GPU of the batch: shares and the outside-allocation count
-    const seen = new Set<string>();
-    const shares = new Map<string, JobShare[]>();
-    for (const p of points) {
-      const uuid = p.attributes['gpu.uuid'];
-      if (typeof uuid !== 'string' || seen.has(uuid) || (p.metric !== GPU.util && p.metric !== GPU.memUsed)) continue;
-      seen.add(uuid);
-      const identity = identityOf(p.attributes);
-      const jobs = this.byGpu.get(uuid);
-      if (jobs?.length) {
-        const mem = procMem.get(uuid);
-        const total = mem ? [...mem.values()].reduce((a, b) => a + b, 0) : 0;
-        const list: JobShare[] = [];
-        for (const j of jobs) {
-          const share = total > 0 ? (mem!.get(j.jobId) ?? 0) / total : 1 / jobs.length;
-          out.push({ metric: SHARE, value: share, attributes: { ...identity, ...j.attrs } });
-          list.push({ jobId: j.jobId, runKey: j.runKey, share, attributes: j.attrs });
-        }
-        shares.set(uuid, list);
-      }
-      if (withProcesses.has(uuid)) out.push({ metric: OUTSIDE, value: outside.get(uuid) ?? 0, attributes: identity });
-    }
-    return { ...batch, points: out, jobs: shares };
-  }
-
-  /**
-   * A MIG instance's point keyed by its parent GPU's UUID and GPU instance
-   * (dcgm-exporter's series: it has no MIG device UUID) gets the device's own
-   * UUID, as the nvml plugin keys it and Slurm binds it, so the two sources name
-   * one instance alike and its job is found.
-   */
-  private migKeyed(p: Point): Point {
-    const a = p.attributes;
-    const parent = a['gpu.mig.parent_uuid'];
-    if (typeof parent !== 'string' || a['gpu.uuid'] !== parent || typeof a['gpu.mig.instance_id'] !== 'number') return p;
-    const uuid = this.migDevice.get(`${parent}/${a['gpu.mig.instance_id']}`);
-    return uuid ? { ...p, attributes: { ...a, 'gpu.uuid': uuid } } : p;
-  }
-
-  /** An engine's point: the job its listening process runs in (cgroup or environ), its attributes and GPUs here. */
-  private engineJob(p: Point): Point {
-    const pid = p.attributes['process.pid'];
-    if (typeof pid !== 'number') return p;
-    const job = this.pids.job(pid);
-    if (!job) return p;
-    const j = this.byJob.get(job);
-    return { ...p, attributes: { ...p.attributes, ...(j ? { ...j.attrs, 'gpu.uuids': j.gpus.join(',') } : { 'slurm.job.id': job }) } };
-  }
-
-  /**
-   * An NCCL rank's point: the job of the process that wrote it (its cgroup or
-   * environ), else the job its dump folder names (the process has ended); the
-   * process's GPU from NVML's process list, where the source named none.
-   */
-  private ncclJob(p: Point, now: number, memo: Map<string, Attributes>): Point {
-    const a = p.attributes;
-    const pid = a['process.pid'];
-    const k = `${String(pid)}\u0001${String(a['nccl.job.id'])}\u0001${a['gpu.uuid'] === undefined}`;
-    let add = memo.get(k);
-    if (!add) {
-      const job = (typeof pid === 'number' ? this.pids.job(pid) : undefined) ?? (typeof a['nccl.job.id'] === 'string' ? a['nccl.job.id'] : undefined);
-      const gpus = typeof pid === 'number' && a['gpu.uuid'] === undefined ? this.pidGpus.of(pid, now) : [];
-      const j = job ? this.byJob.get(job) : undefined;
-      add = {
-        ...(gpus.length === 1 ? { 'gpu.uuid': gpus[0]! } : gpus.length > 1 ? { 'gpu.uuids': gpus.join(',') } : {}),
-        ...(j ? j.attrs : job ? { 'slurm.job.id': job } : {}),
-      };
-      memo.set(k, add);
-    }
-    return Object.keys(add).length ? { ...p, attributes: { ...a, ...add } } : p;
-  }
-
-  collectSelf(out: Emitter): void {
-    this.refresh();
-    let n = 0;
-    for (const l of this.byGpu.values()) n += l.length;
-    out.add(BINDINGS, n, {});
-    const ok = this.lastReconciled();
-    if (ok) out.add(AGE, (Date.now() - ok) / 1000, {});
-  }
-
-  status(): string {
-    this.refresh();
-    return `slurm: ${[...this.byGpu.values()].reduce((a, l) => a + l.length, 0)} open binding(s)`;
+export class SlurmAttribution extends BoundAttribution {
+  constructor(db: Db, log: Logger, lastReconciled: () => number | undefined = () => undefined) {
+    super(db, log, {
+      name: 'slurm',
+      attributesOf: jobAttributes,
+      bareAttributes: (job) => ({ 'slurm.job.id': job }),
+      pids: new PidJobCache(jobOfPid),
+      metrics: { share: SLURM_METRIC.share, outside: SLURM_METRIC.outside, bindings: SLURM_METRIC.bindings, syncAge: SLURM_METRIC.reconcileAge },
+      lastSynced: lastReconciled,
+    });
   }
 }

@@ -1,11 +1,9 @@
 /**
  * Which Slurm job a process belongs to: its cgroup path (".../job_<id>/...",
  * cgroup v1 and v2, task/cgroup) or, without cgroups (proctrack/linuxproc),
- * SLURM_JOB_ID in its environment (root only). Cached per pid and start time,
- * since pids are reused.
+ * SLURM_JOB_ID in its environment (root only).
  */
 import { readFileSync } from 'node:fs';
-import { processStart } from '../src/core/process-start.js';
 
 const MAX_ENVIRON = 256 * 1024;
 
@@ -22,20 +20,5 @@ export function jobOfPid(pid: number, proc = '/proc'): string | null {
     return m ? m[1]! : null;
   } catch {
     return null; // not ours to read, or gone
-  }
-}
-
-export class PidJobCache {
-  private readonly cache = new Map<number, { start: string | undefined; job: string | null }>();
-  constructor(private readonly proc = '/proc') {}
-
-  job(pid: number): string | null {
-    const start = processStart(pid, this.proc);
-    const c = this.cache.get(pid);
-    if (c && c.start === start) return c.job;
-    const job = start === undefined ? null : jobOfPid(pid, this.proc);
-    this.cache.set(pid, { start, job });
-    if (this.cache.size > 4096) this.cache.delete(this.cache.keys().next().value!);
-    return job;
   }
 }

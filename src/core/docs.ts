@@ -1,6 +1,6 @@
 /** Renders docs/metrics.md, docs/l9gpu.example.ini and the plugin READMEs' config tables from the registry, the config schema and the manifests. */
 import { formatValue, defaultOf, type SectionSpec } from './config/schema.js';
-import { ATTRIBUTION_ATTRIBUTES, METRICS, SCOPE_ATTRIBUTES, prometheusName, type MetricDef } from './metrics/registry.js';
+import { ATTRIBUTION_ATTRIBUTES, ATTRIBUTION_ATTRIBUTE_PREFIXES, METRICS, SCOPE_ATTRIBUTES, prometheusName, type MetricDef } from './metrics/registry.js';
 
 const KIND: Record<MetricDef['kind'], string> = { gauge: 'gauge', sum: 'monotonic sum', updown: 'up-down sum', histogram: 'histogram' };
 const SCOPE_TITLE: Record<MetricDef['scope'], string> = { gpu: 'GPU', engine: 'Inference engines', nccl: 'NCCL communication', host: 'Host', agent: 'Agent self-metrics' };
@@ -33,7 +33,7 @@ export function renderMetricsDoc(emitters: ReadonlyMap<string, readonly string[]
     '## Identity attributes',
     '',
     `Every GPU point carries ${SCOPE_ATTRIBUTES.gpu.required.map((a) => `\`${a}\``).join(', ')}; a MIG instance adds ${SCOPE_ATTRIBUTES.gpu.optional.map((a) => `\`${a}\``).join(', ')}.`,
-    `Job attribution adds ${ATTRIBUTION_ATTRIBUTES.map((a) => `\`${a}\``).join(', ')} to GPU points when a job holds the GPU.`,
+    `Job attribution adds ${ATTRIBUTION_ATTRIBUTES.map((a) => `\`${a}\``).join(', ')} to GPU points when a job holds the GPU (the slurm.* ones under Slurm, the k8s.* ones under Kubernetes; see docs/kubernetes.md), and ${ATTRIBUTION_ATTRIBUTE_PREFIXES.map((a) => `\`${a}<name>\``).join(', ')} for the pod labels \`[kubernetes] labels\` promotes.`,
     `Every NCCL point carries ${SCOPE_ATTRIBUTES.nccl.required.map((a) => `\`${a}\``).join(', ')} and, where its source says, ${SCOPE_ATTRIBUTES.nccl.optional.map((a) => `\`${a}\``).join(', ')}; attribution adds the job of the process that wrote it.`,
     'Resource attributes (OTLP resource, Prometheus `target_info`): `service.name`, `service.version`, `host.name`, `cluster.name` when configured, and `[daemon] resource_attributes`.',
     '',

@@ -8,6 +8,7 @@
  * every tick) fails at once with SQLITE_BUSY_SNAPSHOT, without waiting on the
  * busy timeout. Seen as "database is locked" in epilogs under the real Slurm.
  */
+import type { Attributes } from '../core/metrics/model.js';
 import type { Db } from './open.js';
 
 export interface JobRecord {
@@ -25,6 +26,10 @@ export interface JobRecord {
   hetJobId?: string | null;
   hetJobOffset?: string | null;
   startTime?: number | null;
+  /** The provider that wrote the run; null: Slurm (runs written before there were others). */
+  scheduler?: string | null;
+  /** The run's attributes as its provider puts them on points (other schedulers than Slurm). */
+  attrs?: Attributes | null;
 }
 
 export interface JobEnd {
@@ -38,17 +43,20 @@ export interface GpuBinding {
   /** A GPU or MIG UUID; "gres:<index>" while the inventory cannot resolve it yet. */
   uuid: string;
   shared: boolean;
+  /** The binding's own attributes (Kubernetes: the container holding the GPU, the device ids). */
+  attrs?: Attributes | null;
 }
 
 export type Source = 'prolog' | 'epilog' | 'poll';
 
-const COLS = ['cluster', 'user', 'uid', 'account', 'partition', 'qos', 'name', 'array_job_id', 'array_task_id', 'het_job_id', 'het_job_offset', 'start_time'] as const;
+const COLS = ['cluster', 'user', 'uid', 'account', 'partition', 'qos', 'name', 'array_job_id', 'array_task_id', 'het_job_id', 'het_job_offset', 'start_time', 'scheduler', 'attrs'] as const;
 
 function jobValues(j: JobRecord): Record<(typeof COLS)[number], unknown> {
   return {
     cluster: j.cluster ?? null, user: j.user ?? null, uid: j.uid ?? null, account: j.account ?? null, partition: j.partition ?? null,
     qos: j.qos ?? null, name: j.name ?? null, array_job_id: j.arrayJobId ?? null, array_task_id: j.arrayTaskId ?? null,
     het_job_id: j.hetJobId ?? null, het_job_offset: j.hetJobOffset ?? null, start_time: j.startTime ?? null,
+    scheduler: j.scheduler ?? null, attrs: j.attrs ? JSON.stringify(j.attrs) : null,
   };
 }
 
@@ -76,8 +84,8 @@ export function recordStart(db: Db, j: JobRecord, gpus: readonly GpuBinding[], s
     db.prepare(`UPDATE jobs SET end_time = ?, state = COALESCE(state, 'REQUEUED'), updated_at = ? WHERE job_id = ? AND run_key <> ? AND end_time IS NULL`).run(now, now, j.jobId, j.runKey);
     upsertJob(db, { ...j, startTime: start }, source, now);
     const ins = db.prepare(
-      `INSERT INTO bindings (job_id, run_key, gpu_uuid, start_time, source, shared) VALUES (?, ?, ?, ?, ?, ?)
-       ON CONFLICT (job_id, run_key, gpu_uuid) DO UPDATE SET shared = MAX(bindings.shared, excluded.shared),
+      `INSERT INTO bindings (job_id, run_key, gpu_uuid, start_time, source, shared, attrs) VALUES (?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (job_id, run_key, gpu_uuid) DO UPDATE SET shared = MAX(bindings.shared, excluded.shared), attrs = COALESCE(excluded.attrs, bindings.attrs),
          source = CASE WHEN excluded.source = 'prolog' THEN 'prolog' ELSE bindings.source END`,
     );
     // a GPU that another job holds open is shared, whatever the job's environment said: both bindings say so
@@ -86,7 +94,7 @@ export function recordStart(db: Db, j: JobRecord, gpus: readonly GpuBinding[], s
     for (const g of gpus) {
       const held = !g.uuid.startsWith('gres:') && (others.get(g.uuid, j.jobId) as { n: number }).n > 0;
       if (held) markOthers.run(g.uuid, j.jobId);
-      ins.run(j.jobId, j.runKey, g.uuid, start, source, g.shared || held ? 1 : 0);
+      ins.run(j.jobId, j.runKey, g.uuid, start, source, g.shared || held ? 1 : 0, g.attrs ? JSON.stringify(g.attrs) : null);
     }
   }).immediate();
 }
@@ -174,15 +182,29 @@ export interface OpenBinding {
   name: string | null;
   arrayJobId: string | null;
   arrayTaskId: string | null;
+  /** The run's and the binding's attributes, for providers other than Slurm (JSON in the store). */
+  jobAttrs: Attributes | null;
+  bindingAttrs: Attributes | null;
 }
 
-export function openBindings(db: Db): OpenBinding[] {
-  return db
-    .prepare(
-      `SELECT b.job_id AS jobId, b.run_key AS runKey, b.gpu_uuid AS gpuUuid, b.shared AS shared, b.start_time AS start,
-              j.cluster, j.user, j.account, j.partition, j.name, j.array_job_id AS arrayJobId, j.array_task_id AS arrayTaskId
-       FROM bindings b JOIN jobs j USING (job_id, run_key) WHERE b.end_time IS NULL ORDER BY b.job_id, b.gpu_uuid`,
-    )
-    .all()
-    .map((r) => ({ ...(r as OpenBinding), shared: !!(r as { shared: number }).shared }));
+type OpenRow = Omit<OpenBinding, 'shared' | 'jobAttrs' | 'bindingAttrs'> & { shared: number; jobAttrs: string | null; bindingAttrs: string | null };
+
+/** The open bindings of one provider's runs ('slurm' also takes runs written before runs named their provider). */
+export function openBindings(db: Db, scheduler = 'slurm'): OpenBinding[] {
+  return (
+    db
+      .prepare(
+        `SELECT b.job_id AS jobId, b.run_key AS runKey, b.gpu_uuid AS gpuUuid, b.shared AS shared, b.start_time AS start,
+                j.cluster, j.user, j.account, j.partition, j.name, j.array_job_id AS arrayJobId, j.array_task_id AS arrayTaskId,
+                j.attrs AS jobAttrs, b.attrs AS bindingAttrs
+         FROM bindings b JOIN jobs j USING (job_id, run_key)
+         WHERE b.end_time IS NULL AND COALESCE(j.scheduler, 'slurm') = ? ORDER BY b.job_id, b.gpu_uuid`,
+      )
+      .all(scheduler) as OpenRow[]
+  ).map((r) => ({
+    ...r,
+    shared: !!r.shared,
+    jobAttrs: r.jobAttrs ? (JSON.parse(r.jobAttrs) as Attributes) : null,
+    bindingAttrs: r.bindingAttrs ? (JSON.parse(r.bindingAttrs) as Attributes) : null,
+  }));
 }

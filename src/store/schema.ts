@@ -145,6 +145,14 @@ export const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (job_id, run_key, comm, collective, size, rank)
   ) WITHOUT ROWID;
   `,
+  // 5: runs of other schedulers (Kubernetes pods) in the same tables: the provider that wrote a run, its attributes
+  // as the provider puts them on points (JSON: namespace, pod uid, owners, promoted labels), and a binding's own
+  // attributes (the container holding the GPU, the device ids)
+  `
+  ALTER TABLE jobs ADD COLUMN scheduler TEXT;
+  ALTER TABLE jobs ADD COLUMN attrs TEXT;
+  ALTER TABLE bindings ADD COLUMN attrs TEXT;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

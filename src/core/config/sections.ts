@@ -28,7 +28,7 @@ export function daemonSection(names?: KnownNames): SectionSpec {
         ? { key: 'attribution', type: 'enum', values: ['auto', ...names.attributions, 'none'], default: 'auto', description: `How GPU points get job attributes: auto = the first of ${names.attributions.join(', ')} whose scheduler is configured on this node, else none.` }
         : { key: 'attribution', type: 'string', default: 'auto', description: 'How GPU points get job attributes.' },
       { key: 'cluster', type: 'string', default: null, description: 'Cluster name, exported as the resource attribute cluster.name.' },
-      { key: 'host_name', type: 'string', default: () => hostname(), example: '', description: 'Exported as the resource attribute host.name (default: the system host name).' },
+      { key: 'host_name', type: 'string', default: () => hostname(), example: '', env: [{ name: 'L9GPU_HOST_NAME' }], description: 'Exported as the resource attribute host.name (default: the system host name; in a pod that is the pod\'s name, so the DaemonSet sets $L9GPU_HOST_NAME to the node\'s).' },
       { key: 'service_name', type: 'string', default: 'l9gpu', env: [{ name: 'OTEL_SERVICE_NAME' }], description: 'Exported as the resource attribute service.name.' },
       { key: 'resource_attributes', type: 'map', default: {}, env: [{ name: 'OTEL_RESOURCE_ATTRIBUTES' }], description: 'Extra resource attributes, key=value,key2=value2 (values percent-encoded). service.name and host.name here are overridden by the keys above.' },
       { key: 'state_dir', type: 'path', default: () => defaultStateDir(), example: '/var/lib/l9gpu', env: [{ name: 'L9GPU_STATE_DIR' }], description: 'Folder of the local store (root: /var/lib/l9gpu; others: $XDG_STATE_HOME/l9gpu).' },

@@ -57,8 +57,13 @@ export const SCOPE_ATTRIBUTES: Record<MetricScope, { required: readonly string[]
 export const ATTRIBUTION_ATTRIBUTES = [
   'slurm.job.id', 'slurm.user', 'slurm.account', 'slurm.partition', 'slurm.job.name',
   'slurm.array.job.id', 'slurm.array.task.id', 'slurm.cluster.name',
-  'k8s.pod.name', 'k8s.namespace.name', 'k8s.container.name',
+  'k8s.pod.name', 'k8s.namespace.name', 'k8s.container.name', 'k8s.pod.uid', 'k8s.node.name',
+  'k8s.deployment.name', 'k8s.replicaset.name', 'k8s.statefulset.name', 'k8s.daemonset.name', 'k8s.job.name', 'k8s.cronjob.name',
+  'k8s.owner.kind', 'k8s.owner.name',
 ] as const;
+
+/** Attributes whose names a configuration adds: promoted pod labels, k8s.pod.label.<label>. */
+export const ATTRIBUTION_ATTRIBUTE_PREFIXES = ['k8s.pod.label.'] as const;
 
 const m = (
   name: string, unit: string, kind: MetricKind, scope: MetricScope,
@@ -269,6 +274,9 @@ export const METRICS: readonly MetricDef[] = Object.freeze([
   m('l9gpu.process.memory.rss', 'By', 'gauge', 'agent', 'Resident set size of the agent process.'),
   m('l9gpu.slurm.bindings', '{binding}', 'gauge', 'agent', 'Open job-to-GPU bindings in the store.'),
   m('l9gpu.slurm.reconcile.age', 's', 'gauge', 'agent', 'Seconds since Slurm last answered the reconciler (grows while Slurm is down).'),
+  m('l9gpu.kubernetes.bindings', '{binding}', 'gauge', 'agent', 'Open pod-to-GPU bindings in the store.'),
+  m('l9gpu.kubernetes.sync.age', 's', 'gauge', 'agent', 'Seconds since the kubelet\'s pod-resources API last answered (grows while the kubelet is down or its socket is missing).'),
+  m('l9gpu.kubernetes.unmatched', '{device}', 'gauge', 'agent', 'GPU device ids the kubelet allocated to pods that match no GPU of this node (see l9gpu doctor).'),
   m('l9gpu.process.cpu.time', 's', 'sum', 'agent', 'CPU time used by the agent process.', ['cpu.mode']),
 ]);
 

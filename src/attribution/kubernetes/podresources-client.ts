@@ -1,0 +1,146 @@
+/**
+ * A client of the kubelet pod-resources API v1 (gRPC over the kubelet's unix
+ * socket), loading the proto Kubernetes ships (podresources/api.proto). The
+ * kubelet allows 100 calls/s with a burst of 10 on this socket: a token bucket
+ * keeps every caller of this client within that. A kubelet restart removes and
+ * recreates the socket: a failed call drops the channel, and the next call
+ * dials afresh instead of waiting out gRPC's reconnect backoff.
+ */
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+
+export interface ContainerDevices {
+  resource_name: string;
+  device_ids: string[];
+}
+export interface ClaimResource {
+  cdi_devices: { name: string }[];
+  driver_name: string;
+  pool_name: string;
+  device_name: string;
+}
+export interface DynamicResource {
+  claim_name: string;
+  claim_namespace: string;
+  claim_resources: ClaimResource[];
+}
+export interface ContainerResources {
+  name: string;
+  devices: ContainerDevices[];
+  dynamic_resources: DynamicResource[];
+}
+export interface PodResources {
+  name: string;
+  namespace: string;
+  containers: ContainerResources[];
+}
+
+/** proto-loader's options for both ends: the proto's own field names, and empty repeated fields as []. */
+export const PROTO_OPTIONS: protoLoader.Options = { keepCase: true, longs: String, enums: String, defaults: true, arrays: true, oneofs: true };
+
+/** The checked-in proto, found from the package root wherever this code was bundled to. */
+export function podResourcesProto(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    if (existsSync(join(dir, 'package.json'))) return join(dir, 'src', 'attribution', 'kubernetes', 'podresources', 'api.proto');
+    const up = dirname(dir);
+    if (up === dir) throw new Error('cannot find the l9gpu package root holding src/attribution/kubernetes/podresources/api.proto');
+    dir = up;
+  }
+}
+
+type Lister = grpc.Client & Record<string, (req: object, md: grpc.Metadata, opts: grpc.CallOptions, cb: (e: grpc.ServiceError | null, r: unknown) => void) => void>;
+let listerCtor: (new (target: string, creds: grpc.ChannelCredentials, opts?: grpc.ChannelOptions) => Lister) | undefined;
+
+/** The PodResourcesLister service definition (for a server: the tests' kubelet stand-in). */
+export function podResourcesService(): grpc.ServiceDefinition {
+  return (loadPackage().PodResourcesLister as unknown as { service: grpc.ServiceDefinition }).service;
+}
+
+function loadPackage(): grpc.GrpcObject {
+  return (grpc.loadPackageDefinition(protoLoader.loadSync(podResourcesProto(), PROTO_OPTIONS)) as { v1: grpc.GrpcObject }).v1;
+}
+
+/** Token bucket: `rate` calls a second, at most `burst` at once. */
+export class RateLimit {
+  private tokens: number;
+  private last = Date.now();
+  constructor(
+    private readonly rate: number,
+    private readonly burst: number,
+  ) {
+    this.tokens = burst;
+  }
+
+  /** Ms to wait before a call may go (0: go now; the token is taken). */
+  take(now = Date.now()): number {
+    this.tokens = Math.min(this.burst, this.tokens + ((now - this.last) / 1000) * this.rate);
+    this.last = now;
+    if (this.tokens >= 1) {
+      this.tokens -= 1;
+      return 0;
+    }
+    return Math.ceil(((1 - this.tokens) / this.rate) * 1000);
+  }
+}
+
+export class PodResourcesError extends Error {
+  constructor(
+    message: string,
+    readonly code: grpc.status | undefined,
+  ) {
+    super(message);
+  }
+}
+
+export class PodResourcesClient {
+  private client: Lister | undefined;
+  private readonly limit = new RateLimit(100, 10);
+
+  constructor(
+    readonly socket: string,
+    private readonly timeoutMs: number,
+  ) {}
+
+  async list(): Promise<PodResources[]> {
+    const r = (await this.call('List')) as { pod_resources: PodResources[] };
+    return r.pod_resources;
+  }
+
+  async allocatable(): Promise<ContainerDevices[]> {
+    const r = (await this.call('GetAllocatableResources')) as { devices: ContainerDevices[] };
+    return r.devices;
+  }
+
+  close(): void {
+    this.client?.close();
+    this.client = undefined;
+  }
+
+  private async call(method: 'List' | 'GetAllocatableResources'): Promise<unknown> {
+    for (let wait = this.limit.take(); wait > 0; wait = this.limit.take()) await new Promise((r) => setTimeout(r, wait));
+    if (!existsSync(this.socket)) {
+      this.close();
+      throw new PodResourcesError(`${this.socket} does not exist (is the kubelet running, and is /var/lib/kubelet/pod-resources mounted into this container?)`, grpc.status.UNAVAILABLE);
+    }
+    listerCtor ??= loadPackage().PodResourcesLister as unknown as typeof listerCtor;
+    this.client ??= new listerCtor!(`unix:${this.socket}`, grpc.credentials.createInsecure(), {
+      'grpc.max_receive_message_length': 16 * 1024 * 1024,
+      'grpc.initial_reconnect_backoff_ms': 500,
+      'grpc.max_reconnect_backoff_ms': 5000,
+    });
+    const client = this.client;
+    return new Promise((resolve, reject) => {
+      client[method]!({}, new grpc.Metadata(), { deadline: Date.now() + this.timeoutMs }, (e, r) => {
+        if (!e) return resolve(r);
+        // a restarted kubelet is a new socket: dial it afresh next time
+        this.close();
+        const why = e.code === grpc.status.UNIMPLEMENTED ? `the kubelet does not serve ${method} (pod-resources v1 needs Kubernetes 1.20+, GetAllocatableResources 1.23+)` : e.details || e.message;
+        reject(new PodResourcesError(`pod-resources ${method} on ${this.socket}: ${why}`, e.code));
+      });
+    });
+  }
+}

@@ -1,0 +1,236 @@
+/**
+ * The attribution transform of every provider that keeps its runs in the
+ * store (Slurm, Kubernetes): GPU UUID -> open bindings -> the run's
+ * attributes on every GPU point. The bindings are cached and reloaded only
+ * when the store changed (SQLite's data_version), never queried per point.
+ *
+ * Shared GPUs (several open bindings: shards, MPS, time-slicing): each point
+ * is emitted once per run with that run's attributes and the GPU's unsplit
+ * value, and gpu.job.share says how much of the GPU each run gets: the run's
+ * part of the per-process memory NVML reports on that GPU (pid -> run through
+ * the provider's reading of /proc), or 1/N without process data. A process
+ * point belongs to exactly one run: the one owning its pid.
+ *
+ * It writes nothing: the job ledger downstream keeps rollups, inventory and
+ * job-end summaries from the batch's `jobs`.
+ */
+import type { AttributionProvider } from '../core/attribution.js';
+import { identityOf } from '../core/gpu-identity.js';
+import { PidGpus } from '../core/pid-gpus.js';
+import type { Logger } from '../core/log.js';
+import { GPU } from '../core/metrics/gpu-metrics.js';
+import type { Attributes, Batch, Emitter, JobShare, Point } from '../core/metrics/model.js';
+import type { MetricDef } from '../core/metrics/registry.js';
+import { openBindings, type OpenBinding } from '../store/jobs.js';
+import type { Db } from '../store/open.js';
+
+export interface BoundAttributionOptions {
+  /** The provider's name, and the `scheduler` its runs carry in the store. */
+  readonly name: string;
+  /** A binding's attributes on the points of its GPU. */
+  readonly attributesOf: (b: OpenBinding) => Attributes;
+  /** What a run known only by its id (a process of a run not open here) gets. */
+  readonly bareAttributes: (jobId: string) => Attributes;
+  /** The run a process belongs to, as the provider reads /proc. */
+  readonly pids: { job(pid: number): string | null };
+  readonly metrics: { readonly share: MetricDef; readonly outside: MetricDef; readonly bindings: MetricDef; readonly syncAge: MetricDef };
+  /** When the scheduler last answered the provider (ms since epoch), for the self-metrics. */
+  readonly lastSynced?: () => number | undefined;
+}
+
+interface Bound {
+  jobId: string;
+  runKey: string;
+  attrs: Attributes;
+}
+
+export class BoundAttribution implements AttributionProvider {
+  readonly name: string;
+  private byGpu = new Map<string, Bound[]>();
+  /** Each open run's attributes and its GPUs on this node (for an engine's points: the engine's process is the run's). */
+  private byJob = new Map<string, { attrs: Attributes; gpus: string[] }>();
+  /** "parent/GPU instance" -> the MIG device's UUID (null: ambiguous). */
+  private migDevice = new Map<string, string | null>();
+  private dataVersion = -1;
+  private readonly pidGpus = new PidGpus();
+  private readonly said = new Set<string>();
+
+  constructor(
+    private readonly db: Db,
+    private readonly log: Logger,
+    private readonly o: BoundAttributionOptions,
+  ) {
+    this.name = o.name;
+  }
+
+  /** Forces a reload: a writer on this same connection (a reconciler) does not move data_version. */
+  invalidate(): void {
+    this.dataVersion = -1;
+  }
+
+  /** Reloads the bindings if another connection (a hook) committed since the last look. */
+  private refresh(): void {
+    const v = this.db.pragma('data_version', { simple: true }) as number;
+    if (v === this.dataVersion) return;
+    this.dataVersion = v;
+    const m = new Map<string, Bound[]>();
+    const jobs = new Map<string, { attrs: Attributes; gpus: string[] }>();
+    for (const b of openBindings(this.db, this.o.name)) {
+      const attrs = this.o.attributesOf(b);
+      let l = m.get(b.gpuUuid);
+      if (!l) m.set(b.gpuUuid, (l = []));
+      if (!l.some((x) => x.jobId === b.jobId)) l.push({ jobId: b.jobId, runKey: b.runKey, attrs });
+      let j = jobs.get(b.jobId);
+      if (!j) jobs.set(b.jobId, (j = { attrs: b.jobAttrs ? this.o.attributesOf({ ...b, bindingAttrs: null }) : attrs, gpus: [] }));
+      if (!j.gpus.includes(b.gpuUuid)) j.gpus.push(b.gpuUuid);
+    }
+    for (const j of jobs.values()) j.gpus.sort();
+    this.byGpu = m;
+    this.byJob = jobs;
+    // MIG devices by (parent, GPU instance), from the inventory the nvml plugin's points fill; a GPU instance split
+    // into several compute instances has no one device and is left out
+    const mig = new Map<string, string | null>();
+    for (const r of this.db.prepare('SELECT uuid, mig_parent AS parent, mig_gi AS gi FROM gpus WHERE mig_parent IS NOT NULL AND mig_gi IS NOT NULL').all() as { uuid: string; parent: string; gi: number }[]) {
+      const k = `${r.parent}/${r.gi}`;
+      mig.set(k, mig.has(k) && mig.get(k) !== r.uuid ? null : r.uuid);
+    }
+    this.migDevice = mig;
+  }
+
+  attribute(batch: Batch): Batch {
+    if (!batch.points.some((p) => typeof p.attributes['gpu.uuid'] === 'string' || p.metric.scope === 'nccl' || (p.metric.scope === 'engine' && p.attributes['process.pid'] !== undefined))) return batch;
+    this.refresh();
+    this.pidGpus.learn(batch.points, batch.time);
+    const out: Point[] = [];
+    const procMem = new Map<string, Map<string, number>>(); // gpu -> run -> bytes
+    const outside = new Map<string, number>();
+    const withProcesses = new Set<string>(); // GPUs whose process list this batch carries
+    // one name per MIG instance for both loops below: the device's UUID (no copy of the batch on a node without MIG)
+    const points = this.migDevice.size ? batch.points.map((p) => this.migKeyed(p)) : batch.points;
+    // a rank's series are several points of one process: its run and GPUs looked up once a batch
+    const ncclBy = new Map<string, Attributes>();
+    for (const p of points) {
+      if (p.metric.scope === 'engine') {
+        out.push(this.engineJob(p));
+        continue;
+      }
+      if (p.metric.scope === 'nccl') {
+        out.push(this.ncclJob(p, batch.time, ncclBy));
+        continue;
+      }
+      const uuid = p.attributes['gpu.uuid'];
+      const jobs = typeof uuid === 'string' ? this.byGpu.get(uuid) : undefined;
+      if (p.metric === GPU.procCount && typeof uuid === 'string') withProcesses.add(uuid);
+      if (p.metric === GPU.procMem && typeof uuid === 'string') {
+        const pid = Number(p.attributes['process.pid']);
+        const job = this.o.pids.job(pid);
+        const bound = jobs?.find((j) => j.jobId === job);
+        if (bound) {
+          let m = procMem.get(uuid);
+          if (!m) procMem.set(uuid, (m = new Map()));
+          m.set(bound.jobId, (m.get(bound.jobId) ?? 0) + p.value);
+          out.push({ ...p, attributes: { ...p.attributes, ...bound.attrs } });
+        } else {
+          outside.set(uuid, (outside.get(uuid) ?? 0) + 1);
+          const key = `${uuid}/${pid}/${job}`;
+          if (!this.said.has(key)) {
+            this.said.add(key);
+            this.log.warn('process on a GPU outside its allocation', { gpu: uuid, pid, job: job ?? 'none', bound: jobs?.map((j) => j.jobId).join(',') || 'none' });
+          }
+          out.push(job ? { ...p, attributes: { ...p.attributes, ...this.o.bareAttributes(job) } } : p);
+        }
+        continue;
+      }
+      if (!jobs || jobs.length === 0) out.push(p);
+      else for (const j of jobs) out.push({ ...p, attributes: { ...p.attributes, ...j.attrs } });
+    }
+    // once per GPU of the batch: shares and the outside-allocation count
+    const seen = new Set<string>();
+    const shares = new Map<string, JobShare[]>();
+    for (const p of points) {
+      const uuid = p.attributes['gpu.uuid'];
+      if (typeof uuid !== 'string' || seen.has(uuid) || (p.metric !== GPU.util && p.metric !== GPU.memUsed)) continue;
+      seen.add(uuid);
+      const identity = identityOf(p.attributes);
+      const jobs = this.byGpu.get(uuid);
+      if (jobs?.length) {
+        const mem = procMem.get(uuid);
+        const total = mem ? [...mem.values()].reduce((a, b) => a + b, 0) : 0;
+        const list: JobShare[] = [];
+        for (const j of jobs) {
+          const share = total > 0 ? (mem!.get(j.jobId) ?? 0) / total : 1 / jobs.length;
+          out.push({ metric: this.o.metrics.share, value: share, attributes: { ...identity, ...j.attrs } });
+          list.push({ jobId: j.jobId, runKey: j.runKey, share, attributes: j.attrs });
+        }
+        shares.set(uuid, list);
+      }
+      if (withProcesses.has(uuid)) out.push({ metric: this.o.metrics.outside, value: outside.get(uuid) ?? 0, attributes: identity });
+    }
+    return { ...batch, points: out, jobs: shares };
+  }
+
+  /**
+   * A MIG instance's point keyed by its parent GPU's UUID and GPU instance
+   * (dcgm-exporter's series: it has no MIG device UUID) gets the device's own
+   * UUID, as the nvml plugin keys it and the scheduler binds it, so the two
+   * sources name one instance alike and its run is found.
+   */
+  private migKeyed(p: Point): Point {
+    const a = p.attributes;
+    const parent = a['gpu.mig.parent_uuid'];
+    if (typeof parent !== 'string' || a['gpu.uuid'] !== parent || typeof a['gpu.mig.instance_id'] !== 'number') return p;
+    const uuid = this.migDevice.get(`${parent}/${a['gpu.mig.instance_id']}`);
+    return uuid ? { ...p, attributes: { ...a, 'gpu.uuid': uuid } } : p;
+  }
+
+  /** An engine's point: the run its listening process belongs to, its attributes and GPUs here. */
+  private engineJob(p: Point): Point {
+    const pid = p.attributes['process.pid'];
+    if (typeof pid !== 'number') return p;
+    const job = this.o.pids.job(pid);
+    if (!job) return p;
+    const j = this.byJob.get(job);
+    return { ...p, attributes: { ...p.attributes, ...(j ? { ...j.attrs, 'gpu.uuids': j.gpus.join(',') } : this.o.bareAttributes(job)) } };
+  }
+
+  /**
+   * An NCCL rank's point: the run of the process that wrote it, else the job
+   * its dump folder names (the process has ended); the process's GPU from
+   * NVML's process list, where the source named none.
+   */
+  private ncclJob(p: Point, now: number, memo: Map<string, Attributes>): Point {
+    const a = p.attributes;
+    const pid = a['process.pid'];
+    const k = `${String(pid)}\u0001${String(a['nccl.job.id'])}\u0001${a['gpu.uuid'] === undefined}`;
+    let add = memo.get(k);
+    if (!add) {
+      const job = (typeof pid === 'number' ? this.o.pids.job(pid) : undefined) ?? (typeof a['nccl.job.id'] === 'string' ? a['nccl.job.id'] : undefined);
+      const gpus = typeof pid === 'number' && a['gpu.uuid'] === undefined ? this.pidGpus.of(pid, now) : [];
+      const j = job ? this.byJob.get(job) : undefined;
+      add = {
+        ...(gpus.length === 1 ? { 'gpu.uuid': gpus[0]! } : gpus.length > 1 ? { 'gpu.uuids': gpus.join(',') } : {}),
+        ...(j ? j.attrs : job ? this.o.bareAttributes(job) : {}),
+      };
+      memo.set(k, add);
+    }
+    return Object.keys(add).length ? { ...p, attributes: { ...a, ...add } } : p;
+  }
+
+  /** Open bindings, counted once per (run, GPU). */
+  bindingCount(): number {
+    this.refresh();
+    let n = 0;
+    for (const l of this.byGpu.values()) n += l.length;
+    return n;
+  }
+
+  collectSelf(out: Emitter): void {
+    out.add(this.o.metrics.bindings, this.bindingCount(), {});
+    const ok = this.o.lastSynced?.();
+    if (ok) out.add(this.o.metrics.syncAge, (Date.now() - ok) / 1000, {});
+  }
+
+  status(): string {
+    return `${this.name}: ${this.bindingCount()} open binding(s)`;
+  }
+}
