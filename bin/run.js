@@ -22,7 +22,7 @@ if (texts && Object.hasOwn(texts, words.join(' '))) {
   const hook = fileURLToPath(new URL('../dist/hook/hook.cjs', import.meta.url));
   process.argv.splice(1, 2, hook);
   createRequire(import.meta.url)(hook);
-} else if ((['jobs', 'gpus', 'doctor', 'health', '--version', '-v'].includes(args[0]) || (args[0] === 'slurm' && args[1] === 'ctld-epilog')) && !help) {
+} else if ((['jobs', 'pods', 'gpus', 'doctor', 'health', '--version', '-v'].includes(args[0]) || (args[0] === 'slurm' && args[1] === 'ctld-epilog')) && !help) {
   // the commands people type all day, and those Slurm runs (health checks, the slurmctld epilog): one pre-bundled
   // file, no CLI framework (src/cli/light-main.ts);
   // what it does not take (a typo, an unknown flag) goes to oclif, which says what is wrong

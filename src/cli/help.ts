@@ -48,6 +48,18 @@ const MAN: Record<string, ManSections> = {
     env: [CONFIG_ENV, ['NO_COLOR', 'no colour even on a terminal']],
     see: ['l9gpu jobs', 'docs/jobs.md'],
   },
+  pods: {
+    exit: [['0', 'listed (possibly none)'], ['1', 'the store or the daemon could not be read'], BAD_CONFIG],
+    files: [CONFIG_FILE, STORE],
+    env: [CONFIG_ENV, ['NO_COLOR', 'no colour even on a terminal']],
+    see: ['l9gpu pods show', 'docs/kubernetes.md'],
+  },
+  'pods show': {
+    exit: [['0', 'the report was printed'], ['1', 'no such pod in this node\'s store'], BAD_CONFIG],
+    files: [CONFIG_FILE, STORE],
+    env: [CONFIG_ENV, ['NO_COLOR', 'no colour even on a terminal']],
+    see: ['l9gpu pods', 'docs/kubernetes.md'],
+  },
   health: {
     exit: [['0', 'printed; with --nhc: no GPU failed (ok, warning, or unknown without --unknown-fails)'], ['1', '--nhc: a GPU failed (or the health is unknown, with --unknown-fails)'], BAD_CONFIG],
     files: [CONFIG_FILE, ['/var/lib/l9gpu/health.json', 'the daemon\'s health facts ([daemon] state_dir)'], ['/var/lib/l9gpu/health-clears.json', 'what --clear wrote']],

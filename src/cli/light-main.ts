@@ -30,6 +30,9 @@ interface LightCommand {
 const COMMANDS: readonly LightCommand[] = [
   { words: ['jobs', 'show'], flags: JOBS_SHOW_FLAGS, args: 1, run: (f, a) => jobsShow(a[0]!, f) },
   { words: ['jobs'], flags: JOBS_FLAGS, args: 0, run: (f) => jobsList(f) },
+  // Kubernetes mode's names of the same two
+  { words: ['pods', 'show'], flags: JOBS_SHOW_FLAGS, args: 1, run: (f, a) => jobsShow(a[0]!, f) },
+  { words: ['pods'], flags: JOBS_FLAGS, args: 0, run: (f) => jobsList(f) },
   // loaded when asked for: they bring every plugin and sink, which jobs never needs
   { words: ['gpus'], flags: GPUS_FLAGS, args: 0, run: async (f) => (await import('./gpus-command.js')).gpus(f) },
   { words: ['slurm', 'ctld-epilog'], flags: CTLD_EPILOG_FLAGS, args: 0, run: async (f) => (await import('./ctld-epilog-command.js')).ctldEpilog(f) },

@@ -16,6 +16,10 @@ export interface ListFilter {
 
 export interface JobListRow {
   id: string;
+  /** The job name; a pod's workload ("deployment/llama-ft"). */
+  name: string | null;
+  /** Present for runs of another provider than Slurm: "kubernetes" for a pod. */
+  scheduler?: string;
   user: string | null;
   account: string | null;
   partition: string | null;
@@ -69,6 +73,8 @@ export function listJobs(db: Db, f: ListFilter, node: string, prices: Prices | n
     const header = headerOf(j, 1, [node], now);
     return {
       id: displayId(j.job_id, j.array_job_id, j.array_task_id),
+      name: j.name,
+      ...(j.scheduler && j.scheduler !== 'slurm' ? { scheduler: j.scheduler } : {}),
       user: j.user, account: j.account, partition: j.partition,
       state: jobState(j),
       start: header.start,

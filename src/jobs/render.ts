@@ -32,11 +32,13 @@ export function renderList(raw: readonly JobListRow[], st: Style): string {
   const rows = printableDeep(raw);
   const anyCost = rows.some((r) => r.cost !== null);
   const anyCo2e = rows.some((r) => r.co2e_g !== null);
+  // a Kubernetes node's runs are pods: namespace and workload where a Slurm job has user, account and partition
+  const pods = rows.length > 0 && rows.every((r) => r.scheduler === 'kubernetes');
   const out = table(
     [
-      ['JOBID', 'USER', 'ACCOUNT', 'PARTITION', 'STATE', 'START', 'ELAPSED', 'GPUS', 'GPU-H', 'UTIL', 'PEAK MEM GiB', 'ENERGY kWh', ...(anyCost ? ['COST'] : []), ...(anyCo2e ? ['CO2e kg'] : []), 'PROBLEMS'],
+      [...(pods ? ['POD', 'NAMESPACE', 'WORKLOAD'] : ['JOBID', 'USER', 'ACCOUNT', 'PARTITION']), 'STATE', 'START', 'ELAPSED', 'GPUS', 'GPU-H', 'UTIL', 'PEAK MEM GiB', 'ENERGY kWh', ...(anyCost ? ['COST'] : []), ...(anyCo2e ? ['CO2e kg'] : []), 'PROBLEMS'],
       ...rows.map((r) => [
-        r.id, r.user ?? '-', r.account ?? '-', r.partition ?? '-', r.state, r.start ? r.start.slice(0, 16).replace('T', ' ') : '-', duration(r.elapsed_s),
+        ...(pods ? [r.id.slice(r.id.indexOf('/') + 1), r.account ?? '-', r.name ?? '-'] : [r.id, r.user ?? '-', r.account ?? '-', r.partition ?? '-']), r.state, r.start ? r.start.slice(0, 16).replace('T', ' ') : '-', duration(r.elapsed_s),
         String(r.gpus), r.gpu_hours.toFixed(2), pct(r.util_mean), gib(r.mem_peak_bytes), r.energy_kwh.toFixed(3), ...(anyCost ? [r.cost === null ? '-' : r.cost.toFixed(2)] : []),
         ...(anyCo2e ? [kg(r.co2e_g)] : []), r.problems.join(',') || '-',
       ]),
@@ -70,10 +72,16 @@ export function renderReport(raw: JobReport, st: Style): string {
   const r = printableDeep(raw);
   const j = r.job;
   const out: string[] = [];
-  out.push(st.bold(`Job ${j.id}${j.name ? ` (${j.name})` : ''}`) + st.dim(`   source: ${r.source === 'store' ? 'this node\'s l9gpu store' : 'PromQL backend'}`));
-  out.push(`  user/account   ${j.user ?? '?'}${j.uid !== null ? ` (${j.uid})` : ''} / ${j.account ?? '-'}`);
-  out.push(`  state          ${j.state}${j.exit_code !== null ? `, exit code ${j.exit_code}` : ''}${j.exit_signal ? `, signal ${j.exit_signal}` : ''}${j.earlier_runs ? ` (run ${j.run}; ${j.earlier_runs} earlier run(s): requeued)` : ''}`);
-  out.push(`  partition      ${j.partition ?? '-'}${j.qos ? ` / QOS ${j.qos}` : ''}${j.cluster ? `   cluster ${j.cluster}` : ''}`);
+  const pod = j.scheduler === 'kubernetes';
+  out.push(st.bold(`${pod ? 'Pod' : 'Job'} ${j.id}${j.name ? ` (${j.name})` : ''}`) + st.dim(`   source: ${r.source === 'store' ? 'this node\'s l9gpu store' : 'PromQL backend'}`));
+  if (pod) {
+    const a = j.attrs ?? {};
+    out.push(`  namespace      ${j.account ?? '-'}${a['k8s.pod.uid'] ? `   uid ${a['k8s.pod.uid']}` : ''}`);
+    const labels = Object.entries(a).filter(([k]) => k.startsWith('k8s.pod.label.')).map(([k, v]) => `${k.slice(14)}=${v}`);
+    if (labels.length) out.push(`  labels         ${labels.join(', ')}`);
+  } else out.push(`  user/account   ${j.user ?? '?'}${j.uid !== null ? ` (${j.uid})` : ''} / ${j.account ?? '-'}`);
+  out.push(`  state          ${j.state}${j.exit_code !== null ? `, exit code ${j.exit_code}` : ''}${j.exit_signal ? `, signal ${j.exit_signal}` : ''}${j.earlier_runs ? ` (run ${j.run}; ${j.earlier_runs} earlier run(s): ${pod ? 'recreated under the same name' : 'requeued'})` : ''}`);
+  if (!pod) out.push(`  partition      ${j.partition ?? '-'}${j.qos ? ` / QOS ${j.qos}` : ''}${j.cluster ? `   cluster ${j.cluster}` : ''}`);
   out.push(`  node(s)        ${j.nodes.join(', ')}`);
   const models = [...new Set(r.gpus.map((g) => g.model ?? '?'))];
   out.push(`  GPUs           ${r.gpus.length} x ${models.join(', ')}${j.gpus_alloc !== null && j.gpus_alloc !== r.gpus.length ? ` (${j.gpus_alloc} allocated)` : ''}`);

@@ -34,6 +34,9 @@ export interface JobHeader {
   time_efficiency: number | null;
   gpus_alloc: number | null;
   exit_signal: number | null;
+  /** The provider that recorded the run (kubernetes: a pod; absent or null: a Slurm job), and the run's attributes (a pod's k8s.*). */
+  scheduler?: string | null;
+  attrs?: Record<string, string | number | boolean> | null;
 }
 
 export interface GpuRow {

@@ -54,6 +54,7 @@ export function totalsOf(gpus: readonly GpuRow[], prices: Prices | null, partiti
 interface JobRow {
   job_id: string; run_key: string; user: string | null; uid: number | null; account: string | null; partition: string | null; qos: string | null; name: string | null;
   cluster: string | null; array_job_id: string | null; array_task_id: string | null; start_time: number | null; end_time: number | null; state: string | null; exit_code: number | null;
+  scheduler?: string | null; attrs?: string | null;
 }
 
 export function jobState(row: { end_time: number | null; state: string | null }): string {
@@ -84,6 +85,7 @@ export function headerOf(row: JobRow, runs: number, nodes: string[], now = Date.
     nodes,
     earlier_runs: runs - 1,
     cpus: null, mem_req_bytes: null, mem_max_rss_bytes: null, time_limit_s: null, time_efficiency: null, gpus_alloc: null, exit_signal: null,
+    ...(row.scheduler && row.scheduler !== 'slurm' ? { scheduler: row.scheduler, attrs: row.attrs ? (JSON.parse(row.attrs) as Record<string, string>) : null } : {}),
   };
 }
 
