@@ -64,7 +64,7 @@ export async function jobsList(f: FlagValues): Promise<void> {
 }
 
 export async function jobsShow(jobid: string, f: FlagValues): Promise<void> {
-  if (!/^\d+(_\d+)?$/.test(jobid)) throw new CliError(`"${jobid}" is not a job id (123 or 122_4)`, 2);
+  if (!/^\d+(_\d+)?$/.test(jobid) && !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?\/[a-z0-9]([-.a-z0-9]*[a-z0-9])?$/.test(jobid)) throw new CliError(`"${jobid}" is not a job id (123 or 122_4) nor a pod (namespace/name)`, 2);
   const ctx = jobsContext(f.config as string | undefined);
   const headers = { ...ctx.cfg.map('jobs', 'promql_headers'), ...Object.fromEntries(((f.header as string[]) ?? []).map((h) => [h.slice(0, h.indexOf('=')), h.slice(h.indexOf('=') + 1)])) };
   const url = (f.url as string | undefined) ?? ctx.cfg.str('jobs', 'promql_url');

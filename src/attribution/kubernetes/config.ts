@@ -19,7 +19,7 @@ export const KUBERNETES_SECTION: SectionSpec = {
     { key: 'kubelet_ca_file', type: 'path', default: null, example: '/etc/kubernetes/pki/kubelet-ca.crt', description: 'CA bundle for the kubelet\'s serving certificate (default: ca_file).' },
     { key: 'insecure_skip_tls_verify', type: 'bool', default: false, description: 'Do not check the kubelet\'s certificate (kubelets with self-signed serving certificates). Never applies to the API server.' },
     { key: 'labels', type: 'list', default: [], example: 'app.kubernetes.io/name, team', description: 'Pod labels put on every GPU point of the pod, as k8s.pod.label.<name>.' },
-    { key: 'refresh_interval', type: 'duration', default: 5, min: 0.5, max: 600, description: 'How often the pod-resources API is asked which containers hold which devices (List; within the kubelet\'s limit of 100 calls/s, burst 10).' },
+    { key: 'refresh_interval', type: 'duration', default: 5, min: 0.1, max: 600, description: 'How often the pod-resources API is asked which containers hold which devices (List; within the kubelet\'s limit of 100 calls/s, burst 10).' },
     { key: 'metadata_interval', type: 'duration', default: 60, min: 1, max: 3600, description: 'How often pod metadata is fetched again; a pod not seen before is looked up at once.' },
     { key: 'request_timeout', type: 'duration', default: 5, min: 0.1, max: 120, description: 'Longest one pod-resources call or metadata request may take.' },
   ],

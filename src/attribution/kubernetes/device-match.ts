@@ -27,8 +27,10 @@ export class KnownGpus {
   /** Adds or updates GPUs; true when one was new or changed (ids unmatched so far may match now). */
   learn(gpus: Iterable<InventoryGpu>): boolean {
     let changed = false;
-    for (const g of gpus) {
-      const prev = this.byUuid.get(g.uuid);
+    for (const g0 of gpus) {
+      const prev = this.byUuid.get(g0.uuid);
+      // gpu.memory.total points carry no minor, gpu.info points do: one does not erase what the other said
+      const g = prev && g0.minor === null ? { ...g0, minor: prev.minor } : g0;
       if (prev && JSON.stringify(prev) === JSON.stringify(g)) continue;
       this.byUuid.set(g.uuid, g);
       changed = true;

@@ -175,7 +175,7 @@ export class PodSync {
     const found: InventoryGpu[] = [];
     for (const p of points) {
       const g = inventoryOf(p);
-      if (g && !this.gpus.has(g.uuid)) found.push(g);
+      if (g) found.push(g);
     }
     if (found.length && this.gpus.learn(found) && this.unmatched.length && this.list) {
       this.held = this.match();

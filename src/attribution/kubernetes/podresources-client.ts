@@ -67,18 +67,18 @@ function loadPackage(): grpc.GrpcObject {
 /** Token bucket: `rate` calls a second, at most `burst` at once. */
 export class RateLimit {
   private tokens: number;
-  private last = Date.now();
   constructor(
     private readonly rate: number,
     private readonly burst: number,
+    private last = Date.now(),
   ) {
     this.tokens = burst;
   }
 
   /** Ms to wait before a call may go (0: go now; the token is taken). */
   take(now = Date.now()): number {
-    this.tokens = Math.min(this.burst, this.tokens + ((now - this.last) / 1000) * this.rate);
-    this.last = now;
+    this.tokens = Math.min(this.burst, this.tokens + (Math.max(0, now - this.last) / 1000) * this.rate);
+    this.last = Math.max(this.last, now);
     if (this.tokens >= 1) {
       this.tokens -= 1;
       return 0;
