@@ -16,7 +16,7 @@ const GPUS = 8;
 const PER_GPU = 60;
 
 /** 60 series per GPU: every GPU metric of the registry, repeated over attribute variants. */
-function seriesPlan(): { def: MetricDef; extra: Attributes }[] {
+export function seriesPlan(): { def: MetricDef; extra: Attributes }[] {
   const gpuDefs = METRICS.filter((d) => d.scope === 'gpu');
   const plan: { def: MetricDef; extra: Attributes }[] = [];
   for (let i = 0; plan.length < PER_GPU; i++) {

@@ -6,6 +6,7 @@
 import { benchDaemon } from './daemon.js';
 import { benchHooks } from './hooks.js';
 import { benchJobs } from './jobs.js';
+import { benchKubernetes } from './kubernetes.js';
 import { benchNcclDaemon, benchNcclTail } from './nccl.js';
 import { benchNvml } from './nvml.js';
 import { benchPipeline } from './pipeline.js';
@@ -76,6 +77,13 @@ line('bare `node -e 0` wall time', ms(bare), '(reference)', true);
 for (const [cmd, t] of Object.entries(cli)) line(`l9gpu ${cmd}: wall time, x bare node`, `${ms(t)} ${fmt(t / bare, 2)}x`, '<= 1.5x', t / bare <= 1.5);
 line('rollup: per tick, 8 GPUs with a job each', ms(j.rollupTickMs), '< 2 ms', j.rollupTickMs < 2);
 line('health: per tick, 8 GPUs (judge, emit, write health.json when changed)', ms(j.healthTickMs), '(info)', true);
+
+const k = await benchKubernetes(Number(process.env.BENCH_PIPELINE_SECONDS ?? 2));
+line(`kubernetes: attribution per tick, ${k.gpus} GPUs (${fmt(k.pointsPerBatch)} points), ${k.pods} pods`, ms(k.k8sTickMs), '(info)', true);
+line(`slurm: attribution per tick, same batch, ${k.gpus} jobs (baseline)`, ms(k.slurmTickMs), '(info)', true);
+line('kubernetes / slurm attribution per tick', `${fmt(k.k8sTickMs / k.slurmTickMs, 2)}x`, '(info)', true);
+line(`kubernetes: refresh, ${k.pods} pods (List over the socket, match, unchanged)`, ms(k.refreshMs), '(info)', true);
+line(`kubernetes: refresh that rewrites every pod's run (all ${k.pods} pods replaced)`, ms(k.refreshWriteMs), '(info)', true);
 
 const daemonPaths = [
   ['sim', '8 sim GPUs + host'],

@@ -102,7 +102,7 @@ test('the light entry runs jobs as oclif would, and hands what it cannot parse t
   assert.match(both.stderr, /--csv=true cannot also be provided when using --json/);
   const id = await runCli(['jobs', 'show', 'x1', '--config', cfg]);
   assert.equal(id.status, 2);
-  assert.equal(id.stderr, 'l9gpu: "x1" is not a job id (123 or 122_4)\n');
+  assert.equal(id.stderr, 'l9gpu: "x1" is not a job id (123 or 122_4) nor a pod (namespace/name)\n');
 });
 
 test('--once with --plugin/--sink runs each plugin once and exits 0', async () => {
@@ -163,7 +163,7 @@ test('doctor reports the config file, provenance, plugins, sinks and store', asy
   assert.match(r.stdout, /FAIL otlp\s+enabled .* ECONNREFUSED/);
   assert.match(r.stdout, /-\s+webhook\s+disabled/);
   assert.match(r.stdout, new RegExp(`store: ${join(dir, 'state', 'l9gpu.db')} - ${join(dir, 'state')} does not exist yet; ${dir} is writable`));
-  assert.match(r.stdout, /attribution: none \(auto: no slurm.conf found\)/);
+  assert.match(r.stdout, /attribution: none \(auto: no slurm.conf found; no kubelet pod-resources socket at \/var\/lib\/kubelet\/pod-resources\/kubelet.sock\)/);
   assert.match(r.stdout, /1 problem\(s\) found/);
 
   // defaults: plugins = auto finds no GPU source here (no NVML, no amd-smi, no hl-smi): host and nccl (always on: it reads

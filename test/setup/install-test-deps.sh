@@ -6,6 +6,7 @@
 #     26.05 (Debian unstable) in chroots made by mmdebstrap under /var/cache/l9gpu-test
 #     (~20 s and ~200 MB each the first time)
 #   - gcc (the fake libnvidia-ml.so.1), systemd-analyze, a user for jobs that are not root's
+#   - openssl (the certificate of the tests' API server and kubelet stand-ins)
 # `npm test` runs this first: with everything present it says nothing and takes a few ms;
 # as root it installs what is missing; otherwise it fails with one line naming what is
 # missing and the command that installs it. VictoriaMetrics lands in .cache/ (git-ignored),
@@ -26,6 +27,7 @@ command -v slurmctld >/dev/null || packages+=(slurm-wlm munge)
 command -v slurmdbd >/dev/null || packages+=(slurmdbd)
 command -v mariadbd >/dev/null || packages+=(mariadb-server)
 command -v mmdebstrap >/dev/null || packages+=(mmdebstrap)
+command -v openssl >/dev/null || packages+=(openssl)
 releases=()
 for release in trixie sid; do
   [ -x "$chroots/slurm-$release/usr/sbin/slurmctld" ] && [ -x "$chroots/slurm-$release/usr/sbin/slurmdbd" ] || releases+=("$release")
