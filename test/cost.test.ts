@@ -307,8 +307,8 @@ test('jobs --by user and --by account over the store; a user sees only their own
 test('the list request\'s by is checked like its other fields', () => {
   assert.equal((list({}) as { by: unknown }).by, null);
   assert.equal((list({ by: 'partition' }) as { by: unknown }).by, 'partition');
-  assert.throws(() => list({ by: 'group' }), /^Error: by: not user, account or partition$/);
-  assert.throws(() => list({ by: 1 }), /by: not user, account or partition/);
+  assert.throws(() => list({ by: 'group' }), /^Error: by: not user, account, partition or name$/);
+  assert.throws(() => list({ by: 1 }), /by: not user, account, partition or name/);
 });
 
 test('l9gpu jobs --by account through the CLI: text, --json and --csv from the store, prices from the configuration', async () => {

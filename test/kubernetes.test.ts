@@ -126,6 +126,11 @@ describe('kubernetes attribution: daemon, kubelet stand-in, API server stand-in'
       assert.equal(row('ml-train/llama-ft-7d9f8c6b5-x2kqp')?.name, 'deployment/llama-ft');
       assert.equal(row('ml-train/llama-ft-7d9f8c6b5-x2kqp')?.gpus, 2);
       assert.equal(rows.length, 6, 'the six pods holding GPUs, not the two without');
+      const byWorkload = await runCli(['pods', '--by', 'name', '--json', '--config', cfg]);
+      assert.equal(byWorkload.status, 0, byWorkload.stderr);
+      const groups = JSON.parse(byWorkload.stdout) as { name: string; jobs: number }[];
+      assert.equal(groups.find((g) => g.name === 'deployment/llama-ft')?.jobs, 2, 'the two pods of one Deployment are one workload');
+      assert.equal(groups.find((g) => g.name === 'cronjob/nightly-eval')?.jobs, 1);
       const text = await runCli(['pods', '--config', cfg]);
       assert.match(text.stdout.split('\n')[0]!, /^POD\s+NAMESPACE\s+WORKLOAD\s+STATE/);
       const show = await runCli(['pods', 'show', 'default/debug-shell', '--json', '--config', cfg]);

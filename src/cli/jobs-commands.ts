@@ -26,8 +26,8 @@ export const JOBS_FLAGS: readonly FlagSpec[] = [
   { name: 'partition', type: 'string', char: 'p', helpValue: 'PARTITION', description: 'Only this partition.' },
   { name: 'limit', type: 'integer', default: 100, min: 0, description: 'At most this many jobs, or groups with --by (0: all).' },
   {
-    name: 'by', type: 'string', options: GROUP_BY, helpValue: 'user|account|partition',
-    description: 'One row per user, account or partition over every matching job (--limit caps the groups): jobs, GPU-hours, idle GPU-hours (each GPU\'s GPU-hours x (1 - its mean utilization)), mean utilization, energy, cost, CO2e.',
+    name: 'by', type: 'string', options: GROUP_BY, helpValue: 'user|account|partition|name',
+    description: 'One row per user, account, partition or job name (in Kubernetes mode: namespace = account, workload = name) over every matching job (--limit caps the groups): jobs, GPU-hours, idle GPU-hours (each GPU\'s GPU-hours x (1 - its mean utilization)), mean utilization, energy, cost, CO2e.',
   },
 ];
 

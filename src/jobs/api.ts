@@ -43,7 +43,7 @@ export function parseJobsRequest(text: string): JobsRequest {
   if (!STATES.includes(r.state as 'all')) throw new Error('state: not running, completed or all');
   if (!Number.isInteger(r.limit) || (r.limit as number) < 0 || (r.limit as number) > 1_000_000) throw new Error('limit: not an integer from 0 to 1000000');
   if (r.since !== null && r.since !== undefined && !Number.isFinite(r.since)) throw new Error('since: not a time in ms');
-  if (r.by !== null && r.by !== undefined && !GROUP_BY.includes(r.by as GroupBy)) throw new Error('by: not user, account or partition');
+  if (r.by !== null && r.by !== undefined && !GROUP_BY.includes(r.by as GroupBy)) throw new Error('by: not user, account, partition or name');
   return {
     op: 'list', user: name(r.user, 'user'), account: name(r.account, 'account'), partition: name(r.partition, 'partition'), state: r.state as ListRequest['state'], since: (r.since as number | null) ?? null, limit: r.limit as number,
     by: (r.by as GroupBy | null | undefined) ?? null,

@@ -1,5 +1,5 @@
 /**
- * `l9gpu jobs --by user|account|partition`: the listed jobs rolled up per
+ * `l9gpu jobs --by user|account|partition|name`: the listed jobs rolled up per
  * group, for "who wasted how many GPU-hours last week".
  *
  * Idle GPU-hours are the GPU-hours a job held and did not use: each GPU's
@@ -13,11 +13,11 @@ import type { JobListRow } from './list.js';
 
 import type { GpuRow } from './report-model.js';
 
-export const GROUP_BY = ['user', 'account', 'partition'] as const;
+export const GROUP_BY = ['user', 'account', 'partition', 'name'] as const;
 export type GroupBy = (typeof GROUP_BY)[number];
 
 export interface JobGroupRow {
-  /** The user, account or partition; null: jobs without one. */
+  /** The user, account, partition or job name (a pod's workload); null: jobs without one. */
   group: string | null;
   jobs: number;
   gpu_hours: number;
