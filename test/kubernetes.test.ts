@@ -121,7 +121,8 @@ describe('kubernetes attribution: daemon, kubelet stand-in, API server stand-in'
       assert.equal(listed.status, 0, listed.stderr);
       const rows = JSON.parse(listed.stdout) as { id: string; state: string; name: string; account: string; gpus: number; scheduler: string }[];
       const row = (id: string) => rows.find((r) => r.id === id);
-      assert.deepEqual({ ...row('default/debug-shell'), elapsed_s: undefined, start: undefined }, { ...row('default/debug-shell'), state: 'Succeeded', name: 'pod/debug-shell', account: 'default', gpus: 1, scheduler: 'kubernetes', elapsed_s: undefined, start: undefined });
+      const shell = row('default/debug-shell');
+      assert.deepEqual(shell && { state: shell.state, name: shell.name, account: shell.account, gpus: shell.gpus, scheduler: shell.scheduler }, { state: 'Succeeded', name: 'pod/debug-shell', account: 'default', gpus: 1, scheduler: 'kubernetes' });
       assert.equal(row('ml-train/llama-ft-7d9f8c6b5-x2kqp')?.state, 'RUNNING');
       assert.equal(row('ml-train/llama-ft-7d9f8c6b5-x2kqp')?.name, 'deployment/llama-ft');
       assert.equal(row('ml-train/llama-ft-7d9f8c6b5-x2kqp')?.gpus, 2);
@@ -199,7 +200,9 @@ describe('kubernetes attribution: daemon, kubelet stand-in, API server stand-in'
       assert.deepEqual(podOf(modern(12)), ['research/mig-pair-0/worker']);
       assert.deepEqual(podOf(legacy(2)), ['inference/mig-infer-large/server']);
       assert.deepEqual(podOf(legacy(9)), ['inference/mig-infer-small/server']);
-      assert.deepEqual(podOf(legacy(10)), ['undefined/undefined/undefined'], 'a free instance carries no pod');
+      const free = mem.filter((p) => p.attributes['gpu.uuid'] === legacy(10));
+      assert.equal(free.length, 1);
+      assert.deepEqual(Object.keys(free[0]!.attributes).filter((k) => k.startsWith('k8s.')), [], 'a free instance carries no pod');
       assert.deepEqual(podOf(uuid(2)), ['research/full-gpu-job/main']);
     } finally {
       await kubelet.stop();
@@ -244,6 +247,12 @@ describe('kubernetes attribution: daemon, kubelet stand-in, API server stand-in'
       const a = parseLines(r.stdout).find((p) => p.name === 'gpu.utilization' && p.attributes['gpu.uuid'] === uuid(3))!.attributes;
       assert.equal(a['k8s.statefulset.name'], 'vllm-serve');
       assert.ok(api.requests.some((q) => q.path === '/pods'));
+      // GetAllocatableResources: a device the kubelet offers that no GPU here answers to is said before a pod gets it
+      kubelet.allocatable = { devices: [{ resource_name: 'nvidia.com/gpu', device_ids: [uuid(0)] }, { resource_name: 'amd.com/gpu', device_ids: ['0000:c1:00.0'] }], cpu_ids: [], memory: [] };
+      const again = await runCli(['daemon', '--once', '--config', ok], fake.env());
+      assert.equal(again.status, 0, again.stderr);
+      assert.match(again.stderr, /the kubelet offers GPU devices that match no GPU of this node.*amd\.com\/gpu=0000:c1:00\.0: no GPU of this node is at PCI 0000:c1:00\.0/);
+      assert.doesNotMatch(again.stderr, /nvidia\.com\/gpu=GPU-00/);
       const badToken = join(dir, 'bad-token');
       writeFileSync(badToken, 'nope');
       const bad = config('kubelet-bad', `pods_source = kubelet\nkubelet_url = ${api.url}\nkubelet_ca_file = ${api.caFile}\n`, badToken);

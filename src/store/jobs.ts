@@ -157,6 +157,11 @@ export interface InventoryGpu {
   migCi: number | null;
 }
 
+/** Every GPU of the inventory, as upsertInventory takes them. */
+export function inventory(db: Db): InventoryGpu[] {
+  return db.prepare('SELECT uuid, vendor, vendor_index AS vendorIndex, minor, pci_bus_id AS pciBusId, model, mig_parent AS migParent, mig_gi AS migGi, mig_ci AS migCi FROM gpus').all() as InventoryGpu[];
+}
+
 export function upsertInventory(db: Db, gpus: readonly InventoryGpu[], now = Date.now()): void {
   const st = db.prepare(
     `INSERT INTO gpus (uuid, vendor, vendor_index, minor, pci_bus_id, model, mig_parent, mig_gi, mig_ci, first_seen, last_seen)

@@ -22,7 +22,6 @@ export type DeviceMatch =
 export class KnownGpus {
   private readonly byUuid = new Map<string, InventoryGpu>();
   private readonly byPci = new Map<string, InventoryGpu[]>();
-  private version = 0;
 
   /** Adds or updates GPUs; true when one was new or changed (ids unmatched so far may match now). */
   learn(gpus: Iterable<InventoryGpu>): boolean {
@@ -36,7 +35,6 @@ export class KnownGpus {
       changed = true;
     }
     if (changed) {
-      this.version++;
       this.byPci.clear();
       for (const g of this.byUuid.values()) {
         if (!g.pciBusId) continue;
@@ -49,14 +47,6 @@ export class KnownGpus {
 
   get size(): number {
     return this.byUuid.size;
-  }
-
-  get changes(): number {
-    return this.version;
-  }
-
-  has(uuid: string): boolean {
-    return this.byUuid.has(uuid);
   }
 
   /** Whole GPUs (not MIG devices) at this PCI address. */

@@ -1,7 +1,7 @@
 /** What doctor and `l9gpu gpus` say of Kubernetes attribution: the store's open pods, and live answers of the kubelet and the metadata source. */
 import type { DoctorSection } from '../../core/attribution.js';
 import type { Config } from '../../core/config/load.js';
-import { openBindings, type InventoryGpu, type OpenBinding } from '../../store/jobs.js';
+import { inventory, openBindings, type InventoryGpu, type OpenBinding } from '../../store/jobs.js';
 import { openStoreReadOnly, storePath } from '../../store/open.js';
 import { existsSync } from 'node:fs';
 import { isGpuResource, KnownGpus } from './device-match.js';
@@ -28,10 +28,10 @@ export async function doctorKubernetes(cfg: Config, env: NodeJS.ProcessEnv): Pro
   const lines: string[] = [];
   let problems = 0;
   const json: Record<string, unknown> = { node: k.nodeName, socket: k.socket };
-  let inventory: InventoryGpu[] = [];
+  let gpus: InventoryGpu[] = [];
   let open: OpenBinding[] = [];
   try {
-    inventory = readStore(cfg, (db) => db.prepare('SELECT uuid, vendor, vendor_index AS vendorIndex, minor, pci_bus_id AS pciBusId, model, mig_parent AS migParent, mig_gi AS migGi, mig_ci AS migCi FROM gpus').all() as InventoryGpu[], []);
+    gpus = readStore(cfg, inventory, []);
     open = openPodBindings(cfg);
   } catch (e) {
     lines.push(`store: ${(e as Error).message}`);
@@ -40,9 +40,9 @@ export async function doctorKubernetes(cfg: Config, env: NodeJS.ProcessEnv): Pro
   const client = new PodResourcesClient(k.socket, k.timeoutMs);
   try {
     const [list, alloc] = await Promise.all([client.list(), client.allocatable().catch((e: Error) => e)]);
-    const gpus = new KnownGpus();
-    gpus.learn(inventory);
-    const { held, unmatched } = matchPods(list, gpus, k.resources, k.draDrivers);
+    const known = new KnownGpus();
+    known.learn(gpus);
+    const { held, unmatched } = matchPods(list, known, k.resources, k.draDrivers);
     lines.push(`node ${k.nodeName}; pod-resources ${k.socket}: ${list.length} pod(s), ${held.length} holding GPUs (${held.map((p) => p.key).join(', ') || 'none'})`);
     if (alloc instanceof Error) lines.push(`allocatable devices: ${alloc.message}`);
     else {
@@ -51,7 +51,7 @@ export async function doctorKubernetes(cfg: Config, env: NodeJS.ProcessEnv): Pro
       json.allocatable = ids;
     }
     for (const u of unmatched) lines.push(`  unmatched: pod ${u.pod} container ${u.container}: ${u.resource} ${u.id}: ${u.why}`);
-    if (unmatched.length && inventory.length === 0) lines.push('  (the GPU inventory is empty: ids by PCI address or MIG parent match once the daemon has sampled the GPUs)');
+    if (unmatched.length && gpus.length === 0) lines.push('  (the GPU inventory is empty: ids by PCI address or MIG parent match once the daemon has sampled the GPUs)');
     problems += unmatched.length ? 1 : 0;
     json.pods = held.map((p) => ({ pod: p.key, gpus: [...p.gpus.keys()] }));
     json.unmatched = unmatched;
@@ -74,7 +74,7 @@ export async function doctorKubernetes(cfg: Config, env: NodeJS.ProcessEnv): Pro
       problems++;
     }
   }
-  lines.push(`${open.length} open pod binding(s) in the store${open.length ? `: ${[...new Set(open.map((b) => b.jobId))].join(', ')}` : ''}; ${inventory.length} GPU(s) in the inventory`);
+  lines.push(`${open.length} open pod binding(s) in the store${open.length ? `: ${[...new Set(open.map((b) => b.jobId))].join(', ')}` : ''}; ${gpus.length} GPU(s) in the inventory`);
   json.open_bindings = open.length;
   return { lines, json, problems };
 }

@@ -81,10 +81,10 @@ export const kubernetesAttribution: AttributionManifest = {
         sync.learn(b.points);
         return transform.attribute(b);
       },
-      status: () => `${transform.status()}; ${sync.status().unmatched.length} unmatched device id(s)`,
+      status: () => `${transform.status()}; ${sync.unmatchedCount} unmatched device id(s)`,
       collectSelf: (out) => {
         transform.collectSelf(out);
-        out.add(K8S_METRIC.unmatched, sync.status().unmatched.length, {});
+        out.add(K8S_METRIC.unmatched, sync.unmatchedCount, {});
       },
       close: () => {
         closed = true;

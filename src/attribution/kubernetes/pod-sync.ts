@@ -12,7 +12,7 @@
 import type { Logger } from '../../core/log.js';
 import type { Attributes, Point } from '../../core/metrics/model.js';
 import { inventoryOf } from '../../ledger/inventory.js';
-import { recordEnd, recordStart, type GpuBinding, type InventoryGpu } from '../../store/jobs.js';
+import { inventory, recordEnd, recordStart, type GpuBinding, type InventoryGpu } from '../../store/jobs.js';
 import type { Db } from '../../store/open.js';
 import { isGpuResource, KnownGpus, matchDevice } from './device-match.js';
 import { fetchPodList, parsePodList, type PodMeta, type PodSource } from './pod-meta.js';
@@ -51,15 +51,6 @@ export interface Unmatched {
   readonly why: string;
 }
 
-export interface PodSyncStatus {
-  readonly lastOk: number | undefined;
-  readonly lastError: string;
-  readonly metaError: string;
-  readonly podsWithGpus: number;
-  readonly unmatched: readonly Unmatched[];
-  readonly allocatable: readonly ContainerDevices[] | undefined;
-}
-
 const TERMINAL = new Set(['Succeeded', 'Failed']);
 
 /** The GPUs each listed pod holds (pods without GPUs left out), and every GPU device id that matched no GPU. */
@@ -94,7 +85,6 @@ export class PodSync {
   private metaAt = 0;
   private metaRetryAt = 0;
   private metaFailures = 0;
-  private allocatable: ContainerDevices[] | undefined;
   private allocatableAt = 0;
   private held: HeldPod[] = [];
   private unmatched: Unmatched[] = [];
@@ -105,7 +95,7 @@ export class PodSync {
   private running: Promise<void> | undefined;
 
   constructor(private readonly o: PodSyncOptions) {
-    this.gpus.learn(o.db.prepare('SELECT uuid, vendor, vendor_index AS vendorIndex, minor, pci_bus_id AS pciBusId, model, mig_parent AS migParent, mig_gi AS migGi, mig_ci AS migCi FROM gpus').all() as InventoryGpu[]);
+    this.gpus.learn(inventory(o.db));
   }
 
   /** One refresh at a time; a second caller waits for the one under way. */
@@ -128,12 +118,23 @@ export class PodSync {
     }
     if (now - this.allocatableAt >= this.o.metadataIntervalMs) {
       this.allocatableAt = now;
-      // for doctor and the unmatched count only: an old kubelet without it attributes just the same
-      this.allocatable = await this.o.client.allocatable().catch(() => undefined);
+      // before any pod lands on them: GPU devices the kubelet hands out that no GPU of this node answers to (an old
+      // kubelet without the call attributes just the same)
+      this.warnUnknownDevices(await this.o.client.allocatable().catch(() => []));
     }
     this.held = this.match();
     await this.refreshMeta(now);
     this.apply(now);
+  }
+
+  private warnUnknownDevices(devices: readonly ContainerDevices[]): void {
+    const ids = devices.filter((d) => isGpuResource(d.resource_name, this.o.resources)).flatMap((d) => d.device_ids.map((id) => ({ resource: d.resource_name, id, m: matchDevice(d.resource_name, id, this.gpus) })));
+    const bad = ids.filter((x) => x.m.uuid === undefined);
+    if (bad.length && this.gpus.size)
+      this.o.log.once(`k8s-alloc-${bad.map((x) => x.id).join()}`, 'warn', 'the kubelet offers GPU devices that match no GPU of this node: pods given them will not be attributed', {
+        devices: bad.slice(0, 5).map((x) => `${x.resource}=${x.id}: ${(x.m as { why: string }).why}`).join('; '),
+        of: ids.length,
+      });
   }
 
   /** Pod metadata when it is due, or when a pod holding GPUs is not known yet or has ended. */
@@ -233,7 +234,8 @@ export class PodSync {
     this.o.onChange?.();
   }
 
-  status(): PodSyncStatus {
-    return { lastOk: this.lastOk, lastError: this.lastError, metaError: this.metaError, podsWithGpus: this.held.length, unmatched: this.unmatched, allocatable: this.allocatable };
+  /** Device ids of the pods holding GPUs that match no GPU (for the l9gpu.kubernetes.unmatched count). */
+  get unmatchedCount(): number {
+    return this.unmatched.length;
   }
 }

@@ -87,15 +87,6 @@ export class RateLimit {
   }
 }
 
-export class PodResourcesError extends Error {
-  constructor(
-    message: string,
-    readonly code: grpc.status | undefined,
-  ) {
-    super(message);
-  }
-}
-
 export class PodResourcesClient {
   private client: Lister | undefined;
   private readonly limit = new RateLimit(100, 10);
@@ -124,7 +115,7 @@ export class PodResourcesClient {
     for (let wait = this.limit.take(); wait > 0; wait = this.limit.take()) await new Promise((r) => setTimeout(r, wait));
     if (!existsSync(this.socket)) {
       this.close();
-      throw new PodResourcesError(`${this.socket} does not exist (is the kubelet running, and is /var/lib/kubelet/pod-resources mounted into this container?)`, grpc.status.UNAVAILABLE);
+      throw new Error(`${this.socket} does not exist (is the kubelet running, and is /var/lib/kubelet/pod-resources mounted into this container?)`);
     }
     listerCtor ??= loadPackage().PodResourcesLister as unknown as typeof listerCtor;
     this.client ??= new listerCtor!(`unix:${this.socket}`, grpc.credentials.createInsecure(), {
@@ -139,7 +130,7 @@ export class PodResourcesClient {
         // a restarted kubelet is a new socket: dial it afresh next time
         this.close();
         const why = e.code === grpc.status.UNIMPLEMENTED ? `the kubelet does not serve ${method} (pod-resources v1 needs Kubernetes 1.20+, GetAllocatableResources 1.23+)` : e.details || e.message;
-        reject(new PodResourcesError(`pod-resources ${method} on ${this.socket}: ${why}`, e.code));
+        reject(new Error(`pod-resources ${method} on ${this.socket}: ${why}`));
       });
     });
   }
