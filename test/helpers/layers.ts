@@ -28,6 +28,8 @@ export function layerOf(path: string): Layer | undefined {
   const provider = /^src\/attribution\/([^/]+)\//.exec(p);
   if (provider) return { group: `attribution/${provider[1]}`, rank: 2 };
   if (/^src\/(cli|commands)\//.test(p)) return { group: 'cli', rank: 4 };
+  // the release builder sits beside the CLI: it packages the product and is no part of it
+  if (p.startsWith('src/release/')) return { group: 'release', rank: 4 };
   if (/^(bench|test)\//.test(p)) return { group: 'tools', rank: 5 };
   return undefined;
 }

@@ -7,6 +7,10 @@
 #     (~20 s and ~200 MB each the first time)
 #   - gcc (the fake libnvidia-ml.so.1), systemd-analyze, a user for jobs that are not root's
 #   - openssl (the certificate of the tests' API server and kubelet stand-ins)
+#   - rollout: two bookworm roots under /var/cache/l9gpu-test, a clean minbase one (the .deb's
+#     install test) and one with ansible-core, python3-apt and systemd (the role's run and
+#     systemd-analyze verify of the unit it installs); ansible-core and ansible-lint here
+#   The mmdebstrap runs go in parallel: they wait on the mirror, not on the CPU.
 # `npm test` runs this first: with everything present it says nothing and takes a few ms;
 # as root it installs what is missing; otherwise it fails with one line naming what is
 # missing and the command that installs it. VictoriaMetrics lands in .cache/ (git-ignored),
@@ -28,10 +32,16 @@ command -v slurmdbd >/dev/null || packages+=(slurmdbd)
 command -v mariadbd >/dev/null || packages+=(mariadb-server)
 command -v mmdebstrap >/dev/null || packages+=(mmdebstrap)
 command -v openssl >/dev/null || packages+=(openssl)
+command -v ansible-playbook >/dev/null || packages+=(ansible-core)
+command -v ansible-lint >/dev/null || packages+=(ansible-lint)
+command -v unshare >/dev/null || packages+=(util-linux)
 releases=()
 for release in trixie sid; do
   [ -x "$chroots/slurm-$release/usr/sbin/slurmctld" ] && [ -x "$chroots/slurm-$release/usr/sbin/slurmdbd" ] || releases+=("$release")
 done
+# the rollout tests' roots: name and the packages beyond minbase
+declare -A roots=([bookworm-minbase]="" [bookworm-ansible]="ansible-core,python3-apt,systemd,procps")
+for r in "${!roots[@]}"; do [ -x "$chroots/$r/usr/bin/apt-get" ] && [ -e "$chroots/$r/.complete" ] && unset "roots[$r]"; done
 other=()
 [ -x "$vm" ] || other+=("VictoriaMetrics 1.112")
 id l9gputest >/dev/null 2>&1 || other+=("user l9gputest")
@@ -40,6 +50,7 @@ id l9gputest >/dev/null 2>&1 || other+=("user l9gputest")
 
 missing=("${packages[@]}")
 for r in "${releases[@]}"; do missing+=("Slurm chroot $r"); done
+for r in "${!roots[@]}"; do missing+=("root $r"); done
 missing+=("${other[@]}")
 [ ${#missing[@]} -eq 0 ] && exit 0
 
@@ -66,16 +77,26 @@ if [ ! -s /etc/munge/munge.key ]; then
   chown munge:munge /etc/munge/munge.key; chmod 400 /etc/munge/munge.key
 fi
 
-# newer Slurm releases, each in its own chroot (the tests bind-mount /proc, /dev, /sys, /tmp and the project)
-for release in "${releases[@]}"; do
-  dir="$chroots/slurm-$release"
-  mkdir -p "$chroots"; rm -rf "$dir.tmp"
+# one root made by mmdebstrap: <folder name> <suite> <packages beyond minbase>, in the background
+pids=()
+make_root() {
+  local dir="$chroots/$1"
+  mkdir -p "$chroots"; rm -rf "$dir.tmp" "$dir"
   # the unstable mirror's Release file may be past its Valid-Until date
   mmdebstrap --quiet --variant=minbase --aptopt='Acquire::Check-Valid-Until "false"' \
-    --include=slurm-wlm,slurm-client,slurmdbd,munge "$release" "$dir.tmp" http://deb.debian.org/debian
+    ${3:+--include=$3} "$2" "$dir.tmp" http://deb.debian.org/debian
+  touch "$dir.tmp/.complete"
   mv "$dir.tmp" "$dir"
-  echo "Slurm in $dir: $(chroot "$dir" slurmctld -V)" >&2
+}
+# newer Slurm releases, each in its own chroot (the tests bind-mount /proc, /dev, /sys, /tmp and the project)
+for release in "${releases[@]}"; do
+  make_root "slurm-$release" "$release" slurm-wlm,slurm-client,slurmdbd,munge & pids+=($!)
 done
+for r in "${!roots[@]}"; do make_root "$r" bookworm "${roots[$r]}" & pids+=($!); done
+failed=0
+for p in "${pids[@]}"; do wait "$p" || failed=1; done
+[ "$failed" = 0 ] || { echo "l9gpu tests: a root could not be made (mmdebstrap failed above)" >&2; exit 1; }
+for release in "${releases[@]}"; do echo "Slurm in $chroots/slurm-$release: $(chroot "$chroots/slurm-$release" slurmctld -V)" >&2; done
 
 if [ ! -x "$vm" ]; then
   d="$cache/apt-trixie"
