@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { PrometheusSerializer } from '@opentelemetry/exporter-prometheus';
 import { ALL_SECTIONS, ATTRIBUTIONS, METRIC_EMITTERS, PLUGINS } from '../daemon/catalog.js';
-import { renderRoleArgumentSpecs, renderRoleDefaults, renderRoleKeys, withGeneratedBlock } from '../src/core/config/ansible.js';
+import { renderRoleArgumentSpecs, renderRoleDefaults, renderRoleKeys, withGeneratedBlock, withRoleVersion } from '../src/core/config/ansible.js';
+import { VERSION } from '../src/core/resource.js';
 import { renderConfigSection, renderExampleConfig, renderMetricsDoc, withConfigSection } from '../src/core/docs.js';
 import { METRICS, metric, prometheusName } from '../src/core/metrics/registry.js';
 import { toResourceMetrics } from '../src/sinks/resource-metrics.js';
@@ -67,7 +68,7 @@ test('docs/metrics.md and docs/l9gpu.example.ini are up to date (npm run docs)',
 
 test('the Ansible role has a variable for every key of the schema (npm run docs)', () => {
   const file = (f: string) => readFileSync(join(ROOT, 'ansible/roles/l9gpu', f), 'utf8');
-  assert.equal(file('defaults/main.yml'), withGeneratedBlock(file('defaults/main.yml'), renderRoleDefaults(ALL_SECTIONS), 'defaults'), 'defaults/main.yml is stale: run npm run docs');
+  assert.equal(file('defaults/main.yml'), withRoleVersion(withGeneratedBlock(file('defaults/main.yml'), renderRoleDefaults(ALL_SECTIONS), 'defaults'), VERSION), 'defaults/main.yml is stale: run npm run docs');
   assert.equal(file('meta/argument_specs.yml'), withGeneratedBlock(file('meta/argument_specs.yml'), renderRoleArgumentSpecs(ALL_SECTIONS), 'specs'), 'meta/argument_specs.yml is stale: run npm run docs');
   assert.equal(file('vars/main.yml'), withGeneratedBlock(file('vars/main.yml'), renderRoleKeys(ALL_SECTIONS), 'vars'), 'vars/main.yml is stale: run npm run docs');
   for (const s of ALL_SECTIONS) for (const k of s.keys) assert.match(file('defaults/main.yml'), new RegExp(`^l9gpu_${s.name}_${k.key}: null$`, 'm'));

@@ -81,3 +81,9 @@ export function withGeneratedBlock(file: string, block: string, what: string): s
   const afterBegin = file.indexOf('\n', begin) + 1;
   return file.slice(0, afterBegin) + block + file.slice(end);
 }
+
+/** defaults/main.yml with l9gpu_version set to the package's version (the .deb the role installs by default). */
+export function withRoleVersion(defaults: string, version: string): string {
+  if (!/^l9gpu_version: .*$/m.test(defaults)) throw new Error('defaults/main.yml: no l9gpu_version line');
+  return defaults.replace(/^l9gpu_version: .*$/m, `l9gpu_version: "${version}"`);
+}
