@@ -107,7 +107,7 @@ License: Apache-2.0
 `;
 
 /** Lays out the package root around an assembled release tree and builds the .deb; returns its path. */
-export function buildDeb(tree: string, work: string, outDir: string, info: BuildInfo, compression: 'xz' | 'gzip' = 'xz'): string {
+export function buildDeb(tree: string, work: string, outDir: string, info: BuildInfo): string {
   const root = join(work, 'deb');
   rmSync(root, { recursive: true, force: true });
   mkdirSync(join(root, 'DEBIAN'), { recursive: true });
@@ -126,8 +126,8 @@ export function buildDeb(tree: string, work: string, outDir: string, info: Build
   writeFileSync(join(root, 'DEBIAN/control'), control(info, treeKiB(root)));
   const out = join(outDir, `${info.name}_${info.version}_${debArch(info)}.deb`);
   mkdirSync(outDir, { recursive: true });
-  // xz: what Debian's own archive uses, and every dpkg since 1.15 reads it (gzip: a quicker build, for tests)
-  execFileSync('dpkg-deb', ['--root-owner-group', `-Z${compression}`, '--build', root, out], { stdio: ['ignore', 'ignore', 'pipe'] });
+  // xz: what Debian's own archive uses, and every dpkg since 1.15 reads it
+  execFileSync('dpkg-deb', ['--root-owner-group', '-Zxz', '--build', root, out], { stdio: ['ignore', 'ignore', 'pipe'] });
   rmSync(root, { recursive: true, force: true });
   return out;
 }

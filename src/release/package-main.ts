@@ -2,7 +2,7 @@
  * `npm run package`: the offline artifacts of this machine's platform from the
  * built checkout, into dist/package/ (or --out DIR): a .deb and a .tar.gz, each
  * with the native modules built here. Build on the OS and Node major the nodes run.
- * Flags: --out DIR, --compression xz|gzip (the .deb's; xz by default).
+ * Flag: --out DIR.
  */
 import { rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -18,14 +18,12 @@ function main(argv: string[]): void {
     return at >= 0 ? argv[at + 1] : undefined;
   };
   const outDir = resolve(flag('--out') ?? join(root, 'dist/package'));
-  const compression = flag('--compression') ?? 'xz';
-  if (compression !== 'xz' && compression !== 'gzip') throw new Error(`--compression ${compression}: xz or gzip`);
   const work = join(outDir, '.work');
   const info = readBuildInfo(root);
   const tree = join(work, 'tree');
   assembleTree(root, tree, info);
   writeFileSync(join(tree, 'bin/check-node'), nodeCheckScript(info), { mode: 0o755 });
-  const made = [buildDeb(tree, work, outDir, info, compression), buildTarball(tree, work, outDir, info)];
+  const made = [buildDeb(tree, work, outDir, info), buildTarball(tree, work, outDir, info)];
   rmSync(work, { recursive: true, force: true });
   for (const f of made) process.stdout.write(`${f}  ${(statSync(f).size / 2 ** 20).toFixed(1)} MiB\n`);
   process.stdout.write(`l9gpu ${info.version} (${info.commit}) for ${info.platform}, Node.js ABI ${info.nodeAbi} (${info.nodeVersion}, at least ${info.nodeMin})\n`);
