@@ -3,12 +3,15 @@
  * Grafana needs of a JSON model, every query's metric names against the
  * registry, each panel's unit against the unit of the metric it shows, and
  * every panel and variable query run, with the variables set to real values,
- * against a real Prometheus 2.42 scraping real daemons: one on a GPU node
- * whose fake NVML GPUs a real Slurm 22.05 job holds (bound by the project's
+ * on both paths the dashboards are for: a real Prometheus 2.42 scraping the
+ * daemons' pull endpoints, and a real VictoriaMetrics the same daemons push
+ * to over OTLP with Prometheus naming. The daemons: one on a GPU node whose
+ * fake NVML GPUs a real Slurm 22.05 job holds (bound by the project's
  * prolog, the way the Slurm suite binds them), scraping recorded pages of
- * the five inference engines and tailing recorded NCCL Inspector logs; and
- * one of simulated GPUs on a second node. Each query must return a finite
- * number: a panel that stays empty is a broken panel.
+ * the five inference engines and tailing recorded NCCL Inspector logs; one
+ * of simulated GPUs on a second node. Each query must return a finite
+ * number (a panel that stays empty is a broken panel), and the key panels
+ * the value worked out from the setup.
  */
 import assert from 'node:assert/strict';
 import { appendFileSync, cpSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -22,10 +25,10 @@ import { DaemonProcess } from './helpers/daemon.js';
 import { FakeNvml, h100 } from './helpers/fake-nvml.js';
 import { freePort } from './helpers/net.js';
 import { ROOT, tempDir } from './helpers/paths.js';
-import { Prometheus } from './helpers/prometheus.js';
+import { PromApi, Prometheus } from './helpers/prometheus.js';
 import { metricNamesIn, promqlSkeleton, unknownMetricNames } from './helpers/promql-names.js';
 import { SlurmCluster, TEST_USER } from './helpers/slurm.js';
-import type { PromSample } from './helpers/victoriametrics.js';
+import { VictoriaMetrics, type PromSample } from './helpers/victoriametrics.js';
 import { waitFor } from './helpers/wait.js';
 
 const DIR = join(ROOT, 'dashboards', 'grafana');
@@ -330,7 +333,59 @@ const EXPECTED: [string, string, string, number][] = [
 
 const finite = (r: PromSample[]): boolean => r.some((s) => [...(s.values ?? []), ...(s.value ? [s.value] : [])].some(([, v]) => Number.isFinite(Number(v))));
 
-describe('against a real Prometheus scraping real daemons, a real Slurm 22.05 job holding GPUs', () => {
+interface Setting {
+  /** Each variable's value here (ALL: its allValue), and per dashboard uid where it differs. */
+  values: Map<string, string>;
+  perDashboard: Record<string, Record<string, string>>;
+  /** The data's time range (Unix seconds): the dashboards' range. */
+  start: number;
+  end: number;
+}
+
+/**
+ * Runs every dashboard's variable and panel queries on a backend as Grafana
+ * would (variables in order, each fed the values before it; range panels as
+ * range queries); says what failed.
+ */
+async function runDashboards(api: PromApi, set: Setting): Promise<{ failures: string[]; ran: number }> {
+  const range = { seconds: set.end - set.start };
+  const failures: string[] = [];
+  let ran = 0;
+  let expected = 0;
+  for (const { file, d } of load()) {
+    const inQuery = new Map<string, string>();
+    for (const v of d.templating.list.filter((x) => x.type === 'query')) {
+      const value = set.perDashboard[d.uid]?.[v.name] ?? set.values.get(v.name);
+      const m = /^label_values\((.*),\s*(\w+)\)$/s.exec(substitute(v.query!, inQuery, range));
+      if (value === undefined || !m) {
+        failures.push(`${file}: variable ${v.name}: ${value === undefined ? 'no value for it in this test' : `not label_values(selector, label): ${v.query}`}`);
+        continue;
+      }
+      const found = await api.labelValues(m[2]!, m[1]!, set.start, set.end).catch((e: Error) => [`error: ${e.message}`]);
+      ran++;
+      if (value === ALL ? found.length === 0 : !found.includes(value)) failures.push(`${file}: variable ${v.name}: ${m[0]} found ${JSON.stringify(found)}, not ${value}`);
+      inQuery.set(v.name, value === ALL ? v.allValue! : formatted(v, value));
+    }
+    for (const { panel, target } of queriesOf([{ file, d }])) {
+      const expr = substitute(target.expr, inQuery, range);
+      const where = `${file}: "${panel.title}" ${target.refId}`;
+      const r = await (target.instant ? api.query(expr, set.end) : api.queryRange(expr, set.start, set.end, STEP_S)).catch((e: Error) => e);
+      ran++;
+      if (r instanceof Error) failures.push(`${where}: ${r.message}`);
+      else if (!finite(r)) failures.push(`${where}: ${r.length ? 'no finite value' : 'no data'}: ${expr}`);
+      const want = EXPECTED.find(([uid, title, refId]) => uid === d.uid && title === panel.title && refId === target.refId)?.[3];
+      if (want === undefined) continue;
+      expected++;
+      const now = await api.query(expr, set.end);
+      const got = now.length === 1 ? Number(now[0]!.value![1]) : NaN;
+      if (!(Math.abs(got - want) <= 1e-9 * Math.max(1, Math.abs(want)))) failures.push(`${where} shows ${now.length === 1 ? got : JSON.stringify(now)}, the setup says ${want}: ${expr}`);
+    }
+  }
+  if (expected !== EXPECTED.length) failures.push(`${expected} of the ${EXPECTED.length} expected values found their panel (titles must be unique where a value is expected)`);
+  return { failures, ran };
+}
+
+describe('on real backends fed by real daemons, a real Slurm 22.05 job holding GPUs', () => {
   const dir = tempDir('l9gpu-dashboards-');
   const configFile = join(dir, 'gpunode.ini');
   const ncclDir = join(dir, 'nccl');
@@ -341,10 +396,11 @@ describe('against a real Prometheus scraping real daemons, a real Slurm 22.05 jo
   });
   const servers: http.Server[] = [];
   const daemons: DaemonProcess[] = [];
+  const vm = new VictoriaMetrics();
   let cluster: SlurmCluster;
   let prom: Prometheus;
   let jobId = '';
-  let started = 0;
+  let set: Setting;
 
   before(async () => {
     const engines: string[] = [];
@@ -353,11 +409,14 @@ describe('against a real Prometheus scraping real daemons, a real Slurm 22.05 jo
       servers.push(s);
       engines.push(`[${engine}]\nendpoints = http://127.0.0.1:${(s.address() as AddressInfo).port}/metrics\n`);
     }
+    await vm.start({ prometheusNaming: true });
     const [gpuPort, simPort] = [await freePort(), await freePort()];
+    // both nodes serve the pull endpoint and push over OTLP, at the same interval as the scrapes
+    const sinks = (port: number) => `[prometheus]\nhost = 127.0.0.1\nport = ${port}\n[otlp]\nendpoint = ${vm.otlpEndpoint}\nexport_interval = ${SCRAPE_S * 1000}ms\n`;
     // host_name: the name in the NCCL fixtures' file names (a log is read on the host that wrote it)
     writeFileSync(configFile, `[daemon]
 plugins = nvml, host, nccl, ${Object.keys(ENGINE_PAGES).join(', ')}
-sinks = prometheus
+sinks = prometheus, otlp
 interval = ${SCRAPE_S * 1000}ms
 cluster = ci
 host_name = node01
@@ -372,18 +431,15 @@ discover = false
 ${engines.join('')}[jobs]
 gpu_hour_price = 2.5
 kwh_price = 0.3
-[prometheus]
-host = 127.0.0.1
-port = ${gpuPort}
-`);
+${sinks(gpuPort)}`);
     const simConfig = join(dir, 'simnode.ini');
-    writeFileSync(simConfig, `[daemon]\nplugins = sim, host\nsinks = prometheus\ninterval = ${SCRAPE_S * 1000}ms\ncluster = ci\nhost_name = simnode\nattribution = none\nstate_dir = ${join(dir, 'sim-state')}\n[sim]\ngpus = 2\n[prometheus]\nhost = 127.0.0.1\nport = ${simPort}\n`);
+    writeFileSync(simConfig, `[daemon]\nplugins = sim, host\nsinks = prometheus, otlp\ninterval = ${SCRAPE_S * 1000}ms\ncluster = ci\nhost_name = simnode\nattribution = none\nstate_dir = ${join(dir, 'sim-state')}\n[sim]\ngpus = 2\n${sinks(simPort)}`);
     // accounting is not needed (no sacct here): without slurmdbd the cluster starts in seconds and takes any account
     cluster = new SlurmCluster({ gpus: 4, hookConfig: configFile, withDbd: false });
     writeFileSync(configFile, readFileSync(configFile, 'utf8').replace('[slurm]\n', `[slurm]\nslurm_conf = ${cluster.conf}\n`));
     await cluster.start();
     daemons.push(new DaemonProcess(['--config', configFile], { ...fake.env(), ...cluster.clientEnv() }), new DaemonProcess(['--config', simConfig]));
-    started = Math.floor(Date.now() / 1000);
+    const start = Math.floor(Date.now() / 1000);
     prom = await new Prometheus().start([`127.0.0.1:${gpuPort}`, `127.0.0.1:${simPort}`], `${SCRAPE_S * 1000}ms`);
     // the prolog turns GRES indices into UUIDs through the inventory the daemon writes from its GPU points
     await waitFor('the GPU node\'s inventory in Prometheus', async () => (await prom.query('count(gpu_memory_total_bytes{host_name="node01"})'))[0]?.value?.[1] === '4' || undefined, 30_000);
@@ -397,69 +453,47 @@ port = ${gpuPort}
     cpSync(NCCL_PROM, join(ncclDir, 'nccl-inspector-prom'), { recursive: true, filter: (f) => !f.endsWith('.jsonl') });
     const rank = readdirSync(NCCL_LOGS).filter((f) => f.endsWith('.log')).map((f) => ({ f, lines: readFileSync(join(NCCL_LOGS, f), 'utf8').trimEnd().split('\n') }));
     for (const { f, lines } of rank) writeFileSync(join(logs, f), lines.slice(0, lines.length / 2).join('\n') + '\n');
-    const ops = async () => Number((await prom.query(`sum(nccl_operations_total{slurm_job_id="${jobId}"})`))[0]?.value?.[1] ?? 0);
-    await waitFor('the first half of the ranks\' operations in Prometheus', async () => (await ops()) === 48 || undefined, 30_000);
+    const ops = async (api: PromApi) => Number((await api.query(`sum(nccl_operations_total{slurm_job_id="${jobId}"})`))[0]?.value?.[1] ?? 0);
+    await waitFor('the first half of the ranks\' operations in Prometheus', async () => (await ops(prom.api)) === 48 || undefined, 30_000);
     for (const { f, lines } of rank) appendFileSync(join(logs, f), lines.slice(lines.length / 2).join('\n') + '\n');
-    await waitFor('all the ranks\' operations in Prometheus', async () => (await ops()) === 96 || undefined, 30_000);
+    await waitFor('all the ranks\' operations in Prometheus', async () => (await ops(prom.api)) === 96 || undefined, 30_000);
+    await waitFor('all the ranks\' operations in VictoriaMetrics', async () => {
+      await vm.flush();
+      return (await ops(new PromApi(vm.url))) === 96 || undefined;
+    }, 30_000);
+
+    const held = await prom.query(`gpu_job_share_ratio{slurm_job_id="${jobId}"}`);
+    // the cases the fleet panels count: an idle GPU held by the job, and an idle one no job holds
+    assert.deepEqual(held.map((s) => UTIL[Number(s.metric.gpu_index)]).sort((a, b) => a! - b!), [UTIL[1], UTIL[0]], `the job holds GRES 0 and 1: ${JSON.stringify(held.map((s) => s.metric))}`);
+    // the idle one, with its Xid: every panel of the GPU dashboard has data
+    const gpu = held.find((s) => UTIL[Number(s.metric.gpu_index)] === 0)!.metric.gpu_uuid!;
+    set = {
+      values: new Map([['cluster', 'ci'], ['host', 'node01'], ['gpu', gpu], ['slurm_job_id', jobId], ['user', TEST_USER], ['account', 'proj-a']]),
+      // the fleet as it opens, every node: the simulated one too
+      perDashboard: { 'l9gpu-fleet': { host: ALL } },
+      start,
+      end: Math.ceil(Date.now() / 1000),
+    };
   });
 
   after(async () => {
     await prom?.stop();
     const codes = await Promise.all(daemons.map((d) => d.stop()));
     await cluster?.stop();
+    await vm.stop();
     for (const s of servers) s.close();
     codes.forEach((c, i) => assert.equal(c, 0, daemons[i]!.stderr));
   });
 
-  test('every variable query finds the setup\'s value, and every panel query returns a finite number with the variables set to it', async (t) => {
-    const held = await prom.query(`gpu_job_share_ratio{slurm_job_id="${jobId}"}`);
-    // the cases the fleet panels count: an idle GPU held by the job, and an idle one no job holds
-    assert.deepEqual(held.map((s) => UTIL[Number(s.metric.gpu_index)]).sort((a, b) => a! - b!), [UTIL[1], UTIL[0]], `the job holds GRES 0 and 1: ${JSON.stringify(held.map((s) => s.metric))}`);
-    // the idle one, with its Xid: every panel of the GPU dashboard has data
-    const gpu = held.find((s) => UTIL[Number(s.metric.gpu_index)] === 0)!.metric.gpu_uuid!;
-    const values = new Map([['cluster', 'ci'], ['host', 'node01'], ['gpu', gpu], ['slurm_job_id', jobId], ['user', TEST_USER], ['account', 'proj-a']]);
-    // the fleet as it opens, every node: the simulated one too
-    const perDashboard: Record<string, Record<string, string>> = { 'l9gpu-fleet': { host: ALL } };
-    const end = Math.ceil(Date.now() / 1000);
-    const range = { seconds: end - started };
-    const failures: string[] = [];
-    let ran = 0;
-    let expected = 0;
-    for (const { file, d } of load()) {
-      // the values as Grafana puts them in queries; each variable's own query must find its value
-      const inQuery = new Map<string, string>();
-      for (const v of d.templating.list.filter((x) => x.type === 'query')) {
-        const value = perDashboard[d.uid]?.[v.name] ?? values.get(v.name);
-        if (value === undefined) {
-          failures.push(`${file}: no value for variable ${v.name} in this test`);
-          continue;
-        }
-        const m = /^label_values\((.*),\s*(\w+)\)$/s.exec(substitute(v.query!, inQuery, range));
-        if (!m) {
-          failures.push(`${file}: variable ${v.name}: not label_values(selector, label): ${v.query}`);
-          continue;
-        }
-        const found = await prom.labelValues(m[2]!, m[1]!, started, end).catch((e: Error) => [`error: ${e.message}`]);
-        ran++;
-        if (value === ALL ? found.length === 0 : !found.includes(value)) failures.push(`${file}: variable ${v.name}: ${m[0]} found ${JSON.stringify(found)}, not ${value}`);
-        inQuery.set(v.name, value === ALL ? v.allValue! : formatted(v, value));
-      }
-      for (const { panel, target } of queriesOf([{ file, d }])) {
-        const expr = substitute(target.expr, inQuery, range);
-        const r = await (target.instant ? prom.query(expr, end) : prom.queryRange(expr, started, end, STEP_S)).catch((e: Error) => e);
-        ran++;
-        if (r instanceof Error) failures.push(`${file}: "${panel.title}" ${target.refId}: ${r.message}`);
-        else if (!finite(r)) failures.push(`${file}: "${panel.title}" ${target.refId}: ${r.length ? 'no finite value' : 'no data'}: ${expr}`);
-        const want = EXPECTED.find(([uid, title, refId]) => uid === d.uid && title === panel.title && refId === target.refId)?.[3];
-        if (want === undefined) continue;
-        expected++;
-        const now = await prom.query(expr, end);
-        const got = now.length === 1 ? Number(now[0]!.value![1]) : NaN;
-        if (!(Math.abs(got - want) <= 1e-9 * Math.max(1, Math.abs(want)))) failures.push(`${file}: "${panel.title}" ${target.refId} shows ${now.length === 1 ? got : JSON.stringify(now)}, the setup says ${want}: ${expr}`);
-      }
-    }
-    t.diagnostic(`${ran} queries over ${range.seconds} s of data`);
-    assert.deepEqual(failures, []);
-    assert.equal(expected, EXPECTED.length, 'every expected value found its panel (titles are unique where one is expected)');
+  test('Prometheus 2.42 scraping the pull endpoints: every variable query finds the setup\'s value, every panel query returns a finite number, the key panels the values of the setup', async (t) => {
+    const r = await runDashboards(prom.api, set);
+    t.diagnostic(`${r.ran} queries over ${set.end - set.start} s of data`);
+    assert.deepEqual(r.failures, []);
+  });
+
+  test('VictoriaMetrics fed over OTLP with Prometheus naming: the same', async (t) => {
+    const r = await runDashboards(new PromApi(vm.url), set);
+    t.diagnostic(`${r.ran} queries over ${set.end - set.start} s of data`);
+    assert.deepEqual(r.failures, []);
   });
 });

@@ -11,6 +11,40 @@ import { waitFor } from './wait.js';
 export const PROMETHEUS_BIN = process.env.L9GPU_TEST_PROMETHEUS_BIN ?? '/usr/bin/prometheus';
 export const PROMTOOL_BIN = process.env.L9GPU_TEST_PROMTOOL_BIN ?? '/usr/bin/promtool';
 
+/**
+ * The Prometheus HTTP query API, which Prometheus, VictoriaMetrics and Mimir
+ * share: where Grafana's Prometheus data source sends a dashboard's queries.
+ */
+export class PromApi {
+  constructor(readonly url: string) {}
+
+  private async get<T>(path: string, params: URLSearchParams, what: string): Promise<T> {
+    const r = await fetch(`${this.url}${path}?${params}`);
+    const j = (await r.json()) as { status: string; data: T; error?: string };
+    if (j.status !== 'success') throw new Error(`${what}: ${j.error}`);
+    return j.data;
+  }
+
+  /** An instant query (at `time`, Unix seconds, or now). */
+  async query(promql: string, time?: number): Promise<PromSample[]> {
+    const p = new URLSearchParams({ query: promql });
+    if (time !== undefined) p.set('time', String(time));
+    return (await this.get<{ result: PromSample[] }>('/api/v1/query', p, `query ${promql}`)).result;
+  }
+
+  /** A range query, as a time series panel runs it (Unix seconds; step in seconds). */
+  async queryRange(promql: string, start: number, end: number, step: number): Promise<PromSample[]> {
+    const p = new URLSearchParams({ query: promql, start: String(start), end: String(end), step: String(step) });
+    return (await this.get<{ result: PromSample[] }>('/api/v1/query_range', p, `query_range ${promql}`)).result;
+  }
+
+  /** The values of a label on the series a selector matches between start and end: Grafana's label_values(selector, label). */
+  async labelValues(label: string, match: string, start: number, end: number): Promise<string[]> {
+    const p = new URLSearchParams({ 'match[]': match, start: String(start), end: String(end) });
+    return this.get<string[]>(`/api/v1/label/${encodeURIComponent(label)}/values`, p, `label_values(${match}, ${label})`);
+  }
+}
+
 export class Prometheus {
   private proc: ChildProcess | undefined;
   private dir = '';
@@ -36,30 +70,13 @@ export class Prometheus {
     return `http://127.0.0.1:${this.port}`;
   }
 
-  private async api<T>(path: string, params: URLSearchParams, what: string): Promise<T> {
-    const r = await fetch(`${this.url}${path}?${params}`);
-    const j = (await r.json()) as { status: string; data: T; error?: string };
-    if (j.status !== 'success') throw new Error(`${what}: ${j.error}`);
-    return j.data;
+  /** The query API of this (started) Prometheus. */
+  get api(): PromApi {
+    return new PromApi(this.url);
   }
 
-  /** An instant query (at `time`, Unix seconds, or now). */
-  async query(promql: string, time?: number): Promise<PromSample[]> {
-    const p = new URLSearchParams({ query: promql });
-    if (time !== undefined) p.set('time', String(time));
-    return (await this.api<{ result: PromSample[] }>('/api/v1/query', p, `query ${promql}`)).result;
-  }
-
-  /** A range query, as a dashboard's time series panel runs it (Unix seconds; step in seconds). */
-  async queryRange(promql: string, start: number, end: number, step: number): Promise<PromSample[]> {
-    const p = new URLSearchParams({ query: promql, start: String(start), end: String(end), step: String(step) });
-    return (await this.api<{ result: PromSample[] }>('/api/v1/query_range', p, `query_range ${promql}`)).result;
-  }
-
-  /** The values of a label on the series a selector matches between start and end: Grafana's label_values(selector, label). */
-  async labelValues(label: string, match: string, start: number, end: number): Promise<string[]> {
-    const p = new URLSearchParams({ 'match[]': match, start: String(start), end: String(end) });
-    return this.api<string[]>(`/api/v1/label/${encodeURIComponent(label)}/values`, p, `label_values(${match}, ${label})`);
+  query(promql: string, time?: number): Promise<PromSample[]> {
+    return this.api.query(promql, time);
   }
 
   async stop(): Promise<void> {
