@@ -1,6 +1,7 @@
 /** A real Prometheus 2.42 scrapes the daemon's pull endpoint and answers PromQL. */
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { DaemonProcess } from './helpers/daemon.js';
@@ -16,7 +17,7 @@ let port: number;
 before(async () => {
   port = await freePort();
   const f = join(tempDir(), 'prom.ini');
-  writeFileSync(f, `[daemon]\nplugins = sim, host\nsinks = prometheus\ninterval = 500ms\ncluster = ci\n[sim]\ngpus = 3\n[prometheus]\nhost = 127.0.0.1\nport = ${port}\nresource_labels = cluster.name\n`);
+  writeFileSync(f, `[daemon]\nplugins = sim, host\nsinks = prometheus\ninterval = 500ms\ncluster = ci\n[sim]\ngpus = 3\n[prometheus]\nhost = 127.0.0.1\nport = ${port}\n`);
   daemon = new DaemonProcess(['--config', f]);
   await daemon.waitStderr(/prometheus endpoint listening/);
   prom = await new Prometheus().start(`127.0.0.1:${port}`);
@@ -34,7 +35,9 @@ test('Prometheus scrapes every sim GPU and answers PromQL with the labels and re
   }, 30_000);
   for (const s of util) {
     assert.match(s.metric.gpu_uuid!, /^GPU-/);
-    assert.equal(s.metric.cluster_name, 'ci', 'resource_labels puts cluster.name on every series');
+    // the default resource_labels: the labels an OTLP backend gives every series, so one dashboard serves both paths
+    assert.equal(s.metric.cluster_name, 'ci', 'cluster.name on every series');
+    assert.equal(s.metric.host_name, hostname(), 'host.name on every series');
     assert.equal(s.metric.job, 'l9gpu');
     assert.equal(s.metric.otel_scope_name, undefined, 'no scope labels on every series');
     const v = Number(s.value![1]);

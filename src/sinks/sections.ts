@@ -50,7 +50,7 @@ export const PROMETHEUS_SECTION: SectionSpec = {
     { key: 'host', type: 'string', default: '0.0.0.0', description: 'Address to listen on (127.0.0.1 to keep it local).' },
     { key: 'port', type: 'int', default: 9464, min: 0, max: 65535, description: 'TCP port (0 picks a free one, logged at start).' },
     { key: 'path', type: 'string', default: '/metrics', description: 'URL path of the metrics page.' },
-    { key: 'resource_labels', type: 'list', default: [], example: 'cluster.name', description: 'Resource attributes added as labels to every series (target_info always carries all of them).' },
+    { key: 'resource_labels', type: 'list', default: ['cluster.name', 'host.name'], description: 'Resource attributes added as labels to every series (target_info always carries all of them). The default puts cluster_name and host_name on every series, as an OTLP backend puts every resource attribute, so that one dashboard (dashboards/) selects a node the same way on both paths; empty: target_info alone.' },
   ],
 };
 

@@ -11,17 +11,53 @@ import { waitFor } from './wait.js';
 export const PROMETHEUS_BIN = process.env.L9GPU_TEST_PROMETHEUS_BIN ?? '/usr/bin/prometheus';
 export const PROMTOOL_BIN = process.env.L9GPU_TEST_PROMTOOL_BIN ?? '/usr/bin/promtool';
 
+/**
+ * The Prometheus HTTP query API, which Prometheus, VictoriaMetrics and Mimir
+ * share: where Grafana's Prometheus data source sends a dashboard's queries.
+ */
+export class PromApi {
+  constructor(readonly url: string) {}
+
+  private async get<T>(path: string, params: URLSearchParams, what: string): Promise<T> {
+    const r = await fetch(`${this.url}${path}?${params}`);
+    const j = (await r.json()) as { status: string; data: T; error?: string };
+    if (j.status !== 'success') throw new Error(`${what}: ${j.error}`);
+    return j.data;
+  }
+
+  /** An instant query (at `time`, Unix seconds, or now). */
+  async query(promql: string, time?: number): Promise<PromSample[]> {
+    const p = new URLSearchParams({ query: promql });
+    if (time !== undefined) p.set('time', String(time));
+    return (await this.get<{ result: PromSample[] }>('/api/v1/query', p, `query ${promql}`)).result;
+  }
+
+  /** A range query, as a time series panel runs it (Unix seconds; step in seconds). */
+  async queryRange(promql: string, start: number, end: number, step: number): Promise<PromSample[]> {
+    const p = new URLSearchParams({ query: promql, start: String(start), end: String(end), step: String(step) });
+    return (await this.get<{ result: PromSample[] }>('/api/v1/query_range', p, `query_range ${promql}`)).result;
+  }
+
+  /** The values of a label on the series a selector matches between start and end: Grafana's label_values(selector, label). */
+  async labelValues(label: string, match: string, start: number, end: number): Promise<string[]> {
+    const p = new URLSearchParams({ 'match[]': match, start: String(start), end: String(end) });
+    return this.get<string[]>(`/api/v1/label/${encodeURIComponent(label)}/values`, p, `label_values(${match}, ${label})`);
+  }
+}
+
 export class Prometheus {
   private proc: ChildProcess | undefined;
   private dir = '';
   port = 0;
   log = '';
 
-  async start(target: string, scrapeInterval = '1s'): Promise<this> {
+  /** Scrapes the targets (host:port of pull endpoints) as one job, l9gpu. */
+  async start(targets: string | string[], scrapeInterval = '1s'): Promise<this> {
     this.port = await freePort();
     this.dir = tempDir('l9gpu-prom-');
     const cfg = join(this.dir, 'prometheus.yml');
-    writeFileSync(cfg, `global:\n  scrape_interval: ${scrapeInterval}\n  scrape_timeout: ${scrapeInterval}\nscrape_configs:\n  - job_name: l9gpu\n    static_configs:\n      - targets: ['${target}']\n`);
+    const list = (Array.isArray(targets) ? targets : [targets]).map((t) => `'${t}'`).join(', ');
+    writeFileSync(cfg, `global:\n  scrape_interval: ${scrapeInterval}\n  scrape_timeout: ${scrapeInterval}\nscrape_configs:\n  - job_name: l9gpu\n    static_configs:\n      - targets: [${list}]\n`);
     this.proc = spawn(PROMETHEUS_BIN, [`--config.file=${cfg}`, `--storage.tsdb.path=${join(this.dir, 'data')}`, `--web.listen-address=127.0.0.1:${this.port}`, '--log.level=warn'], { stdio: ['ignore', 'pipe', 'pipe'] });
     this.proc.on('error', (e) => (this.log += `spawn failed: ${e.message}\n`));
     this.proc.stdout!.on('data', (d: Buffer) => (this.log += d.toString()));
@@ -34,11 +70,13 @@ export class Prometheus {
     return `http://127.0.0.1:${this.port}`;
   }
 
-  async query(promql: string): Promise<PromSample[]> {
-    const r = await fetch(`${this.url}/api/v1/query?${new URLSearchParams({ query: promql })}`);
-    const j = (await r.json()) as { status: string; data: { result: PromSample[] }; error?: string };
-    if (j.status !== 'success') throw new Error(`query ${promql}: ${j.error}`);
-    return j.data.result;
+  /** The query API of this (started) Prometheus. */
+  get api(): PromApi {
+    return new PromApi(this.url);
+  }
+
+  query(promql: string, time?: number): Promise<PromSample[]> {
+    return this.api.query(promql, time);
   }
 
   async stop(): Promise<void> {

@@ -26,13 +26,13 @@ const KEYWORDS = new Set([
 ]);
 
 /**
- * The metric names an expression selects. Strings, label matchers and grouping
- * lists are removed first; what is left that is not a function call, keyword,
- * duration or number is a metric name (PromQL's own grammar for identifiers).
- * Grafana's template variables ($__rate_interval, $job, ${gpu}) are replaced by
- * harmless values before parsing.
+ * An expression with what names no metric taken out: template variables
+ * replaced by harmless values, strings emptied, label matchers, grouping
+ * lists and range selectors removed. Grafana's variable queries
+ * label_values(selector, label) and label_values(label) keep only the
+ * selector: their last argument is a label, not a metric.
  */
-export function metricNamesIn(expr: string): string[] {
+export function promqlSkeleton(expr: string): string {
   let s = expr
     .replace(/\$\{?__\w+\}?/g, '5m')
     .replace(/\$\{\w+(:\w+)?\}|\$\w+/g, 'x')
@@ -41,6 +41,18 @@ export function metricNamesIn(expr: string): string[] {
   s = s.replace(/\{[^}]*\}/g, ' ').replace(/\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)/g, ' ');
   // range and subquery selectors [5m], [1h:1m]
   s = s.replace(/\[[^\]]*\]/g, ' ');
+  return s.replace(/^\s*label_values\s*\(([^]*?),\s*[A-Za-z_]\w*\s*\)\s*$/, '($1)').replace(/^\s*label_values\s*\(\s*[A-Za-z_]\w*\s*\)\s*$/, '');
+}
+
+/**
+ * The metric names an expression selects. Strings, label matchers and grouping
+ * lists are removed first; what is left that is not a function call, keyword,
+ * duration or number is a metric name (PromQL's own grammar for identifiers).
+ * Grafana's template variables ($__rate_interval, $job, ${gpu}) are replaced by
+ * harmless values before parsing.
+ */
+export function metricNamesIn(expr: string): string[] {
+  const s = promqlSkeleton(expr);
   const names = new Set<string>();
   const re = /[A-Za-z_:][A-Za-z0-9_:]*/g;
   for (let m = re.exec(s); m; m = re.exec(s)) {
