@@ -71,6 +71,7 @@ export const slurmAttribution: AttributionManifest = {
       commandTimeoutMs: cfg.num('slurm', 'command_timeout')! * 1000,
       source: cfg.str('slurm', 'reconcile_source') as ReconcileSource,
       recheckMs: cfg.num('slurm', 'job_recheck')! * 1000,
+      graceMs: cfg.num('slurm', 'reconcile_grace')! * 1000,
       log: slog,
     });
     const transform = new SlurmAttribution(store, slog, () => reconciler.lastOk || undefined);

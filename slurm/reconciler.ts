@@ -30,8 +30,6 @@ import { isNoSteps, isUnknownKeyword, parseListJobs, parseListPids } from './loc
 import { gresIndicesToGpus, storeInventory } from './resolve.js';
 
 import { SLURM_DIRS } from './tools.js';
-/** A binding younger than this is never closed by polling: squeue may lag a prolog that just ran. */
-const GRACE_MS = 30_000;
 /** At most this many jobs in one sacct call, and this many scontrol calls per reconcile. */
 const SACCT_BATCH = 100;
 const SCONTROL_PER_TICK = 10;
@@ -51,6 +49,8 @@ export interface ReconcilerOptions {
   source?: ReconcileSource;
   /** How long a job run Slurm confirmed running here is not asked about again (local source). */
   recheckMs?: number;
+  /** A binding younger than this is never closed by polling: Slurm's answers may lag a prolog that just ran. */
+  graceMs?: number;
   log: Logger;
 }
 
@@ -76,7 +76,11 @@ export class Reconciler {
   /** listjobs is 24.05+: after "invalid keyword", listpids. */
   private listjobs = true;
 
-  constructor(private readonly o: ReconcilerOptions) {}
+  private readonly graceMs: number;
+
+  constructor(private readonly o: ReconcilerOptions) {
+    this.graceMs = o.graceMs ?? 30_000;
+  }
 
   private run(name: string, args: string[]): Promise<string> {
     // without SLURM_CONF client commands try a DNS "configless" lookup
@@ -311,7 +315,7 @@ export class Reconciler {
     // back on this node) is news
     add([...listed.ids].filter((id) => !openIds.has(id) && !(last(id) && !last(id)!.here && last(id)!.listed && now - last(id)!.at < recheck)));
     // no step shows it any more: ended, or completing, or a step-less allocation (asked at most once a grace period)
-    const absent = open.filter((r) => !listed.ids.has(r.jobId) && r.start < now - GRACE_MS && !(last(r.jobId) && now - last(r.jobId)!.at < GRACE_MS));
+    const absent = open.filter((r) => !listed.ids.has(r.jobId) && r.start < now - this.graceMs && !(last(r.jobId) && now - last(r.jobId)!.at < this.graceMs));
     // a wrong node name lists no step at all: closing on its word would close everything
     if (absent.length) await this.confirmNode(node, now);
     add(absent.map((r) => r.jobId));
@@ -361,7 +365,7 @@ export class Reconciler {
     const alive = new Set(running.map((j) => j.jobId));
     const stale = db
       .prepare(`SELECT DISTINCT job_id AS jobId, run_key AS runKey FROM bindings WHERE end_time IS NULL AND start_time < ?`)
-      .all(now - GRACE_MS) as { jobId: string; runKey: string }[];
+      .all(now - this.graceMs) as { jobId: string; runKey: string }[];
     let closed = 0;
     for (const s of stale) {
       // a running job's older runs (requeue) were closed by recordStart above

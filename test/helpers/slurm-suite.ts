@@ -505,14 +505,17 @@ summary_wait = 60s
     await cluster.cmd(['scancel', id]);
   });
 
-  /** Switches the daemon's [slurm] reconcile_source by a configuration reload (SIGHUP), as an admin would. */
-  async function reconcileFrom(source: 'local' | 'squeue'): Promise<void> {
+
+  /** Sets (or, with null, removes) a [slurm] key of the running daemon by a configuration reload (SIGHUP), as an admin would. */
+  async function reloadSlurm(key: string, value: string | null): Promise<void> {
     const reloads = () => daemon.stderr.match(/configuration reloaded/g)?.length ?? 0;
     const n = reloads();
-    writeFileSync(configFile, readFileSync(configFile, 'utf8').replace(/reconcile_source = \w+/, `reconcile_source = ${source}`));
+    const text = readFileSync(configFile, 'utf8').replace(new RegExp(`^${key} = .*\\n`, 'm'), '');
+    writeFileSync(configFile, value === null ? text : text.replace('[slurm]\n', `[slurm]\n${key} = ${value}\n`));
     daemon.child.kill('SIGHUP');
     await waitFor('configuration reloaded', () => reloads() > n);
   }
+  const reconcileFrom = (source: 'local' | 'squeue'): Promise<void> => reloadSlurm('reconcile_source', source);
 
   test(L + 'reconcile_source = squeue (the whole queue): a job polled before its prolog ends gets one run, one binding, the prolog\'s key (26.05: the SLUID from squeue)', async () => {
     await idle();
@@ -555,8 +558,10 @@ summary_wait = 60s
 
   test(L + 'a COMPLETING job still holds its GPU until its epilog ends: polling does not close it', async () => {
     await idle();
-    // older than the reconciler's 30 s grace when it starts completing, so only the COMPLETING state keeps it open
-    const id = await cluster.sbatch(['--gres=gpu:1', '--wrap', 'sleep 32']);
+    // older than the reconciler's grace when it starts completing, so only the COMPLETING state keeps it open
+    // (a grace of 3 s rather than the default 30 s: the same case, 27 s sooner)
+    await reloadSlurm('reconcile_grace', '3s');
+    const id = await cluster.sbatch(['--gres=gpu:1', '--wrap', 'sleep 5']);
     await cluster.waitState(id, ['RUNNING']);
     await waitFor('bound', () => bindings(id).length === 1);
     cluster.slowHook('epilog', 8);
@@ -570,6 +575,7 @@ summary_wait = 60s
       assert.equal(bindings(id)[0]!.end_time, null, `still open while squeue shows ${JSON.stringify(shown)}`);
     } finally {
       cluster.slowHook('epilog', 0);
+      await reloadSlurm('reconcile_grace', null);
     }
     await waitFor('closed by its epilog', () => bindings(id)[0]!.end_time !== null, 30_000);
     assert.equal(bindings(id)[0]!.closed_by, 'epilog');
