@@ -60,23 +60,12 @@ if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
 fi
 echo "l9gpu tests: installing the real components the tests need (once): ${missing[*]}" >&2
 
-if [ ${#packages[@]} -gt 0 ]; then
-  apt-get update -qq
-  # policy-rc.d keeps the packages from starting a system prometheus, slurmd or mariadb we do not want
-  printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod 755 /usr/sbin/policy-rc.d
-  apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
-  rm -f /usr/sbin/policy-rc.d
+[ ${#packages[@]} -eq 0 ] || apt-get update -qq
+# mmdebstrap first, alone: the roots it makes then download beside the other packages' install
+# (it keeps its own apt state inside each root, so the two never share a lock)
+if [ ${#releases[@]} -gt 0 ] || [ ${#roots[@]} -gt 0 ]; then
+  command -v mmdebstrap >/dev/null || apt-get install -y -qq --no-install-recommends mmdebstrap >/dev/null
 fi
-
-# an unprivileged user for jobs submitted by someone other than root
-id l9gputest >/dev/null 2>&1 || useradd --create-home --shell /bin/sh l9gputest
-# munge's key (the packages do not create one in a container)
-if [ ! -s /etc/munge/munge.key ]; then
-  mkdir -p /etc/munge
-  dd if=/dev/urandom of=/etc/munge/munge.key bs=128 count=1 2>/dev/null
-  chown munge:munge /etc/munge/munge.key; chmod 400 /etc/munge/munge.key
-fi
-
 # one root made by mmdebstrap: <folder name> <suite> <packages beyond minbase>, in the background
 pids=()
 make_root() {
@@ -93,10 +82,21 @@ for release in "${releases[@]}"; do
   make_root "slurm-$release" "$release" slurm-wlm,slurm-client,slurmdbd,munge & pids+=($!)
 done
 for r in "${!roots[@]}"; do make_root "$r" bookworm "${roots[$r]}" & pids+=($!); done
-failed=0
-for p in "${pids[@]}"; do wait "$p" || failed=1; done
-[ "$failed" = 0 ] || { echo "l9gpu tests: a root could not be made (mmdebstrap failed above)" >&2; exit 1; }
-for release in "${releases[@]}"; do echo "Slurm in $chroots/slurm-$release: $(chroot "$chroots/slurm-$release" slurmctld -V)" >&2; done
+if [ ${#packages[@]} -gt 0 ]; then
+  # policy-rc.d keeps the packages from starting a system prometheus, slurmd or mariadb we do not want
+  printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod 755 /usr/sbin/policy-rc.d
+  apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
+  rm -f /usr/sbin/policy-rc.d
+fi
+
+# an unprivileged user for jobs submitted by someone other than root
+id l9gputest >/dev/null 2>&1 || useradd --create-home --shell /bin/sh l9gputest
+# munge's key (the packages do not create one in a container)
+if [ ! -s /etc/munge/munge.key ]; then
+  mkdir -p /etc/munge
+  dd if=/dev/urandom of=/etc/munge/munge.key bs=128 count=1 2>/dev/null
+  chown munge:munge /etc/munge/munge.key; chmod 400 /etc/munge/munge.key
+fi
 
 if [ ! -x "$vm" ]; then
   d="$cache/apt-trixie"
@@ -109,3 +109,9 @@ if [ ! -x "$vm" ]; then
   rm -rf "$d"
   echo "VictoriaMetrics: $("$vm" -version)" >&2
 fi
+
+failed=0
+for p in "${pids[@]}"; do wait "$p" || failed=1; done
+[ "$failed" = 0 ] || { echo "l9gpu tests: a root could not be made (mmdebstrap failed above)" >&2; exit 1; }
+for release in "${releases[@]}"; do echo "Slurm in $chroots/slurm-$release: $(chroot "$chroots/slurm-$release" slurmctld -V)" >&2; done
+
