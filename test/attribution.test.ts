@@ -7,14 +7,18 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { createLogger } from '../src/core/log.js';
+import { PidJobCache } from '../src/core/pid-job-cache.js';
 import type { Batch, Point } from '../src/core/metrics/model.js';
 import { metric } from '../src/core/metrics/registry.js';
 import { InventoryWriter } from '../src/ledger/inventory.js';
 import { recordStart } from '../src/store/jobs.js';
 import { openStore } from '../src/store/open.js';
 import { SlurmAttribution } from '../slurm/attribution.js';
+import { jobOfPid } from '../slurm/proc-job.js';
 import { tempDir } from './helpers/paths.js';
 
 const log = createLogger('error', () => {});
@@ -95,4 +99,31 @@ test('an NCCL rank\'s point: the job of the process that wrote it, its GPU from 
     other.kill();
     db.close();
   }
+});
+
+test('a process read before it is in its job (between fork and exec, or before its cgroup) gets its job when it has one; a pid reused by another process is read anew', () => {
+  const proc = tempDir('l9gpu-proc-');
+  const pid = 4242;
+  mkdirSync(join(proc, String(pid)));
+  // field 22 (starttime) of /proc/<pid>/stat: 5000 clock ticks after boot
+  const stat = (start: number) => writeFileSync(join(proc, String(pid), 'stat'), `${pid} (slurmstepd) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 ${start} 0 0\n`);
+  stat(5000);
+  writeFileSync(join(proc, String(pid), 'cgroup'), '0::/system.slice/slurmd.service\n');
+  writeFileSync(join(proc, String(pid), 'environ'), 'PATH=/usr/bin\0');
+  let now = 1_000_000;
+  const cache = new PidJobCache(jobOfPid, proc, () => now);
+  assert.equal(cache.job(pid), null);
+  // it execs the job's script: the same process (same start time), now with the job's environment
+  writeFileSync(join(proc, String(pid), 'environ'), 'PATH=/usr/bin\0SLURM_JOB_ID=77\0');
+  now += 1000;
+  assert.equal(cache.job(pid), null, 'a "no job" answer is believed for a few seconds');
+  now += 5000;
+  assert.equal(cache.job(pid), '77', 'and read again after them');
+  // a found job is kept for the process's life, however long
+  writeFileSync(join(proc, String(pid), 'environ'), 'PATH=/usr/bin\0SLURM_JOB_ID=78\0');
+  now += 3_600_000;
+  assert.equal(cache.job(pid), '77');
+  // the pid reused by a new process: read at once
+  stat(9000);
+  assert.equal(cache.job(pid), '78');
 });

@@ -151,7 +151,9 @@ test('the daemon tails a live Inspector log (appended mid-line, truncated by a n
     await caughtUp('a backlog twice the size');
     const second = d.peakRssMb();
     process.stdout.write(`# nccl backlog: daemon peak RSS ${idle.toFixed(1)} MB before, ${first.toFixed(1)} MB after 100,000 lines, ${second.toFixed(1)} MB after 200,000 more\n`);
-    assert.ok(second - first < 20, `the peak grew by ${(second - first).toFixed(1)} MB with a backlog twice the size: memory follows the file`);
+    // the second backlog is about 100 MB of text: a reader that held it would grow by that much (twice, as UTF-16);
+    // 40 MB is far below it and above what V8's heap growth alone gave on a loaded 2-core machine (up to 20.5 MB)
+    assert.ok(second - first < 40, `the peak grew by ${(second - first).toFixed(1)} MB with a backlog twice the size: memory follows the file`);
     assert.ok(second < 128, `peak RSS ${second} MB`);
     // 6. deleted after its last lines
     write(7);
