@@ -215,7 +215,7 @@ test('SIGTERM while the OTLP endpoint accepts and never answers: the daemon give
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/metrics`;
   try {
     const f = join(dir, 'hung-sink.ini');
-    writeFileSync(f, `[daemon]\nplugins = sim\nsinks = otlp\ninterval = 200ms\nshutdown_timeout = 2s\n[sim]\ngpus = 1\n[otlp]\nendpoint = ${url}\ntimeout = 30s\n`);
+    writeFileSync(f, `[daemon]\nplugins = sim\nsinks = otlp\ninterval = 200ms\nshutdown_timeout = 2s\n[sim]\ngpus = 1\n[otlp]\nendpoint = ${url}\ntimeout = 30s\nexport_interval = 200ms\n`);
     const d = new DaemonProcess(['--config', f], {});
     await waitFor('a request in flight', () => sockets.size > 0);
     const t = Date.now();
