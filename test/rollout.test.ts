@@ -279,4 +279,18 @@ test('the Ansible role installs, configures and hooks a node, and a second run c
   assert.notEqual(refused.status, 0);
   assert.match(refused.stdout, /already has Prolog= for another program: set l9gpu_slurm_conf_method/);
   assert.match(readFileSync(join(root, 'etc/slurm/slurm.conf'), 'utf8'), /^Prolog=\/usr\/local\/sbin\/site-prolog$/m);
+
+  // method include: the lines in their own file, included last (Slurm keeps a key's latest value: the merged PrologFlags)
+  writeFileSync(join(root, 'etc/slurm/slurm.conf'), SLURM_CONF);
+  ok(play('--tags', 'l9gpu_slurm', '-e', 'l9gpu_slurm_conf_method=include'), 'method include');
+  assert.equal(readFileSync(join(root, 'etc/slurm/slurm.conf'), 'utf8'), `${SLURM_CONF}Include /etc/slurm/l9gpu.conf\n`);
+  const included = readFileSync(join(root, 'etc/slurm/l9gpu.conf'), 'utf8').split('\n').filter((l) => l && !l.startsWith('#'));
+  assert.deepEqual(included, ['Prolog=/etc/slurm/l9gpu/prolog', 'Epilog=/etc/slurm/l9gpu/epilog', 'PrologFlags=Contain,Alloc', 'EpilogSlurmctld=/etc/slurm/l9gpu/ctld-epilog']);
+  // method prolog_dir: the site's folders get links, slurm.conf is not touched
+  writeFileSync(join(root, 'etc/slurm/slurm.conf'), SLURM_CONF);
+  for (const d of ['prolog.d', 'epilog.d']) mkdirSync(join(root, 'etc/slurm', d));
+  ok(play('--tags', 'l9gpu_slurm', '-e', 'l9gpu_slurm_conf_method=prolog_dir'), 'method prolog_dir');
+  assert.equal(readlinkSync(join(root, 'etc/slurm/prolog.d/50-l9gpu')), '/etc/slurm/l9gpu/prolog');
+  assert.equal(readlinkSync(join(root, 'etc/slurm/epilog.d/50-l9gpu')), '/etc/slurm/l9gpu/epilog');
+  assert.equal(readFileSync(join(root, 'etc/slurm/slurm.conf'), 'utf8'), SLURM_CONF);
 });
