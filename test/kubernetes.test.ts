@@ -50,7 +50,7 @@ describe('kubernetes attribution: daemon, kubelet stand-in, API server stand-in'
   });
 
   /** The newest point per GPU UUID of a metric, from the stdout since `from`. */
-  const latest = (d: DaemonProcess, name: string, from = 0): JsonPoint[] => parseLines(d.stdout.slice(from, d.stdout.lastIndexOf('\n') + 1)).filter((p) => p.name === name);
+  const latest = (d: DaemonProcess, name: string, from = 0): JsonPoint[] => d.pointsSince(from).filter((p) => p.name === name);
 
   test('8 GPUs: pod, namespace, container, uid, owners and labels on each GPU\'s points; a kubelet restart keeps them, a pod gone ends its run with a summary; time-slicing shares a GPU', async () => {
     kubelet.list = testdata('list-8gpu.json');

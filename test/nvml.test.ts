@@ -193,7 +193,7 @@ test('a lost GPU is reported and NVML re-initialised with backoff; the GPU comes
     const mark = d.stdout.length;
     fake.write({ devices: [h100(0), h100(1)] });
     await d.waitStderr(/NVML is back/, 15_000);
-    await waitFor('GPU 1 samples again', () => parseLines(d.stdout.slice(mark, d.stdout.lastIndexOf('\n') + 1)).some((p) => p.name === 'gpu.utilization' && p.attributes['gpu.uuid'] === gpus[1]!.uuid));
+    await waitFor('GPU 1 samples again', () => d.pointsSince(mark).some((p) => p.name === 'gpu.utilization' && p.attributes['gpu.uuid'] === gpus[1]!.uuid));
     assert.equal(d.stderr.split('is lost (NVML_ERROR_GPU_IS_LOST)').length - 1, 1, 'said once per loss');
   } finally {
     assert.equal(await d.stop(), 0);
@@ -212,7 +212,7 @@ test('a call blocked in the driver: the event loop goes on (host points every ti
     await d.waitStderr(/collection timed out: its ticks are skipped until it returns plugin=nvml/);
     await d.waitStderr(/collection failed plugin=nvml error="NVML has not answered the previous sample's calls \(a call blocked in the driver since \S+\): no new calls until it does"/);
     const mark = d.stdout.length;
-    const since = () => parseLines(d.stdout.slice(mark, d.stdout.lastIndexOf('\n') + 1));
+    const since = () => d.pointsSince(mark);
     // ten ticks of host points while NVML is stuck: the daemon's event loop never waits for the driver
     await waitFor('host points every tick', () => new Set(pick(since(), 'system.cpu.utilization').map((p) => p.time)).size >= 10, 15_000);
     assert.equal(pick(since(), 'gpu.utilization').length <= 2, true, 'at most the blocked samples\' own points (one each 2.5 s)');
@@ -221,7 +221,7 @@ test('a call blocked in the driver: the event loop goes on (host points every ti
     assert.ok(refused <= blocked, `the refusal is said once per blocked call (${blocked}), not once a tick (${refused})`);
     fake.write({ devices: [h100(0)] });
     const back = d.stdout.length;
-    await waitFor('samples every tick again', () => pick(parseLines(d.stdout.slice(back, d.stdout.lastIndexOf('\n') + 1)), 'gpu.utilization').length >= 5, 15_000);
+    await waitFor('samples every tick again', () => pick(d.pointsSince(back), 'gpu.utilization').length >= 5, 15_000);
   } finally {
     assert.equal(await d.stop(), 0, d.stderr);
   }
@@ -239,7 +239,7 @@ test('a GPU that stays lost: the healthy GPU is sampled every tick, the lost one
     const mark = d.stdout.length;
     const inits = () => d.stderr.match(/fake NVML: nvmlInit_v2/g)?.length ?? 0;
     const initsAtLoss = inits();
-    const since = () => parseLines(d.stdout.slice(mark, d.stdout.lastIndexOf('\n') + 1));
+    const since = () => d.pointsSince(mark);
     // 4 s of 100 ms ticks: host ticks as the reference
     await waitFor('4 s of ticks', () => new Set(pick(since(), 'system.cpu.utilization').map((p) => p.time)).size >= 40, 20_000);
     const pts = since();
@@ -253,7 +253,7 @@ test('a GPU that stays lost: the healthy GPU is sampled every tick, the lost one
     assert.doesNotMatch(d.stderr, /collection failed plugin=nvml/);
     fake.write({ devices: [h100(0), h100(1)] });
     await d.waitStderr(/NVML initialised/, 15_000);
-    await waitFor('GPU 1 back', () => pick(parseLines(d.stdout.slice(mark, d.stdout.lastIndexOf('\n') + 1)), 'gpu.lost', { 'gpu.uuid': gpus[1]!.uuid }).some((p) => p.value === 0), 20_000);
+    await waitFor('GPU 1 back', () => pick(d.pointsSince(mark), 'gpu.lost', { 'gpu.uuid': gpus[1]!.uuid }).some((p) => p.value === 0), 20_000);
   } finally {
     assert.equal(await d.stop(), 0, d.stderr);
   }
@@ -342,7 +342,7 @@ test('MIG mode on: no device utilization (NOT_SUPPORTED, as on real GPUs), said 
     const mark = d.stdout.length;
     fake.write({ devices: [h100(0, { name: 'NVIDIA A100-SXM4-40GB', uuid: on.uuid, mig_mode: 0, util_gpu: 64 })] });
     await d.waitStderr(/MIG mode turned off: every field is tried again/);
-    const back = await waitFor('utilization again', () => parseLines(d.stdout.slice(mark, d.stdout.lastIndexOf('\n') + 1)).find((p) => p.name === 'gpu.utilization' && p.attributes['gpu.uuid'] === on.uuid));
+    const back = await waitFor('utilization again', () => d.pointsSince(mark).find((p) => p.name === 'gpu.utilization' && p.attributes['gpu.uuid'] === on.uuid));
     assert.equal(back.value, 0.64);
   } finally {
     assert.equal(await d.stop(), 0, d.stderr);
@@ -454,7 +454,7 @@ test('GPM on a MIG GPU: each instance reports its GPU instance\'s activity, as g
     const mark = d.stdout.length;
     const E = 'MIG-ffffffff-1111-2222-3333-444444444444';
     fake.write({ devices: [parent([mig(0, A, 1, 0, { sm: 30, bursts }), mig(4, E, 2, 0, { graphics: 60, sm: 10 })])] });
-    const fresh = () => parseLines(d.stdout.slice(mark, d.stdout.lastIndexOf('\n') + 1));
+    const fresh = () => d.pointsSince(mark);
     await waitFor('3 intervals of the new GI 2', () => pick(fresh(), 'gpu.utilization', { 'gpu.uuid': E }).length >= 3, 60_000);
     const ev = pick(fresh(), 'gpu.utilization', { 'gpu.uuid': E }).map((p) => p.value);
     assert.ok(ev.every((v) => v === 0.6), `new GI 2: ${ev.join(', ')}`);
@@ -469,7 +469,7 @@ test('GPM on a MIG GPU: each instance reports its GPU instance\'s activity, as g
     await waitFor('every sample freed with the session', () => live() === 0, 30_000);
     const back = d.stdout.length;
     fake.write({ devices: [parent([mig(0, A, 1, 0, { sm: 30, bursts })])] });
-    await waitFor('GI 1 again after the re-init', () => pick(parseLines(d.stdout.slice(back, d.stdout.lastIndexOf('\n') + 1)), 'gpu.sm.active', { 'gpu.uuid': A }).length >= 2, 60_000);
+    await waitFor('GI 1 again after the re-init', () => pick(d.pointsSince(back), 'gpu.sm.active', { 'gpu.uuid': A }).length >= 2, 60_000);
   } finally {
     assert.equal(await d.stop(), 0, d.stderr);
   }
@@ -526,7 +526,7 @@ test('GPM on a MIG GPU: a tick whose MIG-mode read fails reads no GPM, and the n
     const mark = d.stdout.length;
     fake.write({ devices: [gpu({})] });
     const again = await waitFor('GPM again', () => {
-      const u = pick(parseLines(d.stdout.slice(mark, d.stdout.lastIndexOf('\n') + 1)), 'gpu.utilization', { 'gpu.uuid': MIG });
+      const u = pick(d.pointsSince(mark), 'gpu.utilization', { 'gpu.uuid': MIG });
       return u.length >= 2 ? u : undefined;
     }, 30_000);
     assert.ok(again.every((p) => p.value === 0.33));

@@ -120,8 +120,22 @@ export class DaemonProcess {
   }
 
   points(): JsonPoint[] {
-    const end = this.stdout.lastIndexOf('\n');
-    return end < 0 ? [] : parseLines(this.stdout.slice(0, end));
+    return this.pointsSince(0);
+  }
+
+  /**
+   * The whole lines written since `mark` (an earlier stdout.length). A mark taken
+   * while a line was half written starts at the next line: the half would not parse.
+   */
+  pointsSince(mark: number): JsonPoint[] {
+    let start = 0;
+    if (mark > 0) {
+      const nl = this.stdout.indexOf('\n', mark - 1);
+      if (nl < 0) return [];
+      start = nl + 1;
+    }
+    const end = this.stdout.lastIndexOf('\n') + 1;
+    return end > start ? parseLines(this.stdout.slice(start, end)) : [];
   }
 
   async stop(signal: NodeJS.Signals = 'SIGTERM', timeoutMs = 15_000): Promise<number | null> {
