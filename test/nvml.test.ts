@@ -17,6 +17,13 @@ import { tempDir } from './helpers/paths.js';
 import { slurmControllerDown } from './helpers/slurm-down.js';
 import { waitFor } from './helpers/wait.js';
 
+/** A configuration that reads each GPU's state (MIG mode, clocks that follow the performance state, fan) every tick. */
+function stateEveryTick(): string[] {
+  const path = join(tempDir('l9gpu-nvml-conf-'), 'l9gpu.ini');
+  writeFileSync(path, '[nvml]\nstate_interval = 0\n');
+  return ['--config', path];
+}
+
 function pick(pts: JsonPoint[], name: string, attrs: Record<string, unknown> = {}): JsonPoint[] {
   return pts.filter((p) => p.name === name && Object.entries(attrs).every(([k, v]) => p.attributes[k] === v));
 }
@@ -94,7 +101,7 @@ test('every NVML field arrives with the registry name and unit, converted exactl
 test('NOT_SUPPORTED fields are skipped and said once per GPU; other errors too', async () => {
   // GPU 0 keeps no sample buffers either (power would come from them)
   const fake = new FakeNvml({ devices: [h100(0, { errors: { nvmlDeviceGetFanSpeed: 3, nvmlDeviceGetPowerUsage: 999, nvmlDeviceGetSamples: 3 } }), h100(1)] });
-  const d = new DaemonProcess(['--plugin', 'nvml', '--sink', 'stdout', '--interval', '100ms'], fake.env());
+  const d = new DaemonProcess([...stateEveryTick(), '--plugin', 'nvml', '--sink', 'stdout', '--interval', '100ms'], fake.env());
   try {
     await waitFor('5 collections', () => pick(d.points(), 'gpu.utilization').length >= 10);
     // stdout and stderr are two pipes: a loaded machine may deliver the points before the first tick's notes
@@ -518,7 +525,7 @@ test('GPM on a MIG GPU: a tick whose MIG-mode read fails reads no GPM, and the n
   const MIG = 'MIG-99999999-1111-2222-3333-444444444444';
   const gpu = (errors: Record<string, number>) => h100(0, { mig_mode: 1, mig_max: 7, errors, mig: [{ slot: 0, uuid: MIG, name: 'NVIDIA H100 80GB HBM3 MIG 7g.80gb', gi: 0, ci: 0, mem_total: 85_000_000_000, mem_used: 1, mem_free: 84_999_999_999, gpm: { graphics: 33 } }] });
   const fake = new FakeNvml({ devices: [gpu({})] });
-  const d = new DaemonProcess(['--plugin', 'nvml', '--sink', 'stdout', '--interval', '1s'], fake.env());
+  const d = new DaemonProcess([...stateEveryTick(), '--plugin', 'nvml', '--sink', 'stdout', '--interval', '1s'], fake.env());
   try {
     await waitFor('2 GPM intervals', () => pick(d.points(), 'gpu.utilization', { 'gpu.uuid': MIG }).length >= 2, 30_000);
     fake.write({ devices: [gpu({ nvmlDeviceGetMigMode: 999 })] });

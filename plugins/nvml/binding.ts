@@ -2,8 +2,11 @@
  * libnvidia-ml bound with koffi. Every call that reaches the driver is a
  * koffi async call: it runs on a libuv pool thread and resolves on the event
  * loop, so a call that blocks in a wedged driver never stalls the daemon
- * (session.ts keeps at most one sample's calls in flight). Only
- * nvmlErrorString, a table lookup in the library, is called directly.
+ * (session.ts keeps at most one sample's calls in flight). Two calls that
+ * never reach the driver are made directly, since a hop to a pool thread and
+ * back costs ~20 µs of CPU: nvmlErrorString (a table lookup) and
+ * nvmlGpmMetricsGet, which computes metrics from two samples already in host
+ * memory ("Calculate GPM metrics from two samples", NVML API reference).
  *
  * Optional entry points are detected at load: koffi throws at lib.func() for
  * a missing symbol, and each optional call has an older fallback name.
@@ -39,8 +42,8 @@ export const SAMPLING = { POWER: 0, GPU_UTILIZATION: 1, MEMORY_UTILIZATION: 2 } 
  * (40 bytes). MAX is 98 in 12.x headers and grew in 13.x: the buffer has room for the larger.
  */
 export const GPM = { SUPPORT_VERSION: 1, METRICS_GET_VERSION: 1, SUPPORT_SIZE: 8, HEADER_SIZE: 24, METRIC_SIZE: 40, MAX_METRICS: 333 } as const;
-/** nvmlGpmMetricId_t values read (percent, 0..100). */
-export const GPM_METRIC = { GRAPHICS_UTIL: 1, SM_UTIL: 2, SM_OCCUPANCY: 3, ANY_TENSOR_UTIL: 5, DRAM_BW_UTIL: 10 } as const;
+/** nvmlGpmMetricId_t values read: percent (0..100), and PCIe traffic in MiB/s (20, 21). */
+export const GPM_METRIC = { GRAPHICS_UTIL: 1, SM_UTIL: 2, SM_OCCUPANCY: 3, ANY_TENSOR_UTIL: 5, DRAM_BW_UTIL: 10, PCIE_TX_PER_SEC: 20, PCIE_RX_PER_SEC: 21 } as const;
 
 export type Handle = bigint;
 type Out<T> = [T];
@@ -107,8 +110,8 @@ export interface NvmlGpm {
   sampleGet(h: Handle, sample: Handle): Promise<number>;
   /** A sample of one GPU instance of a MIG-enabled GPU (h is the parent). */
   migSampleGet(h: Handle, gpuInstanceId: number, sample: Handle): Promise<number>;
-  /** Computes the metrics an nvmlGpmMetricsGet_t in this buffer asks for, between its two samples. */
-  metricsGet(request: Buffer): Promise<number>;
+  /** Computes the metrics an nvmlGpmMetricsGet_t in this buffer asks for, between its two samples: a direct call (no driver). */
+  metricsGet(request: Buffer): number;
 }
 
 export interface NvmlEvents {
@@ -206,7 +209,7 @@ export function loadNvml(path: string): NvmlBinding {
     sampleFree: maybe('int nvmlGpmSampleFree(nvmlGpmSample_t)'),
     sampleGet: maybe('int nvmlGpmSampleGet(nvmlDevice_t, nvmlGpmSample_t)'),
     migSampleGet: maybe('int nvmlGpmMigSampleGet(nvmlDevice_t, uint, nvmlGpmSample_t)'),
-    metricsGet: maybe('int nvmlGpmMetricsGet(_Inout_ void *)'),
+    metricsGet: maybeSync('int nvmlGpmMetricsGet(_Inout_ void *)'),
   };
   const hasGpm = Object.values(gpm).every((f) => f);
   variants.gpm = hasGpm ? 'nvmlGpmMetricsGet' : 'missing';

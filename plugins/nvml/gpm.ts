@@ -13,13 +13,17 @@
 import { performance } from 'node:perf_hooks';
 import { GPM, GPM_METRIC, NVML, type Handle, type NvmlGpm } from './binding.js';
 
-/** Activity over the window, percent (0..100) as NVML gives it; a metric the GPU cannot count is absent. */
+/** Means over the window as NVML gives them; a metric the GPU (or GPU instance) cannot count is absent. */
 export interface GpmValues {
+  /** Activity, percent (0..100). */
   graphics?: number;
   sm?: number;
   smOccupancy?: number;
   tensor?: number;
   dram?: number;
+  /** PCIe traffic from / to the GPU, MiB/s. */
+  pcieTxMiBs?: number;
+  pcieRxMiBs?: number;
 }
 
 const READ: readonly [keyof GpmValues, number][] = [
@@ -28,7 +32,10 @@ const READ: readonly [keyof GpmValues, number][] = [
   ['smOccupancy', GPM_METRIC.SM_OCCUPANCY],
   ['tensor', GPM_METRIC.ANY_TENSOR_UTIL],
   ['dram', GPM_METRIC.DRAM_BW_UTIL],
+  ['pcieTxMiBs', GPM_METRIC.PCIE_TX_PER_SEC],
+  ['pcieRxMiBs', GPM_METRIC.PCIE_RX_PER_SEC],
 ];
+const PERCENT = new Set<keyof GpmValues>(['graphics', 'sm', 'smOccupancy', 'tensor', 'dram']);
 
 /**
  * NVML refreshes the counters about every 100 ms: a read sooner than this
@@ -114,7 +121,7 @@ export class GpmReader {
     b.writeBigUInt64LE(BigInt(start), 8);
     b.writeBigUInt64LE(BigInt(end), 16);
     READ.forEach(([, id], i) => b.writeUInt32LE(id, GPM.HEADER_SIZE + i * GPM.METRIC_SIZE));
-    const r = await this.api.metricsGet(b);
+    const r = this.api.metricsGet(b);
     if (r !== NVML.SUCCESS) return { r };
     const values: GpmValues = {};
     for (let i = 0; i < READ.length; i++) {
@@ -123,8 +130,9 @@ export class GpmReader {
       // a lost GPU is the sampler's business; other per-metric codes (NOT_SUPPORTED on this GPU or instance) leave it out
       if (mr === NVML.GPU_IS_LOST) return { r: mr };
       const v = b.readDoubleLE(o + 8);
+      const key = READ[i]![0];
       // two counter reads a hair apart can put a ratio just past 100
-      if (mr === NVML.SUCCESS && Number.isFinite(v)) values[READ[i]![0]] = Math.min(100, Math.max(0, v));
+      if (mr === NVML.SUCCESS && Number.isFinite(v)) values[key] = PERCENT.has(key) ? Math.min(100, Math.max(0, v)) : Math.max(0, v);
     }
     return { r: NVML.SUCCESS, values };
   }

@@ -19,11 +19,13 @@ export interface NvmlOptions {
   library: string;
   processes: boolean;
   events: boolean;
+  /** Seconds between reads of a GPU's state ([nvml] state_interval). */
+  stateInterval: number;
 }
 
 export function nvmlOptions(ctx: Pick<PluginContext, 'config'>): NvmlOptions {
   const c = ctx.config;
-  return { library: c.str('nvml', 'library') ?? DEFAULT_LIBRARY, processes: c.bool('nvml', 'processes'), events: c.bool('nvml', 'events') };
+  return { library: c.str('nvml', 'library') ?? DEFAULT_LIBRARY, processes: c.bool('nvml', 'processes'), events: c.bool('nvml', 'events'), stateInterval: c.num('nvml', 'state_interval') ?? 60 };
 }
 
 class NvmlPlugin implements Plugin {
@@ -62,7 +64,7 @@ const LOSES: Record<string, string> = {
   clockReasons: 'no throttle causes',
   remappedRows: 'no remapped rows',
   retiredPages: 'no retired pages',
-  fieldValues: 'no NVLink counters, memory temperature or pending retirement',
+  fieldValues: 'no NVLink counters, memory temperature or pending retirement; a call of its own for each other field',
   processes: 'no processes',
   mig: 'no MIG instances',
 };

@@ -1,16 +1,33 @@
 /**
  * Reads every field of every GPU through the binding. Each call is a koffi
  * async call (binding.ts), made one after another: one sample at a time
- * (session.ts). NOT_SUPPORTED (or a symbol the
- * driver lacks) removes the field for that GPU and is said once; GPU_IS_LOST
- * marks the GPU lost and stops reading it until NVML is re-initialised.
+ * (session.ts). Each costs a hop to a pool thread and back, so a tick makes
+ * few: one field-values call for the counters, GPM for PCIe traffic, and the
+ * GPU's state (MIG mode and instances, clocks that follow the performance
+ * state, fan) every state interval rather than every tick. NOT_SUPPORTED (or
+ * a symbol the driver lacks) removes the field for that GPU and is said once;
+ * GPU_IS_LOST marks the GPU lost and stops reading it until NVML is
+ * re-initialised.
  */
 import { normalizePciBusId } from '../../src/core/pci.js';
 import { FIELD_VALUE_SIZE, NVML, PROCESS_INFO_SIZE, SAMPLE_SIZE, SAMPLING, type Handle, type NvmlBinding } from './binding.js';
 import { GpmReader } from './gpm.js';
 import type { GpuSnapshot, MigSnapshot, ProcessSnapshot, Snapshot } from './snapshot.js';
 
-const FIELD = { RETIRED_PENDING: 31, MEMORY_TEMP: 82, NVLINK_TX: 138, NVLINK_RX: 139 } as const;
+/** nvmlDeviceGetFieldValues ids (nvml.h). */
+const FIELD = {
+  ECC_SBE_VOL: 3, ECC_DBE_VOL: 4, ECC_SBE_AGG: 5, ECC_DBE_AGG: 6, RETIRED_SBE: 29, RETIRED_DBE: 30, RETIRED_PENDING: 31,
+  MEMORY_TEMP: 82, ENERGY: 83, PCIE_REPLAY: 94, NVLINK_TX: 138, NVLINK_RX: 139,
+  REMAPPED_COR: 142, REMAPPED_UNC: 143, REMAPPED_PENDING: 144, REMAPPED_FAILURE: 145, POWER_INSTANT: 186, POWER_CURRENT_LIMIT: 190,
+} as const;
+/**
+ * Every field a tick reads, in one nvmlDeviceGetFieldValues call: NVML serves
+ * fields of one driver call together, and each separate call costs a hop to a
+ * libuv pool thread and back (~20 µs of CPU here, the driver's own time apart).
+ * A field this driver does not answer falls back to its own call (older
+ * drivers lack 186 and 190, for one).
+ */
+const FIELD_IDS: readonly number[] = Object.values(FIELD);
 const ALL_LINKS = 0xffffffff;
 const NO_INSTANCE = 0xffffffff;
 /** NVML_VALUE_NOT_AVAILABLE: (unsigned long long)-1 in a 64-bit field (nvml.h). */
@@ -43,8 +60,14 @@ interface Gpu {
   unsupported: Set<string>;
   /** When the unsupported calls are tried again: MIG mode changes what a GPU supports. */
   reprobeAt: number;
-  /** MIG mode at the last sample (a change re-probes at once). */
+  /** MIG mode as last read (a change re-probes at once). */
   migMode?: number;
+  /** The MIG instances as last enumerated (MIG mode on); undefined: enumerate on the next tick. */
+  migs?: MigInstance[];
+  /** When the state (MIG mode, clocks that follow the performance state, fan) is read next (ms since epoch). */
+  stateAt: number;
+  /** The state as last read. */
+  state: Pick<GpuSnapshot, 'clockGraphicsMhz' | 'clockMemMhz' | 'fanPct' | 'pstate'>;
   /** The GPM support query answered yes (asked again after a re-probe). */
   gpmSupported?: boolean;
   /** Newest sample timestamp (µs) read from each of NVML's sample buffers, by sampling type. */
@@ -55,7 +78,18 @@ interface Gpu {
   lost?: boolean;
 }
 
+interface MigInstance {
+  handle: Handle;
+  uuid: string;
+  name: string;
+  gi: number;
+  ci: number;
+}
+
 const GPM_CALL = 'SM/engine activity (GPM)';
+
+/** How often a GPU's state (MIG mode, graphics and memory clocks, performance state, fan) is read; activity is read every tick. */
+export const STATE_INTERVAL_MS = 60_000;
 
 /** Unsupported calls are tried again this often (and at once when MIG mode changes). */
 const REPROBE_MS = 600_000;
@@ -64,7 +98,7 @@ export class Sampler {
   private gpus: Gpu[] = [];
   private notes: Snapshot['notes'] = [];
   private readonly buf96 = Buffer.alloc(96);
-  private readonly fields = Buffer.alloc(4 * FIELD_VALUE_SIZE);
+  private readonly fields = Buffer.alloc(FIELD_IDS.length * FIELD_VALUE_SIZE);
   private procBuf = Buffer.alloc(16 * PROCESS_INFO_SIZE);
   /** Room for a whole sample buffer (the driver keeps 100 utilization and 120 power samples). */
   private readonly sampleBuf = Buffer.alloc(160 * SAMPLE_SIZE);
@@ -72,7 +106,7 @@ export class Sampler {
   private readonly gpm: GpmReader | undefined;
   driverVersion = '';
 
-  constructor(private readonly nvml: NvmlBinding, private readonly withProcesses: boolean, gpmMinWindowMs?: number) {
+  constructor(private readonly nvml: NvmlBinding, private readonly withProcesses: boolean, gpmMinWindowMs?: number, private readonly stateIntervalMs = STATE_INTERVAL_MS) {
     this.gpm = nvml.gpm && new GpmReader(nvml.gpm, gpmMinWindowMs);
   }
 
@@ -106,7 +140,7 @@ export class Sampler {
         continue;
       }
       const handle = h[0]!;
-      const gpu: Gpu = { index: i, handle, uuid: '', name: '', pciBusId: '', unsupported: new Set(), reprobeAt: Date.now() + REPROBE_MS, lastSample: new Map(), said: new Set() };
+      const gpu: Gpu = { index: i, handle, uuid: '', name: '', pciBusId: '', unsupported: new Set(), reprobeAt: Date.now() + REPROBE_MS, stateAt: 0, state: {}, lastSample: new Map(), said: new Set() };
       if (await n.uuid(handle, this.buf96) === NVML.SUCCESS) gpu.uuid = str(this.buf96);
       if (!gpu.uuid) {
         this.note('warn', `GPU ${i}: no UUID: not sampled (every metric is keyed by UUID)`);
@@ -175,6 +209,8 @@ export class Sampler {
     if (r === NVML.GPU_IS_LOST) throw new GpuLost();
     if (r === NVML.NOT_SUPPORTED || r === NVML.FUNCTION_NOT_FOUND) {
       g.unsupported.add(what);
+      // a call that stops being supported may mean MIG mode turned on: read the state again next tick
+      g.stateAt = 0;
       // said once per GPU and call, re-probes included
       const key = `unsupported:${what}`;
       if (!g.said.has(key)) {
@@ -200,8 +236,10 @@ export class Sampler {
       g.reprobeAt = Date.now() + REPROBE_MS;
     }
     const skip = g.unsupported;
+    const fresh = Date.now() >= g.stateAt;
+    if (fresh) g.stateAt = Date.now() + this.stateIntervalMs;
     // first: MIG mode decides what else the GPU answers (a change re-probes everything)
-    if (!skip.has('mig')) await this.readMig(g, s);
+    if (!skip.has('mig')) await this.readMig(g, s, fresh);
     const u1: [number] = [0];
     const big: [number | bigint] = [0];
 
@@ -231,18 +269,27 @@ export class Sampler {
       }
     }
     if (!skip.has('temperature') && this.ok(g, 'temperature', await n.temperature(h, 0, u1))) s.tempGpuC = u1[0];
+    const f = skip.has('field values') ? undefined : await this.readFields(g, s);
+    /** The fields' values when the driver answered every one of them, else undefined: the caller makes the field's own call. */
+    const fv = (...ids: number[]): number[] | undefined => (f && ids.every((id) => f.has(id)) ? ids.map((id) => f.get(id)!) : undefined);
     const power = await this.interval(g, SAMPLING.POWER, 'power samples');
+    const instant = fv(FIELD.POWER_INSTANT);
     if (power) {
       s.powerMw = power.mean;
       s.powerMaxMw = power.max;
-    } else if (!skip.has('power') && this.ok(g, 'power', await n.power(h, u1))) s.powerMw = u1[0];
-    if (!skip.has('power limit') && this.ok(g, 'power limit', await n.powerLimit(h, u1))) s.powerLimitMw = u1[0];
-    if (!skip.has('energy') && this.ok(g, 'energy', await n.energy(h, big))) s.energyMj = Number(big[0]);
-    if (!skip.has('graphics clock') && this.ok(g, 'graphics clock', await n.clock(h, 0, u1))) s.clockGraphicsMhz = u1[0];
+    } else if (instant) s.powerMw = instant[0];
+    else if (!skip.has('power') && this.ok(g, 'power', await n.power(h, u1))) s.powerMw = u1[0];
+    const limit = fv(FIELD.POWER_CURRENT_LIMIT);
+    if (limit) s.powerLimitMw = limit[0];
+    else if (!skip.has('power limit') && this.ok(g, 'power limit', await n.powerLimit(h, u1))) s.powerLimitMw = u1[0];
+    const energy = fv(FIELD.ENERGY);
+    if (energy) s.energyMj = energy[0];
+    else if (!skip.has('energy') && this.ok(g, 'energy', await n.energy(h, big))) s.energyMj = Number(big[0]);
     if (!skip.has('sm clock') && this.ok(g, 'sm clock', await n.clock(h, 1, u1))) s.clockSmMhz = u1[0];
-    if (!skip.has('memory clock') && this.ok(g, 'memory clock', await n.clock(h, 2, u1))) s.clockMemMhz = u1[0];
     if (!skip.has('clock event reasons') && this.ok(g, 'clock event reasons', await n.clockReasons(h, big))) s.clockReasons = Number(big[0]);
-    if (!skip.has('ecc')) {
+    const ecc4 = fv(FIELD.ECC_SBE_VOL, FIELD.ECC_DBE_VOL, FIELD.ECC_SBE_AGG, FIELD.ECC_DBE_AGG);
+    if (ecc4) s.ecc = { correctedVolatile: ecc4[0], uncorrectedVolatile: ecc4[1], correctedAggregate: ecc4[2], uncorrectedAggregate: ecc4[3] };
+    else if (!skip.has('ecc')) {
       const ecc: NonNullable<GpuSnapshot['ecc']> = {};
       const names = [['correctedVolatile', 0, 0], ['uncorrectedVolatile', 1, 0], ['correctedAggregate', 0, 1], ['uncorrectedAggregate', 1, 1]] as const;
       let any = false;
@@ -254,26 +301,35 @@ export class Sampler {
       }
       if (any) s.ecc = ecc;
     }
-    if (!skip.has('remapped rows')) {
-      const c: [number] = [0], un: [number] = [0], p: [number] = [0], f: [number] = [0];
-      if (this.ok(g, 'remapped rows', await n.remappedRows(h, c, un, p, f))) s.remapped = { corrected: c[0], uncorrected: un[0], pending: p[0], failure: f[0] };
+    const remap = fv(FIELD.REMAPPED_COR, FIELD.REMAPPED_UNC, FIELD.REMAPPED_PENDING, FIELD.REMAPPED_FAILURE);
+    if (remap) s.remapped = { corrected: remap[0]!, uncorrected: remap[1]!, pending: remap[2]!, failure: remap[3]! };
+    else if (!skip.has('remapped rows')) {
+      const c: [number] = [0], un: [number] = [0], p: [number] = [0], fl: [number] = [0];
+      if (this.ok(g, 'remapped rows', await n.remappedRows(h, c, un, p, fl))) s.remapped = { corrected: c[0], uncorrected: un[0], pending: p[0], failure: fl[0] };
     }
-    if (!skip.has('retired pages')) {
+    const retired = fv(FIELD.RETIRED_SBE, FIELD.RETIRED_DBE);
+    if (retired) [s.retiredSbe, s.retiredDbe] = retired;
+    else if (!skip.has('retired pages')) {
       s.retiredSbe = await this.retiredPages(g, 0);
       if (s.retiredSbe !== undefined) s.retiredDbe = await this.retiredPages(g, 1);
     }
-    if (!skip.has('pcie throughput')) {
+    const replay = fv(FIELD.PCIE_REPLAY);
+    if (replay) s.pcieReplay = replay[0];
+    else if (!skip.has('pcie replay counter') && this.ok(g, 'pcie replay counter', await n.pcieReplay(h, u1))) s.pcieReplay = u1[0];
+    if (fresh) await this.readState(g);
+    Object.assign(s, g.state);
+    if (this.withProcesses && !skip.has('processes')) await this.readProcesses(g, s);
+    if (this.gpm && !skip.has(GPM_CALL)) await this.readGpm(g, s, this.gpm);
+    if (s.gpm?.pcieTxMiBs !== undefined && s.gpm.pcieRxMiBs !== undefined) {
+      // GPM's PCIe traffic is the mean over the whole interval; nvmlDeviceGetPcieThroughput counts 20 ms of it
+      s.pcieTxKBs = s.gpm.pcieTxMiBs * 1024;
+      s.pcieRxKBs = s.gpm.pcieRxMiBs * 1024;
+    } else if (!skip.has('pcie throughput')) {
       if (this.ok(g, 'pcie throughput', await n.pcieThroughput(h, 0, u1))) {
         s.pcieTxKBs = u1[0];
         if (this.ok(g, 'pcie throughput', await n.pcieThroughput(h, 1, u1))) s.pcieRxKBs = u1[0];
       }
     }
-    if (!skip.has('pcie replay counter') && this.ok(g, 'pcie replay counter', await n.pcieReplay(h, u1))) s.pcieReplay = u1[0];
-    if (!skip.has('fan speed') && this.ok(g, 'fan speed', await n.fanSpeed(h, u1))) s.fanPct = u1[0];
-    if (!skip.has('performance state') && this.ok(g, 'performance state', await n.pstate(h, u1))) s.pstate = u1[0];
-    if (!skip.has('field values')) await this.readFields(g, s);
-    if (this.withProcesses && !skip.has('processes')) await this.readProcesses(g, s);
-    if (this.gpm && !skip.has(GPM_CALL)) await this.readGpm(g, s, this.gpm);
   }
 
   /**
@@ -328,27 +384,38 @@ export class Sampler {
     return r === NVML.SUCCESS || this.ok(g, `${GPM_CALL} of GPU instance ${gi}`, r);
   }
 
-  /** Memory temperature, NVLink cumulative counters, pending retirement: one nvmlDeviceGetFieldValues call. */
-  private async readFields(g: Gpu, s: GpuSnapshot): Promise<void> {
+  /**
+   * Every field of FIELD_IDS in one nvmlDeviceGetFieldValues call. Memory
+   * temperature, NVLink counters and pending retirement go straight to the
+   * snapshot; the others come back by id, for the caller's fallback. A field
+   * that does not succeed is absent (per-field NOT_SUPPORTED is normal: no
+   * NVLink on PCIe cards, no ECC with ECC off); the whole call failing leaves
+   * them all absent.
+   */
+  private async readFields(g: Gpu, s: GpuSnapshot): Promise<Map<number, number>> {
     const b = this.fields;
-    const ids = [FIELD.MEMORY_TEMP, FIELD.NVLINK_TX, FIELD.NVLINK_RX, FIELD.RETIRED_PENDING];
+    const got = new Map<number, number>();
     b.fill(0);
-    ids.forEach((id, i) => {
+    FIELD_IDS.forEach((id, i) => {
       b.writeUInt32LE(id, i * FIELD_VALUE_SIZE);
       b.writeUInt32LE(id === FIELD.NVLINK_TX || id === FIELD.NVLINK_RX ? ALL_LINKS : 0, i * FIELD_VALUE_SIZE + 4);
     });
-    if (!this.ok(g, 'field values', await this.nvml.fieldValues(g.handle, ids.length, b))) return;
-    for (let i = 0; i < ids.length; i++) {
+    if (!this.ok(g, 'field values', await this.nvml.fieldValues(g.handle, FIELD_IDS.length, b))) return got;
+    for (let i = 0; i < FIELD_IDS.length; i++) {
       const o = i * FIELD_VALUE_SIZE;
-      if (b.readInt32LE(o + 28) !== NVML.SUCCESS) continue; // per-field nvmlReturn: NOT_SUPPORTED is normal (no NVLink on PCIe cards)
+      const r = b.readInt32LE(o + 28);
+      if (r === NVML.GPU_IS_LOST) throw new GpuLost();
+      if (r !== NVML.SUCCESS) continue;
       const v = fieldValue(b, o);
-      switch (ids[i]) {
+      got.set(FIELD_IDS[i]!, v);
+      switch (FIELD_IDS[i]) {
         case FIELD.MEMORY_TEMP: s.tempMemC = v; break;
         case FIELD.NVLINK_TX: s.nvlinkTxKiB = v; s.nvlinkTimestampUs = Number(b.readBigInt64LE(o + 8)); break;
         case FIELD.NVLINK_RX: s.nvlinkRxKiB = v; break;
         case FIELD.RETIRED_PENDING: s.retiredPending = v; break;
       }
     }
+    return got;
   }
 
   /**
@@ -419,28 +486,59 @@ export class Sampler {
       // NVML_VALUE_NOT_AVAILABLE (-1: under WDDM, or without permission in MIG mode) is no value
       if (used !== VALUE_NOT_AVAILABLE) p.usedBytes = Number(used);
       if (gi !== NO_INSTANCE) p.gi = gi;
+      // a process on a GPU instance made since the MIG instances were read: read them again next tick
+      if (gi !== NO_INSTANCE && g.migs && !g.migs.some((m) => m.gi === gi)) g.migs = undefined;
       if (ci !== NO_INSTANCE) p.ci = ci;
       list.push(p);
     }
     s.processes = list;
   }
 
-  private async readMig(g: Gpu, s: GpuSnapshot): Promise<void> {
+  /**
+   * MIG mode, read when the GPU's state is (fresh): every state interval, and
+   * at once after a call turned NOT_SUPPORTED (MIG on does that to device
+   * utilization). Between, the mode read last stands. The MIG instances'
+   * identity (handle, UUID, name, GPU and compute instance) is read with the
+   * mode, or when a cached instance fails or a process runs on a GPU instance
+   * the cache lacks; their memory every tick.
+   */
+  private async readMig(g: Gpu, s: GpuSnapshot, fresh: boolean): Promise<void> {
     const n = this.nvml;
-    const cur: [number] = [0], pend: [number] = [0];
-    if (!this.ok(g, 'mig', await n.migMode(g.handle, cur, pend))) return;
-    s.migMode = cur[0];
-    if (g.migMode !== undefined && g.migMode !== cur[0]) {
-      // MIG on: device utilization and remapped rows go NOT_SUPPORTED; MIG off: they come back. Next tick tries all.
-      g.unsupported.clear();
-      g.reprobeAt = Date.now() + REPROBE_MS;
-      this.note('info', `GPU ${g.index} (${g.uuid}): MIG mode turned ${cur[0] === 1 ? 'on' : 'off'}: every field is tried again`);
+    if (fresh || g.migMode === undefined) {
+      const cur: [number] = [0], pend: [number] = [0];
+      if (!this.ok(g, 'mig', await n.migMode(g.handle, cur, pend))) return;
+      if (g.migMode !== undefined && g.migMode !== cur[0]) {
+        // MIG on: device utilization and remapped rows go NOT_SUPPORTED; MIG off: they come back. Next tick tries all.
+        g.unsupported.clear();
+        g.reprobeAt = Date.now() + REPROBE_MS;
+        this.note('info', `GPU ${g.index} (${g.uuid}): MIG mode turned ${cur[0] === 1 ? 'on' : 'off'}: every field is tried again`);
+      }
+      g.migMode = cur[0];
+      g.migs = undefined;
     }
-    g.migMode = cur[0];
-    if (cur[0] !== 1) return;
+    s.migMode = g.migMode;
+    if (g.migMode !== 1) return;
+    const migs = (g.migs ??= await this.enumerateMig(g));
+    if (!migs) return;
+    s.mig = [];
+    for (const m of migs) {
+      const mem: { total?: number; used?: number; free?: number } = {};
+      const r = await n.memory(m.handle, mem);
+      if (r === NVML.GPU_IS_LOST) throw new GpuLost();
+      // an instance destroyed since the enumeration, or MIG mode turned off: read the mode and instances next tick
+      if (r !== NVML.SUCCESS) {
+        g.migs = undefined;
+        g.stateAt = 0;
+      }
+      s.mig.push({ uuid: m.uuid, name: m.name, gi: m.gi, ci: m.ci, ...(r === NVML.SUCCESS ? { memTotal: mem.total, memUsed: mem.used, memFree: mem.free } : {}) });
+    }
+  }
+
+  private async enumerateMig(g: Gpu): Promise<MigInstance[] | undefined> {
+    const n = this.nvml;
     const max: [number] = [0];
-    if (!this.ok(g, 'mig', await n.maxMigCount(g.handle, max))) return;
-    const migs: MigSnapshot[] = [];
+    if (!this.ok(g, 'mig', await n.maxMigCount(g.handle, max))) return undefined;
+    const migs: MigInstance[] = [];
     for (let i = 0; i < max[0]; i++) {
       const mh: [Handle | null] = [null];
       const r = await n.migHandle(g.handle, i, mh);
@@ -448,19 +546,31 @@ export class Sampler {
       if (!this.ok(g, 'mig', r)) continue;
       const h = mh[0]!;
       if (await n.uuid(h, this.buf96) !== NVML.SUCCESS) continue;
-      const m: MigSnapshot = { uuid: str(this.buf96), name: await n.name(h, this.buf96) === NVML.SUCCESS ? str(this.buf96) : g.name, gi: 0, ci: 0 };
+      const m: MigInstance = { handle: h, uuid: str(this.buf96), name: await n.name(h, this.buf96) === NVML.SUCCESS ? str(this.buf96) : g.name, gi: 0, ci: 0 };
       const id: [number] = [0];
       if (await n.gpuInstanceId(h, id) === NVML.SUCCESS) m.gi = id[0];
       if (await n.computeInstanceId(h, id) === NVML.SUCCESS) m.ci = id[0];
-      const mem: { total?: number; used?: number; free?: number } = {};
-      if (await n.memory(h, mem) === NVML.SUCCESS) {
-        m.memTotal = mem.total;
-        m.memUsed = mem.used;
-        m.memFree = mem.free;
-      }
       migs.push(m);
     }
-    s.mig = migs;
+    return migs;
+  }
+
+  /**
+   * Clocks that follow the performance state, the state itself and the fan:
+   * read every state interval, reported every tick as last read (a pull sink
+   * serves the latest tick's points, and a scrape must not miss them).
+   */
+  private async readState(g: Gpu): Promise<void> {
+    const n = this.nvml;
+    const h = g.handle;
+    const skip = g.unsupported;
+    const u1: [number] = [0];
+    const st: Gpu['state'] = {};
+    if (!skip.has('graphics clock') && this.ok(g, 'graphics clock', await n.clock(h, 0, u1))) st.clockGraphicsMhz = u1[0];
+    if (!skip.has('memory clock') && this.ok(g, 'memory clock', await n.clock(h, 2, u1))) st.clockMemMhz = u1[0];
+    if (!skip.has('fan speed') && this.ok(g, 'fan speed', await n.fanSpeed(h, u1))) st.fanPct = u1[0];
+    if (!skip.has('performance state') && this.ok(g, 'performance state', await n.pstate(h, u1))) st.pstate = u1[0];
+    g.state = st;
   }
 }
 
