@@ -75,7 +75,7 @@ test('one field-values call serves ECC, remapped rows, retired pages, energy, po
 });
 
 test('a driver that does not answer a field (an older driver: INVALID_ARGUMENT per field) falls back to the field\'s own call, the retired-pages size query looping on INSUFFICIENT_SIZE', async () => {
-  const old = Object.fromEntries([3, 4, 5, 6, 29, 30, 83, 94, 142, 143, 144, 145, 186, 190].map((id) => [String(id), { ret: 2 }]));
+  const old = Object.fromEntries([3, 4, 5, 6, 29, 30, 83, 94, 142, 143, 144, 145, 185, 190].map((id) => [String(id), { ret: 2 }]));
   const fields = { ...(h100(0).fields as object), ...old };
   const fake = new FakeNvml({ devices: [gpu(0, { retired: { sbe: 3, dbe: 1 }, fields }), gpu(1, { fields })] });
   const x = await sampler(fake, HOUR);

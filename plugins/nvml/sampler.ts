@@ -18,14 +18,14 @@ import type { GpuSnapshot, MigSnapshot, ProcessSnapshot, Snapshot } from './snap
 const FIELD = {
   ECC_SBE_VOL: 3, ECC_DBE_VOL: 4, ECC_SBE_AGG: 5, ECC_DBE_AGG: 6, RETIRED_SBE: 29, RETIRED_DBE: 30, RETIRED_PENDING: 31,
   MEMORY_TEMP: 82, ENERGY: 83, PCIE_REPLAY: 94, NVLINK_TX: 138, NVLINK_RX: 139,
-  REMAPPED_COR: 142, REMAPPED_UNC: 143, REMAPPED_PENDING: 144, REMAPPED_FAILURE: 145, POWER_INSTANT: 186, POWER_CURRENT_LIMIT: 190,
+  REMAPPED_COR: 142, REMAPPED_UNC: 143, REMAPPED_PENDING: 144, REMAPPED_FAILURE: 145, POWER_AVERAGE: 185, POWER_CURRENT_LIMIT: 190,
 } as const;
 /**
  * Every field a tick reads, in one nvmlDeviceGetFieldValues call: NVML serves
  * fields of one driver call together, and each separate call costs a hop to a
  * libuv pool thread and back (~20 µs of CPU here, the driver's own time apart).
  * A field this driver does not answer falls back to its own call (older
- * drivers lack 186 and 190, for one).
+ * drivers lack 185 and 190, for one).
  */
 const FIELD_IDS: readonly number[] = Object.values(FIELD);
 const ALL_LINKS = 0xffffffff;
@@ -273,11 +273,13 @@ export class Sampler {
     /** The fields' values when the driver answered every one of them, else undefined: the caller makes the field's own call. */
     const fv = (...ids: number[]): number[] | undefined => (f && ids.every((id) => f.has(id)) ? ids.map((id) => f.get(id)!) : undefined);
     const power = await this.interval(g, SAMPLING.POWER, 'power samples');
-    const instant = fv(FIELD.POWER_INSTANT);
+    // without an interval: field 185, the 1 s average nvmlDeviceGetPowerUsage gives on Ampere and later (GA100 and
+    // older answer it NOT_SUPPORTED, and their nvmlDeviceGetPowerUsage is instantaneous)
+    const avg = fv(FIELD.POWER_AVERAGE);
     if (power) {
       s.powerMw = power.mean;
       s.powerMaxMw = power.max;
-    } else if (instant) s.powerMw = instant[0];
+    } else if (avg) s.powerMw = avg[0];
     else if (!skip.has('power') && this.ok(g, 'power', await n.power(h, u1))) s.powerMw = u1[0];
     const limit = fv(FIELD.POWER_CURRENT_LIMIT);
     if (limit) s.powerLimitMw = limit[0];
