@@ -146,7 +146,7 @@ export async function benchNvml(gpus = 8, iterations = 300): Promise<NvmlBenchRe
   const convertUs = ((performance.now() - t0) * 1000) / iterations / gpus;
 
   // event-loop lag while the event wait (1 s at a time) is pending and samples run
-  const client = new NvmlSession({ library: lib, processes: true, events: true, eventWaitMs: 1000 }, createLogger('error'), () => {});
+  const client = new NvmlSession({ library: lib, processes: true, events: true, eventWaitMs: 1000, stateInterval: 60 }, createLogger('error'), () => {});
   const h = monitorEventLoopDelay({ resolution: 1 });
   await client.sample(new AbortController().signal); // init + the first wait starts
   h.enable();

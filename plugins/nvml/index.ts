@@ -25,7 +25,7 @@ export interface NvmlOptions {
 
 export function nvmlOptions(ctx: Pick<PluginContext, 'config'>): NvmlOptions {
   const c = ctx.config;
-  return { library: c.str('nvml', 'library') ?? DEFAULT_LIBRARY, processes: c.bool('nvml', 'processes'), events: c.bool('nvml', 'events'), stateInterval: c.num('nvml', 'state_interval') ?? 60 };
+  return { library: c.str('nvml', 'library') ?? DEFAULT_LIBRARY, processes: c.bool('nvml', 'processes'), events: c.bool('nvml', 'events'), stateInterval: c.num('nvml', 'state_interval')! };
 }
 
 class NvmlPlugin implements Plugin {

@@ -88,8 +88,6 @@ interface MigInstance {
 
 const GPM_CALL = 'SM/engine activity (GPM)';
 
-/** How often a GPU's state (MIG mode, graphics and memory clocks, performance state, fan) is read; activity is read every tick. */
-export const STATE_INTERVAL_MS = 60_000;
 
 /** Unsupported calls are tried again this often (and at once when MIG mode changes). */
 const REPROBE_MS = 600_000;
@@ -98,7 +96,8 @@ export class Sampler {
   private gpus: Gpu[] = [];
   private notes: Snapshot['notes'] = [];
   private readonly buf96 = Buffer.alloc(96);
-  private readonly fields = Buffer.alloc(FIELD_IDS.length * FIELD_VALUE_SIZE);
+  /** The nvmlFieldValue_t array, ids and scopes written once: NVML fills in the rest of each entry. */
+  private readonly fields = fieldRequest();
   private procBuf = Buffer.alloc(16 * PROCESS_INFO_SIZE);
   /** Room for a whole sample buffer (the driver keeps 100 utilization and 120 power samples). */
   private readonly sampleBuf = Buffer.alloc(160 * SAMPLE_SIZE);
@@ -106,7 +105,8 @@ export class Sampler {
   private readonly gpm: GpmReader | undefined;
   driverVersion = '';
 
-  constructor(private readonly nvml: NvmlBinding, private readonly withProcesses: boolean, gpmMinWindowMs?: number, private readonly stateIntervalMs = STATE_INTERVAL_MS) {
+  /** stateIntervalMs: how often a GPU's state (MIG mode, clocks that follow the performance state, fan) is read ([nvml] state_interval). */
+  constructor(private readonly nvml: NvmlBinding, private readonly withProcesses: boolean, gpmMinWindowMs: number | undefined, private readonly stateIntervalMs: number) {
     this.gpm = nvml.gpm && new GpmReader(nvml.gpm, gpmMinWindowMs);
   }
 
@@ -397,11 +397,6 @@ export class Sampler {
   private async readFields(g: Gpu, s: GpuSnapshot): Promise<Map<number, number>> {
     const b = this.fields;
     const got = new Map<number, number>();
-    b.fill(0);
-    FIELD_IDS.forEach((id, i) => {
-      b.writeUInt32LE(id, i * FIELD_VALUE_SIZE);
-      b.writeUInt32LE(id === FIELD.NVLINK_TX || id === FIELD.NVLINK_RX ? ALL_LINKS : 0, i * FIELD_VALUE_SIZE + 4);
-    });
     if (!this.ok(g, 'field values', await this.nvml.fieldValues(g.handle, FIELD_IDS.length, b))) return got;
     for (let i = 0; i < FIELD_IDS.length; i++) {
       const o = i * FIELD_VALUE_SIZE;
@@ -574,6 +569,16 @@ export class Sampler {
     if (!skip.has('performance state') && this.ok(g, 'performance state', await n.pstate(h, u1))) st.pstate = u1[0];
     g.state = st;
   }
+}
+
+function fieldRequest(): Buffer {
+  const b = Buffer.alloc(FIELD_IDS.length * FIELD_VALUE_SIZE);
+  FIELD_IDS.forEach((id, i) => {
+    b.writeUInt32LE(id, i * FIELD_VALUE_SIZE);
+    // NVLink counters summed over every link; scope 0 elsewhere (for power: the GPU alone, not the module)
+    b.writeUInt32LE(id === FIELD.NVLINK_TX || id === FIELD.NVLINK_RX ? ALL_LINKS : 0, i * FIELD_VALUE_SIZE + 4);
+  });
+  return b;
 }
 
 function str(b: Buffer): string {

@@ -29,8 +29,8 @@ export interface SessionOptions {
   events: boolean;
   /** Longest single event wait (ms): bounds shutdown and re-init latency. */
   eventWaitMs: number;
-  /** Seconds between reads of a GPU's state (MIG mode, clocks that follow the performance state, fan); default 60. */
-  stateInterval?: number;
+  /** Seconds between reads of a GPU's state (MIG mode, clocks that follow the performance state, fan). */
+  stateInterval: number;
 }
 
 const EVENT_TYPES = { SINGLE_BIT_ECC: 0x1, DOUBLE_BIT_ECC: 0x2, XID: 0x8 } as const;
@@ -138,7 +138,7 @@ export class NvmlSession {
       const nvml = (this.nvml ??= loadNvml(this.opts.library));
       const r = await nvml.init();
       if (r !== NVML.SUCCESS) throw new Error(`nvmlInit_v2: ${nvml.errorString(r)} (${r})`);
-      const sampler = (this.sampler ??= new Sampler(nvml, this.opts.processes, undefined, this.opts.stateInterval === undefined ? undefined : this.opts.stateInterval * 1000));
+      const sampler = (this.sampler ??= new Sampler(nvml, this.opts.processes, undefined, this.opts.stateInterval * 1000));
       this.missing = Object.entries(nvml.variants).filter(([, v]) => v === 'missing').map(([k]) => k);
       try {
         await sampler.enumerate();
