@@ -22,7 +22,7 @@ const MIG_UUID = (j: number) => `MIG-${j}0000000-1111-2222-3333-444444444444`;
 /** An H100 whose driver samples every 50 µs (every tick finds new samples) and whose GPM counts PCIe traffic too. */
 function gpu(i: number, over: Record<string, unknown> = {}): FakeGpu {
   const g = h100(i, { sample_period_ms: 0.05, ...over });
-  return { ...g, gpm: { ...(g.gpm as object), pcie_tx_mibs: 12, pcie_rx_mibs: 30 }, ...over };
+  return { ...g, gpm: { ...(g.gpm as object), pcie_tx_mibs: 12, pcie_rx_mibs: 30 } };
 }
 
 async function sampler(fake: FakeNvml, stateIntervalMs: number): Promise<{ s: Sampler; nvml: NvmlBinding; tick: () => Promise<{ gpus: GpuSnapshot[]; calls: number }> }> {

@@ -11,13 +11,18 @@ import assert from 'node:assert/strict';
 import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { chmodSync, copyFileSync, cpSync, existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { loadAgentConfig } from '../daemon/schema.js';
+import { debArch } from '../src/release/debian.js';
+import { artifactBase, readBuildInfo } from '../src/release/release-tree.js';
 import { ROOT, tempDir } from './helpers/paths.js';
 
 const BASES = '/var/cache/l9gpu-test';
-const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+// this machine's build: the package's architecture and names follow process.arch, as the packager's do
+const INFO = readBuildInfo(ROOT);
+const VERSION = INFO.version;
+const ARCH = `${process.platform}-${process.arch}`;
 const work = tempDir('l9gpu-rollout-');
 let deb = '';
 let tarball = '';
@@ -65,25 +70,25 @@ test('the package: the built code, production modules with native code for this 
   const control = ok(run('dpkg-deb', ['-f', deb]), 'dpkg-deb -f');
   assert.match(control, /^Package: l9gpu$/m);
   assert.match(control, new RegExp(`^Version: ${VERSION.replace(/\./g, '\\.')}$`, 'm'));
-  assert.match(control, /^Architecture: amd64$/m);
+  assert.match(control, new RegExp(`^Architecture: ${debArch(INFO)}$`, 'm'));
   const files = ok(run('dpkg-deb', ['-c', deb]), 'dpkg-deb -c').split('\n');
   const entry = (path: string) => files.find((l) => l.endsWith(` ./${path}`) || l.includes(` ./${path} -> `));
   for (const p of ['opt/l9gpu/bin/run.js', 'opt/l9gpu/bin/check-node', 'opt/l9gpu/slurm/prolog', 'opt/l9gpu/slurm/epilog', 'opt/l9gpu/slurm/ctld-epilog']) {
     assert.match(entry(p) ?? `${p} missing`, /^-rwxr-xr-x root\/root/, p);
   }
   for (const p of ['opt/l9gpu/dist/hook/hook.cjs', 'opt/l9gpu/dist/src/cli/light.cjs', 'opt/l9gpu/dist/help.json', 'opt/l9gpu/node_modules/better-sqlite3/build/Release/better_sqlite3.node',
-    'opt/l9gpu/node_modules/@koromix/koffi-linux-x64/linux_x64/koffi.node', 'opt/l9gpu/src/attribution/kubernetes/podresources/api.proto', 'lib/systemd/system/l9gpu.service', 'opt/l9gpu/BUILD-INFO.json']) {
+    `opt/l9gpu/node_modules/@koromix/koffi-${ARCH}/${process.platform}_${process.arch}/koffi.node`, 'opt/l9gpu/src/attribution/kubernetes/podresources/api.proto', 'lib/systemd/system/l9gpu.service', 'opt/l9gpu/BUILD-INFO.json']) {
     assert.ok(entry(p), `${p} is in the package`);
   }
   assert.match(entry('usr/bin/l9gpu') ?? '', / -> \/opt\/l9gpu\/bin\/run\.js$/);
   // every production dependency, and none of the development ones
   const prod = ok(run('npm', ['ls', '--omit=dev', '--all', '--parseable'], { cwd: ROOT }), 'npm ls').split('\n').filter((l) => l.includes('/node_modules/'));
   for (const m of prod) assert.ok(entry(`opt/l9gpu/${m.slice(m.indexOf('node_modules/'))}/`), `${m} is in the package`);
-  for (const bad of ['node_modules/typescript/', 'node_modules/esbuild/', 'node_modules/fast-check/', 'dist/test/', 'dist/bench/', 'better-sqlite3/deps/', 'better-sqlite3/src/', '/var/lib/l9gpu']) {
+  for (const bad of ['node_modules/typescript/', 'node_modules/esbuild/', 'node_modules/fast-check/', 'dist/test/', 'dist/bench/', 'dist/src/release/', 'better-sqlite3/deps/', 'better-sqlite3/src/', '/var/lib/l9gpu']) {
     assert.equal(files.find((l) => l.includes(bad)), undefined, `${bad} is not in the package`);
   }
   // the tarball is the same tree under one folder, with install.sh
-  const top = `l9gpu-${VERSION}-linux-x64`;
+  const top = artifactBase(INFO);
   const inTar = new Set(ok(run('tar', ['-tzf', tarball]), 'tar -t').split('\n').filter(Boolean).map((l) => l.replace(/\/$/, '')));
   for (const l of files) {
     const m = / \.\/opt\/l9gpu\/(\S+)/.exec(l);
@@ -157,7 +162,7 @@ test('the tarball\'s install.sh lays out the same node as the .deb', () => {
   mkdirSync(unpack);
   ok(run('tar', ['-xzf', tarball, '-C', unpack]), 'tar -x');
   const dest = join(work, 'tar-root');
-  const top = join(unpack, `l9gpu-${VERSION}-linux-x64`);
+  const top = join(unpack, artifactBase(INFO));
   assert.match(ok(run('sh', [join(top, 'install.sh')], { env: { ...process.env, DESTDIR: dest, L9GPU_NODE: process.execPath } }), 'install.sh'), /nothing was started/);
   assert.equal(readlinkSync(join(dest, 'usr/local/bin/l9gpu')), '/opt/l9gpu/bin/run.js');
   assert.ok(existsSync(join(dest, 'etc/systemd/system/l9gpu.service')));
@@ -222,7 +227,7 @@ test('the Ansible role installs, configures and hooks a node, and a second run c
   const site = join(root, 'srv/site');
   mkdirSync(join(site, 'files'), { recursive: true });
   cpSync(join(ROOT, 'ansible/roles'), join(site, 'roles'), { recursive: true });
-  copyFileSync(deb, join(site, 'files', `l9gpu_${VERSION}_amd64.deb`));
+  copyFileSync(deb, join(site, 'files', basename(deb)));
   writeFileSync(join(site, 'site.yml'), PLAYBOOK);
   // the vault's variable, as a vault file would give it
   writeFileSync(join(site, 'vault.yml'), 'vault_l9gpu_otlp_headers: authorization=Basic%20c2VjcmV0\n');

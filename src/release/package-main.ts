@@ -4,15 +4,15 @@
  * with the native modules built here. Build on the OS and Node major the nodes run.
  * Flag: --out DIR.
  */
-import { rmSync, statSync, writeFileSync } from 'node:fs';
+import { rmSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { buildDeb } from './debian.js';
-import { nodeCheckScript } from './node-check.js';
 import { assembleTree, readBuildInfo } from './release-tree.js';
 import { buildTarball } from './tarball.js';
 
 function main(argv: string[]): void {
-  const root = resolve(new URL('../../../', import.meta.url).pathname);
+  const root = fileURLToPath(new URL('../../../', import.meta.url));
   const flag = (name: string): string | undefined => {
     const at = argv.indexOf(name);
     return at >= 0 ? argv[at + 1] : undefined;
@@ -22,7 +22,6 @@ function main(argv: string[]): void {
   const info = readBuildInfo(root);
   const tree = join(work, 'tree');
   assembleTree(root, tree, info);
-  writeFileSync(join(tree, 'bin/check-node'), nodeCheckScript(info), { mode: 0o755 });
   const made = [buildDeb(tree, work, outDir, info), buildTarball(tree, work, outDir, info)];
   rmSync(work, { recursive: true, force: true });
   for (const f of made) process.stdout.write(`${f}  ${(statSync(f).size / 2 ** 20).toFixed(1)} MiB\n`);

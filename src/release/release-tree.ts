@@ -7,6 +7,7 @@
 import { execFileSync } from 'node:child_process';
 import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
+import { nodeCheckScript } from './node-check.js';
 
 export interface BuildInfo {
   readonly name: string;
@@ -24,7 +25,7 @@ export interface BuildInfo {
 /** What of the checkout goes into the tree: code, the files read at run time, what an admin reads. */
 const TOP_LEVEL = ['bin', 'package.json', 'package-lock.json', 'README.md', 'docs', 'systemd', 'dashboards'];
 /** Built output that is not the product. */
-const DIST_LEFT_OUT = new Set(['test', 'bench', 'release', 'package']);
+const DIST_LEFT_OUT = new Set(['test', 'bench', 'package', join('src', 'release')]);
 /** The hooks' shell entries (slurmd runs them; the .ts beside them are compiled into dist/). */
 const SLURM_SCRIPTS = ['prolog', 'epilog', 'ctld-epilog', 'hook-run'];
 /** Read at run time from the package root (src/attribution/kubernetes/podresources-client.ts). */
@@ -52,7 +53,7 @@ export function readBuildInfo(root: string): BuildInfo {
 /** Fails with what to run when the checkout is not built. */
 function requireBuilt(root: string): void {
   for (const f of ['dist/src/cli/daemon-main.js', 'dist/hook/hook.cjs', 'dist/src/cli/light.cjs', 'dist/help.json', 'node_modules/better-sqlite3/build/Release/better_sqlite3.node']) {
-    if (!existsSync(join(root, f))) throw new Error(`${f} is missing: run \`npm ci && npm run build\` first (npm run package does both)`);
+    if (!existsSync(join(root, f))) throw new Error(`${f} is missing: run \`npm ci\` and \`npm run build\` first (npm run package builds, but does not install)`);
   }
 }
 
@@ -79,7 +80,8 @@ export function assembleTree(root: string, dest: string, info: BuildInfo): void 
   for (const f of TOP_LEVEL) if (existsSync(join(root, f))) cpSync(join(root, f), join(dest, f), { recursive: true });
   mkdirSync(join(dest, 'dist'));
   for (const e of readdirSync(join(root, 'dist'))) {
-    if (!DIST_LEFT_OUT.has(e)) cpSync(join(root, 'dist', e), join(dest, 'dist', e), { recursive: true, filter: (p) => !p.endsWith('.map') });
+    // the packager itself (dist/src/release) is built output too, and not the product
+    if (!DIST_LEFT_OUT.has(e)) cpSync(join(root, 'dist', e), join(dest, 'dist', e), { recursive: true, filter: (p) => !p.endsWith('.map') && !DIST_LEFT_OUT.has(relative(join(root, 'dist'), p)) });
   }
   mkdirSync(join(dest, 'slurm'));
   for (const s of SLURM_SCRIPTS) cpSync(join(root, 'slurm', s), join(dest, 'slurm', s));
@@ -89,7 +91,8 @@ export function assembleTree(root: string, dest: string, info: BuildInfo): void 
     mkdirSync(dirname(join(dest, m)), { recursive: true });
     cpSync(join(root, m), join(dest, m), { recursive: true, filter: (p) => keep(p) && !relative(join(root, m), p).startsWith('node_modules') });
   }
-  // every executable the hooks and slurmd call by path, whatever the checkout's modes were
+  writeFileSync(join(dest, 'bin/check-node'), nodeCheckScript(info));
+  // every executable the hooks and slurmd call by path, whatever the checkout's modes and the umask were
   for (const x of ['bin/run.js', 'bin/check-node', ...SLURM_SCRIPTS.filter((s) => s !== 'hook-run').map((s) => `slurm/${s}`)]) {
     if (existsSync(join(dest, x))) chmodSync(join(dest, x), 0o755);
   }
