@@ -236,8 +236,10 @@ test('the Ansible role installs, configures and hooks a node, and a second run c
   const play = (...extra: string[]) => inRoot(root, ['sh', '-c', `cd /srv/site && ansible-playbook -i localhost, -e @vault.yml site.yml ${extra.join(' ')}`], { ANSIBLE_NOCOLOR: '1', ANSIBLE_FORCE_COLOR: '0' });
   const recap = (out: string) => /localhost\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=0\s+failed=(\d+)/.exec(out);
 
-  const first = play();
+  // with --diff, so that the secret's template would show in the output but for no_log
+  const first = play('--diff');
   assert.equal(first.status, 0, first.stdout + first.stderr);
+  assert.match(first.stdout, /^\+sinks = otlp, prometheus$/m, 'a template\'s diff shows its lines: the secret would show but for no_log');
   assert.ok(Number(recap(first.stdout)?.[2]) > 0, first.stdout);
   const second = play();
   assert.equal(second.status, 0, second.stdout + second.stderr);
@@ -284,6 +286,16 @@ test('the Ansible role installs, configures and hooks a node, and a second run c
   assert.notEqual(refused.status, 0);
   assert.match(refused.stdout, /already has Prolog= for another program: set l9gpu_slurm_conf_method/);
   assert.match(readFileSync(join(root, 'etc/slurm/slurm.conf'), 'utf8'), /^Prolog=\/usr\/local\/sbin\/site-prolog$/m);
+  // nor by the Include, which comes last and would win
+  const refusedInclude = play('--tags', 'l9gpu_slurm', '-e', 'l9gpu_slurm_conf_method=include');
+  assert.notEqual(refusedInclude.status, 0);
+  assert.match(refusedInclude.stdout, /already has Prolog= for another program/);
+  assert.equal(readFileSync(join(root, 'etc/slurm/slurm.conf'), 'utf8'), SLURM_CONF + 'Prolog=/usr/local/sbin/site-prolog\n', 'no Include added');
+  // nor the controller's EpilogSlurmctld
+  writeFileSync(join(root, 'etc/slurm/slurm.conf'), SLURM_CONF + 'EpilogSlurmctld=/usr/local/sbin/site-ctld-epilog\n');
+  const refusedCtld = play('--tags', 'l9gpu_slurm');
+  assert.notEqual(refusedCtld.status, 0);
+  assert.match(refusedCtld.stdout, /already has EpilogSlurmctld= for another program: .* call \/etc\/slurm\/l9gpu\/ctld-epilog from yours/s);
 
   // method include: the lines in their own file, included last (Slurm keeps a key's latest value: the merged PrologFlags)
   writeFileSync(join(root, 'etc/slurm/slurm.conf'), SLURM_CONF);
