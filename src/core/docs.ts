@@ -1,5 +1,5 @@
 /** Renders docs/metrics.md, docs/l9gpu.example.ini and the plugin READMEs' config tables from the registry, the config schema and the manifests. */
-import { formatValue, defaultOf, type SectionSpec } from './config/schema.js';
+import { formatValue, defaultOf, type KeySpec, type SectionSpec } from './config/schema.js';
 import { ATTRIBUTION_ATTRIBUTES, ATTRIBUTION_ATTRIBUTE_PREFIXES, METRICS, SCOPE_ATTRIBUTES, prometheusName, type MetricDef } from './metrics/registry.js';
 
 const KIND: Record<MetricDef['kind'], string> = { gauge: 'gauge', sum: 'monotonic sum', updown: 'up-down sum', histogram: 'histogram' };
@@ -49,7 +49,8 @@ export function renderMetricsDoc(emitters: ReadonlyMap<string, readonly string[]
   return out.join('\n');
 }
 
-function wrap(text: string, prefix: string, width = 88): string[] {
+/** Words of text in lines of at most width characters, each starting with prefix (counted in the width). */
+export function wrap(text: string, prefix: string, width = 88): string[] {
   const lines: string[] = [];
   let cur = prefix;
   for (const w of text.split(/\s+/)) {
@@ -61,6 +62,11 @@ function wrap(text: string, prefix: string, width = 88): string[] {
   }
   lines.push(cur.trimEnd());
   return lines;
+}
+
+/** A key's default as the docs show it. */
+export function defaultText(k: KeySpec): string {
+  return typeof k.default === 'function' ? '(computed)' : formatValue(k, defaultOf(k)) || '(unset)';
 }
 
 export function renderExampleConfig(sections: readonly SectionSpec[]): string {
@@ -97,7 +103,7 @@ export function renderConfigSection(section: SectionSpec): string {
     '| --- | --- | --- | --- | --- |',
   ];
   for (const k of section.keys) {
-    const def = typeof k.default === 'function' ? '(computed)' : formatValue(k, defaultOf(k)) || '(unset)';
+    const def = defaultText(k);
     const type = k.type === 'enum' ? `one of ${k.values!.join(', ')}` : k.type;
     out.push(`| \`${k.key}\` | ${type} | ${cell(def)} | ${k.env?.map((e) => `\`${e.name}\``).join(', ') ?? ''} | ${cell(k.description)} |`);
   }

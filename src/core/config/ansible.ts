@@ -8,7 +8,8 @@
  * the daemon's own default applies (and follows upgrades). The comment above each
  * variable says what that default is.
  */
-import { defaultOf, formatValue, type KeySpec, type SectionSpec } from './schema.js';
+import { defaultText, wrap } from '../docs.js';
+import type { KeySpec, SectionSpec } from './schema.js';
 
 export const roleVariable = (section: string, key: string): string => `l9gpu_${section}_${key}`;
 
@@ -16,33 +17,15 @@ const ARG_TYPES: Record<KeySpec['type'], string> = {
   string: 'str', path: 'path', int: 'int', number: 'float', duration: 'raw', bytes: 'raw', bool: 'bool', list: 'list', enum: 'str', url: 'str', map: 'dict',
 };
 
-function daemonDefault(k: KeySpec): string {
-  if (typeof k.default === 'function') return '(computed at start)';
-  return formatValue(k, defaultOf(k)) || '(unset)';
-}
-
-function wrap(text: string, width: number, prefix: string): string[] {
-  const out: string[] = [];
-  let cur = '';
-  for (const w of text.split(/\s+/).filter(Boolean)) {
-    if (cur && cur.length + w.length + 1 > width) {
-      out.push(prefix + cur);
-      cur = w;
-    } else cur = cur ? `${cur} ${w}` : w;
-  }
-  if (cur) out.push(prefix + cur);
-  return out;
-}
-
 /** defaults/main.yml's generated block: every key, null, with its description and the daemon's default. */
 export function renderRoleDefaults(sections: readonly SectionSpec[]): string {
   const out: string[] = [];
   for (const s of sections) {
-    out.push(...wrap(`[${s.name}] ${s.description}`, 96, '# '));
+    out.push(...wrap(`[${s.name}] ${s.description}`, '# ', 98));
     for (const k of s.keys) {
-      out.push(...wrap(k.description, 92, '#   '));
+      out.push(...wrap(k.description, '#   ', 96));
       const type = k.type === 'enum' ? `one of ${k.values!.join(', ')}` : k.type === 'map' ? 'mapping' : k.type;
-      out.push(`#   ${type}; daemon default: ${daemonDefault(k)}${k.secret ? '; a secret: keep it in a vault' : ''}`);
+      out.push(`#   ${type}; daemon default: ${defaultText(k)}${k.secret ? '; a secret: keep it in a vault' : ''}`);
       out.push(`${roleVariable(s.name, k.key)}: null`);
     }
     out.push('');
@@ -60,7 +43,7 @@ export function renderRoleArgumentSpecs(sections: readonly SectionSpec[]): strin
       if (k.type === 'list') out.push('        elements: str');
       if (k.secret) out.push('        no_log: true');
       // a folded scalar: the text as written, wrapped for yamllint's line length
-      out.push('        description: >-', ...wrap(`[${s.name}] ${k.key}: ${k.description} ${k.type === 'enum' ? `One of ${k.values!.join(', ')} (checked with the file: the daemon's loader validates it before it is installed). ` : ''}Daemon default: ${daemonDefault(k)}. Null leaves the key out of the file.`, 100, '          '));
+      out.push('        description: >-', ...wrap(`[${s.name}] ${k.key}: ${k.description} ${k.type === 'enum' ? `One of ${k.values!.join(', ')} (checked with the file: the daemon's loader validates it before it is installed). ` : ''}Daemon default: ${defaultText(k)}. Null leaves the key out of the file.`, '          ', 110));
     }
   }
   return out.join('\n') + '\n';
