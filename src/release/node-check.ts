@@ -6,10 +6,17 @@
  * bin/check-node and run by the .deb's preinst and the tarball's install.sh, so
  * an unsupported Node stops the install, not the first job.
  */
-import type { BuildInfo } from './release-tree.js';
+/** What the check needs of a build (release-tree.ts's BuildInfo has it; declared here so that the tree can write the check without an import loop). */
+export interface NodeTarget {
+  version: string;
+  platform: string;
+  nodeAbi: string;
+  nodeVersion: string;
+  nodeMin: string;
+}
 
 /** The check as a sh function `l9gpu_check_node`, for embedding. Exit status 0: supported. */
-export function nodeCheckFunction(info: BuildInfo): string {
+export function nodeCheckFunction(info: NodeTarget): string {
   return `# Node.js for l9gpu ${info.version} (${info.platform}): ABI ${info.nodeAbi} (Node ${info.nodeVersion.split('.')[0]}.x), at least ${info.nodeMin}.
 # $L9GPU_NODE names another node than /usr/bin/node (the hooks and the unit use the same variable and path).
 l9gpu_check_node() {
@@ -42,7 +49,7 @@ EOF
 }
 
 /** bin/check-node: the function and a call, for admins after a Node upgrade and for install.sh. */
-export function nodeCheckScript(info: BuildInfo): string {
+export function nodeCheckScript(info: NodeTarget): string {
   return `#!/bin/sh
 # Says whether this node's Node.js can run the l9gpu installed beside it (exit 0) or what is wrong (exit 1).
 ${nodeCheckFunction(info)}
