@@ -8,8 +8,9 @@
  * epilog is still closing the job's GPUs. So it returns at once and leaves a
  * detached worker that waits until every GPU's job-end summary (gpu.job.energy,
  * sent once a node closed the GPU) has reached the PromQL backend ([jobs]
- * promql_url), builds the report the PromQL path builds (the same figures as
- * each node's store, by construction), and writes it with sacctmgr, which
+ * promql_url), builds the report the PromQL path builds, again until its
+ * figures agree with those summaries (each node's store's figures), and
+ * writes it with scontrol or sacctmgr, which
  * works on the accounting record whether slurmctld still holds the job or not
  * (jobstats does the same). A comment that is not l9gpu's is never replaced.
  */
@@ -19,13 +20,19 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Config } from '../src/core/config/load.js';
 import { makeDirs } from '../src/core/make-dirs.js';
-import { jobEndCoverage, reportFromPromql, type PromqlOptions } from '../src/jobs/promql.js';
+import { jobEndCoverage, reportFromPromql, settledReport, type JobEndCoverage, type PromqlOptions } from '../src/jobs/promql.js';
 import { encodeSummary, isSummary } from '../src/jobs/summary.js';
 import { sacctJob } from './sacct-job.js';
 import { slurmCommand } from './tools.js';
 
 /** A job with no GPU series after this long used no GPU that l9gpu saw: nothing to keep. */
 const NO_GPUS_AFTER_MS = 30_000;
+/**
+ * Figures that differ from the nodes' summaries yet stay the same this long
+ * are the backend's last word (a scrape resamples; a sample lost on the way):
+ * a few times VictoriaMetrics' 2 s flush of fresh samples into searchable parts.
+ */
+const SETTLED_AFTER_MS = 5_000;
 
 export interface CtldEpilogJob {
   /** The id slurm.job.id carries (the raw id, an array task's own). */
@@ -78,7 +85,7 @@ export async function storeSummary(cfg: Config, job: CtldEpilogJob, o: { waitMs?
   const start = now();
   const deadline = start + (o.waitMs ?? cfg.num('jobs', 'summary_wait')! * 1000);
   let pause = 1000;
-  let cov = { gpus: 0, ended: 0 };
+  let cov: JobEndCoverage = { gpus: 0, ended: 0, ends: new Map() };
   for (;;) {
     try {
       cov = await jobEndCoverage(q, job.rawId);
@@ -95,7 +102,10 @@ export async function storeSummary(cfg: Config, job: CtldEpilogJob, o: { waitMs?
     // every second while the nodes' epilogs normally end (a few seconds), then backing off to 10 s
     if (now() - start > 5_000) pause = Math.min(pause * 1.5, 10_000);
   }
-  const report = await reportFromPromql(q, job.rawId, null);
+  // a summary may be searchable before the samples sent ahead of it: read until the figures agree with it
+  const report = await settledReport(() => reportFromPromql(q, job.rawId, null), cov.ends, {
+    deadline, settledAfterMs: SETTLED_AFTER_MS, pauseMs: 1000, now, sleep, log: (m) => log(`job ${job.acctId}: ${m}`),
+  });
   if (!report) return { stored: false, detail: `job ${job.acctId}: its metrics went from ${url} while it was read` };
   const text = encodeSummary(report);
   // accounting gets the job's end from slurmctld a moment after the epilog starts: retry until its record is there

@@ -12,6 +12,8 @@ import { METRICS, prometheusName } from '../src/core/metrics/registry.js';
 import type { Sink } from '../src/core/sink.js';
 import { otlpSink } from '../src/sinks/otlp.js';
 import { prometheusSink } from '../src/sinks/prometheus.js';
+import { jobEndCoverage, reportFromPromql, settledReport, unsettled, type PromqlOptions } from '../src/jobs/promql.js';
+import type { JobReport } from '../src/jobs/report-model.js';
 import { recordEnd, recordStart } from '../src/store/jobs.js';
 import { openStore } from '../src/store/open.js';
 import { simUuid } from '../plugins/sim/index.js';
@@ -198,6 +200,87 @@ test('l9gpu jobs --source promql reads a job from both namings: a real Prometheu
     assert.equal(f.memTotal, store.gpus[0]!.figures.memTotal);
   } finally {
     await prom.stop();
+  }
+});
+
+test('a job-end summary searchable before the samples sent ahead of it: the report is read again until its figures are the node\'s (the ctld epilog\'s AdminComment)', async () => {
+  const d0 = tempDir('l9gpu-settle-');
+  chmodSync(d0, 0o755);
+  const slurm = slurmControllerDown(d0, 'settlenode');
+  const config = join(d0, 'l9gpu.ini');
+  writeFileSync(config, `[daemon]\n${slurm.daemon}plugins = sim\nsinks = otlp\ninterval = 300ms\nhost_name = settlenode\n[sim]\ngpus = 1\n[otlp]\nendpoint = ${vm.otlpEndpoint}\nexport_interval = 300ms\n${slurm.slurm}`);
+  const uuid = simUuid('settlenode', 0);
+  const db = openStore(slurm.state);
+  recordStart(db, { jobId: '5151', runKey: 'r0', user: 'alice', uid: 1001, partition: 'gpu' }, [{ uuid, shared: false }], 'prolog', Date.now());
+  const d = new DaemonProcess(['--config', config]);
+  const job = '{"slurm.job.id"="5151"}';
+  try {
+    await waitFor('8 samples of the job', async () => {
+      await vm.flush();
+      return ((await vm.exportRaw(`{__name__="gpu.utilization","slurm.job.id"="5151"}`))[0]?.values.length ?? 0) >= 8 || undefined;
+    }, 30_000);
+    // the epilog: the daemon, still running, sends the GPU's job-end summary
+    recordEnd(db, { jobId: '5151', runKey: 'r0' }, { endTime: Date.now(), state: 'COMPLETED', exitCode: 0 }, [], 'epilog');
+    await waitFor('the job-end summary', async () => {
+      await vm.flush();
+      return (await vm.exportRaw(`{__name__="gpu.job.energy","slurm.job.id"="5151"}`)).length === 1 || undefined;
+    }, 30_000);
+  } finally {
+    db.close();
+    assert.equal(await d.stop(), 0, d.stderr);
+  }
+  const store = await runCli(['jobs', 'show', '5151', '--json', '--config', config]);
+  assert.equal(store.status, 0, store.stderr);
+  const node = JSON.parse(store.stdout) as JobReport;
+  assert.equal(node.source, 'store');
+  // a second VictoriaMetrics gets what the first stored, but the last two samples of each GPU series only after the
+  // first read: what a backend that makes fresh samples searchable shard by shard can show a reader
+  const all = await vm.exportRaw(job);
+  // per-tick series lose their last two samples; the job-end summaries (sent once) come whole with the first part
+  const isSample = (m: Record<string, string>) => !m.__name__!.startsWith('gpu.job.') || m.__name__ === 'gpu.job.share';
+  const part = (first: boolean) =>
+    all.map((s) => {
+      const n = s.timestamps.length;
+      const idx = s.timestamps.map((_, i) => i).filter((i) => (isSample(s.metric) ? i < n - 2 === first : first));
+      return { metric: s.metric, values: idx.map((i) => s.values[i]), timestamps: idx.map((i) => s.timestamps[i]) };
+    }).filter((s) => s.values.length);
+  const late = new VictoriaMetrics();
+  await late.start();
+  try {
+    const put = async (lines: object[]) => {
+      const r = await fetch(`${late.url}/api/v1/import`, { method: 'POST', body: lines.map((l) => JSON.stringify(l)).join('\n') });
+      assert.ok(r.ok, await r.text());
+      await late.flush();
+    };
+    await put(part(true));
+    const q: PromqlOptions = { url: late.url, window: '1h' };
+    const cov = await jobEndCoverage(q, '5151');
+    assert.deepEqual([cov.gpus, cov.ended], [1, 1], 'every GPU has its summary: coverage alone says the job is in');
+    const early = (await reportFromPromql(q, '5151', null))!;
+    assert.deepEqual(unsettled(early, cov.ends), [`settlenode/${uuid}`], 'short of two samples, the figures are not the node\'s');
+    let reads = 0;
+    const logged: string[] = [];
+    const report = await settledReport(
+      async () => {
+        const r = await reportFromPromql(q, '5151', null);
+        if (++reads === 1) await put(part(false));
+        return r;
+      },
+      cov.ends,
+      { deadline: Date.now() + 60_000, settledAfterMs: 60_000, pauseMs: 0, log: (m) => logged.push(m) },
+    );
+    assert.equal(reads, 2);
+    assert.equal(logged.join("; "), "");
+    assert.deepEqual(report!.gpus.map((g) => [g.uuid, g.figures]), node.gpus.map((g) => [g.uuid, g.figures]), 'the node\'s figures, exactly');
+    // figures that never agree (a scrape resamples the series) and stay the same: read until they have for settledAfterMs
+    let clock = 0;
+    const never = new Map([...cov.ends].map(([k, e]) => [k, { ...e, energyJ: e.energyJ + 1 }]));
+    const kept = await settledReport(() => reportFromPromql(q, '5151', null), never, { deadline: 1e9, settledAfterMs: 3000, pauseMs: 0, now: () => (clock += 1000), log: (m) => logged.push(m) });
+    assert.deepEqual(kept!.gpus.map((g) => g.figures), node.gpus.map((g) => g.figures));
+    assert.equal(logged.length, 1);
+    assert.match(logged[0]!, new RegExp(`settlenode/${uuid} differ from the node's job-end summary and they stayed so for 3 s`));
+  } finally {
+    await late.stop();
   }
 });
 

@@ -194,7 +194,7 @@ export async function reportFromPromql(o: PromqlOptions, jobId: string, prices: 
       const uuid = a['gpu.uuid'];
       if (typeof uuid !== 'string') continue;
       const node = nodeOf(a);
-      const k = `${node}\u0000${uuid}`;
+      const k = gpuKey(node, uuid);
       let g = gpus.get(k);
       if (!g) gpus.set(k, (g = { node, uuid, identity: a, samples: new Map() }));
       if (name === 'gpu.utilization') labels = a;
@@ -249,22 +249,105 @@ export async function reportFromPromql(o: PromqlOptions, jobId: string, prices: 
   return { source: 'promql', job, gpus: rows, totals, inference: null, communication, series, notes: [...jobNotes(job, rows, totals), ...communicationNotes(communication)] };
 }
 
+/** A GPU's job-end summary as its node sent it: the node's own figures of the binding. */
+export interface JobEnd {
+  energyJ: number;
+  /** gpu.job.duration: covered seconds times the job's mean share. */
+  seconds?: number;
+}
+
+export interface JobEndCoverage {
+  /** GPUs (node and UUID) with samples of the job. */
+  gpus: number;
+  /** Those of them whose job-end summary has reached the backend. */
+  ended: number;
+  /** The summaries, by node and UUID (gpuKey). */
+  ends: Map<string, JobEnd>;
+}
+
+/** A GPU's key in the coverage: its node and UUID. */
+export const gpuKey = (node: string, uuid: string): string => `${node}\u0000${uuid}`;
+
 /**
  * How far the nodes have got in closing a job: its GPUs (node and UUID) with
  * samples, and those whose job-end summary (gpu.job.energy, exported once a
- * node's epilog closed the GPU's binding) has reached the backend. When every
- * GPU has its summary, every node's samples of the job are in.
+ * node's epilog closed the GPU's binding) has reached the backend. A backend
+ * may show a summary before the samples sent ahead of it (VictoriaMetrics
+ * makes fresh samples searchable shard by shard, within seconds): settled()
+ * tells when the samples agree with the summaries.
  */
-export async function jobEndCoverage(o: PromqlOptions, jobId: string): Promise<{ gpus: number; ended: number }> {
+export async function jobEndCoverage(o: PromqlOptions, jobId: string): Promise<JobEndCoverage> {
   // labels only (each series' last sample): the worker asks every second or so, the samples themselves are not needed
   const last = (sel: string) => `last_over_time(${sel}[${o.window}])`;
   const found = await probeJob(o, jobId, last);
-  if (!found) return { gpus: 0, ended: 0 };
-  const keys = (list: Series[]) => new Set(list.map((s) => {
+  if (!found) return { gpus: 0, ended: 0, ends: new Map() };
+  const keyOf = (s: Series) => {
     const a = attributes(s.metric, found.naming);
-    return `${nodeOf(a)}\u0000${String(a['gpu.uuid'])}`;
-  }));
-  const gpus = keys(found.used);
-  const ended = keys(await query(o, last(selector('gpu.job.energy', found.naming, jobId))));
-  return { gpus: gpus.size, ended: [...gpus].filter((k) => ended.has(k)).length };
+    return gpuKey(nodeOf(a), String(a['gpu.uuid']));
+  };
+  const valueOf = (s: Series) => Number(s.values.at(-1)?.[1]);
+  const gpus = new Set(found.used.map(keyOf));
+  const [energy, duration] = await Promise.all(['gpu.job.energy', 'gpu.job.duration'].map((n) => query(o, last(selector(n, found.naming, jobId)))));
+  const ends = new Map<string, JobEnd>();
+  for (const s of energy!) if (Number.isFinite(valueOf(s))) ends.set(keyOf(s), { energyJ: valueOf(s) });
+  for (const s of duration!) {
+    const e = ends.get(keyOf(s));
+    if (e && Number.isFinite(valueOf(s))) e.seconds = valueOf(s);
+  }
+  return { gpus: gpus.size, ended: [...gpus].filter((k) => ends.has(k)).length, ends };
+}
+
+const near = (a: number, b: number) => Math.abs(a - b) <= 1e-6 * Math.max(1, Math.abs(a), Math.abs(b));
+
+/**
+ * The report's GPUs whose figures rebuilt from the backend's samples differ
+ * from their node's job-end summary (the node's store, exactly, when the
+ * samples arrived as sent, over OTLP): the backend does not show every sample
+ * yet, or a scrape resampled the series. [] when all agree.
+ */
+export function unsettled(report: JobReport, ends: ReadonlyMap<string, JobEnd>): string[] {
+  return report.gpus.filter((g) => {
+    const e = ends.get(gpuKey(g.node, g.uuid));
+    if (!e) return false;
+    return !near(g.figures.energyJ, e.energyJ) || (e.seconds !== undefined && !near(g.figures.seconds * g.figures.shareMean, e.seconds));
+  }).map((g) => `${g.node}/${g.uuid}`);
+}
+
+export interface SettleOptions {
+  /** Reading stops here, whatever the figures. */
+  deadline: number;
+  /** Figures that disagree yet stay the same this long are the backend's last word. */
+  settledAfterMs: number;
+  pauseMs: number;
+  now?: () => number;
+  sleep?: (ms: number) => Promise<unknown>;
+  log?: (msg: string) => void;
+}
+
+/**
+ * The report once the backend shows every sample the nodes sent: each GPU's
+ * figures agree with its job-end summary (unsettled() is empty). A summary can
+ * be searchable before the samples sent ahead of it, so an early read may miss
+ * a GPU's last samples; `read` is called again until the figures agree, or
+ * stay the same for settledAfterMs (a scrape resamples; a sample was lost on
+ * the way), or the deadline passes.
+ */
+export async function settledReport(read: () => Promise<JobReport | undefined>, ends: ReadonlyMap<string, JobEnd>, o: SettleOptions): Promise<JobReport | undefined> {
+  const now = o.now ?? Date.now;
+  const pause = o.sleep ?? ((ms: number) => new Promise((r) => setTimeout(r, ms)));
+  let seen: { key: string; at: number } | undefined;
+  for (;;) {
+    const report = await read();
+    if (!report) return undefined;
+    const off = unsettled(report, ends);
+    if (off.length === 0) return report;
+    const key = JSON.stringify(report.gpus.map((g) => g.figures));
+    if (seen?.key !== key) seen = { key, at: now() };
+    const why = now() >= o.deadline ? 'the wait is over' : now() - seen.at >= o.settledAfterMs ? `they stayed so for ${o.settledAfterMs / 1000} s` : '';
+    if (why) {
+      o.log?.(`the backend's figures of ${off.join(', ')} differ from the node's job-end summary and ${why}: keeping the backend's`);
+      return report;
+    }
+    await pause(o.pauseMs);
+  }
 }
