@@ -84,6 +84,12 @@ export interface NvmlBenchResult {
   amortized: NvmlCost;
   /** GPUs in MIG mode, seven GPU instances each (GPM by GPU instance), between state reads. */
   mig: NvmlCost;
+  /**
+   * The baseline, measured in the same run: the CPU of one bare koffi async
+   * call (fakeNvmlCalls, a counter read: no driver work) made back to back,
+   * the hop to a libuv pool thread and back that every driver call pays.
+   */
+  hopUs: number;
   usPerGpuConvert: number;
   eventLoopLagMaxMs: number;
   eventLoopLagP99Ms: number;
@@ -124,6 +130,18 @@ export async function benchNvml(gpus = 8, iterations = 300): Promise<NvmlBenchRe
     await nvml.shutdown();
     return { cost, snap };
   };
+  // the baseline: as many bare async calls, back to back, as the ticks below make, before and after them (their mean)
+  const hop = async (): Promise<number> => {
+    const f = fakeCalls as unknown as { async: (cb: (e: Error | null, v: unknown) => void) => void };
+    const one = () => new Promise((res, rej) => f.async((e, v) => (e ? rej(e) : res(v))));
+    for (let i = 0; i < 500; i++) await one();
+    const n = iterations * gpus * 11;
+    const c = process.cpuUsage();
+    for (let i = 0; i < n; i++) await one();
+    const cpu = process.cpuUsage(c);
+    return (cpu.user + cpu.system) / n;
+  };
+  const hopBefore = await hop();
   const { cost: everyTick, snap } = await perGpu(0);
   const { cost: activity } = await perGpu(3_600_000);
   const mix = (k: keyof NvmlCost): number => (5 * activity[k] + everyTick[k]) / 6;
@@ -133,6 +151,7 @@ export async function benchNvml(gpus = 8, iterations = 300): Promise<NvmlBenchRe
   process.env.FAKE_NVML_CONFIG = migDesc;
   const { cost: mig } = await perGpu(3_600_000);
   process.env.FAKE_NVML_CONFIG = desc;
+  const hopUs = (hopBefore + (await hop())) / 2;
   // conversion to points, as the main thread does it
   const conv = new NvmlConverter();
   let fields = 0;
@@ -157,5 +176,5 @@ export async function benchNvml(gpus = 8, iterations = 300): Promise<NvmlBenchRe
   }
   h.disable();
   await client.close();
-  return { gpus, fieldsPerGpu: fields, everyTick, activity, amortized, mig, usPerGpuConvert: convertUs, eventLoopLagMaxMs: h.max / 1e6, eventLoopLagP99Ms: h.percentile(99) / 1e6 };
+  return { gpus, fieldsPerGpu: fields, everyTick, activity, amortized, mig, hopUs, usPerGpuConvert: convertUs, eventLoopLagMaxMs: h.max / 1e6, eventLoopLagP99Ms: h.percentile(99) / 1e6 };
 }

@@ -50,6 +50,9 @@ const cost = (c: NvmlCost) => `${fmt(c.ownUs, 1)} us (total ${fmt(c.totalUs, 1)}
 line(`nvml: sampling CPU per GPU, own (${n.gpus} fake GPUs, full set, sample buffers and GPM; 10 s ticks, state every 60 s)`, cost(n.amortized), '<= 200 us', n.amortized.ownUs <= 200);
 line('nvml: the same, a tick between state reads', cost(n.activity), '(info)', true);
 line('nvml: the same, state read every tick (state_interval = 0)', cost(n.everyTick), '(info)', true);
+line('nvml: one bare koffi async call, back to back (baseline)', `${fmt(n.hopUs, 1)} us`, '(info)', true);
+line('nvml: own sampling CPU per GPU / baseline (10 s ticks, state every 60 s)', `${fmt(n.amortized.ownUs / n.hopUs, 1)}x for ${fmt(n.amortized.calls, 1)} calls`, '(info)', true);
+line('nvml: own CPU per GPU above its calls\' hops', `${fmt(n.amortized.ownUs - n.amortized.calls * n.hopUs, 1)} us`, '(info)', true);
 line('nvml: sampling wall time per GPU (koffi async calls, one at a time)', `${fmt(n.amortized.wallUs, 1)} us`, '(info)', true);
 line(`nvml: sampling CPU per GPU in MIG mode (7 GPU instances, GPM each), own`, cost(n.mig), '(info)', true);
 line(`nvml: the same per device (the GPU and its 7 instances), own`, `${fmt(n.mig.ownUs / 8, 1)} us`, '<= 200 us', n.mig.ownUs / 8 <= 200);
