@@ -133,14 +133,17 @@ test('MIG mode turned on between state reads: the call that stops being supporte
   }
 });
 
-test('state_interval 0: the state is read every tick', async () => {
+test('state_interval 0: the state is read every tick: a fan that changes shows at the next tick, at 5 calls a tick more than between state reads', async () => {
   const fake = new FakeNvml({ devices: [gpu(0)] });
   const x = await sampler(fake, 0);
   try {
-    for (let i = 0; i < 3; i++) {
-      const g = (await x.tick()).gpus[0]!;
-      assert.ok(g.fanPct === 30 && g.pstate === 0 && g.clockMemMhz === 2619 && g.migMode === 0, `tick ${i}`);
-    }
+    await x.tick();
+    const t = await x.tick();
+    assert.ok(t.gpus[0]!.fanPct === 30 && t.gpus[0]!.pstate === 0 && t.gpus[0]!.clockMemMhz === 2619 && t.gpus[0]!.migMode === 0);
+    // MIG mode, graphics and memory clocks, fan, performance state
+    assert.equal(t.calls, 11 + 5, `a tick that reads the state: ${t.calls} calls`);
+    fake.write({ devices: [gpu(0, { fan: 100 })] });
+    assert.equal((await x.tick()).gpus[0]!.fanPct, 100, 'the new fan speed at the next tick');
   } finally {
     await close(x);
   }

@@ -88,7 +88,6 @@ interface MigInstance {
 
 const GPM_CALL = 'SM/engine activity (GPM)';
 
-
 /** Unsupported calls are tried again this often (and at once when MIG mode changes). */
 const REPROBE_MS = 600_000;
 

@@ -273,8 +273,9 @@ export const gpuKey = (node: string, uuid: string): string => `${node}\u0000${uu
  * samples, and those whose job-end summary (gpu.job.energy, exported once a
  * node's epilog closed the GPU's binding) has reached the backend. A backend
  * may show a summary before the samples sent ahead of it (VictoriaMetrics
- * makes fresh samples searchable shard by shard, within seconds): settled()
- * tells when the samples agree with the summaries.
+ * makes fresh samples searchable shard by shard, within seconds): unsettled()
+ * tells whether the samples agree with the summaries, settledReport() waits
+ * until they do.
  */
 export async function jobEndCoverage(o: PromqlOptions, jobId: string): Promise<JobEndCoverage> {
   // labels only (each series' last sample): the worker asks every second or so, the samples themselves are not needed
@@ -341,9 +342,10 @@ export async function settledReport(read: () => Promise<JobReport | undefined>, 
     if (!report) return undefined;
     const off = unsettled(report, ends);
     if (off.length === 0) return report;
+    const t = now();
     const key = JSON.stringify(report.gpus.map((g) => g.figures));
-    if (seen?.key !== key) seen = { key, at: now() };
-    const why = now() >= o.deadline ? 'the wait is over' : now() - seen.at >= o.settledAfterMs ? `they stayed so for ${o.settledAfterMs / 1000} s` : '';
+    if (seen?.key !== key) seen = { key, at: t };
+    const why = t >= o.deadline ? 'the wait is over' : t - seen.at >= o.settledAfterMs ? `they stayed so for ${o.settledAfterMs / 1000} s` : '';
     if (why) {
       o.log?.(`the backend's figures of ${off.join(', ')} differ from the node's job-end summary and ${why}: keeping the backend's`);
       return report;

@@ -6,13 +6,16 @@
  * bin/check-node and run by the .deb's preinst and the tarball's install.sh, so
  * an unsupported Node stops the install, not the first job.
  */
-/** What the check needs of a build (release-tree.ts's BuildInfo has it; declared here so that the tree can write the check without an import loop). */
+/** The Node a build targets: what the check compares (release-tree.ts's BuildInfo extends it). */
 export interface NodeTarget {
-  version: string;
-  platform: string;
-  nodeAbi: string;
-  nodeVersion: string;
-  nodeMin: string;
+  readonly version: string;
+  /** Node's os.platform()-arch() the native modules were built for. */
+  readonly platform: string;
+  /** process.versions.modules: better-sqlite3 loads only on a Node with the same ABI (the same major). */
+  readonly nodeAbi: string;
+  readonly nodeVersion: string;
+  /** The oldest Node the code runs on (package.json engines). */
+  readonly nodeMin: string;
 }
 
 /** The check as a sh function `l9gpu_check_node`, for embedding. Exit status 0: supported. */

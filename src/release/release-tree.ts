@@ -7,18 +7,11 @@
 import { execFileSync } from 'node:child_process';
 import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
-import { nodeCheckScript } from './node-check.js';
+import { nodeCheckScript, type NodeTarget } from './node-check.js';
 
-export interface BuildInfo {
+/** The build: the Node it targets (node-check.ts) and what names it. */
+export interface BuildInfo extends NodeTarget {
   readonly name: string;
-  readonly version: string;
-  /** Node's os.platform()-arch() the native modules were built for. */
-  readonly platform: string;
-  /** process.versions.modules: better-sqlite3 loads only on a Node with the same ABI (the same major). */
-  readonly nodeAbi: string;
-  readonly nodeVersion: string;
-  /** The oldest Node the code runs on (package.json engines). */
-  readonly nodeMin: string;
   readonly commit: string;
 }
 
