@@ -7,7 +7,8 @@
 import { noneProvider, type AttributionProvider } from '../src/core/attribution.js';
 import type { Config } from '../src/core/config/load.js';
 import type { Logger } from '../src/core/log.js';
-import type { PluginContext } from '../src/core/plugin.js';
+import { pluginContext, type PluginContext } from '../src/core/plugin.js';
+import { BudgetLedger } from '../src/core/limits.js';
 import { resourceAttributes } from '../src/core/resource.js';
 import type { Sink } from '../src/core/sink.js';
 import { Pipeline } from '../src/pipeline/pipeline.js';
@@ -45,6 +46,8 @@ export class Agent {
   private pipeline: Pipeline;
   private running = false;
   readonly startTime = Date.now();
+  /** What local users' sources hit of the [limits] bounds, for the daemon's life (reloads keep the counts). */
+  readonly budgets: BudgetLedger;
   /** The plugins running, with `auto` expanded. */
   pluginNames: string[] = [];
 
@@ -55,6 +58,7 @@ export class Agent {
     private readonly env: NodeJS.ProcessEnv = process.env,
   ) {
     this.pipeline = new Pipeline(log);
+    this.budgets = new BudgetLedger(log.child('limits'));
   }
 
   private attributionReady = false;
@@ -201,7 +205,7 @@ export class Agent {
       await this.startSink(f.name, sink, 0);
     }
 
-    const ctx: PluginContext = { config: cfg, log: this.log, hostName: cfg.str('daemon', 'host_name') ?? '', oneShot: this.oneShot };
+    const ctx: PluginContext = pluginContext(cfg, this.log, { oneShot: this.oneShot, budgets: this.budgets });
     const selection = await selectPlugins(this.manifests, cfg, ctx);
     for (const [name, r] of Object.entries(selection.detected)) {
       this.log.info(r.ok ? 'plugins = auto: enabled' : 'plugins = auto: not enabled', { plugin: name, source: r.detail });
@@ -232,7 +236,7 @@ export class Agent {
     const interval = cfg.num('daemon', 'interval')! * 1000;
     this.selfRunner = new PluginRunner(
       'self',
-      () => selfMetricsPlugin(() => this.allRunners(), () => this.sinkList(), () => this.pipeline.attribution),
+      () => selfMetricsPlugin(() => this.allRunners(), () => this.sinkList(), () => this.pipeline.attribution, this.budgets),
       interval,
       interval,
       (b) => this.pipeline.publish(b),

@@ -11,6 +11,7 @@ import type { SectionSpec } from '../src/core/config/schema.js';
 import { daemonSection } from '../src/core/config/sections.js';
 import { JOBS_SECTION } from '../src/jobs/config.js';
 import { HEALTH_SECTION } from '../src/health/config.js';
+import { LIMITS_SECTION } from '../src/core/limits.js';
 import { FILE_SECTION, OTLP_SECTION, PROMETHEUS_SECTION, STDOUT_SECTION, WEBHOOK_SECTION } from '../src/sinks/sections.js';
 import { AMDSMI_SECTION } from '../plugins/amdsmi/config.js';
 import { HLSMI_SECTION } from '../plugins/hlsmi/config.js';
@@ -43,6 +44,7 @@ export const ALL_SECTIONS: readonly SectionSpec[] = (() => {
     ...ATTRIBUTIONS.flatMap((a) => a.sections),
     JOBS_SECTION,
     HEALTH_SECTION,
+    LIMITS_SECTION,
     ...PLUGIN_SECTIONS,
     ...SINK_SECTIONS,
   ];

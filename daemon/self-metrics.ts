@@ -5,6 +5,7 @@ import type { Emitter } from '../src/core/metrics/model.js';
 import type { Plugin } from '../src/core/plugin.js';
 import type { Sink } from '../src/core/sink.js';
 import type { PluginRunner } from './runner.js';
+import type { BudgetLedger } from '../src/core/limits.js';
 
 const DURATION = metric('l9gpu.collector.duration');
 const POINTS = metric('l9gpu.collector.points');
@@ -18,9 +19,9 @@ const RSS = metric('l9gpu.process.memory.rss');
 const CPU = metric('l9gpu.process.cpu.time');
 
 /** Registry names of what the agent reports about itself. */
-export const SELF_METRICS = [DURATION, POINTS, ERRORS, SKIPPED, EXPORTED, DROPPED, SINK_ERRORS, QUEUE, RSS, CPU].map((d) => d.name);
+export const SELF_METRICS = [DURATION, POINTS, ERRORS, SKIPPED, EXPORTED, DROPPED, SINK_ERRORS, QUEUE, RSS, CPU, metric('l9gpu.budget.exceeded')].map((d) => d.name);
 
-export function selfMetricsPlugin(runners: () => Iterable<PluginRunner>, sinks: () => Iterable<Sink>, attribution: () => AttributionProvider): Plugin {
+export function selfMetricsPlugin(runners: () => Iterable<PluginRunner>, sinks: () => Iterable<Sink>, attribution: () => AttributionProvider, budgets?: BudgetLedger): Plugin {
   return {
     collect(out: Emitter) {
       for (const r of runners()) {
@@ -38,6 +39,7 @@ export function selfMetricsPlugin(runners: () => Iterable<PluginRunner>, sinks: 
         out.add(QUEUE, s.stats.queueBytes, a);
       }
       attribution().collectSelf?.(out);
+      budgets?.collect(out);
       out.add(RSS, process.memoryUsage.rss(), {});
       const cpu = process.cpuUsage();
       out.add(CPU, cpu.user / 1e6, { 'cpu.mode': 'user' });

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { hostPlugin, parseLoadavg, parseMeminfo, parseProcStat } from '../plugins/host/index.js';
 import { createLogger } from '../src/core/log.js';
+import { pluginContext } from '../src/core/plugin.js';
 import { PointBuffer } from '../src/core/metrics/model.js';
 import { configFrom } from './helpers/config.js';
 import { ROOT, tempDir } from './helpers/paths.js';
@@ -31,7 +32,7 @@ test('the host plugin turns two /proc snapshots into exact values and units', as
   mkdirSync(proc, { recursive: true });
   for (const f of ['stat', 'meminfo', 'loadavg']) copyFileSync(join(TD, 'proc-a', f), join(proc, f));
   const cfg = configFrom({ host: { proc_path: proc } });
-  const plugin = await hostPlugin.create({ config: cfg, log: createLogger('error'), hostName: 'h' });
+  const plugin = await hostPlugin.create({ ...pluginContext(cfg, createLogger('error')), hostName: 'h' });
 
   const first = new PointBuffer();
   await plugin.collect(first, new AbortController().signal);
@@ -56,5 +57,5 @@ test('the host plugin turns two /proc snapshots into exact values and units', as
 
 test('probe reports a missing procfs', async () => {
   const cfg = configFrom({ host: { proc_path: '/nonexistent-proc' } });
-  assert.deepEqual(await hostPlugin.probe({ config: cfg, log: createLogger('error'), hostName: 'h' }), { ok: false, detail: '/nonexistent-proc/stat not found' });
+  assert.deepEqual(await hostPlugin.probe({ ...pluginContext(cfg, createLogger('error')), hostName: 'h' }), { ok: false, detail: '/nonexistent-proc/stat not found' });
 });

@@ -7,6 +7,7 @@ import { ALL_SECTIONS, PLUGINS, SINKS, resolveAgentAttribution, selectAgentPlugi
 import { AUTO } from '../../daemon/selection.js';
 import { DEFAULT_CONFIG_PATH, displayValue } from '../core/config/load.js';
 import { createLogger } from '../core/log.js';
+import { pluginContext } from '../core/plugin.js';
 import { dirWritable } from '../core/probe.js';
 import { VERSION, resourceAttributes } from '../core/resource.js';
 import { loadCliConfig } from './config.js';
@@ -25,7 +26,7 @@ interface Check {
 export async function doctor(flags: FlagValues): Promise<number> {
   const cfg = loadCliConfig(flags.config as string | undefined);
   const enabledSinks = new Set(cfg.list('daemon', 'sinks'));
-  const ctx = { config: cfg, log: createLogger('error'), hostName: cfg.str('daemon', 'host_name') ?? '' };
+  const ctx = pluginContext(cfg, createLogger('error'));
   const selection = await selectAgentPlugins(cfg, ctx);
   const enabledPlugins = new Set(selection.names);
 

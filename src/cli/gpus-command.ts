@@ -7,7 +7,7 @@ import { resolveAgentAttribution } from '../../daemon/schema.js';
 import { createLogger } from '../core/log.js';
 import { printable, printableDeep } from '../core/printable.js';
 import { PointBuffer, type Point } from '../core/metrics/model.js';
-import type { Plugin } from '../core/plugin.js';
+import { pluginContext, type Plugin } from '../core/plugin.js';
 import { loadCliConfig } from './config.js';
 import { gpuView, renderGpuTable } from './gpus-view.js';
 import type { FlagValues } from './flag-spec.js';
@@ -19,7 +19,7 @@ export async function gpus(flags: FlagValues): Promise<number> {
   // warnings (a GPU NVML cannot open, a field it cannot read) belong on stderr here
   // what a vendor tool printed (a name, an error) reaches the terminal without its control characters
   const log = createLogger('warn', (l) => process.stderr.write(`l9gpu: ${printable(l.replace(/^\S+ \w+ \[[^\]]+\] /, '').replace(/\n$/, ''))}\n`));
-  const ctx = { config: cfg, log, hostName: cfg.str('daemon', 'host_name') ?? '', oneShot: true };
+  const ctx = pluginContext(cfg, log, { oneShot: true });
   const { names } = await selectAgentPlugins(cfg, ctx);
   const gpuPlugins = PLUGINS.filter((p) => names.includes(p.name) && p.reportsGpus);
   const points: Point[] = [];

@@ -7,6 +7,7 @@
  */
 import type { Config } from './config/load.js';
 import type { SectionSpec } from './config/schema.js';
+import { BudgetLedger, limitsFrom, type Limits } from './limits.js';
 import type { Logger } from './log.js';
 import type { Emitter } from './metrics/model.js';
 
@@ -16,6 +17,9 @@ export interface PluginContext {
   readonly hostName: string;
   /** One collection, then close (`l9gpu gpus`, `daemon --once`): nothing that only pays off later (NVML's Xid event wait). */
   readonly oneShot?: boolean;
+  /** The [limits] bounds on what local users control, and the ledger that counts their hits (one per agent). */
+  readonly limits: Limits;
+  readonly budgets: BudgetLedger;
 }
 
 export interface Plugin {
@@ -46,4 +50,16 @@ export interface PluginManifest {
   create(ctx: PluginContext): Plugin | Promise<Plugin>;
   /** Doctor's line for it: whether the source is there and answering, without side effects; never throws. */
   probe(ctx: PluginContext): Promise<ProbeResult>;
+}
+
+/** A context on a configuration: its [limits], and a ledger of its own unless the caller shares one (the agent does). */
+export function pluginContext(config: Config, log: Logger, o: { oneShot?: boolean; budgets?: BudgetLedger } = {}): PluginContext {
+  return {
+    config,
+    log,
+    hostName: config.str('daemon', 'host_name') ?? '',
+    ...(o.oneShot ? { oneShot: true } : {}),
+    limits: limitsFrom(config),
+    budgets: o.budgets ?? new BudgetLedger(log),
+  };
 }

@@ -277,6 +277,7 @@ export const METRICS: readonly MetricDef[] = Object.freeze([
   m('l9gpu.kubernetes.bindings', '{binding}', 'gauge', 'agent', 'Open pod-to-GPU bindings in the store.'),
   m('l9gpu.kubernetes.sync.age', 's', 'gauge', 'agent', 'Seconds since the kubelet\'s pod-resources API last answered (grows while the kubelet is down or its socket is missing).'),
   m('l9gpu.kubernetes.unmatched', '{device}', 'gauge', 'agent', 'GPU device ids the kubelet allocated to pods that match no GPU of this node (see l9gpu doctor).'),
+  m('l9gpu.budget.exceeded', '{event}', 'sum', 'agent', 'Times a local user or source hit one of the [limits] bounds (files followed, bytes read, series per endpoint or communicator, label length, log lines, jobs socket connections and rows), or offered what is not theirs to give (a link or FIFO, a file of another user\'s job): what was past the bound is left out and the first hit of each budget and user is logged.', ['l9gpu.budget', 'user.name']),
   m('l9gpu.process.cpu.time', 's', 'sum', 'agent', 'CPU time used by the agent process.', ['cpu.mode']),
 ]);
 
