@@ -71,6 +71,10 @@ test('file sink: a symlink a user plants at the path is refused, by the sink and
   assert.match(r.stderr, /sink could not start: retrying sink=file error="refusing \S+metrics.jsonl: a symlink/);
   assert.ok(parseLines(r.stdout).some((p) => p.name === 'gpu.utilization'), 'the other sink still gets the data');
 
+  const probe = await fileSink.probe(configFrom({ file: { path } }));
+  assert.equal(probe.ok, false);
+  assert.match(probe.detail, new RegExp(`${path} would be refused: a symlink`), 'doctor says it before the daemon runs');
+
   const { sink } = fileSinkAt(path);
   await assert.rejects(sink.start!(), new RegExp(`refusing ${path}: a symlink \\(never followed`));
   sink.write(batch(7));

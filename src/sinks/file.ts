@@ -168,7 +168,12 @@ class FileSink implements Sink {
     const base = fstatSync(this.fd).size;
     let off = 0;
     try {
-      while (off < data.length) off += writeSync(this.fd, data, off);
+      while (off < data.length) {
+        const n = writeSync(this.fd, data, off);
+        // 0 for a non-empty write would loop for ever on the event loop
+        if (n === 0) throw new Error(`write to ${this.path} wrote nothing`);
+        off += n;
+      }
     } catch (e) {
       const keep = off > 0 ? data.lastIndexOf(NEWLINE, off - 1) + 1 : 0;
       if (keep < off) {
