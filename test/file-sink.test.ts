@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, chownSync, closeSync, constants, linkSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, closeSync, constants, linkSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, symlinkSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -146,13 +146,16 @@ test('file sink: a file moved away is followed by a new one; a symlink swapped i
   sink.write(batch(6));
   assert.equal(linesOf(`${path}.old`).length, 5, 'the moved file gets nothing more');
   assert.equal(linesOf(path).length, 6, 'a new file at the path');
+  truncateSync(path, 0); // logrotate's copytruncate: the same file, emptied under the open descriptor
+  sink.write(batch(2));
+  assert.deepEqual(linesOf(path).map((l) => (JSON.parse(l) as { attributes: { 'gpu.index': number } }).attributes['gpu.index']), [0, 1], 'written from the start, no hole before');
 
   unlinkSync(path);
   symlinkSync(marker, path);
   sink.write(batch(8));
   sink.write(batch(9));
   assert.equal(readFileSync(marker, 'utf8'), MARKER_TEXT);
-  assert.deepEqual([sink.stats.exported, sink.stats.dropped], [11, 17]);
+  assert.deepEqual([sink.stats.exported, sink.stats.dropped], [13, 17]);
   assert.equal(log.filter((l) => / error .*cannot write metrics file/.test(l)).length, 1, log.join(''));
   assert.match(log.join(''), new RegExp(`error="refusing ${path}: a symlink`));
 
@@ -160,7 +163,7 @@ test('file sink: a file moved away is followed by a new one; a symlink swapped i
   sink.write(batch(10));
   await sink.close(Date.now());
   assert.equal(linesOf(path).length, 10);
-  assert.equal(sink.stats.exported, 21);
+  assert.equal(sink.stats.exported, 23);
   assert.match(log.at(-1)!, new RegExp(` info .*file sink writes again path=${path} dropped=17\n$`));
 });
 
