@@ -4,6 +4,7 @@
  * BENCH_NCCL_LINES (default 500,000) the size of the NCCL Inspector log read.
  */
 import { benchDaemon } from './daemon.js';
+import { benchFileSink } from './file-sink.js';
 import { benchHooks } from './hooks.js';
 import { benchJobs } from './jobs.js';
 import { benchKubernetes } from './kubernetes.js';
@@ -22,6 +23,10 @@ line(`pipeline: points/s (${p.pointsPerBatch}-point batches)`, fmt(p.pointsPerSe
 line('pipeline: points/s incl. gzip', fmt(p.pointsPerSecondGzip), '(info)', true);
 line('pipeline: points/s, OpenTelemetry serializer (baseline)', fmt(p.pointsPerSecondOtel), '(info)', true);
 line('pipeline: OTLP request bytes per batch', `${fmt(p.bytesPerBatch)} / ${fmt(p.bytesPerBatchGzip)} gz`, '(info)', true);
+
+const fs = await benchFileSink(Number(process.env.BENCH_FILE_BATCHES ?? 2000));
+line(`file sink: event loop held per batch (${fmt(fs.pointsPerBatch)} points, ${fmt(fs.bytesPerBatch / 1024)} KiB), mean / max`, `${fmt(fs.sinkMeanMs, 2)} / ${fmt(fs.sinkMaxMs, 2)} ms`, '(info)', true);
+line('file sink: bare writeSync of the same lines, mean / max (baseline)', `${fmt(fs.bareMeanMs, 2)} / ${fmt(fs.bareMaxMs, 2)} ms`, '(info)', true);
 
 const sc = await benchScrape(Number(process.env.BENCH_SCRAPE_MS ?? 3000));
 line(`scrape: our parser on a ${fmt(sc.pageBytes / 1024)} KiB vLLM page (${fmt(sc.pageSeries)} series)`, `${fmt(sc.oursMBps, 1)} MB/s`, '>= 100 MB/s', sc.oursMBps >= 100);
