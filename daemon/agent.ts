@@ -8,11 +8,12 @@ import { noneProvider, type AttributionProvider } from '../src/core/attribution.
 import type { Config } from '../src/core/config/load.js';
 import type { Logger } from '../src/core/log.js';
 import { pluginContext, type PluginContext } from '../src/core/plugin.js';
-import { BudgetLedger } from '../src/core/limits.js';
+import { BudgetLedger, limitsFrom } from '../src/core/limits.js';
 import { resourceAttributes } from '../src/core/resource.js';
 import type { Sink } from '../src/core/sink.js';
 import { Pipeline } from '../src/pipeline/pipeline.js';
 import type { Db } from '../src/store/open.js';
+import type { ViewerCache } from '../src/jobs/access.js';
 import { PluginRunner } from './runner.js';
 import { resolveAttribution, selectPlugins, type Manifests } from './selection.js';
 import { selfMetricsPlugin } from './self-metrics.js';
@@ -68,6 +69,7 @@ export class Agent {
   private healthKey = '';
   /** What made the store unusable, said once until it changes or the store is usable again. */
   private storeProblem = '';
+  private viewers: ViewerCache | undefined;
 
   /** Builds the attribution provider once (start, once); reload swaps it when its settings change. */
   private async initAttribution(): Promise<void> {
@@ -103,7 +105,7 @@ export class Agent {
       ledger = new JobLedger(db, this.log.child('ledger'), { seriesMs: cfg.num('jobs', 'series_retention')! * 1000, jobsMs: cfg.num('jobs', 'job_retention')! * 1000 }, cost);
       const p = provider;
       // users' `l9gpu jobs`: the store is root's alone, the daemon answers them by their uid
-      const server = await this.startJobsServer(db, () => manifest.nodeName(this.cfg, this.env, db));
+      const server = await this.startJobsServer(() => manifest.nodeName(this.cfg, this.env, db));
       close = () => {
         server?.close();
         p.close?.();
@@ -142,10 +144,15 @@ export class Agent {
     }
   }
 
-  private async startJobsServer(db: Db, node: () => string): Promise<{ close(): void } | undefined> {
-    const [{ startJobsServer }, { pricesFrom }] = await Promise.all([import('../src/jobs/server.js'), import('../src/jobs/prices.js')]);
+  private async startJobsServer(node: () => string): Promise<{ close(): void } | undefined> {
+    const [{ startJobsServer }, { pricesFrom }, { ViewerCache }] = await Promise.all([import('../src/jobs/server.js'), import('../src/jobs/prices.js'), import('../src/jobs/access.js')]);
+    // NSS answers outlive a reload's new server: a reload is no reason to ask them all again
+    this.viewers ??= new ViewerCache();
     try {
-      return await startJobsServer({ stateDir: this.cfg.str('daemon', 'state_dir')!, db, node, prices: () => pricesFrom(this.cfg), adminGroup: () => this.cfg.str('jobs', 'admin_group'), log: this.log.child('jobs') });
+      return await startJobsServer({
+        stateDir: this.cfg.str('daemon', 'state_dir')!, node, prices: () => pricesFrom(this.cfg), adminGroup: () => this.cfg.str('jobs', 'admin_group'), log: this.log.child('jobs'),
+        limits: () => limitsFrom(this.cfg), budgets: this.budgets, viewers: this.viewers,
+      });
     } catch (e) {
       // attribution goes on; only users' `l9gpu jobs` cannot be answered
       this.log.error("jobs socket not started: users' l9gpu jobs will not be answered", { error: (e as Error).message });

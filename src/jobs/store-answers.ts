@@ -1,0 +1,61 @@
+/** The main thread's side of src/jobs/store-worker.ts: questions out, answers back, the worker started when first needed. */
+import { Worker } from 'node:worker_threads';
+import type { Viewer } from './access.js';
+import type { JobsAnswer, JobsRequest } from './api.js';
+import type { Prices } from './report-model.js';
+
+export interface StoreQuestion {
+  id: number;
+  node: string;
+  prices: Prices | null;
+  who: Viewer;
+  req: JobsRequest;
+  maxRows: number;
+}
+
+export class StoreAnswers {
+  private worker: Worker | undefined;
+  private readonly pending = new Map<number, (a: JobsAnswer) => void>();
+  private seq = 0;
+  private closing = false;
+
+  constructor(private readonly stateDir: string) {}
+
+  ask(q: Omit<StoreQuestion, 'id'>): Promise<JobsAnswer> {
+    if (this.closing) return Promise.resolve({ ok: false, error: 'the daemon is reloading: ask again', code: 1 });
+    const w = this.started();
+    const id = ++this.seq;
+    return new Promise((resolve) => {
+      this.pending.set(id, resolve);
+      w.postMessage({ ...q, id });
+    });
+  }
+
+  /** Questions asked already are answered first; the worker ends after them. */
+  close(): void {
+    this.closing = true;
+    if (this.pending.size === 0) void this.worker?.terminate();
+  }
+
+  private started(): Worker {
+    if (this.worker) return this.worker;
+    const w = new Worker(new URL('./store-worker.js', import.meta.url), { workerData: { stateDir: this.stateDir } });
+    // never what keeps the daemon running
+    w.unref();
+    w.on('message', (m: { id: number; answer: JobsAnswer }) => {
+      this.pending.get(m.id)?.(m.answer);
+      this.pending.delete(m.id);
+      if (this.closing && this.pending.size === 0) void w.terminate();
+    });
+    const gone = (why: string) => {
+      if (this.worker !== w) return;
+      this.worker = undefined;
+      for (const resolve of this.pending.values()) resolve({ ok: false, error: `the daemon could not answer: ${why}`, code: 1 });
+      this.pending.clear();
+    };
+    w.on('error', (e) => gone(e.message));
+    w.on('exit', (code) => gone(`its store reader stopped (exit ${code})`));
+    this.worker = w;
+    return w;
+  }
+}
