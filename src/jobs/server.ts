@@ -52,6 +52,9 @@ export interface JobsServerStats {
 }
 
 export interface JobsServer {
+  readonly stateDir: string;
+  /** New options (a reload's store, node, prices) for the connections from now on; the socket and its counts stay. */
+  retarget(o: JobsServerOptions): void;
   close(): void;
   stats(): JobsServerStats;
 }
@@ -65,15 +68,7 @@ export async function startJobsServer(o: JobsServerOptions): Promise<JobsServer>
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
   }
-  const ctx: Served = {
-    o,
-    limits: o.limits ?? (() => DEFAULT_LIMITS),
-    budgets: o.budgets ?? new BudgetLedger(o.log),
-    viewers: o.viewers ?? new ViewerCache(),
-    store: new StoreAnswers(o.stateDir),
-    perUid: new Map(),
-    stats: { connections: 0, buffered: 0, bufferedPeak: 0, refused: 0, timedOut: 0 },
-  };
+  const ctx: Served = { ...served(o), perUid: new Map(), stats: { connections: 0, buffered: 0, bufferedPeak: 0, refused: 0, timedOut: 0 } };
   const server: Server = createServer((sock) => void accept(sock, ctx));
   server.on('error', (e) => o.log.warn('jobs socket error', { error: e.message }));
   await new Promise<void>((resolve, reject) => {
@@ -85,21 +80,30 @@ export async function startJobsServer(o: JobsServerOptions): Promise<JobsServer>
   });
   // every user may ask; what they get is decided per answer by their uid
   chmodSync(path, 0o666);
-  // the socket's own file: after a reload another server's socket has this path, and is not this one's to remove
-  const ino = lstatSync(path).ino;
   return {
+    stateDir: o.stateDir,
+    retarget: (n) => {
+      if (n.stateDir !== o.stateDir) throw new Error(`the jobs socket serves ${o.stateDir}, not ${n.stateDir}`);
+      // the store may be a new file (one found damaged is moved aside): a new reader for it
+      ctx.store.close();
+      Object.assign(ctx, served(n));
+    },
+    // libuv unlinks a listening unix socket's path as it closes it
     close: () => {
       server.close();
       ctx.store.close();
-      try {
-        if (lstatSync(path).ino === ino) unlinkSync(path);
-      } catch {
-        /* gone already */
-      }
     },
     stats: () => ({ ...ctx.stats }),
   };
 }
+
+const served = (o: JobsServerOptions) => ({
+  o,
+  limits: o.limits ?? (() => DEFAULT_LIMITS),
+  budgets: o.budgets ?? new BudgetLedger(o.log),
+  viewers: o.viewers ?? new ViewerCache(),
+  store: new StoreAnswers(o.stateDir),
+});
 
 interface Served {
   o: JobsServerOptions;
@@ -124,7 +128,9 @@ async function accept(sock: Socket, c: Served): Promise<void> {
     return;
   }
   const lim = c.limits();
-  const user = c.viewers.nameOf(uid) ?? String(uid);
+  // a refusal asks NSS nothing (a flood would be a flood of lookups): the name if it is known already
+  const known = c.viewers.nameOf(uid);
+  const user = known ?? String(uid);
   const mine = c.perUid.get(uid) ?? 0;
   const refuse = (budget: 'jobs_connections_per_user' | 'jobs_connections', error: string) => {
     c.stats.refused++;
@@ -132,7 +138,7 @@ async function accept(sock: Socket, c: Served): Promise<void> {
     // an answer this short fits the socket's buffer: written, it can go at once
     sock.end(line({ ok: false, error, code: 1 }), () => sock.destroy());
   };
-  if (mine >= lim.jobsConnectionsPerUser) return refuse('jobs_connections_per_user', `too many connections of ${user} open (${mine}): try again when they are answered`);
+  if (mine >= lim.jobsConnectionsPerUser) return refuse('jobs_connections_per_user', `too many connections of ${known ?? `uid ${uid}`} open (${mine}): try again when they are answered`);
   if (c.stats.connections >= lim.jobsConnections) return refuse('jobs_connections', `too many connections open (${c.stats.connections}): try again shortly`);
   c.perUid.set(uid, mine + 1);
   c.stats.connections++;
