@@ -6,6 +6,7 @@
 import { benchDaemon } from './daemon.js';
 import { benchHooks } from './hooks.js';
 import { benchJobs } from './jobs.js';
+import { benchJobsSocket, type LoopCost } from './jobs-socket.js';
 import { benchKubernetes } from './kubernetes.js';
 import { benchNcclDaemon, benchNcclTail } from './nccl.js';
 import { benchNvml, type NvmlCost } from './nvml.js';
@@ -84,6 +85,12 @@ line('bare `node -e 0` wall time', ms(bare), '(reference)', true);
 for (const [cmd, t] of Object.entries(cli)) line(`l9gpu ${cmd}: wall time, x bare node`, `${ms(t)} ${fmt(t / bare, 2)}x`, '<= 1.5x', t / bare <= 1.5);
 line('rollup: per tick, 8 GPUs with a job each', ms(j.rollupTickMs), '< 2 ms', j.rollupTickMs < 2);
 line('health: per tick, 8 GPUs (judge, emit, write health.json when changed)', ms(j.healthTickMs), '(info)', true);
+const js = await benchJobsSocket(Number(process.env.BENCH_JOBS ?? 100_000));
+const delay = (c: LoopCost) => `${fmt(c.delayP99Ms, 1)} / ${fmt(c.delayMaxMs)} ms`;
+line(`jobs socket: loop delay p99/max, one user's ${fmt(js.jobs)} jobs, worker`, delay(js.worker), 'max <= 100 ms', js.worker.delayMaxMs <= 100);
+line('jobs socket: the same, --by account, worker', delay(js.workerBy), 'max <= 100 ms', js.workerBy.delayMaxMs <= 100);
+line('jobs socket: the same, pages on the main thread (time-sliced)', delay(js.timeSliced), '(info)', true);
+line('jobs socket: the same, whole list on the main thread (old server)', delay(js.main), '(info)', true);
 
 const k = await benchKubernetes(Number(process.env.BENCH_PIPELINE_SECONDS ?? 2));
 line(`kubernetes: attribution per tick, ${k.gpus} GPUs (${fmt(k.pointsPerBatch)} points), ${k.pods} pods`, ms(k.k8sTickMs), '(info)', true);
