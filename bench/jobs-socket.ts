@@ -31,6 +31,15 @@ export interface LoopCost {
   rows: number;
 }
 
+export interface JobsSocketBench {
+  jobs: number;
+  main: LoopCost;
+  timeSliced: LoopCost;
+  mainBy: LoopCost;
+  worker: LoopCost;
+  workerBy: LoopCost;
+}
+
 const USER = 'alice';
 const LIST: ListRequest = { op: 'list', user: null, account: null, partition: null, state: 'all', since: null, limit: 0 };
 
@@ -64,12 +73,12 @@ process.stdout.write(String(n));`;
   });
 }
 
-export async function benchJobsSocket(jobs = 100_000): Promise<Record<string, LoopCost> & { jobs: number }> {
+export async function benchJobsSocket(jobs = 100_000): Promise<JobsSocketBench> {
   const state = join(mkdtempSync(join(tmpdir(), 'l9gpu-bench-jobs-socket-')), 'state');
   fillJobsStore(state, jobs, () => USER);
   const db = openStoreReadOnly(state);
   const who = { name: USER, privileged: true };
-  const out: Record<string, LoopCost> = {};
+  const out: Partial<JobsSocketBench> = { jobs };
   try {
     out.main = await underWatch(async () => rowsOf(JSON.parse(JSON.stringify(answerJobs(db, 'bench', null, who, LIST))) as JobsAnswer));
     out.timeSliced = await underWatch(async () => {
@@ -97,7 +106,7 @@ export async function benchJobsSocket(jobs = 100_000): Promise<Record<string, Lo
   } finally {
     server.close();
   }
-  return { jobs, ...out } as Record<string, LoopCost> & { jobs: number };
+  return out as JobsSocketBench;
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
