@@ -137,7 +137,7 @@ function runAs(user: string, args: string[]): Promise<{ status: number | null; s
 /** One raw request as `user`: what the socket answers. */
 const rawAs = async (user: string, path: string, req: object) =>
   JSON.parse((await runAs(user, ['-e', `const s=require('net').connect(${JSON.stringify(path)});let b='';s.on('connect',()=>s.write(${JSON.stringify(JSON.stringify(req) + '\n')}));s.setEncoding('utf8').on('data',(c)=>b+=c).on('end',()=>process.stdout.write(b))`])).stdout) as Record<string, unknown>;
-const rssMb = (pid: number) => Number(/^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+const memMb = (pid: number, field: 'VmRSS' | 'VmHWM') => Number(new RegExp(`^${field}:\\s+(\\d+) kB$`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 const writeConfig = (adminGroup: string) =>
   writeFileSync(
     config,
@@ -191,16 +191,18 @@ test('connections of one uid past jobs_connections_per_user are refused at once;
 
 test('many held 60 kB half-requests: the daemon holds a bounded few, its memory does not grow with them', async () => {
   assert.equal((await ask(sock, LIST)).ok, true);
-  const before = rssMb(daemon.child.pid!);
+  const before = memMb(daemon.child.pid!, 'VmRSS');
+  const peakBefore = memMb(daemon.child.pid!, 'VmHWM');
   const hold = asNobody(['hold', sock, '600', String(60_000), '592', '10000']);
   const seen = await hold.result;
   try {
     // a round trip after the last byte was sent: the daemon has read what it was going to read
     assert.equal((await ask(sock, LIST)).ok, true);
-    const grown = rssMb(daemon.child.pid!) - before;
+    const grown = memMb(daemon.child.pid!, 'VmRSS') - before;
+    // the old daemon held all 600 (36 MB of request text alone) until its idle timeout; now 8 x 60 kB
+    const peakGrown = memMb(daemon.child.pid!, 'VmHWM') - peakBefore;
+    assert.ok(grown < 16 && peakGrown < 16, `the daemon grew ${grown.toFixed(1)} MB (peak ${peakGrown.toFixed(1)} MB) holding nobody's half-requests`);
     assert.equal(seen.closed, 592);
-    // the old daemon held all 600 (36 MB of request text alone); now 8 x 60 kB
-    assert.ok(grown < 16, `the daemon grew ${grown.toFixed(1)} MB holding nobody's half-requests`);
   } finally {
     await done(hold.child);
   }
