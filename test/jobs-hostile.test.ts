@@ -9,7 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -243,6 +243,11 @@ test('a reload that changes [jobs] keeps the socket: a user asks afterwards and 
   assert.deepEqual((JSON.parse(r.stdout) as { id: string }[]).map((j) => j.id), ['73']);
   const doc = spawnSync(process.execPath, [CLI, 'doctor', '--json', '--config', config], { encoding: 'utf8' });
   assert.equal((JSON.parse(doc.stdout) as { jobs_socket: { ok: boolean } }).jobs_socket.ok, true, doc.stdout);
+  // what the old reload left: a running daemon without its socket, which doctor must not call healthy
+  unlinkSync(sock);
+  const gone = spawnSync(process.execPath, [CLI, 'doctor', '--json', '--config', config], { encoding: 'utf8' });
+  assert.equal(gone.status, 1);
+  assert.match((JSON.parse(gone.stdout) as { jobs_socket: { ok: boolean; detail: string } }).jobs_socket.detail, /^the daemon runs \(its health file is fresh\) but the l9gpu daemon is not answering on /);
 });
 
 test('a client that trickles a byte at a time is cut at the request deadline, not kept by its bytes', async () => {
