@@ -95,7 +95,8 @@ export class ViewerCache {
         .then((info) => {
           this.known.delete(uid);
           if (this.known.size >= this.maxEntries) this.known.delete(this.known.keys().next().value!);
-          this.known.set(uid, { info, at: this.now() });
+          // no name (NSS down, or the uid is gone) is asked again sooner: a passing LDAP outage must not hide a user's jobs for long
+          this.known.set(uid, { info, at: info.name ? this.now() : this.now() - this.ttlMs + Math.min(this.ttlMs, 5000) });
           return info;
         })
         .finally(() => this.pending.delete(uid));

@@ -18,7 +18,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { BudgetLedger, DEFAULT_LIMITS, type Limits } from '../core/limits.js';
 import type { Logger } from '../core/log.js';
-import { peerCred } from '../core/peer-cred.js';
+import { loadPeerCred, peerCred } from '../core/peer-cred.js';
 import { ViewerCache } from './access.js';
 import { parseJobsRequest, type JobsAnswer } from './api.js';
 import type { Prices } from './report-model.js';
@@ -68,6 +68,7 @@ export async function startJobsServer(o: JobsServerOptions): Promise<JobsServer>
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
   }
+  await loadPeerCred();
   const ctx: Served = { ...served(o), perUid: new Map(), stats: { connections: 0, buffered: 0, bufferedPeak: 0, refused: 0, timedOut: 0 } };
   const server: Server = createServer((sock) => void accept(sock, ctx));
   server.on('error', (e) => o.log.warn('jobs socket error', { error: e.message }));
@@ -135,7 +136,9 @@ async function accept(sock: Socket, c: Served): Promise<void> {
   const refuse = (budget: 'jobs_connections_per_user' | 'jobs_connections', error: string) => {
     c.stats.refused++;
     c.budgets.hit(budget, user, `jobs socket: ${error}`);
-    // an answer this short fits the socket's buffer: written, it can go at once
+    // an answer this short fits the socket's buffer: written, it can go at once (and goes at the deadline whatever happens)
+    const t = setTimeout(() => sock.destroy(), lim.jobsRequestTimeoutMs);
+    sock.once('close', () => clearTimeout(t));
     sock.end(line({ ok: false, error, code: 1 }), () => sock.destroy());
   };
   if (mine >= lim.jobsConnectionsPerUser) return refuse('jobs_connections_per_user', `too many connections of ${known ?? `uid ${uid}`} open (${mine}): try again when they are answered`);
