@@ -13,8 +13,12 @@ export interface StoreQuestion {
   maxRows: number;
 }
 
+/** A worker idle this long ends: its isolate and SQLite's caches are memory the daemon gives back between users' questions. */
+const IDLE_MS = 60_000;
+
 export class StoreAnswers {
   private worker: Worker | undefined;
+  private idle: NodeJS.Timeout | undefined;
   private readonly pending = new Map<number, (a: JobsAnswer) => void>();
   private seq = 0;
   private closing = false;
@@ -24,6 +28,7 @@ export class StoreAnswers {
   ask(q: Omit<StoreQuestion, 'id'>): Promise<JobsAnswer> {
     if (this.closing) return Promise.resolve({ ok: false, error: 'the daemon is reloading: ask again', code: 1 });
     const w = this.started();
+    clearTimeout(this.idle);
     const id = ++this.seq;
     return new Promise((resolve) => {
       this.pending.set(id, resolve);
@@ -34,7 +39,14 @@ export class StoreAnswers {
   /** Questions asked already are answered first; the worker ends after them. */
   close(): void {
     this.closing = true;
-    if (this.pending.size === 0) void this.worker?.terminate();
+    clearTimeout(this.idle);
+    if (this.pending.size === 0 && this.worker) this.end(this.worker);
+  }
+
+  /** Detached first: a question asked while it ends goes to a new worker, not to this one's grave. */
+  private end(w: Worker): void {
+    if (this.worker === w) this.worker = undefined;
+    void w.terminate();
   }
 
   private started(): Worker {
@@ -45,7 +57,12 @@ export class StoreAnswers {
     w.on('message', (m: { id: number; answer: JobsAnswer }) => {
       this.pending.get(m.id)?.(m.answer);
       this.pending.delete(m.id);
-      if (this.closing && this.pending.size === 0) void w.terminate();
+      if (this.pending.size > 0) return;
+      if (this.closing) this.end(w);
+      else {
+        this.idle = setTimeout(() => this.end(w), IDLE_MS);
+        this.idle.unref();
+      }
     });
     const gone = (why: string) => {
       if (this.worker !== w) return;
