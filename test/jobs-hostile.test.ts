@@ -298,6 +298,11 @@ test('a user with 100,000 jobs gets them a page at a time, and l9gpu jobs still 
     // newest first
     assert.equal(ids[0], '1000001');
     assert.equal(ids.at(-1), '1099998');
+    // --by name: 100,000 groups, paged too (the worker folds the jobs once for all the pages)
+    const byName = await runAs('nobody', [CLI, 'jobs', '--by', 'name', '--limit', '0', '--csv', '--config', cfg]);
+    assert.equal(byName.status, 0, byName.stderr);
+    const names = byName.stdout.trim().split('\n').slice(1);
+    assert.equal(new Set(names.map((l) => l.split(',')[0])).size, 100_000);
     // a list shorter than a page is one answer, as before
     const few = await runAs('nobody', [CLI, 'jobs', '--limit', '3', '--json', '--config', cfg]);
     assert.deepEqual((JSON.parse(few.stdout) as { id: string }[]).map((j) => j.id), ['1000001', '1000000', '1000003']);

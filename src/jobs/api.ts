@@ -66,8 +66,12 @@ function page(req: ListRequest, maxRows: number): { offset: number; size: number
   return { offset, size: Math.min(wanted, maxRows), capped: wanted > maxRows };
 }
 
-/** `maxRows`: the most rows (or groups) in one answer; a longer list is paged (the answer's `next`). */
-export function answerJobs(db: Db, node: string, prices: Prices | null, who: Viewer, req: JobsRequest, maxRows = Infinity): JobsAnswer {
+/**
+ * `maxRows`: the most rows (or groups) in one answer; a longer list is paged
+ * (the answer's `next`). `groupsMemo`: where the groups of a --by list may be
+ * kept between its pages (each page would fold every job again).
+ */
+export function answerJobs(db: Db, node: string, prices: Prices | null, who: Viewer, req: JobsRequest, maxRows = Infinity, groupsMemo: (fold: () => JobGroupRow[]) => JobGroupRow[] = (fold) => fold()): JobsAnswer {
   if (req.op === 'list') {
     if (req.user && req.user !== who.name && !who.privileged) return { ok: false, error: `you can only list your own jobs (${who.name}); root and [jobs] admin_group see everyone's`, code: 1 };
     const user = req.user ?? (who.privileged ? null : who.name);
@@ -75,7 +79,8 @@ export function answerJobs(db: Db, node: string, prices: Prices | null, who: Vie
     const next = (got: number) => (p.capped && got > p.size ? { next: p.offset + p.size } : {});
     if (req.by) {
       // every job that matches adds up: the limit caps the groups, not the jobs
-      const groups = groupJobs(listJobs(db, { ...req, user, limit: 0 }, node, prices), req.by, prices?.currency ?? null).slice(p.offset);
+      const by = req.by;
+      const groups = groupsMemo(() => groupJobs(listJobs(db, { ...req, user, limit: 0 }, node, prices), by, prices?.currency ?? null)).slice(p.offset);
       return { ok: true, op: 'list', user, rows: [], by: req.by, groups: groups.slice(0, p.size), ...next(groups.length) };
     }
     if (p.size === 0) return { ok: true, op: 'list', user, rows: [] };

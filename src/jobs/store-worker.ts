@@ -8,15 +8,25 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { openStoreReadOnly, type Db } from '../store/open.js';
 import { answerJobs, type JobsAnswer } from './api.js';
+import type { JobGroupRow } from './by.js';
 import type { StoreQuestion } from './store-answers.js';
 
 let db: Db | undefined;
+/** The last --by list's groups, for its next pages: a minute at most, so a page is never much staler than the first. */
+let memo: { key: string; at: number; groups: JobGroupRow[] } | undefined;
+const MEMO_MS = 60_000;
 const port = parentPort!;
 port.on('message', (q: StoreQuestion) => {
   let answer: JobsAnswer;
   try {
     db ??= openStoreReadOnly((workerData as { stateDir: string }).stateDir);
-    answer = answerJobs(db, q.node, q.prices, q.who, q.req, q.maxRows);
+    const key = JSON.stringify([q.node, q.prices, q.who, { ...q.req, offset: 0 }]);
+    answer = answerJobs(db, q.node, q.prices, q.who, q.req, q.maxRows, (fold) => {
+      // a first page folds afresh: only a list's later pages reuse its groups
+      if (q.req.op === 'list' && (q.req.offset ?? 0) > 0 && memo?.key === key && Date.now() - memo.at < MEMO_MS) return memo.groups;
+      memo = { key, at: Date.now(), groups: fold() };
+      return memo.groups;
+    });
   } catch (e) {
     answer = { ok: false, error: `the daemon could not answer: ${(e as Error).message}`, code: 1 };
   }
