@@ -8,7 +8,7 @@
  * and --by over all of them, on the main thread and on the worker (a fold of
  * every job cannot be sliced by pages).
  *
- * Run alone: node dist/bench/jobs-socket.js [jobs]
+ * Run alone: node --expose-gc dist/bench/jobs-socket.js [jobs]
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
@@ -45,6 +45,8 @@ const LIST: ListRequest = { op: 'list', user: null, account: null, partition: nu
 
 /** The main thread's event-loop delay while `work` runs (1 ms resolution, a quiet 100 ms either side). */
 async function underWatch(work: () => Promise<number>): Promise<LoopCost> {
+  // the garbage of the variant before is not this one's pause (run with --expose-gc)
+  (globalThis as { gc?: () => void }).gc?.();
   const h = monitorEventLoopDelay({ resolution: 1 });
   h.enable();
   await sleep(100);
