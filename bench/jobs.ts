@@ -66,13 +66,13 @@ export interface JobsBenchResult {
   healthTickMs: number;
 }
 
-export function benchJobs(jobs = 100_000): JobsBenchResult {
-  const dir = mkdtempSync(join(tmpdir(), 'l9gpu-bench-jobs-'));
-  const state = join(dir, 'state');
+/**
+ * A store of `jobs` ended jobs a minute apart, 1 to 8 GPUs each with a
+ * realistic rollup state (a 30-sample fold); `userOf` says whose each is.
+ * Returns the GPU bindings written.
+ */
+export function fillJobsStore(state: string, jobs: number, userOf: (i: number) => string, now = Date.now()): number {
   const db = openStore(state);
-  const t0 = performance.now();
-  const now = Date.now();
-  // a realistic rollup state: a 30-sample fold
   const r = emptyRollup();
   for (let i = 0; i < 30; i++) step(r, { t: i * 10_000, util: 0.6, memUsed: 40e9, memTotal: 80e9, power: 450, energy: i * 4500, temp: 60, throttle: { power: 0, thermal: 0, hw: 0, sw: 0 } }, 25_000);
   const stateJson = JSON.stringify(r);
@@ -83,8 +83,7 @@ export function benchJobs(jobs = 100_000): JobsBenchResult {
   db.transaction(() => {
     for (let i = 0; i < jobs; i++) {
       const start = now - (jobs - i) * 60_000;
-      const u = USERS[i % USERS.length]!;
-      insJob.run(String(1_000_000 + i), u, 10_000 + (i % USERS.length), `acct${i % 20}`, i % 5 ? 'gpu' : 'debug', `job-${i}`, start, start + 300_000, start + 300_000);
+      insJob.run(String(1_000_000 + i), userOf(i), 10_000 + (i % USERS.length), `acct${i % 20}`, i % 5 ? 'gpu' : 'debug', `job-${i}`, start, start + 300_000, start + 300_000);
       const n = 1 + (i % 8 === 0 ? 7 : i % 3);
       for (let g = 0; g < n; g++) {
         insBind.run(String(1_000_000 + i), `GPU-${g}`, start, start + 300_000);
@@ -94,6 +93,15 @@ export function benchJobs(jobs = 100_000): JobsBenchResult {
     }
   })();
   db.close();
+  return bindings;
+}
+
+export function benchJobs(jobs = 100_000): JobsBenchResult {
+  const dir = mkdtempSync(join(tmpdir(), 'l9gpu-bench-jobs-'));
+  const state = join(dir, 'state');
+  const t0 = performance.now();
+  const now = Date.now();
+  const bindings = fillJobsStore(state, jobs, (i) => USERS[i % USERS.length]!, now);
   const buildS = (performance.now() - t0) / 1000;
 
   const ro = openStoreReadOnly(state);

@@ -8,11 +8,13 @@ import { noneProvider, type AttributionProvider } from '../src/core/attribution.
 import type { Config } from '../src/core/config/load.js';
 import type { Logger } from '../src/core/log.js';
 import { pluginContext, type PluginContext } from '../src/core/plugin.js';
-import { BudgetLedger } from '../src/core/limits.js';
+import { BudgetLedger, limitsFrom } from '../src/core/limits.js';
 import { resourceAttributes } from '../src/core/resource.js';
 import type { Sink } from '../src/core/sink.js';
 import { Pipeline } from '../src/pipeline/pipeline.js';
 import type { Db } from '../src/store/open.js';
+import type { ViewerCache } from '../src/jobs/access.js';
+import type { JobsServer } from '../src/jobs/server.js';
 import { PluginRunner } from './runner.js';
 import { resolveAttribution, selectPlugins, type Manifests } from './selection.js';
 import { selfMetricsPlugin } from './self-metrics.js';
@@ -68,6 +70,9 @@ export class Agent {
   private healthKey = '';
   /** What made the store unusable, said once until it changes or the store is usable again. */
   private storeProblem = '';
+  /** NSS answers for the jobs socket, kept for the daemon's life: a reload is no reason to ask them all again. */
+  private viewers: ViewerCache | undefined;
+  private jobsServer: JobsServer | undefined;
 
   /** Builds the attribution provider once (start, once); reload swaps it when its settings change. */
   private async initAttribution(): Promise<void> {
@@ -103,13 +108,13 @@ export class Agent {
       ledger = new JobLedger(db, this.log.child('ledger'), { seriesMs: cfg.num('jobs', 'series_retention')! * 1000, jobsMs: cfg.num('jobs', 'job_retention')! * 1000 }, cost);
       const p = provider;
       // users' `l9gpu jobs`: the store is root's alone, the daemon answers them by their uid
-      const server = await this.startJobsServer(db, () => manifest.nodeName(this.cfg, this.env, db));
+      await this.serveJobs(() => manifest.nodeName(this.cfg, this.env, db));
       close = () => {
-        server?.close();
         p.close?.();
         db.close();
       };
     }
+    if (!db) this.stopJobsServer();
     this.closeAttribution();
     this.pipeline.attribution = provider;
     this.pipeline.ledger = ledger;
@@ -142,15 +147,33 @@ export class Agent {
     }
   }
 
-  private async startJobsServer(db: Db, node: () => string): Promise<{ close(): void } | undefined> {
-    const [{ startJobsServer }, { pricesFrom }] = await Promise.all([import('../src/jobs/server.js'), import('../src/jobs/prices.js')]);
+  /**
+   * Users' `l9gpu jobs` on the store just opened. The listening socket lives
+   * as long as its state folder: a reload points it at the new store rather
+   * than starting another (closing a listening unix socket unlinks its path,
+   * which by then is the new one's, and users would be locked out until a
+   * restart).
+   */
+  private async serveJobs(node: () => string): Promise<void> {
+    const [{ startJobsServer }, { pricesFrom }, { ViewerCache }] = await Promise.all([import('../src/jobs/server.js'), import('../src/jobs/prices.js'), import('../src/jobs/access.js')]);
+    this.viewers ??= new ViewerCache();
+    const o = {
+      stateDir: this.cfg.str('daemon', 'state_dir')!, node, prices: () => pricesFrom(this.cfg), adminGroup: () => this.cfg.str('jobs', 'admin_group'), log: this.log.child('jobs'),
+      limits: () => limitsFrom(this.cfg), budgets: this.budgets, viewers: this.viewers,
+    };
+    if (this.jobsServer?.stateDir === o.stateDir) return this.jobsServer.retarget(o);
+    this.stopJobsServer();
     try {
-      return await startJobsServer({ stateDir: this.cfg.str('daemon', 'state_dir')!, db, node, prices: () => pricesFrom(this.cfg), adminGroup: () => this.cfg.str('jobs', 'admin_group'), log: this.log.child('jobs') });
+      this.jobsServer = await startJobsServer(o);
     } catch (e) {
       // attribution goes on; only users' `l9gpu jobs` cannot be answered
       this.log.error("jobs socket not started: users' l9gpu jobs will not be answered", { error: (e as Error).message });
-      return undefined;
     }
+  }
+
+  private stopJobsServer(): void {
+    this.jobsServer?.close();
+    this.jobsServer = undefined;
   }
 
   /** The health stage, rebuilt when [health] or the state folder changes (its Xid history is in the file it reloads). */
@@ -324,6 +347,7 @@ export class Agent {
     for (const t of this.pendingSinks.values()) clearTimeout(t);
     this.pendingSinks.clear();
     await Promise.all(this.sinkList().map((s) => s.close(deadline).catch((e: Error) => this.log.error('sink close failed', { sink: s.name, error: e.message }))));
+    this.stopJobsServer();
     this.closeAttribution();
     this.closeAttribution = () => {};
     const blocked = this.allRunners().filter((r) => r.blocked).map((r) => r.name);

@@ -12,6 +12,9 @@ import { parseSince, trustedAdminGroup } from '../src/cli/jobs-context.js';
 import { tempDir } from './helpers/paths.js';
 import { renderReport, sparkline } from '../src/jobs/render.js';
 import { style } from '../src/core/text-table.js';
+import { ViewerCache } from '../src/jobs/access.js';
+import { answerJobs } from '../src/jobs/api.js';
+import { openStore } from '../src/store/open.js';
 
 const G = 1024 ** 3;
 
@@ -137,4 +140,75 @@ test('[jobs] admin_group counts for a user only from a file root owns and only r
   assert.equal(trustedAdminGroup(cfg(), 0), 'hpcadmin', 'root reads its own config as it is');
   const flag = loadAgentConfig({ defaultPath: '/nonexistent/l9gpu.ini', env: {}, overrides: [{ section: 'jobs', key: 'admin_group', raw: 'users', flag: '--set' }] });
   assert.equal(trustedAdminGroup(flag, USER), null, 'not from a flag');
+});
+
+test('ViewerCache: a burst for one uid is one lookup; a few at once over many uids; answers kept for the TTL', async () => {
+  let t = 0;
+  let running = 0;
+  let most = 0;
+  const asked: number[] = [];
+  const release: (() => void)[] = [];
+  const cache = new ViewerCache({
+    ttlMs: 60_000, concurrency: 2, now: () => t,
+    lookup: async (uid) => {
+      asked.push(uid);
+      most = Math.max(most, ++running);
+      await new Promise<void>((r) => release.push(r));
+      running--;
+      return { name: `u${uid}`, groups: uid === 7 ? ['ops'] : [] };
+    },
+  });
+  const burst = Array.from({ length: 50 }, () => cache.viewer(7, 'ops'));
+  const others = [8, 9, 10, 11].map((uid) => cache.viewer(uid, 'ops'));
+  // lookups end one at a time, each letting the next waiting one start
+  for (let turns = 0; (asked.length < 5 || release.length) && turns < 1000; turns++) {
+    await new Promise((r) => setImmediate(r));
+    release.shift()?.();
+  }
+  assert.deepEqual(await Promise.all(burst), Array.from({ length: 50 }, () => ({ name: 'u7', privileged: true })));
+  assert.deepEqual((await Promise.all(others)).map((v) => v.name), ['u8', 'u9', 'u10', 'u11']);
+  assert.deepEqual(asked, [7, 8, 9, 10, 11], 'one lookup per uid');
+  assert.equal(most, 2, 'never more than the cap at once');
+  assert.equal(cache.nameOf(7), 'u7');
+  assert.deepEqual(await cache.viewer(7, null), { name: 'u7', privileged: false }, 'the group is judged at each request, against the current admin_group');
+  assert.equal(asked.length, 5, 'within the TTL: no lookup');
+  t = 60_001;
+  const again = cache.viewer(7, 'ops');
+  await new Promise((r) => setImmediate(r));
+  release.shift()!();
+  await again;
+  assert.deepEqual(asked, [7, 8, 9, 10, 11, 7], 'past the TTL: looked up again');
+});
+
+test('answerJobs pages: a limit past jobs_rows in pages that end at the limit; no limit pages to the end; one page as before when it fits', () => {
+  const dir = tempDir('l9gpu-jobs-pages-');
+  const db = openStore(dir);
+  const ins = db.prepare(`INSERT INTO jobs (job_id, run_key, cluster, user, uid, account, partition, name, start_time, end_time, state, exit_code, source, updated_at) VALUES (?, 'r0', 'c', 'alice', 1, 'a', 'gpu', null, ?, ?, 'COMPLETED', 0, 'prolog', 0)`);
+  // start times in pairs: the order within a pair is fixed by the job id, so pages neither repeat nor skip one
+  for (let i = 0; i < 25; i++) ins.run(String(100 + i), 1000 - Math.floor(i / 2), 2000);
+  const who = { name: 'alice', privileged: false };
+  const list = { op: 'list' as const, user: null, account: null, partition: null, state: 'all' as const, since: null, limit: 0 };
+  const pages = (limit: number, rows: number) => {
+    const got: { ids: string[]; next?: number }[] = [];
+    for (let offset: number | undefined = 0; offset !== undefined; ) {
+      const a = answerJobs(db, 'n', null, who, { ...list, limit, offset }, rows);
+      assert.ok(a.ok && a.op === 'list');
+      got.push({ ids: a.rows.map((r) => r.id), ...(a.next !== undefined ? { next: a.next } : {}) });
+      offset = a.next;
+    }
+    return got;
+  };
+  const all = pages(0, Infinity)[0]!.ids;
+  assert.equal(all.length, 25);
+  assert.deepEqual(all.slice(0, 4), ['101', '100', '103', '102']);
+  assert.deepEqual(pages(0, 10).map((p) => p.next), [10, 20, undefined]);
+  assert.deepEqual(pages(0, 10).flatMap((p) => p.ids), all);
+  assert.deepEqual(pages(23, 10).map((p) => p.ids.length), [10, 10, 3]);
+  assert.deepEqual(pages(23, 10).flatMap((p) => p.ids), all.slice(0, 23));
+  assert.deepEqual(pages(5, 10), [{ ids: all.slice(0, 5) }]);
+  assert.deepEqual(pages(0, 25), [{ ids: all }], 'exactly a page: no empty page after it');
+  const by = answerJobs(db, 'n', null, who, { ...list, by: 'user' }, 10);
+  assert.ok(by.ok && by.op === 'list');
+  assert.deepEqual([by.groups!.length, by.next], [1, undefined]);
+  db.close();
 });

@@ -12,6 +12,9 @@ import { dirWritable } from '../core/probe.js';
 import { VERSION, resourceAttributes } from '../core/resource.js';
 import { loadCliConfig } from './config.js';
 import type { FlagValues } from './flag-spec.js';
+import { askJobsDaemon } from '../jobs/client.js';
+import { jobsSocketPath } from '../jobs/server.js';
+import { readHealthFile } from '../health/state-file.js';
 
 
 interface Check {
@@ -48,6 +51,7 @@ export async function doctor(flags: FlagValues): Promise<number> {
   const provider = attribution.manifest ? await attribution.manifest.doctor(cfg, process.env) : undefined;
   const stateDir = cfg.str('daemon', 'state_dir')!;
   const store = { path: join(stateDir, 'l9gpu.db'), ...dirWritable(stateDir) };
+  const jobsSocket = attribution.manifest ? await jobsSocketCheck(stateDir) : null;
 
   const shown = ALL_SECTIONS.filter((s) => flags.all || s.name === 'daemon' || enabledPlugins.has(s.name) || enabledSinks.has(s.name));
   const settings = shown.flatMap((s) =>
@@ -58,7 +62,7 @@ export async function doctor(flags: FlagValues): Promise<number> {
       return { section: s.name, key: k.key, value, source: p.source, detail: p.detail, ...(value === '' && k.unset ? { means: k.unset } : {}) };
     }),
   );
-  const problems = [...plugins, ...sinks].filter((c) => c.enabled && !c.ok).length + (store.ok ? 0 : 1) + (provider?.problems ?? 0);
+  const problems = [...plugins, ...sinks].filter((c) => c.enabled && !c.ok).length + (store.ok ? 0 : 1) + (provider?.problems ?? 0) + (jobsSocket && !jobsSocket.ok ? 1 : 0);
   for (const c of plugins) if (!c.enabled && selection.detected[c.name]) c.detail = `not enabled by auto: ${c.detail}`;
   const report = {
     version: VERSION,
@@ -71,6 +75,7 @@ export async function doctor(flags: FlagValues): Promise<number> {
     sinks,
     attribution: { mode: attribution.mode, resolved: attribution.resolved, detail: attribution.detail, provider: provider?.json ?? null },
     store,
+    jobs_socket: jobsSocket,
     problems,
   };
 
@@ -96,8 +101,32 @@ export async function doctor(flags: FlagValues): Promise<number> {
     out.push('', `attribution: ${attribution.resolved}${attribution.mode === AUTO ? ` (auto: ${attribution.detail})` : ''}`);
     for (const l of provider?.lines ?? []) out.push(`  ${l}`);
     out.push(`store: ${store.path} - ${store.detail}`);
+    if (jobsSocket) out.push(`jobs socket: ${jobsSocket.path} - ${jobsSocket.ok ? '' : 'FAIL: '}${jobsSocket.detail}`);
     out.push('', problems === 0 ? 'no problems found' : `${problems} problem(s) found`);
     process.stdout.write(out.join('\n') + '\n');
   }
   return problems > 0 ? 1 : 0;
+}
+
+/**
+ * Users' `l9gpu jobs` needs the daemon's socket: when the daemon runs (its
+ * health file is fresh) the socket must be there and answer, or every user
+ * is told "not answering" while the daemon looks well.
+ */
+async function jobsSocketCheck(stateDir: string): Promise<{ path: string; ok: boolean; detail: string }> {
+  const path = jobsSocketPath(stateDir);
+  let health;
+  try {
+    health = readHealthFile(stateDir);
+  } catch {
+    health = undefined;
+  }
+  const running = health !== undefined && Date.now() - health.written < Math.max(60_000, 5 * health.interval_ms);
+  try {
+    const a = await askJobsDaemon(path, { op: 'list', user: null, account: null, partition: null, state: 'running', since: null, limit: 1 }, 5000);
+    return { path, ok: true, detail: a.ok ? 'answers' : `answers (${a.error})` };
+  } catch (e) {
+    if (!running) return { path, ok: true, detail: `not answering; the daemon does not seem to run here (no fresh health file): ${(e as Error).message}` };
+    return { path, ok: false, detail: `the daemon runs (its health file is fresh) but ${(e as Error).message}: users' l9gpu jobs gets no answer; restart the daemon` };
+  }
 }

@@ -10,6 +10,13 @@ export class CliError extends Error {
   }
 }
 
+/** The asker may not see it: final, not a reason to look elsewhere (Slurm accounting, a backend). */
+export class AccessDenied extends CliError {
+  constructor(message: string) {
+    super(message, 1);
+  }
+}
+
 /** The error as a CliError when it is one the user can act on (bad config: exit 2); undefined for a bug. */
 export function asCliError(e: unknown): CliError | undefined {
   if (e instanceof CliError) return e;

@@ -6,7 +6,7 @@
  * figures' source, sacct has the last word on the header (state, exit code,
  * QOS, CPU cores, memory, time limit) when it can be asked.
  */
-import { CliError } from './errors.js';
+import { AccessDenied, CliError } from './errors.js';
 import { askJobs, type JobsContext } from './jobs-context.js';
 import { findTool } from '../core/tool.js';
 import { reportFromPromql } from '../jobs/promql.js';
@@ -70,7 +70,7 @@ export async function findReport(ctx: JobsContext, jobId: string, source: ShowSo
     try {
       report = ((await askJobs(ctx, { op: 'show', jobId })) as { report: JobReport }).report;
     } catch (e) {
-      if (source === 'store' || !(e instanceof CliError) || e.exitCode !== 1) throw e;
+      if (source === 'store' || !(e instanceof CliError) || e.exitCode !== 1 || e instanceof AccessDenied) throw e;
       storeError = e.message;
     }
   }

@@ -3,7 +3,7 @@
  * shared by the oclif commands (help, error messages) and the light entry
  * (light-main.ts) that runs them without the CLI framework.
  */
-import { CliError } from './errors.js';
+import { AccessDenied, CliError } from './errors.js';
 import { CONFIG_FLAG, type FlagSpec, type FlagValues } from './flag-spec.js';
 import { askJobs, jobsContext, parseSince } from './jobs-context.js';
 import { accessError } from '../jobs/api.js';
@@ -71,7 +71,7 @@ export async function jobsShow(jobid: string, f: FlagValues): Promise<void> {
   let report = await findReport(ctx, jobid, f.source as ShowSource, (f.cluster as string | undefined) ?? null, { url, window: f.window as string, headers });
   // this node's store answered under its own rule; a report from accounting or a backend is checked here
   const denied = report.source === 'store' ? undefined : accessError(report, ctx.viewer);
-  if (denied) throw new CliError(denied, 1);
+  if (denied) throw new AccessDenied(denied);
   report = withPeak(report, peakFor(ctx.cfg, report.job.partition));
   report = { ...report, notes: [...report.notes, ...slurmNotes(report.job, report.gpus, report.totals, siteNotesFrom(ctx.cfg))] };
   if (f.json) process.stdout.write(JSON.stringify(report, null, 2) + '\n');

@@ -4,7 +4,7 @@ import { hostname } from 'node:os';
 import { resolveAgentAttribution } from '../../daemon/schema.js';
 import type { Config } from '../core/config/load.js';
 import { loadCliConfig } from './config.js';
-import { CliError } from './errors.js';
+import { AccessDenied, CliError } from './errors.js';
 import { openStoreReadOnly, storePath } from '../store/open.js';
 import type { Db } from '../store/open.js';
 import { viewer, type Viewer } from '../jobs/access.js';
@@ -67,14 +67,27 @@ export async function askJobs(ctx: JobsContext, req: JobsRequest): Promise<Extra
       db.close();
     }
   } else {
-    try {
-      a = await askJobsDaemon(jobsSocketPath(ctx.stateDir), req);
-    } catch (e) {
-      throw new CliError(`${(e as Error).message}; the job store is readable by root only, users' questions go through the daemon`, 1);
+    a = await askDaemon(ctx, req);
+    // the daemon answers a long list a page at a time: the user still gets all of it
+    while (a.ok && a.op === 'list' && a.next !== undefined && req.op === 'list') {
+      const more = await askDaemon(ctx, { ...req, offset: a.next });
+      if (!more.ok || more.op !== 'list') {
+        a = more;
+        break;
+      }
+      a = { ...more, rows: [...a.rows, ...more.rows], ...(a.groups ? { groups: [...a.groups, ...(more.groups ?? [])] } : {}) };
     }
   }
-  if (!a.ok) throw new CliError(a.error, a.code);
+  if (!a.ok) throw a.denied ? new AccessDenied(a.error) : new CliError(a.error, a.code);
   return a;
+}
+
+async function askDaemon(ctx: JobsContext, req: JobsRequest): Promise<JobsAnswer> {
+  try {
+    return await askJobsDaemon(jobsSocketPath(ctx.stateDir), req);
+  } catch (e) {
+    throw new CliError(`${(e as Error).message}; the job store is readable by root only, users' questions go through the daemon`, 1);
+  }
 }
 
 /** "2026-11-01", "2026-11-01T08:00", "24h", "7d", "90m" -> ms since the epoch. */

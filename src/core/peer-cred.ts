@@ -19,14 +19,23 @@ const SO_PEERCRED = 17;
 type GetSockOpt = (fd: number, level: number, name: number, value: Buffer, len: Buffer) => number;
 let getsockopt: GetSockOpt | undefined;
 
-export async function peerCred(socket: Socket): Promise<PeerCred> {
+/**
+ * Loads getsockopt. A server calls it before it listens, so that the first
+ * connections (a flood, maybe) are not all accepted uncounted while koffi loads.
+ */
+export async function loadPeerCred(): Promise<void> {
   if (process.platform !== 'linux' || !['x64', 'arm64'].includes(process.arch)) throw new Error(`peer credentials are not supported on ${process.platform}/${process.arch}`);
-  const fd = (socket as unknown as { _handle?: { fd?: number } })._handle?.fd;
-  if (typeof fd !== 'number' || fd < 0) throw new Error('the connection has no file descriptor');
   if (!getsockopt) {
     const koffi = (await import('koffi')).default;
     getsockopt = koffi.load('libc.so.6').func('int getsockopt(int, int, int, void *, void *)') as GetSockOpt;
   }
+}
+
+export async function peerCred(socket: Socket): Promise<PeerCred> {
+  await loadPeerCred();
+  const fd = (socket as unknown as { _handle?: { fd?: number } })._handle?.fd;
+  if (typeof fd !== 'number' || fd < 0) throw new Error('the connection has no file descriptor');
+  if (!getsockopt) throw new Error('getsockopt not loaded');
   const cred = Buffer.alloc(12); // struct ucred { pid_t pid; uid_t uid; gid_t gid; }
   const len = Buffer.alloc(4);
   len.writeUInt32LE(cred.length);

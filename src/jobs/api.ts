@@ -12,12 +12,20 @@ import { GROUP_BY, groupJobs, type GroupBy, type JobGroupRow } from './by.js';
 import { findJob, reportFromStore } from './report.js';
 import type { JobReport, Prices } from './report-model.js';
 
-export type ListRequest = { op: 'list'; user: string | null; account: string | null; partition: string | null; state: 'running' | 'completed' | 'all'; since: number | null; limit: number; by?: GroupBy | null };
+/** `limit` caps the whole list (0: no cap); `offset` is where this page starts in it (the `next` of the page before). */
+export type ListRequest = { op: 'list'; user: string | null; account: string | null; partition: string | null; state: 'running' | 'completed' | 'all'; since: number | null; limit: number; by?: GroupBy | null; offset?: number };
 export type ShowRequest = { op: 'show'; jobId: string };
 export type JobsRequest = ListRequest | ShowRequest;
 
-/** A list with `by`: groups (rows empty). */
-export type JobsAnswer = { ok: true; op: 'list'; user: string | null; rows: JobListRow[]; by?: GroupBy; groups?: JobGroupRow[] } | { ok: true; op: 'show'; report: JobReport } | { ok: false; error: string; code: number };
+/**
+ * A list with `by`: groups (rows empty). `next`: there is more past this page
+ * (the socket's answers hold at most [limits] jobs_rows), ask again from there.
+ * `denied`: the asker may not see it, and is told nothing more.
+ */
+export type JobsAnswer =
+  | { ok: true; op: 'list'; user: string | null; rows: JobListRow[]; by?: GroupBy; groups?: JobGroupRow[]; next?: number }
+  | { ok: true; op: 'show'; report: JobReport }
+  | { ok: false; error: string; code: number; denied?: true };
 
 const STATES = ['running', 'completed', 'all'] as const;
 const name = (v: unknown, what: string): string | null => {
@@ -44,22 +52,41 @@ export function parseJobsRequest(text: string): JobsRequest {
   if (!Number.isInteger(r.limit) || (r.limit as number) < 0 || (r.limit as number) > 1_000_000) throw new Error('limit: not an integer from 0 to 1000000');
   if (r.since !== null && r.since !== undefined && !Number.isFinite(r.since)) throw new Error('since: not a time in ms');
   if (r.by !== null && r.by !== undefined && !GROUP_BY.includes(r.by as GroupBy)) throw new Error('by: not user, account, partition or name');
+  if (r.offset !== undefined && (!Number.isInteger(r.offset) || (r.offset as number) < 0 || (r.offset as number) > 1_000_000_000)) throw new Error('offset: not an integer from 0 to 1000000000');
   return {
     op: 'list', user: name(r.user, 'user'), account: name(r.account, 'account'), partition: name(r.partition, 'partition'), state: r.state as ListRequest['state'], since: (r.since as number | null) ?? null, limit: r.limit as number,
-    by: (r.by as GroupBy | null | undefined) ?? null,
+    by: (r.by as GroupBy | null | undefined) ?? null, offset: (r.offset as number | undefined) ?? 0,
   };
 }
 
-export function answerJobs(db: Db, node: string, prices: Prices | null, who: Viewer, req: JobsRequest): JobsAnswer {
+/** Where a page of a list starts and how long it is: `more` when the list goes on past it. */
+function page(req: ListRequest, maxRows: number): { offset: number; size: number; capped: boolean } {
+  const offset = req.offset ?? 0;
+  const wanted = req.limit > 0 ? Math.max(0, req.limit - offset) : Infinity;
+  return { offset, size: Math.min(wanted, maxRows), capped: wanted > maxRows };
+}
+
+/**
+ * `maxRows`: the most rows (or groups) in one answer; a longer list is paged
+ * (the answer's `next`). `groupsMemo`: where the groups of a --by list may be
+ * kept between its pages (each page would fold every job again).
+ */
+export function answerJobs(db: Db, node: string, prices: Prices | null, who: Viewer, req: JobsRequest, maxRows = Infinity, groupsMemo: (fold: () => JobGroupRow[]) => JobGroupRow[] = (fold) => fold()): JobsAnswer {
   if (req.op === 'list') {
     if (req.user && req.user !== who.name && !who.privileged) return { ok: false, error: `you can only list your own jobs (${who.name}); root and [jobs] admin_group see everyone's`, code: 1 };
     const user = req.user ?? (who.privileged ? null : who.name);
+    const p = page(req, maxRows);
+    const next = (got: number) => (p.capped && got > p.size ? { next: p.offset + p.size } : {});
     if (req.by) {
       // every job that matches adds up: the limit caps the groups, not the jobs
-      const groups = groupJobs(listJobs(db, { ...req, user, limit: 0 }, node, prices), req.by, prices?.currency ?? null);
-      return { ok: true, op: 'list', user, rows: [], by: req.by, groups: req.limit > 0 ? groups.slice(0, req.limit) : groups };
+      const by = req.by;
+      const groups = groupsMemo(() => groupJobs(listJobs(db, { ...req, user, limit: 0 }, node, prices), by, prices?.currency ?? null)).slice(p.offset);
+      return { ok: true, op: 'list', user, rows: [], by: req.by, groups: groups.slice(0, p.size), ...next(groups.length) };
     }
-    return { ok: true, op: 'list', user, rows: listJobs(db, { ...req, user }, node, prices) };
+    if (p.size === 0) return { ok: true, op: 'list', user, rows: [] };
+    // one row past the page says whether there is a next one
+    const rows = listJobs(db, { ...req, user, limit: p.size === Infinity ? 0 : p.size + (p.capped ? 1 : 0), offset: p.offset }, node, prices);
+    return { ok: true, op: 'list', user, rows: rows.slice(0, p.size), ...next(rows.length) };
   }
   const found = findJob(db, req.jobId);
   if (!found) {
@@ -71,11 +98,15 @@ export function answerJobs(db: Db, node: string, prices: Prices | null, who: Vie
   }
   const report = reportFromStore(db, found.row, found.runs, node, prices);
   const denied = accessError(report, who);
-  return denied ? { ok: false, error: denied, code: 1 } : { ok: true, op: 'show', report };
+  return denied ? { ok: false, error: denied, code: 1, denied: true } : { ok: true, op: 'show', report };
 }
 
-/** Why this viewer may not see this report (undefined: they may). */
+/**
+ * Why this viewer may not see this report (undefined: they may). It names
+ * neither the owner nor where else to look: Slurm's PrivateData=jobs tells
+ * a user nothing of another's job, and neither does l9gpu.
+ */
 export function accessError(report: JobReport, who: Viewer): string | undefined {
   if (!report.job.user || report.job.user === who.name || who.privileged) return undefined;
-  return `job ${report.job.id} belongs to ${report.job.user}: you can only see your own jobs; root and [jobs] admin_group see everyone's`;
+  return `job ${report.job.id} is not yours`;
 }

@@ -12,6 +12,8 @@ export interface ListFilter {
   state: 'running' | 'completed' | 'all';
   since?: number | null;
   limit: number;
+  /** Rows of the ordered list skipped first (a page past the first). */
+  offset?: number;
 }
 
 export interface JobListRow {
@@ -48,8 +50,9 @@ export function listJobs(db: Db, f: ListFilter, node: string, prices: Prices | n
   if (f.state === 'completed') where.push('j.end_time IS NOT NULL');
   if (f.since) (where.push('j.start_time >= ?'), args.push(f.since));
   const jobs = db
-    .prepare(`SELECT * FROM jobs j ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY j.start_time DESC ${f.limit > 0 ? 'LIMIT ?' : ''}`)
-    .all(...args, ...(f.limit > 0 ? [f.limit] : [])) as Parameters<typeof headerOf>[0][];
+    // job_id, run_key break ties in start time: pages of the same list neither repeat nor skip a row
+    .prepare(`SELECT * FROM jobs j ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY j.start_time DESC, j.job_id DESC, j.run_key DESC LIMIT ? OFFSET ?`)
+    .all(...args, f.limit > 0 ? f.limit : -1, f.offset ?? 0) as Parameters<typeof headerOf>[0][];
   if (jobs.length === 0) return [];
   // the GPUs of the listed runs only: notes need per-GPU figures
   const gpuRows = db

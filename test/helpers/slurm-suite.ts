@@ -481,7 +481,8 @@ summary_wait = 60s
     assert.ok(rows.length >= 1 && rows.every((x) => x.user === TEST_USER), 'only their own jobs');
     const denied = asUser(['jobs', 'show', multi]);
     assert.equal(denied.status, 1);
-    assert.match(denied.stderr, new RegExp(`job ${multi} belongs to root: you can only see your own jobs`));
+    // PrivateData=jobs: neither the owner nor where else to look
+    assert.equal(denied.stderr, `l9gpu: job ${multi} is not yours\n`);
     assert.equal(asUser(['jobs', '--user', 'root']).status, 1);
   });
 
