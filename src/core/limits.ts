@@ -15,6 +15,8 @@ import type { Logger } from './log.js';
 import type { Emitter } from './metrics/model.js';
 import { metric } from './metrics/registry.js';
 
+export { boundLabel } from './bound-label.js';
+
 export const LIMITS_SECTION: SectionSpec = {
   name: 'limits',
   description: 'Bounds on what local users can make the daemon (root) do: files followed in their folders, bytes read, series taken from their engines and NCCL communicators, label lengths, log lines, and requests on the jobs socket. A source past a bound loses what is past it, is counted in l9gpu.budget.exceeded{l9gpu.budget, user.name} and said once; nothing else of the daemon is affected.',
@@ -148,16 +150,6 @@ export class BudgetLedger {
   collect(out: Emitter): void {
     for (const c of this.counts.values()) out.add(EXCEEDED, c.n, { 'l9gpu.budget': c.budget, 'user.name': c.user }, this.start);
   }
-}
-
-/** A user-controlled attribute value cut to the bound, marked so that a reader sees it was cut. */
-export function boundLabel(v: string, max: number): string {
-  if (v.length <= max) return v;
-  // a surrogate pair is not split: the cut value stays valid UTF-8
-  let end = max - 3;
-  const c = v.charCodeAt(end - 1);
-  if (c >= 0xd800 && c <= 0xdbff) end--;
-  return `${v.slice(0, end)}...`;
 }
 
 /**
