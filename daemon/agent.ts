@@ -8,7 +8,7 @@ import { noneProvider, type AttributionProvider } from '../src/core/attribution.
 import type { Config } from '../src/core/config/load.js';
 import type { Logger } from '../src/core/log.js';
 import { pluginContext, type PluginContext } from '../src/core/plugin.js';
-import { BudgetLedger } from '../src/core/limits.js';
+import { BudgetLedger, limitsFrom } from '../src/core/limits.js';
 import { resourceAttributes } from '../src/core/resource.js';
 import type { Sink } from '../src/core/sink.js';
 import { Pipeline } from '../src/pipeline/pipeline.js';
@@ -92,7 +92,7 @@ export class Agent {
     if (r.manifest && db) {
       const [{ JobLedger }, { pricesFrom }] = await Promise.all([import('../src/ledger/ledger.js'), import('../src/jobs/prices.js')]);
       try {
-        provider = await r.manifest.create({ config: cfg, log: this.log, env: this.env, store: db });
+        provider = await r.manifest.create({ config: cfg, log: this.log, env: this.env, store: db, labelLength: limitsFrom(cfg).labelLength, budgets: this.budgets });
       } catch (e) {
         db.close();
         throw e;
