@@ -201,6 +201,8 @@ class Parser {
   private readonly maxSamples: number;
   kept = 0;
   dropped = 0;
+  /** Samples that may be kept: maxSamples less the families declared (one compare a sample). */
+  private room: number;
   /** maxSamples reached: what is left of the page is counted, not read. */
   private full: boolean;
 
@@ -210,6 +212,7 @@ class Parser {
     this.maxLine = o.maxLineLength ?? DEFAULT_MAX_LINE;
     this.source = o.source;
     this.maxSamples = o.maxSamples ?? Infinity;
+    this.room = this.maxSamples;
     this.full = this.maxSamples <= 0;
   }
 
@@ -334,7 +337,8 @@ class Parser {
     const f: Family = { name, type, samples: [] };
     this.families.set(name, f);
     // a page of declarations alone (no samples) is bounded too
-    if (this.kept + this.families.size >= this.maxSamples) this.full = true;
+    this.room = this.maxSamples - this.families.size;
+    if (this.kept >= this.room) this.full = true;
     if (provisional) this.provisional.add(f);
     this.owner.clear();
     this.lastOwner = { name: '', f: undefined, le: false };
@@ -456,7 +460,7 @@ class Parser {
     const fam = this.familyOf(name, labels);
     const sample: Sample = exemplar ? { name, labels, value, timestampMs, exemplar } : timestampMs !== undefined ? { name, labels, value, timestampMs } : { name, labels, value };
     fam.samples.push(sample);
-    if (++this.kept + this.families.size >= this.maxSamples) this.full = true;
+    if (++this.kept >= this.room) this.full = true;
   }
 
   private skipBlanks(i: number, e: number): number {
