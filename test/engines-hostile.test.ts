@@ -23,6 +23,9 @@ const LONG_MODEL = `org/${'m'.repeat(20_000)}`;
 /** 250,000 gauges of one vLLM family, the first few with a model name of 20 kB. */
 function hugePage(): string {
   const lines = ['# HELP vllm:num_requests_running Number of requests in model execution batches.', '# TYPE vllm:num_requests_running gauge'];
+  // first: a quoted label name (Prometheus 3) longer than label_length, with a newline in it: dropped, and the log line
+  // that says so forges no other
+  lines.push(`vllm:num_requests_running{"k\\n2026-01-01T00:00:00.000Z error [l9gpu] forged ${'k'.repeat(70)}"="v"} 1`);
   for (let i = 0; i < SERIES; i++) lines.push(`vllm:num_requests_running{e="${i}",model_name="${i < 5 ? LONG_MODEL : 'opt'}"} 1`);
   return lines.join('\n') + '\n';
 }
@@ -97,6 +100,8 @@ test('engines = auto: two engines of an unprivileged user serving 250,000 series
     assert.ok(hits('series_per_endpoint') >= SERIES - 2000, `series_per_endpoint hits: ${hits('series_per_endpoint')}`);
     assert.ok(hits('series_per_user') > 0, 'series_per_user hit');
     assert.ok(hits('label_length') > 0, 'label_length hit');
+    assert.ok(!pts.some((p) => Object.keys(p.attributes).some((k) => k.length > 64)), 'a label name past label_length is dropped');
+    assert.doesNotMatch(d.stderr, /^\S+ error \[l9gpu\] forged/m, 'a page cannot write a log line');
     assert.equal(d.stderr.split('\n').filter((l) => /limit reached/.test(l) && /budget=series_per_endpoint/.test(l)).length, 1, d.stderr.slice(-3000));
     // the page's text is read (16 MB, twice: bytes and string) but never 250,000 samples: the old code peaked at 1.4 GB
     t.diagnostic(`daemon peak RSS ${peak.toFixed(0)} MB`);

@@ -9,7 +9,7 @@ import type { SectionSpec } from '../core/config/schema.js';
 import { PointBuffer, type Attributes, type Emitter } from '../core/metrics/model.js';
 import type { Plugin, PluginContext, PluginManifest } from '../core/plugin.js';
 import { redactUrl } from '../core/redact.js';
-import { clip } from '../core/printable.js';
+import { clip, printable } from '../core/printable.js';
 import { ConvertState, convertPage, type EngineTable } from './convert.js';
 import { formatOf, parseExposition, parsePage } from './exposition.js';
 import { createPageFetcher, type PageFetcher } from './fetch-page.js';
@@ -222,7 +222,7 @@ export class ScrapedPlugin implements Plugin {
             also: this.o.genai,
             alsoAttributes: this.o.genaiAttributes,
             labelLength: this.limits.labelLength,
-            onCut: (label) => this.budgets.hit('label_length', who, `${where}: label ${clip(label, 60)} longer than ${this.limits.labelLength}: cut`),
+            onCut: (label) => this.budgets.hit('label_length', who, `${where}: label ${printable(clip(label, 60))} longer than ${this.limits.labelLength}: cut`),
           });
           t.state.end();
           if (t.failing !== undefined) this.o.log?.info('endpoint answering again', { url: redactUrl(t.url) });
