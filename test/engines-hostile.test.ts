@@ -12,6 +12,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createPageFetcher } from '../src/scrape/fetch-page.js';
+import { OwnerSeries } from '../src/scrape/owner-series.js';
 import { DaemonProcess } from './helpers/daemon.js';
 import { freePort } from './helpers/net.js';
 import { ROOT, tempDir } from './helpers/paths.js';
@@ -112,5 +116,54 @@ test('engines = auto: two engines of an unprivileged user serving 250,000 series
       if (s) process.kill(s);
       e.kill();
     }
+  }
+});
+
+test('[limits] page_bytes_per_user: a user\'s pages read at once share one bound (N engines do not hold N pages); what a page took is given back when it is read; another user is not affected', async () => {
+  const MB = 1 << 20;
+  let resume!: () => void;
+  const resumed = new Promise<void>((r) => (resume = r));
+  // A sends 600 kB and waits; B sends 1 MB at once
+  const a = http.createServer((_req, res) => {
+    res.write('a'.repeat(600 * 1024));
+    void resumed.then(() => res.end('a'.repeat(400 * 1024)));
+  });
+  const b = http.createServer((_req, res) => res.end('b'.repeat(MB)));
+  const url = async (s: http.Server) => {
+    await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
+    return `http://127.0.0.1:${(s.address() as AddressInfo).port}/metrics`;
+  };
+  const [ua, ub] = [await url(a), await url(b)];
+  const fa = createPageFetcher(ua, 10_000, 16 * MB);
+  const fb = createPageFetcher(ub, 10_000, 16 * MB);
+  const owners = new OwnerSeries();
+  try {
+    const holdA = owners.hold('nobody', 1.5 * MB);
+    let tookA = 0;
+    const pa = fa.get(undefined, { what: holdA.what, take: (n) => ((tookA += n), holdA.take(n)) });
+    await waitFor('A\'s first 600 kB held', () => tookA >= 600 * 1024);
+    // B's 1 MB does not fit beside A's 600 kB under 1.5 MB
+    const holdB = owners.hold('nobody', 1.5 * MB);
+    await assert.rejects(fb.get(undefined, holdB), /the page is over nobody's 1572864 bytes of pages read at once \(\[limits\] page_bytes_per_user\)/);
+    assert.ok(holdB.refused);
+    holdB.release();
+    // another user's page is theirs to hold
+    const alice = owners.hold('alice', 1.5 * MB);
+    assert.equal((await fb.get(undefined, alice)).bytes, MB);
+    alice.release();
+    resume();
+    assert.equal((await pa).bytes, 1000 * 1024, 'A whole: 1000 kB under 1.5 MB');
+    assert.ok(!holdA.refused);
+    holdA.release();
+    // given back: B fits now
+    const again = owners.hold('nobody', 1.5 * MB);
+    assert.equal((await fb.get(undefined, again)).bytes, MB);
+    again.release();
+  } finally {
+    fa.close();
+    fb.close();
+    a.closeAllConnections();
+    a.close();
+    b.close();
   }
 });

@@ -195,19 +195,20 @@ export class ScrapedPlugin implements Plugin {
     }
     await Promise.all(
       this.targets.map(async (t) => {
+        const pid = t.owner ? t.owner.pid() : (t.base['process.pid'] as number | undefined);
+        const uid = pid === undefined ? undefined : processUid(pid, this.o.proc);
+        // the page's owner answers for it: a user's process counts against their budget, root's and a remote
+        // endpoint's (configured by the admin) against the endpoint's alone
+        const owner = uid === undefined ? undefined : userName(uid);
+        const who = owner ?? `${t.base['server.address']}:${t.base['server.port']}`;
+        const where = redactUrl(t.url);
+        const hold = owner !== undefined && uid !== 0 ? this.owners.hold(owner, this.limits.pageBytesPerUser) : undefined;
         try {
-          const page = await t.fetcher.get(signal);
-          const pid = t.owner ? t.owner.pid() : (t.base['process.pid'] as number | undefined);
-          const uid = pid === undefined ? undefined : processUid(pid, this.o.proc);
-          // the page's owner answers for it: a user's process counts against their budget, root's and a remote
-          // endpoint's (configured by the admin) against the endpoint's alone
-          const owner = uid === undefined ? undefined : userName(uid);
-          const who = owner ?? `${t.base['server.address']}:${t.base['server.port']}`;
+          const page = await t.fetcher.get(signal, hold);
           const perEndpoint = this.limits.seriesPerEndpoint;
-          const userLeft = owner !== undefined && uid !== 0 ? this.owners.left(t.key, owner, this.limits.seriesPerUser) : Infinity;
-          const where = redactUrl(t.url);
+          const userLeft = hold ? this.owners.left(t.key, owner!, this.limits.seriesPerUser) : Infinity;
           const parsed = parsePage(page.text, { format: formatOf(page.contentType), maxBytes: this.o.maxBytes, source: where, maxSamples: Math.min(perEndpoint, userLeft) });
-          if (owner !== undefined && uid !== 0) this.owners.took(t.key, owner, parsed.samples);
+          if (hold) this.owners.took(t.key, owner!, parsed.samples);
           if (parsed.dropped) {
             const user = userLeft < perEndpoint;
             this.budgets.hit(user ? 'series_per_user' : 'series_per_endpoint', who, `${where}: ${parsed.dropped} series past ${user ? `what is left of ${owner}'s ${this.limits.seriesPerUser}` : `the ${perEndpoint} of one endpoint`} dropped`, parsed.dropped);
@@ -229,10 +230,13 @@ export class ScrapedPlugin implements Plugin {
           t.failing = undefined;
         } catch (e) {
           const msg = (e as Error).message;
+          if (hold?.refused) this.budgets.hit('page_bytes_per_user', who, `${where}: ${msg}`);
           t.errors++;
           // one line when it starts failing or fails otherwise, one when it answers again: not one per tick
           if (msg !== t.failing) this.o.log?.error('endpoint failed', { url: redactUrl(t.url), error: msg });
           t.failing = msg;
+        } finally {
+          hold?.release();
         }
         out.add(SCRAPE_ERRORS, t.errors, { 'l9gpu.plugin': this.o.table.engine, 'server.address': t.base['server.address']!, 'server.port': t.base['server.port']! }, t.since);
       }),

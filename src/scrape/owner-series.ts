@@ -7,9 +7,44 @@
  * answered first).
  */
 import type { BudgetLedger } from '../core/limits.js';
+import type { PageHold } from './fetch-page.js';
+
+/** A page's share of its owner's bytes: given back once the page is read (or failed). */
+export interface OwnerHold extends PageHold {
+  /** Whether a take() was refused. */
+  readonly refused: boolean;
+  release(): void;
+}
 
 export class OwnerSeries {
   private readonly last = new Map<string, { owner: string; n: number }>();
+  /** Bytes of each owner's pages being read now ([limits] page_bytes_per_user): N engines must not hold N pages. */
+  private readonly held = new Map<string, number>();
+
+  hold(owner: string, max: number): OwnerHold {
+    let mine = 0;
+    const h = {
+      refused: false,
+      what: `${owner}'s ${max} bytes of pages read at once ([limits] page_bytes_per_user)`,
+      take: (n: number): boolean => {
+        const now = this.held.get(owner) ?? 0;
+        if (now + n > max) {
+          h.refused = true;
+          return false;
+        }
+        this.held.set(owner, now + n);
+        mine += n;
+        return true;
+      },
+      release: (): void => {
+        const left = (this.held.get(owner) ?? 0) - mine;
+        mine = 0;
+        if (left > 0) this.held.set(owner, left);
+        else this.held.delete(owner);
+      },
+    };
+    return h;
+  }
 
   /** What `owner` may still take on `endpoint`: the budget less what their other endpoints took at their last scrape. */
   left(endpoint: string, owner: string, budget: number): number {
