@@ -138,17 +138,17 @@ test('[limits] page_bytes_per_user: a user\'s pages read at once share one bound
   const fb = createPageFetcher(ub, 10_000, 16 * MB);
   const owners = new OwnerSeries();
   try {
-    const holdA = owners.hold('nobody', 1.5 * MB);
+    const holdA = owners.hold(() => 'nobody', 1.5 * MB);
     let tookA = 0;
     const pa = fa.get(undefined, { what: holdA.what, take: (n) => ((tookA += n), holdA.take(n)) });
     await waitFor('A\'s first 600 kB held', () => tookA >= 600 * 1024);
     // B's 1 MB does not fit beside A's 600 kB under 1.5 MB
-    const holdB = owners.hold('nobody', 1.5 * MB);
+    const holdB = owners.hold(() => 'nobody', 1.5 * MB);
     await assert.rejects(fb.get(undefined, holdB), /the page is over nobody's 1572864 bytes of pages read at once \(\[limits\] page_bytes_per_user\)/);
     assert.ok(holdB.refused);
     holdB.release();
     // another user's page is theirs to hold
-    const alice = owners.hold('alice', 1.5 * MB);
+    const alice = owners.hold(() => 'alice', 1.5 * MB);
     assert.equal((await fb.get(undefined, alice)).bytes, MB);
     alice.release();
     resume();
@@ -156,7 +156,7 @@ test('[limits] page_bytes_per_user: a user\'s pages read at once share one bound
     assert.ok(!holdA.refused);
     holdA.release();
     // given back: B fits now
-    const again = owners.hold('nobody', 1.5 * MB);
+    const again = owners.hold(() => 'nobody', 1.5 * MB);
     assert.equal((await fb.get(undefined, again)).bytes, MB);
     again.release();
   } finally {

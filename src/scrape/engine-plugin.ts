@@ -195,20 +195,27 @@ export class ScrapedPlugin implements Plugin {
     }
     await Promise.all(
       this.targets.map(async (t) => {
-        const pid = t.owner ? t.owner.pid() : (t.base['process.pid'] as number | undefined);
-        const uid = pid === undefined ? undefined : processUid(pid, this.o.proc);
         // the page's owner answers for it: a user's process counts against their budget, root's and a remote
-        // endpoint's (configured by the admin) against the endpoint's alone
-        const owner = uid === undefined ? undefined : userName(uid);
-        const who = owner ?? `${t.base['server.address']}:${t.base['server.port']}`;
+        // endpoint's (configured by the admin) against the endpoint's alone. Found once the page's first bytes came
+        // (the request does not wait for a walk of /proc), or after it failed
+        let id: { pid?: number; owner?: string; user: boolean } | undefined;
+        const identify = () => {
+          if (id) return id;
+          const pid = t.owner ? t.owner.pid() : (t.base['process.pid'] as number | undefined);
+          const uid = pid === undefined ? undefined : processUid(pid, this.o.proc);
+          return (id = { pid, owner: uid === undefined ? undefined : userName(uid), user: uid !== undefined && uid !== 0 });
+        };
+        const whoOf = () => identify().owner ?? `${t.base['server.address']}:${t.base['server.port']}`;
         const where = redactUrl(t.url);
-        const hold = owner !== undefined && uid !== 0 ? this.owners.hold(owner, this.limits.pageBytesPerUser) : undefined;
+        const hold = this.owners.hold(() => (identify().user ? identify().owner : undefined), this.limits.pageBytesPerUser);
         try {
           const page = await t.fetcher.get(signal, hold);
+          const { pid, owner, user: isUser } = identify();
+          const who = whoOf();
           const perEndpoint = this.limits.seriesPerEndpoint;
-          const userLeft = hold ? this.owners.left(t.key, owner!, this.limits.seriesPerUser) : Infinity;
+          const userLeft = isUser ? this.owners.left(t.key, owner!, this.limits.seriesPerUser) : Infinity;
           const parsed = parsePage(page.text, { format: formatOf(page.contentType), maxBytes: this.o.maxBytes, source: where, maxSamples: Math.min(perEndpoint, userLeft) });
-          if (hold) this.owners.took(t.key, owner!, parsed.samples);
+          if (isUser) this.owners.took(t.key, owner!, parsed.samples);
           if (parsed.dropped) {
             const user = userLeft < perEndpoint;
             this.budgets.hit(user ? 'series_per_user' : 'series_per_endpoint', who, `${where}: ${parsed.dropped} series past ${user ? `what is left of ${owner}'s ${this.limits.seriesPerUser}` : `the ${perEndpoint} of one endpoint`} dropped`, parsed.dropped);
@@ -230,13 +237,13 @@ export class ScrapedPlugin implements Plugin {
           t.failing = undefined;
         } catch (e) {
           const msg = (e as Error).message;
-          if (hold?.refused) this.budgets.hit('page_bytes_per_user', who, `${where}: ${msg}`);
+          if (hold.refused) this.budgets.hit('page_bytes_per_user', whoOf(), `${where}: ${msg}`);
           t.errors++;
           // one line when it starts failing or fails otherwise, one when it answers again: not one per tick
           if (msg !== t.failing) this.o.log?.error('endpoint failed', { url: redactUrl(t.url), error: msg });
           t.failing = msg;
         } finally {
-          hold?.release();
+          hold.release();
         }
         out.add(SCRAPE_ERRORS, t.errors, { 'l9gpu.plugin': this.o.table.engine, 'server.address': t.base['server.address']!, 'server.port': t.base['server.port']! }, t.since);
       }),

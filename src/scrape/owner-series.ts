@@ -21,12 +21,21 @@ export class OwnerSeries {
   /** Bytes of each owner's pages being read now ([limits] page_bytes_per_user): N engines must not hold N pages. */
   private readonly held = new Map<string, number>();
 
-  hold(owner: string, max: number): OwnerHold {
+  /**
+   * A page's hold on its owner's bytes. `ownerOf` is asked at the first bytes (undefined: no user's, no bound):
+   * finding the process behind a port may walk /proc, and the request must not wait for it.
+   */
+  hold(ownerOf: () => string | undefined, max: number): OwnerHold {
     let mine = 0;
+    let owner: string | undefined | null = null;
     const h = {
       refused: false,
-      what: `${owner}'s ${max} bytes of pages read at once ([limits] page_bytes_per_user)`,
+      get what(): string {
+        return `${owner}'s ${max} bytes of pages read at once ([limits] page_bytes_per_user)`;
+      },
       take: (n: number): boolean => {
+        if (owner === null) owner = ownerOf();
+        if (owner === undefined) return true;
         const now = this.held.get(owner) ?? 0;
         if (now + n > max) {
           h.refused = true;
@@ -37,6 +46,7 @@ export class OwnerSeries {
         return true;
       },
       release: (): void => {
+        if (owner === null || owner === undefined) return;
         const left = (this.held.get(owner) ?? 0) - mine;
         mine = 0;
         if (left > 0) this.held.set(owner, left);
