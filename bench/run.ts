@@ -35,6 +35,8 @@ line('scrape: parse-prometheus-text-format, same page (baseline)', `${fmt(sc.npm
 line('scrape: our parser / parse-prometheus-text-format', `${fmt(sc.oursMBps / sc.npmMBps, 2)}x`, '>= 5x', sc.oursMBps >= 5 * sc.npmMBps);
 line(`scrape: GET + parse + convert, ${fmt(sc.small.series)}-series vLLM page (${fmt(sc.small.bytes / 1024)} KiB, ${fmt(sc.small.points)} points)`, `${fmt(sc.small.cpuUsPerScrape)} us CPU`, '(info)', true);
 line('scrape: the same, wall time per scrape (loopback server in-process)', `${fmt(sc.small.wallUsPerScrape)} us`, '(info)', true);
+line(`scrape: a user's ${fmt(sc.hostile.series)}-series page (${fmt(sc.hostile.bytes / 2 ** 20, 1)} MiB), ${fmt(sc.hostile.kept)} kept`, `${fmt(sc.hostile.boundedMs, 1)} ms`, '(info)', true);
+line('scrape: the same page read whole (no series_per_endpoint)', `${fmt(sc.hostile.unboundedMs, 1)} ms`, '(info)', true);
 
 const nt = await benchNcclTail(Number(process.env.BENCH_NCCL_LINES ?? 500_000));
 line(`nccl: tailer lines/s (NcclPlugin.collect: FileTail + parse + aggregate, ${fmt(nt.lines)} lines, ${fmt(nt.bytes / 2 ** 20)} MiB)`, fmt(nt.pluginLinesPerSecond), '>= 200,000', nt.pluginLinesPerSecond >= 200_000);

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createRequire } from 'node:module';
 import { PointBuffer } from '../src/core/metrics/model.js';
-import { parseExposition } from '../src/scrape/exposition.js';
+import { parseExposition, parsePage } from '../src/scrape/exposition.js';
 import { ScrapedPlugin } from '../src/scrape/engine-plugin.js';
 import { VLLM_TABLE } from '../plugins/vllm/index.js';
 import { ROOT } from '../test/helpers/paths.js';
@@ -53,6 +53,19 @@ export interface ScrapeBench {
   oursMBps: number;
   npmMBps: number;
   small: { series: number; bytes: number; cpuUsPerScrape: number; wallUsPerScrape: number; points: number };
+  /** A user's page of 250,000 gauges read under the default series_per_endpoint, and without a bound. */
+  hostile: { series: number; bytes: number; kept: number; boundedMs: number; unboundedMs: number };
+}
+
+/** Milliseconds of the fastest of `n` runs. */
+function fastest(fn: () => void, n: number): number {
+  let best = Infinity;
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    fn();
+    best = Math.min(best, performance.now() - t0);
+  }
+  return best;
 }
 
 export async function benchScrape(ms = 2000): Promise<ScrapeBench> {
@@ -86,7 +99,12 @@ export async function benchScrape(ms = 2000): Promise<ScrapeBench> {
   const c = process.cpuUsage(c0);
   plugin.close();
   server.close();
+  let huge = '# TYPE vllm:num_requests_running gauge\n';
+  for (let i = 0; i < 250_000; i++) huge += `vllm:num_requests_running{engine="${i}",model_name="m"} 1\n`;
+  const kept = parsePage(huge, { maxSamples: 10_000 }).samples;
+  const hostile = { series: 250_000, bytes: huge.length, kept, boundedMs: fastest(() => parsePage(huge, { maxSamples: 10_000 }), 5), unboundedMs: fastest(() => parsePage(huge), 3) };
   return {
+    hostile,
     pageBytes: bytes,
     pageSeries,
     oursMBps: (ours * bytes) / 1e6,

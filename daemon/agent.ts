@@ -97,7 +97,7 @@ export class Agent {
     if (r.manifest && db) {
       const [{ JobLedger }, { pricesFrom }] = await Promise.all([import('../src/ledger/ledger.js'), import('../src/jobs/prices.js')]);
       try {
-        provider = await r.manifest.create({ config: cfg, log: this.log, env: this.env, store: db });
+        provider = await r.manifest.create({ config: cfg, log: this.log, env: this.env, store: db, labelLength: limitsFrom(cfg).labelLength, budgets: this.budgets });
       } catch (e) {
         db.close();
         throw e;

@@ -6,7 +6,7 @@
 import type { Logger } from '../src/core/log.js';
 import type { Attributes } from '../src/core/metrics/model.js';
 import { PidJobCache } from '../src/core/pid-job-cache.js';
-import { BoundAttribution } from '../src/pipeline/bound-attribution.js';
+import { BoundAttribution, type LabelBound } from '../src/pipeline/bound-attribution.js';
 import type { OpenBinding } from '../src/store/jobs.js';
 import type { Db } from '../src/store/open.js';
 import { SLURM_METRIC } from './metrics.js';
@@ -25,8 +25,9 @@ export function jobAttributes(b: OpenBinding): Attributes {
 }
 
 export class SlurmAttribution extends BoundAttribution {
-  constructor(db: Db, log: Logger, lastReconciled: () => number | undefined = () => undefined) {
+  constructor(db: Db, log: Logger, lastReconciled: () => number | undefined = () => undefined, bound: LabelBound = {}) {
     super(db, log, {
+      ...bound,
       name: 'slurm',
       attributesOf: jobAttributes,
       bareAttributes: (job) => ({ 'slurm.job.id': job }),

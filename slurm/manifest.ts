@@ -56,7 +56,7 @@ export const slurmAttribution: AttributionManifest = {
     return conf ? { ok: true, detail: `Slurm configured at ${conf}` } : { ok: false, detail: 'no slurm.conf found' };
   },
 
-  async create({ config: cfg, log, env, store }): Promise<AttributionProvider> {
+  async create({ config: cfg, log, env, store, labelLength, budgets }): Promise<AttributionProvider> {
     const [{ SlurmAttribution }, { Reconciler }] = await Promise.all([import('./attribution.js'), import('./reconciler.js')]);
     const slog = log.child('slurm');
     const reconciler = new Reconciler({
@@ -74,7 +74,7 @@ export const slurmAttribution: AttributionManifest = {
       graceMs: cfg.num('slurm', 'reconcile_grace')! * 1000,
       log: slog,
     });
-    const transform = new SlurmAttribution(store, slog, () => reconciler.lastOk || undefined);
+    const transform = new SlurmAttribution(store, slog, () => reconciler.lastOk || undefined, { labelLength, budgets });
     let running: Promise<void> | undefined;
     const tick = (): Promise<void> => {
       running ??= reconciler

@@ -6,8 +6,8 @@
  * test/helpers/slurm-suite.ts.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { createLogger } from '../src/core/log.js';
@@ -19,7 +19,8 @@ import { recordStart } from '../src/store/jobs.js';
 import { openStore } from '../src/store/open.js';
 import { SlurmAttribution } from '../slurm/attribution.js';
 import { jobOfPid } from '../slurm/proc-job.js';
-import { tempDir } from './helpers/paths.js';
+import { BudgetLedger } from '../src/core/limits.js';
+import { ROOT, tempDir } from './helpers/paths.js';
 
 const log = createLogger('error', () => {});
 const PARENT = 'GPU-7a2e4c6b-1f3d-4e5a-8b9c-0d1e2f3a4b5c';
@@ -126,4 +127,37 @@ test('a process read before it is in its job (between fork and exec, or before i
   // the pid reused by a new process: read at once
   stat(9000);
   assert.equal(cache.job(pid), '78');
+});
+
+test('a 120 kB SLURM_JOB_NAME, through the real prolog and the Slurm transform: the store keeps 1 kB of it, the points carry label_length of it, and the cut is counted once against the job\'s user', () => {
+  const d = tempDir('l9gpu-attr-long-name-');
+  chmodSync(d, 0o755);
+  const state = join(d, 'state');
+  writeFileSync(join(d, 'l9gpu.ini'), `[daemon]\nstate_dir = ${state}\n`);
+  const name = `train-${'x'.repeat(120_000)}`;
+  // slurmd's environment: no PATH, no HOME
+  const r = spawnSync(join(ROOT, 'slurm', 'prolog'), [], {
+    env: { L9GPU_NODE: process.execPath, L9GPU_CONFIG: join(d, 'l9gpu.ini'), SLURM_JOB_ID: '500', SLURM_JOB_USER: 'mallory', SLURM_JOB_UID: '1003', SLURM_JOB_NAME: name, CUDA_VISIBLE_DEVICES: PARENT },
+    encoding: 'utf8',
+  });
+  assert.equal(r.status, 0, r.stderr);
+  const db = openStore(state);
+  try {
+    const stored = db.prepare("SELECT name FROM jobs WHERE job_id = '500'").get() as { name: string };
+    assert.equal(stored.name.length, 1024);
+    assert.ok(stored.name.endsWith('...') && stored.name.startsWith('train-xxx'));
+    const budgets = new BudgetLedger();
+    const t = new SlurmAttribution(db, log, undefined, { labelLength: 256, budgets });
+    const gpu: Point = { metric: metric('gpu.utilization'), value: 0.5, attributes: identity(PARENT) };
+    for (let i = 0; i < 3; i++) {
+      t.invalidate(); // a reload each time: the cut is still counted once
+      const out = t.attribute({ source: 'nvml', time: Date.now(), intervalMs: 1000, points: [gpu] } as Batch);
+      assert.equal(out.points[0]!.attributes['slurm.job.id'], '500');
+      assert.equal(out.points[0]!.attributes['slurm.job.name'], `${name.slice(0, 253)}...`);
+      assert.equal(out.points[0]!.attributes['slurm.user'], 'mallory');
+    }
+    assert.equal(budgets.total('label_length'), 1);
+  } finally {
+    db.close();
+  }
 });

@@ -183,3 +183,29 @@ test('[daemon] engines = auto: an engine process found by its command line and l
     other.kill();
   }
 });
+
+test('[limits] series_per_endpoint on a configured endpoint: a page of 500 series gives 50 a scrape; the page is root\'s (this test process serves it), so the hits count against root, and no user budget applies', async () => {
+  let page = '# TYPE vllm:num_requests_running gauge\n';
+  for (let i = 0; i < 500; i++) page += `vllm:num_requests_running{engine="${i}",model_name="m"} 1\n`;
+  const engine = await serve((_req, res) => res.end(page));
+  const dir = tempDir('l9gpu-engines-limit-');
+  const cfg = join(dir, 'l9gpu.ini');
+  writeFileSync(cfg, `[daemon]\nplugins = vllm\nsinks = stdout\ninterval = 300ms\n[vllm]\nendpoints = ${engine.url('/metrics')}\n[limits]\nseries_per_endpoint = 50\nseries_per_user = 10\n`);
+  const d = new DaemonProcess(['--config', cfg]);
+  try {
+    await waitFor('three scrapes', () => new Set(d.points().filter((p) => p.name === 'vllm.requests.running').map((p) => p.time)).size >= 3, 15_000);
+  } finally {
+    assert.equal(await d.stop(), 0, d.stderr);
+    engine.server.close();
+  }
+  const byTime = new Map<string, number>();
+  for (const p of d.points().filter((x) => x.name === 'vllm.requests.running')) byTime.set(p.time, (byTime.get(p.time) ?? 0) + 1);
+  // the family declared counts as one: 49 samples
+  assert.deepEqual([...new Set(byTime.values())], [49]);
+  const pts = d.points().filter((x) => x.name === 'vllm.requests.running');
+  assert.ok(pts.every((p) => p.attributes['process.owner'] === 'root' && p.attributes['process.pid'] === process.pid), JSON.stringify(pts[0]?.attributes));
+  const hits = d.points().filter((p) => p.name === 'l9gpu.budget.exceeded');
+  assert.ok(hits.some((p) => p.attributes['l9gpu.budget'] === 'series_per_endpoint' && p.attributes['user.name'] === 'root' && p.value >= 451 && p.value % 451 === 0), JSON.stringify(hits.at(-1)));
+  assert.ok(!hits.some((p) => p.attributes['l9gpu.budget'] === 'series_per_user'));
+  assert.match(d.stderr, /limit reached: http:\/\/127\.0\.0\.1:\d+\/metrics: 451 series past the 50 of one endpoint dropped/);
+});

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ExpositionError, formatOf, parseExposition, type Family } from '../src/scrape/exposition.js';
+import { ExpositionError, formatOf, parseExposition, parsePage, type Family } from '../src/scrape/exposition.js';
 
 const fam = (fs: Family[], name: string): Family => {
   const f = fs.find((x) => x.name === name);
@@ -146,4 +146,31 @@ test('CRLF line ends and blank lines (Prometheus text) are read as plain lines; 
   const fs = parseExposition('# TYPE a gauge\r\na 1\r\n\r\n   \nb 2\r\n');
   assert.deepEqual(fs.map((f) => [f.name, f.samples[0]!.value]), [['a', 1], ['b', 2]]);
   fails('a 1\n\n# EOF\n', 2, /empty line/, 'openmetrics');
+});
+
+test('maxSamples: a page of 250,000 series keeps at most the bound, counts the rest without reading them, and costs no memory for them', () => {
+  let page = '# TYPE g gauge\n';
+  for (let i = 0; i < 250_000; i++) page += `g{i="${i}"} ${i}\n`;
+  const before = process.memoryUsage().heapUsed;
+  const p = parsePage(page, { maxSamples: 10_000 });
+  const grew = process.memoryUsage().heapUsed - before;
+  assert.ok(p.samples <= 10_000 && p.samples >= 9_990, `kept ${p.samples}`);
+  assert.equal(p.samples + p.dropped, 250_000);
+  assert.equal(fam(p.families, 'g').samples.length, p.samples);
+  assert.equal(fam(p.families, 'g').samples.at(-1)!.labels.i, String(p.samples - 1), 'the first ones, in page order');
+  // 10,000 samples are a few MB; 250,000 were over 60 MB
+  assert.ok(grew < 20 * 2 ** 20, `heap grew ${(grew / 2 ** 20).toFixed(1)} MB`);
+  // unbounded, the same page keeps everything
+  assert.equal(parsePage(page).samples, 250_000);
+});
+
+test('maxSamples: declarations count too (a page of TYPE lines alone is bounded); past the bound OpenMetrics still needs its # EOF, and a bad line there is not read', () => {
+  const types = Array.from({ length: 1000 }, (_, i) => `# TYPE f${i} gauge\n`).join('');
+  assert.ok(parsePage(types, { maxSamples: 100 }).families.length <= 100);
+  const om = `# TYPE a gauge\na 1\na{x="1"} 2\na{x="2"} 3\nthis is not { a sample\n# EOF\n`;
+  const p = parsePage(om, { format: 'openmetrics', maxSamples: 3 });
+  assert.equal(p.samples, 2);
+  assert.equal(p.dropped, 2);
+  assert.throws(() => parsePage(om.replace('# EOF\n', ''), { format: 'openmetrics', maxSamples: 3 }), /no # EOF/);
+  assert.equal(parsePage('a 1\n', { maxSamples: 0 }).samples, 0);
 });

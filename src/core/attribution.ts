@@ -9,6 +9,7 @@
 import type { Database } from 'better-sqlite3';
 import type { Config } from './config/load.js';
 import type { SectionSpec } from './config/schema.js';
+import type { BudgetLedger } from './limits.js';
 import type { Logger } from './log.js';
 import type { Attributes, Batch, Emitter } from './metrics/model.js';
 
@@ -38,6 +39,9 @@ export interface AttributionContext {
   readonly env: NodeJS.ProcessEnv;
   /** The node's store, opened by the agent when the manifest asks for it; the job ledger shares the connection. */
   readonly store: Database;
+  /** [limits] label_length, and the agent's ledger: job names and pod labels are users' (default: 256, a ledger of its own). */
+  readonly labelLength?: number;
+  readonly budgets?: BudgetLedger;
 }
 
 export interface Detection {

@@ -34,6 +34,7 @@ export function renderMetricsDoc(emitters: ReadonlyMap<string, readonly string[]
     '',
     `Every GPU point carries ${SCOPE_ATTRIBUTES.gpu.required.map((a) => `\`${a}\``).join(', ')}; a MIG instance adds ${SCOPE_ATTRIBUTES.gpu.optional.map((a) => `\`${a}\``).join(', ')}.`,
     `Job attribution adds ${ATTRIBUTION_ATTRIBUTES.map((a) => `\`${a}\``).join(', ')} to GPU points when a job holds the GPU (the slurm.* ones under Slurm, the k8s.* ones under Kubernetes; see docs/kubernetes.md), and ${ATTRIBUTION_ATTRIBUTE_PREFIXES.map((a) => `\`${a}<name>\``).join(', ')} for the pod labels \`[kubernetes] labels\` promotes.`,
+    `Every engine point carries ${SCOPE_ATTRIBUTES.engine.required.map((a) => `\`${a}\``).join(', ')} (the endpoint) and, where known, ${SCOPE_ATTRIBUTES.engine.optional.map((a) => `\`${a}\``).join(', ')}: \`process.pid\` and \`process.owner\` are the process listening on a local endpoint's port and its user (OpenTelemetry's process owner: the name, or the uid where the user database has none), whose \`[limits] series_per_user\` the page counts against; attribution adds that process's job.`,
     `Every NCCL point carries ${SCOPE_ATTRIBUTES.nccl.required.map((a) => `\`${a}\``).join(', ')} and, where its source says, ${SCOPE_ATTRIBUTES.nccl.optional.map((a) => `\`${a}\``).join(', ')}; attribution adds the job of the process that wrote it.`,
     'Resource attributes (OTLP resource, Prometheus `target_info`): `service.name`, `service.version`, `host.name`, `cluster.name` when configured, and `[daemon] resource_attributes`.',
     '',

@@ -15,6 +15,8 @@ import type { Logger } from './log.js';
 import type { Emitter } from './metrics/model.js';
 import { metric } from './metrics/registry.js';
 
+export { boundLabel } from './bound-label.js';
+
 export const LIMITS_SECTION: SectionSpec = {
   name: 'limits',
   description: 'Bounds on what local users can make the daemon (root) do: files followed in their folders, bytes read, series taken from their engines and NCCL communicators, label lengths, log lines, and requests on the jobs socket. A source past a bound loses what is past it, is counted in l9gpu.budget.exceeded{l9gpu.budget, user.name} and said once; nothing else of the daemon is affected.',
@@ -24,6 +26,7 @@ export const LIMITS_SECTION: SectionSpec = {
     { key: 'read_bytes', type: 'bytes', default: 64 << 20, min: 4096, example: '64MiB', description: 'Bytes read from users\' NCCL files in one collection, all files together (a backlog is caught up over later collections).' },
     { key: 'series_per_endpoint', type: 'int', default: 10_000, min: 10, description: 'Series taken from one engine endpoint\'s page in one scrape (a real vLLM or SGLang page has hundreds to a few thousand); the rest of the page is dropped.' },
     { key: 'series_per_user', type: 'int', default: 20_000, min: 10, description: 'Series taken from the engine endpoints of one user\'s processes in one collection, all endpoints together (engines = auto).' },
+    { key: 'page_bytes_per_user', type: 'bytes', default: 32 << 20, min: 4096, example: '32MiB', description: 'Bytes of the engine pages of one user\'s processes held at once, all their endpoints together (each is read whole before it is parsed): a page that would pass it is that endpoint\'s error for the scrape. max_page_size bounds one page.' },
     { key: 'series_per_communicator', type: 'int', default: 4_096, min: 10, description: 'NCCL series (rank x collective x size bucket) kept for one communicator; the NCCL plugin\'s max_series bounds them all.' },
     { key: 'label_length', type: 'int', default: 256, min: 16, max: 65536, description: 'Longest value a user-controlled attribute carries (a job name, an engine\'s model name): a longer one is cut and ends in "...".' },
     { key: 'log_lines_per_minute', type: 'int', default: 10, min: 1, description: 'Log lines about one user-controlled source (a file, an endpoint, a socket client) in one minute; the rest are counted and the next line says how many were held back.' },
@@ -40,6 +43,7 @@ export interface Limits {
   readonly readBytes: number;
   readonly seriesPerEndpoint: number;
   readonly seriesPerUser: number;
+  readonly pageBytesPerUser: number;
   readonly seriesPerCommunicator: number;
   readonly labelLength: number;
   readonly logLinesPerMinute: number;
@@ -57,6 +61,7 @@ export function limitsFrom(c: Config): Limits {
     readBytes: n('read_bytes'),
     seriesPerEndpoint: n('series_per_endpoint'),
     seriesPerUser: n('series_per_user'),
+    pageBytesPerUser: n('page_bytes_per_user'),
     seriesPerCommunicator: n('series_per_communicator'),
     labelLength: n('label_length'),
     logLinesPerMinute: n('log_lines_per_minute'),
@@ -74,6 +79,7 @@ export const DEFAULT_LIMITS: Limits = {
   readBytes: 64 << 20,
   seriesPerEndpoint: 10_000,
   seriesPerUser: 20_000,
+  pageBytesPerUser: 32 << 20,
   seriesPerCommunicator: 4_096,
   labelLength: 256,
   logLinesPerMinute: 10,
@@ -90,6 +96,7 @@ export type BudgetName =
   | 'read_bytes'
   | 'series_per_endpoint'
   | 'series_per_user'
+  | 'page_bytes_per_user'
   | 'series_per_communicator'
   | 'label_length'
   | 'log_lines_per_minute'
@@ -148,16 +155,6 @@ export class BudgetLedger {
   collect(out: Emitter): void {
     for (const c of this.counts.values()) out.add(EXCEEDED, c.n, { 'l9gpu.budget': c.budget, 'user.name': c.user }, this.start);
   }
-}
-
-/** A user-controlled attribute value cut to the bound, marked so that a reader sees it was cut. */
-export function boundLabel(v: string, max: number): string {
-  if (v.length <= max) return v;
-  // a surrogate pair is not split: the cut value stays valid UTF-8
-  let end = max - 3;
-  const c = v.charCodeAt(end - 1);
-  if (c >= 0xd800 && c <= 0xdbff) end--;
-  return `${v.slice(0, end)}...`;
 }
 
 /**

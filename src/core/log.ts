@@ -2,6 +2,8 @@
  * Logging to stderr, one line per event, so stdout stays clean for the
  * stdout sink and journald gets greppable key=value lines.
  */
+import { redactText } from './redact.js';
+
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 
@@ -41,7 +43,8 @@ export function createLogger(
     if (ORDER[lvl] < min) return;
     let line = `${new Date().toISOString()} ${lvl} [${component}] ${msg}`;
     if (fields) for (const [k, v] of Object.entries(fields)) if (v !== undefined) line += ` ${k}=${fmt(v)}`;
-    write(line + '\n');
+    // an error or a URL in a line may spell a credential (a backend echoing the Authorization it got)
+    write(redactText(line) + '\n');
   };
   return {
     debug: (m, f) => log('debug', m, f),

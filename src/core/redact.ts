@@ -34,3 +34,31 @@ export function urlSecrets(u: URL): string[] {
   });
   return [...new Set([...raw, ...decoded])];
 }
+
+/** The text with each known secret (4 characters or more) and whatever has the shape of one (redactText) masked. */
+export function maskSecrets(text: string, secrets: readonly string[]): string {
+  for (const s of secrets) if (s.length >= 4) text = text.split(s).join('***');
+  return redactText(text);
+}
+
+/** scheme://userinfo@ in any text: the user information (user:password) is a credential. */
+const URL_USERINFO = /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/?#@"'<>]+@/gi;
+/** An HTTP credential as a header carries it, wherever an answer or an error echoes it. */
+const BASIC = /\bBasic(\s+)([A-Za-z0-9+/]{4,}={0,2})/g;
+const BEARER = /\b(bearer)(\s+)([A-Za-z0-9._~+/-]{8,}={0,2})/gi;
+
+/**
+ * A text (an error, a backend's answer, a log line) with the credentials it
+ * may spell masked: the user information of any URL in it, a Basic
+ * credential (base64 of user:password, as a client sends it for
+ * http://user:pass@host/) and a Bearer token. Where the secrets themselves
+ * are known (a configured header's value), mask them too: this catches only
+ * what has the shape of one.
+ */
+export function redactText(text: string): string {
+  if (text.indexOf('@') >= 0) text = text.replace(URL_USERINFO, '$1***@');
+  if (text.indexOf('asic') >= 0)
+    text = text.replace(BASIC, (m, sp: string, b64: string) => (Buffer.from(b64, 'base64').toString('latin1').includes(':') ? `Basic${sp}***` : m));
+  if (/earer/i.test(text)) text = text.replace(BEARER, '$1$2***');
+  return text;
+}

@@ -23,8 +23,16 @@ import type { Attributes, Batch, Emitter, JobShare, Point } from '../core/metric
 import type { MetricDef } from '../core/metrics/registry.js';
 import { openBindings, type OpenBinding } from '../store/jobs.js';
 import type { Db } from '../store/open.js';
+import { boundLabel } from '../core/bound-label.js';
+import { DEFAULT_LIMITS, type BudgetLedger } from '../core/limits.js';
 
-export interface BoundAttributionOptions {
+/** [limits] label_length on the runs' attributes, and the ledger counting the values cut (against the run's user). */
+export interface LabelBound {
+  readonly labelLength?: number;
+  readonly budgets?: BudgetLedger;
+}
+
+export interface BoundAttributionOptions extends LabelBound {
   /** The provider's name, and the `scheduler` its runs carry in the store. */
   readonly name: string;
   /** A binding's attributes on the points of its GPU. */
@@ -54,6 +62,8 @@ export class BoundAttribution implements AttributionProvider {
   private dataVersion = -1;
   private readonly pidGpus = new PidGpus();
   private readonly said = new Set<string>();
+  /** Runs whose cut values the ledger has counted: counted once a run, not once a reload. */
+  private readonly cutCounted = new Set<string>();
 
   constructor(
     private readonly db: Db,
@@ -76,12 +86,12 @@ export class BoundAttribution implements AttributionProvider {
     const m = new Map<string, Bound[]>();
     const jobs = new Map<string, { attrs: Attributes; gpus: string[] }>();
     for (const b of openBindings(this.db, this.o.name)) {
-      const attrs = this.o.attributesOf(b);
+      const attrs = this.bounded(b, this.o.attributesOf(b));
       let l = m.get(b.gpuUuid);
       if (!l) m.set(b.gpuUuid, (l = []));
       if (!l.some((x) => x.jobId === b.jobId)) l.push({ jobId: b.jobId, runKey: b.runKey, attrs });
       let j = jobs.get(b.jobId);
-      if (!j) jobs.set(b.jobId, (j = { attrs: b.jobAttrs ? this.o.attributesOf({ ...b, bindingAttrs: null }) : attrs, gpus: [] }));
+      if (!j) jobs.set(b.jobId, (j = { attrs: b.jobAttrs ? this.bounded(b, this.o.attributesOf({ ...b, bindingAttrs: null })) : attrs, gpus: [] }));
       if (!j.gpus.includes(b.gpuUuid)) j.gpus.push(b.gpuUuid);
     }
     for (const j of jobs.values()) j.gpus.sort();
@@ -95,6 +105,29 @@ export class BoundAttribution implements AttributionProvider {
       mig.set(k, mig.has(k) && mig.get(k) !== r.uuid ? null : r.uuid);
     }
     this.migDevice = mig;
+  }
+
+  /**
+   * A run's attributes with every string cut to label_length: a job's name,
+   * comment or pod labels are its user's to set, and would otherwise ride on
+   * every point of its GPUs (a 120 kB SLURM_JOB_NAME made /metrics 3.3 MB).
+   */
+  private bounded(b: OpenBinding, attrs: Attributes): Attributes {
+    const max = this.o.labelLength ?? DEFAULT_LIMITS.labelLength;
+    let out: Attributes | undefined;
+    for (const k in attrs) {
+      const v = attrs[k];
+      if (typeof v !== 'string' || v.length <= max) continue;
+      out ??= { ...attrs };
+      out[k] = boundLabel(v, max);
+      const seen = `${b.jobId}\0${b.runKey}\0${k}`;
+      if (!this.cutCounted.has(seen)) {
+        if (this.cutCounted.size >= 4096) this.cutCounted.clear();
+        this.cutCounted.add(seen);
+        this.o.budgets?.hit('label_length', b.user ?? `job ${b.jobId}`, `job ${b.jobId}: ${k} is ${v.length} characters, cut to ${max}`);
+      }
+    }
+    return out ?? attrs;
   }
 
   attribute(batch: Batch): Batch {

@@ -18,6 +18,7 @@ import type { Attributes, Emitter, HistogramValue } from '../core/metrics/model.
 import type { MetricDef } from '../core/metrics/registry.js';
 import { parseNumber, type Family, type Labels, type Sample } from './exposition.js';
 import { clip } from '../core/printable.js';
+import { boundLabel } from '../core/bound-label.js';
 import { HistogramWindows, quantileOf } from './histogram-window.js';
 
 export const QUANTILES = [0.5, 0.95, 0.99] as const;
@@ -100,6 +101,14 @@ export interface ConvertContext {
   readonly also?: boolean;
   /** Attributes added to the `also` points ({gen_ai.provider.name}). */
   readonly alsoAttributes?: Attributes;
+  /**
+   * Longest label value taken from the page ([limits] label_length): the page
+   * is the engine's user's, and a model name of 100 kB would ride on every
+   * point. A longer value is cut (boundLabel), a longer label name dropped.
+   */
+  readonly labelLength?: number;
+  /** Told of each value cut or label name dropped (the ledger counts them against the page's owner). */
+  readonly onCut?: (label: string) => void;
 }
 
 /** Converts one page; returns how many series went out. */
@@ -107,11 +116,21 @@ export function convertPage(table: EngineTable, families: readonly Family[], ctx
   const byName = new Map<string, Family>();
   for (const f of families) byName.set(f.name, f);
   const attrCache = new Map<string, string>();
+  const max = ctx.labelLength ?? Infinity;
   const attrKey = (label: string): string => {
     let k = attrCache.get(label);
-    // own keys only: a label named constructor or __proto__ is no entry of the table
-    if (k === undefined) attrCache.set(label, (k = Object.hasOwn(table.labels, label) ? table.labels[label]! : `${table.engine}.${label}`));
+    if (k === undefined) {
+      // own keys only: a label named constructor or __proto__ is no entry of the table
+      k = Object.hasOwn(table.labels, label) ? table.labels[label]! : label.length > max ? '' : `${table.engine}.${label}`;
+      if (!k && label.length > max) ctx.onCut?.(label);
+      attrCache.set(label, k);
+    }
     return k;
+  };
+  const value = (label: string, v: string): string => {
+    if (v.length <= max) return v;
+    ctx.onCut?.(label);
+    return boundLabel(v, max);
   };
   const attributes = (rule: SeriesRule, labels: Labels, without?: string): Attributes | undefined => {
     let a: Attributes;
@@ -122,13 +141,13 @@ export function convertPage(table: EngineTable, families: readonly Family[], ctx
         return undefined;
       }
       a = { ...id };
-      for (const l in labels) if (l !== without && Object.hasOwn(table.labels, l) && table.labels[l]) a[table.labels[l]!] = labels[l]!;
+      for (const l in labels) if (l !== without && Object.hasOwn(table.labels, l) && table.labels[l]) a[table.labels[l]!] = value(l, labels[l]!);
     } else {
       a = { ...ctx.base };
       for (const l in labels) {
         if (l === without) continue;
         const k = attrKey(l);
-        if (k) a[k] = labels[l]!;
+        if (k) a[k] = value(l, labels[l]!);
       }
     }
     if (rule.attributes) Object.assign(a, rule.attributes);

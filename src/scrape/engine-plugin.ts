@@ -9,14 +9,18 @@ import type { SectionSpec } from '../core/config/schema.js';
 import { PointBuffer, type Attributes, type Emitter } from '../core/metrics/model.js';
 import type { Plugin, PluginContext, PluginManifest } from '../core/plugin.js';
 import { redactUrl } from '../core/redact.js';
+import { clip, printable } from '../core/printable.js';
 import { ConvertState, convertPage, type EngineTable } from './convert.js';
-import { formatOf, parseExposition } from './exposition.js';
+import { formatOf, parseExposition, parsePage } from './exposition.js';
 import { createPageFetcher, type PageFetcher } from './fetch-page.js';
 import type { Discovery, ScrapedSpec } from './section.js';
 import { discoverListeners, type Listener } from './discover.js';
 import type { Logger } from '../core/log.js';
 import { isLocalHost, PortOwner } from './socket-owner.js';
 import { metric } from '../core/metrics/registry.js';
+import { BudgetLedger, DEFAULT_LIMITS, type Limits } from '../core/limits.js';
+import { processUid, userName } from '../core/proc-owner.js';
+import { ownerSeriesOf, type OwnerSeries } from './owner-series.js';
 
 const SCRAPE_ERRORS = metric('l9gpu.scrape.errors');
 
@@ -52,6 +56,8 @@ interface Target {
   readonly base: Attributes;
   /** The process listening on a local endpoint's port: its pid goes on the points, for attribution to find its job. */
   readonly owner: PortOwner | undefined;
+  /** Its key among the agent's endpoints for series_per_user. */
+  readonly key: string;
   /** The last failure while it lasts (undefined: answering), and every failure so far. */
   failing?: string;
   errors: number;
@@ -73,6 +79,10 @@ export interface ScrapedOptions {
   /** How `auto` among the endpoints finds the engines on this node. */
   readonly discover?: Discovery;
   readonly log?: Logger;
+  /** [limits]: series per endpoint and per user, label length (default: the defaults). */
+  readonly limits?: Limits;
+  /** Where hits of the limits are counted (the agent's; default: one of its own). */
+  readonly budgets?: BudgetLedger;
 }
 
 /** How often `auto` looks for engines: a process walk reads every command line. */
@@ -95,13 +105,28 @@ export class ScrapedPlugin implements Plugin {
   private readonly notOurs = new Set<string>();
   /** Discovered ports that took a request and never answered, and until when they are left alone. */
   private readonly silent = new Map<string, { until: number; wait: number }>();
+  private readonly limits: Limits;
+  private readonly budgets: BudgetLedger;
+  private readonly owners: OwnerSeries;
   constructor(private readonly o: ScrapedOptions) {
     this.auto = o.endpoints.includes('auto') && !!o.discover;
+    this.limits = o.limits ?? DEFAULT_LIMITS;
+    this.budgets = o.budgets ?? new BudgetLedger(o.log);
+    this.owners = ownerSeriesOf(this.budgets);
     this.targets = o.endpoints.filter((u) => u !== 'auto').map((url) => {
       const base = endpointAttributes(url);
       const local = isLocalHost(String(base['server.address']), o.hostNames ?? []);
-      return { url, fetcher: createPageFetcher(url, o.timeoutMs, o.maxBytes), state: new ConvertState(), base, owner: local ? new PortOwner(Number(base['server.port']), o.proc) : undefined, errors: 0, since: Date.now() };
+      return { url, key: this.keyOf(url), fetcher: createPageFetcher(url, o.timeoutMs, o.maxBytes), state: new ConvertState(), base, owner: local ? new PortOwner(Number(base['server.port']), o.proc) : undefined, errors: 0, since: Date.now() };
     });
+  }
+
+  private keyOf(url: string): string {
+    return `${this.o.table.engine} ${url}`;
+  }
+
+  private drop(t: Target): void {
+    t.fetcher.close();
+    this.owners.forget(t.key);
   }
 
   /** Looks for the engine's processes and the ports that serve its page; forgets the engines that are gone. */
@@ -111,7 +136,7 @@ export class ScrapedPlugin implements Plugin {
     const alive = new Set(found.map(foundKey));
     for (const t of this.targets) {
       if (t.found && !alive.has(t.found)) {
-        t.fetcher.close();
+        this.drop(t);
         this.o.log?.info('engine gone', { url: t.url });
       }
     }
@@ -139,14 +164,14 @@ export class ScrapedPlugin implements Plugin {
       try {
         const page = await fetcher.get(signal);
         answered++;
-        ours = parseExposition(page.text, { format: formatOf(page.contentType), maxBytes: this.o.maxBytes }).some((f) => d.recognize.test(f.name));
+        ours = parseExposition(page.text, { format: formatOf(page.contentType), maxBytes: this.o.maxBytes, maxSamples: this.limits.seriesPerEndpoint }).some((f) => d.recognize.test(f.name));
       } catch (e) {
         // not a metrics page, or not yet (an engine loading its model): asked again at a later look
         if (/no whole answer/.test((e as Error).message)) silent++;
       }
       if (ours) {
         const base = { ...endpointAttributes(url), 'process.pid': l.pid };
-        this.targets.push({ url, found: key, fetcher, state: new ConvertState(), base, owner: undefined, errors: 0, since: Date.now() });
+        this.targets.push({ url, key: this.keyOf(url), found: key, fetcher, state: new ConvertState(), base, owner: undefined, errors: 0, since: Date.now() });
         this.o.log?.info('engine found', { url, pid: l.pid });
         return;
       }
@@ -170,21 +195,55 @@ export class ScrapedPlugin implements Plugin {
     }
     await Promise.all(
       this.targets.map(async (t) => {
+        // the page's owner answers for it: a user's process counts against their budget, root's and a remote
+        // endpoint's (configured by the admin) against the endpoint's alone. Found once the page's first bytes came
+        // (the request does not wait for a walk of /proc), or after it failed
+        let id: { pid?: number; owner?: string; user: boolean } | undefined;
+        const identify = () => {
+          if (id) return id;
+          const pid = t.owner ? t.owner.pid() : (t.base['process.pid'] as number | undefined);
+          const uid = pid === undefined ? undefined : processUid(pid, this.o.proc);
+          return (id = { pid, owner: uid === undefined ? undefined : userName(uid), user: uid !== undefined && uid !== 0 });
+        };
+        const whoOf = () => identify().owner ?? `${t.base['server.address']}:${t.base['server.port']}`;
+        const where = redactUrl(t.url);
+        const hold = this.owners.hold(() => (identify().user ? identify().owner : undefined), this.limits.pageBytesPerUser);
         try {
-          const page = await t.fetcher.get(signal);
-          const families = parseExposition(page.text, { format: formatOf(page.contentType), maxBytes: this.o.maxBytes, source: redactUrl(t.url) });
-          const pid = t.owner?.pid();
+          const page = await t.fetcher.get(signal, hold);
+          const { pid, owner, user: isUser } = identify();
+          const who = whoOf();
+          const perEndpoint = this.limits.seriesPerEndpoint;
+          const userLeft = isUser ? this.owners.left(t.key, owner!, this.limits.seriesPerUser) : Infinity;
+          const parsed = parsePage(page.text, { format: formatOf(page.contentType), maxBytes: this.o.maxBytes, source: where, maxSamples: Math.min(perEndpoint, userLeft) });
+          if (isUser) this.owners.took(t.key, owner!, parsed.samples);
+          if (parsed.dropped) {
+            const user = userLeft < perEndpoint;
+            this.budgets.hit(user ? 'series_per_user' : 'series_per_endpoint', who, `${where}: ${parsed.dropped} series past ${user ? `what is left of ${owner}'s ${this.limits.seriesPerUser}` : `the ${perEndpoint} of one endpoint`} dropped`, parsed.dropped);
+          }
+          const base = pid === undefined ? t.base : { ...t.base, 'process.pid': pid, ...(owner !== undefined ? { 'process.owner': owner } : {}) };
           t.state.begin();
-          convertPage(this.o.table, families, { out, state: t.state, base: pid === undefined ? t.base : { ...t.base, 'process.pid': pid }, now: out.time ?? Date.now(), also: this.o.genai, alsoAttributes: this.o.genaiAttributes });
+          convertPage(this.o.table, parsed.families, {
+            out,
+            state: t.state,
+            base,
+            now: out.time ?? Date.now(),
+            also: this.o.genai,
+            alsoAttributes: this.o.genaiAttributes,
+            labelLength: this.limits.labelLength,
+            onCut: (label) => this.budgets.hit('label_length', who, `${where}: label ${printable(clip(label, 60))} longer than ${this.limits.labelLength}: cut`),
+          });
           t.state.end();
           if (t.failing !== undefined) this.o.log?.info('endpoint answering again', { url: redactUrl(t.url) });
           t.failing = undefined;
         } catch (e) {
           const msg = (e as Error).message;
+          if (hold.refused) this.budgets.hit('page_bytes_per_user', whoOf(), `${where}: ${msg}`);
           t.errors++;
           // one line when it starts failing or fails otherwise, one when it answers again: not one per tick
           if (msg !== t.failing) this.o.log?.error('endpoint failed', { url: redactUrl(t.url), error: msg });
           t.failing = msg;
+        } finally {
+          hold.release();
         }
         out.add(SCRAPE_ERRORS, t.errors, { 'l9gpu.plugin': this.o.table.engine, 'server.address': t.base['server.address']!, 'server.port': t.base['server.port']! }, t.since);
       }),
@@ -192,7 +251,7 @@ export class ScrapedPlugin implements Plugin {
   }
 
   close(): void {
-    for (const t of this.targets) t.fetcher.close();
+    for (const t of this.targets) this.drop(t);
   }
 
   /** The endpoints scraped now (configured and discovered). */
@@ -220,6 +279,8 @@ export function scrapedPlugin(spec: ScrapedSpec, section: SectionSpec, table: En
       hostNames: [ctx.hostName],
       ...(spec.discover ? { discover: spec.discover } : {}),
       log: ctx.log,
+      limits: ctx.limits,
+      budgets: ctx.budgets,
     };
   };
   return {

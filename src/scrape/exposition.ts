@@ -52,6 +52,21 @@ export interface ParseOptions {
   readonly maxLineLength?: number;
   /** Names the page in errors ("vllm http://127.0.0.1:8000/metrics"). */
   readonly source?: string;
+  /**
+   * Samples kept (families declared count too): past it the rest of the page
+   * is counted, not read, so that a page of a million series costs its text
+   * and this many samples, never a million objects. Default: no bound.
+   */
+  readonly maxSamples?: number;
+}
+
+/** A parsed page and what of it was not kept. */
+export interface ParsedPage {
+  readonly families: Family[];
+  /** Samples kept. */
+  readonly samples: number;
+  /** Sample lines past maxSamples, counted and not read. */
+  readonly dropped: number;
 }
 
 export class ExpositionError extends Error {
@@ -183,12 +198,22 @@ class Parser {
   /** The label names of the set being read (its duplicates are an error). */
   private readonly setKeys: string[] = [];
   private eof = false;
+  private readonly maxSamples: number;
+  kept = 0;
+  dropped = 0;
+  /** Samples that may be kept: maxSamples less the families declared (one compare a sample). */
+  private room: number;
+  /** maxSamples reached: what is left of the page is counted, not read. */
+  private full: boolean;
 
   constructor(text: string, o: ParseOptions) {
     this.text = text;
     this.om = o.format === 'openmetrics';
     this.maxLine = o.maxLineLength ?? DEFAULT_MAX_LINE;
     this.source = o.source;
+    this.maxSamples = o.maxSamples ?? Infinity;
+    this.room = this.maxSamples;
+    this.full = this.maxSamples <= 0;
   }
 
   fail(reason: string): never {
@@ -207,12 +232,23 @@ class Parser {
       let e = nl;
       if (e > start && t.charCodeAt(e - 1) === CR) e--;
       if (this.eof) this.fail('text after # EOF');
-      if (e > start) this.line(start, e);
+      if (this.full) this.skipped(start, e);
+      else if (e > start) this.line(start, e);
       else if (this.om) this.fail('empty line (OpenMetrics allows none)');
       start = nl + 1;
     }
     if (this.om && !this.eof) throw new ExpositionError(this.lineNo, 'no # EOF at the end (OpenMetrics requires it: the page may be cut short)', this.source);
     return this.families;
+  }
+
+  /** A line past maxSamples: a sample is counted, # EOF still ends the page, nothing else is looked at. */
+  private skipped(s: number, e: number): void {
+    const t = this.text;
+    let i = s;
+    while (i < e && (t.charCodeAt(i) === SP || t.charCodeAt(i) === TAB)) i++;
+    if (i === e) return;
+    if (t.charCodeAt(i) !== HASH) this.dropped++;
+    else if (this.om && e - s === 5 && t.startsWith('# EOF', s)) this.eof = true;
   }
 
   private line(s: number, e: number): void {
@@ -300,6 +336,9 @@ class Parser {
   private declare(name: string, type: FamilyType, provisional = false): Family {
     const f: Family = { name, type, samples: [] };
     this.families.set(name, f);
+    // a page of declarations alone (no samples) is bounded too
+    this.room = this.maxSamples - this.families.size;
+    if (this.kept >= this.room) this.full = true;
     if (provisional) this.provisional.add(f);
     this.owner.clear();
     this.lastOwner = { name: '', f: undefined, le: false };
@@ -421,6 +460,7 @@ class Parser {
     const fam = this.familyOf(name, labels);
     const sample: Sample = exemplar ? { name, labels, value, timestampMs, exemplar } : timestampMs !== undefined ? { name, labels, value, timestampMs } : { name, labels, value };
     fam.samples.push(sample);
+    if (++this.kept >= this.room) this.full = true;
   }
 
   private skipBlanks(i: number, e: number): number {
@@ -583,7 +623,14 @@ function unescapeText(s: string, om: boolean): string {
 
 /** Parses a whole page; throws ExpositionError naming the first bad line. */
 export function parseExposition(text: string, o: ParseOptions = {}): Family[] {
+  return parsePage(text, o).families;
+}
+
+/** parseExposition, saying how many samples were kept and how many were past maxSamples. */
+export function parsePage(text: string, o: ParseOptions = {}): ParsedPage {
   const max = o.maxBytes ?? DEFAULT_MAX_BYTES;
   if (text.length > max) throw new ExpositionError(0, `the page is ${text.length} characters, over the ${max} limit`, o.source);
-  return [...new Parser(text, o).run().values()].filter((f) => f.samples.length > 0 || f.help !== undefined || f.type !== 'untyped');
+  const p = new Parser(text, o);
+  const families = [...p.run().values()].filter((f) => f.samples.length > 0 || f.help !== undefined || f.type !== 'untyped');
+  return { families, samples: p.kept, dropped: p.dropped };
 }

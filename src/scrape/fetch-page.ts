@@ -15,8 +15,16 @@ export interface Page {
   readonly bytes: number;
 }
 
+/** Bytes a page may hold, shared with other pages (one user's): take() says whether n more fit, and keeps them. */
+export interface PageHold {
+  take(n: number): boolean;
+  /** What the bound is, for the error. */
+  readonly what: string;
+}
+
 export interface PageFetcher {
-  get(signal?: AbortSignal): Promise<Page>;
+  /** `hold`: the page's bytes are taken from it as they come; the caller gives them back once the page is read. */
+  get(signal?: AbortSignal, hold?: PageHold): Promise<Page>;
   close(): void;
 }
 
@@ -31,7 +39,7 @@ export function createPageFetcher(url: string, timeoutMs: number, maxBytes: numb
   const where = redactUrl(url);
   return {
     close: () => agent.destroy(),
-    get: (signal) =>
+    get: (signal, hold) =>
       new Promise<Page>((resolve, reject) => {
         let done = false;
         const fail = (why: string): void => {
@@ -54,6 +62,7 @@ export function createPageFetcher(url: string, timeoutMs: number, maxBytes: numb
           res.on('data', (c: Buffer) => {
             size += c.length;
             if (size > maxBytes) return fail(`the page is over the ${maxBytes} byte limit`);
+            if (hold && !hold.take(c.length)) return fail(`the page is over ${hold.what}`);
             chunks.push(c);
           });
           res.on('error', (e) => fail(e.message));

@@ -1,7 +1,7 @@
 /** One HTTP(S) POST with a hard timeout, classified for the retry queue. */
 import http from 'node:http';
 import https from 'node:https';
-import { urlSecrets } from '../core/redact.js';
+import { maskSecrets, urlSecrets } from '../core/redact.js';
 
 export type SendResult =
   | { ok: true; status: number; body: Buffer }
@@ -20,12 +20,6 @@ export interface Poster {
 /** Headers that carry no secret: the rest (authorization, api keys, tenant ids) are masked where an answer echoes them. */
 const PLAIN_HEADERS = new Set(['content-type', 'content-encoding', 'content-length', 'user-agent', 'accept']);
 
-/** The text with every secret in it replaced by ***. */
-function masked(text: string, secrets: readonly string[]): string {
-  let t = text;
-  for (const s of secrets) if (s.length >= 4) t = t.split(s).join('***');
-  return t;
-}
 
 export function createPoster(url: string, timeoutMs: number): Poster {
   const u = new URL(url);
@@ -74,7 +68,7 @@ export function createPoster(url: string, timeoutMs: number): Poster {
             const ra = Number(res.headers['retry-after']);
             // masked before it is cut: half a secret is still a leak
             const secrets = [...inUrl, ...Object.entries(headers).filter(([k]) => !PLAIN_HEADERS.has(k.toLowerCase())).flatMap(([, v]) => [v, ...v.split(/\s+/)])];
-            const snippet = masked(text.toString('utf8', 0, Math.min(text.length, 4096)), secrets).slice(0, 200).replace(/\s+/g, ' ').trim();
+            const snippet = maskSecrets(text.toString('utf8', 0, Math.min(text.length, 4096)), secrets).slice(0, 200).replace(/\s+/g, ' ').trim();
             finish({
               ok: false,
               retryable: retryableStatus(status),

@@ -10,6 +10,7 @@
  */
 import type { Attributes } from '../core/metrics/model.js';
 import type { Db } from './open.js';
+import { boundLabel } from '../core/bound-label.js';
 
 export interface JobRecord {
   jobId: string;
@@ -51,10 +52,18 @@ export type Source = 'prolog' | 'epilog' | 'poll';
 
 const COLS = ['cluster', 'user', 'uid', 'account', 'partition', 'qos', 'name', 'array_job_id', 'array_task_id', 'het_job_id', 'het_job_offset', 'start_time', 'scheduler', 'attrs'] as const;
 
+/**
+ * Longest job name kept: the name is the job's user's (sbatch -J), the
+ * prolog writes it without the daemon's [limits] (it reads no more config than
+ * it must), and the store must not hold 120 kB per run. Attribution cuts again
+ * to label_length.
+ */
+export const STORED_NAME_MAX = 1024;
+
 function jobValues(j: JobRecord): Record<(typeof COLS)[number], unknown> {
   return {
     cluster: j.cluster ?? null, user: j.user ?? null, uid: j.uid ?? null, account: j.account ?? null, partition: j.partition ?? null,
-    qos: j.qos ?? null, name: j.name ?? null, array_job_id: j.arrayJobId ?? null, array_task_id: j.arrayTaskId ?? null,
+    qos: j.qos ?? null, name: j.name ? boundLabel(j.name, STORED_NAME_MAX) : null, array_job_id: j.arrayJobId ?? null, array_task_id: j.arrayTaskId ?? null,
     het_job_id: j.hetJobId ?? null, het_job_offset: j.hetJobOffset ?? null, start_time: j.startTime ?? null,
     scheduler: j.scheduler ?? null, attrs: j.attrs ? JSON.stringify(j.attrs) : null,
   };

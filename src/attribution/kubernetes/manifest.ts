@@ -34,7 +34,7 @@ export const kubernetesAttribution: AttributionManifest = {
     return existsSync(socket) ? { ok: true, detail: `kubelet pod-resources socket at ${socket}` } : { ok: false, detail: `no kubelet pod-resources socket at ${socket}` };
   },
 
-  async create({ config: cfg, log, env, store }): Promise<AttributionProvider> {
+  async create({ config: cfg, log, env, store, labelLength, budgets }): Promise<AttributionProvider> {
     const [{ PodResourcesClient }, { PodSync, SCHEDULER }, { BoundAttribution }, { PodPids }] = await Promise.all([
       import('./podresources-client.js'),
       import('./pod-sync.js'),
@@ -48,6 +48,8 @@ export const kubernetesAttribution: AttributionManifest = {
     const pids = new PodPids();
     const runsQuery = store.prepare(`SELECT job_id AS jobId, json_extract(attrs, '$."k8s.pod.uid"') AS uid FROM jobs WHERE scheduler = ? AND end_time IS NULL`);
     const transform = new BoundAttribution(store, klog, {
+      labelLength,
+      budgets,
       name: SCHEDULER,
       attributesOf: podAttributes,
       bareAttributes: bare,

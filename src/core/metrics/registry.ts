@@ -42,8 +42,9 @@ export const SCOPE_ATTRIBUTES: Record<MetricScope, { required: readonly string[]
   agent: { required: [], optional: [] },
   // an inference engine's /metrics endpoint; the model when the engine names it
   // process.pid: the process listening on a local endpoint; attribution adds its job's slurm.* and gpu.uuids
-  // (the job's GPUs on this node, comma-separated: a point of one engine that serves on several GPUs)
-  engine: { required: ['server.address', 'server.port'], optional: ['gen_ai.request.model', 'gen_ai.provider.name', 'process.pid', 'gpu.uuids'] },
+  // (the job's GPUs on this node, comma-separated: a point of one engine that serves on several GPUs);
+  // process.owner: that process's user (OTel semconv), whose [limits] series_per_user its page counts against
+  engine: { required: ['server.address', 'server.port'], optional: ['gen_ai.request.model', 'gen_ai.provider.name', 'process.pid', 'process.owner', 'gpu.uuids'] },
   // a communicator's operations as one NCCL process (a rank) recorded them (plugins/nccl); nccl.job.id: the job the
   // Inspector's dump folder or file names; attribution adds the process's job (slurm.*) and GPU (gpu.uuid, or gpu.uuids
   // for a process on several GPUs)
