@@ -20,7 +20,7 @@
  * parent from leading root into other users' files is the owner check each
  * file gets on every open.
  */
-import { closeSync, constants, fstatSync, openSync, readdirSync, readFileSync, type Stats } from 'node:fs';
+import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readFileSync, type Stats } from 'node:fs';
 import { processStart } from './process-start.js';
 
 const FILE_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW;
@@ -97,7 +97,8 @@ export function listUserDir(path: string): Listed {
     fd = openSync(path, DIR_FLAGS);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'ELOOP') return { refused: 'not_regular_file', detail: 'a symbolic link' };
+    // with O_DIRECTORY a link is ENOTDIR, not ELOOP: which of the two it was, for the message only
+    if (code === 'ELOOP' || (code === 'ENOTDIR' && lstatSync(path, { throwIfNoEntry: false })?.isSymbolicLink())) return { refused: 'not_regular_file', detail: 'a symbolic link' };
     if (code === 'ENOTDIR') return { refused: 'not_regular_file', detail: 'not a folder' };
     return { refused: 'gone', detail: code ?? 'not opened' };
   }
