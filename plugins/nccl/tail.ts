@@ -100,7 +100,8 @@ export class FileTail {
     let budget = this.maxRead;
     // lstat: what the name itself is now (a link put there is another file, and is then refused by the open)
     const st = lstatSync(this.path, { throwIfNoEntry: false });
-    if (this.cur && (!st || st.ino !== this.cur.ino || st.dev !== this.cur.dev)) {
+    // not a regular file now: another file, even on the inode number the old one freed
+    if (this.cur && (!st || st.ino !== this.cur.ino || st.dev !== this.cur.dev || !st.isFile())) {
       // rotated or deleted: what the old file still holds first, through its open descriptor (a parked one's is lost)
       if (this.cur.fd >= 0) {
         const n = this.drain(this.cur, out, budget);
@@ -115,7 +116,7 @@ export class FileTail {
     if (!st) return out;
     if (this.cur && this.cur.fd < 0) {
       // parked: opened again only for new bytes (or a truncation, a rewrite: the size or time moved)
-      if (st.size === this.cur.size && st.mtimeMs === this.cur.mtimeMs) return out;
+      if (st.size === this.cur.size && st.mtimeMs === this.cur.mtimeMs && this.cur.pos >= this.cur.size) return out;
       const o = this.opener(this.path);
       if ('refused' in o) return this.refuse(o, st, out);
       if (o.st.ino !== this.cur.ino || o.st.dev !== this.cur.dev) {
