@@ -11,8 +11,9 @@
  *
  * Memory is bounded whatever the file: at most `maxRead` bytes are read per
  * poll, and a line longer than `maxLine` is skipped (counted), never kept.
- * NUL bytes are no text (a sparse file's holes read as runs of them): they
- * are dropped, so a hole is neither a line nor part of one.
+ * A sparse file's holes read as runs of NUL: a run where a line would start
+ * is skipped, so a hole between lines (or at the end, still growing) is no
+ * line. (One in the middle of a line makes that line unreadable, counted.)
  *
  * The file is a user's: every open, the first and each after a rotation,
  * truncation or park, goes through `open` (user-file.ts: no link, no FIFO, no
@@ -223,10 +224,10 @@ export class FileTail {
   }
 
   private split(chunk: Buffer, out: { lines: string[]; skipped: number }): void {
-    // memchr: costs nothing next to the line splitting
-    if (chunk.indexOf(0) >= 0) chunk = withoutNul(chunk);
     let start = 0;
     for (;;) {
+      // a line that starts with NUL starts after a hole: one byte looked at per line, not a scan of every chunk
+      if (chunk[start] === 0 && !this.partialLen && !this.dropping) start = zerosEnd(chunk, start);
       const nl = chunk.indexOf(10, start);
       if (nl < 0) break;
       if (this.dropping) {
@@ -294,19 +295,4 @@ function zerosEnd(chunk: Buffer, i: number): number {
   }
   while (i < chunk.length && chunk[i] === 0) i++;
   return i;
-}
-
-/** The bytes of a chunk other than NUL (a copy). */
-function withoutNul(chunk: Buffer): Buffer {
-  const out = Buffer.allocUnsafe(chunk.length);
-  let n = 0;
-  let start = 0;
-  for (;;) {
-    const z = chunk.indexOf(0, start);
-    const end = z < 0 ? chunk.length : z;
-    n += chunk.copy(out, n, start, end);
-    if (z < 0) break;
-    start = zerosEnd(chunk, z);
-  }
-  return out.subarray(0, n);
 }
