@@ -289,7 +289,7 @@ test('doctor: a discovered folder that cannot be reached (a link) is said, with 
   try {
     const ctx = pluginContext(configFrom({ nccl: { paths: join(b, 'none-*'), discover: 'true' } }), createLogger('error', () => {}));
     const r = await ncclPlugin.probe(ctx);
-    assert.equal(r.ok, false);
+    assert.equal(r.ok, true, 'a user\'s link is said, it does not make doctor fail');
     assert.match(r.detail, new RegExp(`discovered folder\\(s\\) cannot be reached: ${link} \\(not_regular_file: a symbolic link\\)`));
   } finally {
     end(p);
