@@ -209,6 +209,24 @@ test('H7: a discovered folder: its job is its process\'s (a process of the files
   }
 });
 
+test('H7: a user\'s files in a shared root folder named for a job (sticky, like /tmp): read, not credited to that job, which is root\'s', { timeout: 60_000 }, () => {
+  const b = base();
+  const dir = join(b, 'nccl-inspector-999997');
+  mkdirSync(dir);
+  chmodSync(dir, 0o1777);
+  writeFileSync(join(b, 'seed.prom'), PROM_TEXT.replaceAll('node="node01"', `node="${HOST}"`));
+  writeFileSync(join(b, 'seed.log'), lines(4000040, 2));
+  asNobody(`cp '${join(b, 'seed.prom')}' '${join(dir, `nccl_inspector_metrics_${UUID}.prom`)}' && cp '${join(b, 'seed.log')}' '${join(dir, `${HOST}-pid4000040.log`)}'`);
+  // root's own log there is the folder's job's, as before
+  writeFileSync(join(dir, `${HOST}-pid4000041.log`), lines(4000041, 3, { comm: '0x41' }));
+  const r = collect({ options: { paths: [dir] }, collections: 2 });
+  assert.ok(r.points.some((p) => p.name === 'nccl.interval.bandwidth.bus'), 'the .prom file is read');
+  assert.equal(total(r), 5);
+  const jobs = (pred: (p: CollectReport['points'][number]) => boolean) => new Set(r.points.filter(pred).map((p) => p.attributes['nccl.job.id']));
+  assert.deepEqual([...jobs((p) => p.attributes['nccl.comm.id'] === '0x41')], ['999997']);
+  assert.deepEqual([...jobs((p) => p.attributes['nccl.comm.id'] !== '0x41' && p.name !== 'l9gpu.nccl.lines.rejected')], [undefined]);
+});
+
 test('L10: a 10 GB sparse log that keeps growing is skipped to its end (counted) and followed from there; a NUL hole is no line', { timeout: 120_000 }, () => {
   const dir = nobodyDir(base(), 'nccl-inspector-10');
   const big = join(dir, `${HOST}-pid4000010.log`);

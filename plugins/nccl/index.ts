@@ -39,7 +39,7 @@ import { clip, printable } from '../../src/core/printable.js';
 import { openUserFile, ownerAllowed, processOwner } from '../../src/core/user-file.js';
 import { Aggregator, type RecordSource } from './aggregate.js';
 import { NCCL_SECTION } from './config.js';
-import { Locator, type InspectorFile, type InspectorFolder } from './locate.js';
+import { jobFor, Locator, type InspectorFile, type InspectorFolder } from './locate.js';
 import { bandwidth } from '../../src/core/nccl-bandwidth.js';
 import { parseInspectorLine, type InspectorRecord } from './parse.js';
 import { PromFile } from './prom.js';
@@ -299,7 +299,7 @@ export class NcclPlugin implements Plugin {
       }
     }
     if (f.src) return f.src;
-    const jobId = f.file.folder.jobId;
+    const jobId = uid === undefined ? undefined : jobFor(f.file.folder, uid);
     const base = { ...(jobId ? { jobId } : {}), user: f.user };
     if (pid === undefined || uid === undefined) return (f.src = { ...base, noPid: true });
     if (uid === 0) return (f.src = { ...base, pid });
@@ -394,7 +394,7 @@ export class NcclPlugin implements Plugin {
       // every open of the name (the first, and after a rotation or park) wants a regular file of this same owner
       const open = (p: string) => openUserFile(p, { folderUid: f.folder.uid, uid: st.uid });
       if (f.kind === 'log') this.logs.set(f.key, { tail: new FileTail(f.path, { maxLine: MAX_LINE, maxRead: CHUNK, open }), file: f, user, lineNo: 0, active: now });
-      else this.proms.set(f.key, { p: new PromFile(f.path, f.gpuUuid!, this.locator.names, f.folder.jobId, open), user, file: f });
+      else this.proms.set(f.key, { p: new PromFile(f.path, f.gpuUuid!, this.locator.names, jobFor(f.folder, st.uid), open), user, file: f });
     }
   }
 

@@ -34,8 +34,21 @@ export interface InspectorFolder {
   readonly path: string;
   /** Its owner (fstat of the listed folder). */
   readonly uid: number;
-  /** The job its files are credited to when no process says better: see the module's note. */
+  /** The job its owner's files are credited to when no process says better: see the module's note. */
   readonly jobId?: string;
+  /** The discovered process that names the folder: its uid and job. */
+  readonly proc?: { readonly uid: number; readonly jobId?: string };
+}
+
+/**
+ * The job a file owned by `uid` in the folder is credited to: the folder's
+ * when the file is its owner's; else only a job its discovered process gives,
+ * when that process is the file owner's (a user's file in a root folder is
+ * not that folder's job).
+ */
+export function jobFor(folder: InspectorFolder, uid: number): string | undefined {
+  if (uid === folder.uid) return folder.jobId;
+  return folder.proc && folder.proc.uid === uid ? folder.proc.jobId : undefined;
 }
 
 export interface InspectorFile {
@@ -176,7 +189,7 @@ export class Locator {
       const id = `${l.st.dev}/${l.st.ino}`;
       if (listed.has(id)) continue;
       listed.add(id);
-      const folder: InspectorFolder = { path: dir, uid: l.st.uid, ...folderJob(dir, l.st.uid, proc) };
+      const folder: InspectorFolder = { path: dir, uid: l.st.uid, ...folderJob(dir, l.st.uid, proc), ...(proc ? { proc: { uid: proc.uid, ...(proc.jobId ? { jobId: proc.jobId } : {}) } } : {}) };
       for (const n of l.names) {
         const log = LOG.exec(n);
         const prom = log ? undefined : PROM.exec(n);
