@@ -167,6 +167,22 @@ test('H6: symbolic and hard links to a root-only file: refused unread; not a byt
   assert.equal(r.budgets.not_owner, 2);
 });
 
+test('H6: a user\'s process naming a root folder as its dump folder (NCCL_INSPECTOR_DUMP_DIR=/root-ish): root\'s files there are not read', { timeout: 60_000 }, async () => {
+  const b = base();
+  const rootDir = join(b, 'root-only');
+  mkdirSync(rootDir, { mode: 0o700 });
+  const MARKER = 'ROOTDIRMARKER91c2';
+  writeFileSync(join(rootDir, `${HOST}-pid1.log`), `${MARKER} not a record\n`, { mode: 0o600 });
+  const p = await live('runuser', ['-u', 'nobody', '--', 'env', 'NCCL_INSPECTOR_ENABLE=1', `NCCL_INSPECTOR_DUMP_DIR=${rootDir}`, 'sh', '-c', 'echo $$; exec sleep 600']);
+  try {
+    const r = collect({ options: { paths: [], discover: true }, collections: 2 });
+    assert.doesNotMatch(r.allPoints + r.log.join('\n'), new RegExp(MARKER));
+    assert.equal(r.budgets.not_owner, 1);
+  } finally {
+    end(p);
+  }
+});
+
 test('H7: a log named after another user\'s process, a .prom file and a folder naming another job: read, credited to neither; a log of the owner\'s own process keeps its pid', { timeout: 120_000 }, async () => {
   const b = base();
   const dir = nobodyDir(b, 'nccl-inspector-999999');

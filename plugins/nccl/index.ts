@@ -367,8 +367,9 @@ export class NcclPlugin implements Plugin {
         if (was !== 'not_regular_file') this.refuse(f, user, 'not_regular_file', st.isSymbolicLink() ? 'a symbolic link' : st.isFIFO() ? 'a FIFO' : 'not a regular file');
         continue;
       }
-      if (!ownerAllowed(st.uid, st.nlink, f.folder.uid)) {
-        if (was !== 'not_owner') this.refuse(f, user, 'not_owner', `owned by uid ${st.uid}, in a folder of uid ${f.folder.uid}`);
+      const proc = f.folder.byProcess ? f.folder.proc : undefined;
+      if (!ownerAllowed(st.uid, st.nlink, f.folder.uid) || (proc && proc.uid !== 0 && st.uid !== proc.uid)) {
+        if (was !== 'not_owner') this.refuse(f, user, 'not_owner', `owned by uid ${st.uid}, in a folder of uid ${f.folder.uid}${proc ? ` named by a process of uid ${proc.uid}` : ''}`);
         continue;
       }
       if (this.stale.get(f.key) === st.mtimeMs) continue;

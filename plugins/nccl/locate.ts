@@ -35,9 +35,15 @@ export interface InspectorFolder {
   /** Its owner (fstat of the listed folder). */
   readonly uid: number;
   /** The job its owner's files are credited to when no process says better: see the module's note. */
-  readonly jobId?: string;
+  jobId?: string;
   /** The discovered process that names the folder: its uid and job. */
-  readonly proc?: { readonly uid: number; readonly jobId?: string };
+  proc?: { readonly uid: number; readonly jobId?: string };
+  /**
+   * Named only by a user's process (no configured path): only that user's
+   * files in it are read, so that a process cannot point root at a root
+   * folder (NCCL_INSPECTOR_DUMP_DIR=/root, or a link in the path above).
+   */
+  readonly byProcess: boolean;
 }
 
 /**
@@ -164,21 +170,22 @@ export class Locator {
 
   /** The Inspector files of this node in every followed folder. */
   files(now: number): InspectorFile[] {
+    // the configured folders first: one also named by a process is still the admin's, with what the process says
     const dirs = new Map<string, Discovered | undefined>();
+    for (const p of this.o.paths) for (const d of expandGlob(p, this.maxDirs)) if (dirs.size < this.maxDirs) dirs.set(d, undefined);
+    const globbed = new Set(dirs.keys());
     if (this.o.discover) {
       if (now - this.lastDiscovery >= DISCOVER_EVERY_MS) {
         this.lastDiscovery = now;
         this.discover(now);
       }
-      // first: a folder both discovered and globbed is read with what its process says of it
       for (const [d, v] of this.discovered) {
         if (now - v.seen > DISCOVERED_TTL_MS) this.discovered.delete(d);
-        else if (dirs.size < this.maxDirs) dirs.set(d, v.d);
+        else if (dirs.size < this.maxDirs || dirs.has(d)) dirs.set(d, v.d);
       }
     }
-    for (const p of this.o.paths) for (const d of expandGlob(p, this.maxDirs)) if (dirs.size < this.maxDirs && !dirs.has(d)) dirs.set(d, undefined);
     const out: InspectorFile[] = [];
-    const listed = new Set<string>();
+    const listed = new Map<string, InspectorFolder>();
     this.unreached = [];
     for (const [dir, proc] of dirs) {
       const l = listUserDir(dir);
@@ -187,9 +194,17 @@ export class Locator {
         continue;
       }
       const id = `${l.st.dev}/${l.st.ino}`;
-      if (listed.has(id)) continue;
-      listed.add(id);
-      const folder: InspectorFolder = { path: dir, uid: l.st.uid, ...folderJob(dir, l.st.uid, proc), ...(proc ? { proc: { uid: proc.uid, ...(proc.jobId ? { jobId: proc.jobId } : {}) } } : {}) };
+      const had = listed.get(id);
+      if (had) {
+        // one folder by two paths (a glob, and a process's /proc/<pid>/root view of it): read once
+        if (proc && !had.proc) {
+          had.proc = procOf(proc);
+          had.jobId = folderJob(had.path, had.uid, proc).jobId;
+        }
+        continue;
+      }
+      const folder: InspectorFolder = { path: dir, uid: l.st.uid, ...folderJob(dir, l.st.uid, proc), ...(proc ? { proc: procOf(proc) } : {}), byProcess: proc !== undefined && !globbed.has(dir) };
+      listed.set(id, folder);
       for (const n of l.names) {
         const log = LOG.exec(n);
         const prom = log ? undefined : PROM.exec(n);
@@ -254,6 +269,10 @@ export class Locator {
       return undefined;
     }
   }
+}
+
+function procOf(d: Discovered): { uid: number; jobId?: string } {
+  return { uid: d.uid, ...(d.jobId ? { jobId: d.jobId } : {}) };
 }
 
 function nsOf(path: string): number | undefined {
