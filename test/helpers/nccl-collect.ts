@@ -77,7 +77,10 @@ async function main(): Promise<void> {
   process.stdout.write(`${JSON.stringify(report)}\n`);
 }
 
-void main().catch((e: Error) => {
-  process.stderr.write(`${e.stack ?? e.message}\n`);
-  process.exit(1);
-});
+// `node --test dist/test/` runs every file under a test folder: without a spec this is no run, and does nothing
+if (process.argv[2]) {
+  void main().catch((e: Error) => {
+    process.stderr.write(`${e.stack ?? e.message}\n`);
+    process.exit(1);
+  });
+}
