@@ -149,6 +149,30 @@ test('H2/L15: 25,000 one-line logs of one user: files_per_user followed, descrip
   assert.ok(r.log.length + r.unread <= 10, `${r.log.length} log lines and ${r.unread} unreadable fields:\n${r.log.slice(0, 20).join('\n')}`);
 });
 
+test('L15: the node\'s files budget; a folder that keeps writing garbage gets log_lines_per_minute lines a minute, the rest held back and counted', { timeout: 120_000 }, () => {
+  const b = base();
+  const noisy = nobodyDir(b, 'nccl-inspector-15');
+  const quiet = nobodyDir(b, 'nccl-inspector-16');
+  const log = join(noisy, `${HOST}-pid4000050.log`);
+  asNobody(`: > '${log}'`);
+  for (let i = 0; i < 20; i++) writeFileSync(join(quiet, `${HOST}-pid${4100100 + i}.log`), '');
+  execFileSync('chown', ['-R', `${NOBODY}:${NOBODY}`, quiet]);
+  const n = 25;
+  const r = collect({
+    // the noisy folder first: its log is among the 8 followed
+    options: { paths: [noisy, quiet] },
+    limits: { files: 8 },
+    collections: n,
+    between: Array.from({ length: n }, () => `runuser -u nobody -- sh -c "echo garbage >> '${log}'"`),
+  });
+  assert.equal(r.budgets.files, 21 - 8);
+  assert.equal(r.points.find((p) => p.name === 'l9gpu.nccl.lines.rejected')!.value, n);
+  const said = r.log.filter((l) => l.includes('inspector output not read')).length;
+  // 10 a minute: the collections take seconds, so at most two minutes' worth even across a minute's turn
+  assert.ok(said >= 10 && said <= 20, `${said} lines`);
+  assert.equal(said + r.budgets.log_lines_per_minute!, n, 'each collection\'s line said or counted as held back');
+});
+
 test('H6: symbolic and hard links to a root-only file: refused unread; not a byte of it in points or log', { timeout: 120_000 }, () => {
   const b = base();
   const secret = join(b, 'secret');
@@ -310,6 +334,25 @@ test('another mount namespace (PrivateTmp, a container): a discovered process\'s
     }
   } finally {
     end(abs);
+  }
+});
+
+test('another mount namespace that sees the same folder (a bind mount): read by the plain path, so a dump at the process\'s exit is still read after it has gone', { timeout: 120_000 }, async () => {
+  const dir = join(base(), 'nccl-inspector-78');
+  mkdirSync(dir);
+  const p = await live('unshare', ['--mount', '--propagation', 'private', 'sh', '-c', `cd '${dir}/..' && echo $$ && exec env NCCL_INSPECTOR_ENABLE=1 NCCL_INSPECTOR_DUMP_DIR=nccl-inspector-78 sleep 600`]);
+  try {
+    const log = join(dir, `${HOST}-pid${p.pid}.log`);
+    writeFileSync(log, lines(p.pid, 2));
+    const r = collect({
+      options: { paths: [], discover: true },
+      collections: 2,
+      // the process ends, and its last lines come as it exits (the Inspector's dump at teardown)
+      between: [null, `kill -9 ${p.pid}; printf '%s' '${line(p.pid, 9).trim()}' >> '${log}'; echo >> '${log}'`],
+    });
+    assert.equal(total(r), 3);
+  } finally {
+    end(p);
   }
 });
 

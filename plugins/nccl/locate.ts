@@ -89,7 +89,9 @@ export interface LocateOptions {
 
 /** A discovered process's dump folder: the path to read it by, and who the process is. */
 interface Discovered {
-  readonly path: string;
+  path: string;
+  /** In another mount namespace: the process's own view of it, and the same path from here (maybe another folder). */
+  readonly other?: { readonly proc: string; readonly plain: string | undefined };
   readonly jobId?: string;
   readonly pid: number;
   readonly uid: number;
@@ -233,6 +235,7 @@ export class Locator {
         const d = this.dumpDirOf(pid);
         this.looked.set(pid, (l = { start, ...(d ? { d } : {}) }));
       }
+      if (l.d?.other) l.d.path = viewOf(l.d.other);
       if (l.d) this.discovered.set(l.d.path, { d: l.d, seen: now });
     }
   }
@@ -261,14 +264,36 @@ export class Locator {
     // in this daemon's namespace the plain path outlives the process (a dump at its exit is still read after it);
     // in another, its path is only right seen through the process's own root and working folder
     const sameNs = this.ownNs !== undefined && nsOf(`${this.proc}/${pid}/ns/mnt`) === this.ownNs;
-    if (!sameNs) return { path: isAbsolute(rel) ? `${this.proc}/${pid}/root${resolve(rel)}` : join(`${this.proc}/${pid}/cwd`, rel), ...who };
-    if (isAbsolute(rel)) return { path: resolve(rel), ...who };
+    let plain: string | undefined;
     try {
-      return { path: resolve(readlinkSync(`${this.proc}/${pid}/cwd`), rel), ...who };
+      plain = isAbsolute(rel) ? resolve(rel) : resolve(readlinkSync(`${this.proc}/${pid}/cwd`), rel);
+    } catch {
+      plain = undefined;
+    }
+    if (sameNs) return plain === undefined ? undefined : { path: plain, ...who };
+    const other = { proc: isAbsolute(rel) ? `${this.proc}/${pid}/root${resolve(rel)}` : join(`${this.proc}/${pid}/cwd`, rel), plain };
+    return { path: viewOf(other), other, ...who };
+  }
+}
+
+/**
+ * Which path to read a folder of another mount namespace by: the plain one
+ * when it is the same folder from here (a bind mount: it outlives the
+ * process), else the process's own view. Looked at every discovery: the
+ * Inspector makes its folder at its first dump.
+ */
+function viewOf(o: { proc: string; plain: string | undefined }): string {
+  if (o.plain === undefined) return o.proc;
+  const id = (p: string) => {
+    try {
+      const st = statSync(p);
+      return `${st.dev}/${st.ino}`;
     } catch {
       return undefined;
     }
-  }
+  };
+  const a = id(o.proc);
+  return a !== undefined && a === id(o.plain) ? o.plain : o.proc;
 }
 
 function procOf(d: Discovered): { uid: number; jobId?: string } {
