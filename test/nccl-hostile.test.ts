@@ -343,12 +343,13 @@ test('another mount namespace that sees the same folder (a bind mount): read by 
   const p = await live('unshare', ['--mount', '--propagation', 'private', 'sh', '-c', `cd '${dir}/..' && echo $$ && exec env NCCL_INSPECTOR_ENABLE=1 NCCL_INSPECTOR_DUMP_DIR=nccl-inspector-78 sleep 600`]);
   try {
     const log = join(dir, `${HOST}-pid${p.pid}.log`);
-    writeFileSync(log, lines(p.pid, 2));
+    writeFileSync(join(dir, '..', 'seed'), lines(p.pid, 3));
     const r = collect({
       options: { paths: [], discover: true },
       collections: 2,
-      // the process ends, and its last lines come as it exits (the Inspector's dump at teardown)
-      between: [null, `kill -9 ${p.pid}; printf '%s' '${line(p.pid, 9).trim()}' >> '${log}'; echo >> '${log}'`],
+      // the process ends, and its log is written as it exits (the Inspector's dump at teardown): the folder is
+      // listed after the process has gone
+      between: [null, `kill -9 ${p.pid}; cp '${join(dir, '..', 'seed')}' '${log}'`],
     });
     assert.equal(total(r), 3);
   } finally {
