@@ -27,6 +27,8 @@ export interface CollectReport {
   /** Every collection's points, as JSON text (searched for leaked bytes). */
   readonly allPoints: string;
   readonly budgets: Record<string, number>;
+  /** The same by budget and user: "not_owner/65534". */
+  readonly byUser: Record<string, number>;
   readonly log: string[];
   /** Descriptors open before the first collection and after the last (this process's own). */
   readonly fdsBefore: number;
@@ -63,10 +65,13 @@ async function main(): Promise<void> {
     all += JSON.stringify([...last.unread]);
     for (const k of last.unread.keys()) unread.add(k);
   }
+  const ledger = new PointBuffer();
+  budgets.collect(ledger);
   const report: CollectReport = {
     points: (last?.points ?? []).map((x) => ({ name: x.metric.name, value: x.value, attributes: x.attributes })),
     allPoints: all,
     budgets: Object.fromEntries(BUDGETS.map((b) => [b, budgets.total(b)])),
+    byUser: Object.fromEntries(ledger.points.map((x) => [`${String(x.attributes['l9gpu.budget'])}/${String(x.attributes['user.name'])}`, x.value])),
     log,
     fdsBefore,
     fdsAfter: fds(),
