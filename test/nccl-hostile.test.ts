@@ -174,6 +174,19 @@ test('L15: the node\'s files budget; a folder that keeps writing garbage gets lo
   assert.equal(said + r.budgets.log_lines_per_minute!, n, 'each collection\'s line said or counted as held back');
 });
 
+test('H2: one user\'s 20,000 folders in a globbed place do not crowd out another user\'s: files_per_user folders of each owner are looked at', { timeout: 180_000 }, () => {
+  const area = nobodyDir(base(), 'area');
+  execFileSync('runuser', ['-u', 'nobody', '--', 'sh', '-c', `cd '${area}' && seq 1 20000 | sed 's/^/nccl-inspector-c/' | xargs mkdir`]);
+  const victim = join(area, 'nccl-inspector-victim');
+  mkdirSync(victim);
+  const f = join(victim, `${HOST}-pid4000060.log`);
+  writeFileSync(f, lines(4000060, 4, { comm: '0x60' }));
+  execFileSync('chown', ['-R', '1:1', victim]);
+  const r = collect({ options: { paths: [join(area, 'nccl-inspector-*')] }, collections: 2 });
+  assert.equal(ops(r).filter((p) => p.attributes['nccl.comm.id'] === '0x60').reduce((a, p) => a + p.value, 0), 4, 'the other user\'s folder is read');
+  assert.equal(r.byUser[`files_per_user/${NOBODY}`], 20_000 - 64, 'each folder left out counted once');
+});
+
 test('H6: symbolic and hard links to a root-only file: refused unread; not a byte of it in points or log', { timeout: 120_000 }, () => {
   const b = base();
   const secret = join(b, 'secret');

@@ -103,6 +103,8 @@ export class NcclPlugin implements Plugin {
   private readonly stale = new Map<string, number>();
   /** Files refused or over a budget, by key: what they were then (counted once while they stay so). */
   private readonly noted = new Map<string, string>();
+  /** Folders left out for being past their owner's budget, counted once each. */
+  private readonly crowded = new Set<string>();
   /** (reason, folder) already said: a folder's hostile files are one line, not one per file. */
   private readonly told = new Set<string>();
   private readonly rate: LogRate;
@@ -120,7 +122,20 @@ export class NcclPlugin implements Plugin {
     this.limits = guard.limits ?? DEFAULT_LIMITS;
     this.budgets = guard.budgets ?? new BudgetLedger(log);
     this.rate = new LogRate(this.limits.logLinesPerMinute);
-    this.locator = new Locator({ paths: o.paths, discover: o.discover, hostNames: o.hostNames, ...(o.proc ? { proc: o.proc } : {}) });
+    this.locator = new Locator({
+      paths: o.paths,
+      discover: o.discover,
+      hostNames: o.hostNames,
+      ...(o.proc ? { proc: o.proc } : {}),
+      // each folder holds a file at least: a user's folders past their files' budget are nothing to read
+      dirsPerUser: this.limits.filesPerUser,
+      onCrowded: (path, uid) => {
+        if (this.crowded.has(path)) return;
+        if (this.crowded.size >= MAX_NOTED) this.crowded.clear();
+        this.crowded.add(path);
+        this.budgets.hit('files_per_user', String(uid), `nccl: more than ${this.limits.filesPerUser} Inspector folders of uid ${uid} in one place; the rest are not read (first: ${printable(path)})`);
+      },
+    });
     this.agg = new Aggregator({
       maxSeries: o.maxSeries,
       window: o.window,

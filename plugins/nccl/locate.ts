@@ -22,7 +22,7 @@
  * the SLURM_JOB_ID of a discovered process of that same user, never the
  * folder's name (anyone can name a folder after anyone's job).
  */
-import { readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
+import { lstatSync, readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { basename, isAbsolute, join, resolve } from 'node:path';
 import { processStart } from '../../src/core/process-start.js';
@@ -85,6 +85,10 @@ export interface LocateOptions {
   readonly proc?: string;
   /** Most folders followed (globs and discovery together). Default 4,096. */
   readonly maxDirs?: number;
+  /** Most folders of one owner a glob gives (root's are not counted). Default: no bound. */
+  readonly dirsPerUser?: number;
+  /** A folder left out for dirsPerUser (each collection it still is). */
+  onCrowded?(path: string, uid: number): void;
 }
 
 /** A discovered process's dump folder: the path to read it by, and who the process is. */
@@ -120,8 +124,14 @@ function globPart(p: string): RegExp | undefined {
   return new RegExp(`^${p.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*').replace(/\?/g, '[^/]')}$`);
 }
 
-/** The folders a path with * and ? in its parts names (no ** and no brackets: a few levels of readdir). */
-export function expandGlob(pattern: string, max: number): string[] {
+/**
+ * The folders a path with * and ? in its parts names (no ** and no brackets:
+ * a few levels of readdir). At most `perOwner` matches of one owner a level
+ * (lstat: the owner of the name itself): one user's thousands of folders in
+ * /tmp would otherwise fill `max` before anyone else's were looked at. Those
+ * left out are given to `skipped`.
+ */
+export function expandGlob(pattern: string, max: number, perOwner = Infinity, skipped?: (path: string, uid: number) => void): string[] {
   let cur = [pattern.startsWith('/') ? '/' : '.'];
   for (const part of pattern.split('/').filter(Boolean)) {
     const re = globPart(part);
@@ -137,7 +147,22 @@ export function expandGlob(pattern: string, max: number): string[] {
       } catch {
         continue;
       }
-      for (const n of names) if (re.test(n) && next.length < max) next.push(join(dir, n));
+      const owners = new Map<number, number>();
+      for (const n of names) {
+        if (!re.test(n) || next.length >= max) continue;
+        const path = join(dir, n);
+        if (perOwner !== Infinity) {
+          const uid = lstatSync(path, { throwIfNoEntry: false })?.uid;
+          if (uid === undefined) continue;
+          const k = owners.get(uid) ?? 0;
+          if (uid !== 0 && k >= perOwner) {
+            skipped?.(path, uid);
+            continue;
+          }
+          owners.set(uid, k + 1);
+        }
+        next.push(path);
+      }
     }
     cur = next;
     if (!cur.length) break;
@@ -174,7 +199,7 @@ export class Locator {
   files(now: number): InspectorFile[] {
     // the configured folders first: one also named by a process is still the admin's, with what the process says
     const dirs = new Map<string, Discovered | undefined>();
-    for (const p of this.o.paths) for (const d of expandGlob(p, this.maxDirs)) if (dirs.size < this.maxDirs) dirs.set(d, undefined);
+    for (const p of this.o.paths) for (const d of expandGlob(p, this.maxDirs, this.o.dirsPerUser, this.o.onCrowded)) if (dirs.size < this.maxDirs) dirs.set(d, undefined);
     const globbed = new Set(dirs.keys());
     if (this.o.discover) {
       if (now - this.lastDiscovery >= DISCOVER_EVERY_MS) {
