@@ -19,11 +19,11 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, linkSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import { createLogger } from '../src/core/log.js';
 import { pluginContext } from '../src/core/plugin.js';
 import { ncclPlugin } from '../plugins/nccl/index.js';
@@ -37,10 +37,17 @@ const NOBODY = 65534;
 const UUID = '5e2b9c71-0a3d-4f68-b1c4-7a90d3e2f615';
 const PROM_TEXT = readFileSync(join(ROOT, 'plugins', 'nccl', 'testdata', 'v2.30.3-prom-interval', `nccl_inspector_metrics_${UUID}.prom`), 'utf8');
 
+const made: string[] = [];
+// 25,000 files, 20,000 folders, 70 MB of logs: not left in /tmp
+after(() => {
+  for (const d of made) rmSync(d, { recursive: true, force: true });
+});
+
 /** A folder nobody can enter, for nobody's folders to be made in. */
 function base(): string {
   const d = tempDir('l9gpu-nccl-hostile-');
   chmodSync(d, 0o755);
+  made.push(d);
   return d;
 }
 
