@@ -14,7 +14,8 @@ import { test } from 'node:test';
 import { createLogger } from '../src/core/log.js';
 import { PointBuffer, type Point } from '../src/core/metrics/model.js';
 import { NcclPlugin } from '../plugins/nccl/index.js';
-import { sizeBucket } from '../plugins/nccl/aggregate.js';
+import { Aggregator, sizeBucket } from '../plugins/nccl/aggregate.js';
+import { parseInspectorLine } from '../plugins/nccl/parse.js';
 import { promSize, readPromText } from '../plugins/nccl/prom.js';
 import { DaemonProcess, type JsonPoint } from './helpers/daemon.js';
 import { ROOT, tempDir } from './helpers/paths.js';
@@ -80,6 +81,27 @@ test('.prom files of another host (a shared folder) are not this node\'s; a garb
   assert.throws(() => readPromText('nccl_bus_bandwidth_gbs{node="node01" 3\n', 'f.prom', new Set(['node01']), 'GPU-x'), /f\.prom.*line 1/);
   // a log named for another host is not read either
   assert.equal((await collectOnce(join(TD, 'v2.30.3-straggler-4rank'), 'node02')).filter((p) => p.metric.name === 'nccl.operations').length, 0);
+});
+
+test('a .prom file\'s own slurm_job_id is not its job (anyone can write any job there): the job the plugin gives its folder is, or none', () => {
+  const text = readFileSync(join(TD, 'v2.30.3-prom-interval', readdirSync(join(TD, 'v2.30.3-prom-interval')).find((n) => n.endsWith('.prom'))!), 'utf8');
+  assert.match(text, /slurm_job_id="48213"/);
+  const none = readPromText(text, 'f.prom', new Set(['node01']), 'GPU-x');
+  assert.ok(none.interval.length > 0 && none.interval.every((p) => p.attributes['nccl.job.id'] === undefined));
+  const given = readPromText(text, 'f.prom', new Set(['node01']), 'GPU-x', '7');
+  assert.ok(given.interval.every((p) => p.attributes['nccl.job.id'] === '7'));
+});
+
+test('a pid taken by another process: the series credited to the old one are forgotten', () => {
+  const agg = new Aggregator();
+  const rec = (pid: number, rank: number) => parseInspectorLine(line(pid, 1).replace('"rank":0', `"rank":${rank}`), 'x');
+  agg.add(rec(11, 0), { pid: 11 }, 0);
+  agg.add(rec(12, 1), { pid: 12 }, 0);
+  agg.forgetPid(11);
+  const out = new PointBuffer();
+  agg.emit(out, 1);
+  const pids = new Set(out.points.map((p) => p.attributes['process.pid']));
+  assert.deepEqual([...pids], [12]);
 });
 
 /** One Inspector line of a 2-rank AllReduce, sequence number sn, as the v2.30.3 writer prints it. */

@@ -5,7 +5,8 @@
  * the start, rotated, deleted; and one line longer than the bound.
  */
 import assert from 'node:assert/strict';
-import { appendFileSync, closeSync, openSync, renameSync, truncateSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { appendFileSync, closeSync, openSync, readdirSync, readlinkSync, renameSync, symlinkSync, truncateSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import fc from 'fast-check';
@@ -73,7 +74,8 @@ test('a line longer than the bound is skipped and counted, in pieces or whole; t
   t.close();
 });
 
-test('written and polled in any interleaving, with truncations: every line of each file generation exactly once, in order', () => {
+/** Lines written and polled in any interleaving, with truncations; `park`: the descriptor closed after each poll. */
+function interleavings(park: boolean): void {
   fc.assert(
     fc.property(fc.array(fc.tuple(fc.integer({ min: 1, max: 400 }), fc.boolean(), fc.integer({ min: 0, max: 30 })), { minLength: 1, maxLength: 40 }), fc.integer({ min: 64, max: 4096 }), (steps, maxRead) => {
       const f = join(tempDir('l9gpu-tail-prop-'), 'node01-pid7.log');
@@ -108,8 +110,10 @@ test('written and polled in any interleaving, with truncations: every line of ea
         const cut = Math.floor(add.length / 2);
         appendFileSync(f, add.slice(0, cut));
         if (poll) got.push(...t.poll().lines);
+        if (park) t.park();
         appendFileSync(f, add.slice(cut));
         if (poll) got.push(...t.poll().lines);
+        if (park) t.park();
       }
       drain();
       t.close();
@@ -117,4 +121,64 @@ test('written and polled in any interleaving, with truncations: every line of ea
     }),
     { seed: 20261123, numRuns: 60 },
   );
+}
+
+test('written and polled in any interleaving, with truncations: every line of each file generation exactly once, in order', () => interleavings(false));
+
+test('the same, parked (descriptor closed) after every poll: opened again where it was, nothing lost or read twice', () => interleavings(true));
+
+/** Whether this process holds a descriptor on `path`. */
+const holds = (path: string) => readdirSync('/proc/self/fd').some((fd) => {
+  try {
+    return readlinkSync(`/proc/self/fd/${fd}`) === path;
+  } catch {
+    return false;
+  }
+});
+
+test('parked: no descriptor held, none opened while nothing is new; a link or FIFO put in its place is refused (said once), never opened', () => {
+  const dir = tempDir('l9gpu-tail-');
+  const f = join(dir, 'node01-pid100.log');
+  const secret = join(dir, 'secret');
+  writeFileSync(secret, 'SECRET-BYTES\n', { mode: 0o600 });
+  writeFileSync(f, `${line(1)}\n`);
+  const t = new FileTail(f);
+  assert.deepEqual(t.poll().lines, [line(1)]);
+  t.park();
+  assert.ok(!holds(f) && !t.isOpen);
+  assert.deepEqual(t.poll().lines, []);
+  assert.ok(!t.isOpen, 'nothing new: not opened');
+  appendFileSync(f, `${line(2)}\n`);
+  assert.deepEqual(t.poll().lines, [line(2)]);
+  t.park();
+  unlinkSync(f);
+  symlinkSync(secret, f);
+  const r = t.poll();
+  assert.deepEqual([r.lines, r.events, r.refused?.why], [[], ['rotated'], 'not_regular_file']);
+  assert.equal(t.poll().refused, undefined, 'said once');
+  unlinkSync(f);
+  execFileSync('mkfifo', [f]);
+  assert.equal(t.poll().refused?.why, 'not_regular_file');
+  assert.ok(!holds(f));
+  t.close();
+});
+
+test('NUL runs (a sparse file\'s holes) between lines, across reads and at the end are no lines; skipToEnd leaves a backlog unread and follows what comes after', () => {
+  const f = join(tempDir('l9gpu-tail-'), 'node01-pid100.log');
+  writeFileSync(f, Buffer.concat([Buffer.from(`${line(1)}\n`), Buffer.alloc(3 << 20), Buffer.from(`${line(2)}\n`), Buffer.alloc(100), Buffer.from(`${line(3)}\n`), Buffer.alloc(2 << 20)]));
+  const t = new FileTail(f, { maxLine: 1024 });
+  const got: string[] = [];
+  for (let i = 0; i < 10 && (i === 0 || t.lag > 0); i++) got.push(...t.poll().lines);
+  assert.deepEqual(got, [line(1), line(2), line(3)]);
+  appendFileSync(f, `${line(4)}\n${line(5)}\n${line(6).slice(0, 7)}`);
+  const s = new FileTail(f, { maxRead: 100 });
+  s.poll();
+  assert.ok(s.skipToEnd() > 0);
+  appendFileSync(f, `${line(6).slice(7)}\n${line(7)}\n`);
+  // the line the skip landed in is no line; the next is
+  const after: string[] = [];
+  for (let i = 0; i < 10 && (i === 0 || s.lag > 0); i++) after.push(...s.poll().lines);
+  assert.deepEqual(after, [line(7)]);
+  s.close();
+  t.close();
 });

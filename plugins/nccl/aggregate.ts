@@ -12,7 +12,9 @@
  * straggler.ts. Point-to-point sequence numbers are per process (the
  * Inspector's own counter), so Send/Recv never enter the window.
  *
- * Memory is bounded: series, communicators and each window have a cap, and
+ * Memory is bounded: series, series of one communicator ([limits]
+ * series_per_communicator: a user's flood of ranks and sizes in one
+ * communicator stops there), communicators and each window have a cap, and
  * a series not fed for `idleMs` is forgotten (its counters start again if it
  * comes back, with a new start time, as a counter reset).
  */
@@ -54,8 +56,12 @@ export function sizeBucket(bytes: number): string {
 export interface RecordSource {
   readonly jobId?: string;
   readonly gpuUuid?: string;
-  /** No pid known (a .prom file): the series is not a process's. */
+  /** The process the series is credited to, where its file's owner rule says which (else the record's own). */
+  readonly pid?: number;
+  /** No pid known (a .prom file, a log not its process's user's): the series is not a process's. */
   readonly noPid?: boolean;
+  /** Who the file is (its owner), for the budget ledger. */
+  readonly user?: string;
 }
 
 interface Series {
@@ -90,6 +96,9 @@ export interface AggregateOptions {
   readonly window?: number;
   /** A series or window not fed for this long is forgotten. Default 10 minutes. */
   readonly idleMs?: number;
+  /** Series of one communicator kept at most; a new one past it is dropped and `onLimit` told. Default: maxSeries. */
+  readonly perCommunicator?: number;
+  onLimit?(user: string, commId: string): void;
 }
 
 export class Aggregator {
@@ -100,13 +109,17 @@ export class Aggregator {
   private readonly maxSeries: number;
   private readonly windowSize: number;
   private readonly idleMs: number;
+  private readonly perComm: number;
+  /** Communicator -> its series now. */
+  private readonly commSeries = new Map<string, number>();
   /** Records dropped because the series cap was reached (the runner's log says it once). */
   dropped = 0;
 
-  constructor(o: AggregateOptions = {}) {
+  constructor(private readonly o: AggregateOptions = {}) {
     this.maxSeries = o.maxSeries ?? 20_000;
     this.windowSize = o.window ?? 256;
     this.idleMs = o.idleMs ?? 600_000;
+    this.perComm = o.perCommunicator ?? this.maxSeries;
   }
 
   get size(): number {
@@ -119,7 +132,7 @@ export class Aggregator {
       if (this.buckets.size > 4096) this.buckets.clear();
       this.buckets.set(r.bytes, (bucket = sizeBucket(r.bytes)));
     }
-    const pid = src.noPid ? 0 : r.pid;
+    const pid = src.noPid ? 0 : (src.pid ?? r.pid);
     // a communicator's name, ranks and nodes are its id's: not part of the key (first seen wins)
     const key = `${pid}\u0001${r.commId}\u0001${r.rank}\u0001${r.op}\u0001${bucket}\u0001${src.jobId ?? ''}\u0001${src.gpuUuid ?? ''}`;
     let s = this.series.get(key);
@@ -128,6 +141,12 @@ export class Aggregator {
         this.dropped++;
         return;
       }
+      const inComm = this.commSeries.get(r.commId) ?? 0;
+      if (inComm >= this.perComm) {
+        this.o.onLimit?.(src.user ?? 'unknown', r.commId);
+        return;
+      }
+      this.commSeries.set(r.commId, inComm + 1);
       const attrs: Attributes = {
         'nccl.collective': r.op,
         'nccl.ranks': r.nRanks,
@@ -176,11 +195,29 @@ export class Aggregator {
     ranks.set(r.rank, r.execS);
   }
 
+  /**
+   * Forgets what was credited to a pid (its process has ended and the pid is
+   * another process's now): attribution would give that process's job the
+   * old series.
+   */
+  forgetPid(pid: number): void {
+    for (const [k, s] of this.series) if (s.attrs['process.pid'] === pid) this.drop(k, s);
+    for (const w of this.windows.values()) for (const [rank, who] of w.who) if (who['process.pid'] === pid) w.who.delete(rank);
+  }
+
+  private drop(k: string, s: Series): void {
+    this.series.delete(k);
+    const id = s.attrs['nccl.comm.id'] as string;
+    const n = (this.commSeries.get(id) ?? 1) - 1;
+    if (n > 0) this.commSeries.set(id, n);
+    else this.commSeries.delete(id);
+  }
+
   /** The points of every series, and the bandwidths and rank factors of what came since the last call. */
   emit(out: Emitter, now: number): void {
     for (const [k, s] of this.series) {
       if (now - s.seen > this.idleMs) {
-        this.series.delete(k);
+        this.drop(k, s);
         continue;
       }
       out.add(OPS, s.ops, s.attrs, s.start);

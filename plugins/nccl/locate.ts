@@ -9,21 +9,72 @@
  * and nccl_inspector_metrics_<uuid>.prom (one per GPU). The folder may be on a
  * filesystem every node of a job shares: a log named for another host is not
  * read (each node reads its own ranks), nor a .prom file another node wrote.
+ *
+ * Folders are users': each is listed through a descriptor of the folder
+ * itself (user-file.ts: its last part no link), and one folder reached by two
+ * paths (a glob and a process's view of it) is read once. A discovered
+ * process's folder is read through /proc/<pid>/root or /proc/<pid>/cwd when
+ * the process lives in another mount namespace (a container; a PrivateTmp
+ * /tmp), since the path it named means something else from here.
+ *
+ * What a folder says about its job is trusted only as far as who made it: a
+ * root folder's name (nccl-inspector-<id>) as before; in a user's folder only
+ * the SLURM_JOB_ID of a discovered process of that same user, never the
+ * folder's name (anyone can name a folder after anyone's job).
  */
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { lstatSync, readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { basename, isAbsolute, join, resolve } from 'node:path';
 import { processStart } from '../../src/core/process-start.js';
+import { listUserDir, processOwner, type Refusal } from '../../src/core/user-file.js';
+
+/** A followed folder as listed this collection. */
+export interface InspectorFolder {
+  /** The path it was listed by (and its files are opened by). */
+  readonly path: string;
+  /** Its owner (fstat of the listed folder). */
+  readonly uid: number;
+  /** The job its owner's files are credited to when no process says better: see the module's note. */
+  jobId?: string;
+  /** The discovered process that names the folder: its uid and job. */
+  proc?: { readonly uid: number; readonly jobId?: string };
+  /**
+   * Named only by a user's process (no configured path): only that user's
+   * files in it are read, so that a process cannot point root at a root
+   * folder (NCCL_INSPECTOR_DUMP_DIR=/root, or a link in the path above).
+   */
+  readonly byProcess: boolean;
+}
+
+/**
+ * The job a file owned by `uid` in the folder is credited to: the folder's
+ * when the file is its owner's; else only a job its discovered process gives,
+ * when that process is the file owner's (a user's file in a root folder is
+ * not that folder's job).
+ */
+export function jobFor(folder: InspectorFolder, uid: number): string | undefined {
+  if (uid === folder.uid) return folder.jobId;
+  return folder.proc && folder.proc.uid === uid ? folder.proc.jobId : undefined;
+}
 
 export interface InspectorFile {
   readonly path: string;
+  /** The folder's device and inode and the name: one file reached by two paths has one key. */
+  readonly key: string;
   readonly kind: 'log' | 'prom';
-  /** log: the writing process (from the name). */
+  /** log: the writing process (from the name: the owner rule decides whether it is believed). */
   readonly pid?: number;
   /** prom: the GPU (NVML's spelling, GPU-<uuid>). */
   readonly gpuUuid?: string;
-  /** The job the folder is named for (nccl-inspector-<id>), or the discovered process's SLURM_JOB_ID. */
-  readonly jobId?: string;
+  readonly folder: InspectorFolder;
+}
+
+/** A folder that was to be read and was not (doctor says which, and why). */
+export interface Unreached {
+  readonly path: string;
+  readonly why: Refusal;
+  readonly detail: string;
+  readonly discovered: boolean;
 }
 
 export interface LocateOptions {
@@ -34,6 +85,20 @@ export interface LocateOptions {
   readonly proc?: string;
   /** Most folders followed (globs and discovery together). Default 4,096. */
   readonly maxDirs?: number;
+  /** Most folders of one owner a glob gives (root's are not counted). Default: no bound. */
+  readonly dirsPerUser?: number;
+  /** A folder left out for dirsPerUser (each collection it still is). */
+  onCrowded?(path: string, uid: number): void;
+}
+
+/** A discovered process's dump folder: the path to read it by, and who the process is. */
+interface Discovered {
+  path: string;
+  /** In another mount namespace: the process's own view of it, and the same path from here (maybe another folder). */
+  readonly other?: { readonly proc: string; readonly plain: string | undefined };
+  readonly jobId?: string;
+  readonly pid: number;
+  readonly uid: number;
 }
 
 const DISCOVER_EVERY_MS = 10_000;
@@ -59,8 +124,14 @@ function globPart(p: string): RegExp | undefined {
   return new RegExp(`^${p.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*').replace(/\?/g, '[^/]')}$`);
 }
 
-/** The folders a path with * and ? in its parts names (no ** and no brackets: a few levels of readdir). */
-export function expandGlob(pattern: string, max: number): string[] {
+/**
+ * The folders a path with * and ? in its parts names (no ** and no brackets:
+ * a few levels of readdir). At most `perOwner` matches of one owner a level
+ * (lstat: the owner of the name itself): one user's thousands of folders in
+ * /tmp would otherwise fill `max` before anyone else's were looked at. Those
+ * left out are given to `skipped`.
+ */
+export function expandGlob(pattern: string, max: number, perOwner = Infinity, skipped?: (path: string, uid: number) => void): string[] {
   let cur = [pattern.startsWith('/') ? '/' : '.'];
   for (const part of pattern.split('/').filter(Boolean)) {
     const re = globPart(part);
@@ -76,7 +147,22 @@ export function expandGlob(pattern: string, max: number): string[] {
       } catch {
         continue;
       }
-      for (const n of names) if (re.test(n) && next.length < max) next.push(join(dir, n));
+      const owners = new Map<number, number>();
+      for (const n of names) {
+        if (!re.test(n) || next.length >= max) continue;
+        const path = join(dir, n);
+        if (perOwner !== Infinity) {
+          const uid = lstatSync(path, { throwIfNoEntry: false })?.uid;
+          if (uid === undefined) continue;
+          const k = owners.get(uid) ?? 0;
+          if (uid !== 0 && k >= perOwner) {
+            skipped?.(path, uid);
+            continue;
+          }
+          owners.set(uid, k + 1);
+        }
+        next.push(path);
+      }
     }
     cur = next;
     if (!cur.length) break;
@@ -89,15 +175,20 @@ export class Locator {
   private readonly proc: string;
   private readonly maxDirs: number;
   private lastDiscovery = -Infinity;
-  /** Discovered folder -> its job id and when a process last named it. */
-  private readonly discovered = new Map<string, { jobId?: string; seen: number }>();
+  /** Discovered folder (the path it is read by) -> the process that named it, and when one last did. */
+  private readonly discovered = new Map<string, { d: Discovered; seen: number }>();
   /** pid -> its start time and the folder its environment names (undefined: not an Inspector process). */
-  private readonly looked = new Map<number, { start: string | undefined; dir?: string; jobId?: string }>();
+  private readonly looked = new Map<number, { start: string | undefined; d?: Discovered }>();
+  /** This daemon's mount namespace (its inode): a process in another one is read through /proc/<pid>/root. */
+  private readonly ownNs: number | undefined;
+  /** The folders of the last files() that could not be listed. */
+  unreached: Unreached[] = [];
 
   constructor(private readonly o: LocateOptions) {
     this.hosts = hostNames([...o.hostNames, hostname()]);
     this.proc = o.proc ?? '/proc';
     this.maxDirs = o.maxDirs ?? 4096;
+    this.ownNs = nsOf('/proc/self/ns/mnt');
   }
 
   get names(): ReadonlySet<string> {
@@ -106,8 +197,10 @@ export class Locator {
 
   /** The Inspector files of this node in every followed folder. */
   files(now: number): InspectorFile[] {
-    const dirs = new Map<string, string | undefined>();
-    for (const p of this.o.paths) for (const d of expandGlob(p, this.maxDirs)) if (dirs.size < this.maxDirs) dirs.set(d, undefined);
+    // the configured folders first: one also named by a process is still the admin's, with what the process says
+    const dirs = new Map<string, Discovered | undefined>();
+    for (const p of this.o.paths) for (const d of expandGlob(p, this.maxDirs, this.o.dirsPerUser, this.o.onCrowded)) if (dirs.size < this.maxDirs) dirs.set(d, undefined);
+    const globbed = new Set(dirs.keys());
     if (this.o.discover) {
       if (now - this.lastDiscovery >= DISCOVER_EVERY_MS) {
         this.lastDiscovery = now;
@@ -115,24 +208,36 @@ export class Locator {
       }
       for (const [d, v] of this.discovered) {
         if (now - v.seen > DISCOVERED_TTL_MS) this.discovered.delete(d);
-        else if (dirs.size < this.maxDirs) dirs.set(d, v.jobId);
+        else if (dirs.size < this.maxDirs || dirs.has(d)) dirs.set(d, v.d);
       }
     }
     const out: InspectorFile[] = [];
-    for (const [dir, procJob] of dirs) {
-      let names: string[];
-      try {
-        names = readdirSync(dir);
-      } catch {
+    const listed = new Map<string, InspectorFolder>();
+    this.unreached = [];
+    for (const [dir, proc] of dirs) {
+      const l = listUserDir(dir);
+      if ('refused' in l) {
+        this.unreached.push({ path: dir, why: l.refused, detail: l.detail, discovered: proc !== undefined });
         continue;
       }
-      const jobId = JOB_DIR.exec(basename(dir))?.[1] ?? procJob;
-      for (const n of names) {
+      const id = `${l.st.dev}/${l.st.ino}`;
+      const had = listed.get(id);
+      if (had) {
+        // one folder by two paths (a glob, and a process's /proc/<pid>/root view of it): read once
+        if (proc && !had.proc) {
+          had.proc = procOf(proc);
+          had.jobId = folderJob(had.path, had.uid, proc).jobId;
+        }
+        continue;
+      }
+      const folder: InspectorFolder = { path: dir, uid: l.st.uid, ...folderJob(dir, l.st.uid, proc), ...(proc ? { proc: procOf(proc) } : {}), byProcess: proc !== undefined && !globbed.has(dir) };
+      listed.set(id, folder);
+      for (const n of l.names) {
         const log = LOG.exec(n);
         const prom = log ? undefined : PROM.exec(n);
         if (log ? !this.hosts.has(log[1]!) : !prom) continue;
-        // by name only: the plugin stats a file when it first sees it, not every file every collection
-        out.push({ path: join(dir, n), kind: log ? 'log' : 'prom', ...(log ? { pid: Number(log[2]) } : { gpuUuid: `GPU-${prom![1]}` }), ...(jobId ? { jobId } : {}) });
+        // by name only: the plugin opens a file when it first sees it, not every file every collection
+        out.push({ path: join(dir, n), key: `${id}/${n}`, kind: log ? 'log' : 'prom', ...(log ? { pid: Number(log[2]) } : { gpuUuid: `GPU-${prom![1]}` }), folder });
       }
     }
     return out;
@@ -152,38 +257,90 @@ export class Locator {
       const start = processStart(pid, this.proc);
       let l = this.looked.get(pid);
       if (!l || l.start !== start) {
-        this.looked.set(pid, (l = { start, ...this.dumpDirOf(pid) }));
+        const d = this.dumpDirOf(pid);
+        this.looked.set(pid, (l = { start, ...(d ? { d } : {}) }));
       }
-      if (l.dir) this.discovered.set(l.dir, { ...(l.jobId ? { jobId: l.jobId } : {}), seen: now });
+      if (l.d?.other) l.d.path = viewOf(l.d.other);
+      if (l.d) this.discovered.set(l.d.path, { d: l.d, seen: now });
     }
   }
 
-  private dumpDirOf(pid: number): { dir?: string; jobId?: string } {
+  private dumpDirOf(pid: number): Discovered | undefined {
     let env: string;
     try {
       env = readFileSync(`${this.proc}/${pid}/environ`, 'latin1');
     } catch {
-      return {};
+      return undefined;
     }
-    if (!env.includes('NCCL_INSPECTOR_ENABLE=')) return {};
+    if (!env.includes('NCCL_INSPECTOR_ENABLE=')) return undefined;
     const vars = new Map<string, string>();
     for (const kv of env.split('\0')) {
       const eq = kv.indexOf('=');
       if (eq > 0) vars.set(kv.slice(0, eq), kv.slice(eq + 1));
     }
-    if (vars.get('NCCL_INSPECTOR_ENABLE') !== '1') return {};
+    if (vars.get('NCCL_INSPECTOR_ENABLE') !== '1') return undefined;
+    const owner = processOwner(pid, this.proc);
+    if (!owner) return undefined;
     // the Inspector reads SLURM_JOBID (atoi); SLURM_JOB_ID is the same
     const job = vars.get('SLURM_JOBID') ?? vars.get('SLURM_JOB_ID');
     const jobId = job && /^\d{1,20}$/.test(job) ? job : undefined;
     const rel = vars.get('NCCL_INSPECTOR_DUMP_DIR') || `nccl-inspector-${jobId ?? 'unknown-jobid'}`;
-    let dir = rel;
-    if (!isAbsolute(rel)) {
-      try {
-        dir = resolve(readlinkSync(`${this.proc}/${pid}/cwd`), rel);
-      } catch {
-        return {};
-      }
+    const who = { pid, uid: owner.uid, ...(jobId ? { jobId } : {}) };
+    // in this daemon's namespace the plain path outlives the process (a dump at its exit is still read after it);
+    // in another, its path is only right seen through the process's own root and working folder
+    const sameNs = this.ownNs !== undefined && nsOf(`${this.proc}/${pid}/ns/mnt`) === this.ownNs;
+    let plain: string | undefined;
+    try {
+      plain = isAbsolute(rel) ? resolve(rel) : resolve(readlinkSync(`${this.proc}/${pid}/cwd`), rel);
+    } catch {
+      plain = undefined;
     }
-    return { dir, ...(jobId ? { jobId } : {}) };
+    if (sameNs) return plain === undefined ? undefined : { path: plain, ...who };
+    const other = { proc: isAbsolute(rel) ? `${this.proc}/${pid}/root${resolve(rel)}` : join(`${this.proc}/${pid}/cwd`, rel), plain };
+    return { path: viewOf(other), other, ...who };
   }
+}
+
+/**
+ * Which path to read a folder of another mount namespace by: the plain one
+ * when it is the same folder from here (a bind mount: it outlives the
+ * process), else the process's own view. Looked at every discovery: the
+ * Inspector makes its folder at its first dump.
+ */
+function viewOf(o: { proc: string; plain: string | undefined }): string {
+  if (o.plain === undefined) return o.proc;
+  const id = (p: string) => {
+    try {
+      const st = statSync(p);
+      return `${st.dev}/${st.ino}`;
+    } catch {
+      return undefined;
+    }
+  };
+  const a = id(o.proc);
+  return a !== undefined && a === id(o.plain) ? o.plain : o.proc;
+}
+
+function procOf(d: Discovered): { uid: number; jobId?: string } {
+  return { uid: d.uid, ...(d.jobId ? { jobId: d.jobId } : {}) };
+}
+
+function nsOf(path: string): number | undefined {
+  try {
+    return statSync(path).ino;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The job a folder's files are credited to when their process says nothing
+ * (it has ended): a root folder's name or process, as before; in a user's
+ * folder only its discovered process's job, and only when that process is the
+ * folder owner's (the files in it are that owner's: the plugin's owner rule).
+ */
+function folderJob(dir: string, uid: number, proc: Discovered | undefined): { jobId?: string } {
+  const procJob = proc && proc.uid === uid ? proc.jobId : undefined;
+  const jobId = uid === 0 ? (JOB_DIR.exec(basename(dir))?.[1] ?? procJob) : procJob;
+  return jobId ? { jobId } : {};
 }

@@ -15,8 +15,14 @@
  * whole poll (or was last written seconds ago) and ends with a newline, and a sample is used only when it reads
  * whole. Its `node`/`hostname` label names the host that wrote it: on a
  * shared folder another node's files are not this node's.
+ *
+ * The file is a user's: its slurm_job_id label is not believed (anyone can
+ * write any job there); the job is the one the plugin's owner rule gives its
+ * folder. It is opened only as user-file.ts opens a user's file (never a link,
+ * a FIFO, another user's file), and read through that one descriptor.
  */
-import { readFileSync, statSync } from 'node:fs';
+import { closeSync, readSync } from 'node:fs';
+import { openUserFile, type Opened } from '../../src/core/user-file.js';
 import type { Attributes, Emitter } from '../../src/core/metrics/model.js';
 import { binarySize } from '../../src/core/binary-size.js';
 import { metric } from '../../src/core/metrics/registry.js';
@@ -91,7 +97,7 @@ export function readPromText(text: string, where: string, hosts: ReadonlySet<str
       continue;
     }
     const t = Date.parse(l.timestamp ?? '');
-    const jobId = l.slurm_job_id && /^\d+$/.test(l.slurm_job_id) ? l.slurm_job_id : folderJob;
+    const jobId = folderJob;
     records.push({ ...(jobId ? { jobId } : {}), record: {
       commId, rank, nRanks, nNodes: num(l, 'n_nodes', 1) ?? 1, hostname: l.hostname ?? '', pid: 0,
       dumpUs: Number.isFinite(t) ? t * 1000 : 0, kind: 'coll', op: l.collective.slice(0, 64), sn, bytes,
@@ -117,7 +123,7 @@ export function readPromText(text: string, where: string, hosts: ReadonlySet<str
           if (rejected.length < 5) rejected.push(`${where}: a sample of ${s.name} without a readable nranks, ${opLabel}, message_size or value`);
           continue;
         }
-        const jobId = l.slurm_job_id && /^\d+$/.test(l.slurm_job_id) ? l.slurm_job_id : folderJob;
+        const jobId = folderJob;
         interval.push({
           metric: def,
           value: v,
@@ -155,38 +161,66 @@ export class PromFile {
     readonly path: string,
     readonly gpuUuid: string,
     private readonly hosts: ReadonlySet<string>,
-    /** The folder's job (nccl-inspector-<id>), for samples whose slurm_job_id is "unknown". */
+    /** The job the owner rule gives the file's folder (never the file's own label). */
     private readonly folderJob?: string,
+    private readonly open: (path: string) => Opened = (p) => openUserFile(p),
   ) {}
 
-  /** false: the file is gone (the Inspector unlinks its files at a clean exit). */
-  poll(onRecord: (r: InspectorRecord, jobId: string | undefined) => void, onReject: (why: string) => void): boolean {
-    let st;
-    try {
-      st = statSync(this.path);
-    } catch {
+  /** Who owns the file, as last opened. */
+  uid: number | undefined;
+
+  /**
+   * false: the file is gone (the Inspector unlinks its files at a clean exit);
+   * a refusal (not a regular file, not the folder owner's) goes to `onRefused`.
+   */
+  poll(onRecord: (r: InspectorRecord, jobId: string | undefined) => void, onReject: (why: string) => void, onRefused: (o: { refused: string; detail: string }) => void = () => {}): boolean {
+    const o = this.open(this.path);
+    if ('refused' in o) {
+      if (o.refused === 'gone') return false;
+      onRefused(o);
       return false;
     }
+    let text: string;
+    try {
+      const r = this.read(o.fd, o.st, onReject);
+      if (r === undefined) return true;
+      text = r;
+    } finally {
+      closeSync(o.fd);
+    }
+    this.uid = o.st.uid;
+    return this.take(text, onRecord, onReject);
+  }
+
+  /** The file's text when it is whole and new, through its descriptor (undefined: not now). */
+  private read(fd: number, st: { size: number; mtimeMs: number }, onReject: (why: string) => void): string | undefined {
     const now = { size: st.size, mtimeMs: st.mtimeMs };
     // the Inspector writes a file in one go: unchanged since the last poll, or last written a while ago, it is whole
     const settled = (this.last && this.last.size === now.size && this.last.mtimeMs === now.mtimeMs) || Date.now() - now.mtimeMs > SETTLE_MS;
     this.last = now;
     const version = `${now.size}/${now.mtimeMs}`;
-    if (!settled || version === this.consumed) return true;
+    if (!settled || version === this.consumed) return undefined;
     if (now.size > MAX_PROM_BYTES) {
       onReject(`${this.path}: ${now.size} bytes, more than an Inspector file holds (${MAX_PROM_BYTES})`);
       this.consumed = version;
-      return true;
+      return undefined;
     }
-    let text: string;
+    // one more byte than fstat said: a file grown since is caught mid-write, not cut short
+    const buf = Buffer.allocUnsafe(now.size + 1);
+    let n = 0;
     try {
-      text = readFileSync(this.path, 'utf8');
+      for (let got = 1; got > 0 && n < buf.length; n += got) got = readSync(fd, buf, n, buf.length - n, n);
     } catch {
-      return true;
+      return undefined;
     }
+    const text = buf.toString('utf8', 0, n);
     // caught mid-write after all: the next settled poll
-    if (text.length && !text.endsWith('\n')) return true;
+    if (n > now.size || (text.length && !text.endsWith('\n'))) return undefined;
     this.consumed = version;
+    return text;
+  }
+
+  private take(text: string, onRecord: (r: InspectorRecord, jobId: string | undefined) => void, onReject: (why: string) => void): boolean {
     let r: PromRead;
     try {
       r = readPromText(text, this.path, this.hosts, this.gpuUuid, this.folderJob);

@@ -11,14 +11,26 @@
  *
  * Memory is bounded whatever the file: at most `maxRead` bytes are read per
  * poll, and a line longer than `maxLine` is skipped (counted), never kept.
+ * A sparse file's holes read as runs of NUL: a run where a line would start
+ * is skipped, so a hole between lines (or at the end, still growing) is no
+ * line. (One in the middle of a line makes that line unreadable, counted.)
+ *
+ * The file is a user's: every open, the first and each after a rotation,
+ * truncation or park, goes through `open` (user-file.ts: no link, no FIFO, no
+ * descriptor kept on a refusal). A tail can be parked (its descriptor closed,
+ * its place kept) and resumes on the next poll that finds new bytes, so a
+ * caller following thousands of quiet files holds no descriptor for them.
  */
-import { closeSync, fstatSync, openSync, readSync, statSync, constants } from 'node:fs';
+import { closeSync, fstatSync, lstatSync, readSync } from 'node:fs';
+import { openUserFile, type Opened, type Refusal } from '../../src/core/user-file.js';
 
 export interface TailOptions {
   /** Longest line kept; a longer one is skipped whole. Default 1 MiB. */
   readonly maxLine?: number;
   /** Most bytes read in one poll (the rest next poll). Default 8 MiB. */
   readonly maxRead?: number;
+  /** How the file is opened (each time): a refusal is given in TailResult.refused. Default: a regular file, no link. */
+  readonly open?: (path: string) => Opened;
 }
 
 export interface TailResult {
@@ -29,17 +41,24 @@ export interface TailResult {
   readonly events: string[];
   /** Bytes read this poll. */
   readonly read: number;
+  /** The path names something not to be read (said once per file found there). */
+  readonly refused?: { readonly why: Exclude<Refusal, 'gone'>; readonly detail: string };
 }
 
 /** How many leading bytes identify a file's contents: a different start is a different file. */
 const HEAD = 64;
 
 interface Open {
+  /** -1: parked. */
   fd: number;
   ino: number;
   dev: number;
+  uid: number;
   pos: number;
   head: Buffer;
+  /** Size and time when parked: unchanged, there is nothing to open it for. */
+  size: number;
+  mtimeMs: number;
 }
 
 export class FileTail {
@@ -52,6 +71,9 @@ export class FileTail {
   private readonly buf: Buffer;
   private readonly maxLine: number;
   private readonly maxRead: number;
+  private readonly opener: (path: string) => Opened;
+  /** The file last refused (by inode and time), not opened again until that changes. */
+  private refusedAt: string | undefined;
 
   constructor(
     readonly path: string,
@@ -60,38 +82,58 @@ export class FileTail {
     this.maxLine = o.maxLine ?? 1 << 20;
     this.maxRead = o.maxRead ?? 8 << 20;
     this.buf = Buffer.allocUnsafe(Math.min(this.maxRead, 1 << 20));
+    this.opener = o.open ?? ((p) => openUserFile(p));
+  }
+
+  /** The owner of the file followed (undefined: none open or parked yet). */
+  get uid(): number | undefined {
+    return this.cur?.uid;
+  }
+
+  /** Whether a descriptor is held. */
+  get isOpen(): boolean {
+    return this.cur !== undefined && this.cur.fd >= 0;
   }
 
   /** New complete lines since the last poll. */
   poll(): TailResult {
-    const out = { lines: [] as string[], skipped: 0, events: [] as string[], read: 0 };
+    const out: { -readonly [k in keyof TailResult]: TailResult[k] } = { lines: [], skipped: 0, events: [], read: 0 };
     let budget = this.maxRead;
-    let st: { ino: number; dev: number; size: number } | undefined;
-    try {
-      st = statSync(this.path);
-    } catch {
-      st = undefined;
-    }
-    if (this.cur && (!st || st.ino !== this.cur.ino || st.dev !== this.cur.dev)) {
-      // rotated or deleted: what the old file still holds first, through its open descriptor
-      const n = this.drain(this.cur, out, budget);
-      budget -= n;
-      out.read += n;
-      if (budget <= 0) return out;
+    // lstat: what the name itself is now (a link put there is another file, and is then refused by the open)
+    const st = lstatSync(this.path, { throwIfNoEntry: false });
+    // not a regular file now: another file, even on the inode number the old one freed
+    if (this.cur && (!st || st.ino !== this.cur.ino || st.dev !== this.cur.dev || !st.isFile())) {
+      // rotated or deleted: what the old file still holds first, through its open descriptor (a parked one's is lost)
+      if (this.cur.fd >= 0) {
+        const n = this.drain(this.cur, out, budget);
+        budget -= n;
+        out.read += n;
+        if (budget <= 0) return out;
+      }
       this.flushPartial(out);
       out.events.push(st ? 'rotated' : 'deleted');
       this.close();
     }
     if (!st) return out;
-    if (!this.cur) {
-      let fd: number;
-      try {
-        fd = openSync(this.path, constants.O_RDONLY | constants.O_NOFOLLOW);
-      } catch {
+    if (this.cur && this.cur.fd < 0) {
+      // parked: opened again only for new bytes (or a truncation, a rewrite: the size or time moved)
+      if (st.size === this.cur.size && st.mtimeMs === this.cur.mtimeMs && this.cur.pos >= this.cur.size) return out;
+      const o = this.opener(this.path);
+      if ('refused' in o) return this.refuse(o, st, out);
+      if (o.st.ino !== this.cur.ino || o.st.dev !== this.cur.dev) {
+        // replaced between the lstat and the open: next poll sees it as rotated
+        closeSync(o.fd);
         return out;
       }
-      const f = fstatSync(fd);
-      this.cur = { fd, ino: f.ino, dev: f.dev, pos: 0, head: Buffer.alloc(0) };
+      this.cur.fd = o.fd;
+    }
+    if (!this.cur) {
+      const key = `${st.dev}/${st.ino}/${st.mtimeMs}`;
+      if (key === this.refusedAt) return out;
+      const o = this.opener(this.path);
+      if ('refused' in o) return this.refuse(o, st, out);
+      this.refusedAt = undefined;
+      this.cur = { fd: o.fd, ino: o.st.ino, dev: o.st.dev, uid: o.st.uid, pos: 0, head: Buffer.alloc(0), size: 0, mtimeMs: 0 };
     }
     const c = this.cur;
     const size = fstatSync(c.fd).size;
@@ -104,6 +146,49 @@ export class FileTail {
     }
     out.read += this.drain(c, out, budget);
     return out;
+  }
+
+  private refuse(o: { refused: Refusal; detail: string }, st: { dev: number; ino: number; mtimeMs: number }, out: { refused?: TailResult['refused'] }): TailResult {
+    const key = `${st.dev}/${st.ino}/${st.mtimeMs}`;
+    if (o.refused !== 'gone' && key !== this.refusedAt) out.refused = { why: o.refused, detail: o.detail };
+    this.refusedAt = key;
+    if (this.cur) this.close();
+    return out as TailResult;
+  }
+
+  /** Closes the descriptor and keeps the place: the next poll opens the file again only if it has grown or changed. */
+  park(): void {
+    const c = this.cur;
+    if (!c || c.fd < 0) return;
+    try {
+      const st = fstatSync(c.fd);
+      c.size = st.size;
+      c.mtimeMs = st.mtimeMs;
+    } catch {
+      c.size = -1;
+    }
+    closeSync(c.fd);
+    c.fd = -1;
+  }
+
+  /** Leaves the file's unread bytes unread (a backlog too big to be an Inspector's): the next poll reads what comes after. */
+  skipToEnd(): number {
+    const c = this.cur;
+    if (!c || c.fd < 0) return 0;
+    const size = fstatSync(c.fd).size;
+    const n = Math.max(0, size - c.pos);
+    if (c.head.length < HEAD && c.pos < HEAD) {
+      // the head is the file's identity: read it, so that the skip is not taken for a rewrite
+      const b = Buffer.allocUnsafe(Math.min(HEAD, size));
+      c.head = b.subarray(0, readSync(c.fd, b, 0, b.length, 0));
+    }
+    c.pos = size;
+    this.partial = [];
+    this.partialLen = 0;
+    // the line the skip lands inside is no line (unless it lands just after a newline)
+    const last = Buffer.alloc(1);
+    this.dropping = size > 0 && !(readSync(c.fd, last, 0, 1, size - 1) === 1 && last[0] === 10);
+    return n;
   }
 
   private restart(c: Open): void {
@@ -141,6 +226,8 @@ export class FileTail {
   private split(chunk: Buffer, out: { lines: string[]; skipped: number }): void {
     let start = 0;
     for (;;) {
+      // a line that starts with NUL starts after a hole: one byte looked at per line, not a scan of every chunk
+      if (chunk[start] === 0 && !this.partialLen && !this.dropping) start = zerosEnd(chunk, start);
       const nl = chunk.indexOf(10, start);
       if (nl < 0) break;
       if (this.dropping) {
@@ -183,7 +270,7 @@ export class FileTail {
 
   /** Bytes of the followed file not read yet (0 when caught up, or when no file is open). */
   get lag(): number {
-    if (!this.cur) return 0;
+    if (!this.cur || this.cur.fd < 0) return 0;
     try {
       return Math.max(0, fstatSync(this.cur.fd).size - this.cur.pos);
     } catch {
@@ -192,7 +279,20 @@ export class FileTail {
   }
 
   close(): void {
-    if (this.cur) closeSync(this.cur.fd);
+    if (this.cur && this.cur.fd >= 0) closeSync(this.cur.fd);
     this.cur = undefined;
   }
+}
+
+const ZEROS = Buffer.alloc(1 << 16);
+
+/** Where a run of NULs starting at `i` ends: compared a block at a time (a hole is megabytes of them). */
+function zerosEnd(chunk: Buffer, i: number): number {
+  let step = 64;
+  while (i + step <= chunk.length && chunk.compare(ZEROS, 0, step, i, i + step) === 0) {
+    i += step;
+    if (step < ZEROS.length) step *= 2;
+  }
+  while (i < chunk.length && chunk[i] === 0) i++;
+  return i;
 }
