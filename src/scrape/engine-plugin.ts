@@ -88,6 +88,14 @@ export interface ScrapedOptions {
 /** How often `auto` looks for engines: a process walk reads every command line. */
 export const DISCOVERY_MS = 30_000;
 
+/**
+ * Lines of a page read at most for a series bound: a page within the bound
+ * has a line per sample and at most three (# HELP, # TYPE, # UNIT) per family,
+ * and its families count toward the bound. Past it the connection is closed:
+ * a page of a quarter of a million series costs what the bound can use.
+ */
+export const pageLines = (maxSeries: number): number => 4 * maxSeries + 16;
+
 /** Whether an endpoint's identity is that listener: its port, and its address or both on this machine's loopback. */
 function sameEndpoint(a: Attributes, l: Listener): boolean {
   if (a['server.port'] !== l.port) return false;
@@ -162,9 +170,9 @@ export class ScrapedPlugin implements Plugin {
       const fetcher = createPageFetcher(url, Math.min(this.o.timeoutMs, 2000), this.o.maxBytes);
       let ours = false;
       try {
-        const page = await fetcher.get(signal);
+        const page = await fetcher.get(signal, undefined, pageLines(this.limits.seriesPerEndpoint));
         answered++;
-        ours = parseExposition(page.text, { format: formatOf(page.contentType), maxBytes: this.o.maxBytes, maxSamples: this.limits.seriesPerEndpoint }).some((f) => d.recognize.test(f.name));
+        ours = parseExposition(page.text, { format: formatOf(page.contentType), maxBytes: this.o.maxBytes, maxSamples: this.limits.seriesPerEndpoint, ...(page.cut ? { cut: true } : {}) }).some((f) => d.recognize.test(f.name));
       } catch (e) {
         // not a metrics page, or not yet (an engine loading its model): asked again at a later look
         if (/no whole answer/.test((e as Error).message)) silent++;
@@ -209,16 +217,16 @@ export class ScrapedPlugin implements Plugin {
         const where = redactUrl(t.url);
         const hold = this.owners.hold(() => (identify().user ? identify().owner : undefined), this.limits.pageBytesPerUser);
         try {
-          const page = await t.fetcher.get(signal, hold);
+          const perEndpoint = this.limits.seriesPerEndpoint;
+          const page = await t.fetcher.get(signal, hold, pageLines(perEndpoint));
           const { pid, owner, user: isUser } = identify();
           const who = whoOf();
-          const perEndpoint = this.limits.seriesPerEndpoint;
           const userLeft = isUser ? this.owners.left(t.key, owner!, this.limits.seriesPerUser) : Infinity;
-          const parsed = parsePage(page.text, { format: formatOf(page.contentType), maxBytes: this.o.maxBytes, source: where, maxSamples: Math.min(perEndpoint, userLeft) });
+          const parsed = parsePage(page.text, { format: formatOf(page.contentType), maxBytes: this.o.maxBytes, source: where, maxSamples: Math.min(perEndpoint, userLeft), ...(page.cut ? { cut: true } : {}) });
           if (isUser) this.owners.took(t.key, owner!, parsed.samples);
           if (parsed.dropped) {
             const user = userLeft < perEndpoint;
-            this.budgets.hit(user ? 'series_per_user' : 'series_per_endpoint', who, `${where}: ${parsed.dropped} series past ${user ? `what is left of ${owner}'s ${this.limits.seriesPerUser}` : `the ${perEndpoint} of one endpoint`} dropped`, parsed.dropped);
+            this.budgets.hit(user ? 'series_per_user' : 'series_per_endpoint', who, `${where}: ${parsed.dropped}${page.cut ? '+ (the rest of the page unread)' : ''} series past ${user ? `what is left of ${owner}'s ${this.limits.seriesPerUser}` : `the ${perEndpoint} of one endpoint`} dropped`, parsed.dropped);
           }
           const base = pid === undefined ? t.base : { ...t.base, 'process.pid': pid, ...(owner !== undefined ? { 'process.owner': owner } : {}) };
           t.state.begin();

@@ -58,6 +58,12 @@ export interface ParseOptions {
    * and this many samples, never a million objects. Default: no bound.
    */
   readonly maxSamples?: number;
+  /**
+   * The text is the start of a longer page whose reading stopped at a line
+   * bound (fetch-page's maxLines): no # EOF is asked of it, and at least the
+   * rest counts as dropped.
+   */
+  readonly cut?: boolean;
 }
 
 /** A parsed page and what of it was not kept. */
@@ -198,6 +204,7 @@ class Parser {
   /** The label names of the set being read (its duplicates are an error). */
   private readonly setKeys: string[] = [];
   private eof = false;
+  private readonly cut: boolean;
   private readonly maxSamples: number;
   kept = 0;
   dropped = 0;
@@ -212,6 +219,7 @@ class Parser {
     this.maxLine = o.maxLineLength ?? DEFAULT_MAX_LINE;
     this.source = o.source;
     this.maxSamples = o.maxSamples ?? Infinity;
+    this.cut = o.cut === true;
     this.room = this.maxSamples;
     this.full = this.maxSamples <= 0;
   }
@@ -237,7 +245,9 @@ class Parser {
       else if (this.om) this.fail('empty line (OpenMetrics allows none)');
       start = nl + 1;
     }
-    if (this.om && !this.eof) throw new ExpositionError(this.lineNo, 'no # EOF at the end (OpenMetrics requires it: the page may be cut short)', this.source);
+    // the unread rest of a cut page: one, however many series it held
+    if (this.cut) this.dropped++;
+    else if (this.om && !this.eof) throw new ExpositionError(this.lineNo, 'no # EOF at the end (OpenMetrics requires it: the page may be cut short)', this.source);
     return this.families;
   }
 

@@ -13,6 +13,8 @@ export interface Page {
   readonly text: string;
   readonly contentType: string | undefined;
   readonly bytes: number;
+  /** Reading stopped at maxLines: the text ends at a whole line, the rest of the page was never read. */
+  readonly cut?: boolean;
 }
 
 /** Bytes a page may hold, shared with other pages (one user's): take() says whether n more fit, and keeps them. */
@@ -24,7 +26,12 @@ export interface PageHold {
 
 export interface PageFetcher {
   /** `hold`: the page's bytes are taken from it as they come; the caller gives them back once the page is read. */
-  get(signal?: AbortSignal, hold?: PageHold): Promise<Page>;
+  /**
+   * `maxLines`: reading stops after that many lines (the connection is
+   * closed): a page of a quarter of a million series is never held, only what
+   * the series bound can use of it.
+   */
+  get(signal?: AbortSignal, hold?: PageHold, maxLines?: number): Promise<Page>;
   close(): void;
 }
 
@@ -39,7 +46,7 @@ export function createPageFetcher(url: string, timeoutMs: number, maxBytes: numb
   const where = redactUrl(url);
   return {
     close: () => agent.destroy(),
-    get: (signal, hold) =>
+    get: (signal, hold, maxLines = Infinity) =>
       new Promise<Page>((resolve, reject) => {
         let done = false;
         const fail = (why: string): void => {
@@ -59,17 +66,13 @@ export function createPageFetcher(url: string, timeoutMs: number, maxBytes: numb
           if (declared > maxBytes) return fail(`the page is ${declared} bytes, over the ${maxBytes} limit`);
           const chunks: Buffer[] = [];
           let size = 0;
-          res.on('data', (c: Buffer) => {
-            size += c.length;
-            if (size > maxBytes) return fail(`the page is over the ${maxBytes} byte limit`);
-            if (hold && !hold.take(c.length)) return fail(`the page is over ${hold.what}`);
-            chunks.push(c);
-          });
-          res.on('error', (e) => fail(e.message));
-          res.on('end', () => {
+          let lines = 0;
+          let cut = false;
+          const finish = (): void => {
             if (done) return;
             done = true;
             clearTimeout(timer);
+            if (cut) req.destroy();
             const buf = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
             let text: string;
             try {
@@ -77,8 +80,26 @@ export function createPageFetcher(url: string, timeoutMs: number, maxBytes: numb
             } catch {
               return reject(new Error(`${where}: the page is not UTF-8 text`));
             }
-            resolve({ text, contentType: res.headers['content-type'], bytes: size });
+            resolve({ text, contentType: res.headers['content-type'], bytes: size, ...(cut ? { cut } : {}) });
+          };
+          res.on('data', (c: Buffer) => {
+            if (done) return;
+            if (maxLines !== Infinity) {
+              let at = -1;
+              while (lines < maxLines && (at = c.indexOf(10, at + 1)) >= 0) lines++;
+              if (lines >= maxLines && at >= 0) {
+                c = c.subarray(0, at + 1);
+                cut = true;
+              }
+            }
+            size += c.length;
+            if (size > maxBytes) return fail(`the page is over the ${maxBytes} byte limit`);
+            if (hold && !hold.take(c.length)) return fail(`the page is over ${hold.what}`);
+            chunks.push(c);
+            if (cut) finish();
           });
+          res.on('error', (e) => fail(e.message));
+          res.on('end', finish);
         });
         const timer = setTimeout(() => fail(`no whole answer within ${timeoutMs} ms`), timeoutMs);
         req.on('error', (e: NodeJS.ErrnoException) => fail(e.code === 'ABORT_ERR' ? 'aborted' : e.code ? `${e.code} ${u.host}` : e.message));
