@@ -10,7 +10,8 @@ import { BoundAttribution, type LabelBound } from '../src/pipeline/bound-attribu
 import type { OpenBinding } from '../src/store/jobs.js';
 import type { Db } from '../src/store/open.js';
 import { SLURM_METRIC } from './metrics.js';
-import { jobOfPid } from './proc-job.js';
+import { userName } from '../src/core/proc-owner.js';
+import { ownJobOfPid } from './proc-job.js';
 
 export function jobAttributes(b: OpenBinding): Attributes {
   const a: Attributes = { 'slurm.job.id': b.jobId };
@@ -24,14 +25,24 @@ export function jobAttributes(b: OpenBinding): Attributes {
   return a;
 }
 
+/** Who the store has a job as (its latest run): what a job named by a user's process or file is checked against. */
+function jobOwnerOf(db: Db): (job: string) => { uid: number | null; user: string | null } | undefined {
+  const q = db.prepare('SELECT uid, user FROM jobs WHERE job_id = ? ORDER BY start_time DESC LIMIT 1');
+  return (job) => q.get(job) as { uid: number | null; user: string | null } | undefined;
+}
+
 export class SlurmAttribution extends BoundAttribution {
   constructor(db: Db, log: Logger, lastReconciled: () => number | undefined = () => undefined, bound: LabelBound = {}) {
+    const refused = (pid: number, job: string, uid: number | undefined) =>
+      bound.budgets?.hit('not_owner', uid === undefined ? 'unknown' : userName(uid), `process ${pid} says it is in job ${job} (SLURM_JOB_ID in its environment), a job of another user: not attributed to it`);
+    const owner = jobOwnerOf(db);
     super(db, log, {
       ...bound,
       name: 'slurm',
       attributesOf: jobAttributes,
       bareAttributes: (job) => ({ 'slurm.job.id': job }),
-      pids: new PidJobCache(jobOfPid),
+      pids: new PidJobCache(ownJobOfPid((job) => owner(job)?.uid ?? undefined, refused)),
+      jobUser: (job) => owner(job)?.user ?? undefined,
       metrics: { share: SLURM_METRIC.share, outside: SLURM_METRIC.outside, bindings: SLURM_METRIC.bindings, syncAge: SLURM_METRIC.reconcileAge },
       lastSynced: lastReconciled,
     });

@@ -18,7 +18,7 @@ import { InventoryWriter } from '../src/ledger/inventory.js';
 import { recordStart } from '../src/store/jobs.js';
 import { openStore } from '../src/store/open.js';
 import { SlurmAttribution } from '../slurm/attribution.js';
-import { jobOfPid } from '../slurm/proc-job.js';
+import { jobOfPid, ownJobOfPid } from '../slurm/proc-job.js';
 import { BudgetLedger } from '../src/core/limits.js';
 import { ROOT, tempDir } from './helpers/paths.js';
 
@@ -50,7 +50,8 @@ test('an engine point carries the job of the process that serves it (SLURM_JOB_I
   const db = openStore(tempDir('l9gpu-attr-engine-'));
   const child = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { env: { ...process.env, SLURM_JOB_ID: '77' }, stdio: 'ignore' });
   try {
-    recordStart(db, { jobId: '77', runKey: 'r0', user: 'bob', uid: 1002, partition: 'inference', name: 'serve' }, [{ uuid: 'GPU-b', shared: false }, { uuid: 'GPU-a', shared: false }], 'prolog');
+    // the job's uid is the child's (this test's): a process saying it is in another user's job would not be believed
+    recordStart(db, { jobId: '77', runKey: 'r0', user: 'bob', uid: process.getuid!(), partition: 'inference', name: 'serve' }, [{ uuid: 'GPU-b', shared: false }, { uuid: 'GPU-a', shared: false }], 'prolog');
     const at = (pid: number) => ({ 'server.address': '127.0.0.1', 'server.port': 8000, 'gen_ai.request.model': 'm', 'process.pid': pid });
     const pts: Point[] = [
       { metric: metric('vllm.requests.running'), value: 2, attributes: at(child.pid!) },
@@ -73,17 +74,20 @@ test('an NCCL rank\'s point: the job of the process that wrote it, its GPU from 
   const child = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { env: { ...process.env, SLURM_JOB_ID: '88' }, stdio: 'ignore' });
   const other = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { env: { ...process.env, SLURM_JOB_ID: '88' }, stdio: 'ignore' });
   try {
-    recordStart(db, { jobId: '88', runKey: 'r0', user: 'carol', uid: 1003, partition: 'train', name: 'ddp' }, [{ uuid: 'GPU-a', shared: false }, { uuid: 'GPU-b', shared: false }], 'prolog');
+    recordStart(db, { jobId: '88', runKey: 'r0', user: 'carol', uid: process.getuid!(), partition: 'train', name: 'ddp' }, [{ uuid: 'GPU-a', shared: false }, { uuid: 'GPU-b', shared: false }], 'prolog');
     const a = new SlurmAttribution(db, log);
     const now = Date.now();
     // the nvml plugin's batch: the child on GPU-a, the other process on both
     const proc = (pid: number, uuid: string): Point => ({ metric: metric('gpu.process.memory.used'), value: 1e9, attributes: { ...identity(uuid), 'process.pid': pid } });
     a.attribute({ source: 'nvml', time: now, intervalMs: 1000, points: [proc(child.pid!, 'GPU-a'), proc(other.pid!, 'GPU-a'), proc(other.pid!, 'GPU-b')] } as Batch);
-    const rank = (pid: number | undefined, job?: string): Point => ({
+    const rank = (pid: number | undefined, job?: string, owner?: string): Point => ({
       metric: metric('nccl.operations'), value: 40,
-      attributes: { 'nccl.collective': 'AllReduce', 'nccl.ranks': 2, 'nccl.nodes': 1, 'nccl.comm.id': '0x1', 'nccl.rank': 0, ...(pid ? { 'process.pid': pid } : {}), ...(job ? { 'nccl.job.id': job } : {}) },
+      attributes: { 'nccl.collective': 'AllReduce', 'nccl.ranks': 2, 'nccl.nodes': 1, 'nccl.comm.id': '0x1', 'nccl.rank': 0, ...(pid ? { 'process.pid': pid } : {}), ...(job ? { 'nccl.job.id': job } : {}), ...(owner ? { 'process.owner': owner } : {}) },
     });
-    const out = a.attribute({ source: 'nccl', time: now + 1000, intervalMs: 1000, points: [rank(child.pid), rank(other.pid), rank(2 ** 22 + 1, '88'), rank(undefined)] } as Batch).points;
+    const out = a.attribute({ source: 'nccl', time: now + 1000, intervalMs: 1000, points: [rank(child.pid), rank(other.pid), rank(2 ** 22 + 1, '88'), rank(undefined), rank(2 ** 22 + 2, '88', 'carol'), rank(2 ** 22 + 3, '88', 'mallory')] } as Batch).points;
+    // a file of the job's user naming it: the job; a file of another user naming it: no job
+    assert.equal(out[4]!.attributes['slurm.job.id'], '88');
+    assert.equal(out[5]!.attributes['slurm.job.id'], undefined, 'mallory\'s file names carol\'s job: not credited to it');
     assert.equal(out[0]!.attributes['gpu.uuid'], 'GPU-a');
     assert.equal(out[0]!.attributes['slurm.job.id'], '88');
     assert.equal(out[0]!.attributes['slurm.user'], 'carol');
@@ -127,6 +131,30 @@ test('a process read before it is in its job (between fork and exec, or before i
   // the pid reused by a new process: read at once
   stat(9000);
   assert.equal(cache.job(pid), '78');
+});
+
+test('a job a process names itself (SLURM_JOB_ID in its environment) stands only when the store does not know it as another user\'s; Slurm\'s cgroup always stands', () => {
+  const proc = tempDir('l9gpu-proc-own-');
+  const proc0 = (pid: number, uid: number, cgroup: string, environ: string) => {
+    mkdirSync(join(proc, String(pid)));
+    writeFileSync(join(proc, String(pid), 'status'), `Name:\tpython\nUid:\t${uid}\t${uid}\t${uid}\t${uid}\n`);
+    writeFileSync(join(proc, String(pid), 'cgroup'), cgroup);
+    writeFileSync(join(proc, String(pid), 'environ'), environ);
+  };
+  // the store: job 999 is uid 1001's
+  const uids: Record<string, number> = { '999': 1001 };
+  const refused: string[] = [];
+  const read = ownJobOfPid((job) => uids[job], (pid, job, uid) => refused.push(`${pid}:${job}:${uid}`));
+  proc0(10, 65534, '0::/user.slice\n', 'SLURM_JOB_ID=999\0');
+  proc0(11, 1001, '0::/user.slice\n', 'SLURM_JOB_ID=999\0');
+  proc0(12, 65534, '0::/user.slice\n', 'SLURM_JOB_ID=555\0');
+  proc0(13, 65534, '0::/system.slice/slurmstepd.scope/job_999/step_0\n', 'SLURM_JOB_ID=1\0');
+  assert.equal(read(10, proc), null, 'nobody saying job 999 (uid 1001\'s) is not in it');
+  assert.deepEqual(refused, ['10:999:65534'], 'and it is counted');
+  assert.equal(read(11, proc), '999', 'the job\'s own user is');
+  assert.equal(read(12, proc), '555', 'a job the store does not know yet is believed (the prolog may not have run)');
+  assert.equal(read(13, proc), '999', 'the cgroup is Slurm\'s word, whatever the environment says');
+  assert.equal(jobOfPid(10, proc), '999', 'jobOfPid alone reads what the process says');
 });
 
 test('a 120 kB SLURM_JOB_NAME, through the real prolog and the Slurm transform: the store keeps 1 kB of it, the points carry label_length of it, and the cut is counted once against the job\'s user', () => {

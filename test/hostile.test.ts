@@ -26,6 +26,7 @@ import { chmodSync, chownSync, mkdirSync, readdirSync, readFileSync, writeFileSy
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
+import { DEFAULT_LIMITS } from '../src/core/limits.js';
 import { DaemonProcess } from './helpers/daemon.js';
 import { FakeNvml, h100 } from './helpers/fake-nvml.js';
 import { freePort } from './helpers/net.js';
@@ -73,6 +74,8 @@ let nvml: FakeNvml;
 let victimUid = 0;
 let victim: ChildProcess | undefined;
 let victimPid = 0;
+/** Peak RSS of the daemon scraping a user's engine within the series budget (the engine-at-budget case). */
+let legitEngineRssMb = Infinity;
 /** Processes the attacks leave running, ended after each. */
 const running: ChildProcess[] = [];
 
@@ -125,12 +128,14 @@ interface Figures {
 
 interface Attack {
   readonly name: string;
-  /** Extra INI lines, by section. */
-  readonly ini?: Record<string, string>;
+  /** INI keys over the suite's, by section. */
+  readonly ini?: Record<string, Record<string, string>>;
   /** Put in place before the daemon starts (files it finds at once). */
   setup?(dir: string, config: string): Promise<void> | void;
   /** Once the daemon runs: the attack proper. */
   run?(dir: string, d: DaemonProcess): Promise<void> | void;
+  /** Its own peak RSS bound (MB), where what it measures is not the attack's alone. */
+  readonly rssBoundMb?: () => number;
   /** Checks of its own on the figures and the last /metrics page. */
   check?(f: Figures, page: string, d: DaemonProcess, dir: string): void;
 }
@@ -139,16 +144,17 @@ const GPUS = [h100(0, { processes: [] }), h100(1, { processes: [] })];
 
 function configFor(dir: string, a: Attack, promPort: number): string {
   const state = join(dir, 'state');
-  const sections: Record<string, string> = {
-    daemon: `host_name = hostile-${a.name}\nstate_dir = ${state}\nattribution = slurm\ninterval = ${INTERVAL_MS}ms\nsinks = prometheus, otlp\nlog_level = info\n`,
-    slurm: `slurm_conf = ${join(base, 'slurm.conf')}\nnode_name = gpunode9\nbin_dir = ${bin}\n`,
-    prometheus: `host = 127.0.0.1\nport = ${promPort}\n`,
-    otlp: `endpoint = ${vm.otlpEndpoint}\nexport_interval = ${INTERVAL_MS}ms\n`,
-    nccl: `paths = ${join(dir, 'nccl-inspector-*')}\n`,
+  const sections: Record<string, Record<string, string>> = {
+    daemon: { host_name: `hostile-${a.name}`, state_dir: state, attribution: 'slurm', interval: `${INTERVAL_MS}ms`, sinks: 'prometheus, otlp', log_level: 'info' },
+    slurm: { slurm_conf: join(base, 'slurm.conf'), node_name: 'gpunode9', bin_dir: bin },
+    prometheus: { host: '127.0.0.1', port: String(promPort) },
+    otlp: { endpoint: vm.otlpEndpoint, export_interval: `${INTERVAL_MS}ms` },
+    nccl: { paths: join(dir, 'nccl-inspector-*') },
   };
-  for (const [s, lines] of Object.entries(a.ini ?? {})) sections[s] = (sections[s] ?? '') + lines;
+  // an attack's keys over these (a key twice in a section is a configuration error)
+  for (const [s, keys] of Object.entries(a.ini ?? {})) sections[s] = { ...sections[s], ...keys };
   const config = join(dir, 'l9gpu.ini');
-  writeFileSync(config, Object.entries(sections).map(([s, l]) => `[${s}]\n${l}`).join(''));
+  writeFileSync(config, Object.entries(sections).map(([s, keys]) => `[${s}]\n${Object.entries(keys).map(([k, v]) => `${k} = ${v}\n`).join('')}`).join(''));
   return config;
 }
 
@@ -270,17 +276,18 @@ async function underAttack(a: Attack): Promise<Figures> {
   } finally {
     if (d.child.exitCode === null) d.child.kill('SIGKILL');
     for (const c of running.splice(0)) c.kill('SIGKILL');
+    // and what runuser started, which its SIGKILL does not reach
     spawnSync('pkill', ['-KILL', '-u', 'nobody', '-f', 'hostile-user.mjs']);
   }
 }
 
-function assertBounds(f: Figures, d: DaemonProcess): void {
+function assertBounds(f: Figures, d: DaemonProcess, rssBoundMb = BOUNDS.rssMb): void {
   const why = `${f.attack}: ${JSON.stringify(f)}\nstderr ends: ${d.stderr.slice(-2000)}`;
   assert.ok(f.ticks >= ATTACK_MS / INTERVAL_MS - 1, `GPU points every tick: ${f.ticks} in ${ATTACK_MS} ms; ${why}`);
   assert.ok(f.maxGapMs < 1.9 * INTERVAL_MS, `no tick missed (largest gap ${f.maxGapMs} ms); ${why}`);
   assert.equal(f.metricsFailed, 0, `/metrics answered every scrape; ${why}`);
   assert.ok(f.metricsP99Ms < BOUNDS.p99Ms, `/metrics p99 ${f.metricsP99Ms} ms; ${why}`);
-  assert.ok(f.peakRssMb < BOUNDS.rssMb, `peak RSS ${f.peakRssMb} MB; ${why}`);
+  assert.ok(f.peakRssMb < rssBoundMb, `peak RSS ${f.peakRssMb} MB (bound ${rssBoundMb}); ${why}`);
   assert.ok(f.peakFds < BOUNDS.fds, `peak fds ${f.peakFds}; ${why}`);
   assert.ok(f.sigtermMs < BOUNDS.sigtermMs, `SIGTERM to exit ${f.sigtermMs} ms; ${why}`);
   assert.equal(f.markerBytes, 0, `bytes of the root-only file in the output; ${why}`);
@@ -288,8 +295,8 @@ function assertBounds(f: Figures, d: DaemonProcess): void {
 }
 
 /** The attacker's job: discovery finds its dump folder through its environment. */
-async function attackerJob(dump: string): Promise<number> {
-  const { pid } = await asRunning('nobody', ['job'], { NCCL_INSPECTOR_ENABLE: '1', NCCL_INSPECTOR_DUMP_DIR: dump, SLURM_JOB_ID: ATTACKER_JOB });
+async function attackerJob(dump: string, job = ATTACKER_JOB): Promise<number> {
+  const { pid } = await asRunning('nobody', ['job'], { NCCL_INSPECTOR_ENABLE: '1', NCCL_INSPECTOR_DUMP_DIR: dump, SLURM_JOB_ID: job });
   return pid;
 }
 
@@ -301,6 +308,10 @@ const attacks = (round: number): Attack[] => {
   // under [vllm] max_page_size (16 MiB): a page the daemon reads whole
   const series = between(150_000, 220_000);
   const linkTo = pick(['file', 'folder', 'proc'] as const);
+  // the attacker's process says it is in its own job, or in the victim's (SLURM_JOB_ID is the process's to set)
+  const claim = pick(['own', 'victim'] as const);
+  const sinkMove = pick(['link', 'fifo'] as const);
+  const sinkDir = join(base, `sink-${round}`);
   let dump = '';
   return [
     {
@@ -347,18 +358,21 @@ const attacks = (round: number): Attack[] => {
     },
     {
       // H7: files of the attacker that name the victim's job (label) or the victim's pid (log name)
-      name: 'forged-job',
-      async setup(dir) {
+      name: `forged-job-claims-${claim}`,
+      async setup(dir, config) {
+        // the victim's job, as the real prolog records it: uid 1001's, on the second GPU
+        prolog(config, { SLURM_JOB_ID: VICTIM_JOB, SLURM_JOB_USER: VICTIM, SLURM_JOB_UID: String(victimUid), SLURM_JOB_PARTITION: 'gpu', CUDA_VISIBLE_DEVICES: GPUS[1]!.uuid });
         dump = userDir(join(dir, 'dump'));
         const folder = userDir(join(dir, `nccl-inspector-${VICTIM_JOB}`));
         as('nobody', ['prom', join(folder, `nccl_inspector_metrics_${GPUS[1]!.uuid.slice(4)}.prom`), VICTIM_JOB, HOST]);
         as('nobody', ['log', folder, HOST, String(victimPid), '50']);
       },
       async run() {
-        const pid = await attackerJob(dump);
+        const pid = await attackerJob(dump, claim === 'own' ? ATTACKER_JOB : VICTIM_JOB);
+        // its own log too: its figures are its own, credited to no one else's job
+        as('nobody', ['log', dump, HOST, String(pid), '50']);
         as('nobody', ['log', dump, HOST, String(victimPid), '50']);
         as('nobody', ['prom', join(dump, `nccl_inspector_metrics_${GPUS[1]!.uuid.slice(4)}.prom`), VICTIM_JOB, HOST]);
-        void pid;
       },
       check(f) {
         assert.ok((f.budgetHits.not_owner ?? 0) > 0, `files naming another user's job or process were counted: ${JSON.stringify(f.budgetHits)}`);
@@ -376,9 +390,26 @@ const attacks = (round: number): Attack[] => {
       },
     },
     {
-      // H5: a process of the attacker calling itself vllm, serving a quarter of a million series
+      // no attack: a user's engine serving as many series as [limits] series_per_endpoint lets through (less the
+      // families), the baseline the next case is held to: what the series a user may have cost, measured here
+      name: 'engine-at-budget',
+      ini: { daemon: { engines: 'auto' } },
+      async setup() {
+        await asRunning('nobody', ['engine', String(await freePort()), String(DEFAULT_LIMITS.seriesPerEndpoint - 10), 'vllm', 'serve']);
+      },
+      // the series themselves: bounded by the fleet's own ceiling (the unit's MemoryMax is 256 MB)
+      rssBoundMb: () => 200,
+      check(f) {
+        legitEngineRssMb = f.peakRssMb;
+        assert.equal((f.budgetHits.series_per_endpoint ?? 0) + (f.budgetHits.series_per_user ?? 0), 0, `within the budget: ${JSON.stringify(f.budgetHits)}`);
+      },
+    },
+    {
+      // H5: a process of the attacker calling itself vllm, serving a quarter of a million series; what past the budget
+      // it serves must cost nothing: its peak RSS is held to the within-budget engine's, measured just before
       name: 'engine-series',
-      ini: { daemon: 'engines = auto\n' },
+      rssBoundMb: () => Math.max(BOUNDS.rssMb, legitEngineRssMb * 1.1 + 8),
+      ini: { daemon: { engines: 'auto' } },
       // before the daemon starts: its first look for engines is at start, the next 30 s later
       async setup() {
         const port = await freePort();
@@ -414,14 +445,16 @@ const attacks = (round: number): Attack[] => {
     },
     {
       // M4: the file sink's path a link to a root-only file, or a FIFO
-      name: `file-sink-${pick(['link', 'fifo'] as const)}`,
-      ini: { daemon: 'sinks = prometheus, otlp, file\n' },
-      setup(dir, config) {
-        const out = userDir(join(dir, 'out'));
+      name: `file-sink-${sinkMove}`,
+      // the path is in a folder of the attacker's (as a site's /scratch/<user>/l9gpu.jsonl would be)
+      ini: { daemon: { sinks: 'prometheus, otlp, file' }, file: { path: join(sinkDir, 'metrics.jsonl') } },
+      setup() {
+        mkdirSync(sinkDir, { recursive: true });
+        chmodSync(sinkDir, 0o755);
+        const out = userDir(join(sinkDir));
         const path = join(out, 'metrics.jsonl');
-        if (this.name.endsWith('link')) as('nobody', ['link', path, secret]);
+        if (sinkMove === 'link') as('nobody', ['link', path, secret]);
         else as('nobody', ['fifo', path, 'recreate']);
-        writeFileSync(config, readFileSync(config, 'utf8') + `[file]\npath = ${path}\n`);
       },
       check() {
         assert.equal(readFileSync(secret, 'utf8'), `${marker}\n`, 'the root-only file is unchanged');
@@ -450,6 +483,8 @@ before(async () => {
 });
 
 after(async () => {
+  // runuser does not pass on a SIGKILL: the victim's own process, by its pid
+  if (victimPid) process.kill(victimPid, 'SIGKILL');
   victim?.kill('SIGKILL');
   await vm?.stop();
 });
@@ -465,7 +500,7 @@ for (let round = 0; round < ROUNDS; round++) {
           a.check?.call(a, fig, page, d, dir);
         },
       });
-      assertBounds(f, daemon!);
+      assertBounds(f, daemon!, a.rssBoundMb?.() ?? BOUNDS.rssMb);
     });
   }
 }

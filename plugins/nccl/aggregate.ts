@@ -22,6 +22,7 @@ import { binarySize } from '../../src/core/binary-size.js';
 import type { Attributes, Emitter, HistogramValue } from '../../src/core/metrics/model.js';
 import { metric } from '../../src/core/metrics/registry.js';
 import { bandwidth } from '../../src/core/nccl-bandwidth.js';
+import { userName } from '../../src/core/proc-owner.js';
 import { rankFactors, type RankTime } from '../../src/core/straggler.js';
 import type { InspectorRecord } from './parse.js';
 
@@ -134,7 +135,8 @@ export class Aggregator {
     }
     const pid = src.noPid ? 0 : (src.pid ?? r.pid);
     // a communicator's name, ranks and nodes are its id's: not part of the key (first seen wins)
-    const key = `${pid}\u0001${r.commId}\u0001${r.rank}\u0001${r.op}\u0001${bucket}\u0001${src.jobId ?? ''}\u0001${src.gpuUuid ?? ''}`;
+    // the file's owner too: two users' files for one GPU and communicator id are two sources, never one series
+    const key = `${pid}\u0001${r.commId}\u0001${r.rank}\u0001${r.op}\u0001${bucket}\u0001${src.jobId ?? ''}\u0001${src.gpuUuid ?? ''}\u0001${src.user ?? ''}`;
     let s = this.series.get(key);
     if (!s) {
       if (this.series.size >= this.maxSeries) {
@@ -158,6 +160,9 @@ export class Aggregator {
         ...(src.jobId ? { 'nccl.job.id': src.jobId } : {}),
         ...(pid ? { 'process.pid': pid } : {}),
         ...(src.gpuUuid ? { 'gpu.uuid': src.gpuUuid } : {}),
+        // whose file it is, where a user's: attribution holds a job the file names to its owner (a user may name any
+        // job); root's files are the admin's and carry none
+        ...(src.user !== undefined && src.user !== '0' ? { 'process.owner': /^\d+$/.test(src.user) ? userName(Number(src.user)) : src.user } : {}),
       };
       this.series.set(key, (s = { attrs, op: r.op, nRanks: r.nRanks, start: now, ops: 0, bytes: 0, counts: new Array<number>(EXEC_BOUNDS.length + 1).fill(0), sum: 0, dBytes: 0, dSeconds: 0, dOps: 0, seen: now }));
     }

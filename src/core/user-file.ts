@@ -20,7 +20,8 @@
  * parent from leading root into other users' files is the owner check each
  * file gets on every open.
  */
-import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readFileSync, type Stats } from 'node:fs';
+import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, type Stats } from 'node:fs';
+import { processUid } from './proc-owner.js';
 import { processStart } from './process-start.js';
 
 const FILE_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW;
@@ -118,12 +119,6 @@ export function listUserDir(path: string): Listed {
  * undefined when there is no such process.
  */
 export function processOwner(pid: number, proc = '/proc'): { uid: number; start: string | undefined } | undefined {
-  let status: string;
-  try {
-    status = readFileSync(`${proc}/${pid}/status`, 'latin1');
-  } catch {
-    return undefined;
-  }
-  const m = /^Uid:\s+(\d+)/m.exec(status);
-  return m ? { uid: Number(m[1]), start: processStart(pid, proc) } : undefined;
+  const uid = processUid(pid, proc);
+  return uid === undefined ? undefined : { uid, start: processStart(pid, proc) };
 }

@@ -41,6 +41,8 @@ export interface BoundAttributionOptions extends LabelBound {
   readonly bareAttributes: (jobId: string) => Attributes;
   /** The run a process belongs to, as the provider reads /proc. */
   readonly pids: { job(pid: number): string | null };
+  /** The user the store has for a run (undefined: not known): a job a user's file names must be that user's. */
+  readonly jobUser?: (jobId: string) => string | undefined;
   readonly metrics: { readonly share: MetricDef; readonly outside: MetricDef; readonly bindings: MetricDef; readonly syncAge: MetricDef };
   /** When the scheduler last answered the provider (ms since epoch), for the self-metrics. */
   readonly lastSynced?: () => number | undefined;
@@ -234,10 +236,11 @@ export class BoundAttribution implements AttributionProvider {
   private ncclJob(p: Point, now: number, memo: Map<string, Attributes>): Point {
     const a = p.attributes;
     const pid = a['process.pid'];
-    const k = `${String(pid)}\u0001${String(a['nccl.job.id'])}\u0001${a['gpu.uuid'] === undefined}`;
+    const owner = a['process.owner'];
+    const k = `${String(pid)}\u0001${String(a['nccl.job.id'])}\u0001${a['gpu.uuid'] === undefined}\u0001${String(owner)}`;
     let add = memo.get(k);
     if (!add) {
-      const job = (typeof pid === 'number' ? this.o.pids.job(pid) : undefined) ?? (typeof a['nccl.job.id'] === 'string' ? a['nccl.job.id'] : undefined);
+      const job = (typeof pid === 'number' ? this.o.pids.job(pid) : undefined) ?? this.namedJob(a['nccl.job.id'], owner);
       const gpus = typeof pid === 'number' && a['gpu.uuid'] === undefined ? this.pidGpus.of(pid, now) : [];
       const j = job ? this.byJob.get(job) : undefined;
       add = {
@@ -247,6 +250,24 @@ export class BoundAttribution implements AttributionProvider {
       memo.set(k, add);
     }
     return Object.keys(add).length ? { ...p, attributes: { ...a, ...add } } : p;
+  }
+
+  /**
+   * The job a file names (its folder, its writer's environment): the file's
+   * owner's words, so it stands only when the store does not know that job
+   * as another user's. Root's files are the admin's.
+   */
+  private namedJob(job: unknown, owner: unknown): string | undefined {
+    if (typeof job !== 'string') return undefined;
+    if (typeof owner !== 'string' || owner === 'root') return job;
+    const user = this.o.jobUser?.(job);
+    if (user === undefined || user === owner) return job;
+    const key = `named\u0001${owner}\u0001${job}`;
+    if (!this.said.has(key) && this.said.size < 4096) {
+      this.said.add(key);
+      this.o.budgets?.hit('not_owner', owner, `an NCCL file of ${owner} names job ${job}, ${user}'s: its figures are credited to no job`);
+    }
+    return undefined;
   }
 
   /** Open bindings, counted once per (run, GPU). */

@@ -46,11 +46,11 @@ export const SCOPE_ATTRIBUTES: Record<MetricScope, { required: readonly string[]
   // process.owner: that process's user (OTel semconv), whose [limits] series_per_user its page counts against
   engine: { required: ['server.address', 'server.port'], optional: ['gen_ai.request.model', 'gen_ai.provider.name', 'process.pid', 'process.owner', 'gpu.uuids'] },
   // a communicator's operations as one NCCL process (a rank) recorded them (plugins/nccl); nccl.job.id: the job the
-  // Inspector's dump folder or file names; attribution adds the process's job (slurm.*) and GPU (gpu.uuid, or gpu.uuids
+  // Inspector's dump folder or file names; process.owner: the file's owner; attribution adds the process's job (slurm.*) and GPU (gpu.uuid, or gpu.uuids
   // for a process on several GPUs)
   nccl: {
     required: ['nccl.collective', 'nccl.ranks', 'nccl.nodes'],
-    optional: ['nccl.comm.id', 'nccl.comm.name', 'nccl.rank', 'nccl.message.size', 'nccl.algo_proto', 'nccl.job.id', 'process.pid', 'gpu.uuid', 'gpu.uuids'],
+    optional: ['nccl.comm.id', 'nccl.comm.name', 'nccl.rank', 'nccl.message.size', 'nccl.algo_proto', 'nccl.job.id', 'process.pid', 'process.owner', 'gpu.uuid', 'gpu.uuids'],
   },
 };
 
