@@ -33,6 +33,7 @@ import { freePort } from './helpers/net.js';
 import { FIXTURES, ROOT, tempDir } from './helpers/paths.js';
 import { VictoriaMetrics } from './helpers/victoriametrics.js';
 import { waitFor } from './helpers/wait.js';
+import { rng } from '../src/core/rng.js';
 
 const SEED = Number(process.env.L9GPU_FUZZ_SEED ?? 20261127);
 const ROUNDS = Number(process.env.L9GPU_HOSTILE_ROUNDS ?? 1);
@@ -50,16 +51,6 @@ const HOSTILE = join(FIXTURES, 'hostile-user.mjs');
 /** The acceptance bounds of issue 29. */
 const BOUNDS = { p99Ms: 250, rssMb: 128, fds: 1000, sigtermMs: 5000 };
 
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const rand = rng(SEED);
 const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!;
 const between = (lo: number, hi: number): number => lo + Math.floor(rand() * (hi - lo + 1));

@@ -13,23 +13,11 @@ import { SIM_SECTION } from './config.js';
 import { GPU } from '../../src/core/metrics/gpu-metrics.js';
 import type { Attributes, Emitter } from '../../src/core/metrics/model.js';
 import type { Plugin, PluginManifest } from '../../src/core/plugin.js';
-
+import { rng } from '../../src/core/rng.js';
 
 const IDLE_W = 70;
 const MAX_SM_MHZ = 1980;
 const MEM_MHZ = 2619;
-
-/** Small deterministic PRNG (mulberry32) so a seed reproduces a run. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** A stable NVML-style UUID per (host, index): dashboards keep their series across restarts. */
 export function simUuid(host: string, index: number): string {
