@@ -41,8 +41,8 @@ export class SlurmAttribution extends BoundAttribution {
       name: 'slurm',
       attributesOf: jobAttributes,
       bareAttributes: (job) => ({ 'slurm.job.id': job }),
-      pids: new PidJobCache(ownJobOfPid((job) => owner(job)?.uid ?? undefined, refused)),
-      jobUser: (job) => owner(job)?.user ?? undefined,
+      pids: new PidJobCache(ownJobOfPid((job) => owner(job)?.uid, refused)),
+      jobUser: (job) => owner(job)?.user,
       metrics: { share: SLURM_METRIC.share, outside: SLURM_METRIC.outside, bindings: SLURM_METRIC.bindings, syncAge: SLURM_METRIC.reconcileAge },
       lastSynced: lastReconciled,
     });

@@ -84,10 +84,11 @@ test('an NCCL rank\'s point: the job of the process that wrote it, its GPU from 
       metric: metric('nccl.operations'), value: 40,
       attributes: { 'nccl.collective': 'AllReduce', 'nccl.ranks': 2, 'nccl.nodes': 1, 'nccl.comm.id': '0x1', 'nccl.rank': 0, ...(pid ? { 'process.pid': pid } : {}), ...(job ? { 'nccl.job.id': job } : {}), ...(owner ? { 'process.owner': owner } : {}) },
     });
-    const out = a.attribute({ source: 'nccl', time: now + 1000, intervalMs: 1000, points: [rank(child.pid), rank(other.pid), rank(2 ** 22 + 1, '88'), rank(undefined), rank(2 ** 22 + 2, '88', 'carol'), rank(2 ** 22 + 3, '88', 'mallory')] } as Batch).points;
+    const out = a.attribute({ source: 'nccl', time: now + 1000, intervalMs: 1000, points: [rank(child.pid), rank(other.pid), rank(2 ** 22 + 1, '88'), rank(undefined), rank(2 ** 22 + 2, '88', 'carol'), rank(2 ** 22 + 3, '88', 'mallory'), rank(2 ** 22 + 4, '12345', 'mallory')] } as Batch).points;
     // a file of the job's user naming it: the job; a file of another user naming it: no job
     assert.equal(out[4]!.attributes['slurm.job.id'], '88');
     assert.equal(out[5]!.attributes['slurm.job.id'], undefined, 'mallory\'s file names carol\'s job: not credited to it');
+    assert.equal(out[6]!.attributes['slurm.job.id'], undefined, 'nor a job this node does not know (another node\'s, a future id)');
     assert.equal(out[0]!.attributes['gpu.uuid'], 'GPU-a');
     assert.equal(out[0]!.attributes['slurm.job.id'], '88');
     assert.equal(out[0]!.attributes['slurm.user'], 'carol');
@@ -142,7 +143,7 @@ test('a job a process names itself (SLURM_JOB_ID in its environment) stands only
     writeFileSync(join(proc, String(pid), 'environ'), environ);
   };
   // the store: job 999 is uid 1001's
-  const uids: Record<string, number> = { '999': 1001 };
+  const uids: Record<string, number | null> = { '999': 1001, '777': null };
   const refused: string[] = [];
   const read = ownJobOfPid((job) => uids[job], (pid, job, uid) => refused.push(`${pid}:${job}:${uid}`));
   proc0(10, 65534, '0::/user.slice\n', 'SLURM_JOB_ID=999\0');
@@ -152,8 +153,21 @@ test('a job a process names itself (SLURM_JOB_ID in its environment) stands only
   assert.equal(read(10, proc), null, 'nobody saying job 999 (uid 1001\'s) is not in it');
   assert.deepEqual(refused, ['10:999:65534'], 'and it is counted');
   assert.equal(read(11, proc), '999', 'the job\'s own user is');
-  assert.equal(read(12, proc), '555', 'a job the store does not know yet is believed (the prolog may not have run)');
-  assert.equal(read(13, proc), '999', 'the cgroup is Slurm\'s word, whatever the environment says');
+  assert.equal(read(12, proc), null, 'a job the store does not know (another node\'s, a future id) is not believed: asked again once the prolog has run');
+  assert.deepEqual(refused, ['10:999:65534'], 'an unknown job is no refusal');
+  assert.equal(read(13, proc), '999', 'Slurm\'s cgroup (v2) is Slurm\'s word, whatever the environment says');
+  proc0(18, 65534, '0::/user.slice\n', 'SLURM_JOB_ID=777\0');
+  assert.equal(read(18, proc), '777', 'a job the store has without a uid (recorded by an old reconciler) is believed: nothing to hold it to');
+  proc0(14, 65534, '12:pids:/slurm_gpunode9/uid_65534/job_321/step_0\n', '');
+  assert.equal(read(14, proc), '321', 'and v1\'s');
+  // a delegated systemd --user cgroup named like Slurm's is the user's own folder
+  proc0(15, 65534, '0::/user.slice/user-65534.slice/user@65534.service/app.slice/job_999/x\n', '');
+  proc0(16, 65534, '0::/user.slice/user-65534.slice/user@65534.service/system.slice/slurmstepd.scope/job_999\n', '');
+  assert.equal(read(15, proc), null);
+  assert.equal(read(16, proc), null);
+  // an environment of megabytes is read to its first 256 kB
+  proc0(17, 1001, '0::/user.slice\n', `${'X=' + 'y'.repeat(1 << 20)}\0SLURM_JOB_ID=999\0`);
+  assert.equal(read(17, proc), null, 'SLURM_JOB_ID past the first 256 kB is not read');
   assert.equal(jobOfPid(10, proc), '999', 'jobOfPid alone reads what the process says');
 });
 

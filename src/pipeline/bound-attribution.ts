@@ -41,8 +41,8 @@ export interface BoundAttributionOptions extends LabelBound {
   readonly bareAttributes: (jobId: string) => Attributes;
   /** The run a process belongs to, as the provider reads /proc. */
   readonly pids: { job(pid: number): string | null };
-  /** The user the store has for a run (undefined: not known): a job a user's file names must be that user's. */
-  readonly jobUser?: (jobId: string) => string | undefined;
+  /** The user the store has for a run (null: a run without one; undefined: not known): a job a user's file names must be that user's. */
+  readonly jobUser?: (jobId: string) => string | null | undefined;
   readonly metrics: { readonly share: MetricDef; readonly outside: MetricDef; readonly bindings: MetricDef; readonly syncAge: MetricDef };
   /** When the scheduler last answered the provider (ms since epoch), for the self-metrics. */
   readonly lastSynced?: () => number | undefined;
@@ -254,14 +254,16 @@ export class BoundAttribution implements AttributionProvider {
 
   /**
    * The job a file names (its folder, its writer's environment): the file's
-   * owner's words, so it stands only when the store does not know that job
-   * as another user's. Root's files are the admin's.
+   * owner's words, so it stands only when the store knows that job as the
+   * owner's (an unknown id may be another node's job, or a future one). Root's
+   * files are the admin's.
    */
   private namedJob(job: unknown, owner: unknown): string | undefined {
     if (typeof job !== 'string') return undefined;
-    if (typeof owner !== 'string' || owner === 'root') return job;
-    const user = this.o.jobUser?.(job);
-    if (user === undefined || user === owner) return job;
+    if (typeof owner !== 'string' || owner === 'root' || !this.o.jobUser) return job;
+    const user = this.o.jobUser(job);
+    if (user === undefined) return undefined;
+    if (user === null || user === owner) return job;
     const key = `named\u0001${owner}\u0001${job}`;
     if (!this.said.has(key) && this.said.size < 4096) {
       this.said.add(key);
