@@ -397,3 +397,20 @@ test('doctor: a discovered folder that cannot be reached (a link) is said, with 
     end(p);
   }
 });
+
+test('a .prom file of 20,000 interval samples: at most series_per_communicator of them kept as points, the rest counted against its owner', { timeout: 120_000 }, () => {
+  const b = base();
+  const dir = nobodyDir(b, 'nccl-inspector-prom-flood');
+  let text = '';
+  for (let i = 0; i < 10_000; i++) {
+    const l = `{version="v5.1",node="${HOST}",comm_name="c${i}",n_nodes="1",nranks="8",collective="AllReduce",message_size="64-65MB",algo_proto="RING_SIMPLE"}`;
+    text += `nccl_bus_bandwidth_gbs${l} 1\nnccl_collective_exec_time_microseconds${l} 2\n`;
+  }
+  writeFileSync(join(b, 'seed.prom'), text);
+  asNobody(`cp '${join(b, 'seed.prom')}' '${join(dir, `nccl_inspector_metrics_${UUID}.prom`)}'`);
+  // 2 collections: a .prom file is read once it has stayed the same for a poll
+  const r = collect({ options: { paths: [dir] }, limits: { seriesPerCommunicator: 50 }, collections: 2 });
+  const pts = r.points.filter((p) => p.name.startsWith('nccl.interval.'));
+  assert.ok(pts.length > 0 && pts.length <= 50, `${pts.length} interval points`);
+  assert.ok((r.byUser[`series_per_communicator/${NOBODY}`] ?? 0) >= 19_000, JSON.stringify(r.byUser));
+});

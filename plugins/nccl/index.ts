@@ -410,7 +410,10 @@ export class NcclPlugin implements Plugin {
       // every open of the name (the first, and after a rotation or park) wants a regular file of this same owner
       const open = (p: string) => openUserFile(p, { folderUid: f.folder.uid, uid: st.uid });
       if (f.kind === 'log') this.logs.set(f.key, { tail: new FileTail(f.path, { maxLine: MAX_LINE, maxRead: CHUNK, open }), file: f, user, lineNo: 0, active: now });
-      else this.proms.set(f.key, { p: new PromFile(f.path, f.gpuUuid!, this.locator.names, jobFor(f.folder, st.uid), open), user, file: f });
+      else {
+        const onDropped = (n: number) => this.budgets.hit('series_per_communicator', user, `nccl: a .prom file with more than ${this.limits.seriesPerCommunicator} samples; the rest dropped: ${printable(f.path)}`, n);
+        this.proms.set(f.key, { p: new PromFile(f.path, f.gpuUuid!, this.locator.names, jobFor(f.folder, st.uid), open, this.limits.seriesPerCommunicator, onDropped), user, file: f });
+      }
     }
   }
 
