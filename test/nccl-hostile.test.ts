@@ -27,6 +27,7 @@ import { after, test } from 'node:test';
 import { createLogger } from '../src/core/log.js';
 import { pluginContext } from '../src/core/plugin.js';
 import { ncclPlugin } from '../plugins/nccl/index.js';
+import { Locator } from '../plugins/nccl/locate.js';
 import type { CollectReport, CollectSpec } from './helpers/nccl-collect.js';
 import { configFrom } from './helpers/config.js';
 import { ROOT, tempDir } from './helpers/paths.js';
@@ -413,4 +414,77 @@ test('a .prom file of 20,000 interval samples: at most series_per_communicator o
   const pts = r.points.filter((p) => p.name.startsWith('nccl.interval.'));
   assert.ok(pts.length > 0 && pts.length <= 50, `${pts.length} interval points`);
   assert.ok((r.byUser[`series_per_communicator/${NOBODY}`] ?? 0) >= 19_000, JSON.stringify(r.byUser));
+});
+
+/** A user's shell that starts `n` Inspector processes (sleep) each naming a folder of its own under `prefix`; ends when they all have. */
+async function swarm(user: string, n: number, prefix: string): Promise<{ pids: number[]; done: Promise<void> }> {
+  const child = spawn('runuser', ['-u', user, '--', 'sh', '-c', `i=0; while [ $i -lt ${n} ]; do i=$((i+1)); NCCL_INSPECTOR_ENABLE=1 NCCL_INSPECTOR_DUMP_DIR=${prefix}/$i sleep 600 & echo $!; done; echo started; wait`], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const done = new Promise<void>((res) => child.on('exit', () => res()));
+  const pids = await new Promise<number[]>((res, rej) => {
+    let out = '';
+    child.stdout!.on('data', (b: Buffer) => {
+      out += b.toString();
+      if (out.includes('started\n')) res(out.split('\n').filter((l) => /^\d+$/.test(l)).map(Number));
+    });
+    child.on('exit', (code) => rej(new Error(`the swarm exited (${code}) before starting: ${out}`)));
+  });
+  return { pids, done };
+}
+
+test('discovery: one user\'s 40 processes naming made-up folders take at most files_per_user places (counted), not another user\'s job; once they end, their never-made folders are forgotten', { timeout: 120_000 }, async () => {
+  const b = base();
+  const victimDir = join(b, 'daemon-job');
+  mkdirSync(victimDir);
+  chownSync(victimDir, 1, 1);
+  const prefix = `/nonexistent-l9gpu-${randomUUID()}`;
+  const flood = await swarm('nobody', 40, prefix);
+  const victim = await live('runuser', ['-u', 'daemon', '--', 'env', 'NCCL_INSPECTOR_ENABLE=1', `NCCL_INSPECTOR_DUMP_DIR=${victimDir}`, 'sh', '-c', 'echo $$; exec sleep 600']);
+  const log = join(victimDir, `${HOST}-pid${victim.pid}.log`);
+  writeFileSync(log, line(victim.pid, 1));
+  chownSync(log, 1, 1);
+  const crowded: [string, number][] = [];
+  try {
+    const loc = new Locator({ paths: [], discover: true, hostNames: [HOST], maxDirs: 16, dirsPerUser: 4, onCrowded: (p, uid) => crowded.push([p, uid]) });
+    const t0 = Date.now();
+    const files = loc.files(t0);
+    assert.ok(files.some((f) => f.path === log), 'the other user\'s job is read');
+    const floods = loc.unreached.filter((u) => u.path.startsWith(prefix));
+    assert.equal(floods.length, 4, 'files_per_user folders of the flooding uid');
+    assert.ok(crowded.filter(([p, uid]) => uid === NOBODY && p.startsWith(prefix)).length >= 36, `${crowded.length} crowded`);
+    for (const pid of flood.pids) process.kill(pid, 'SIGKILL');
+    await flood.done;
+    loc.files(t0 + 20_000);
+    assert.deepEqual(loc.unreached.filter((u) => u.path.startsWith(prefix)), [], 'ended processes\' never-made folders are not kept');
+    assert.ok(loc.files(t0 + 40_000).some((f) => f.path === log), 'the living job\'s folder stays');
+  } finally {
+    for (const pid of flood.pids) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // already ended
+      }
+    }
+    end(victim);
+  }
+});
+
+test('discovery: another user\'s process naming a user\'s folder (a higher pid) does not stop the owner\'s files being read, nor take the owner\'s job', { timeout: 120_000 }, async () => {
+  const b = base();
+  const dir = nobodyDir(b, 'nccl-inspector-77');
+  const alice = await live('runuser', ['-u', 'nobody', '--', 'env', 'NCCL_INSPECTOR_ENABLE=1', 'SLURM_JOB_ID=4444', `NCCL_INSPECTOR_DUMP_DIR=${dir}`, 'sh', '-c', 'echo $$; exec sleep 600']);
+  const mallory = await live('runuser', ['-u', 'daemon', '--', 'env', 'NCCL_INSPECTOR_ENABLE=1', 'SLURM_JOB_ID=5555', `NCCL_INSPECTOR_DUMP_DIR=${dir}`, 'sh', '-c', 'echo $$; exec sleep 600']);
+  try {
+    assert.ok(mallory.pid > alice.pid, 'the other user\'s process comes later, as in the report');
+    const comm = `0x${randomUUID().replaceAll('-', '').slice(0, 16)}`;
+    writeFileSync(join(b, 'seed.log'), lines(alice.pid, 3, { comm }));
+    asNobody(`cp '${join(b, 'seed.log')}' '${join(dir, `${HOST}-pid${alice.pid}.log`)}'`);
+    const r = collect({ options: { paths: [], discover: true }, collections: 1 });
+    const mine = ops(r).filter((p) => p.attributes['nccl.comm.id'] === comm);
+    assert.equal(mine.reduce((a, p) => a + p.value, 0), 3, 'the owner\'s log is read');
+    assert.equal(r.byUser[`not_owner/${NOBODY}`], undefined, JSON.stringify(r.byUser));
+    assert.deepEqual([...new Set(mine.map((p) => p.attributes['nccl.job.id']))], ['4444']);
+  } finally {
+    end(mallory);
+    end(alice);
+  }
 });

@@ -39,7 +39,7 @@ import { clip, printable } from '../../src/core/printable.js';
 import { openUserFile, ownerAllowed, processOwner } from '../../src/core/user-file.js';
 import { Aggregator, type RecordSource } from './aggregate.js';
 import { NCCL_SECTION } from './config.js';
-import { jobFor, Locator, type InspectorFile, type InspectorFolder } from './locate.js';
+import { jobFor, Locator, processAllows, type InspectorFile, type InspectorFolder } from './locate.js';
 import { bandwidth } from '../../src/core/nccl-bandwidth.js';
 import { parseInspectorLine, type InspectorRecord } from './parse.js';
 import { PromFile } from './prom.js';
@@ -382,9 +382,9 @@ export class NcclPlugin implements Plugin {
         if (was !== 'not_regular_file') this.refuse(f, user, 'not_regular_file', st.isSymbolicLink() ? 'a symbolic link' : st.isFIFO() ? 'a FIFO' : 'not a regular file');
         continue;
       }
-      const proc = f.folder.byProcess ? f.folder.proc : undefined;
-      if (!ownerAllowed(st.uid, st.nlink, f.folder.uid) || (proc && proc.uid !== 0 && st.uid !== proc.uid)) {
-        if (was !== 'not_owner') this.refuse(f, user, 'not_owner', `owned by uid ${st.uid}, in a folder of uid ${f.folder.uid}${proc ? ` named by a process of uid ${proc.uid}` : ''}`);
+      const byProcess = !processAllows(f.folder, st.uid);
+      if (!ownerAllowed(st.uid, st.nlink, f.folder.uid) || byProcess) {
+        if (was !== 'not_owner') this.refuse(f, user, 'not_owner', `owned by uid ${st.uid}, in a folder of uid ${f.folder.uid}${byProcess ? ` named only by processes of uid ${[...new Set(f.folder.procs!.map((p) => p.uid))].join(', ')}` : ''}`);
         continue;
       }
       if (this.stale.get(f.key) === st.mtimeMs) continue;
