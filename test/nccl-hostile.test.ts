@@ -488,3 +488,30 @@ test('discovery: another user\'s process naming a user\'s folder (a higher pid) 
     end(alice);
   }
 });
+
+test('nccl_series_per_user: one user\'s communicators (ids the file picks) stop at the user\'s bound, counted against that user, leaving max_series to the others; max_series hits are counted too', { timeout: 60_000 }, () => {
+  const b = base();
+  const dir = nobodyDir(b, 'nccl-inspector-comms');
+  let s = '';
+  for (let i = 0; i < 40; i++) s += line(4000050, i, { comm: `0x${(0x5000 + i).toString(16)}` });
+  writeFileSync(join(b, 'seed'), s);
+  asNobody(`cp '${join(b, 'seed')}' '${join(dir, `${HOST}-pid4000050.log`)}'`);
+  const rootDir = join(b, 'root-job');
+  mkdirSync(rootDir);
+  writeFileSync(join(rootDir, `${HOST}-pid4000051.log`), lines(4000051, 5, { comm: '0x51' }));
+  const r = collect({ options: { paths: [dir, rootDir], maxSeries: 20 }, collections: 1, limits: { ncclSeriesPerUser: 10 } });
+  assert.equal(ops(r).filter((p) => p.attributes['process.owner'] !== undefined).length, 10, 'the user\'s series');
+  assert.equal(ops(r).filter((p) => p.attributes['nccl.comm.id'] === '0x51').length, 1, 'root\'s series, within max_series');
+  assert.equal(r.byUser[`nccl_series_per_user/${NOBODY}`], 30);
+  assert.equal(r.byUser['nccl_max_series/0'], undefined);
+
+  // root's files are held to max_series alone: past it each new series is counted, with whose file it was
+  const full = join(b, 'root-full');
+  mkdirSync(full);
+  let t = '';
+  for (let i = 0; i < 30; i++) t += line(4000052, i, { comm: `0x${(0x6000 + i).toString(16)}` });
+  writeFileSync(join(full, `${HOST}-pid4000052.log`), t);
+  const r2 = collect({ options: { paths: [full], maxSeries: 20 }, collections: 1, limits: { ncclSeriesPerUser: 10 } });
+  assert.equal(ops(r2).length, 20);
+  assert.equal(r2.byUser['nccl_max_series/0'], 10);
+});

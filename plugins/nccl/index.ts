@@ -141,6 +141,9 @@ export class NcclPlugin implements Plugin {
       window: o.window,
       perCommunicator: this.limits.seriesPerCommunicator,
       onLimit: (user, comm) => this.budgets.hit('series_per_communicator', user, `nccl: communicator ${printable(clip(comm, 40))} has ${this.limits.seriesPerCommunicator} series; records of new ones dropped`),
+      perUser: this.limits.ncclSeriesPerUser,
+      onUserLimit: (user) => this.budgets.hit('nccl_series_per_user', user, `nccl: the files of uid ${user} have ${this.limits.ncclSeriesPerUser} series; records of new ones dropped`),
+      onFull: (user) => this.budgets.hit('nccl_max_series', user, `nccl: ${o.maxSeries} series on the node (max_series); records of new ones dropped`),
     });
   }
 
