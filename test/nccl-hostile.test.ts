@@ -515,3 +515,30 @@ test('nccl_series_per_user: one user\'s communicators (ids the file picks) stop 
   assert.equal(ops(r2).length, 20);
   assert.equal(r2.byUser['nccl_max_series/0'], 10);
 });
+
+test('a folder of 2,000 empty logs: only 4 x files_per_user of its names are made files (the rest counted), and a name waiting for a place is not lstat()ed again while its folder is unchanged', { timeout: 120_000 }, () => {
+  const b = base();
+  const dir = nobodyDir(b, 'nccl-inspector-names');
+  asNobody(`cd '${dir}' && i=0; while [ $i -lt 2000 ]; do i=$((i+1)); : > '${HOST}-pid'$((5000000+i)).log; done`);
+  const full: [number, number][] = [];
+  const loc = new Locator({ paths: [dir], discover: false, hostNames: [HOST], filesPerDir: { user: 16, root: 64 }, onFolderFull: (_p, uid, left) => full.push([uid, left]) });
+  assert.equal(loc.files(Date.now()).length, 16);
+  assert.deepEqual(full, [[NOBODY, 1984]]);
+  const r = collect({ options: { paths: [dir] }, collections: 1, limits: { filesPerUser: 4 } });
+  assert.equal(r.byUser[`files_per_user/${NOBODY}`], 1984 + 12, 'the names past 16 once, and the 12 looked at past 4');
+
+  // one log followed, then a second one waiting; the waiting one made a link with the folder's time put back: not
+  // looked at again (an lstat each collection for each waiting name), until the folder's time moves
+  const waiting = (moved: boolean) => {
+    const two = nobodyDir(b, `nccl-inspector-waiting-${moved}`);
+    const second = join(two, `${HOST}-pid4000061.log`);
+    const ref = join(b, `ref-${moved}`);
+    asNobody(`echo > '${join(two, `${HOST}-pid4000060.log`)}'`);
+    const between = [null, `runuser -u nobody -- sh -c "echo > '${second}'"`, `touch -r '${two}' '${ref}' && rm '${second}' && ln -s /etc/hostname '${second}' && touch -r '${ref}' '${two}'`];
+    const w = collect({ options: { paths: [two] }, limits: { filesPerUser: 1 }, collections: moved ? 4 : 3, between: moved ? [...between, `touch '${two}'`] : between });
+    assert.equal(w.byUser[`files_per_user/${NOBODY}`], 1, 'the second log waits');
+    return (w.byUser['not_regular_file/0'] ?? 0) + (w.byUser[`not_regular_file/${NOBODY}`] ?? 0);
+  };
+  assert.equal(waiting(false), 0, 'the folder unchanged: the waiting name is not looked at');
+  assert.equal(waiting(true), 1, 'the folder changed: it is, and the link is refused');
+});

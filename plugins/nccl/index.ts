@@ -103,6 +103,12 @@ export class NcclPlugin implements Plugin {
   private readonly stale = new Map<string, number>();
   /** Files refused or over a budget, by key: what they were then (counted once while they stay so). */
   private readonly noted = new Map<string, string>();
+  /**
+   * Files waiting for a place (over files_per_user or files), by key: whose, and their folder's mtime then. While
+   * the folder is unchanged the name is what it was, and while its owner still has no place it is not lstat()ed
+   * again: thousands of waiting names were thousands of lstat calls each collection.
+   */
+  private readonly waiting = new Map<string, { user: string; dirMtimeMs: number }>();
   /** Folders left out for being past their owner's budget, counted once each. */
   private readonly crowded = new Set<string>();
   /** (reason, folder) already said: a folder's hostile files are one line, not one per file. */
@@ -129,6 +135,15 @@ export class NcclPlugin implements Plugin {
       ...(o.proc ? { proc: o.proc } : {}),
       // each folder holds a file at least: a user's folders past their files' budget are nothing to read
       dirsPerUser: this.limits.filesPerUser,
+      // a user's folder holds only its owner's files, so no more than 4 x files_per_user of them are worth a look; a
+      // root folder (shared, sticky) is anyone's: 4 x files, what the node follows in all
+      filesPerDir: { user: 4 * this.limits.filesPerUser, root: 4 * this.limits.files },
+      onFolderFull: (path, uid, left) => {
+        if (this.crowded.has(`names\0${path}`)) return;
+        if (this.crowded.size >= MAX_NOTED) this.crowded.clear();
+        this.crowded.add(`names\0${path}`);
+        this.budgets.hit(uid === 0 ? 'files' : 'files_per_user', String(uid), `nccl: a folder with ${left} more Inspector files than are looked at (4 x [limits] ${uid === 0 ? 'files' : 'files_per_user'}): ${printable(path)}`, left);
+      },
       onCrowded: (path, uid) => {
         if (this.crowded.has(path)) return;
         if (this.crowded.size >= MAX_NOTED) this.crowded.clear();
@@ -366,10 +381,11 @@ export class NcclPlugin implements Plugin {
   private follow(now: number): void {
     const files = this.locator.files(now);
     // forget what is gone: the maps hold at most the files there are
-    if (this.stale.size || this.noted.size) {
+    if (this.stale.size || this.noted.size || this.waiting.size) {
       const there = new Set(files.map((f) => f.key));
       for (const k of this.stale.keys()) if (!there.has(k)) this.stale.delete(k);
       for (const k of this.noted.keys()) if (!there.has(k)) this.noted.delete(k);
+      for (const k of this.waiting.keys()) if (!there.has(k)) this.waiting.delete(k);
     }
     const perUser = new Map<string, number>();
     let followed = this.logs.size + this.proms.size;
@@ -377,6 +393,9 @@ export class NcclPlugin implements Plugin {
     for (const f of this.proms.values()) perUser.set(f.user, (perUser.get(f.user) ?? 0) + 1);
     for (const f of files) {
       if (this.logs.has(f.key) || this.proms.has(f.key)) continue;
+      const w = this.waiting.get(f.key);
+      if (w && w.dirMtimeMs === f.folder.mtimeMs && ((perUser.get(w.user) ?? 0) >= this.limits.filesPerUser || followed >= this.limits.files)) continue;
+      this.waiting.delete(f.key);
       const st = lstatSync(f.path, { throwIfNoEntry: false });
       if (!st) continue;
       const user = String(st.uid);
@@ -404,6 +423,8 @@ export class NcclPlugin implements Plugin {
           if (this.noted.size >= MAX_NOTED) this.noted.clear();
           this.noted.set(f.key, over);
         }
+        if (this.waiting.size >= MAX_NOTED) this.waiting.clear();
+        this.waiting.set(f.key, { user, dirMtimeMs: f.folder.mtimeMs });
         continue;
       }
       this.noted.delete(f.key);

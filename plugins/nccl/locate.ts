@@ -34,6 +34,8 @@ export interface InspectorFolder {
   readonly path: string;
   /** Its owner (fstat of the listed folder). */
   readonly uid: number;
+  /** Its mtime then (fstat before the listing): a name added, removed or renamed changes it. */
+  readonly mtimeMs: number;
   /** The job its owner's files are credited to when no process says better: see the module's note. */
   jobId?: string;
   /**
@@ -102,6 +104,10 @@ export interface LocateOptions {
   readonly dirsPerUser?: number;
   /** A folder left out for dirsPerUser (each collection it still is). */
   onCrowded?(path: string, uid: number): void;
+  /** Inspector files given of one folder: (a user's folder, root's). Default: no bound. */
+  readonly filesPerDir?: { readonly user: number; readonly root: number };
+  /** A folder with more Inspector names than filesPerDir (each collection it still has): how many were left out. */
+  onFolderFull?(path: string, uid: number, left: number): void;
 }
 
 /** A discovered process's dump folder: the path to read it by, and who the process is. */
@@ -250,15 +256,26 @@ export class Locator {
         }
         continue;
       }
-      const folder: InspectorFolder = { path: dir, uid: l.st.uid, ...folderJob(dir, l.st.uid, proc), ...(proc ? { procs: proc.map(procOf) } : {}), byProcess: proc !== undefined && !globbed.has(dir) };
+      const folder: InspectorFolder = { path: dir, uid: l.st.uid, mtimeMs: l.st.mtimeMs, ...folderJob(dir, l.st.uid, proc), ...(proc ? { procs: proc.map(procOf) } : {}), byProcess: proc !== undefined && !globbed.has(dir) };
       listed.set(id, folder);
+      // a folder of 300,000 names made every one an object (and an lstat) each collection: past what its files can
+      // ever be followed for, names are only counted
+      const room = this.o.filesPerDir ? (l.st.uid === 0 ? this.o.filesPerDir.root : this.o.filesPerDir.user) : Infinity;
+      let given = 0;
+      let left = 0;
       for (const n of l.names) {
         const log = LOG.exec(n);
         const prom = log ? undefined : PROM.exec(n);
         if (log ? !this.hosts.has(log[1]!) : !prom) continue;
+        if (given >= room) {
+          left++;
+          continue;
+        }
+        given++;
         // by name only: the plugin opens a file when it first sees it, not every file every collection
         out.push({ path: join(dir, n), key: `${id}/${n}`, kind: log ? 'log' : 'prom', ...(log ? { pid: Number(log[2]) } : { gpuUuid: `GPU-${prom![1]}` }), folder });
       }
+      if (left) this.o.onFolderFull?.(dir, l.st.uid, left);
     }
     return out;
   }
