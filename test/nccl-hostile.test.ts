@@ -542,3 +542,15 @@ test('a folder of 2,000 empty logs: only 4 x files_per_user of its names are mad
   assert.equal(waiting(false), 0, 'the folder unchanged: the waiting name is not looked at');
   assert.equal(waiting(true), 1, 'the folder changed: it is, and the link is refused');
 });
+
+test('30 folders of one user, each with a link for a log: at most log_lines_per_minute lines about them a minute, the rest counted against that user', { timeout: 60_000 }, () => {
+  const b = base();
+  const home = join(b, 'nobody');
+  mkdirSync(home);
+  chownSync(home, NOBODY, NOBODY);
+  asNobody(`cd '${home}' && i=0; while [ $i -lt 30 ]; do i=$((i+1)); mkdir d$i && ln -s /etc/hostname d$i/${HOST}-pid$((4100000+i)).log; done`);
+  const r = collect({ options: { paths: [join(home, 'd*')] }, collections: 1, limits: { logLinesPerMinute: 5 } });
+  assert.equal(r.byUser[`not_regular_file/${NOBODY}`], 30);
+  assert.equal(r.log.filter((l) => l.includes('files in a folder not read')).length, 5);
+  assert.equal(r.byUser[`log_lines_per_minute/${NOBODY}`], 25);
+});

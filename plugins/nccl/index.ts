@@ -269,15 +269,21 @@ export class NcclPlugin implements Plugin {
     this.budgets.hit(why, user, `nccl: ${f.kind === 'log' ? 'a rank log' : 'a .prom file'} not read (${detail}): ${printable(f.path)}`);
     if (this.noted.size >= MAX_NOTED) this.noted.clear();
     this.noted.set(f.key, mark);
-    this.tellOnce(why, f.folder.path, `nccl: files in a folder not read: ${why}`, { folder: printable(f.folder.path), user, detail: printable(detail) });
+    this.tellOnce(user, why, f.folder.path, `nccl: files in a folder not read: ${why}`, { folder: printable(f.folder.path), user, detail: printable(detail) });
   }
 
-  private tellOnce(why: string, folder: string, msg: string, fields: Record<string, unknown>): void {
+  /** Once per (reason, folder), and at most log_lines_per_minute a minute per user: one user's thousands of folders are not thousands of lines. */
+  private tellOnce(user: string, why: string, folder: string, msg: string, fields: Record<string, unknown>): void {
     const k = `${why}\0${folder}`;
     if (this.told.has(k)) return;
+    const a = this.rate.allow(`user\0${user}`);
+    if (!a.ok) {
+      this.budgets.hit('log_lines_per_minute', user, `nccl: more than ${this.limits.logLinesPerMinute} lines a minute about the folders of uid ${user}: the rest held back`);
+      return;
+    }
     if (this.told.size >= 4096) this.told.clear();
     this.told.add(k);
-    this.log.warn(msg, fields);
+    this.log.warn(msg, { ...fields, ...(a.held ? { lines_held_back: a.held } : {}) });
   }
 
   private take(f: FollowedLog, r: TailResult, now: number): void {
@@ -343,7 +349,7 @@ export class NcclPlugin implements Plugin {
     }
     if (p) {
       this.budgets.hit('not_owner', f.user, `nccl: a rank log named after pid ${pid}, a process of uid ${p.uid}, is owned by uid ${uid}: its figures are credited to no process`);
-      this.tellOnce('not_owner_pid', f.file.folder.path, 'nccl: rank logs named after other users\' processes: credited to no process', { folder: printable(f.file.folder.path), user: f.user, pid, pid_uid: p.uid });
+      this.tellOnce(f.user, 'not_owner_pid', f.file.folder.path, 'nccl: rank logs named after other users\' processes: credited to no process', { folder: printable(f.file.folder.path), user: f.user, pid, pid_uid: p.uid });
     }
     return (f.src = { ...base, noPid: true });
   }
