@@ -27,6 +27,7 @@ import { after, test } from 'node:test';
 import { createLogger } from '../src/core/log.js';
 import { pluginContext } from '../src/core/plugin.js';
 import { ncclPlugin } from '../plugins/nccl/index.js';
+import { Locator } from '../plugins/nccl/locate.js';
 import type { CollectReport, CollectSpec } from './helpers/nccl-collect.js';
 import { configFrom } from './helpers/config.js';
 import { ROOT, tempDir } from './helpers/paths.js';
@@ -396,4 +397,160 @@ test('doctor: a discovered folder that cannot be reached (a link) is said, with 
   } finally {
     end(p);
   }
+});
+
+test('a .prom file of 20,000 interval samples: at most series_per_communicator of them kept as points, the rest counted against its owner', { timeout: 120_000 }, () => {
+  const b = base();
+  const dir = nobodyDir(b, 'nccl-inspector-prom-flood');
+  let text = '';
+  for (let i = 0; i < 10_000; i++) {
+    const l = `{version="v5.1",node="${HOST}",comm_name="c${i}",n_nodes="1",nranks="8",collective="AllReduce",message_size="64-65MB",algo_proto="RING_SIMPLE"}`;
+    text += `nccl_bus_bandwidth_gbs${l} 1\nnccl_collective_exec_time_microseconds${l} 2\n`;
+  }
+  writeFileSync(join(b, 'seed.prom'), text);
+  asNobody(`cp '${join(b, 'seed.prom')}' '${join(dir, `nccl_inspector_metrics_${UUID}.prom`)}'`);
+  // 2 collections: a .prom file is read once it has stayed the same for a poll
+  const r = collect({ options: { paths: [dir] }, limits: { seriesPerCommunicator: 50 }, collections: 2 });
+  const pts = r.points.filter((p) => p.name.startsWith('nccl.interval.'));
+  assert.ok(pts.length > 0 && pts.length <= 50, `${pts.length} interval points`);
+  assert.ok((r.byUser[`series_per_communicator/${NOBODY}`] ?? 0) >= 19_000, JSON.stringify(r.byUser));
+});
+
+/** A user's shell that starts `n` Inspector processes (sleep) each naming a folder of its own under `prefix`; ends when they all have. */
+async function swarm(user: string, n: number, prefix: string): Promise<{ pids: number[]; done: Promise<void> }> {
+  const child = spawn('runuser', ['-u', user, '--', 'sh', '-c', `i=0; while [ $i -lt ${n} ]; do i=$((i+1)); NCCL_INSPECTOR_ENABLE=1 NCCL_INSPECTOR_DUMP_DIR=${prefix}/$i sleep 600 & echo $!; done; echo started; wait`], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const done = new Promise<void>((res) => child.on('exit', () => res()));
+  const pids = await new Promise<number[]>((res, rej) => {
+    let out = '';
+    child.stdout!.on('data', (b: Buffer) => {
+      out += b.toString();
+      if (out.includes('started\n')) res(out.split('\n').filter((l) => /^\d+$/.test(l)).map(Number));
+    });
+    child.on('exit', (code) => rej(new Error(`the swarm exited (${code}) before starting: ${out}`)));
+  });
+  return { pids, done };
+}
+
+test('discovery: one user\'s 40 processes naming made-up folders take at most files_per_user places (counted), not another user\'s job; once they end, their never-made folders are forgotten', { timeout: 120_000 }, async () => {
+  const b = base();
+  const victimDir = join(b, 'daemon-job');
+  mkdirSync(victimDir);
+  chownSync(victimDir, 1, 1);
+  const prefix = `/nonexistent-l9gpu-${randomUUID()}`;
+  const flood = await swarm('nobody', 40, prefix);
+  const victim = await live('runuser', ['-u', 'daemon', '--', 'env', 'NCCL_INSPECTOR_ENABLE=1', `NCCL_INSPECTOR_DUMP_DIR=${victimDir}`, 'sh', '-c', 'echo $$; exec sleep 600']);
+  const log = join(victimDir, `${HOST}-pid${victim.pid}.log`);
+  writeFileSync(log, line(victim.pid, 1));
+  chownSync(log, 1, 1);
+  const crowded: [string, number][] = [];
+  try {
+    const loc = new Locator({ paths: [], discover: true, hostNames: [HOST], maxDirs: 16, dirsPerUser: 4, onCrowded: (p, uid) => crowded.push([p, uid]) });
+    const t0 = Date.now();
+    const files = loc.files(t0);
+    assert.ok(files.some((f) => f.path === log), 'the other user\'s job is read');
+    const floods = loc.unreached.filter((u) => u.path.startsWith(prefix));
+    assert.equal(floods.length, 4, 'files_per_user folders of the flooding uid');
+    assert.ok(crowded.filter(([p, uid]) => uid === NOBODY && p.startsWith(prefix)).length >= 36, `${crowded.length} crowded`);
+    for (const pid of flood.pids) process.kill(pid, 'SIGKILL');
+    await flood.done;
+    loc.files(t0 + 20_000);
+    assert.deepEqual(loc.unreached.filter((u) => u.path.startsWith(prefix)), [], 'ended processes\' never-made folders are not kept');
+    assert.ok(loc.files(t0 + 40_000).some((f) => f.path === log), 'the living job\'s folder stays');
+  } finally {
+    for (const pid of flood.pids) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // already ended
+      }
+    }
+    end(victim);
+  }
+});
+
+test('discovery: another user\'s process naming a user\'s folder (a higher pid) does not stop the owner\'s files being read, nor take the owner\'s job', { timeout: 120_000 }, async () => {
+  const b = base();
+  const dir = nobodyDir(b, 'nccl-inspector-77');
+  const alice = await live('runuser', ['-u', 'nobody', '--', 'env', 'NCCL_INSPECTOR_ENABLE=1', 'SLURM_JOB_ID=4444', `NCCL_INSPECTOR_DUMP_DIR=${dir}`, 'sh', '-c', 'echo $$; exec sleep 600']);
+  const mallory = await live('runuser', ['-u', 'daemon', '--', 'env', 'NCCL_INSPECTOR_ENABLE=1', 'SLURM_JOB_ID=5555', `NCCL_INSPECTOR_DUMP_DIR=${dir}`, 'sh', '-c', 'echo $$; exec sleep 600']);
+  try {
+    assert.ok(mallory.pid > alice.pid, 'the other user\'s process comes later, as in the report');
+    const comm = `0x${randomUUID().replaceAll('-', '').slice(0, 16)}`;
+    writeFileSync(join(b, 'seed.log'), lines(alice.pid, 3, { comm }));
+    asNobody(`cp '${join(b, 'seed.log')}' '${join(dir, `${HOST}-pid${alice.pid}.log`)}'`);
+    const r = collect({ options: { paths: [], discover: true }, collections: 1 });
+    const mine = ops(r).filter((p) => p.attributes['nccl.comm.id'] === comm);
+    assert.equal(mine.reduce((a, p) => a + p.value, 0), 3, 'the owner\'s log is read');
+    assert.equal(r.byUser[`not_owner/${NOBODY}`], undefined, JSON.stringify(r.byUser));
+    assert.deepEqual([...new Set(mine.map((p) => p.attributes['nccl.job.id']))], ['4444']);
+  } finally {
+    end(mallory);
+    end(alice);
+  }
+});
+
+test('nccl_series_per_user: one user\'s communicators (ids the file picks) stop at the user\'s bound, counted against that user, leaving max_series to the others; max_series hits are counted too', { timeout: 60_000 }, () => {
+  const b = base();
+  const dir = nobodyDir(b, 'nccl-inspector-comms');
+  let s = '';
+  for (let i = 0; i < 40; i++) s += line(4000050, i, { comm: `0x${(0x5000 + i).toString(16)}` });
+  writeFileSync(join(b, 'seed'), s);
+  asNobody(`cp '${join(b, 'seed')}' '${join(dir, `${HOST}-pid4000050.log`)}'`);
+  const rootDir = join(b, 'root-job');
+  mkdirSync(rootDir);
+  writeFileSync(join(rootDir, `${HOST}-pid4000051.log`), lines(4000051, 5, { comm: '0x51' }));
+  const r = collect({ options: { paths: [dir, rootDir], maxSeries: 20 }, collections: 1, limits: { ncclSeriesPerUser: 10 } });
+  assert.equal(ops(r).filter((p) => p.attributes['process.owner'] !== undefined).length, 10, 'the user\'s series');
+  assert.equal(ops(r).filter((p) => p.attributes['nccl.comm.id'] === '0x51').length, 1, 'root\'s series, within max_series');
+  assert.equal(r.byUser[`nccl_series_per_user/${NOBODY}`], 30);
+  assert.equal(r.byUser['nccl_max_series/0'], undefined);
+
+  // root's files are held to max_series alone: past it each new series is counted, with whose file it was
+  const full = join(b, 'root-full');
+  mkdirSync(full);
+  let t = '';
+  for (let i = 0; i < 30; i++) t += line(4000052, i, { comm: `0x${(0x6000 + i).toString(16)}` });
+  writeFileSync(join(full, `${HOST}-pid4000052.log`), t);
+  const r2 = collect({ options: { paths: [full], maxSeries: 20 }, collections: 1, limits: { ncclSeriesPerUser: 10 } });
+  assert.equal(ops(r2).length, 20);
+  assert.equal(r2.byUser['nccl_max_series/0'], 10);
+});
+
+test('a folder of 2,000 empty logs: only 4 x files_per_user of its names are made files (the rest counted), and a name waiting for a place is not lstat()ed again while its folder is unchanged', { timeout: 120_000 }, () => {
+  const b = base();
+  const dir = nobodyDir(b, 'nccl-inspector-names');
+  asNobody(`cd '${dir}' && i=0; while [ $i -lt 2000 ]; do i=$((i+1)); : > '${HOST}-pid'$((5000000+i)).log; done`);
+  const full: [number, number][] = [];
+  const loc = new Locator({ paths: [dir], discover: false, hostNames: [HOST], filesPerDir: { user: 16, root: 64 }, onFolderFull: (_p, uid, left) => full.push([uid, left]) });
+  assert.equal(loc.files(Date.now()).length, 16);
+  assert.deepEqual(full, [[NOBODY, 1984]]);
+  const r = collect({ options: { paths: [dir] }, collections: 1, limits: { filesPerUser: 4 } });
+  assert.equal(r.byUser[`files_per_user/${NOBODY}`], 1984 + 12, 'the names past 16 once, and the 12 looked at past 4');
+
+  // one log followed, then a second one waiting; the waiting one made a link with the folder's time put back: not
+  // looked at again (an lstat each collection for each waiting name), until the folder's time moves
+  const waiting = (moved: boolean) => {
+    const two = nobodyDir(b, `nccl-inspector-waiting-${moved}`);
+    const second = join(two, `${HOST}-pid4000061.log`);
+    const ref = join(b, `ref-${moved}`);
+    asNobody(`echo > '${join(two, `${HOST}-pid4000060.log`)}'`);
+    const between = [null, `runuser -u nobody -- sh -c "echo > '${second}'"`, `touch -r '${two}' '${ref}' && rm '${second}' && ln -s /etc/hostname '${second}' && touch -r '${ref}' '${two}'`];
+    const w = collect({ options: { paths: [two] }, limits: { filesPerUser: 1 }, collections: moved ? 4 : 3, between: moved ? [...between, `touch '${two}'`] : between });
+    assert.equal(w.byUser[`files_per_user/${NOBODY}`], 1, 'the second log waits');
+    return (w.byUser['not_regular_file/0'] ?? 0) + (w.byUser[`not_regular_file/${NOBODY}`] ?? 0);
+  };
+  assert.equal(waiting(false), 0, 'the folder unchanged: the waiting name is not looked at');
+  assert.equal(waiting(true), 1, 'the folder changed: it is, and the link is refused');
+});
+
+test('30 folders of one user, each with a link for a log: at most log_lines_per_minute lines about them a minute, the rest counted against that user', { timeout: 60_000 }, () => {
+  const b = base();
+  const home = join(b, 'nobody');
+  mkdirSync(home);
+  chownSync(home, NOBODY, NOBODY);
+  asNobody(`cd '${home}' && i=0; while [ $i -lt 30 ]; do i=$((i+1)); mkdir d$i && ln -s /etc/hostname d$i/${HOST}-pid$((4100000+i)).log; done`);
+  const r = collect({ options: { paths: [join(home, 'd*')] }, collections: 1, limits: { logLinesPerMinute: 5 } });
+  assert.equal(r.byUser[`not_regular_file/${NOBODY}`], 30);
+  assert.equal(r.log.filter((l) => l.includes('files in a folder not read')).length, 5);
+  assert.equal(r.byUser[`log_lines_per_minute/${NOBODY}`], 25);
 });

@@ -67,6 +67,8 @@ export interface RecordSource {
 
 interface Series {
   readonly attrs: Attributes;
+  /** Whose file, as counted against perUser (undefined: root's, or not known). */
+  readonly user: string | undefined;
   readonly op: string;
   readonly nRanks: number;
   readonly start: number;
@@ -100,6 +102,11 @@ export interface AggregateOptions {
   /** Series of one communicator kept at most; a new one past it is dropped and `onLimit` told. Default: maxSeries. */
   readonly perCommunicator?: number;
   onLimit?(user: string, commId: string): void;
+  /** Series of one user's files (RecordSource.user, root's not counted) kept at most; a new one past it is dropped and `onUserLimit` told. Default: maxSeries. */
+  readonly perUser?: number;
+  onUserLimit?(user: string): void;
+  /** A new series dropped for maxSeries, with whose file it was. */
+  onFull?(user: string): void;
 }
 
 export class Aggregator {
@@ -113,6 +120,9 @@ export class Aggregator {
   private readonly perComm: number;
   /** Communicator -> its series now. */
   private readonly commSeries = new Map<string, number>();
+  private readonly perUser: number;
+  /** User -> its series now (root's not counted). */
+  private readonly userSeries = new Map<string, number>();
   /** Records dropped because the series cap was reached (the runner's log says it once). */
   dropped = 0;
 
@@ -121,6 +131,7 @@ export class Aggregator {
     this.windowSize = o.window ?? 256;
     this.idleMs = o.idleMs ?? 600_000;
     this.perComm = o.perCommunicator ?? this.maxSeries;
+    this.perUser = o.perUser ?? this.maxSeries;
   }
 
   get size(): number {
@@ -139,8 +150,16 @@ export class Aggregator {
     const key = `${pid}\u0001${r.commId}\u0001${r.rank}\u0001${r.op}\u0001${bucket}\u0001${src.jobId ?? ''}\u0001${src.gpuUuid ?? ''}\u0001${src.user ?? ''}`;
     let s = this.series.get(key);
     if (!s) {
+      // the user's own bound first: one user's flood is that user's hit, and leaves max_series to the others
+      const user = src.user !== undefined && src.user !== '0' ? src.user : undefined;
+      const mine = user === undefined ? 0 : (this.userSeries.get(user) ?? 0);
+      if (user !== undefined && mine >= this.perUser) {
+        this.o.onUserLimit?.(user);
+        return;
+      }
       if (this.series.size >= this.maxSeries) {
         this.dropped++;
+        this.o.onFull?.(src.user ?? 'unknown');
         return;
       }
       const inComm = this.commSeries.get(r.commId) ?? 0;
@@ -149,6 +168,7 @@ export class Aggregator {
         return;
       }
       this.commSeries.set(r.commId, inComm + 1);
+      if (user !== undefined) this.userSeries.set(user, mine + 1);
       const attrs: Attributes = {
         'nccl.collective': r.op,
         'nccl.ranks': r.nRanks,
@@ -164,7 +184,7 @@ export class Aggregator {
         // job); root's files are the admin's and carry none
         ...(src.user !== undefined && src.user !== '0' ? { 'process.owner': /^\d+$/.test(src.user) ? userName(Number(src.user)) : src.user } : {}),
       };
-      this.series.set(key, (s = { attrs, op: r.op, nRanks: r.nRanks, start: now, ops: 0, bytes: 0, counts: new Array<number>(EXEC_BOUNDS.length + 1).fill(0), sum: 0, dBytes: 0, dSeconds: 0, dOps: 0, seen: now }));
+      this.series.set(key, (s = { attrs, user, op: r.op, nRanks: r.nRanks, start: now, ops: 0, bytes: 0, counts: new Array<number>(EXEC_BOUNDS.length + 1).fill(0), sum: 0, dBytes: 0, dSeconds: 0, dOps: 0, seen: now }));
     }
     s.ops++;
     s.bytes += r.bytes;
@@ -216,6 +236,10 @@ export class Aggregator {
     const n = (this.commSeries.get(id) ?? 1) - 1;
     if (n > 0) this.commSeries.set(id, n);
     else this.commSeries.delete(id);
+    if (s.user === undefined) return;
+    const u = (this.userSeries.get(s.user) ?? 1) - 1;
+    if (u > 0) this.userSeries.set(s.user, u);
+    else this.userSeries.delete(s.user);
   }
 
   /** The points of every series, and the bandwidths and rank factors of what came since the last call. */

@@ -39,7 +39,7 @@ import { clip, printable } from '../../src/core/printable.js';
 import { openUserFile, ownerAllowed, processOwner } from '../../src/core/user-file.js';
 import { Aggregator, type RecordSource } from './aggregate.js';
 import { NCCL_SECTION } from './config.js';
-import { jobFor, Locator, type InspectorFile, type InspectorFolder } from './locate.js';
+import { jobFor, Locator, processAllows, type InspectorFile, type InspectorFolder } from './locate.js';
 import { bandwidth } from '../../src/core/nccl-bandwidth.js';
 import { parseInspectorLine, type InspectorRecord } from './parse.js';
 import { PromFile } from './prom.js';
@@ -103,6 +103,12 @@ export class NcclPlugin implements Plugin {
   private readonly stale = new Map<string, number>();
   /** Files refused or over a budget, by key: what they were then (counted once while they stay so). */
   private readonly noted = new Map<string, string>();
+  /**
+   * Files waiting for a place (over files_per_user or files), by key: whose, and their folder's mtime then. While
+   * the folder is unchanged the name is what it was, and while its owner still has no place it is not lstat()ed
+   * again: thousands of waiting names were thousands of lstat calls each collection.
+   */
+  private readonly waiting = new Map<string, { user: string; dirMtimeMs: number }>();
   /** Folders left out for being past their owner's budget, counted once each. */
   private readonly crowded = new Set<string>();
   /** (reason, folder) already said: a folder's hostile files are one line, not one per file. */
@@ -129,6 +135,15 @@ export class NcclPlugin implements Plugin {
       ...(o.proc ? { proc: o.proc } : {}),
       // each folder holds a file at least: a user's folders past their files' budget are nothing to read
       dirsPerUser: this.limits.filesPerUser,
+      // a user's folder holds only its owner's files, so no more than 4 x files_per_user of them are worth a look; a
+      // root folder (shared, sticky) is anyone's: 4 x files, what the node follows in all
+      filesPerDir: { user: 4 * this.limits.filesPerUser, root: 4 * this.limits.files },
+      onFolderFull: (path, uid, left) => {
+        if (this.crowded.has(`names\0${path}`)) return;
+        if (this.crowded.size >= MAX_NOTED) this.crowded.clear();
+        this.crowded.add(`names\0${path}`);
+        this.budgets.hit(uid === 0 ? 'files' : 'files_per_user', String(uid), `nccl: a folder with ${left} more Inspector files than are looked at (4 x [limits] ${uid === 0 ? 'files' : 'files_per_user'}): ${printable(path)}`, left);
+      },
       onCrowded: (path, uid) => {
         if (this.crowded.has(path)) return;
         if (this.crowded.size >= MAX_NOTED) this.crowded.clear();
@@ -141,6 +156,9 @@ export class NcclPlugin implements Plugin {
       window: o.window,
       perCommunicator: this.limits.seriesPerCommunicator,
       onLimit: (user, comm) => this.budgets.hit('series_per_communicator', user, `nccl: communicator ${printable(clip(comm, 40))} has ${this.limits.seriesPerCommunicator} series; records of new ones dropped`),
+      perUser: this.limits.ncclSeriesPerUser,
+      onUserLimit: (user) => this.budgets.hit('nccl_series_per_user', user, `nccl: the files of uid ${user} have ${this.limits.ncclSeriesPerUser} series; records of new ones dropped`),
+      onFull: (user) => this.budgets.hit('nccl_max_series', user, `nccl: ${o.maxSeries} series on the node (max_series); records of new ones dropped`),
     });
   }
 
@@ -251,15 +269,21 @@ export class NcclPlugin implements Plugin {
     this.budgets.hit(why, user, `nccl: ${f.kind === 'log' ? 'a rank log' : 'a .prom file'} not read (${detail}): ${printable(f.path)}`);
     if (this.noted.size >= MAX_NOTED) this.noted.clear();
     this.noted.set(f.key, mark);
-    this.tellOnce(why, f.folder.path, `nccl: files in a folder not read: ${why}`, { folder: printable(f.folder.path), user, detail: printable(detail) });
+    this.tellOnce(user, why, f.folder.path, `nccl: files in a folder not read: ${why}`, { folder: printable(f.folder.path), user, detail: printable(detail) });
   }
 
-  private tellOnce(why: string, folder: string, msg: string, fields: Record<string, unknown>): void {
+  /** Once per (reason, folder), and at most log_lines_per_minute a minute per user: one user's thousands of folders are not thousands of lines. */
+  private tellOnce(user: string, why: string, folder: string, msg: string, fields: Record<string, unknown>): void {
     const k = `${why}\0${folder}`;
     if (this.told.has(k)) return;
+    const a = this.rate.allow(`user\0${user}`);
+    if (!a.ok) {
+      this.budgets.hit('log_lines_per_minute', user, `nccl: more than ${this.limits.logLinesPerMinute} lines a minute about the folders of uid ${user}: the rest held back`);
+      return;
+    }
     if (this.told.size >= 4096) this.told.clear();
     this.told.add(k);
-    this.log.warn(msg, fields);
+    this.log.warn(msg, { ...fields, ...(a.held ? { lines_held_back: a.held } : {}) });
   }
 
   private take(f: FollowedLog, r: TailResult, now: number): void {
@@ -325,7 +349,7 @@ export class NcclPlugin implements Plugin {
     }
     if (p) {
       this.budgets.hit('not_owner', f.user, `nccl: a rank log named after pid ${pid}, a process of uid ${p.uid}, is owned by uid ${uid}: its figures are credited to no process`);
-      this.tellOnce('not_owner_pid', f.file.folder.path, 'nccl: rank logs named after other users\' processes: credited to no process', { folder: printable(f.file.folder.path), user: f.user, pid, pid_uid: p.uid });
+      this.tellOnce(f.user, 'not_owner_pid', f.file.folder.path, 'nccl: rank logs named after other users\' processes: credited to no process', { folder: printable(f.file.folder.path), user: f.user, pid, pid_uid: p.uid });
     }
     return (f.src = { ...base, noPid: true });
   }
@@ -363,10 +387,11 @@ export class NcclPlugin implements Plugin {
   private follow(now: number): void {
     const files = this.locator.files(now);
     // forget what is gone: the maps hold at most the files there are
-    if (this.stale.size || this.noted.size) {
+    if (this.stale.size || this.noted.size || this.waiting.size) {
       const there = new Set(files.map((f) => f.key));
       for (const k of this.stale.keys()) if (!there.has(k)) this.stale.delete(k);
       for (const k of this.noted.keys()) if (!there.has(k)) this.noted.delete(k);
+      for (const k of this.waiting.keys()) if (!there.has(k)) this.waiting.delete(k);
     }
     const perUser = new Map<string, number>();
     let followed = this.logs.size + this.proms.size;
@@ -374,6 +399,9 @@ export class NcclPlugin implements Plugin {
     for (const f of this.proms.values()) perUser.set(f.user, (perUser.get(f.user) ?? 0) + 1);
     for (const f of files) {
       if (this.logs.has(f.key) || this.proms.has(f.key)) continue;
+      const w = this.waiting.get(f.key);
+      if (w && w.dirMtimeMs === f.folder.mtimeMs && ((perUser.get(w.user) ?? 0) >= this.limits.filesPerUser || followed >= this.limits.files)) continue;
+      this.waiting.delete(f.key);
       const st = lstatSync(f.path, { throwIfNoEntry: false });
       if (!st) continue;
       const user = String(st.uid);
@@ -382,9 +410,9 @@ export class NcclPlugin implements Plugin {
         if (was !== 'not_regular_file') this.refuse(f, user, 'not_regular_file', st.isSymbolicLink() ? 'a symbolic link' : st.isFIFO() ? 'a FIFO' : 'not a regular file');
         continue;
       }
-      const proc = f.folder.byProcess ? f.folder.proc : undefined;
-      if (!ownerAllowed(st.uid, st.nlink, f.folder.uid) || (proc && proc.uid !== 0 && st.uid !== proc.uid)) {
-        if (was !== 'not_owner') this.refuse(f, user, 'not_owner', `owned by uid ${st.uid}, in a folder of uid ${f.folder.uid}${proc ? ` named by a process of uid ${proc.uid}` : ''}`);
+      const byProcess = !processAllows(f.folder, st.uid);
+      if (!ownerAllowed(st.uid, st.nlink, f.folder.uid) || byProcess) {
+        if (was !== 'not_owner') this.refuse(f, user, 'not_owner', `owned by uid ${st.uid}, in a folder of uid ${f.folder.uid}${byProcess ? ` named only by processes of uid ${[...new Set(f.folder.procs!.map((p) => p.uid))].join(', ')}` : ''}`);
         continue;
       }
       if (this.stale.get(f.key) === st.mtimeMs) continue;
@@ -401,6 +429,8 @@ export class NcclPlugin implements Plugin {
           if (this.noted.size >= MAX_NOTED) this.noted.clear();
           this.noted.set(f.key, over);
         }
+        if (this.waiting.size >= MAX_NOTED) this.waiting.clear();
+        this.waiting.set(f.key, { user, dirMtimeMs: f.folder.mtimeMs });
         continue;
       }
       this.noted.delete(f.key);
@@ -410,7 +440,10 @@ export class NcclPlugin implements Plugin {
       // every open of the name (the first, and after a rotation or park) wants a regular file of this same owner
       const open = (p: string) => openUserFile(p, { folderUid: f.folder.uid, uid: st.uid });
       if (f.kind === 'log') this.logs.set(f.key, { tail: new FileTail(f.path, { maxLine: MAX_LINE, maxRead: CHUNK, open }), file: f, user, lineNo: 0, active: now });
-      else this.proms.set(f.key, { p: new PromFile(f.path, f.gpuUuid!, this.locator.names, jobFor(f.folder, st.uid), open), user, file: f });
+      else {
+        const onDropped = (n: number) => this.budgets.hit('series_per_communicator', user, `nccl: a .prom file with more than ${this.limits.seriesPerCommunicator} samples; the rest dropped: ${printable(f.path)}`, n);
+        this.proms.set(f.key, { p: new PromFile(f.path, f.gpuUuid!, this.locator.names, jobFor(f.folder, st.uid), open, this.limits.seriesPerCommunicator, onDropped), user, file: f });
+      }
     }
   }
 

@@ -34,16 +34,31 @@ export interface InspectorFolder {
   readonly path: string;
   /** Its owner (fstat of the listed folder). */
   readonly uid: number;
+  /** Its mtime then (fstat before the listing): a name added, removed or renamed changes it. */
+  readonly mtimeMs: number;
   /** The job its owner's files are credited to when no process says better: see the module's note. */
   jobId?: string;
-  /** The discovered process that names the folder: its uid and job. */
-  proc?: { readonly uid: number; readonly jobId?: string };
   /**
-   * Named only by a user's process (no configured path): only that user's
-   * files in it are read, so that a process cannot point root at a root
-   * folder (NCCL_INSPECTOR_DUMP_DIR=/root, or a link in the path above).
+   * Every discovered process that names the folder: its uid and job. All of
+   * them, not one: a process of another user naming the folder too must not
+   * take the owner's own processes' place.
+   */
+  procs?: readonly { readonly uid: number; readonly jobId?: string }[];
+  /**
+   * Named only by users' processes (no configured path): in a root folder only
+   * the files of a naming process's uid are read, so that a process cannot
+   * point root at a root folder (NCCL_INSPECTOR_DUMP_DIR=/root, or a link in
+   * the path above).
    */
   readonly byProcess: boolean;
+}
+
+/** Whether a file of `uid` in the folder may be read, as far as the processes naming it go (ownerAllowed is the other half). */
+export function processAllows(folder: InspectorFolder, uid: number): boolean {
+  if (!folder.byProcess || !folder.procs) return true;
+  // a user's folder holds only its owner's files (ownerAllowed): whoever named it, those are the owner's to give
+  if (folder.uid !== 0 && uid === folder.uid) return true;
+  return folder.procs.some((p) => p.uid === 0 || p.uid === uid);
 }
 
 /**
@@ -54,7 +69,7 @@ export interface InspectorFolder {
  */
 export function jobFor(folder: InspectorFolder, uid: number): string | undefined {
   if (uid === folder.uid) return folder.jobId;
-  return folder.proc && folder.proc.uid === uid ? folder.proc.jobId : undefined;
+  return folder.procs?.find((p) => p.uid === uid && p.jobId)?.jobId;
 }
 
 export interface InspectorFile {
@@ -89,6 +104,10 @@ export interface LocateOptions {
   readonly dirsPerUser?: number;
   /** A folder left out for dirsPerUser (each collection it still is). */
   onCrowded?(path: string, uid: number): void;
+  /** Inspector files given of one folder: (a user's folder, root's). Default: no bound. */
+  readonly filesPerDir?: { readonly user: number; readonly root: number };
+  /** A folder with more Inspector names than filesPerDir (each collection it still has): how many were left out. */
+  onFolderFull?(path: string, uid: number, left: number): void;
 }
 
 /** A discovered process's dump folder: the path to read it by, and who the process is. */
@@ -175,8 +194,14 @@ export class Locator {
   private readonly proc: string;
   private readonly maxDirs: number;
   private lastDiscovery = -Infinity;
-  /** Discovered folder (the path it is read by) -> the process that named it, and when one last did. */
-  private readonly discovered = new Map<string, { d: Discovered; seen: number }>();
+  /**
+   * Discovered folder (the path it is read by) -> the processes that named it
+   * at the last discovery that found any (kept after they end: a dump at exit
+   * is still theirs), the uids that ever did (what the folder counts against),
+   * when one last did, and whether the folder was ever there.
+   */
+  private readonly discovered = new Map<string, { procs: Discovered[]; uids: Set<number>; seen: number; existed: boolean }>();
+  private readonly dirsPerUser: number;
   /** pid -> its start time and the folder its environment names (undefined: not an Inspector process). */
   private readonly looked = new Map<number, { start: string | undefined; d?: Discovered }>();
   /** This daemon's mount namespace (its inode): a process in another one is read through /proc/<pid>/root. */
@@ -188,6 +213,7 @@ export class Locator {
     this.hosts = hostNames([...o.hostNames, hostname()]);
     this.proc = o.proc ?? '/proc';
     this.maxDirs = o.maxDirs ?? 4096;
+    this.dirsPerUser = o.dirsPerUser ?? Infinity;
     this.ownNs = nsOf('/proc/self/ns/mnt');
   }
 
@@ -198,7 +224,7 @@ export class Locator {
   /** The Inspector files of this node in every followed folder. */
   files(now: number): InspectorFile[] {
     // the configured folders first: one also named by a process is still the admin's, with what the process says
-    const dirs = new Map<string, Discovered | undefined>();
+    const dirs = new Map<string, Discovered[] | undefined>();
     for (const p of this.o.paths) for (const d of expandGlob(p, this.maxDirs, this.o.dirsPerUser, this.o.onCrowded)) if (dirs.size < this.maxDirs) dirs.set(d, undefined);
     const globbed = new Set(dirs.keys());
     if (this.o.discover) {
@@ -208,7 +234,7 @@ export class Locator {
       }
       for (const [d, v] of this.discovered) {
         if (now - v.seen > DISCOVERED_TTL_MS) this.discovered.delete(d);
-        else if (dirs.size < this.maxDirs || dirs.has(d)) dirs.set(d, v.d);
+        else if (dirs.size < this.maxDirs || dirs.has(d)) dirs.set(d, v.procs);
       }
     }
     const out: InspectorFile[] = [];
@@ -224,21 +250,32 @@ export class Locator {
       const had = listed.get(id);
       if (had) {
         // one folder by two paths (a glob, and a process's /proc/<pid>/root view of it): read once
-        if (proc && !had.proc) {
-          had.proc = procOf(proc);
+        if (proc && !had.procs) {
+          had.procs = proc.map(procOf);
           had.jobId = folderJob(had.path, had.uid, proc).jobId;
         }
         continue;
       }
-      const folder: InspectorFolder = { path: dir, uid: l.st.uid, ...folderJob(dir, l.st.uid, proc), ...(proc ? { proc: procOf(proc) } : {}), byProcess: proc !== undefined && !globbed.has(dir) };
+      const folder: InspectorFolder = { path: dir, uid: l.st.uid, mtimeMs: l.st.mtimeMs, ...folderJob(dir, l.st.uid, proc), ...(proc ? { procs: proc.map(procOf) } : {}), byProcess: proc !== undefined && !globbed.has(dir) };
       listed.set(id, folder);
+      // a folder of 300,000 names made every one an object (and an lstat) each collection: past what its files can
+      // ever be followed for, names are only counted
+      const room = this.o.filesPerDir ? (l.st.uid === 0 ? this.o.filesPerDir.root : this.o.filesPerDir.user) : Infinity;
+      let given = 0;
+      let left = 0;
       for (const n of l.names) {
         const log = LOG.exec(n);
         const prom = log ? undefined : PROM.exec(n);
         if (log ? !this.hosts.has(log[1]!) : !prom) continue;
+        if (given >= room) {
+          left++;
+          continue;
+        }
+        given++;
         // by name only: the plugin opens a file when it first sees it, not every file every collection
         out.push({ path: join(dir, n), key: `${id}/${n}`, kind: log ? 'log' : 'prom', ...(log ? { pid: Number(log[2]) } : { gpuUuid: `GPU-${prom![1]}` }), folder });
       }
+      if (left) this.o.onFolderFull?.(dir, l.st.uid, left);
     }
     return out;
   }
@@ -253,6 +290,11 @@ export class Locator {
     }
     const alive = new Set(pids);
     for (const pid of this.looked.keys()) if (!alive.has(pid)) this.looked.delete(pid);
+    // what each uid's folders count, so that one user's thousands of processes naming made-up folders cannot take
+    // every place (maxDirs) from the other users' jobs
+    const perUid = new Map<number, number>();
+    for (const e of this.discovered.values()) for (const u of e.uids) perUid.set(u, (perUid.get(u) ?? 0) + 1);
+    const fresh = new Map<string, Discovered[]>();
     for (const pid of pids) {
       const start = processStart(pid, this.proc);
       let l = this.looked.get(pid);
@@ -260,8 +302,31 @@ export class Locator {
         const d = this.dumpDirOf(pid);
         this.looked.set(pid, (l = { start, ...(d ? { d } : {}) }));
       }
-      if (l.d?.other) l.d.path = viewOf(l.d.other);
-      if (l.d) this.discovered.set(l.d.path, { d: l.d, seen: now });
+      const d = l.d;
+      if (!d) continue;
+      if (d.other) d.path = viewOf(d.other);
+      let e = this.discovered.get(d.path);
+      if (!e?.uids.has(d.uid)) {
+        const mine = perUid.get(d.uid) ?? 0;
+        if ((d.uid !== 0 && mine >= this.dirsPerUser) || (!e && this.discovered.size >= this.maxDirs)) {
+          this.o.onCrowded?.(d.path, d.uid);
+          continue;
+        }
+        perUid.set(d.uid, mine + 1);
+        if (!e) this.discovered.set(d.path, (e = { procs: [], uids: new Set(), seen: now, existed: false }));
+        e.uids.add(d.uid);
+      }
+      e.seen = now;
+      const f = fresh.get(d.path);
+      if (f) f.push(d);
+      else fresh.set(d.path, [d]);
+    }
+    for (const [path, e] of this.discovered) {
+      const f = fresh.get(path);
+      if (f) e.procs = f;
+      e.existed ||= lstatSync(path, { throwIfNoEntry: false }) !== undefined;
+      // no process names it any more and it was never made: nothing will ever be there to read
+      if (!f && !e.existed) this.discovered.delete(path);
     }
   }
 
@@ -339,8 +404,8 @@ function nsOf(path: string): number | undefined {
  * folder only its discovered process's job, and only when that process is the
  * folder owner's (the files in it are that owner's: the plugin's owner rule).
  */
-function folderJob(dir: string, uid: number, proc: Discovered | undefined): { jobId?: string } {
-  const procJob = proc && proc.uid === uid ? proc.jobId : undefined;
+function folderJob(dir: string, uid: number, procs: readonly Discovered[] | undefined): { jobId?: string } {
+  const procJob = procs?.find((p) => p.uid === uid && p.jobId)?.jobId;
   const jobId = uid === 0 ? (JOB_DIR.exec(basename(dir))?.[1] ?? procJob) : procJob;
   return jobId ? { jobId } : {};
 }

@@ -26,7 +26,7 @@ import { openUserFile, type Opened } from '../../src/core/user-file.js';
 import type { Attributes, Emitter } from '../../src/core/metrics/model.js';
 import { binarySize } from '../../src/core/binary-size.js';
 import { metric } from '../../src/core/metrics/registry.js';
-import { parseExposition, type Family, type Labels } from '../../src/scrape/exposition.js';
+import { parsePage, type Family, type Labels } from '../../src/scrape/exposition.js';
 import type { InspectorRecord } from './parse.js';
 
 const IBUS = metric('nccl.interval.bandwidth.bus');
@@ -62,11 +62,14 @@ export interface PromRead {
   readonly rejected: string[];
   /** The file is another host's. */
   readonly foreign: boolean;
+  /** Sample lines past maxSamples: counted, never parsed. */
+  readonly dropped: number;
 }
 
 /** One .prom file's text -> records or interval points. `hosts`: the names this node goes by. */
-export function readPromText(text: string, where: string, hosts: ReadonlySet<string>, gpuUuid: string, folderJob?: string): PromRead {
-  const families = parseExposition(text, { source: where, maxBytes: MAX_PROM_BYTES });
+export function readPromText(text: string, where: string, hosts: ReadonlySet<string>, gpuUuid: string, folderJob?: string, maxSamples = Infinity): PromRead {
+  // a real file has a few hundred samples; a user's file of 137k lines would otherwise become as many points every collection
+  const { families, dropped } = parsePage(text, { source: where, maxBytes: MAX_PROM_BYTES, maxSamples });
   const by = new Map<string, Family>(families.map((f) => [f.name, f]));
   const records: PromRead['records'] = [];
   const interval: PromRead['interval'] = [];
@@ -142,7 +145,7 @@ export function readPromText(text: string, where: string, hosts: ReadonlySet<str
       }
     }
   }
-  return foreign ? { records: [], interval: [], rejected: [], foreign } : { records, interval, rejected, foreign };
+  return foreign ? { records: [], interval: [], rejected: [], foreign, dropped: 0 } : { records, interval, rejected, foreign, dropped };
 }
 
 /**
@@ -164,6 +167,10 @@ export class PromFile {
     /** The job the owner rule gives the file's folder (never the file's own label). */
     private readonly folderJob?: string,
     private readonly open: (path: string) => Opened = (p) => openUserFile(p),
+    /** Samples kept of one read ([limits] series_per_communicator): the points, and the records remembered as taken. */
+    private readonly maxSamples = Infinity,
+    /** Samples of a read past maxSamples (once per read of a new version of the file). */
+    private readonly onDropped: (n: number) => void = () => {},
   ) {}
 
   /** Who owns the file, as last opened. */
@@ -223,21 +230,27 @@ export class PromFile {
   private take(text: string, onRecord: (r: InspectorRecord, jobId: string | undefined) => void, onReject: (why: string) => void): boolean {
     let r: PromRead;
     try {
-      r = readPromText(text, this.path, this.hosts, this.gpuUuid, this.folderJob);
+      r = readPromText(text, this.path, this.hosts, this.gpuUuid, this.folderJob, this.maxSamples);
     } catch (e) {
       onReject((e as Error).message);
       this.points = [];
       return true;
     }
     for (const why of r.rejected) onReject(why);
+    if (r.dropped) this.onDropped(r.dropped);
     this.points = r.interval;
+    const here = new Set<string>();
     for (const { record: rec, jobId } of r.records) {
       const k = `${rec.commId}/${rec.rank}/${rec.op}`;
+      here.add(k);
       const had = this.taken.get(k);
       if (had !== undefined && rec.sn <= had) continue;
       this.taken.set(k, rec.sn);
       onRecord(rec, jobId);
     }
+    // a file cycling through new keys would grow the map without end: past maxSamples it keeps this read's keys only
+    // (at most maxSamples), the ones a rewrite of the file can still hold
+    if (this.taken.size > this.maxSamples) for (const k of this.taken.keys()) if (!here.has(k)) this.taken.delete(k);
     return true;
   }
 

@@ -28,6 +28,7 @@ export const LIMITS_SECTION: SectionSpec = {
     { key: 'series_per_user', type: 'int', default: 6_000, min: 10, description: 'Series taken from the engine endpoints of one user\'s processes in one collection, all endpoints together (engines = auto).' },
     { key: 'page_bytes_per_user', type: 'bytes', default: 32 << 20, min: 4096, example: '32MiB', description: 'Bytes of the engine pages of one user\'s processes held at once, all their endpoints together (each is read whole before it is parsed): a page that would pass it is that endpoint\'s error for the scrape. max_page_size bounds one page.' },
     { key: 'series_per_communicator', type: 'int', default: 4_096, min: 10, description: 'NCCL series (rank x collective x size bucket) kept for one communicator; the NCCL plugin\'s max_series bounds them all.' },
+    { key: 'nccl_series_per_user', type: 'int', default: 5_000, min: 10, description: 'NCCL series kept from one user\'s files, all their communicators together (a file picks its communicator ids, so series_per_communicator alone does not stop one user filling the NCCL plugin\'s max_series); root\'s files are bounded by max_series only.' },
     { key: 'label_length', type: 'int', default: 256, min: 16, max: 65536, description: 'Longest value a user-controlled attribute carries (a job name, an engine\'s model name): a longer one is cut and ends in "...".' },
     { key: 'log_lines_per_minute', type: 'int', default: 10, min: 1, description: 'Log lines about one user-controlled source (a file, an endpoint, a socket client) in one minute; the rest are counted and the next line says how many were held back.' },
     { key: 'jobs_connections_per_user', type: 'int', default: 8, min: 1, description: 'Open connections of one uid to the jobs socket; more are refused at once.' },
@@ -45,6 +46,7 @@ export interface Limits {
   readonly seriesPerUser: number;
   readonly pageBytesPerUser: number;
   readonly seriesPerCommunicator: number;
+  readonly ncclSeriesPerUser: number;
   readonly labelLength: number;
   readonly logLinesPerMinute: number;
   readonly jobsConnectionsPerUser: number;
@@ -63,6 +65,7 @@ export function limitsFrom(c: Config): Limits {
     seriesPerUser: n('series_per_user'),
     pageBytesPerUser: n('page_bytes_per_user'),
     seriesPerCommunicator: n('series_per_communicator'),
+    ncclSeriesPerUser: n('nccl_series_per_user'),
     labelLength: n('label_length'),
     logLinesPerMinute: n('log_lines_per_minute'),
     jobsConnectionsPerUser: n('jobs_connections_per_user'),
@@ -81,6 +84,7 @@ export const DEFAULT_LIMITS: Limits = {
   seriesPerUser: 6_000,
   pageBytesPerUser: 32 << 20,
   seriesPerCommunicator: 4_096,
+  ncclSeriesPerUser: 5_000,
   labelLength: 256,
   logLinesPerMinute: 10,
   jobsConnectionsPerUser: 8,
@@ -98,6 +102,9 @@ export type BudgetName =
   | 'series_per_user'
   | 'page_bytes_per_user'
   | 'series_per_communicator'
+  | 'nccl_series_per_user'
+  /** [nccl] max_series: the NCCL plugin's series on the node in all. */
+  | 'nccl_max_series'
   | 'label_length'
   | 'log_lines_per_minute'
   | 'jobs_connections_per_user'
@@ -139,7 +146,7 @@ export class BudgetLedger {
       if (!c) {
         c = { budget, user, n: 0 };
         this.counts.set(key, c);
-        this.log?.warn(`limit reached: ${detail}`, { budget, user, raise: budget === 'not_owner' || budget === 'not_regular_file' ? undefined : `[limits] ${budget}` });
+        this.log?.warn(`limit reached: ${detail}`, { budget, user, raise: budget === 'not_owner' || budget === 'not_regular_file' ? undefined : budget === 'nccl_max_series' ? '[nccl] max_series' : `[limits] ${budget}` });
       }
     }
     c.n += n;
