@@ -124,7 +124,7 @@ interface Attack {
   /** Put in place before the daemon starts (files it finds at once). */
   setup?(dir: string, config: string): Promise<void> | void;
   /** Once the daemon runs: the attack proper. */
-  run?(dir: string, d: DaemonProcess): Promise<void> | void;
+  run?(dir: string, d: DaemonProcess, metricsUrl: string): Promise<void> | void;
   /** Its own peak RSS bound (MB), where what it measures is not the attack's alone. */
   readonly rssBoundMb?: () => number;
   /** Checks of its own on the figures and the last /metrics page. */
@@ -196,7 +196,7 @@ async function underAttack(a: Attack): Promise<Figures> {
   let markerBytes = 0;
   try {
     await waitFor('the daemon\'s first page', async () => (await fetch(url).catch(() => undefined))?.ok, 30_000);
-    await a.run?.(dir, d);
+    await a.run?.(dir, d, url);
     const start = Date.now();
     const end = start + ATTACK_MS;
     const cpu0 = cpuMs(pid);
@@ -311,13 +311,13 @@ const attacks = (round: number): Attack[] => {
       async setup(dir) {
         dump = userDir(join(dir, 'dump'));
       },
-      async run(dir, d) {
+      async run(_dir, _d, metricsUrl) {
         const pid = await attackerJob(dump);
         const target = fifoWhat === 'log' ? join(dump, `${HOST}-pid${pid}.log`) : join(dump, `nccl_inspector_metrics_${GPUS[0]!.uuid.slice(4)}.prom`);
         if (fifoWhat === 'log') as('nobody', ['log', dump, HOST, String(pid), '20']);
         else as('nobody', ['prom', target, ATTACKER_JOB, HOST]);
-        // the daemon follows it (discovery runs every 10 s from its start), then it is a FIFO
-        await waitFor('the daemon to follow the file', () => readdirSync(`/proc/${d.child.pid}/fd`).some((fd) => { try { return readFileSync(`/proc/${d.child.pid}/fdinfo/${fd}`, 'utf8') && spawnSync('readlink', [`/proc/${d.child.pid}/fd/${fd}`], { encoding: 'utf8' }).stdout.trim() === target; } catch { return false; } }) || (fifoWhat === 'prom' && d.stderr.includes('prom')), 15_000).catch(() => undefined);
+        // the daemon reads it (its folder is found by discovery, every 10 s from the start): its figures are on the page
+        await waitFor('the attacker\'s NCCL figures on /metrics', async () => /^nccl_/m.test(await (await fetch(metricsUrl)).text()), 30_000, 250);
         as('nobody', ['fifo', target, fifoHow]);
       },
       check(f) {
