@@ -8,7 +8,7 @@
  * costs.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -206,5 +206,32 @@ test('a page fetched for a series bound is read to its line bound and no further
   } finally {
     f.close();
     s.close();
+  }
+});
+
+test('[limits] engine_ports_per_user: a process of nobody named vllm serve listening on 60 ports gets 4 of them asked, the rest counted against nobody; root\'s engines are not held to it', async () => {
+  const dir = tempDir('l9gpu-engines-ports-');
+  chmodSync(dir, 0o755);
+  const cfg = join(dir, 'l9gpu.ini');
+  writeFileSync(cfg, `[daemon]\nplugins = host\nengines = auto\nsinks = stdout\ninterval = 1s\n[limits]\nengine_ports_per_user = 4\n`);
+  const user = spawn('runuser', ['-u', 'nobody', '--', process.execPath, join(ROOT, 'test', 'fixtures', 'hostile-user.mjs'), 'ports', '60', 'vllm', 'serve'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  user.stdout!.setEncoding('utf8').on('data', (c: string) => (out += c));
+  try {
+    const pid = await waitFor('60 ports listening', () => (/^(\d+)\n/.exec(out) ? Number(/^(\d+)\n/.exec(out)![1]) : undefined), 20_000);
+    const d = new DaemonProcess(['--config', cfg]);
+    let found: number;
+    try {
+      await waitFor('the ports budget counted', () => d.points().some((p) => p.name === 'l9gpu.budget.exceeded' && p.attributes['l9gpu.budget'] === 'engine_ports_per_user' && p.attributes['user.name'] === 'nobody' && p.value >= 56), 30_000, 250);
+      // every port asked has answered by now: the endpoints found are the first four
+      found = d.stderr.split('\n').filter((l) => /engine found/.test(l) && l.includes(`pid=${pid}`)).length;
+    } finally {
+      assert.equal(await d.stop(), 0, d.stderr.slice(-2000));
+    }
+    assert.equal(found, 4, d.stderr.slice(-2000));
+    assert.equal(d.stderr.split('\n').filter((l) => /limit reached/.test(l) && /engine_ports_per_user/.test(l)).length, 1, 'said once');
+  } finally {
+    spawnSync('pkill', ['-u', 'nobody', '-f', 'hostile-user.mjs ports']);
+    user.kill();
   }
 });

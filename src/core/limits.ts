@@ -26,6 +26,7 @@ export const LIMITS_SECTION: SectionSpec = {
     { key: 'read_bytes', type: 'bytes', default: 64 << 20, min: 4096, example: '64MiB', description: 'Bytes read from users\' NCCL files in one collection, all files together (a backlog is caught up over later collections).' },
     { key: 'series_per_endpoint', type: 'int', default: 3_000, min: 10, description: 'Series taken from one engine endpoint\'s page in one scrape (a real vLLM or SGLang page has hundreds to two thousand); the page is read to 4 lines a series and no further, and the rest is dropped. Each series costs its share of every /metrics render and OTLP export (3,000 are ~0.5 MB of /metrics and ~40 MB of the daemon\'s memory); the largest real page recorded here (vLLM 0.10, several models) has 1,930.' },
     { key: 'series_per_user', type: 'int', default: 6_000, min: 10, description: 'Series taken from the engine endpoints of one user\'s processes in one collection, all endpoints together (engines = auto).' },
+    { key: 'engine_ports_per_user', type: 'int', default: 16, min: 1, description: 'Ports of one user\'s processes asked for an engine page under engines = auto (a real engine listens on one to a few); a user whose processes named like an engine listen on more gets the first ones asked, the rest counted and not.' },
     { key: 'page_bytes_per_user', type: 'bytes', default: 32 << 20, min: 4096, example: '32MiB', description: 'Bytes of the engine pages of one user\'s processes held at once, all their endpoints together (each is read whole before it is parsed): a page that would pass it is that endpoint\'s error for the scrape. max_page_size bounds one page.' },
     { key: 'series_per_communicator', type: 'int', default: 4_096, min: 10, description: 'NCCL series (rank x collective x size bucket) kept for one communicator; the NCCL plugin\'s max_series bounds them all.' },
     { key: 'nccl_series_per_user', type: 'int', default: 5_000, min: 10, description: 'NCCL series kept from one user\'s files, all their communicators together (a file picks its communicator ids, so series_per_communicator alone does not stop one user filling the NCCL plugin\'s max_series); root\'s files are bounded by max_series only.' },
@@ -44,6 +45,7 @@ export interface Limits {
   readonly readBytes: number;
   readonly seriesPerEndpoint: number;
   readonly seriesPerUser: number;
+  readonly enginePortsPerUser: number;
   readonly pageBytesPerUser: number;
   readonly seriesPerCommunicator: number;
   readonly ncclSeriesPerUser: number;
@@ -63,6 +65,7 @@ export function limitsFrom(c: Config): Limits {
     readBytes: n('read_bytes'),
     seriesPerEndpoint: n('series_per_endpoint'),
     seriesPerUser: n('series_per_user'),
+    enginePortsPerUser: n('engine_ports_per_user'),
     pageBytesPerUser: n('page_bytes_per_user'),
     seriesPerCommunicator: n('series_per_communicator'),
     ncclSeriesPerUser: n('nccl_series_per_user'),
@@ -82,6 +85,7 @@ export const DEFAULT_LIMITS: Limits = {
   readBytes: 64 << 20,
   seriesPerEndpoint: 3_000,
   seriesPerUser: 6_000,
+  enginePortsPerUser: 16,
   pageBytesPerUser: 32 << 20,
   seriesPerCommunicator: 4_096,
   ncclSeriesPerUser: 5_000,
@@ -100,6 +104,7 @@ export type BudgetName =
   | 'read_bytes'
   | 'series_per_endpoint'
   | 'series_per_user'
+  | 'engine_ports_per_user'
   | 'page_bytes_per_user'
   | 'series_per_communicator'
   | 'nccl_series_per_user'

@@ -140,7 +140,7 @@ export class ScrapedPlugin implements Plugin {
   /** Looks for the engine's processes and the ports that serve its page; forgets the engines that are gone. */
   private async rediscover(signal?: AbortSignal): Promise<void> {
     const d = this.o.discover!;
-    const found = discoverListeners(d.cmdline, this.o.proc);
+    const found = this.perUser(discoverListeners(d.cmdline, this.o.proc));
     const alive = new Set(found.map(foundKey));
     for (const t of this.targets) {
       if (t.found && !alive.has(t.found)) {
@@ -153,6 +153,26 @@ export class ScrapedPlugin implements Plugin {
     for (const k of this.silent.keys()) if (!alive.has(k)) this.silent.delete(k);
     // every candidate port at once: a port that takes the request and never answers costs its timeout once, not once per port
     await Promise.all(found.map((l) => this.probe(l, signal)));
+  }
+
+  /**
+   * At most [limits] engine_ports_per_user listeners of one user's processes
+   * (lowest pids first, as found): a process named like an engine that listens
+   * on thousands of ports would otherwise cost a probe, a connection and a
+   * target each. Root's are the admin's.
+   */
+  private perUser(ls: Listener[]): Listener[] {
+    const cap = this.limits.enginePortsPerUser;
+    const seen = new Map<number, number>();
+    return ls.filter((l) => {
+      const uid = processUid(l.pid, this.o.proc);
+      if (uid === undefined || uid === 0) return true;
+      const n = (seen.get(uid) ?? 0) + 1;
+      seen.set(uid, n);
+      if (n <= cap) return true;
+      this.budgets.hit('engine_ports_per_user', userName(uid), `engines = auto: the processes of ${userName(uid)} named like ${this.o.table.engine} listen on more than ${cap} ports: port ${l.port} (pid ${l.pid}) and the rest not asked`);
+      return false;
+    });
   }
 
   /** Asks one discovered port for the engine's page; a page with the engine's families makes it an endpoint. */
