@@ -15,7 +15,6 @@ import type { Logger } from './log.js';
 import type { Emitter } from './metrics/model.js';
 import { metric } from './metrics/registry.js';
 
-export { boundLabel } from './bound-label.js';
 
 export const LIMITS_SECTION: SectionSpec = {
   name: 'limits',
@@ -57,8 +56,8 @@ export interface Limits {
   readonly jobsRows: number;
 }
 
-export function limitsFrom(c: Config): Limits {
-  const n = (k: string) => c.num('limits', k)!;
+/** The bounds from a key's value (its number as the schema parsed it). */
+function limitsOf(n: (key: string) => number): Limits {
   return {
     filesPerUser: n('files_per_user'),
     files: n('files'),
@@ -78,24 +77,12 @@ export function limitsFrom(c: Config): Limits {
   };
 }
 
-/** The defaults, for code run without a configuration (tests, the CLI's own tools). */
-export const DEFAULT_LIMITS: Limits = {
-  filesPerUser: 64,
-  files: 1024,
-  readBytes: 64 << 20,
-  seriesPerEndpoint: 3_000,
-  seriesPerUser: 6_000,
-  enginePortsPerUser: 16,
-  pageBytesPerUser: 32 << 20,
-  seriesPerCommunicator: 4_096,
-  ncclSeriesPerUser: 5_000,
-  labelLength: 256,
-  logLinesPerMinute: 10,
-  jobsConnectionsPerUser: 8,
-  jobsConnections: 128,
-  jobsRequestTimeoutMs: 5000,
-  jobsRows: 1000,
-};
+export function limitsFrom(c: Config): Limits {
+  return limitsOf((k) => c.num('limits', k)!);
+}
+
+/** The schema's defaults, for code run without a configuration (tests, the CLI's own tools): one place for each number. */
+export const DEFAULT_LIMITS: Limits = limitsOf((k) => LIMITS_SECTION.keys.find((s) => s.key === k)!.default as number);
 
 /** Budget names, as l9gpu.budget carries them. */
 export type BudgetName =
