@@ -64,8 +64,6 @@ export class BoundAttribution implements AttributionProvider {
   private dataVersion = -1;
   private readonly pidGpus = new PidGpus();
   private readonly said = new Set<string>();
-  /** Runs whose cut values the ledger has counted: counted once a run, not once a reload. */
-  private readonly cutCounted = new Set<string>();
 
   constructor(
     private readonly db: Db,
@@ -122,10 +120,7 @@ export class BoundAttribution implements AttributionProvider {
       if (typeof v !== 'string' || v.length <= max) continue;
       out ??= { ...attrs };
       out[k] = boundLabel(v, max);
-      const seen = `${b.jobId}\0${b.runKey}\0${k}`;
-      if (!this.cutCounted.has(seen)) {
-        if (this.cutCounted.size >= 4096) this.cutCounted.clear();
-        this.cutCounted.add(seen);
+      if (this.first(`cut\0${b.jobId}\0${b.runKey}\0${k}`)) {
         this.o.budgets?.hit('label_length', b.user ?? `job ${b.jobId}`, `job ${b.jobId}: ${k} is ${v.length} characters, cut to ${max}`);
       }
     }
@@ -168,8 +163,7 @@ export class BoundAttribution implements AttributionProvider {
         } else {
           outside.set(uuid, (outside.get(uuid) ?? 0) + 1);
           const key = `${uuid}/${pid}/${job}`;
-          if (!this.said.has(key)) {
-            this.said.add(key);
+          if (this.first(key)) {
             this.log.warn('process on a GPU outside its allocation', { gpu: uuid, pid, job: job ?? 'none', bound: jobs?.map((j) => j.jobId).join(',') || 'none' });
           }
           out.push(job ? { ...p, attributes: { ...p.attributes, ...this.o.bareAttributes(job) } } : p);
@@ -265,11 +259,21 @@ export class BoundAttribution implements AttributionProvider {
     if (user === undefined) return undefined;
     if (user === null || user === owner) return job;
     const key = `named\u0001${owner}\u0001${job}`;
-    if (!this.said.has(key) && this.said.size < 4096) {
-      this.said.add(key);
+    if (this.first(key)) {
       this.o.budgets?.hit('not_owner', owner, `an NCCL file of ${owner} names job ${job}, ${user}'s: its figures are credited to no job`);
     }
     return undefined;
+  }
+
+  /**
+   * Whether a key (a process outside its allocation, a user's file naming another's job) is new: said once.
+   * Users make the keys (a new pid each), so the memory is bounded: past 4,096 it starts again.
+   */
+  private first(key: string): boolean {
+    if (this.said.has(key)) return false;
+    if (this.said.size >= 4096) this.said.clear();
+    this.said.add(key);
+    return true;
   }
 
   /** Open bindings, counted once per (run, GPU). */
