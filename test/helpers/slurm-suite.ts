@@ -336,9 +336,21 @@ summary_wait = 60s
     const [mine] = (await gresIdx(k)).map(uuidOfGres);
     const other = gpus.find((g) => g.uuid !== mine)!.uuid;
     const [pid] = await pidsOf(k);
+    // the job a process's environment names counts once the store knows it as that process's user's: from its prolog
+    await waitFor(`job ${k} bound by its prolog`, () => bindings(k).some((b) => b.source === 'prolog' && b.end_time === null));
     fake.write({ ...fake.desc, devices: gpus.map((g) => (g.uuid === other ? { ...g, processes: [{ pid, used: 2 ** 30 }] } : g)) });
     await waitFor('outside_allocation = 1 on the other GPU', () => points().some((p) => p.name === 'gpu.process.outside_allocation' && p.attributes['gpu.uuid'] === other && p.value === 1));
-    await daemon.waitStderr(new RegExp(`process on a GPU outside its allocation gpu=${other} pid=${pid} job=${k}`));
+    await daemon.waitStderr(new RegExp(`process on a GPU outside its allocation gpu=${other} pid=${pid} job=${k}`)).catch((e: Error) => {
+      const read = (f: string) => {
+        try {
+          return readFileSync(`/proc/${pid}/${f}`, 'latin1');
+        } catch (err) {
+          return String(err);
+        }
+      };
+      const said = { uid: /^Uid:.*$/m.exec(read('status'))?.[0], env: /SLURM_JOB_ID=\d+/.exec(read('environ'))?.[0], cgroup: read('cgroup').trim(), cmd: read('cmdline').replaceAll('\0', ' ') };
+      throw new Error(`${e.message}\nprocess ${pid}: ${JSON.stringify(said)}; store: ${JSON.stringify(q('SELECT job_id, run_key, uid, user, source, start_time FROM jobs WHERE job_id = ?', k))}; daemon's limits: ${daemon.stderr.split('\n').filter((l) => l.includes('limit reached')).join(' | ')}`);
+    });
     fake.write({ ...fake.desc, devices: gpus });
     await cluster.cmd(['scancel', k]);
   });
