@@ -42,7 +42,7 @@ export class SlurmAttribution extends BoundAttribution {
       attributesOf: jobAttributes,
       bareAttributes: (job) => ({ 'slurm.job.id': job }),
       pids: new PidJobCache(ownJobOfPid((job) => owner(job)?.uid, refused)),
-      jobUser: (job) => owner(job)?.user,
+      jobOwner: owner,
       metrics: { share: SLURM_METRIC.share, outside: SLURM_METRIC.outside, bindings: SLURM_METRIC.bindings, syncAge: SLURM_METRIC.reconcileAge },
       lastSynced: lastReconciled,
     });

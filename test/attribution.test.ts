@@ -84,11 +84,14 @@ test('an NCCL rank\'s point: the job of the process that wrote it, its GPU from 
       metric: metric('nccl.operations'), value: 40,
       attributes: { 'nccl.collective': 'AllReduce', 'nccl.ranks': 2, 'nccl.nodes': 1, 'nccl.comm.id': '0x1', 'nccl.rank': 0, ...(pid ? { 'process.pid': pid } : {}), ...(job ? { 'nccl.job.id': job } : {}), ...(owner ? { 'process.owner': owner } : {}) },
     });
-    const out = a.attribute({ source: 'nccl', time: now + 1000, intervalMs: 1000, points: [rank(child.pid), rank(other.pid), rank(2 ** 22 + 1, '88'), rank(undefined), rank(2 ** 22 + 2, '88', 'carol'), rank(2 ** 22 + 3, '88', 'mallory'), rank(2 ** 22 + 4, '12345', 'mallory')] } as Batch).points;
+    const out = a.attribute({ source: 'nccl', time: now + 1000, intervalMs: 1000, points: [rank(child.pid), rank(other.pid), rank(2 ** 22 + 1, '88'), rank(undefined), rank(2 ** 22 + 2, '88', 'carol'), rank(2 ** 22 + 3, '88', 'mallory'), rank(2 ** 22 + 4, '12345', 'mallory'), rank(2 ** 22 + 5, '88', String(process.getuid!())), rank(2 ** 22 + 6, '88', String(process.getuid!() + 1))] } as Batch).points;
     // a file of the job's user naming it: the job; a file of another user naming it: no job
     assert.equal(out[4]!.attributes['slurm.job.id'], '88');
     assert.equal(out[5]!.attributes['slurm.job.id'], undefined, 'mallory\'s file names carol\'s job: not credited to it');
     assert.equal(out[6]!.attributes['slurm.job.id'], undefined, 'nor a job this node does not know (another node\'s, a future id)');
+    // the user database could not name the file's owner (NSS down): its uid is matched with the job's
+    assert.equal(out[7]!.attributes['slurm.job.id'], '88', 'an owner named by its uid, the job\'s uid');
+    assert.equal(out[8]!.attributes['slurm.job.id'], undefined, 'an owner named by another uid');
     assert.equal(out[0]!.attributes['gpu.uuid'], 'GPU-a');
     assert.equal(out[0]!.attributes['slurm.job.id'], '88');
     assert.equal(out[0]!.attributes['slurm.user'], 'carol');

@@ -101,9 +101,17 @@ test('file sink: refuses a file a user owns, a hard link, a folder others can wr
   const users = folder('users-folder', 0o755, NOBODY);
   await assert.rejects(fileSinkAt(join(users, 'm.jsonl')).sink.start!(), new RegExp(`its folder ${users} is owned by uid ${NOBODY}, not root`));
 
-  // the control: root's own folder, and a sticky world-writable one where the file is root's
-  for (const d of [folder('roots', 0o755), pub]) {
-    const { sink } = fileSinkAt(join(d, 'fine.jsonl'));
+  // below a folder others can write without the sticky bit, root's own folder can be swapped whole
+  const under = folder('open-parent', 0o777);
+  const inner = join(under, 'roots');
+  mkdirSync(inner, { mode: 0o755 });
+  await assert.rejects(fileSinkAt(join(inner, 'm.jsonl')).sink.start!(), new RegExp(`${under}, above its folder, is writable by others without the sticky bit`));
+  // a sticky folder others can write: root's file is safe there, the names it rotates to are not (nobody takes m.jsonl.1 first)
+  await assert.rejects(fileSinkAt(join(pub, 'rotated.jsonl')).sink.start!(), new RegExp(`its folder ${pub} is writable by others: the file would be root's, but not the names it rotates to \\(any user may take ${pub}/rotated.jsonl.1 first\\)`));
+
+  // the control: root's own folder, and a sticky world-writable one where the file is root's and never rotated
+  for (const [d, extra] of [[folder('roots', 0o755), {}], [pub, { max_files: '0' }]] as const) {
+    const { sink } = fileSinkAt(join(d, 'fine.jsonl'), extra);
     await sink.start!();
     sink.write(batch(4));
     await sink.close(Date.now());

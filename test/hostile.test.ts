@@ -346,6 +346,10 @@ const attacks = (round: number): Attack[] => {
         as('nobody', ['link', join(folder, `nccl_inspector_metrics_${GPUS[0]!.uuid.slice(4)}.prom`), target]);
         as('nobody', ['link', join(folder, `${HOST}-pid1.log`), target]);
       },
+      check(f) {
+        // the marker check says nothing was read through them; this, that both were seen and refused
+        assert.ok((f.budgetHits.not_regular_file ?? 0) >= 2, `both links were refused and counted: ${JSON.stringify(f.budgetHits)}`);
+      },
     },
     {
       // H7: files of the attacker that name the victim's job (label) or the victim's pid (log name)

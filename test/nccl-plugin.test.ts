@@ -104,6 +104,21 @@ test('a pid taken by another process: the series credited to the old one are for
   assert.deepEqual([...pids], [12]);
 });
 
+test('an ended rank\'s series whose pid another process has taken since are forgotten at the next collection, before attribution would credit them to that process\'s job', () => {
+  const agg = new Aggregator();
+  const rec = (pid: number, rank: number, comm: string) => parseInspectorLine(line(pid, 1, comm).replace('"rank":0', `"rank":${rank}`), 'x');
+  agg.add(rec(11, 0, '0x1'), { pid: 11, pidStart: '100' }, 0);
+  agg.add(rec(12, 1, '0x1'), { pid: 12, pidStart: '200' }, 0);
+  agg.add(rec(13, 0, '0x2'), { pid: 13 }, 0);
+  agg.add(rec(14, 1, '0x2'), { pid: 14, pidStart: '400' }, 0);
+  // 11: a new process (another start time); 12: the same one; 13: no start known, kept; 14: gone, pid free, kept
+  const now: Record<number, string> = { 11: '900', 12: '200', 13: '300' };
+  agg.forgetReused((pid) => now[pid]);
+  const out = new PointBuffer();
+  agg.emit(out, 1);
+  assert.deepEqual([...new Set(out.points.map((p) => p.attributes['process.pid']))].sort(), [12, 13, 14]);
+});
+
 /** One Inspector line of a 2-rank AllReduce, sequence number sn, as the v2.30.3 writer prints it. */
 function line(pid: number, sn: number, comm = '0x1f2e3d4c5b6a7988'): string {
   const bytes = 1 << 26;

@@ -63,10 +63,14 @@ export interface RecordSource {
   readonly noPid?: boolean;
   /** Who the file is (its owner), for the budget ledger. */
   readonly user?: string;
+  /** The pid's process when it was believed (its start time): a pid another process takes later is not the same one. */
+  readonly pidStart?: string;
 }
 
 interface Series {
   readonly attrs: Attributes;
+  /** The start time of the process its pid was credited to, where known. */
+  readonly pidStart: string | undefined;
   /** Whose file, as counted against perUser (undefined: root's, or not known). */
   readonly user: string | undefined;
   readonly op: string;
@@ -184,7 +188,7 @@ export class Aggregator {
         // job); root's files are the admin's and carry none
         ...(src.user !== undefined && src.user !== '0' ? { 'process.owner': /^\d+$/.test(src.user) ? userName(Number(src.user)) : src.user } : {}),
       };
-      this.series.set(key, (s = { attrs, user, op: r.op, nRanks: r.nRanks, start: now, ops: 0, bytes: 0, counts: new Array<number>(EXEC_BOUNDS.length + 1).fill(0), sum: 0, dBytes: 0, dSeconds: 0, dOps: 0, seen: now }));
+      this.series.set(key, (s = { attrs, pidStart: pid && pid === src.pid ? src.pidStart : undefined, user, op: r.op, nRanks: r.nRanks, start: now, ops: 0, bytes: 0, counts: new Array<number>(EXEC_BOUNDS.length + 1).fill(0), sum: 0, dBytes: 0, dSeconds: 0, dOps: 0, seen: now }));
     }
     s.ops++;
     s.bytes += r.bytes;
@@ -228,6 +232,22 @@ export class Aggregator {
   forgetPid(pid: number): void {
     for (const [k, s] of this.series) if (s.attrs['process.pid'] === pid) this.drop(k, s);
     for (const w of this.windows.values()) for (const [rank, who] of w.who) if (who['process.pid'] === pid) w.who.delete(rank);
+  }
+
+  /**
+   * Forgets the series of pids another process has taken since (same pid, a
+   * new start time): an ended rank's series outlive it by series_idle, and
+   * attribution reads a pid's job from the process that has it now.
+   */
+  forgetReused(startOf: (pid: number) => string | undefined): void {
+    const checked = new Map<number, string | undefined>();
+    for (const s of this.series.values()) {
+      const pid = s.attrs['process.pid'];
+      if (typeof pid !== 'number' || s.pidStart === undefined || checked.has(pid)) continue;
+      const now = startOf(pid);
+      checked.set(pid, now);
+      if (now !== undefined && now !== s.pidStart) this.forgetPid(pid);
+    }
   }
 
   private drop(k: string, s: Series): void {

@@ -37,6 +37,7 @@ import type { Logger } from '../../src/core/log.js';
 import type { Plugin, PluginContext, PluginManifest } from '../../src/core/plugin.js';
 import { clip, printable } from '../../src/core/printable.js';
 import { openUserFile, ownerAllowed, processOwner } from '../../src/core/user-file.js';
+import { processStart } from '../../src/core/process-start.js';
 import { Aggregator, type RecordSource } from './aggregate.js';
 import { NCCL_SECTION } from './config.js';
 import { jobFor, Locator, processAllows, type InspectorFile, type InspectorFolder } from './locate.js';
@@ -72,8 +73,6 @@ interface FollowedLog {
   active: number;
   /** Who the records are credited to, worked out for the open file's owner. */
   src?: RecordSource;
-  /** The pid's process when it was believed (start time), to see it end or the pid reused. */
-  pidStart?: string;
 }
 
 export interface NcclOptions {
@@ -234,6 +233,8 @@ export class NcclPlugin implements Plugin {
       else p.emit(out, now);
     }
     this.tell();
+    // an ended rank's series outlive it; its pid, taken by another process since, would credit them to that one's job
+    this.agg.forgetReused((pid) => processStart(pid, this.o.proc));
     if (this.agg.dropped) out.unreadable('nccl series', `more than ${this.o.maxSeries} series (max_series): records of new ones dropped (${this.agg.dropped} so far)`);
     this.agg.emit(out, now);
     out.add(REJECTED, this.rejected, {}, this.start);
@@ -328,11 +329,11 @@ export class NcclPlugin implements Plugin {
   private sourceOf(f: FollowedLog): RecordSource {
     const uid = f.tail.uid;
     const pid = f.file.pid;
-    if (f.src && f.pidStart !== undefined && pid !== undefined) {
+    if (f.src?.pidStart !== undefined && pid !== undefined) {
       const p = processOwner(pid, this.o.proc);
       // the process ended: its series keep its pid (the job is found while its cgroup lasts); the pid taken by
       // another process: what was credited to it is forgotten, and the file worked out again
-      if (p && p.start !== f.pidStart) {
+      if (p && p.start !== f.src.pidStart) {
         this.agg.forgetPid(pid);
         f.src = undefined;
       }
@@ -341,12 +342,9 @@ export class NcclPlugin implements Plugin {
     const jobId = uid === undefined ? undefined : jobFor(f.file.folder, uid);
     const base = { ...(jobId ? { jobId } : {}), user: f.user };
     if (pid === undefined || uid === undefined) return (f.src = { ...base, noPid: true });
-    if (uid === 0) return (f.src = { ...base, pid });
+    if (uid === 0) return (f.src = { ...base, pid, pidStart: processStart(pid, this.o.proc) });
     const p = processOwner(pid, this.o.proc);
-    if (p && p.uid === uid) {
-      f.pidStart = p.start;
-      return (f.src = { ...base, pid });
-    }
+    if (p && p.uid === uid) return (f.src = { ...base, pid, pidStart: p.start });
     if (p) {
       this.budgets.hit('not_owner', f.user, `nccl: a rank log named after pid ${pid}, a process of uid ${p.uid}, is owned by uid ${uid}: its figures are credited to no process`);
       this.tellOnce(f.user, 'not_owner_pid', f.file.folder.path, 'nccl: rank logs named after other users\' processes: credited to no process', { folder: printable(f.file.folder.path), user: f.user, pid, pid_uid: p.uid });

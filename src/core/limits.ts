@@ -156,6 +156,10 @@ export class BudgetLedger {
   }
 }
 
+const MAX_SOURCES = 4096;
+/** The allowance the sources past MAX_SOURCES share (no source is a NUL). */
+const OTHER_SOURCES = '\0';
+
 /**
  * Log lines about one user-controlled source, at most `perMinute` a minute:
  * the rest are held back and counted, and the next line said says how many.
@@ -168,15 +172,19 @@ export class LogRate {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** Whether a line about `source` may be said now; `held` is what was held back before it. */
+  /**
+   * Whether a line about `source` may be said now; `held` is what was held back before it.
+   * Past 4,096 sources in one minute the rest share one allowance, so their lines are still
+   * limited and what they held back is still told.
+   */
   allow(source: string): { ok: boolean; held: number } {
     const minute = Math.floor(this.now() / 60_000);
     let s = this.seen.get(source);
+    if (!s && this.seen.size >= MAX_SOURCES) {
+      for (const [k, v] of this.seen) if (v.minute !== minute && k !== OTHER_SOURCES) this.seen.delete(k);
+      if (this.seen.size >= MAX_SOURCES) s = this.seen.get((source = OTHER_SOURCES));
+    }
     if (!s || s.minute !== minute) {
-      if (!s && this.seen.size >= 4096) {
-        for (const [k, v] of this.seen) if (v.minute !== minute) this.seen.delete(k);
-        if (this.seen.size >= 4096) return { ok: false, held: 0 };
-      }
       const held = s?.held ?? 0;
       s = { minute, n: 0, held };
       this.seen.set(source, s);

@@ -22,17 +22,20 @@ export function processUid(pid: number, proc = '/proc'): number | undefined {
 type GetPwUid = (uid: number) => unknown;
 let getpwuid: GetPwUid | null | undefined;
 let decode: ((p: unknown, type: string) => string) | undefined;
-const names = new Map<number, string>();
+/** A uid's name, or its digits while the user database had none (asked again after UNNAMED_RETRY_MS). */
+const names = new Map<number, { name: string; until: number }>();
+/** An unnamed uid may be a database that was down (sssd restarting, LDAP away), not a user without a name. */
+const UNNAMED_RETRY_MS = 60_000;
 
 /**
  * A uid's user name, or the uid as a string where the user database has
  * none. getpwuid through NSS, not /etc/passwd alone: cluster users are in
  * LDAP. Kept per uid (a lookup may go to the network); bounded.
  */
-export function userName(uid: number): string {
+export function userName(uid: number, now = Date.now()): string {
   const known = names.get(uid);
-  if (known !== undefined) return known;
-  let name = String(uid);
+  if (known !== undefined && now < known.until) return known.name;
+  let name: string | undefined;
   if (getpwuid === undefined) {
     try {
       const koffi = createRequire(import.meta.url)('koffi') as { load(lib: string): { func(sig: string): GetPwUid }; decode(p: unknown, type: string): string };
@@ -46,12 +49,12 @@ export function userName(uid: number): string {
     try {
       const p = getpwuid(uid);
       // struct passwd's first field is pw_name
-      if (p) name = decode(p, 'const char *') || name;
+      if (p) name = decode(p, 'const char *') || undefined;
     } catch {
       /* the uid stands */
     }
   }
   if (names.size >= 4096) names.clear();
-  names.set(uid, name);
-  return name;
+  names.set(uid, name === undefined ? { name: String(uid), until: getpwuid ? now + UNNAMED_RETRY_MS : Infinity } : { name, until: Infinity });
+  return name ?? String(uid);
 }

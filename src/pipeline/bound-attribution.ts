@@ -41,8 +41,8 @@ export interface BoundAttributionOptions extends LabelBound {
   readonly bareAttributes: (jobId: string) => Attributes;
   /** The run a process belongs to, as the provider reads /proc. */
   readonly pids: { job(pid: number): string | null };
-  /** The user the store has for a run (null: a run without one; undefined: not known): a job a user's file names must be that user's. */
-  readonly jobUser?: (jobId: string) => string | null | undefined;
+  /** Who the store has a run as (undefined: not known): a job a user's file names must be that user's. */
+  readonly jobOwner?: (jobId: string) => { user: string | null; uid: number | null } | undefined;
   readonly metrics: { readonly share: MetricDef; readonly outside: MetricDef; readonly bindings: MetricDef; readonly syncAge: MetricDef };
   /** When the scheduler last answered the provider (ms since epoch), for the self-metrics. */
   readonly lastSynced?: () => number | undefined;
@@ -254,10 +254,13 @@ export class BoundAttribution implements AttributionProvider {
    */
   private namedJob(job: unknown, owner: unknown): string | undefined {
     if (typeof job !== 'string') return undefined;
-    if (typeof owner !== 'string' || owner === 'root' || !this.o.jobUser) return job;
-    const user = this.o.jobUser(job);
-    if (user === undefined) return undefined;
-    if (user === null || user === owner) return job;
+    if (typeof owner !== 'string' || owner === 'root' || !this.o.jobOwner) return job;
+    const o = this.o.jobOwner(job);
+    if (o === undefined) return undefined;
+    // an owner that is digits is a uid the user database could not name (NSS down): the store's uid speaks then
+    const byUid = /^\d+$/.test(owner) && o.uid !== null;
+    if (byUid ? String(o.uid) === owner : o.user === null || o.user === owner) return job;
+    const user = o.user ?? `uid ${o.uid}`;
     const key = `named\u0001${owner}\u0001${job}`;
     if (this.first(key)) {
       this.o.budgets?.hit('not_owner', owner, `an NCCL file of ${owner} names job ${job}, ${user}'s: its figures are credited to no job`);

@@ -56,13 +56,24 @@ function unsafeFile(st: Stats, asRoot: boolean): string | undefined {
   return undefined;
 }
 
-/** Why the folder lets another user swap the file under root (undefined: it does not). */
-function unsafeFolder(dir: string, asRoot: boolean): string | undefined {
+/**
+ * Why the folder lets another user swap the file under root (undefined: it
+ * does not). Its ancestors count too: one that others can write without the
+ * sticky bit lets them swap the whole folder. A sticky folder others can write
+ * keeps root's file root's, but not the names its rotations go to: a user may
+ * take `path.1` first, and the daemon's unit (no CAP_FOWNER) cannot replace it.
+ */
+function unsafeFolder(path: string, asRoot: boolean, rotates: boolean): string | undefined {
+  const dir = dirname(path);
   const st = statSync(dir);
-  // with the sticky bit only the file's owner (root) may rename or remove it
-  if (st.mode & S_ISVTX) return undefined;
-  if (st.mode & 0o002) return `its folder ${dir} is writable by others without the sticky bit (anyone could swap the file)`;
-  if (asRoot && st.uid !== 0) return `its folder ${dir} is owned by uid ${st.uid}, not root (its owner could swap the file)`;
+  if (st.mode & 0o002) {
+    if (!(st.mode & S_ISVTX)) return `its folder ${dir} is writable by others without the sticky bit (anyone could swap the file)`;
+    if (rotates) return `its folder ${dir} is writable by others: the file would be root's, but not the names it rotates to (any user may take ${path}.1 first); use a folder only root can write, or max_files = 0`;
+  } else if (asRoot && st.uid !== 0) return `its folder ${dir} is owned by uid ${st.uid}, not root (its owner could swap the file)`;
+  for (let up = dirname(dir), below = dir; up !== below; below = up, up = dirname(up)) {
+    const a = statSync(up);
+    if (a.mode & 0o002 && !(a.mode & S_ISVTX)) return `${up}, above its folder, is writable by others without the sticky bit (anyone could swap the folder)`;
+  }
   return undefined;
 }
 
@@ -99,11 +110,9 @@ class FileSink implements Sink {
   }
 
   private open(): void {
-    const folder = unsafeFolder(dirname(this.path), this.asRoot);
-    if (folder) throw refusal(this.path, folder);
     // looked at before the open, so that opening a device (a tape rewinds) never happens; the fstat below decides
     const before = lstatSync(this.path, { throwIfNoEntry: false });
-    const early = before && unsafeFile(before, this.asRoot);
+    const early = (before && unsafeFile(before, this.asRoot)) || unsafeFolder(this.path, this.asRoot, this.maxFiles > 0);
     if (early) throw refusal(this.path, early);
     let fd: number;
     try {
@@ -242,7 +251,7 @@ function probe(c: Config): ProbeResult {
   const asRoot = process.getuid?.() === 0;
   try {
     const st = lstatSync(path, { throwIfNoEntry: false });
-    const why = (existsSync(dirname(path)) && unsafeFolder(dirname(path), asRoot)) || (st && unsafeFile(st, asRoot));
+    const why = (st && unsafeFile(st, asRoot)) || (existsSync(dirname(path)) && unsafeFolder(path, asRoot, c.num('file', 'max_files')! > 0));
     return why ? { ok: false, detail: `${path} would be refused: ${why}` } : dir;
   } catch (e) {
     return { ok: false, detail: `${path}: ${(e as Error).message}` };

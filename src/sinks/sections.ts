@@ -67,7 +67,7 @@ export const FILE_SECTION: SectionSpec = {
   name: 'file',
   description: 'JSON lines (the stdout format) appended to a file with size-based rotation.',
   keys: [
-    { key: 'path', type: 'path', default: null, example: '/var/log/l9gpu/metrics.jsonl', description: 'File to append to (required when the file sink is enabled): a regular file, never reached through a link; under root, one owned by root, with one link, in a folder no other user can write to unless it is sticky. Anything else is refused, and retried.' },
+    { key: 'path', type: 'path', default: null, example: '/var/log/l9gpu/metrics.jsonl', description: 'File to append to (required when the file sink is enabled): a regular file, never reached through a link; under root, one owned by root, with one link, in a folder no other user can write to (a sticky one, such as /tmp, only with max_files = 0: any user could take the names it rotates to first), below no folder others can write without the sticky bit. Anything else is refused, and retried.' },
     { key: 'max_bytes', type: 'bytes', default: 64 * 1024 * 1024, min: 4096, description: 'Size at which the file is rotated.' },
     { key: 'max_files', type: 'int', default: 5, min: 0, max: 100, description: 'Rotated files kept (path.1 is the newest); 0 truncates instead.' },
     { key: 'resource', type: 'bool', default: true, description: 'Include the resource attributes under "resource" on every line.' },
