@@ -89,6 +89,48 @@ test('Prometheus 3 quoted UTF-8 names: {"my.metric", "label.x"="v"} and # TYPE "
   assert.deepEqual({ ...f.samples[0]!.labels }, { 'label.x': 'v', plain: 'p' });
 });
 
+test('what Prometheus reads and a strict parser would refuse (issue 30): each loses a whole page if refused', () => {
+  // an unknown escape in a label value, in either format: kept as written, as Prometheus' lexers and prometheus_client keep it
+  assert.equal(parseExposition('m{a="x\\zy"} 1\n')[0]!.samples[0]!.labels.a, 'x\\zy');
+  assert.equal(parseExposition('m{a="\\f\\z"} 1\n# EOF\n', { format: 'openmetrics' })[0]!.samples[0]!.labels.a, '\\f\\z');
+  // comment lines indented with spaces or tabs (Prometheus text): still HELP and TYPE
+  const ind = parseExposition('   # a comment\n  # HELP x Doc.\n\t\t#   TYPE   x counter\nx_total 2\n');
+  assert.deepEqual([ind.length, fam(ind, 'x').type, fam(ind, 'x').help], [1, 'counter', 'Doc.']);
+  // a value right after the labels' brace (Prometheus text): the lexer reads the value from there
+  const touch = parseExposition('x{a="1"}-Inf\ny{ a = "2" , }+Inf 17\nz{}3\n');
+  assert.deepEqual(touch.map((f) => [f.name, f.samples[0]!.value, f.samples[0]!.timestampMs]), [['x', -Infinity, undefined], ['y', Infinity, 17], ['z', 3, undefined]]);
+  // the quoted metric name anywhere among the labels, in either format
+  const q = parseExposition('{a="v", "my.metric", b="w"} 1\n');
+  assert.deepEqual([q[0]!.name, { ...q[0]!.samples[0]!.labels }], ['my.metric', { a: 'v', b: 'w' }]);
+  const qo = parseExposition('# TYPE "http.status" gauge\n{q="0.9","http.status",a="b"} 8\n# EOF\n', { format: 'openmetrics' });
+  assert.deepEqual([qo[0]!.name, qo[0]!.type, { ...qo[0]!.samples[0]!.labels }], ['http.status', 'gauge', { q: '0.9', a: 'b' }]);
+  // label pairs without the comma between them (Prometheus text; Prometheus' own parser takes them)
+  const nc = parseExposition('s{ quantile = "2.0" a = "b" } 1\nt{a="1"b="2""c.d"="3"} 2\n');
+  assert.deepEqual(nc.map((f) => ({ ...f.samples[0]!.labels })), [{ quantile: '2.0', a: 'b' }, { a: '1', b: '2', 'c.d': '3' }]);
+});
+
+test('what stays an error around those forms: a second quoted name, a value after the bare name, and each of them in OpenMetrics', () => {
+  fails('{"a", b="1", "c"} 1\n', 1, /"c": a second quoted metric name/);
+  fails('m{"n"} 1\n', 1, /"n": a quoted metric name where a label belongs/);
+  fails('ok 1\nx-1\n', 2, /x: unexpected "-" after the name/);
+  fails('x{a="1"} 1 # {t="x"} 1\n', 1, /only OpenMetrics/);
+  fails('x{a="b" 1\n', 1, /label a: unexpected "1" after its value/);
+  fails(' # HELP x y\n# EOF\n', 1, /starts with white space/, 'openmetrics');
+  fails('x{a="1"}-Inf\n# EOF\n', 1, /unexpected "-" after the labels/, 'openmetrics');
+  fails('x{a="1" b="2"} 1\n# EOF\n', 1, /label a: unexpected " " after its value/, 'openmetrics');
+});
+
+test('OpenMetrics: one space between the parts and none at a line\'s end, as Prometheus\' OpenMetrics lexer reads it', () => {
+  fails('# HELP a\n# EOF\n', 1, /# HELP a: no space and text after the metric name/, 'openmetrics');
+  fails('# UNIT a_s\n# EOF\n', 1, /# UNIT a_s: no space and text/, 'openmetrics');
+  fails('# HELP a\tx\n# EOF\n', 1, /# HELP: a tab where OpenMetrics puts one space/, 'openmetrics');
+  fails('a 1 \n# EOF\n', 1, /a: a space at the end of the line/, 'openmetrics');
+  fails('a 1 2 \n# EOF\n', 1, /a: a space at the end of the line/, 'openmetrics');
+  // an empty HELP text is one space and nothing: allowed; Prometheus text takes all of these
+  assert.equal(parseExposition('# HELP a \na 1\n# EOF\n', { format: 'openmetrics' })[0]!.help, '');
+  assert.deepEqual(parseExposition('# HELP a\n# HELP b\tx\na 1 \nb 1 2 \n').map((f) => [f.name, f.help]), [['a', ''], ['b', 'x']]);
+});
+
 test('a summary: quantile samples under the bare name, _sum and _count beside them; untyped lines are families of their own', () => {
   const fs = parseExposition('# TYPE rpc summary\nrpc{quantile="0.5"} 0.1\nrpc{quantile="0.99"} 0.9\nrpc_sum 12\nrpc_count 40\nloose 1\nloose_sum 2\n');
   assert.deepEqual(fam(fs, 'rpc').samples.map((s) => s.name), ['rpc', 'rpc', 'rpc_sum', 'rpc_count']);

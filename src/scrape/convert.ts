@@ -185,6 +185,34 @@ export function convertPage(table: EngineTable, families: readonly Family[], ctx
   return n;
 }
 
+/**
+ * Why a page gave the table nothing although it is the engine's: the names of
+ * the table's families the page declares (# TYPE, # HELP) when none of them
+ * has a sample, else undefined (a page without them is not this engine's; one
+ * with samples gave points or said why not). `renamed`: a sample of the page
+ * named like one of them with its colons made underscores, the mark of a
+ * server that escaped the sample names and not the metadata (prometheus_client
+ * 0.23 and later under `escaping=underscores`, client_python#1177).
+ */
+export function familiesWithoutSamples(table: EngineTable, families: readonly Family[]): { names: string[]; renamed?: string } | undefined {
+  const byName = new Map<string, Family>();
+  for (const f of families) byName.set(f.name, f);
+  const names: string[] = [];
+  for (const rule of table.rules) {
+    if (table.enabled && !table.enabled(rule)) continue;
+    for (const name of rule.names) {
+      const f = byName.get(name) ?? (rule.metric.kind === 'sum' ? byName.get(`${name}_total`) : undefined);
+      if (!f) continue;
+      if (f.samples.length) return undefined;
+      names.push(f.name);
+    }
+  }
+  if (!names.length) return undefined;
+  const escaped = names.filter((n) => n.includes(':')).map((n) => n.replace(/:/g, '_'));
+  const renamed = families.find((f) => f.samples.length && escaped.some((x) => f.name === x || f.name.startsWith(`${x}_`)))?.name;
+  return renamed ? { names, renamed } : { names };
+}
+
 /** The family a rule reads: its first name present (a counter's also with _total, as Prometheus text names it). */
 function findFamily(byName: Map<string, Family>, rule: SeriesRule): Family | undefined {
   for (const name of rule.names) {

@@ -10,8 +10,8 @@ import { PointBuffer, type Attributes, type Emitter } from '../core/metrics/mode
 import type { Plugin, PluginContext, PluginManifest } from '../core/plugin.js';
 import { redactUrl } from '../core/redact.js';
 import { clip, printable } from '../core/printable.js';
-import { ConvertState, convertPage, type EngineTable } from './convert.js';
-import { formatOf, parseExposition, parsePage } from './exposition.js';
+import { ConvertState, convertPage, familiesWithoutSamples, type EngineTable } from './convert.js';
+import { formatOf, parseExposition, parsePage, type Family } from './exposition.js';
 import { createPageFetcher, type PageFetcher } from './fetch-page.js';
 import type { Discovery, ScrapedSpec } from './section.js';
 import { discoverListeners, type Listener } from './discover.js';
@@ -23,6 +23,7 @@ import { processUid, userName } from '../core/proc-owner.js';
 import { ownerSeriesOf, type OwnerSeries } from './owner-series.js';
 
 const SCRAPE_ERRORS = metric('l9gpu.scrape.errors');
+const SCRAPE_EMPTY = metric('l9gpu.scrape.empty');
 
 /** Identity of the points of one endpoint: OpenTelemetry's server.address and server.port. */
 export function endpointAttributes(url: string): Attributes {
@@ -61,6 +62,9 @@ interface Target {
   /** The last failure while it lasts (undefined: answering), and every failure so far. */
   failing?: string;
   errors: number;
+  /** Scrapes whose page declared the engine's families and held no sample of them; whether the log has said so. */
+  empty: number;
+  saidEmpty?: boolean;
   readonly since: number;
 }
 
@@ -124,7 +128,7 @@ export class ScrapedPlugin implements Plugin {
     this.targets = o.endpoints.filter((u) => u !== 'auto').map((url) => {
       const base = endpointAttributes(url);
       const local = isLocalHost(String(base['server.address']), o.hostNames ?? []);
-      return { url, key: this.keyOf(url), fetcher: createPageFetcher(url, o.timeoutMs, o.maxBytes), state: new ConvertState(), base, owner: local ? new PortOwner(Number(base['server.port']), o.proc) : undefined, errors: 0, since: Date.now() };
+      return { url, key: this.keyOf(url), fetcher: createPageFetcher(url, o.timeoutMs, o.maxBytes), state: new ConvertState(), base, owner: local ? new PortOwner(Number(base['server.port']), o.proc) : undefined, errors: 0, empty: 0, since: Date.now() };
     });
   }
 
@@ -199,7 +203,7 @@ export class ScrapedPlugin implements Plugin {
       }
       if (ours) {
         const base = { ...endpointAttributes(url), 'process.pid': l.pid };
-        this.targets.push({ url, key: this.keyOf(url), found: key, fetcher, state: new ConvertState(), base, owner: undefined, errors: 0, since: Date.now() });
+        this.targets.push({ url, key: this.keyOf(url), found: key, fetcher, state: new ConvertState(), base, owner: undefined, errors: 0, empty: 0, since: Date.now() });
         this.o.log?.info('engine found', { url, pid: l.pid });
         return;
       }
@@ -250,7 +254,7 @@ export class ScrapedPlugin implements Plugin {
           }
           const base = pid === undefined ? t.base : { ...t.base, 'process.pid': pid, ...(owner !== undefined ? { 'process.owner': owner } : {}) };
           t.state.begin();
-          convertPage(this.o.table, parsed.families, {
+          const series = convertPage(this.o.table, parsed.families, {
             out,
             state: t.state,
             base,
@@ -261,6 +265,7 @@ export class ScrapedPlugin implements Plugin {
             onCut: (label) => this.budgets.hit('label_length', who, `${where}: label ${printable(clip(label, 60))} longer than ${this.limits.labelLength}: cut`),
           });
           t.state.end();
+          if (series === 0) this.noSamples(t, parsed.families);
           if (t.failing !== undefined) this.o.log?.info('endpoint answering again', { url: redactUrl(t.url) });
           t.failing = undefined;
         } catch (e) {
@@ -273,9 +278,32 @@ export class ScrapedPlugin implements Plugin {
         } finally {
           hold.release();
         }
-        out.add(SCRAPE_ERRORS, t.errors, { 'l9gpu.plugin': this.o.table.engine, 'server.address': t.base['server.address']!, 'server.port': t.base['server.port']! }, t.since);
+        const endpoint = { 'l9gpu.plugin': this.o.table.engine, 'server.address': t.base['server.address']!, 'server.port': t.base['server.port']! };
+        out.add(SCRAPE_ERRORS, t.errors, endpoint, t.since);
+        out.add(SCRAPE_EMPTY, t.empty, endpoint, t.since);
       }),
     );
+  }
+
+  /**
+   * A page that declares the engine's families and holds no sample of them
+   * gives no points and no error: counted, and said once per endpoint, so that
+   * zero points is never silent.
+   */
+  private noSamples(t: Target, families: readonly Family[]): void {
+    const why = familiesWithoutSamples(this.o.table, families);
+    if (!why) return;
+    t.empty++;
+    if (t.saidEmpty) return;
+    t.saidEmpty = true;
+    const shown = why.names.slice(0, 3).join(', ') + (why.names.length > 3 ? ` and ${why.names.length - 3} more` : '');
+    this.o.log?.warn('endpoint page has no samples of the engine', {
+      url: redactUrl(t.url),
+      families: shown,
+      why: why.renamed
+        ? `its samples are named like ${printable(clip(why.renamed, 80))}: the server escaped the sample names and not their # TYPE lines (prometheus_client's escaping=underscores, client_python#1177)`
+        : 'the engine has not filled them yet (before its first request), or it serves them under other names',
+    });
   }
 
   close(): void {
@@ -315,7 +343,7 @@ export function scrapedPlugin(spec: ScrapedSpec, section: SectionSpec, table: En
     name: spec.name,
     description: spec.description,
     section,
-    metrics: [...metrics, SCRAPE_ERRORS.name],
+    metrics: [...metrics, SCRAPE_ERRORS.name, SCRAPE_EMPTY.name],
     reportsGpus: false,
     ...(spec.discover ? { engine: true } : {}),
     create: (ctx) => new ScrapedPlugin(options(ctx)),
@@ -334,7 +362,10 @@ export function scrapedPlugin(spec: ScrapedSpec, section: SectionSpec, table: En
         const failed = out.points.filter((x) => x.metric === SCRAPE_ERRORS && x.value > 0).length;
         const n = p.endpoints.length;
         if (n === 0) return { ok: false, detail: o.endpoints.includes('auto') ? 'no engine found on this node' : 'no endpoints configured' };
-        return failed === n ? { ok: false, detail: `${n === 1 ? 'the endpoint does' : `none of ${n} endpoints do`} not answer: ${p.endpoints.map(redactUrl).join(', ')}` } : { ok: true, detail: `${n - failed} of ${n} endpoint(s) answer: ${p.endpoints.map(redactUrl).join(', ')}` };
+        const empty = out.points.filter((x) => x.metric === SCRAPE_EMPTY && x.value > 0).length;
+        return failed === n
+          ? { ok: false, detail: `${n === 1 ? 'the endpoint does' : `none of ${n} endpoints do`} not answer: ${p.endpoints.map(redactUrl).join(', ')}` }
+          : { ok: true, detail: `${n - failed} of ${n} endpoint(s) answer: ${p.endpoints.map(redactUrl).join(', ')}${empty ? `; ${empty} with the engine's families and no sample of them (no points)` : ''}` };
       } catch (e) {
         return { ok: false, detail: (e as Error).message };
       } finally {

@@ -267,11 +267,11 @@ class Parser {
     if (c === HASH) return this.comment(s, e);
     if (c === SP || c === TAB) {
       if (this.om) this.fail('a line starts with white space');
-      // Prometheus text allows leading blanks; a blank line is nothing
+      // Prometheus text allows leading blanks, before a comment too (its lexer skips them anywhere); a blank line is nothing
       let i = s;
       while (i < e && (t.charCodeAt(i) === SP || t.charCodeAt(i) === TAB)) i++;
       if (i === e) return;
-      return this.sample(i, e);
+      return t.charCodeAt(i) === HASH ? this.comment(i, e) : this.sample(i, e);
     }
     this.sample(s, e);
   }
@@ -306,11 +306,12 @@ class Parser {
     let k = j;
     let rest = '';
     if (k < e) {
-      if (t.charCodeAt(k) !== SP && t.charCodeAt(k) !== TAB) this.fail(`# ${kw}: no space after the metric name`);
+      const c = t.charCodeAt(k);
+      if (c !== SP && (this.om || c !== TAB)) this.fail(`# ${kw}: ${c === TAB ? 'a tab where OpenMetrics puts one space' : 'no space'} after the metric name`);
       k++;
       if (!this.om) while (k < e && (t.charCodeAt(k) === SP || t.charCodeAt(k) === TAB)) k++;
       rest = t.slice(k, e);
-    }
+    } else if (this.om) this.fail(`# ${kw} ${name}: no space and text after the metric name`);
     if (kw === 'TYPE') {
       const type = (this.om ? rest : rest.trim()) as FamilyType;
       if (!TYPES.has(type) || (this.om && type === 'untyped') || (!this.om && (type === 'gaugehistogram' || type === 'info' || type === 'stateset'))) this.fail(`# TYPE ${name}: unknown type "${rest.slice(0, 40)}"`);
@@ -396,8 +397,9 @@ class Parser {
         if (d === BACKSLASH) out += '\\';
         else if (d === QUOTE) out += '"';
         else if (d === 110) out += '\n';
-        else if (this.om) this.fail(`${label ? `label ${name}` : name}: an unknown escape "\\${t[j + 1]}"`);
-        else out += `\\${t[j + 1]}`; // Prometheus keeps an unknown escape as it stands
+        // an unknown escape (\z, \t) is kept as it stands: Prometheus' text and OpenMetrics lexers and
+        // prometheus_client's OpenMetrics parser all read it so (the OpenMetrics suite's escaping cases)
+        else out += `\\${t[j + 1]}`;
         j++;
         k = j + 1;
       }
@@ -439,10 +441,12 @@ class Parser {
       if (!this.om) while (k < e && (t.charCodeAt(k) === SP || t.charCodeAt(k) === TAB)) k++;
       if (t.charCodeAt(k) === LBRACE) i = this.labelSet(k, e, labels, undefined);
     }
-    // value
-    if (i >= e || (t.charCodeAt(i) !== SP && t.charCodeAt(i) !== TAB)) this.fail(i >= e ? `${name}: no value` : `${name}: unexpected "${t[i]}" after the ${t.charCodeAt(i - 1) === RBRACE ? 'labels' : 'name'}`);
+    // value: after a blank, or (Prometheus text, whose lexer reads a value from the "}" on) right after the labels
+    const sep = t.charCodeAt(i);
+    if (i >= e) this.fail(`${name}: no value`);
+    if (sep !== SP && sep !== TAB && (this.om || t.charCodeAt(i - 1) !== RBRACE)) this.fail(`${name}: unexpected "${t[i]}" after the ${t.charCodeAt(i - 1) === RBRACE ? 'labels' : 'name'}`);
     if (this.om) {
-      if (t.charCodeAt(i) !== SP) this.fail(`${name}: a tab before the value`);
+      if (sep !== SP) this.fail(`${name}: a tab before the value`);
       i++;
     } else while (i < e && (t.charCodeAt(i) === SP || t.charCodeAt(i) === TAB)) i++;
     let j = i;
@@ -454,6 +458,8 @@ class Parser {
     let exemplar: Exemplar | undefined;
     i = j;
     if (i < e) {
+      // OpenMetrics: one space between the parts, none at the end (Prometheus' OpenMetrics lexer refuses it too)
+      if (this.om && t.charCodeAt(e - 1) === SP) this.fail(`${name}: a space at the end of the line`);
       i = this.skipBlanks(i, e);
       if (i < e && t.charCodeAt(i) !== HASH) {
         j = i;
@@ -520,12 +526,15 @@ class Parser {
 
   /**
    * "{a="x",b="y"}" at i (the brace). Prometheus 3 allows quoted label names
-   * and one bare quoted string, the metric name (given to `onName`).
+   * and one bare quoted string, the metric name (given to `onName`), anywhere
+   * among the labels as Prometheus' parsers take it. In Prometheus text the
+   * comma between two pairs may be left out, as Prometheus' parser allows.
    */
   private labelSet(i: number, e: number, labels: Labels, onName: ((n: string) => void) | undefined): number {
     const t = this.text;
     i++;
     let first = true;
+    let named = false;
     let n = 0;
     for (;;) {
       if (!this.om) while (i < e && (t.charCodeAt(i) === SP || t.charCodeAt(i) === TAB)) i++;
@@ -542,9 +551,10 @@ class Parser {
         if (!this.om) while (i < e && (t.charCodeAt(i) === SP || t.charCodeAt(i) === TAB)) i++;
         c = t.charCodeAt(i);
         if (c !== EQ) {
-          // the bare quoted string: the metric name, first and once
-          if (!onName || !first) this.fail(`"${q.slice(0, 40)}": a quoted metric name where a label belongs`);
+          // the bare quoted string: the metric name, once
+          if (!onName || named) this.fail(`"${q.slice(0, 40)}": a ${named ? 'second ' : ''}quoted metric name where a label belongs`);
           onName(q);
+          named = true;
           first = false;
           if (c === COMMA) i++;
           else if (c !== RBRACE) this.fail(`unexpected "${t[i] ?? ''}" after the quoted metric name`);
@@ -584,7 +594,8 @@ class Parser {
       if (!this.om) while (i < e && (t.charCodeAt(i) === SP || t.charCodeAt(i) === TAB)) i++;
       c = t.charCodeAt(i);
       if (c === COMMA) i++;
-      else if (c !== RBRACE) this.fail(i >= e ? 'labels without their closing "}"' : `label ${key}: unexpected "${t[i]}" after its value`);
+      // Prometheus text: the next pair may follow without its comma
+      else if (c !== RBRACE && (this.om || (c !== QUOTE && !isLabelStart(c)))) this.fail(i >= e ? 'labels without their closing "}"' : `label ${key}: unexpected "${t[i]}" after its value`);
     }
   }
 

@@ -35,8 +35,15 @@ export interface PageFetcher {
   close(): void;
 }
 
-/** Accept header Prometheus sends: OpenMetrics first, text 0.0.4 as the fallback. */
-const ACCEPT = 'application/openmetrics-text;version=1.0.0;q=0.9,text/plain;version=0.0.4;q=0.5,*/*;q=0.1';
+/**
+ * The Accept header: OpenMetrics first, asked for with `escaping=allow-utf-8`
+ * as Prometheus 3 asks, text 0.0.4 as the fallback. Without the escaping,
+ * prometheus_client 0.23 and later (SGLang's /metrics, vLLM's before its
+ * instrumentator route) answer `escaping=underscores` and rename the samples
+ * of colon names (`sglang_token_usage`) but not their # TYPE lines
+ * (`sglang:token_usage`; client_python#1177): every family empty.
+ */
+const ACCEPT = 'application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.9,text/plain;version=0.0.4;q=0.5,*/*;q=0.1';
 
 export function createPageFetcher(url: string, timeoutMs: number, maxBytes: number): PageFetcher {
   const u = new URL(url);

@@ -267,6 +267,7 @@ export const METRICS: readonly MetricDef[] = Object.freeze([
   m('l9gpu.collector.points', '{point}', 'sum', 'agent', 'Data points produced by a plugin.', ['l9gpu.plugin']),
   m('l9gpu.collector.errors', '{error}', 'sum', 'agent', 'Collections of a plugin that threw or timed out.', ['l9gpu.plugin']),
   m('l9gpu.collector.skipped', '{tick}', 'sum', 'agent', 'Ticks of a plugin skipped because its previous collection was still running.', ['l9gpu.plugin']),
+  m('l9gpu.scrape.empty', '{page}', 'sum', 'agent', 'Pages scraped from an engine or dcgm-exporter endpoint that declared the engine\'s metric families (# TYPE, # HELP) and held no sample of any of them, so gave no points: an engine that has not filled them yet, or a server that renamed the samples and not their # TYPE lines (prometheus_client\'s escaping=underscores); the log says it once per endpoint, with which.', ['l9gpu.plugin', 'server.address', 'server.port']),
   m('l9gpu.scrape.errors', '{error}', 'sum', 'agent', 'Failed scrapes of an engine or dcgm-exporter endpoint (down, too slow, too large, not the exposition grammar); the log says each failure once, and again when the endpoint answers.', ['l9gpu.plugin', 'server.address', 'server.port']),
   m('l9gpu.sink.exported', '{point}', 'sum', 'agent', 'Data points a sink delivered.', ['l9gpu.sink']),
   m('l9gpu.sink.dropped', '{point}', 'sum', 'agent', 'Data points a sink gave up on (queue full, rejected by the backend, output blocked).', ['l9gpu.sink']),
