@@ -35,7 +35,7 @@ class NvmlPlugin implements Plugin {
   last: Snapshot | undefined;
 
   constructor(opts: NvmlOptions, private readonly ctx: PluginContext) {
-    this.client = new NvmlSession({ ...opts, eventWaitMs: 1000 }, ctx.log, (e) => {
+    this.client = new NvmlSession({ ...opts, eventWaitMs: 1000, oneShot: ctx.oneShot }, ctx.log, (e) => {
       this.converter.addEvent(e);
       if (e.eventType & 0x8) ctx.log.warn('Xid error', { gpu: e.uuid, xid: e.data });
     });
@@ -92,7 +92,7 @@ export async function probeNvml(opts: NvmlOptions): Promise<ProbeResult> {
     return { ok: false, detail: `${opts.library} not found by the dynamic loader (LD_LIBRARY_PATH, /etc/ld.so.cache, /usr/lib): no NVIDIA driver ([nvml] library or L9GPU_NVML_LIBRARY)` };
   }
   // the probe's notes (NOT_SUPPORTED fields...) are the daemon's business, not doctor's
-  const client = new NvmlSession({ ...opts, events: false, eventWaitMs: 100 }, createLogger('error', () => {}), () => {});
+  const client = new NvmlSession({ ...opts, events: false, eventWaitMs: 100, oneShot: true }, createLogger('error', () => {}), () => {});
   const ac = new AbortController();
   const t = setTimeout(() => ac.abort(), 5000);
   try {
