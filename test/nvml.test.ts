@@ -284,7 +284,7 @@ test('a driver not loaded at start is an error counted per tick, said once, and 
 
 test('a missing library: a clear error in the daemon and in doctor', async () => {
   const r = await runCli(['daemon', '--once', '--plugin', 'nvml', '--sink', 'stdout'], { L9GPU_NVML_LIBRARY: '/nonexistent/libnvidia-ml.so.1' });
-  assert.equal(r.status, 0);
+  assert.equal(r.status, 1, 'the one plugin asked for failed');
   // a one-shot promises no retry
   assert.match(r.stderr, /collection failed plugin=nvml error="cannot load NVML library \/nonexistent\/libnvidia-ml.so.1: Failed to load shared library: .* \(\[nvml\] library or L9GPU_NVML_LIBRARY\)"\n/);
   const doc = await runCli(['doctor'], { L9GPU_PLUGINS: 'nvml', L9GPU_NVML_LIBRARY: '/nonexistent/libnvidia-ml.so.1' });
