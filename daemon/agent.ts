@@ -7,7 +7,8 @@
 import { noneProvider, type AttributionProvider } from '../src/core/attribution.js';
 import type { Config } from '../src/core/config/load.js';
 import type { Logger } from '../src/core/log.js';
-import { pluginContext, type PluginContext } from '../src/core/plugin.js';
+import type { Batch } from '../src/core/metrics/model.js';
+import { pluginContext, type PluginContext, type PluginManifest } from '../src/core/plugin.js';
 import { BudgetLedger, limitsFrom } from '../src/core/limits.js';
 import { resourceAttributes } from '../src/core/resource.js';
 import type { Sink } from '../src/core/sink.js';
@@ -15,8 +16,9 @@ import { Pipeline } from '../src/pipeline/pipeline.js';
 import type { Db } from '../src/store/open.js';
 import type { ViewerCache } from '../src/jobs/access.js';
 import type { JobsServer } from '../src/jobs/server.js';
+import { expectGpus, gpuShortfall } from './gpu-expectation.js';
 import { PluginRunner } from './runner.js';
-import { resolveAttribution, selectPlugins, type Manifests } from './selection.js';
+import { AUTO, resolveAttribution, selectPlugins, type Manifests } from './selection.js';
 import { selfMetricsPlugin } from './self-metrics.js';
 
 interface Held<T> {
@@ -37,6 +39,22 @@ const SINK_RETRY_MS = [5_000, 15_000, 60_000];
 const DAEMON_BUSY_MS = 50;
 /** A store that cannot be used (read-only or full disk, newer schema, a lock) is tried again this often. */
 const STORE_RETRY_MS = 60_000;
+/**
+ * `plugins = auto`: a GPU plugin whose source did not answer (a driver that
+ * loads after the daemon: boot order, a DKMS build fixed later, a driver
+ * reload) is probed again 1 s, 2 s, 4 s ... after, then every 60 s, and
+ * started when it answers: sampling begins within a minute of the driver.
+ */
+const REPROBE_FIRST_MS = 1000;
+const REPROBE_MAX_MS = 60_000;
+
+/** What `daemon --once` found wrong besides delivery: the plugins asked for that failed, and GPUs missing. */
+export interface OnceProblems {
+  /** Plugins named in [daemon] plugins or --plugin whose collection failed. */
+  readonly failed: string[];
+  /** Fewer GPUs read than the node must have ([daemon] expect_gpus, a driver installed): in words. */
+  readonly shortfall: string | undefined;
+}
 
 export class Agent {
   private readonly runners = new Map<string, Held<PluginRunner>>();
@@ -50,8 +68,16 @@ export class Agent {
   readonly startTime = Date.now();
   /** What local users' sources hit of the [limits] bounds, for the daemon's life (reloads keep the counts). */
   readonly budgets: BudgetLedger;
-  /** The plugins running, with `auto` expanded. */
-  pluginNames: string[] = [];
+  /** The plugins running, with `auto` expanded (and those a later probe started). */
+  get pluginNames(): string[] {
+    return this.manifests.plugins.filter((p) => this.runners.has(p.name)).map((p) => p.name);
+  }
+  /** `auto` plugins whose source did not answer: the timer of their next probe. */
+  private readonly absent = new Map<string, NodeJS.Timeout>();
+  /** Bumped by every build and by stop: a probe answering after either is stale. */
+  private probeGeneration = 0;
+  /** --once: the physical GPUs (UUIDs) the plugins' points carried. */
+  private readonly gpusRead = new Set<string>();
 
   constructor(
     private cfg: Config,
@@ -229,31 +255,26 @@ export class Agent {
     }
 
     const ctx: PluginContext = pluginContext(cfg, this.log, { oneShot: this.oneShot, budgets: this.budgets });
+    // the earlier build's probes end here, before anything here waits: none may start a plugin this build is deciding on
+    const gen = this.dropProbes();
     const selection = await selectPlugins(this.manifests, cfg, ctx);
-    for (const [name, r] of Object.entries(selection.detected)) {
-      this.log.info(r.ok ? 'plugins = auto: enabled' : 'plugins = auto: not enabled', { plugin: name, source: r.detail });
+    const again = this.oneShot ? '' : `; probed again, ${REPROBE_FIRST_MS / 1000} s doubling to every ${REPROBE_MAX_MS / 1000} s`;
+    for (const f of this.manifests.plugins) {
+      const r = selection.detected[f.name];
+      if (!r) continue;
+      if (r.ok) this.log.info('plugins = auto: enabled', { plugin: f.name, source: r.detail });
+      // a vendor whose driver is installed and does not answer: its GPUs go unmonitored until it does
+      else this.log[f.hardware?.installed(ctx) ? 'warn' : 'info'](`plugins = auto: not enabled${again}`, { plugin: f.name, source: r.detail });
     }
     const wantPlugins = new Set(selection.names);
-    this.pluginNames = selection.names;
     for (const [name, held] of [...this.runners]) {
       if (!wantPlugins.has(name) || held.fingerprint !== this.fingerprint(name)) {
         this.runners.delete(name);
         await held.item.stop(Date.now() + 2000);
       }
     }
-    for (const f of this.manifests.plugins) {
-      if (!wantPlugins.has(f.name) || this.runners.has(f.name)) continue;
-      const runner = new PluginRunner(
-        f.name,
-        () => f.create({ ...ctx, log: this.log.child(f.name) }),
-        this.intervalMs(f.name),
-        this.timeoutMs(f.name),
-        (b) => this.pipeline.publish(b),
-        this.log,
-      );
-      this.runners.set(f.name, { item: runner, fingerprint: this.fingerprint(f.name) });
-      if (this.running) runner.start();
-    }
+    for (const f of this.manifests.plugins) if (wantPlugins.has(f.name) && !this.runners.has(f.name)) this.addRunner(f, ctx);
+    if (!this.oneShot) for (const f of this.manifests.plugins) if (selection.detected[f.name]?.ok === false) this.probeLater(f, ctx, REPROBE_FIRST_MS, gen);
 
     await this.selfRunner?.stop(Date.now());
     const interval = cfg.num('daemon', 'interval')! * 1000;
@@ -267,6 +288,52 @@ export class Agent {
     );
     if (this.running) this.selfRunner.start();
     this.pipeline.sinks = this.sinkList();
+  }
+
+  private addRunner(f: PluginManifest, ctx: PluginContext): void {
+    const runner = new PluginRunner(f.name, () => f.create({ ...ctx, log: this.log.child(f.name) }), this.intervalMs(f.name), this.timeoutMs(f.name), this.publish, this.log);
+    this.runners.set(f.name, { item: runner, fingerprint: this.fingerprint(f.name) });
+    if (this.running) runner.start();
+  }
+
+  private readonly publish = (b: Batch): void => {
+    if (this.oneShot) {
+      for (const p of b.points) {
+        const uuid = p.attributes['gpu.uuid'];
+        if (p.metric.scope === 'gpu' && typeof uuid === 'string' && p.attributes['gpu.mig.parent_uuid'] === undefined) this.gpusRead.add(uuid);
+      }
+    }
+    this.pipeline.publish(b);
+  };
+
+  /** Ends the probes of absent `auto` plugins (a build or stop decides anew); returns the generation of the next ones. */
+  private dropProbes(): number {
+    for (const t of this.absent.values()) clearTimeout(t);
+    this.absent.clear();
+    return ++this.probeGeneration;
+  }
+
+  /** An `auto` plugin whose source did not answer, probed again after delayMs (doubling to REPROBE_MAX_MS) and started when it answers. */
+  private probeLater(f: PluginManifest, ctx: PluginContext, delayMs: number, gen: number): void {
+    const t = setTimeout(() => {
+      void f
+        .probe(ctx)
+        .catch((e: Error) => ({ ok: false, detail: e.message }))
+        .then((r) => {
+          // a reload or a stop since: that build decides for itself
+          if (gen !== this.probeGeneration || this.runners.has(f.name)) return;
+          const next = Math.min(REPROBE_MAX_MS, delayMs * 2);
+          if (!r.ok) {
+            this.log.debug('plugins = auto: still not enabled', { plugin: f.name, source: r.detail, next_s: next / 1000 });
+            return this.probeLater(f, ctx, next, gen);
+          }
+          this.absent.delete(f.name);
+          this.log.info('plugins = auto: its source answers now: started', { plugin: f.name, source: r.detail, since_start_s: Math.round((Date.now() - this.startTime) / 1000) });
+          this.addRunner(f, ctx);
+        });
+    }, delayMs);
+    t.unref();
+    this.absent.set(f.name, t);
   }
 
   /** A sink that cannot start (port in use) is left out and retried with backoff; the agent goes on. */
@@ -310,7 +377,7 @@ export class Agent {
    * flushed. `undelivered`: the sinks that failed, when none delivered
    * anything (a cron job or a check must not read that as success).
    */
-  async once(): Promise<{ blocked: string[]; undelivered: string[] }> {
+  async once(): Promise<{ blocked: string[]; undelivered: string[] } & OnceProblems> {
     this.oneShot = true;
     await this.initAttribution();
     await this.build();
@@ -318,8 +385,11 @@ export class Agent {
     await this.selfRunner!.collectOnce();
     const blocked = await this.stop();
     const sinks = this.sinkList();
-    const failed = sinks.filter((s) => s.stats.errors > 0 || s.stats.dropped > 0 || s.stats.queueBytes > 0).map((s) => s.name);
-    return { blocked, undelivered: sinks.some((s) => s.stats.exported > 0) ? [] : failed };
+    const failedSinks = sinks.filter((s) => s.stats.errors > 0 || s.stats.dropped > 0 || s.stats.queueBytes > 0).map((s) => s.name);
+    const named = this.cfg.list('daemon', 'plugins').filter((n) => n !== AUTO);
+    const failed = named.filter((n) => (this.runners.get(n)?.item.stats.errors ?? 0) > 0);
+    const expected = await expectGpus(this.manifests.plugins, pluginContext(this.cfg, this.log, { oneShot: true }));
+    return { blocked, undelivered: sinks.some((s) => s.stats.exported > 0) ? [] : failedSinks, failed, shortfall: gpuShortfall(expected, this.gpusRead.size) };
   }
 
   async reload(cfg: Config): Promise<void> {
@@ -339,6 +409,7 @@ export class Agent {
   async stop(): Promise<string[]> {
     this.running = false;
     clearTimeout(this.storeRetry);
+    this.dropProbes();
     const budget = this.cfg.num('daemon', 'shutdown_timeout')! * 1000;
     const deadline = Date.now() + budget;
     // a hung plugin may hold its runner: give collections at most half the budget, keep the rest for delivery

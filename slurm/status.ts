@@ -3,7 +3,7 @@ import { closeSync, constants, existsSync, fstatSync, openSync, readSync } from 
 import { printable } from '../src/core/printable.js';
 import { join } from 'node:path';
 import { openStoreReadOnly, storePath } from '../src/store/open.js';
-import { openBindings, type OpenBinding } from '../src/store/jobs.js';
+import { inventoryByVendor, openBindings, type OpenBinding } from '../src/store/jobs.js';
 import { LEARNED_NODE_KEY } from './node-name.js';
 
 export interface SlurmStoreStatus {
@@ -51,9 +51,7 @@ export function slurmStoreStatus(stateDir: string): SlurmStoreStatus {
     try {
       st.openBindings = openBindings(db);
       st.gpusInInventory = (db.prepare('SELECT COUNT(*) AS n FROM gpus').get() as { n: number }).n;
-      for (const r of db.prepare('SELECT vendor, COUNT(*) AS n, SUM(pci_bus_id IS NULL) AS nopci FROM gpus WHERE mig_parent IS NULL GROUP BY vendor').all() as { vendor: string; n: number; nopci: number }[]) {
-        st.inventoryByVendor[r.vendor] = { gpus: r.n, withoutPci: r.nopci };
-      }
+      st.inventoryByVendor = inventoryByVendor(db);
       const meta = new Map((db.prepare('SELECT key, value FROM meta').all() as { key: string; value: string }[]).map((r) => [r.key, r.value]));
       const ok = meta.get('reconcile.last_ok');
       st.lastReconcileOk = ok ? new Date(Number(ok)).toISOString() : null;

@@ -8,7 +8,7 @@ import { GPU } from '../../src/core/metrics/gpu-metrics.js';
 import { AMDSMI_SECTION } from './config.js';
 import type { Emitter } from '../../src/core/metrics/model.js';
 import type { Plugin, PluginContext, PluginManifest, ProbeResult } from '../../src/core/plugin.js';
-import { allInOrder, requireTool, runTool } from '../../src/core/tool.js';
+import { allInOrder, requireTool, runTool, toolInstalled } from '../../src/core/tool.js';
 import { emitMetrics, emitProcesses, gpuEntries, parseIdentity, type AmdGpuIdentity } from './parse.js';
 
 const EXTRA_DIRS = ['/opt/rocm/bin', '/usr/bin', '/usr/local/bin'];
@@ -65,8 +65,8 @@ class AmdSmiPlugin implements Plugin {
 export async function probeAmdSmi(o: Opts): Promise<ProbeResult> {
   try {
     const tool = locate(o);
-    const list = await runTool(tool, ['list', '--json'], o.timeoutMs);
-    return { ok: true, detail: `${tool}: ${gpuEntries(list, 'amd-smi list --json').length} GPU(s)` };
+    const gpus = gpuEntries(await runTool(tool, ['list', '--json'], o.timeoutMs), 'amd-smi list --json').length;
+    return { ok: true, gpus, detail: `${tool}: ${gpus} GPU(s)` };
   } catch (e) {
     return { ok: false, detail: (e as Error).message };
   }
@@ -77,6 +77,7 @@ export const amdsmiPlugin: PluginManifest = {
   reportsGpus: true,
   metrics: [GPU.clock, GPU.ecc, GPU.eccBlock, GPU.energy, GPU.fan, GPU.memFree, GPU.memTotal, GPU.memUsed, GPU.memUtil, GPU.power, GPU.powerLimit, GPU.procCount, GPU.procMem, GPU.replays, GPU.temp, GPU.util].map((d) => d.name),
   auto: 'detect',
+  hardware: { vendor: 'amd', installed: (ctx) => toolInstalled(opts(ctx).command, EXTRA_DIRS) },
   description: 'AMD GPUs through amd-smi (metric, static, process, list --json)',
   section: AMDSMI_SECTION,
   create: (ctx) => new AmdSmiPlugin(opts(ctx)),

@@ -7,7 +7,7 @@ import { GPU } from '../../src/core/metrics/gpu-metrics.js';
 import { HLSMI_SECTION } from './config.js';
 import type { Emitter } from '../../src/core/metrics/model.js';
 import type { Plugin, PluginContext, PluginManifest, ProbeResult } from '../../src/core/plugin.js';
-import { requireTool, runTool } from '../../src/core/tool.js';
+import { requireTool, runTool, toolInstalled } from '../../src/core/tool.js';
 import { HL_FIELDS, emitRows, parseCsv } from './parse.js';
 
 const EXTRA_DIRS = ['/usr/bin', '/usr/local/bin', '/opt/habanalabs/bin'];
@@ -34,6 +34,7 @@ export const hlsmiPlugin: PluginManifest = {
   reportsGpus: true,
   metrics: [GPU.ecc, GPU.info, GPU.memFree, GPU.memTotal, GPU.memUsed, GPU.power, GPU.powerLimit, GPU.temp, GPU.util].map((d) => d.name),
   auto: 'detect',
+  hardware: { vendor: 'intel', installed: (ctx) => toolInstalled(opts(ctx).command, EXTRA_DIRS) },
   description: 'Intel Gaudi accelerators through hl-smi -Q ... -f csv',
   section: HLSMI_SECTION,
   create: (ctx) => new HlSmiPlugin(opts(ctx)),
@@ -42,7 +43,7 @@ export const hlsmiPlugin: PluginManifest = {
     try {
       const tool = locate(o.command);
       const rows = parseCsv(await runTool(tool, HL_ARGS, o.timeoutMs), 'hl-smi -f csv');
-      return { ok: true, detail: `${tool}: ${rows.length} device(s)` };
+      return { ok: true, gpus: rows.length, detail: `${tool}: ${rows.length} device(s)` };
     } catch (e) {
       return { ok: false, detail: (e as Error).message };
     }

@@ -35,7 +35,7 @@ class NvmlPlugin implements Plugin {
   last: Snapshot | undefined;
 
   constructor(opts: NvmlOptions, private readonly ctx: PluginContext) {
-    this.client = new NvmlSession({ ...opts, eventWaitMs: 1000 }, ctx.log, (e) => {
+    this.client = new NvmlSession({ ...opts, eventWaitMs: 1000, oneShot: ctx.oneShot }, ctx.log, (e) => {
       this.converter.addEvent(e);
       if (e.eventType & 0x8) ctx.log.warn('Xid error', { gpu: e.uuid, xid: e.data });
     });
@@ -70,19 +70,37 @@ const LOSES: Record<string, string> = {
 };
 
 /**
- * Whether the dynamic loader could find a bare library name: LD_LIBRARY_PATH,
- * /etc/ld.so.cache (the name appears in it) and the default and multiarch
- * folders. A superset of where dlopen() looks, so false only where dlopen()
- * would fail too: a node without the NVIDIA driver then never loads koffi.
+ * Where the dynamic loader could find a bare library name: the folder
+ * (LD_LIBRARY_PATH, the default and multiarch folders) or /etc/ld.so.cache
+ * (the name appears in it); undefined: nowhere; null: no cache to read, so
+ * nobody can tell short of dlopen().
+ */
+function loaderFinds(name: string, env: NodeJS.ProcessEnv): string | undefined | null {
+  const dirs = [...(env.LD_LIBRARY_PATH ?? '').split(':').filter(Boolean), '/lib', '/usr/lib', '/lib64', '/usr/lib64', `/lib/${MULTIARCH}`, `/usr/lib/${MULTIARCH}`];
+  const dir = dirs.find((d) => existsSync(join(d, name)));
+  if (dir) return dir;
+  try {
+    return readFileSync('/etc/ld.so.cache').includes(name) ? '/etc/ld.so.cache' : undefined;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Whether the dynamic loader could find a bare library name: a superset of
+ * where dlopen() looks, so false only where dlopen() would fail too: a node
+ * without the NVIDIA driver then never loads koffi.
  */
 export function loaderMayFind(name: string, env: NodeJS.ProcessEnv = process.env): boolean {
-  const dirs = [...(env.LD_LIBRARY_PATH ?? '').split(':').filter(Boolean), '/lib', '/usr/lib', '/lib64', '/usr/lib64', `/lib/${MULTIARCH}`, `/usr/lib/${MULTIARCH}`];
-  if (dirs.some((d) => existsSync(join(d, name)))) return true;
-  try {
-    return readFileSync('/etc/ld.so.cache').includes(name);
-  } catch {
-    return true; // no cache to read: let dlopen() say
-  }
+  return loaderFinds(name, env) !== undefined; // no cache to read: let dlopen() say
+}
+
+/** The NVIDIA driver's library as found (not loaded): then a node without NVIDIA GPUs read has a problem. */
+export function nvmlInstalled(library: string, env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const what = `${library} (the NVIDIA driver's library) is installed`;
+  if (library.includes('/')) return existsSync(library) ? what : undefined;
+  const at = loaderFinds(library, env);
+  return at ? `${what} (${at})` : undefined;
 }
 const MULTIARCH = `${process.arch === 'arm64' ? 'aarch64' : process.arch === 'ppc64' ? 'powerpc64le' : 'x86_64'}-linux-gnu`;
 
@@ -92,7 +110,7 @@ export async function probeNvml(opts: NvmlOptions): Promise<ProbeResult> {
     return { ok: false, detail: `${opts.library} not found by the dynamic loader (LD_LIBRARY_PATH, /etc/ld.so.cache, /usr/lib): no NVIDIA driver ([nvml] library or L9GPU_NVML_LIBRARY)` };
   }
   // the probe's notes (NOT_SUPPORTED fields...) are the daemon's business, not doctor's
-  const client = new NvmlSession({ ...opts, events: false, eventWaitMs: 100 }, createLogger('error', () => {}), () => {});
+  const client = new NvmlSession({ ...opts, events: false, eventWaitMs: 100, oneShot: true }, createLogger('error', () => {}), () => {});
   const ac = new AbortController();
   const t = setTimeout(() => ac.abort(), 5000);
   try {
@@ -100,7 +118,7 @@ export async function probeNvml(opts: NvmlOptions): Promise<ProbeResult> {
     const lost = s.gpus.filter((g) => g.lost).length;
     // a lost GPU is when monitoring matters most: NVML that loads and sees a GPU is on, the lost one reported as lost
     const lacks = (s.missing ?? []).map((k) => (LOSES[k] ? `${k} (${LOSES[k]})` : k));
-    return { ok: s.gpus.length > 0, detail: `driver ${s.driverVersion}, ${s.gpus.length} GPU(s)${lost ? `, ${lost} lost` : ''} via ${opts.library}${lacks.length ? `; this library lacks ${lacks.join(', ')}` : ''}` };
+    return { ok: s.gpus.length > 0, gpus: s.gpus.length, detail: `driver ${s.driverVersion}, ${s.gpus.length} GPU(s)${lost ? `, ${lost} lost` : ''} via ${opts.library}${lacks.length ? `; this library lacks ${lacks.join(', ')}` : ''}` };
   } catch (e) {
     return { ok: false, detail: (e as Error).message };
   } finally {
@@ -114,6 +132,7 @@ export const nvmlPlugin: PluginManifest = {
   reportsGpus: true,
   metrics: [GPU.clock, GPU.ecc, GPU.energy, GPU.fan, GPU.info, GPU.link, GPU.linkIo, GPU.lost, GPU.memFree, GPU.memReserved, GPU.memTotal, GPU.memUsed, GPU.memUtil, GPU.pcie, GPU.power, GPU.powerLimit, GPU.powerMax, GPU.procCount, GPU.procMem, GPU.engineActive, GPU.smActive, GPU.smOccupancy, GPU.tensorActive, GPU.dramActive, GPU.pstate, GPU.remapFailed, GPU.remapPending, GPU.remapped, GPU.replays, GPU.retirePending, GPU.retired, GPU.temp, GPU.throttle, GPU.util, GPU.utilMax, GPU.xid].map((d) => d.name),
   auto: 'detect',
+  hardware: { vendor: 'nvidia', installed: (ctx) => nvmlInstalled(nvmlOptions(ctx).library) },
   description: 'NVIDIA GPUs through NVML (libnvidia-ml.so.1, bound with koffi)',
   section: NVML_SECTION,
   // a one-shot has no use for the Xid event wait (it sees only events after it starts) and would wait for it at close

@@ -31,10 +31,36 @@ export interface SessionOptions {
   eventWaitMs: number;
   /** Seconds between reads of a GPU's state (MIG mode, clocks that follow the performance state, fan). */
   stateInterval: number;
+  /** One sample, then close (`l9gpu gpus`, doctor, `daemon --once`): an error does not promise a retry. */
+  oneShot?: boolean;
 }
 
 const EVENT_TYPES = { SINGLE_BIT_ECC: 0x1, DOUBLE_BIT_ECC: 0x2, XID: 0x8 } as const;
+
+/**
+ * One binding per library for the process's life, shared by every session
+ * (it holds no state of its own): koffi keeps what a load declares (RSS 50
+ * to 140 MB over 12,000 loads), and `plugins = auto` probes a library whose
+ * driver is not loaded once a minute, for as long as it takes.
+ */
+const bindings = new Map<string, NvmlBinding>();
+function binding(library: string): NvmlBinding {
+  let b = bindings.get(library);
+  if (!b) bindings.set(library, (b = loadNvml(library)));
+  return b;
+}
 const BACKOFF_MAX_MS = 60_000;
+
+/**
+ * What to do about an init that failed, in nvidia-smi's words where it has
+ * them ("couldn't communicate with the NVIDIA driver"): the error alone
+ * ("Driver Not Loaded") leaves an admin to guess.
+ */
+const INIT_ADVICE: Partial<Record<number, string>> = {
+  [NVML.DRIVER_NOT_LOADED]: "NVML couldn't communicate with the NVIDIA driver. Make sure that the NVIDIA driver is installed and loaded (lsmod | grep nvidia; modprobe nvidia; dmesg | grep -i nvrm)",
+  [NVML.NO_PERMISSION]: `uid ${process.getuid?.()} may not open the NVIDIA device files: check the permissions of /dev/nvidiactl and /dev/nvidia*, or run the daemon as root`,
+  [NVML.LIB_RM_VERSION_MISMATCH]: 'the NVIDIA kernel module loaded is of another driver version than this NVML library (a driver upgrade without a reboot): reboot, or unload and reload the nvidia kernel modules',
+};
 
 export class NvmlSession {
   private nvml: NvmlBinding | undefined;
@@ -135,9 +161,9 @@ export class NvmlSession {
     // the same words every tick (the runner says a failure once, until it changes)
     if (Date.now() < this.nextTry) throw new Error(this.lastError);
     try {
-      const nvml = (this.nvml ??= loadNvml(this.opts.library));
+      const nvml = (this.nvml ??= binding(this.opts.library));
       const r = await nvml.init();
-      if (r !== NVML.SUCCESS) throw new Error(`nvmlInit_v2: ${nvml.errorString(r)} (${r})`);
+      if (r !== NVML.SUCCESS) throw new Error(`nvmlInit_v2: ${nvml.errorString(r)} (${r})${INIT_ADVICE[r] ? `: ${INIT_ADVICE[r]}` : ''}`);
       const sampler = (this.sampler ??= new Sampler(nvml, this.opts.processes, undefined, this.opts.stateInterval * 1000));
       this.missing = Object.entries(nvml.variants).filter(([, v]) => v === 'missing').map(([k]) => k);
       try {
@@ -153,7 +179,8 @@ export class NvmlSession {
       this.lastError = '';
       if (this.opts.events) await this.startEvents();
     } catch (e) {
-      this.lastError = `${(e as Error).message} (tried again with a backoff, 1 s doubling to ${BACKOFF_MAX_MS / 1000} s)`;
+      // a one-shot has no next try to promise
+      this.lastError = this.opts.oneShot ? (e as Error).message : `${(e as Error).message} (tried again with a backoff, 1 s doubling to ${BACKOFF_MAX_MS / 1000} s)`;
       this.nextTry = Date.now() + this.backoff;
       this.backoff = Math.min(BACKOFF_MAX_MS, this.backoff * 2);
       throw new Error(this.lastError);

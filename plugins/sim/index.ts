@@ -143,5 +143,5 @@ export const simPlugin: PluginManifest = {
     const seed = c.num('sim', 'seed') ?? createHash('sha1').update(ctx.hostName).digest().readUInt32LE(0);
     return new SimPlugin(c.num('sim', 'gpus')!, c.str('sim', 'model') ?? 'sim', c.num('sim', 'memory')!, c.num('sim', 'power_limit')!, ctx.hostName, seed);
   },
-  probe: async (ctx) => ({ ok: true, detail: `${ctx.config.num('sim', 'gpus')} simulated GPUs` }),
+  probe: async (ctx) => ({ ok: true, gpus: ctx.config.num('sim', 'gpus')!, detail: `${ctx.config.num('sim', 'gpus')} simulated GPUs` }),
 };

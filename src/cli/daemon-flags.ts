@@ -9,7 +9,7 @@ import { CONFIG_FLAG, type FlagSpec } from './flag-spec.js';
 
 export const DAEMON_FLAGS: readonly FlagSpec[] = [
   CONFIG_FLAG,
-  { name: 'once', type: 'boolean', description: 'Run every enabled plugin once, flush every sink, exit 0.' },
+  { name: 'once', type: 'boolean', description: 'Run every enabled plugin once, flush every sink, exit 0 (1: nothing delivered, a plugin named failed, or GPUs the node must have were not read).' },
   { name: 'interval', type: 'string', helpValue: 'SECONDS', description: 'Collection interval of every plugin for this run (10, 10s, 500ms, 1m).' },
   { name: 'sink', type: 'string', multiple: true, helpValue: 'NAME', description: `Sink to enable (${SINK_NAMES.join(', ')}); repeat or comma-separate for several. Replaces [daemon] sinks for this run.` },
   { name: 'plugin', type: 'string', multiple: true, helpValue: 'NAME', description: `Plugin to run (auto, ${PLUGIN_NAMES.join(', ')}); repeat or comma-separate for several. Replaces [daemon] plugins for this run.` },

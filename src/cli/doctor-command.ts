@@ -4,6 +4,7 @@
  */
 import { join } from 'node:path';
 import { ALL_SECTIONS, PLUGINS, SINKS, resolveAgentAttribution, selectAgentPlugins } from '../../daemon/catalog.js';
+import { expectGpus, gpuShortfall } from '../../daemon/gpu-expectation.js';
 import { AUTO } from '../../daemon/selection.js';
 import { DEFAULT_CONFIG_PATH, displayValue } from '../core/config/load.js';
 import { createLogger } from '../core/log.js';
@@ -23,6 +24,10 @@ interface Check {
   ok: boolean;
   detail: string;
   describe?: string;
+  /** A GPU plugin's: GPUs its source sees. */
+  gpus?: number;
+  /** Not enabled, but its vendor's GPUs belong here and none were found. */
+  problem?: boolean;
 }
 
 /** Prints the report; resolves to the exit code (1: a problem was found). */
@@ -62,8 +67,17 @@ export async function doctor(flags: FlagValues): Promise<number> {
       return { section: s.name, key: k.key, value, source: p.source, detail: p.detail, ...(value === '' && k.unset ? { means: k.unset } : {}) };
     }),
   );
-  const problems = [...plugins, ...sinks].filter((c) => c.enabled && !c.ok).length + (store.ok ? 0 : 1) + (provider?.problems ?? 0) + (jobsSocket && !jobsSocket.ok ? 1 : 0);
-  for (const c of plugins) if (!c.enabled && selection.detected[c.name]) c.detail = `not enabled by auto: ${c.detail}`;
+  // a driver that did not load reads no GPU, like a node without GPUs: what is installed tells them apart
+  const expected = await expectGpus(PLUGINS, ctx);
+  const found = plugins.filter((c) => c.enabled && c.ok).reduce((n, c) => n + (c.gpus ?? 0), 0);
+  const shortfall = gpuShortfall(expected, found);
+  const problems = [...plugins, ...sinks].filter((c) => c.enabled && !c.ok).length + (store.ok ? 0 : 1) + (provider?.problems ?? 0) + (jobsSocket && !jobsSocket.ok ? 1 : 0) + (shortfall ? 1 : 0);
+  for (const c of plugins) {
+    if (!c.enabled && selection.detected[c.name]) c.detail = `not enabled by auto: ${c.detail}`;
+    if (shortfall && !c.enabled && expected.plugins.includes(c.name)) c.problem = true;
+  }
+  // the plugins of the vendors expected here that read no GPU: the cause, said with the problem
+  const causes = shortfall ? plugins.filter((c) => expected.plugins.includes(c.name) && !(c.enabled && c.ok && c.gpus)) : [];
   const report = {
     version: VERSION,
     node: process.version,
@@ -76,6 +90,7 @@ export async function doctor(flags: FlagValues): Promise<number> {
     attribution: { mode: attribution.mode, resolved: attribution.resolved, detail: attribution.detail, provider: provider?.json ?? null },
     store,
     jobs_socket: jobsSocket,
+    gpus: { found, expected: expected.count, why: expected.why, problem: shortfall ?? null },
     problems,
   };
 
@@ -83,8 +98,11 @@ export async function doctor(flags: FlagValues): Promise<number> {
     process.stdout.write(JSON.stringify(report, null, 2) + '\n');
   } else {
     const out: string[] = [];
-    const mark = (c: { enabled: boolean; ok: boolean }): string => (!c.enabled ? '  -  ' : c.ok ? ' ok  ' : ' FAIL');
+    const mark = (c: { enabled: boolean; ok: boolean; problem?: boolean }): string => (c.problem ? ' FAIL' : !c.enabled ? '  -  ' : c.ok ? ' ok  ' : ' FAIL');
     out.push(`l9gpu ${VERSION} (node ${process.version}) on ${report.resource['host.name']}`);
+    // the node's worst news first, before the settings
+    const cause = (c: Check): string => (c.enabled || selection.detected[c.name] ? c.detail : `not enabled ([daemon] plugins does not name it): ${c.detail}`);
+    if (shortfall) out.push(`PROBLEM: ${shortfall}`, ...causes.map((c) => `  ${c.name}: ${cause(c)}`));
     const origin = { flag: '--config', env: '$L9GPU_CONFIG', default: 'default path', none: '' }[cfg.fileOrigin];
     out.push(`config file: ${cfg.file ? `${cfg.file} (${origin})` : `none: embedded defaults (${DEFAULT_CONFIG_PATH} not found)`}`);
     out.push('', 'settings (source in brackets):');

@@ -2,6 +2,7 @@
  * `l9gpu gpus`: its flags as data and its body, shared by the oclif command
  * and the light entry (light-main.ts).
  */
+import { expectGpus, gpuShortfall } from '../../daemon/gpu-expectation.js';
 import { PLUGINS, selectAgentPlugins } from '../../daemon/plugin-catalog.js';
 import { resolveAgentAttribution } from '../../daemon/schema.js';
 import { createLogger } from '../core/log.js';
@@ -13,17 +14,18 @@ import { gpuView, renderGpuTable } from './gpus-view.js';
 import type { FlagValues } from './flag-spec.js';
 
 
-/** Samples the GPU plugins once and prints them; resolves to the exit code (1: no GPU could be read). */
+/** Samples the GPU plugins once and prints them; resolves to the exit code (1: no GPU could be read, or fewer than the node must have). */
 export async function gpus(flags: FlagValues): Promise<number> {
   const cfg = loadCliConfig(flags.config as string | undefined, flags.plugin ? [{ section: 'daemon', key: 'plugins', raw: (flags.plugin as string[]).join(','), flag: '--plugin' }] : []);
   // warnings (a GPU NVML cannot open, a field it cannot read) belong on stderr here
   // what a vendor tool printed (a name, an error) reaches the terminal without its control characters
   const log = createLogger('warn', (l) => process.stderr.write(`l9gpu: ${printable(l.replace(/^\S+ \w+ \[[^\]]+\] /, '').replace(/\n$/, ''))}\n`));
   const ctx = pluginContext(cfg, log, { oneShot: true });
-  const { names } = await selectAgentPlugins(cfg, ctx);
+  const { names, detected } = await selectAgentPlugins(cfg, ctx);
   const gpuPlugins = PLUGINS.filter((p) => names.includes(p.name) && p.reportsGpus);
   const points: Point[] = [];
-  const errors: { plugin: string; error: string }[] = [];
+  /** plugin null: the node's problem rather than one plugin's (fewer GPUs than it must have). */
+  const errors: { plugin: string | null; error: string }[] = [];
   await Promise.all(
     gpuPlugins.map(async (f) => {
       const ac = new AbortController();
@@ -43,6 +45,13 @@ export async function gpus(flags: FlagValues): Promise<number> {
     }),
   );
   const view = gpuView(points);
+  // a driver that did not load reads no GPU, like a node without GPUs: what is installed tells them apart
+  const expected = await expectGpus(PLUGINS, ctx);
+  const shortfall = gpuShortfall(expected, view.length);
+  if (shortfall) {
+    const off = expected.plugins.filter((n) => !names.includes(n)).map((n) => ({ plugin: n, error: detected[n] ? `not enabled by auto: ${detected[n].detail}` : 'not enabled: [daemon] plugins does not name it' }));
+    errors.unshift({ plugin: null, error: shortfall }, ...off);
+  }
   // the job(s) on each GPU (a MIG instance's jobs under its parent, with the instance's UUID)
   const jobs = (await resolveAgentAttribution(cfg).manifest?.jobsByGpu(cfg)) ?? new Map();
   for (const g of view) {
@@ -53,9 +62,10 @@ export async function gpus(flags: FlagValues): Promise<number> {
   if (flags.json) {
     process.stdout.write(JSON.stringify({ host: ctx.hostName, time: new Date().toISOString(), gpus: view, errors }, null, 2) + '\n');
   } else {
+    // what is wrong first, where it is seen
+    for (const e of errors) process.stderr.write(`l9gpu: ${e.plugin ? `${e.plugin}: ` : ''}${printable(e.error)}\n`);
+    if (gpuPlugins.length === 0 && !shortfall) process.stderr.write('l9gpu: no GPU plugin is enabled or detected (see l9gpu doctor)\n');
     process.stdout.write(renderGpuTable(printableDeep(view), process.stdout.isTTY === true && !process.env.NO_COLOR));
-    for (const e of errors) process.stderr.write(`l9gpu: ${e.plugin}: ${printable(e.error)}\n`);
-    if (gpuPlugins.length === 0) process.stderr.write('l9gpu: no GPU plugin is enabled or detected (see l9gpu doctor)\n');
   }
-  return errors.length && view.length === 0 ? 1 : 0;
+  return shortfall || (errors.length && view.length === 0) ? 1 : 0;
 }

@@ -19,19 +19,19 @@ const BAD_CONFIG: [string, string] = ['2', 'bad configuration or arguments: one 
 
 const MAN: Record<string, ManSections> = {
   daemon: {
-    exit: [['0', 'stopped by SIGTERM/SIGINT after flushing every sink, or --once done'], ['1', '--once: every export failed (nothing delivered)'], BAD_CONFIG],
+    exit: [['0', 'stopped by SIGTERM/SIGINT after flushing every sink, or --once done'], ['1', '--once: every export failed (nothing delivered), a plugin named in --plugin or [daemon] plugins failed, or fewer GPUs were read than the node must have ([daemon] expect_gpus, a GPU driver installed)'], BAD_CONFIG],
     files: [CONFIG_FILE, STORE, ['/var/lib/l9gpu/jobs.sock', 'where users\' l9gpu jobs is answered']],
     env: [CONFIG_ENV, ['OTEL_EXPORTER_OTLP_METRICS_ENDPOINT, OTEL_EXPORTER_OTLP_ENDPOINT', '[otlp] endpoint'], ['L9GPU_NVML_LIBRARY', '[nvml] library'], ['L9GPU_STATE_DIR', '[daemon] state_dir']],
     see: ['l9gpu doctor', 'docs/install.md', 'docs/metrics.md', 'systemd/l9gpu.service'],
   },
   doctor: {
-    exit: [['0', 'every enabled part usable'], ['1', 'a problem was found (listed)'], BAD_CONFIG],
+    exit: [['0', 'every enabled part usable'], ['1', 'a problem was found (listed; GPUs the node must have but none read first)'], BAD_CONFIG],
     files: [CONFIG_FILE, STORE],
     env: [CONFIG_ENV],
     see: ['l9gpu daemon', 'docs/install.md'],
   },
   gpus: {
-    exit: [['0', 'the GPUs were listed (a vendor tool that failed is named on stderr)'], ['1', 'no GPU could be read'], BAD_CONFIG],
+    exit: [['0', 'the GPUs were listed (a vendor tool that failed is named on stderr)'], ['1', 'no GPU could be read, or fewer than the node must have ([daemon] expect_gpus, a GPU driver installed, GPUs in the store\'s inventory): said first on stderr'], BAD_CONFIG],
     files: [CONFIG_FILE],
     env: [CONFIG_ENV, ['NO_COLOR', 'no colour even on a terminal']],
     see: ['l9gpu jobs', 'docs/metrics.md'],

@@ -7,7 +7,7 @@ import { exitProcess } from '../core/hard-exit.js';
 import { createLogger, type LogLevel } from '../core/log.js';
 import { flagOverrides, type DaemonFlags } from './daemon-flags.js';
 
-/** Never returns: the process ends with 0, 2 on a bad configuration, 1 when --once delivered nothing. */
+/** Never returns: the process ends with 0, 2 on a bad configuration, 1 when --once delivered nothing, a plugin it was asked for failed or GPUs the node must have were not read. */
 export async function runDaemon(flags: DaemonFlags): Promise<never> {
   const load = () => loadCliConfig(flags.config, flagOverrides(flags));
   try {
@@ -15,9 +15,11 @@ export async function runDaemon(flags: DaemonFlags): Promise<never> {
     const log = createLogger(cfg.str('daemon', 'log_level') as LogLevel);
     const agent = new Agent(cfg, log, MANIFESTS);
     if (flags.once) {
-      const { blocked, undelivered } = await agent.once();
+      const { blocked, undelivered, failed, shortfall } = await agent.once();
       if (undelivered.length) log.error('nothing was delivered: every export failed', { sinks: undelivered.join(',') });
-      return exitProcess(undelivered.length ? 1 : 0, blocked.length > 0);
+      if (failed.length) log.error('plugins asked for failed (their errors above)', { plugins: failed.join(',') });
+      if (shortfall) log.error(shortfall);
+      return exitProcess(undelivered.length || failed.length || shortfall ? 1 : 0, blocked.length > 0);
     }
     await agent.start();
     log.info('l9gpu daemon started', {

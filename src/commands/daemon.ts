@@ -8,7 +8,7 @@ export default class Daemon extends Command {
   static override description = `Runs every enabled plugin on its interval and sends the points to every enabled sink.
 Configuration: /etc/l9gpu/l9gpu.ini (or --config / L9GPU_CONFIG), then environment, then these flags.
 Signals: SIGTERM/SIGINT flush every sink and exit 0; SIGHUP reloads the configuration (a bad file is logged and the running configuration kept).
-Exit codes: 0 normal, 2 bad configuration (one line on stderr naming file, section and key).`;
+Exit codes: 0 normal, 1 --once found a problem (nothing delivered, a plugin named failed, GPUs the node must have not read), 2 bad configuration (one line on stderr naming file, section and key).`;
 
   static override examples = [
     '<%= config.bin %> daemon',

@@ -32,6 +32,16 @@ export interface ProbeResult {
   /** Whether the source is there and answering. */
   readonly ok: boolean;
   readonly detail: string;
+  /** A GPU plugin's: how many GPUs its source sees. */
+  readonly gpus?: number;
+}
+
+/** What says a GPU vendor's GPUs belong on this node even while its plugin reads none (a driver not loaded). */
+export interface GpuHardware {
+  /** The gpu.vendor of its GPUs: the store's inventory having seen one of them says so. */
+  readonly vendor: string;
+  /** The vendor's driver library or tool as found on the node, in words, without loading or running it; undefined: not there. */
+  installed(ctx: PluginContext): string | undefined;
 }
 
 export interface PluginManifest {
@@ -43,8 +53,10 @@ export interface PluginManifest {
   readonly metrics: readonly string[];
   /** Its points describe GPUs: `l9gpu gpus` samples it. */
   readonly reportsGpus: boolean;
-  /** `plugins = auto` runs it when its probe succeeds ('detect', GPU vendors), always (host), or never (unset). */
+  /** `plugins = auto` runs it when its probe succeeds ('detect', GPU vendors; an absent one is probed again), always (host), or never (unset). */
   readonly auto?: 'always' | 'detect';
+  /** A GPU vendor's: no GPU read where its software is installed (or [daemon] expect_gpus says more) is a problem. */
+  readonly hardware?: GpuHardware;
   /** An inference engine's scraper: `[daemon] engines = auto` runs it, finding the engines on the node. */
   readonly engine?: boolean;
   create(ctx: PluginContext): Plugin | Promise<Plugin>;

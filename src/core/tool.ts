@@ -24,6 +24,12 @@ export function findTool(command: string, extraDirs: readonly string[] = [], fir
   return undefined;
 }
 
+/** A GPU vendor's tool where its plugin looks, in words (what says the vendor's GPUs belong here), or undefined. */
+export function toolInstalled(command: string, extraDirs: readonly string[]): string | undefined {
+  const p = findTool(command, extraDirs);
+  return p && `${p} is installed`;
+}
+
 /** findTool, or an error that says where it looked and which setting names another place. */
 export function requireTool(command: string, extraDirs: readonly string[], setting: string, firstDirs: readonly string[] = []): string {
   const p = findTool(command, extraDirs, firstDirs);

@@ -171,6 +171,15 @@ export function inventory(db: Db): InventoryGpu[] {
   return db.prepare('SELECT uuid, vendor, vendor_index AS vendorIndex, minor, pci_bus_id AS pciBusId, model, mig_parent AS migParent, mig_gi AS migGi, mig_ci AS migCi FROM gpus').all() as InventoryGpu[];
 }
 
+/** Whole GPUs (not MIG instances) of the inventory by vendor, and how many of them have no PCI bus id. */
+export function inventoryByVendor(db: Db): Record<string, { gpus: number; withoutPci: number }> {
+  const by: Record<string, { gpus: number; withoutPci: number }> = {};
+  for (const r of db.prepare('SELECT vendor, COUNT(*) AS n, SUM(pci_bus_id IS NULL) AS nopci FROM gpus WHERE mig_parent IS NULL GROUP BY vendor').all() as { vendor: string; n: number; nopci: number }[]) {
+    by[r.vendor] = { gpus: r.n, withoutPci: r.nopci };
+  }
+  return by;
+}
+
 export function upsertInventory(db: Db, gpus: readonly InventoryGpu[], now = Date.now()): void {
   const st = db.prepare(
     `INSERT INTO gpus (uuid, vendor, vendor_index, minor, pci_bus_id, model, mig_parent, mig_gi, mig_ci, first_seen, last_seen)
