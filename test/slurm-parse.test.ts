@@ -29,6 +29,8 @@ test('hostlist expressions, with padding, several groups and several ranges', ()
 });
 
 test('hostlist forms as Slurm\'s hostlist.c (hostlist_create) reads them, and those refused on purpose', () => {
+  // each outcome read from `scontrol show hostnames` of slurm-wlm 22.05.8, 24.11.5 and 26.05.5 (Debian), but the refused forms
+  // and the suffixes (24.11.5 and 26.05.5 only: 22.05 refuses a suffix)
   // separators: comma, blank, tab and newline outside brackets (hostlist_create's "\t, \n"); a comma inside brackets is the range's
   assert.deepEqual(expandHostlist('gpu1 gpu2\tgpu[3,5]\n login4 ,,'), ['gpu1', 'gpu2', 'gpu3', 'gpu5', 'login4']);
   // three groups: the last varies fastest, then the first; the middle one slowest (_push_range_list recurses on the prefix from the right)
