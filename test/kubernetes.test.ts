@@ -27,6 +27,15 @@ interface PodList {
   items: { metadata: { name: string; namespace: string }; status: { phase: string } }[];
 }
 
+/** The kubelet and API server stand-ins answering for the recorded 8-GPU node (started), and its fake NVML. */
+async function serveEightGpus(kubelet: PodResourcesServer, api: PodsServer): Promise<FakeNvml> {
+  kubelet.list = testdata('list-8gpu.json');
+  kubelet.allocatable = testdata('allocatable-8gpu.json');
+  api.pods = testdata('pods-8gpu.json');
+  await kubelet.start();
+  return new FakeNvml({ devices: gpus8() });
+}
+
 describe('kubernetes attribution: daemon, kubelet stand-in, API server stand-in', () => {
   const dir = tempDir('l9gpu-k8s-');
   const kubelet = new PodResourcesServer(join(dir, 'kubelet.sock'));
@@ -53,11 +62,7 @@ describe('kubernetes attribution: daemon, kubelet stand-in, API server stand-in'
   const latest = (d: DaemonProcess, name: string, from = 0): JsonPoint[] => d.pointsSince(from).filter((p) => p.name === name);
 
   test('8 GPUs: pod, namespace, container, uid, owners and labels on each GPU\'s points; a kubelet restart keeps them, a pod gone ends its run with a summary; time-slicing shares a GPU', async () => {
-    kubelet.list = testdata('list-8gpu.json');
-    kubelet.allocatable = testdata('allocatable-8gpu.json');
-    api.pods = testdata('pods-8gpu.json');
-    await kubelet.start();
-    const fake = new FakeNvml({ devices: gpus8() });
+    const fake = await serveEightGpus(kubelet, api);
     const cfg = config('eight');
     const d = new DaemonProcess(['--config', cfg, '--interval', '200ms'], fake.env());
     try {
@@ -288,11 +293,7 @@ describe('kubernetes attribution at a start: the previous run\'s pods and the ku
   const podOf = (points: JsonPoint[], i: number) => points.filter((p) => p.name === 'gpu.utilization' && p.attributes['gpu.uuid'] === uuid(i)).at(-1)?.attributes['k8s.pod.name'];
 
   test('no kubelet answer at the start: no pod of the previous run on the points; the first answer, over the 16 MiB receive bound, is read and ends the pods gone', async () => {
-    kubelet.list = testdata('list-8gpu.json');
-    kubelet.allocatable = testdata('allocatable-8gpu.json');
-    api.pods = testdata('pods-8gpu.json');
-    await kubelet.start();
-    const fake = new FakeNvml({ devices: gpus8() });
+    const fake = await serveEightGpus(kubelet, api);
     try {
       const before = await runCli(['daemon', '--once', '--config', cfg], fake.env());
       assert.equal(before.status, 0, before.stderr);
