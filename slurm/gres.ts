@@ -6,6 +6,7 @@
  */
 import { readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { clip } from '../src/core/printable.js';
 import { expandHostlist, hostlistContains } from './hostlist.js';
 
 export interface GresDevice {
@@ -45,27 +46,46 @@ export interface GresLayout {
 /** The vendor whose GPUs an AutoDetect mechanism finds (as the inventory names vendors). */
 export const AUTODETECT_VENDOR: Record<string, string> = { nvml: 'nvidia', nvidia: 'nvidia', rsmi: 'amd', oneapi: 'intel' };
 
-/** Lines without NodeName apply to every node; a node's own AutoDetect wins over the global one. */
-export function parseGresLayout(text: string, node: string, name = 'gpu'): GresLayout {
+/**
+ * Lines without NodeName apply to every node; a node's own AutoDetect wins over the global one.
+ * A bad line is an error naming `source` and the line (the whole layout is then unknown, as slurmd
+ * itself refuses the file).
+ */
+export function parseGresLayout(text: string, node: string, name = 'gpu', source = 'gres.conf'): GresLayout {
   const files: { file: string; type?: string }[] = [];
   let globalAuto: string | null = null;
   let nodeAuto: string | null = null;
-  for (const raw of text.split('\n')) {
+  for (const [i, raw] of text.split('\n').entries()) {
     const line = raw.replace(/#.*/, '').trim();
     if (!line) continue;
-    const f = fields(line);
-    if (f.nodename && !hostlistContains(f.nodename, node)) continue;
-    if (f.autodetect) {
-      const a = f.autodetect.toLowerCase();
-      if (f.nodename) nodeAuto = a;
-      else globalAuto = a;
+    try {
+      const f = fields(line);
+      if (f.nodename && !hostlistContains(f.nodename, node)) continue;
+      if (f.autodetect) {
+        const a = f.autodetect.toLowerCase();
+        if (f.nodename) nodeAuto = a;
+        else globalAuto = a;
+      }
+      if ((f.name ?? '').toLowerCase() !== name) continue;
+      const type = f.type ? { type: f.type } : {};
+      if (f.multiplefiles) files.push({ file: firstFile(f.multiplefiles), ...type });
+      else if (f.file) for (const file of expandHostlist(f.file)) files.push({ file, ...type });
+    } catch (e) {
+      throw new Error(`${source}:${i + 1}: ${(e as Error).message}`);
     }
-    if ((f.name ?? '').toLowerCase() !== name) continue;
-    if (f.multiplefiles) files.push({ file: expandHostlist(f.multiplefiles.split(',')[0]!)[0]!, ...(f.type ? { type: f.type } : {}) });
-    else if (f.file) for (const file of expandHostlist(f.file)) files.push({ file, ...(f.type ? { type: f.type } : {}) });
   }
   const auto = nodeAuto ?? globalAuto;
   return { autodetect: auto && auto !== 'off' && AUTODETECT_VENDOR[auto] ? auto : null, devices: files.map((d, index) => ({ index, ...d })) };
+}
+
+/**
+ * MultipleFiles= is one GRES whose files are a whole hostlist ("/dev/nvidia0,/dev/nvidia-caps/nvidia-cap21",
+ * "/dev/dri/card[0,2]": gres.c expands it with hostlist_create); the first file stands for the GPU.
+ */
+function firstFile(value: string): string {
+  const file = expandHostlist(value)[0];
+  if (file === undefined) throw new Error(`MultipleFiles=${clip(value)} names no file`);
+  return file;
 }
 
 /** Minor number of a character device (the N of /dev/nvidiaN, or a mknod test node). */
@@ -87,5 +107,5 @@ export function readGresLayout(path: string, node: string): GresLayout {
   } catch (e) {
     throw new Error(`cannot read ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
   }
-  return parseGresLayout(text, node);
+  return parseGresLayout(text, node, 'gpu', path);
 }

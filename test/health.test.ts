@@ -6,7 +6,7 @@
  * (--json, --nhc) says what each GPU has and what to do.
  */
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { assess, type HealthFacts } from '../src/health/rules.js';
@@ -220,6 +220,79 @@ describe('health through the fake NVML and the daemon', () => {
     });
     const nhc = await cli('--nhc');
     assert.equal(nhc.status, 0);
+  });
+
+  const gpuRows = async () => JSON.stringify((await report()).gpus.map((g) => [g.index, g.uuid.slice(0, 12), g.state, g.findings.map((f) => f.code)]));
+  const fileUuids = () => (JSON.parse(readFileSync(join(stateDir, 'health.json'), 'utf8')) as { gpus: HealthFacts[] }).gpus.map((g) => g.uuid);
+  const restart = async (devices: FakeGpu[], what: string, ready: (r: HealthReport) => boolean) => {
+    assert.equal(await daemon.stop(), 0, daemon.stderr);
+    fake.write({ devices, events: [] });
+    daemon = startDaemon();
+    return waitFor(what, async () => {
+      const x = await report();
+      return x.unknown === null && ready(x) ? x : undefined;
+    }, 30_000).catch(async (e: Error) => {
+      throw new Error(`${e.message}: ${await gpuRows()}`);
+    });
+  };
+  // the GPUs of the node from here on: GPU 1 is swapped for another board in the same slot below
+  const node = healthy.map((g) => ({ ...g }));
+
+  test('a GPU replaced in its slot (RMA: same PCI bus id, new UUID) is gone with its findings, across restarts: --nhc passes, nothing left to drain', async () => {
+    // the board that fails: lost after an Xid 79, as the earlier case
+    fake.write({ devices: node.map((g, i) => (i === 1 ? { ...g, lost: true } : g)), events: [{ device: 1, type: 8, data: 79 }] });
+    await waitFor('GPU 1 failed', async () => byIndex(await report(), 1).state === 2 || undefined, 20_000);
+    // swapped (the node rebooted for it: a new daemon), the new board in the same slot
+    const old = node[1]!.uuid;
+    node[1] = { ...node[1]!, uuid: 'GPU-5e0f1a2b-0000-4c3d-8e9f-a0b1c2d3e4f5' };
+    const r = await restart(node, 'the new board judged', (x) => x.gpus.some((g) => g.uuid === node[1]!.uuid) && !x.gpus.some((g) => g.uuid === old));
+    assert.equal(r.state, 'ok', await gpuRows());
+    assert.equal(r.gpus.length, N);
+    assert.deepEqual(byIndex(r, 1).findings, []);
+    await waitFor('the old board out of health.json', () => !fileUuids().includes(old) || undefined, 10_000);
+    const nhc = await cli('--nhc');
+    assert.equal(nhc.status, 0, nhc.stdout);
+    // and after another restart (the file the new daemon reads has no trace of the old board)
+    const again = await restart(node, 'the node judged after a second restart', (x) => x.gpus.length === N);
+    assert.equal(again.state, 'ok', await gpuRows());
+  });
+
+  test('fewer GPUs monitored: the one left out is missing (failed) across restarts until --clear forgets it; the daemon then drops it', async () => {
+    const fewer = node.slice(0, N - 1);
+    const gone = node[N - 1]!.uuid;
+    const r = await restart(fewer, 'GPU 10 missing', (x) => x.gpus.some((g) => g.uuid === gone && g.findings.some((f) => f.code === 'missing')));
+    assert.equal(r.state, 'failed');
+    assert.equal((await cli('--nhc')).status, 1);
+    const c = await cli('--clear', 'all');
+    assert.equal(c.status, 0, c.stderr);
+    assert.match(c.stdout, new RegExp(`^cleared the Xid events so far of every GPU\nforgot GPU 10 ${gone} \\(missing since [^)]+\\): no longer collected`));
+    // the report leaves it out at once; the daemon drops it from its file at a collection
+    const now = await report();
+    assert.equal(now.state, 'ok', await gpuRows());
+    assert.equal(now.gpus.length, N - 1);
+    await waitFor('the forgotten GPU out of health.json', () => !fileUuids().includes(gone) || undefined, 20_000);
+    const again = await restart(fewer, 'the node judged after a restart', (x) => x.gpus.length === N - 1);
+    assert.equal(again.state, 'ok', await gpuRows());
+    assert.equal((await cli('--nhc')).status, 0);
+    // back in the node: judged afresh
+    const back = await restart(node, 'GPU 10 back', (x) => x.gpus.length === N);
+    assert.equal(back.state, 'ok', await gpuRows());
+  });
+
+  test('--clear names one GPU: an ambiguous UUID prefix, or no name at all, is an error saying so; nothing is cleared', async () => {
+    const before = existsSync(join(stateDir, 'health-clears.json')) ? readFileSync(join(stateDir, 'health-clears.json'), 'utf8') : null;
+    const amb = await cli('--clear', 'GPU-0');
+    assert.equal(amb.status, 2, amb.stdout);
+    assert.match(amb.stderr, /--clear: "GPU-0" is ambiguous: 10 GPUs have that UUID prefix \(GPU-0[0-9a-f-]+ \(GPU \d+\), .*, \.\.\. 6 more\); give the whole UUID/);
+    for (const arg of [',', ' , ']) {
+      const none = await cli('--clear', arg);
+      assert.equal(none.status, 2, none.stdout);
+      assert.match(none.stderr, /--clear: no GPU named in "[ ,]+" \(give a UUID, an index, or all\)/);
+    }
+    const one = await cli('--clear', 'GPU-5e0f');
+    assert.equal(one.status, 0, one.stderr);
+    assert.equal(one.stdout, 'cleared the Xid events so far of GPU 1 GPU-5e0f1a2b-0000-4c3d-8e9f-a0b1c2d3e4f5\n');
+    assert.notEqual(readFileSync(join(stateDir, 'health-clears.json'), 'utf8'), before);
   });
 
   test('no daemon writing: unknown, which passes --nhc unless --unknown-fails', async () => {

@@ -27,6 +27,15 @@ interface PodList {
   items: { metadata: { name: string; namespace: string }; status: { phase: string } }[];
 }
 
+/** The kubelet and API server stand-ins answering for the recorded 8-GPU node (started), and its fake NVML. */
+async function serveEightGpus(kubelet: PodResourcesServer, api: PodsServer): Promise<FakeNvml> {
+  kubelet.list = testdata('list-8gpu.json');
+  kubelet.allocatable = testdata('allocatable-8gpu.json');
+  api.pods = testdata('pods-8gpu.json');
+  await kubelet.start();
+  return new FakeNvml({ devices: gpus8() });
+}
+
 describe('kubernetes attribution: daemon, kubelet stand-in, API server stand-in', () => {
   const dir = tempDir('l9gpu-k8s-');
   const kubelet = new PodResourcesServer(join(dir, 'kubelet.sock'));
@@ -53,11 +62,7 @@ describe('kubernetes attribution: daemon, kubelet stand-in, API server stand-in'
   const latest = (d: DaemonProcess, name: string, from = 0): JsonPoint[] => d.pointsSince(from).filter((p) => p.name === name);
 
   test('8 GPUs: pod, namespace, container, uid, owners and labels on each GPU\'s points; a kubelet restart keeps them, a pod gone ends its run with a summary; time-slicing shares a GPU', async () => {
-    kubelet.list = testdata('list-8gpu.json');
-    kubelet.allocatable = testdata('allocatable-8gpu.json');
-    api.pods = testdata('pods-8gpu.json');
-    await kubelet.start();
-    const fake = new FakeNvml({ devices: gpus8() });
+    const fake = await serveEightGpus(kubelet, api);
     const cfg = config('eight');
     const d = new DaemonProcess(['--config', cfg, '--interval', '200ms'], fake.env());
     try {
@@ -266,6 +271,63 @@ describe('kubernetes attribution: daemon, kubelet stand-in, API server stand-in'
       await kubelet.stop();
       const gone = await runCli(['doctor', '--config', ok], fake.env());
       assert.match(gone.stdout, /kubelet\.sock does not exist \(is the kubelet running, and is \/var\/lib\/kubelet\/pod-resources mounted into this container\?\)/);
+    } finally {
+      await kubelet.stop();
+    }
+  });
+});
+
+describe('kubernetes attribution at a start: the previous run\'s pods and the kubelet\'s first answer', () => {
+  const dir = tempDir('l9gpu-k8s-start-');
+  const kubelet = new PodResourcesServer(join(dir, 'kubelet.sock'));
+  const api = new PodsServer();
+  const cfg = join(dir, 'start.ini');
+  before(async () => {
+    await api.start();
+    writeFileSync(cfg, `[daemon]\nattribution = kubernetes\nplugins = nvml\nsinks = stdout\nstate_dir = ${join(dir, 'state')}\n[kubernetes]\nsocket = ${kubelet.socket}\nnode_name = ${NODE}\napi_url = ${api.url}\ntoken_file = ${api.tokenFile}\nca_file = ${api.caFile}\nrefresh_interval = 2s\n`);
+  });
+  after(async () => {
+    await kubelet.stop();
+    await api.stop();
+  });
+  const podOf = (points: JsonPoint[], i: number) => points.filter((p) => p.name === 'gpu.utilization' && p.attributes['gpu.uuid'] === uuid(i)).at(-1)?.attributes['k8s.pod.name'];
+
+  test('no kubelet answer at the start: no pod of the previous run on the points; the first answer, over the 16 MiB receive bound, is read and ends the pods gone', async () => {
+    const fake = await serveEightGpus(kubelet, api);
+    try {
+      const before = await runCli(['daemon', '--once', '--config', cfg], fake.env());
+      assert.equal(before.status, 0, before.stderr);
+      assert.equal(podOf(parseLines(before.stdout), 5), 'debug-shell', 'the store holds the pods of this run');
+      // the node reboots; the daemon is up before the kubelet
+      await kubelet.stop();
+      const early = await runCli(['daemon', '--once', '--config', cfg], fake.env());
+      assert.equal(early.status, 0, early.stderr);
+      const util = parseLines(early.stdout).filter((p) => p.name === 'gpu.utilization');
+      assert.equal(util.length, 8);
+      assert.deepEqual(util.filter((p) => Object.keys(p.attributes).some((k) => k.startsWith('k8s.'))).map((p) => `${p.attributes['gpu.uuid']}: ${p.attributes['k8s.pod.name']}`), [], 'the previous run\'s pods, unconfirmed');
+      assert.match(early.stderr, /pod-resources API does not answer: GPU points carry no pod until it does \(the store's pods are the previous run's, unconfirmed\)/);
+      // the kubelet is back: debug-shell did not survive the reboot, and the List answer is over 16 MiB (synthetic: no
+      // real node has a million devices of one resource; what is tested is the receive bound, 17 MB answered)
+      const list = testdata<{ pod_resources: { name: string }[] }>('list-8gpu.json');
+      list.pod_resources = list.pod_resources.filter((p) => p.name !== 'debug-shell');
+      const ids = Array.from({ length: 900_000 }, (_, i) => `fpga-${String(i).padStart(12, '0')}`);
+      list.pod_resources.push({ name: 'fpga-farm-0', namespace: 'hw', containers: [{ name: 'main', devices: [{ resource_name: 'example.com/fpga', device_ids: ids }], cpu_ids: [], memory: [], dynamic_resources: [] }] } as { name: string });
+      kubelet.list = list;
+      await kubelet.start();
+      const d = new DaemonProcess(['--config', cfg, '--interval', '200ms'], fake.env());
+      try {
+        await d.waitStderr(/the kubelet's pod-resources List answer is over the receive bound: read again with a larger one bytes=1\d{7} from_mib=16 to_mib=2\d/, 30_000);
+        const points = await waitFor('the new answer\'s pods on the points', () => {
+          const p = d.points();
+          return podOf(p, 0) === 'llama-ft-7d9f8c6b5-x2kqp' && podOf(p, 5) === undefined ? p : undefined;
+        }, 30_000);
+        assert.equal(podOf(points, 3), 'vllm-serve-0');
+        assert.doesNotMatch(d.stderr, /does not answer/);
+        // no point of this daemon carried the pod that ended while the node was down (its job-end summary aside)
+        assert.equal(points.filter((p) => p.attributes['k8s.pod.name'] === 'debug-shell' && !p.name.startsWith('gpu.job.')).length, 0);
+      } finally {
+        await d.stop();
+      }
     } finally {
       await kubelet.stop();
     }

@@ -7,7 +7,7 @@
  * lines): every operation counted once, none lost, memory bounded.
  */
 import assert from 'node:assert/strict';
-import { appendFileSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -17,7 +17,7 @@ import { NcclPlugin } from '../plugins/nccl/index.js';
 import { Aggregator, sizeBucket } from '../plugins/nccl/aggregate.js';
 import { parseInspectorLine } from '../plugins/nccl/parse.js';
 import { promSize, readPromText } from '../plugins/nccl/prom.js';
-import { DaemonProcess, type JsonPoint } from './helpers/daemon.js';
+import { DaemonProcess, runCli, type JsonPoint } from './helpers/daemon.js';
 import { ROOT, tempDir } from './helpers/paths.js';
 import { waitFor } from './helpers/wait.js';
 
@@ -81,6 +81,46 @@ test('.prom files of another host (a shared folder) are not this node\'s; a garb
   assert.throws(() => readPromText('nccl_bus_bandwidth_gbs{node="node01" 3\n', 'f.prom', new Set(['node01']), 'GPU-x'), /f\.prom.*line 1/);
   // a log named for another host is not read either
   assert.equal((await collectOnce(join(TD, 'v2.30.3-straggler-4rank'), 'node02')).filter((p) => p.metric.name === 'nccl.operations').length, 0);
+});
+
+test('files of other hosts in followed folders (a filesystem the job\'s nodes share) are not read, and said: once per folder, with their hosts and this node\'s names; doctor counts them', async () => {
+  const dir = tempDir('l9gpu-nccl-other-');
+  const [a, b] = [join(dir, 'shared-a'), join(dir, 'shared-b')];
+  const OTHER = 'gpu-other-17';
+  // the 4-rank fixture's logs and the 2.30 .prom files as another node wrote them: renamed, and the .prom files' node
+  // label changed to that node, so that no machine running this test is that host
+  const logs = readdirSync(join(TD, 'v2.30.3-straggler-4rank')).filter((n) => n.endsWith('.log'));
+  for (const [d, n] of [[a, 4], [b, 1]] as const) {
+    mkdirSync(d);
+    for (const f of logs.slice(0, n)) writeFileSync(join(d, f.replace(/^node01-/, `${OTHER}-`)), readFileSync(join(TD, 'v2.30.3-straggler-4rank', f)));
+  }
+  const promDir = join(TD, 'v2.30.3-prom-interval');
+  const past = new Date(Date.now() - 60_000);
+  for (const f of readdirSync(promDir).filter((n) => n.endsWith('.prom'))) {
+    writeFileSync(join(a, f), readFileSync(join(promDir, f), 'utf8').replaceAll('node="node01"', `node="${OTHER}"`));
+    // written a minute ago: settled, read at the first poll
+    utimesSync(join(a, f), past, past);
+  }
+  const lines: string[] = [];
+  const p = new NcclPlugin({ paths: [join(dir, 'shared-*')], discover: false, maxFileAgeMs: Infinity, maxSeries: 20_000, window: 256, hostNames: ['node02'] }, createLogger('info', (l) => lines.push(l)));
+  const points: Point[] = [];
+  for (let i = 0; i < 3; i++) {
+    const out = new PointBuffer();
+    out.time = Date.now();
+    await p.collect(out);
+    points.push(...out.points);
+  }
+  p.close();
+  assert.equal(points.filter((x) => x.metric.name.startsWith('nccl.')).length, 0, 'nothing of another host is this node\'s');
+  const said = lines.filter((l) => l.includes('nccl: Inspector files of other hosts in a folder are not read (each node reads its own)'));
+  assert.equal(said.length, 2, said.join(''));
+  assert.match(said.find((l) => l.includes('shared-a'))!, new RegExp(`folder=\\S+/shared-a rank_logs=4 hosts=${OTHER} prom_files=2 this_node=node02,`));
+  assert.match(said.find((l) => l.includes('shared-b'))!, new RegExp(`folder=\\S+/shared-b rank_logs=1 hosts=${OTHER} this_node=node02,`));
+  // doctor: the rank logs by their names (a .prom file says its host inside: the daemon's line above)
+  const cfg = join(dir, 'l9gpu.ini');
+  writeFileSync(cfg, `[daemon]\nplugins = nccl\nstate_dir = ${join(dir, 'state')}\n[nccl]\npaths = ${join(dir, 'shared-*')}\ndiscover = false\n`);
+  const doc = await runCli(['doctor', '--config', cfg]);
+  assert.match(doc.stdout, new RegExp(`ok +nccl +enabled +0 rank log\\(s\\) and 2 \\.prom file\\(s\\) in \\S+; 5 rank log\\(s\\) of other hosts not read \\(${OTHER}; this node: [^)]+\\) in 2 folder\\(s\\): \\S+/shared-a \\(4\\), \\S+/shared-b \\(1\\)`), doc.stdout);
 });
 
 test('a .prom file\'s own slurm_job_id is not its job (anyone can write any job there): the job the plugin gives its folder is, or none', () => {

@@ -28,6 +28,33 @@ test('hostlist expressions, with padding, several groups and several ranges', ()
   assert.throws(() => expandHostlist('gpu[a-b]'), /bad range "a-b"/);
 });
 
+test('hostlist forms as Slurm\'s hostlist.c (hostlist_create) reads them, and those refused on purpose', () => {
+  // each outcome read from `scontrol show hostnames` of slurm-wlm 22.05.8, 24.11.5 and 26.05.5 (Debian), but the refused forms
+  // and the suffixes (24.11.5 and 26.05.5 only: 22.05 refuses a suffix)
+  // separators: comma, blank, tab and newline outside brackets (hostlist_create's "\t, \n"); a comma inside brackets is the range's
+  assert.deepEqual(expandHostlist('gpu1 gpu2\tgpu[3,5]\n login4 ,,'), ['gpu1', 'gpu2', 'gpu3', 'gpu5', 'login4']);
+  // three groups: the last varies fastest, then the first; the middle one slowest (_push_range_list recurses on the prefix from the right)
+  assert.deepEqual(expandHostlist('r[1-2]s[7-8]g[0-1]'), ['r1s7g0', 'r1s7g1', 'r2s7g0', 'r2s7g1', 'r1s8g0', 'r1s8g1', 'r2s8g0', 'r2s8g1']);
+  assert.deepEqual(expandHostlist('a[1-2]b[1-2]c[1-2]d[1-2]').slice(0, 5), ['a1b1c1d1', 'a1b1c1d2', 'a2b1c1d1', 'a2b1c1d2', 'a1b2c1d1'], 'four: c slowest, then b, a, d fastest');
+  // a word without "[" is a name as written, a stray "]" included; after the last group everything is its suffix (23.02.5+)
+  assert.deepEqual(expandHostlist('gpu7],login1'), ['gpu7]', 'login1']);
+  assert.deepEqual(expandHostlist('x[08-09]]'), ['x08]', 'x09]']);
+  assert.deepEqual(expandHostlist('gpu[1-2]-ib0'), ['gpu1-ib0', 'gpu2-ib0']);
+  // Slurm's MAX_RANGE: one range of 65,536 hosts is read, one more refused
+  assert.equal(expandHostlist('c[1-65536]').length, 65536);
+  assert.throws(() => expandHostlist('c[0-65536]'), { message: 'hostlist "c[0-65536]": range 0-65536 has more than 65536 names (Slurm\'s limit)' });
+  // refused on purpose: Slurm reads these through strtoul with a width that counts the blank or sign ("c01")
+  assert.throws(() => expandHostlist('c[3 - 4]'), { message: 'hostlist "c[3 - 4]": bad range "3 - 4"' });
+  assert.throws(() => expandHostlist('c[ 3-4]'), { message: 'hostlist "c[ 3-4]": bad range " 3-4"' });
+  assert.throws(() => expandHostlist('c[+3-4]'), { message: 'hostlist "c[+3-4]": bad range "+3-4"' });
+  assert.throws(() => expandIndexList('0, 2'), { message: 'hostlist "0, 2": bad range " 2"' });
+  // an unclosed "[" anywhere, last group or earlier (Slurm 23.02+ refuses the last one; an earlier one it would keep as text)
+  assert.throws(() => expandHostlist('n[1-2,m3'), { message: 'hostlist "n[1-2,m3": unbalanced [' });
+  assert.throws(() => expandHostlist('a[b[1-2]'), { message: 'hostlist "a[b[1-2]": unbalanced [' });
+  // a "]" between two groups belongs to the earlier group's range (as in Slurm): a bad range
+  assert.throws(() => expandHostlist('a[1-2]]b[3]'), { message: 'hostlist "a[1-2]]b[3]": bad range "1-2]"' });
+});
+
 test('gres.conf: the node\'s gpu devices in order, NodeName hostlists, comments, other GRES ignored', () => {
   const conf = `# generated\nAutoDetect=off\nNodeName=gpu[01-02] Name=gpu Type=h100 File=/dev/nvidia[0-3]\nNodeName=gpu03 Name=gpu File=/dev/nvidia[4-5]\nName=shard Count=8 File=/dev/nvidia[0-3]\nNodeName=gpu02 Name=gpu Type=a100 File=/dev/nvidia7 # spare\n`;
   assert.deepEqual(parseGresLayout(conf, 'gpu02').devices.map((d) => [d.index, d.file, d.type]), [[0, '/dev/nvidia0', 'h100'], [1, '/dev/nvidia1', 'h100'], [2, '/dev/nvidia2', 'h100'], [3, '/dev/nvidia3', 'h100'], [4, '/dev/nvidia7', 'a100']]);
@@ -43,6 +70,17 @@ test('gres.conf: the node\'s gpu devices in order, NodeName hostlists, comments,
     parseGresLayout('NodeName=gpu01 Name=gpu MultipleFiles=/dev/nvidia0,/dev/nvidia-caps/nvidia-cap21\nNodeName=gpu01 Name=gpu File=/dev/nvidia1\n', 'gpu01').devices.map((d) => [d.index, d.file]),
     [[0, '/dev/nvidia0'], [1, '/dev/nvidia1']],
   );
+});
+
+test('gres.conf MultipleFiles= is one hostlist: a comma inside brackets is one GPU, not a broken layout', () => {
+  // gres.c expands MultipleFiles= with hostlist_create; its first file stands for the GPU (Intel's DRI nodes: gres.conf(5))
+  assert.deepEqual(
+    parseGresLayout('Name=gpu Type=max1550 MultipleFiles=/dev/dri/card[1,3],/dev/dri/renderD[129,131]\nName=gpu Type=max1550 MultipleFiles=/dev/dri/card[2,4]\n', 'pvc1').devices.map((d) => [d.index, d.file, d.type]),
+    [[0, '/dev/dri/card1', 'max1550'], [1, '/dev/dri/card2', 'max1550']],
+  );
+  // a bad line names the file and the line; a MultipleFiles= of separators only names no file
+  assert.throws(() => parseGresLayout('AutoDetect=off\nName=gpu File=/dev/nvidia[0-1\n', 'n1', 'gpu', '/etc/slurm/gres.conf'), { message: '/etc/slurm/gres.conf:2: hostlist "/dev/nvidia[0-1": unbalanced [' });
+  assert.throws(() => parseGresLayout('Name=gpu MultipleFiles=,\n', 'n1'), { message: 'gres.conf:1: MultipleFiles=, names no file' });
 });
 
 test('gres_detail / GRES= spellings', () => {

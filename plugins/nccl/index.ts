@@ -232,6 +232,7 @@ export class NcclPlugin implements Plugin {
       if (!here) this.proms.delete(key);
       else p.emit(out, now);
     }
+    this.tellOtherHosts();
     this.tell();
     // an ended rank's series outlive it; its pid, taken by another process since, would credit them to that one's job
     this.agg.forgetReused((pid) => processStart(pid, this.o.proc));
@@ -261,6 +262,29 @@ export class NcclPlugin implements Plugin {
         ...(s.rejected ? { lines_rejected: s.rejected, first: printable(clip(s.first ?? '', 200)) } : {}),
         ...(s.skippedBytes ? { bytes_skipped: s.skippedBytes } : {}),
         ...(a.held ? { lines_held_back: a.held } : {}),
+      });
+    }
+  }
+
+  /**
+   * Files of other hosts (a folder the job's nodes share: each node reads its own ranks) are not read: said once per
+   * folder, with a few of their hosts and this node's names, so that a node whose name its files do not carry is seen.
+   */
+  private tellOtherHosts(): void {
+    const by = new Map<string, { uid: number; logs: number; proms: number; hosts: readonly string[] }>();
+    for (const o of this.locator.otherHosts) by.set(o.path, { uid: o.uid, logs: o.logs, proms: 0, hosts: o.hosts });
+    for (const { p, file } of this.proms.values()) {
+      if (!p.foreign) continue;
+      let f = by.get(file.folder.path);
+      if (!f) by.set(file.folder.path, (f = { uid: file.folder.uid, logs: 0, proms: 0, hosts: [] }));
+      f.proms++;
+    }
+    for (const [folder, f] of by) {
+      this.tellOnce(String(f.uid), 'other_hosts', folder, 'nccl: Inspector files of other hosts in a folder are not read (each node reads its own)', {
+        folder: printable(folder),
+        ...(f.logs ? { rank_logs: f.logs, hosts: otherHostNames(f.hosts) } : {}),
+        ...(f.proms ? { prom_files: f.proms } : {}),
+        this_node: [...this.locator.names].join(','),
       });
     }
   }
@@ -471,6 +495,9 @@ export class NcclPlugin implements Plugin {
   }
 }
 
+/** A few host names from file names (a user's text), for a line. */
+const otherHostNames = (hosts: readonly string[]) => hosts.map((h) => printable(clip(h, 64))).join(',');
+
 export function ncclOptions(ctx: PluginContext): NcclOptions {
   const c = ctx.config;
   return {
@@ -500,7 +527,11 @@ export const ncclPlugin: PluginManifest = {
     const loc = new Locator({ paths: o.paths, discover: o.discover, hostNames: o.hostNames });
     const files = loc.files(Date.now());
     const logs = files.filter((f) => f.kind === 'log').length;
-    const found = files.length ? `${logs} rank log(s) and ${files.length - logs} .prom file(s) in ${o.paths.join(', ')}${o.discover ? ' and the folders of running Inspector processes' : ''}` : `no Inspector output now (${o.paths.join(', ')}${o.discover ? ', and running processes with NCCL_INSPECTOR_ENABLE=1' : ''})`;
+    const other = loc.otherHosts;
+    const others = other.length
+      ? `; ${other.reduce((n, f) => n + f.logs, 0)} rank log(s) of other hosts not read (${otherHostNames([...new Set(other.flatMap((f) => f.hosts))].slice(0, 3))}; this node: ${[...loc.names].join(', ')}) in ${other.length} folder(s): ${other.slice(0, 3).map((f) => `${printable(f.path)} (${f.logs})`).join(', ')}${other.length > 3 ? ', ...' : ''}`
+      : '';
+    const found = (files.length ? `${logs} rank log(s) and ${files.length - logs} .prom file(s) in ${o.paths.join(', ')}${o.discover ? ' and the folders of running Inspector processes' : ''}` : `no Inspector output now (${o.paths.join(', ')}${o.discover ? ', and running processes with NCCL_INSPECTOR_ENABLE=1' : ''})`) + others;
     // a discovered folder not reachable from here: not there yet (the Inspector makes it at its first dump), or
     // hidden (a mount namespace the daemon cannot see into, a link)
     const lost = loc.unreached.filter((u) => u.discovered);

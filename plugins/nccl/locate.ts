@@ -85,6 +85,16 @@ export interface InspectorFile {
 }
 
 /** A folder that was to be read and was not (doctor says which, and why). */
+/** A folder's rank logs named for other hosts (a filesystem the job's nodes share), as the last files() listed it. */
+export interface OtherHosts {
+  readonly path: string;
+  /** The folder's owner: whose budget a line about it counts against. */
+  readonly uid: number;
+  logs: number;
+  /** A few of the other hosts' names (file names: a user's text). */
+  readonly hosts: string[];
+}
+
 export interface Unreached {
   readonly path: string;
   readonly why: Refusal;
@@ -208,6 +218,8 @@ export class Locator {
   private readonly ownNs: number | undefined;
   /** The folders of the last files() that could not be listed. */
   unreached: Unreached[] = [];
+  /** The folders of the last files() holding rank logs of other hosts, not read (each node reads its own). */
+  otherHosts: OtherHosts[] = [];
 
   constructor(private readonly o: LocateOptions) {
     this.hosts = hostNames([...o.hostNames, hostname()]);
@@ -240,6 +252,7 @@ export class Locator {
     const out: InspectorFile[] = [];
     const listed = new Map<string, InspectorFolder>();
     this.unreached = [];
+    this.otherHosts = [];
     for (const [dir, proc] of dirs) {
       const l = listUserDir(dir);
       if ('refused' in l) {
@@ -263,10 +276,17 @@ export class Locator {
       const room = this.o.filesPerDir ? (l.st.uid === 0 ? this.o.filesPerDir.root : this.o.filesPerDir.user) : Infinity;
       let given = 0;
       let left = 0;
+      let other: OtherHosts | undefined;
       for (const n of l.names) {
         const log = LOG.exec(n);
         const prom = log ? undefined : PROM.exec(n);
-        if (log ? !this.hosts.has(log[1]!) : !prom) continue;
+        if (log && !this.hosts.has(log[1]!)) {
+          if (!other) this.otherHosts.push((other = { path: dir, uid: l.st.uid, logs: 0, hosts: [] }));
+          other.logs++;
+          if (other.hosts.length < 3 && !other.hosts.includes(log[1]!)) other.hosts.push(log[1]!);
+          continue;
+        }
+        if (!log && !prom) continue;
         if (given >= room) {
           left++;
           continue;

@@ -175,6 +175,8 @@ export class PromFile {
 
   /** Who owns the file, as last opened. */
   uid: number | undefined;
+  /** The last settled read was another host's file (its node/hostname label): nothing of it is taken. */
+  foreign = false;
 
   /**
    * false: the file is gone (the Inspector unlinks its files at a clean exit);
@@ -236,6 +238,7 @@ export class PromFile {
       this.points = [];
       return true;
     }
+    this.foreign = r.foreign;
     for (const why of r.rejected) onReject(why);
     if (r.dropped) this.onDropped(r.dropped);
     this.points = r.interval;

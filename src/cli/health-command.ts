@@ -10,8 +10,8 @@ import { loadCliConfig } from './config.js';
 import { CliError } from './errors.js';
 import type { FlagValues } from './flag-spec.js';
 import { alignColumns, style } from '../core/text-table.js';
-import { assess, STATE_NAMES, type GpuHealth, type HealthState } from '../health/rules.js';
-import { bootTime, readClears, readHealthFile, writeClears, xidSince } from '../health/state-file.js';
+import { assess, MISSING, STATE_NAMES, type GpuHealth, type HealthState } from '../health/rules.js';
+import { bootTime, isForgotten, readClears, readHealthFile, writeClears, xidSince } from '../health/state-file.js';
 import type { Config } from '../core/config/load.js';
 
 export interface HealthReport {
@@ -40,10 +40,12 @@ export function healthReport(cfg: Config, now = Date.now()): HealthReport {
   const clears = readClears(dir);
   const boot = bootTime();
   const windowMs = cfg.num('health', 'xid_window')! * 1000;
-  const latest = Math.max(0, ...file.gpus.map((g) => g.seen));
+  // a GPU cleared while missing is gone here at once (the daemon drops it from the file at its next collection)
+  const kept = file.gpus.filter((f) => !isForgotten(f, clears));
+  const latest = Math.max(0, ...kept.map((g) => g.seen));
   // a GPU that sat out the last three collections the others were in is missing
   const missingBefore = latest - 3 * file.interval_ms;
-  const gpus = file.gpus
+  const gpus = kept
     .map((f) => assess(f, { now, xidSince: xidSince(f.uuid, now, windowMs, boot, clears), missingBefore }))
     .sort((a, b) => (a.index ?? 1e9) - (b.index ?? 1e9) || a.uuid.localeCompare(b.uuid))
     .map((h) => ({ ...h, state_name: STATE_NAMES[h.state] }));
@@ -121,28 +123,61 @@ async function drainOrResume(cfg: Config, node: string, failed: boolean, line: s
   }
 }
 
+/**
+ * `--clear`: the Xid events so far of the GPUs named (a UUID, a UUID prefix naming one GPU, an
+ * index, or all), and the GPUs among them that are missing are forgotten (removed, or no longer
+ * monitored: else they fail the node for ever).
+ */
 function clear(cfg: Config, which: string[]): number {
   const dir = cfg.str('daemon', 'state_dir')!;
+  const names = which.flatMap((x) => x.split(',')).map((x) => x.trim()).filter(Boolean);
+  if (!names.length) throw new CliError(`--clear: no GPU named in "${which.join(' ')}" (give a UUID, an index, or all)`, 2);
   const file = readHealthFile(dir);
   const clears = readClears(dir);
   const now = Date.now();
-  const done: string[] = [];
-  for (const w of which.flatMap((x) => x.split(',')).map((x) => x.trim()).filter(Boolean)) {
+  const report = healthReport(cfg, now);
+  const missing = new Set(report.gpus.filter((g) => g.findings.some((f) => f.code === MISSING.code)).map((g) => g.uuid));
+  const known = (file?.gpus ?? []).filter((g) => !isForgotten(g, clears));
+  const chosen = new Map<string, (typeof known)[number]>();
+  let all = false;
+  for (const w of names) {
     if (w === 'all') {
-      clears['*'] = now;
-      done.push('every GPU');
+      all = true;
+      clears.xids['*'] = now;
+      for (const g of known) if (missing.has(g.uuid)) chosen.set(g.uuid, g);
       continue;
     }
-    const g = file?.gpus.find((x) => x.uuid === w || String(x.index) === w || x.uuid.startsWith(w));
-    if (!g) throw new CliError(`--clear: no GPU "${w}" in ${dir}/health.json (give a UUID, an index, or all)`, 2);
-    clears[g.uuid] = now;
-    done.push(`GPU ${g.index ?? '?'} ${g.uuid}`);
+    const g = pickGpu(known, w, `${dir}/health.json`);
+    chosen.set(g.uuid, g);
+    clears.xids[g.uuid] = now;
   }
+  const forgot: string[] = [];
+  for (const g of chosen.values()) {
+    if (!missing.has(g.uuid)) continue;
+    clears.forgotten[g.uuid] = g.seen;
+    forgot.push(`GPU ${g.index ?? '?'} ${g.uuid} (missing since ${new Date(g.seen).toISOString()})`);
+  }
+  // a forgotten GPU the daemon has since dropped from its file needs no entry
+  for (const uuid of Object.keys(clears.forgotten)) if (!file?.gpus.some((g) => g.uuid === uuid)) delete clears.forgotten[uuid];
   try {
     writeClears(dir, clears);
   } catch (e) {
     throw new CliError(`cannot write the clears in ${dir}: ${(e as Error).message}`, 1);
   }
-  process.stdout.write(`cleared the Xid events so far of ${done.join(', ')}\n`);
+  const cleared = [...(all ? ['every GPU'] : []), ...[...chosen.values()].filter((g) => !all && !missing.has(g.uuid)).map((g) => `GPU ${g.index ?? '?'} ${g.uuid}`)];
+  if (cleared.length) process.stdout.write(`cleared the Xid events so far of ${cleared.join(', ')}\n`);
+  if (forgot.length) process.stdout.write(`forgot ${forgot.join(', ')}: no longer collected, it no longer counts (it is judged afresh if it comes back)\n`);
   return 0;
+}
+
+/** The one GPU a --clear name means: its UUID, its index, or a prefix of one UUID only. */
+function pickGpu<G extends { uuid: string; index: number | null }>(gpus: readonly G[], w: string, where: string): G {
+  const exact = gpus.find((g) => g.uuid === w);
+  if (exact) return exact;
+  const byIndex = gpus.filter((g) => String(g.index) === w);
+  const found = byIndex.length ? byIndex : gpus.filter((g) => g.uuid.startsWith(w));
+  if (found.length === 1) return found[0]!;
+  if (!found.length) throw new CliError(`--clear: no GPU "${w}" in ${where} (give a UUID, an index, or all)`, 2);
+  const list = found.slice(0, 4).map((g) => `${g.uuid} (GPU ${g.index ?? '?'})`).join(', ') + (found.length > 4 ? `, ... ${found.length - 4} more` : '');
+  throw new CliError(`--clear: "${w}" is ambiguous: ${found.length} GPUs have that ${byIndex.length ? 'index' : 'UUID prefix'} (${list}); give the whole UUID`, 2);
 }

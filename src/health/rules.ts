@@ -24,6 +24,8 @@ export interface HealthFacts {
   uuid: string;
   index: number | null;
   model: string | null;
+  /** Normalised PCI bus id (its slot): another UUID in the same slot replaced it. Absent in files of before. */
+  pci?: string;
   /** ms: the last collection that carried the GPU. */
   seen: number;
   lost: boolean;
@@ -161,7 +163,7 @@ export const RULES: readonly Rule[] = [
 /** A GPU the plugins stopped reporting (not even as lost), while others go on: checked by assess() with the file's times. */
 export const MISSING = {
   code: 'missing', severity: 2, factor: 0, when: 'the GPU was not in the last three collections that carried the node\'s other GPUs',
-  action: 'check `dmesg` for Xid 79 and PCIe errors and `nvidia-smi -L`; reboot the node; open a hardware ticket if the GPU stays gone',
+  action: 'check `dmesg` for Xid 79 and PCIe errors and `nvidia-smi -L`; reboot the node; open a hardware ticket if the GPU stays gone; if it was removed or is no longer monitored on purpose, `l9gpu health --clear <uuid>` forgets it',
 } as const;
 
 /** Current Xid events by code: count and last time. */

@@ -23,8 +23,22 @@ export interface HealthFile {
   gpus: HealthFacts[];
 }
 
-/** GPU UUID (or "*" for every GPU) -> ms: Xid events up to then are cleared. */
-export type Clears = Record<string, number>;
+/**
+ * The admin's clears. On disk one JSON object: the Xid clears as UUID -> ms at the top (the
+ * first version's whole format, still read), the forgotten GPUs under "forgotten".
+ */
+export interface Clears {
+  /** GPU UUID (or "*" for every GPU) -> ms: Xid events up to then are cleared. */
+  xids: Record<string, number>;
+  /**
+   * GPU UUID -> the last collection that carried it, for a GPU cleared while it was missing
+   * (removed, or fewer GPUs monitored): forgotten, by `l9gpu health` and the daemon, until a
+   * collection carries it again.
+   */
+  forgotten: Record<string, number>;
+}
+
+const numbers = (o: object) => Object.fromEntries(Object.entries(o).filter(([, v]) => typeof v === 'number')) as Record<string, number>;
 
 /** The whole file or none of it for a reader: written aside, then renamed over. */
 function writeJson(path: string, value: unknown): void {
@@ -62,20 +76,27 @@ export function readClears(dir: string): Clears {
   try {
     const c = JSON.parse(readFileSync(path, 'utf8')) as unknown;
     if (!c || typeof c !== 'object' || Array.isArray(c)) throw new Error('not a JSON object');
-    return Object.fromEntries(Object.entries(c).filter(([, v]) => typeof v === 'number')) as Clears;
+    const f = (c as { forgotten?: unknown }).forgotten;
+    return { xids: numbers(c), forgotten: f && typeof f === 'object' && !Array.isArray(f) ? numbers(f) : {} };
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return {};
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { xids: {}, forgotten: {} };
     throw new Error(`${path}: ${(e as Error).message}`);
   }
 }
 
 export function writeClears(dir: string, c: Clears): void {
-  writeJson(join(dir, CLEARS_FILE), c);
+  writeJson(join(dir, CLEARS_FILE), { ...c.xids, forgotten: c.forgotten });
+}
+
+/** A GPU an admin cleared while it was missing, and no collection has carried since. */
+export function isForgotten(f: HealthFacts, clears: Clears): boolean {
+  const at = clears.forgotten[f.uuid];
+  return at !== undefined && f.seen <= at;
 }
 
 /** When Xid events of a GPU stop counting: the latest of the window's start, the boot and an admin's clear. */
 export function xidSince(uuid: string, now: number, windowMs: number, bootMs: number, clears: Clears): number {
-  return Math.max(now - windowMs, bootMs, clears[uuid] ?? 0, clears['*'] ?? 0);
+  return Math.max(now - windowMs, bootMs, clears.xids[uuid] ?? 0, clears.xids['*'] ?? 0);
 }
 
 /** The machine's boot time (ms), from /proc/stat btime; 0 where there is none. */

@@ -16,7 +16,7 @@ import { makeDirs } from '../core/make-dirs.js';
 import type { Attributes, Batch, Point } from '../core/metrics/model.js';
 import { metric } from '../core/metrics/registry.js';
 import { assess, type HealthFacts } from './rules.js';
-import { bootTime, readClears, readHealthFile, writeHealthFile, xidSince, type Clears } from './state-file.js';
+import { bootTime, isForgotten, readClears, readHealthFile, writeHealthFile, xidSince, type Clears } from './state-file.js';
 
 const HEALTH = metric('gpu.health');
 const SCORE = metric('gpu.health.score');
@@ -53,7 +53,7 @@ export class HealthTracker {
   private lastWrite = 0;
   private lastText = '';
   private writeError = '';
-  private clears: Clears = {};
+  private clears: Clears = { xids: {}, forgotten: {} };
   private clearsRead = 0;
 
   constructor(private readonly o: HealthOptions, private readonly log: Logger) {
@@ -83,6 +83,7 @@ export class HealthTracker {
     if (seen.size === 0) return [];
     const now = batch.time;
     this.refreshClears(now);
+    this.dropGone(seen);
     const out: Point[] = [];
     for (const uuid of seen) {
       const t = this.gpus.get(uuid)!;
@@ -101,6 +102,7 @@ export class HealthTracker {
     t.facts.seen = now;
     t.facts.index = typeof a['gpu.index'] === 'number' ? a['gpu.index'] : t.facts.index;
     t.facts.model = typeof a['gpu.model'] === 'string' ? a['gpu.model'] : t.facts.model;
+    if (typeof a['gpu.pci.bus_id'] === 'string' && a['gpu.pci.bus_id']) t.facts.pci = a['gpu.pci.bus_id'];
     // readings of the state now: what this batch does not carry is not reported (null), not kept from before
     Object.assign(t.facts, { lost: false, eccUncorrectedVolatile: null, remapPending: null, remapFailed: null, retiredPages: null, retirePending: null });
   }
@@ -174,6 +176,27 @@ export class HealthTracker {
     }
     const oldest = now - Math.max(o.xidWindowMs, 0);
     f.xids = f.xids.filter((e) => e.time > oldest).slice(-MAX_XID_EVENTS);
+  }
+
+  /**
+   * GPUs gone for good, whose findings end (else they stay missing, failed, for ever): one whose
+   * PCI slot a collection now finds another UUID in (an RMA swap), and one an admin cleared while
+   * it was missing (removed, or no longer monitored).
+   */
+  private dropGone(seen: ReadonlySet<string>): void {
+    const slots = new Map<string, string>();
+    for (const uuid of seen) {
+      const pci = this.gpus.get(uuid)!.facts.pci;
+      if (pci) slots.set(pci, uuid);
+    }
+    for (const [uuid, t] of this.gpus) {
+      if (seen.has(uuid)) continue;
+      const successor = t.facts.pci ? slots.get(t.facts.pci) : undefined;
+      if (successor) this.log.info('health: another GPU is in the PCI slot of one no longer collected: that one was replaced, its findings end', { slot: t.facts.pci, gone: uuid, now: successor });
+      else if (isForgotten(t.facts, this.clears)) this.log.info('health: forgetting a GPU an admin cleared while it was missing', { gpu: uuid });
+      else continue;
+      this.gpus.delete(uuid);
+    }
   }
 
   private refreshClears(now: number): void {

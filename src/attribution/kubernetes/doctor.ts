@@ -56,7 +56,7 @@ export async function doctorKubernetes(cfg: Config, env: NodeJS.ProcessEnv): Pro
     json.pods = held.map((p) => ({ pod: p.key, gpus: [...p.gpus.keys()] }));
     json.unmatched = unmatched;
   } catch (e) {
-    lines.push(`pod-resources: ${(e as Error).message}  <- the daemon keeps the last known bindings until the kubelet answers`);
+    lines.push(`pod-resources: ${(e as Error).message}  <- the daemon keeps the last known bindings while the kubelet is away, and applies none from before its start until the kubelet answers`);
     json.error = (e as Error).message;
     problems++;
   } finally {

@@ -44,7 +44,7 @@ export const kubernetesAttribution: AttributionManifest = {
     const klog = log.child('kubernetes');
     const k = kubeSettings(cfg, env);
     if (k.problem) klog.warn(`${k.problem}: pods are named without uid, owners and labels`);
-    const client = new PodResourcesClient(k.socket, k.timeoutMs);
+    const client = new PodResourcesClient(k.socket, k.timeoutMs, klog);
     const pids = new PodPids();
     const runsQuery = store.prepare(`SELECT job_id AS jobId, json_extract(attrs, '$."k8s.pod.uid"') AS uid FROM jobs WHERE scheduler = ? AND end_time IS NULL`);
     const transform = new BoundAttribution(store, klog, {
@@ -81,7 +81,8 @@ export const kubernetesAttribution: AttributionManifest = {
       name: SCHEDULER,
       attribute: (b) => {
         sync.learn(b.points);
-        return transform.attribute(b);
+        // before the kubelet's first answer the store's pods are the previous run's (after a reboot, all gone): none
+        return sync.reconciled ? transform.attribute(b) : b;
       },
       status: () => `${transform.status()}; ${sync.unmatchedCount} unmatched device id(s)`,
       collectSelf: (out) => {

@@ -7,7 +7,9 @@
  * rollups and sends a pod's job-end summary when it goes away, exactly as
  * for a Slurm job. While the kubelet does not answer (a restart, the socket
  * gone), the last known bindings stay: a pod that ended meanwhile is closed
- * at the first answer after.
+ * at the first answer after. At a start, though, the store's runs are the
+ * previous daemon's: they apply only once the kubelet has answered (and ended
+ * those of pods gone), as the Slurm provider reconciles first.
  */
 import type { Logger } from '../../core/log.js';
 import type { Attributes, Point } from '../../core/metrics/model.js';
@@ -90,6 +92,11 @@ export class PodSync {
   private unmatched: Unmatched[] = [];
   private written = '';
   lastOk: number | undefined;
+  /**
+   * The store's runs agree with a kubelet answer of this daemon's life. Until then they are the
+   * previous run's (pods ended while the daemon was down, all of them after a reboot): not applied.
+   */
+  reconciled = false;
   private lastError = '';
   private metaError = '';
   private running: Promise<void> | undefined;
@@ -112,7 +119,13 @@ export class PodSync {
       this.lastOk = Date.now();
     } catch (e) {
       const msg = (e as Error).message;
-      if (msg !== this.lastError) this.o.log.warn('the kubelet\'s pod-resources API does not answer: the last known pod bindings are kept', { error: msg });
+      if (msg !== this.lastError)
+        this.o.log.warn(
+          this.reconciled
+            ? 'the kubelet\'s pod-resources API does not answer: the last known pod bindings are kept'
+            : 'the kubelet\'s pod-resources API does not answer: GPU points carry no pod until it does (the store\'s pods are the previous run\'s, unconfirmed)',
+          { error: msg },
+        );
       this.lastError = msg;
       return;
     }
@@ -231,6 +244,8 @@ export class PodSync {
       end(jobId, runKey, phase && TERMINAL.has(phase) ? phase : 'Deleted');
     }
     this.written = print;
+    // the store now says what a kubelet answer of this daemon's life says (apply runs only after a List answered)
+    this.reconciled = true;
     this.o.onChange?.();
   }
 

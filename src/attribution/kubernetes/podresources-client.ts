@@ -4,13 +4,17 @@
  * kubelet allows 100 calls/s with a burst of 10 on this socket: a token bucket
  * keeps every caller of this client within that. A kubelet restart removes and
  * recreates the socket: a failed call drops the channel, and the next call
- * dials afresh instead of waiting out gRPC's reconnect backoff.
+ * dials afresh instead of waiting out gRPC's reconnect backoff. An answer over
+ * the receive bound (16 MiB, as the kubelet's own client) raises the bound to
+ * fit it, up to MAX_RECEIVE_BYTES, and the call is made again: a node with a
+ * big List answer is read, not refused at every refresh for ever.
  */
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
+import type { Logger } from '../../core/log.js';
 
 export interface ContainerDevices {
   resource_name: string;
@@ -87,13 +91,22 @@ export class RateLimit {
   }
 }
 
+/** The kubelet's own client's bound (podresources.DefaultMaxMsgSize): where the receive bound starts. */
+export const FIRST_RECEIVE_BYTES = 16 * 1024 * 1024;
+/** How far an answer may raise it: the decoded answer costs several times this in memory. */
+export const MAX_RECEIVE_BYTES = 256 * 1024 * 1024;
+const MIB = 1024 * 1024;
+
 export class PodResourcesClient {
   private client: Lister | undefined;
   private readonly limit = new RateLimit(100, 10);
+  /** The receive bound in force: raised when an answer was larger. */
+  receiveBytes = FIRST_RECEIVE_BYTES;
 
   constructor(
     readonly socket: string,
     private readonly timeoutMs: number,
+    private readonly log?: Logger,
   ) {}
 
   async list(): Promise<PodResources[]> {
@@ -111,7 +124,7 @@ export class PodResourcesClient {
     this.client = undefined;
   }
 
-  private async call(method: 'List' | 'GetAllocatableResources'): Promise<unknown> {
+  private async call(method: 'List' | 'GetAllocatableResources', again = true): Promise<unknown> {
     for (let wait = this.limit.take(); wait > 0; wait = this.limit.take()) await new Promise((r) => setTimeout(r, wait));
     if (!existsSync(this.socket)) {
       this.close();
@@ -119,7 +132,7 @@ export class PodResourcesClient {
     }
     listerCtor ??= loadPackage().PodResourcesLister as unknown as typeof listerCtor;
     this.client ??= new listerCtor!(`unix:${this.socket}`, grpc.credentials.createInsecure(), {
-      'grpc.max_receive_message_length': 16 * 1024 * 1024,
+      'grpc.max_receive_message_length': this.receiveBytes,
       'grpc.initial_reconnect_backoff_ms': 500,
       'grpc.max_reconnect_backoff_ms': 5000,
     });
@@ -129,6 +142,16 @@ export class PodResourcesClient {
         if (!e) return resolve(r);
         // a restarted kubelet is a new socket: dial it afresh next time
         this.close();
+        const size = e.code === grpc.status.RESOURCE_EXHAUSTED ? /larger than max \((\d+) vs\.? \d+\)/.exec(e.details ?? '') : null;
+        if (size) {
+          const bytes = Number(size[1]);
+          const before = this.receiveBytes;
+          if (bytes > MAX_RECEIVE_BYTES) return reject(new Error(`pod-resources ${method} on ${this.socket}: the answer is ${bytes} bytes, over l9gpu's bound of ${MAX_RECEIVE_BYTES / MIB} MiB`));
+          // room to grow: the next answers are read without another failed call
+          this.receiveBytes = Math.min(MAX_RECEIVE_BYTES, Math.ceil((bytes * 1.25) / MIB) * MIB);
+          this.log?.info(`the kubelet's pod-resources ${method} answer is over the receive bound: read again with a larger one`, { bytes, from_mib: before / MIB, to_mib: this.receiveBytes / MIB });
+          if (again) return resolve(this.call(method, false));
+        }
         const why = e.code === grpc.status.UNIMPLEMENTED ? `the kubelet does not serve ${method} (pod-resources v1 needs Kubernetes 1.20+, GetAllocatableResources 1.23+)` : e.details || e.message;
         reject(new Error(`pod-resources ${method} on ${this.socket}: ${why}`));
       });
