@@ -142,6 +142,10 @@ function exported(lib: string): Set<string> {
   return new Set([...definedSymbols(lib, true)].filter((s) => s.startsWith('nvml')));
 }
 
+test('a library that is not NVML (glibc\'s libm) fails the load naming the library and the first entry point l9gpu needs that it lacks', () => {
+  assert.throws(() => loadNvml('libm.so.6'), /^Error: NVML library libm\.so\.6 lacks nvmlDeviceGetMemoryInfo, which l9gpu needs \(.*\): not an NVML library, or one too old$/);
+});
+
 const PROFILE_OF: Record<string, Profile> = { bookworm: 'r535', trixie: 'r550' };
 
 for (const real of realNvmlLibraries()) {

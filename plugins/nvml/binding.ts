@@ -114,7 +114,7 @@ export interface NvmlEvents {
 let typesDeclared = false;
 /** The structs koffi marshals itself, by their nvml.h names (test/nvml-real.test.ts checks their layout against the header). */
 export const KOFFI_STRUCTS = ['nvmlPciInfo_t', 'nvmlUtilization_t', 'nvmlMemory_t', 'nvmlMemory_v2_t', 'nvmlTemperature_t'] as const;
-export function declareTypes(koffi: Koffi = koffiLoaded()): void {
+function declareTypes(koffi: Koffi): void {
   if (typesDeclared) return;
   typesDeclared = true;
   koffi.pointer('nvmlDevice_t', koffi.opaque());
