@@ -119,9 +119,9 @@ test('NOT_SUPPORTED fields are skipped and said once per GPU; other errors too',
   }
 });
 
-test('an older driver without the newer entry points: memory v1, throttle reasons, processes v2', async () => {
+test('an older driver (R470\'s symbol set) without the newer entry points: memory v1, throttle reasons, processes v2', async () => {
   const fake = new FakeNvml({ devices: [h100(0, { clock_reasons: 0x40 })] });
-  const r = await runCli(['daemon', '--once', '--plugin', 'nvml', '--sink', 'stdout'], fake.env('old'));
+  const r = await runCli(['daemon', '--once', '--plugin', 'nvml', '--sink', 'stdout'], fake.env('r470'));
   assert.equal(r.status, 0, r.stderr);
   const pts = parseLines(r.stdout);
   assert.equal(one(pts, 'gpu.memory.used'), 42_949_672_960 + 536_870_912, 'v1 counts the reservation as used');
@@ -411,14 +411,14 @@ test('GPM on Hopper: SM, engine, tensor and DRAM activity over each interval fro
   }
   assert.doesNotMatch(d.stderr, /fake NVML: misuse/, 'every GPM sample freed before nvmlShutdown');
 
-  const old = new DaemonProcess(['--plugin', 'nvml', '--sink', 'stdout', '--interval', '1s'], new FakeNvml({ devices: [h100(0)] }).env('old'));
+  const old = new DaemonProcess(['--plugin', 'nvml', '--sink', 'stdout', '--interval', '1s'], new FakeNvml({ devices: [h100(0)] }).env('r470'));
   try {
     await waitFor('3 collections', () => pick(old.points(), 'gpu.memory.total').length >= 3, 30_000);
     for (const name of GPM_NAMES) assert.equal(pick(old.points(), name).length, 0, `${name} without the GPM entry points`);
   } finally {
     assert.equal(await old.stop(), 0, old.stderr);
   }
-  const doctor = await runCli(['doctor'], new FakeNvml({ devices: [h100(0)] }).env('old'));
+  const doctor = await runCli(['doctor'], new FakeNvml({ devices: [h100(0)] }).env('r470'));
   assert.match(doctor.stdout, /this library lacks [^\n]*gpm \(no SM\/engine\/tensor\/DRAM activity, no MIG instance utilization\)/, doctor.stdout);
 });
 

@@ -12,38 +12,12 @@
  * a missing symbol, and each optional call has an older fallback name.
  */
 import { createRequire } from 'node:module';
+import { NVML, PROCESS_INFO, PROCESS_INFO_CC, STRUCT_VERSION, type ProcessInfoLayout } from './abi.js';
 
 type Koffi = typeof import('koffi').default;
 /** koffi (a native addon, ~3 MB) is loaded with the library, not when the plugin's module is: a daemon or a CLI without NVIDIA GPUs never loads it. */
 let koffiModule: Koffi | undefined;
 const koffiLoaded = (): Koffi => (koffiModule ??= createRequire(import.meta.url)('koffi') as Koffi);
-
-export const NVML = {
-  SUCCESS: 0, UNINITIALIZED: 1, INVALID_ARGUMENT: 2, NOT_SUPPORTED: 3, NO_PERMISSION: 4, NOT_FOUND: 6,
-  INSUFFICIENT_SIZE: 7, DRIVER_NOT_LOADED: 9, TIMEOUT: 10, GPU_IS_LOST: 15, RESET_REQUIRED: 16,
-  LIB_RM_VERSION_MISMATCH: 18, FUNCTION_NOT_FOUND: 13, UNKNOWN: 999,
-} as const;
-
-/** nvmlMemory_v2_t: sizeof | version << 24 */
-export const MEMORY_V2_VERSION = 40 | (2 << 24);
-/** nvmlTemperature_v1_t { uint version; nvmlTemperatureSensors_t sensorType; int temperature }: 12 | 1 << 24 */
-export const TEMPERATURE_V1_VERSION = 12 | (1 << 24);
-export const FIELD_VALUE_SIZE = 40;
-export const PROCESS_INFO_SIZE = 24;
-export const EVENT_DATA_SIZE = 32;
-/** nvmlSample_t: { unsigned long long timeStamp; nvmlValue_t sampleValue (an 8-byte union) } */
-export const SAMPLE_SIZE = 16;
-/** nvmlSamplingType_t */
-export const SAMPLING = { POWER: 0, GPU_UTILIZATION: 1, MEMORY_UTILIZATION: 2 } as const;
-/**
- * GPM (nvml.h, Hopper and later). nvmlGpmSupport_t { uint version; uint isSupportedDevice } (8 bytes);
- * nvmlGpmMetricsGet_t { uint version; uint numMetrics; nvmlGpmSample_t sample1, sample2; nvmlGpmMetric_t metrics[MAX] }
- * with nvmlGpmMetric_t { uint metricId; nvmlReturn_t nvmlReturn; double value; char *shortName, *longName, *unit }
- * (40 bytes). MAX is 98 in 12.x headers and grew in 13.x: the buffer has room for the larger.
- */
-export const GPM = { SUPPORT_VERSION: 1, METRICS_GET_VERSION: 1, SUPPORT_SIZE: 8, HEADER_SIZE: 24, METRIC_SIZE: 40, MAX_METRICS: 333 } as const;
-/** nvmlGpmMetricId_t values read: percent (0..100), and PCIe traffic in MiB/s (20, 21). */
-export const GPM_METRIC = { GRAPHICS_UTIL: 1, SM_UTIL: 2, SM_OCCUPANCY: 3, ANY_TENSOR_UTIL: 5, DRAM_BW_UTIL: 10, PCIE_TX_PER_SEC: 20, PCIE_RX_PER_SEC: 21 } as const;
 
 export type Handle = bigint;
 type Out<T> = [T];
@@ -55,10 +29,25 @@ type Call = (...args: unknown[]) => Promise<number>;
 export interface PciInfo { busId: string; domain: number; bus: number; device: number }
 export interface MemoryV2 { version: number; total: number; reserved: number; free: number; used: number }
 
+/** A symbol the binding looked up: required ones fail the load when missing, optional ones have a fallback or lose a feature. */
+export interface BoundSymbol {
+  name: string;
+  required: boolean;
+  found: boolean;
+}
+
 export interface NvmlBinding {
   readonly path: string;
   /** Which optional entry points the library has (for doctor and the README). */
   readonly variants: Record<string, string>;
+  /** Every symbol looked up, in order. */
+  readonly symbols: readonly BoundSymbol[];
+  /**
+   * The entries nvmlDeviceGetComputeRunningProcesses_v3 writes: PROCESS_INFO (24 bytes), or PROCESS_INFO_CC
+   * (32 bytes) on early R535, which the library shows by having nvmlDeviceGetConfComputeMemSizeInfo but not
+   * nvmlDeviceGetRunningProcessDetailList.
+   */
+  readonly processInfo: ProcessInfoLayout;
   init(): Promise<number>;
   shutdown(): Promise<number>;
   errorString(r: number): string;
@@ -103,7 +92,7 @@ export interface NvmlBinding {
 }
 
 export interface NvmlGpm {
-  /** Fills an nvmlGpmSupport_t (GPM.SUPPORT_SIZE bytes) whose version is set. */
+  /** Fills an nvmlGpmSupport_t (GPM_SUPPORT) whose version is set. */
   querySupport(h: Handle, support: Buffer): Promise<number>;
   sampleAlloc(out: Out<Handle | null>): Promise<number>;
   sampleFree(sample: Handle): Promise<number>;
@@ -123,6 +112,8 @@ export interface NvmlEvents {
 }
 
 let typesDeclared = false;
+/** The structs koffi marshals itself, by their nvml.h names (test/nvml-real.test.ts checks their layout against the header). */
+export const KOFFI_STRUCTS = ['nvmlPciInfo_t', 'nvmlUtilization_t', 'nvmlMemory_t', 'nvmlMemory_v2_t', 'nvmlTemperature_t'] as const;
 function declareTypes(koffi: Koffi): void {
   if (typesDeclared) return;
   typesDeclared = true;
@@ -161,27 +152,31 @@ export function loadNvml(path: string): NvmlBinding {
     throw new Error(`cannot load NVML library ${path}: ${(e as Error).message} ([nvml] library or L9GPU_NVML_LIBRARY)`);
   }
   const variants: Record<string, string> = {};
-  /** A symbol the library may lack (koffi throws at lib.func()), or undefined. */
-  const maybeSync = (sig: string): KoffiFn | undefined => {
+  const symbols: BoundSymbol[] = [];
+  /** The symbol's function, or undefined when the library lacks it (koffi throws at lib.func()); recorded either way. */
+  const bind = (sig: string, required: boolean): KoffiFn | undefined => {
+    const name = /(nvml\w+)\(/.exec(sig)![1]!;
+    let f: KoffiFn | undefined;
     try {
-      return lib.func(sig) as KoffiFn;
-    } catch {
-      return undefined;
+      f = lib.func(sig) as KoffiFn;
+    } catch (e) {
+      if (required) throw new Error(`NVML library ${path} lacks ${name}, which l9gpu needs (${(e as Error).message}): not an NVML library, or one too old`);
     }
+    symbols.push({ name, required, found: f !== undefined });
+    return f;
   };
+  const maybeSync = (sig: string): KoffiFn | undefined => bind(sig, false);
   const maybe = (sig: string): Call | undefined => {
     const f = maybeSync(sig);
     return f && asyncCall(f);
   };
-  const req = (sig: string): Call => asyncCall(lib.func(sig) as KoffiFn);
-  /** The first signature whose symbol exists (newer names first), else a call that answers FUNCTION_NOT_FOUND. */
+  const req = (sig: string): Call => asyncCall(bind(sig, true)!);
+  /** The first signature whose symbol exists (newer names first), else a call that answers FUNCTION_NOT_FOUND. Every one is looked up (and recorded). */
   const pick = (what: string, ...sigs: string[]): Call => {
-    for (const sig of sigs) {
-      const f = maybe(sig);
-      if (f) {
-        variants[what] = /\s(nvml\w+)\(/.exec(sig)![1]!;
-        return f;
-      }
+    const found = sigs.map((sig) => [sig, maybe(sig)] as const).find(([, f]) => f);
+    if (found) {
+      variants[what] = /\s(nvml\w+)\(/.exec(found[0])![1]!;
+      return found[1]!;
     }
     variants[what] = 'missing';
     return () => Promise.resolve(NVML.FUNCTION_NOT_FOUND);
@@ -191,7 +186,7 @@ export function loadNvml(path: string): NvmlBinding {
   const memV1 = req('int nvmlDeviceGetMemoryInfo(nvmlDevice_t, _Out_ nvmlMemory_t *)');
   const hasV2 = variants.memory !== 'missing';
   if (!hasV2) variants.memory = 'nvmlDeviceGetMemoryInfo';
-  const errorString = lib.func('const char *nvmlErrorString(int)') as (r: number) => string | null;
+  const errorString = bind('const char *nvmlErrorString(int)', true) as unknown as (r: number) => string | null;
   const tempV = maybe('int nvmlDeviceGetTemperatureV(nvmlDevice_t, _Inout_ nvmlTemperature_t *)');
   const tempOld = maybe('int nvmlDeviceGetTemperature(nvmlDevice_t, int, _Out_ uint *)');
   variants.temperature = tempV ? 'nvmlDeviceGetTemperatureV' : tempOld ? 'nvmlDeviceGetTemperature' : 'missing';
@@ -213,10 +208,25 @@ export function loadNvml(path: string): NvmlBinding {
   };
   const hasGpm = Object.values(gpm).every((f) => f);
   variants.gpm = hasGpm ? 'nvmlGpmMetricsGet' : 'missing';
+  const processes = pick(
+    'processes',
+    'int nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t, _Inout_ uint *, void *)',
+    'int nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t, _Inout_ uint *, void *)',
+  );
+  // Early R535 (535.54.03, 535.98) wrote 32-byte entries (usedGpuCcProtectedMemory appended) from _v3; 535.104.05
+  // went back to 24 and added nvmlDeviceGetRunningProcessDetailList for the longer ones. The library tells which it
+  // is as nvitop tells it (nvitop/api/libnvml.py, __determine_get_running_processes_version_suffix, nvitop PR 94;
+  // pynvml PR 48 for the 32-byte struct): nvmlDeviceGetConfComputeMemSizeInfo (new in R535) without
+  // nvmlDeviceGetRunningProcessDetailList. Neither is called: looked up only.
+  const confCompute = maybeSync('int nvmlDeviceGetConfComputeMemSizeInfo(nvmlDevice_t, _Out_ void *)');
+  const detailList = maybeSync('int nvmlDeviceGetRunningProcessDetailList(nvmlDevice_t, _Inout_ void *)');
+  const earlyR535 = variants.processes === 'nvmlDeviceGetComputeRunningProcesses_v3' && confCompute !== undefined && detailList === undefined;
 
   return {
     path,
     variants,
+    symbols,
+    processInfo: earlyR535 ? PROCESS_INFO_CC : PROCESS_INFO,
     memoryV2: hasV2,
     init: req('int nvmlInit_v2()') as () => Promise<number>,
     shutdown: req('int nvmlShutdown()') as () => Promise<number>,
@@ -231,13 +241,13 @@ export function loadNvml(path: string): NvmlBinding {
     utilization: req('int nvmlDeviceGetUtilizationRates(nvmlDevice_t, _Out_ nvmlUtilization_t *)'),
     memory: hasV2
       ? (h, out) => {
-          out.version = MEMORY_V2_VERSION;
+          out.version = STRUCT_VERSION.nvmlMemory_v2;
           return (memV2 as Fn2)(h, out);
         }
       : (h, out) => (memV1 as Fn2)(h, out),
     temperature: tempV
       ? async (h, sensor, out) => {
-          const t = { version: TEMPERATURE_V1_VERSION, sensorType: sensor, temperature: 0 };
+          const t = { version: STRUCT_VERSION.nvmlTemperature_v1, sensorType: sensor, temperature: 0 };
           const r = await (tempV as Fn2)(h, t);
           out[0] = t.temperature;
           return r;
@@ -261,11 +271,7 @@ export function loadNvml(path: string): NvmlBinding {
     pcieReplay: pick('pcieReplay', 'int nvmlDeviceGetPcieReplayCounter(nvmlDevice_t, _Out_ uint *)'),
     fanSpeed: req('int nvmlDeviceGetFanSpeed(nvmlDevice_t, _Out_ uint *)'),
     pstate: req('int nvmlDeviceGetPerformanceState(nvmlDevice_t, _Out_ int *)'),
-    processes: pick(
-      'processes',
-      'int nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t, _Inout_ uint *, void *)',
-      'int nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t, _Inout_ uint *, void *)',
-    ),
+    processes,
     migMode: pick('mig', 'int nvmlDeviceGetMigMode(nvmlDevice_t, _Out_ uint *, _Out_ uint *)'),
     maxMigCount: pick('maxMigCount', 'int nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t, _Out_ uint *)'),
     migHandle: pick('migHandle', 'int nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t, uint, _Out_ nvmlDevice_t *)'),

@@ -7,25 +7,27 @@
 import { gpuAttributes } from '../../src/core/gpu-identity.js';
 import { GPU } from '../../src/core/metrics/gpu-metrics.js';
 import type { Attributes, Emitter } from '../../src/core/metrics/model.js';
+import { CLOCK_REASON, ENUM, EVENT_TYPE } from './abi.js';
 import type { GpmValues } from './gpm.js';
 import type { GpuSnapshot, Snapshot, XidEvent } from './snapshot.js';
 
 
 /**
- * Clock event reason bits -> throttle causes. Idle (0x1) is not throttling.
- * power: SW power cap (0x4) and HW power brake (0x80); thermal: SW (0x20) and
- * HW (0x40) thermal slowdown; hw: any hardware-initiated slowdown (0x8, 0x40,
- * 0x80); sw: clocks held by a software setting (applications clocks 0x2,
- * sync boost 0x10, display clock 0x100); power_brake: the HW power brake
- * alone (0x80), the chassis asking the GPU to slow down, which health rules
- * tell apart from a GPU merely at its power cap.
+ * Clock event reason bits -> throttle causes. Idle is not throttling.
+ * power: SW power cap and HW power brake; thermal: SW and HW thermal
+ * slowdown; hw: any hardware-initiated slowdown (HW slowdown, HW thermal,
+ * HW power brake); sw: clocks held by a software setting (applications
+ * clocks, sync boost, display clock); power_brake: the HW power brake alone,
+ * the chassis asking the GPU to slow down, which health rules tell apart
+ * from a GPU merely at its power cap.
  */
+const R = CLOCK_REASON;
 export const THROTTLE_CAUSES: readonly [string, number][] = [
-  ['power', 0x4 | 0x80],
-  ['thermal', 0x20 | 0x40],
-  ['hw', 0x8 | 0x40 | 0x80],
-  ['sw', 0x2 | 0x10 | 0x100],
-  ['power_brake', 0x80],
+  ['power', R.SwPowerCap | R.HwPowerBrakeSlowdown],
+  ['thermal', R.SwThermalSlowdown | R.HwThermalSlowdown],
+  ['hw', R.HwSlowdown | R.HwThermalSlowdown | R.HwPowerBrakeSlowdown],
+  ['sw', R.ApplicationsClocksSetting | R.SyncBoost | R.DisplayClockSetting],
+  ['power_brake', R.HwPowerBrakeSlowdown],
 ];
 
 const KIB = 1024;
@@ -74,7 +76,7 @@ export class NvmlConverter {
 
   addEvent(e: XidEvent): void {
     // Xid errors arrive as XidCriticalError events; ECC events are counted by the ECC counters
-    if ((e.eventType & 0x8) === 0) return;
+    if ((e.eventType & EVENT_TYPE.XidCriticalError) === 0) return;
     let m = this.xid.get(e.uuid);
     if (!m) this.xid.set(e.uuid, (m = new Map()));
     m.set(e.data, (m.get(e.data) ?? 0) + 1);
@@ -132,7 +134,7 @@ export class NvmlConverter {
       if (g.pcieRxKBs !== undefined) out.add(GPU.pcie, g.pcieRxKBs * KIB, this.with(g, 'network.io.direction', 'receive'));
       if (g.pcieReplay !== undefined) out.add(GPU.replays, g.pcieReplay, a);
       if (g.fanPct !== undefined) out.add(GPU.fan, g.fanPct / 100, a);
-      if (g.pstate !== undefined && g.pstate !== 32) out.add(GPU.pstate, g.pstate, a); // 32 = unknown
+      if (g.pstate !== undefined && g.pstate !== ENUM.PSTATE_UNKNOWN) out.add(GPU.pstate, g.pstate, a);
       if (g.nvlinkTxKiB !== undefined && g.nvlinkRxKiB !== undefined) this.addLinks(g, out);
       if (g.processes) {
         out.add(GPU.procCount, g.processes.length, a);

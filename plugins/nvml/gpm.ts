@@ -11,7 +11,8 @@
  * nvmlShutdown, and nothing of an earlier session is ever freed.
  */
 import { performance } from 'node:perf_hooks';
-import { GPM, GPM_METRIC, NVML, type Handle, type NvmlGpm } from './binding.js';
+import { GPM_MAX_METRICS, GPM_METRIC, GPM_METRIC_ENTRY, GPM_METRICS_GET, GPM_SUPPORT, NVML, STRUCT_VERSION } from './abi.js';
+import type { Handle, NvmlGpm } from './binding.js';
 
 /** Means over the window as NVML gives them; a metric the GPU (or GPU instance) cannot count is absent. */
 export interface GpmValues {
@@ -61,8 +62,8 @@ export type GpmRead = { r: number; values?: GpmValues };
 
 export class GpmReader {
   private readonly windows = new Map<string, Window>();
-  private readonly request = Buffer.alloc(GPM.HEADER_SIZE + GPM.MAX_METRICS * GPM.METRIC_SIZE);
-  private readonly support = Buffer.alloc(GPM.SUPPORT_SIZE);
+  private readonly request = Buffer.alloc(GPM_METRICS_GET.at.metrics + GPM_MAX_METRICS * GPM_METRIC_ENTRY.size);
+  private readonly support = Buffer.alloc(GPM_SUPPORT.size);
 
   /** minWindowMs: GPM_MIN_WINDOW_MS; the benchmark sets 0 to measure a full read every call. */
   constructor(private readonly api: NvmlGpm, private readonly minWindowMs = GPM_MIN_WINDOW_MS) {}
@@ -70,9 +71,9 @@ export class GpmReader {
   /** NVML's answer and whether the GPU has GPM (pre-Hopper: success with isSupportedDevice = 0). */
   async supported(h: Handle): Promise<{ r: number; supported: boolean }> {
     this.support.fill(0);
-    this.support.writeUInt32LE(GPM.SUPPORT_VERSION, 0);
+    this.support.writeUInt32LE(STRUCT_VERSION.NVML_GPM_SUPPORT_VERSION, GPM_SUPPORT.at.version);
     const r = await this.api.querySupport(h, this.support);
-    return { r, supported: r === NVML.SUCCESS && this.support.readUInt32LE(4) !== 0 };
+    return { r, supported: r === NVML.SUCCESS && this.support.readUInt32LE(GPM_SUPPORT.at.isSupportedDevice) !== 0 };
   }
 
   /**
@@ -115,21 +116,23 @@ export class GpmReader {
 
   private async metrics(start: Handle, end: Handle): Promise<GpmRead> {
     const b = this.request;
-    b.fill(0, 0, GPM.HEADER_SIZE + READ.length * GPM.METRIC_SIZE);
-    b.writeUInt32LE(GPM.METRICS_GET_VERSION, 0);
-    b.writeUInt32LE(READ.length, 4);
-    b.writeBigUInt64LE(BigInt(start), 8);
-    b.writeBigUInt64LE(BigInt(end), 16);
-    READ.forEach(([, id], i) => b.writeUInt32LE(id, GPM.HEADER_SIZE + i * GPM.METRIC_SIZE));
+    const { at } = GPM_METRICS_GET;
+    const entry = (i: number): number => at.metrics + i * GPM_METRIC_ENTRY.size;
+    b.fill(0, 0, entry(READ.length));
+    b.writeUInt32LE(STRUCT_VERSION.NVML_GPM_METRICS_GET_VERSION, at.version);
+    b.writeUInt32LE(READ.length, at.numMetrics);
+    b.writeBigUInt64LE(BigInt(start), at.sample1);
+    b.writeBigUInt64LE(BigInt(end), at.sample2);
+    READ.forEach(([, id], i) => b.writeUInt32LE(id, entry(i) + GPM_METRIC_ENTRY.at.metricId));
     const r = this.api.metricsGet(b);
     if (r !== NVML.SUCCESS) return { r };
     const values: GpmValues = {};
     for (let i = 0; i < READ.length; i++) {
-      const o = GPM.HEADER_SIZE + i * GPM.METRIC_SIZE;
-      const mr = b.readInt32LE(o + 4);
+      const o = entry(i);
+      const mr = b.readInt32LE(o + GPM_METRIC_ENTRY.at.nvmlReturn);
       // a lost GPU is the sampler's business; other per-metric codes (NOT_SUPPORTED on this GPU or instance) leave it out
       if (mr === NVML.GPU_IS_LOST) return { r: mr };
-      const v = b.readDoubleLE(o + 8);
+      const v = b.readDoubleLE(o + GPM_METRIC_ENTRY.at.value);
       const key = READ[i]![0];
       // two counter reads a hair apart can put a ratio just past 100
       if (mr === NVML.SUCCESS && Number.isFinite(v)) values[key] = PERCENT.has(key) ? Math.min(100, Math.max(0, v)) : Math.max(0, v);

@@ -6,6 +6,7 @@
 import { GPU } from '../../src/core/metrics/gpu-metrics.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { EVENT_TYPE } from './abi.js';
 import { DEFAULT_LIBRARY, NVML_SECTION } from './config.js';
 import { createLogger } from '../../src/core/log.js';
 import type { Emitter } from '../../src/core/metrics/model.js';
@@ -37,7 +38,7 @@ class NvmlPlugin implements Plugin {
   constructor(opts: NvmlOptions, private readonly ctx: PluginContext) {
     this.client = new NvmlSession({ ...opts, eventWaitMs: 1000, oneShot: ctx.oneShot }, ctx.log, (e) => {
       this.converter.addEvent(e);
-      if (e.eventType & 0x8) ctx.log.warn('Xid error', { gpu: e.uuid, xid: e.data });
+      if (e.eventType & EVENT_TYPE.XidCriticalError) ctx.log.warn('Xid error', { gpu: e.uuid, xid: e.data });
     });
   }
 

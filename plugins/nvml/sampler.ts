@@ -10,16 +10,11 @@
  * re-initialised.
  */
 import { normalizePciBusId } from '../../src/core/pci.js';
-import { FIELD_VALUE_SIZE, NVML, PROCESS_INFO_SIZE, SAMPLE_SIZE, SAMPLING, type Handle, type NvmlBinding } from './binding.js';
+import { ALL_LINKS, BUFFER_SIZE, CLOCK, ENUM, FIELD, FIELD_VALUE, NO_INSTANCE, NVML, SAMPLE, SAMPLING, VALUE_NOT_AVAILABLE, VALUE_TYPE } from './abi.js';
+import type { Handle, NvmlBinding } from './binding.js';
 import { GpmReader } from './gpm.js';
 import type { GpuSnapshot, MigSnapshot, ProcessSnapshot, Snapshot } from './snapshot.js';
 
-/** nvmlDeviceGetFieldValues ids (nvml.h). */
-const FIELD = {
-  ECC_SBE_VOL: 3, ECC_DBE_VOL: 4, ECC_SBE_AGG: 5, ECC_DBE_AGG: 6, RETIRED_SBE: 29, RETIRED_DBE: 30, RETIRED_PENDING: 31,
-  MEMORY_TEMP: 82, ENERGY: 83, PCIE_REPLAY: 94, NVLINK_TX: 138, NVLINK_RX: 139,
-  REMAPPED_COR: 142, REMAPPED_UNC: 143, REMAPPED_PENDING: 144, REMAPPED_FAILURE: 145, POWER_AVERAGE: 185, POWER_CURRENT_LIMIT: 190,
-} as const;
 /**
  * Every field a tick reads, in one nvmlDeviceGetFieldValues call: NVML serves
  * fields of one driver call together, and each separate call costs a hop to a
@@ -28,23 +23,19 @@ const FIELD = {
  * drivers lack 185 and 190, for one).
  */
 const FIELD_IDS: readonly number[] = Object.values(FIELD);
-const ALL_LINKS = 0xffffffff;
-const NO_INSTANCE = 0xffffffff;
-/** NVML_VALUE_NOT_AVAILABLE: (unsigned long long)-1 in a 64-bit field (nvml.h). */
-const VALUE_NOT_AVAILABLE = 0xffff_ffff_ffff_ffffn;
 
 class GpuLost extends Error {}
 
-/** An nvmlValue_t as its nvmlValueType_t says: double, uint, ulong, ulonglong, slonglong, int, ushort. */
-function sampleValue(b: Buffer, o: number, type: number): number {
+/** An nvmlValue_t as its nvmlValueType_t says; NaN for a type this build does not know. */
+function unionValue(b: Buffer, o: number, type: number): number {
   switch (type) {
-    case 0: return b.readDoubleLE(o);
-    case 1: return b.readUInt32LE(o);
-    case 2:
-    case 3: return Number(b.readBigUInt64LE(o));
-    case 4: return Number(b.readBigInt64LE(o));
-    case 5: return b.readInt32LE(o);
-    case 6: return b.readUInt16LE(o);
+    case VALUE_TYPE.DOUBLE: return b.readDoubleLE(o);
+    case VALUE_TYPE.UNSIGNED_INT: return b.readUInt32LE(o);
+    case VALUE_TYPE.UNSIGNED_LONG:
+    case VALUE_TYPE.UNSIGNED_LONG_LONG: return Number(b.readBigUInt64LE(o));
+    case VALUE_TYPE.SIGNED_LONG_LONG: return Number(b.readBigInt64LE(o));
+    case VALUE_TYPE.SIGNED_INT: return b.readInt32LE(o);
+    case VALUE_TYPE.UNSIGNED_SHORT: return b.readUInt16LE(o);
     default: return NaN;
   }
 }
@@ -94,12 +85,13 @@ const REPROBE_MS = 600_000;
 export class Sampler {
   private gpus: Gpu[] = [];
   private notes: Snapshot['notes'] = [];
-  private readonly buf96 = Buffer.alloc(96);
+  /** UUIDs and names (NVML_DEVICE_UUID_V2_BUFFER_SIZE, NVML_DEVICE_NAME_V2_BUFFER_SIZE) */
+  private readonly idBuf = Buffer.alloc(Math.max(BUFFER_SIZE.DEVICE_UUID_V2, BUFFER_SIZE.DEVICE_NAME_V2));
   /** The nvmlFieldValue_t array, ids and scopes written once: NVML fills in the rest of each entry. */
   private readonly fields = fieldRequest();
-  private procBuf = Buffer.alloc(16 * PROCESS_INFO_SIZE);
+  private procBuf: Buffer;
   /** Room for a whole sample buffer (the driver keeps 100 utilization and 120 power samples). */
-  private readonly sampleBuf = Buffer.alloc(160 * SAMPLE_SIZE);
+  private readonly sampleBuf = Buffer.alloc(160 * SAMPLE.size);
   private lostSeen = new Set<string>();
   private readonly gpm: GpmReader | undefined;
   driverVersion = '';
@@ -107,6 +99,7 @@ export class Sampler {
   /** stateIntervalMs: how often a GPU's state (MIG mode, clocks that follow the performance state, fan) is read ([nvml] state_interval). */
   constructor(private readonly nvml: NvmlBinding, private readonly withProcesses: boolean, gpmMinWindowMs: number | undefined, private readonly stateIntervalMs: number) {
     this.gpm = nvml.gpm && new GpmReader(nvml.gpm, gpmMinWindowMs);
+    this.procBuf = Buffer.alloc(16 * nvml.processInfo.size);
   }
 
   /** Frees what this NVML session allocated (GPM samples): call before nvmlShutdown. */
@@ -117,7 +110,7 @@ export class Sampler {
   /** Enumerates GPUs and their identity (after init and every re-init). */
   async enumerate(): Promise<void> {
     const n = this.nvml;
-    const v = Buffer.alloc(96);
+    const v = Buffer.alloc(BUFFER_SIZE.SYSTEM_DRIVER_VERSION);
     this.driverVersion = await n.driverVersion(v) === NVML.SUCCESS ? str(v) : '';
     const count: [number] = [0];
     const r = await n.count(count);
@@ -140,12 +133,12 @@ export class Sampler {
       }
       const handle = h[0]!;
       const gpu: Gpu = { index: i, handle, uuid: '', name: '', pciBusId: '', unsupported: new Set(), reprobeAt: Date.now() + REPROBE_MS, stateAt: 0, state: {}, lastSample: new Map(), said: new Set() };
-      if (await n.uuid(handle, this.buf96) === NVML.SUCCESS) gpu.uuid = str(this.buf96);
+      if (await n.uuid(handle, this.idBuf) === NVML.SUCCESS) gpu.uuid = str(this.idBuf);
       if (!gpu.uuid) {
         this.note('warn', `GPU ${i}: no UUID: not sampled (every metric is keyed by UUID)`);
         continue;
       }
-      if (await n.name(handle, this.buf96) === NVML.SUCCESS) gpu.name = str(this.buf96);
+      if (await n.name(handle, this.idBuf) === NVML.SUCCESS) gpu.name = str(this.idBuf);
       const pci: { busId?: string } = {};
       if (await n.pciInfo(handle, pci) === NVML.SUCCESS) gpu.pciBusId = normalizePciBusId(pci.busId ?? '');
       const minor: [number] = [0];
@@ -244,8 +237,8 @@ export class Sampler {
 
     // one reading a tick misjudges bursty jobs: the mean (and peak) of every sample the driver took since the last
     // tick; the instantaneous reading only where there is no interval (first tick, nothing new, no sample buffers)
-    const util = await this.interval(g, SAMPLING.GPU_UTILIZATION, 'utilization samples');
-    const memUtil = await this.interval(g, SAMPLING.MEMORY_UTILIZATION, 'memory utilization samples');
+    const util = await this.interval(g, SAMPLING.GPU_UTILIZATION_SAMPLES, 'utilization samples');
+    const memUtil = await this.interval(g, SAMPLING.MEMORY_UTILIZATION_SAMPLES, 'memory utilization samples');
     if ((!util || !memUtil) && !skip.has('utilization')) {
       const u: { gpu?: number; memory?: number } = {};
       if (this.ok(g, 'utilization', await n.utilization(h, u))) {
@@ -267,11 +260,11 @@ export class Sampler {
         if (n.memoryV2) s.memReserved = m.reserved;
       }
     }
-    if (!skip.has('temperature') && this.ok(g, 'temperature', await n.temperature(h, 0, u1))) s.tempGpuC = u1[0];
+    if (!skip.has('temperature') && this.ok(g, 'temperature', await n.temperature(h, ENUM.TEMPERATURE_GPU, u1))) s.tempGpuC = u1[0];
     const f = skip.has('field values') ? undefined : await this.readFields(g, s);
     /** The fields' values when the driver answered every one of them, else undefined: the caller makes the field's own call. */
     const fv = (...ids: number[]): number[] | undefined => (f && ids.every((id) => f.has(id)) ? ids.map((id) => f.get(id)!) : undefined);
-    const power = await this.interval(g, SAMPLING.POWER, 'power samples');
+    const power = await this.interval(g, SAMPLING.TOTAL_POWER_SAMPLES, 'power samples');
     // without an interval: field 185, the 1 s average nvmlDeviceGetPowerUsage gives on Ampere and later (GA100 and
     // older answer it NOT_SUPPORTED, and their nvmlDeviceGetPowerUsage is instantaneous)
     const avg = fv(FIELD.POWER_AVERAGE);
@@ -283,16 +276,17 @@ export class Sampler {
     const limit = fv(FIELD.POWER_CURRENT_LIMIT);
     if (limit) s.powerLimitMw = limit[0];
     else if (!skip.has('power limit') && this.ok(g, 'power limit', await n.powerLimit(h, u1))) s.powerLimitMw = u1[0];
-    const energy = fv(FIELD.ENERGY);
+    const energy = fv(FIELD.TOTAL_ENERGY_CONSUMPTION);
     if (energy) s.energyMj = energy[0];
     else if (!skip.has('energy') && this.ok(g, 'energy', await n.energy(h, big))) s.energyMj = Number(big[0]);
-    if (!skip.has('sm clock') && this.ok(g, 'sm clock', await n.clock(h, 1, u1))) s.clockSmMhz = u1[0];
+    if (!skip.has('sm clock') && this.ok(g, 'sm clock', await n.clock(h, CLOCK.SM, u1))) s.clockSmMhz = u1[0];
     if (!skip.has('clock event reasons') && this.ok(g, 'clock event reasons', await n.clockReasons(h, big))) s.clockReasons = Number(big[0]);
-    const ecc4 = fv(FIELD.ECC_SBE_VOL, FIELD.ECC_DBE_VOL, FIELD.ECC_SBE_AGG, FIELD.ECC_DBE_AGG);
+    const ecc4 = fv(FIELD.ECC_SBE_VOL_TOTAL, FIELD.ECC_DBE_VOL_TOTAL, FIELD.ECC_SBE_AGG_TOTAL, FIELD.ECC_DBE_AGG_TOTAL);
     if (ecc4) s.ecc = { correctedVolatile: ecc4[0], uncorrectedVolatile: ecc4[1], correctedAggregate: ecc4[2], uncorrectedAggregate: ecc4[3] };
     else if (!skip.has('ecc')) {
       const ecc: NonNullable<GpuSnapshot['ecc']> = {};
-      const names = [['correctedVolatile', 0, 0], ['uncorrectedVolatile', 1, 0], ['correctedAggregate', 0, 1], ['uncorrectedAggregate', 1, 1]] as const;
+      const { MEMORY_ERROR_TYPE_CORRECTED: C, MEMORY_ERROR_TYPE_UNCORRECTED: U, VOLATILE_ECC: V, AGGREGATE_ECC: A } = ENUM;
+      const names = [['correctedVolatile', C, V], ['uncorrectedVolatile', U, V], ['correctedAggregate', C, A], ['uncorrectedAggregate', U, A]] as const;
       let any = false;
       for (const [k, type, counter] of names) {
         if (this.ok(g, 'ecc', await n.eccTotal(h, type, counter, big))) {
@@ -311,10 +305,10 @@ export class Sampler {
     const retired = fv(FIELD.RETIRED_SBE, FIELD.RETIRED_DBE);
     if (retired) [s.retiredSbe, s.retiredDbe] = retired;
     else if (!skip.has('retired pages')) {
-      s.retiredSbe = await this.retiredPages(g, 0);
-      if (s.retiredSbe !== undefined) s.retiredDbe = await this.retiredPages(g, 1);
+      s.retiredSbe = await this.retiredPages(g, ENUM.PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS);
+      if (s.retiredSbe !== undefined) s.retiredDbe = await this.retiredPages(g, ENUM.PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR);
     }
-    const replay = fv(FIELD.PCIE_REPLAY);
+    const replay = fv(FIELD.PCIE_REPLAY_COUNTER);
     if (replay) s.pcieReplay = replay[0];
     else if (!skip.has('pcie replay counter') && this.ok(g, 'pcie replay counter', await n.pcieReplay(h, u1))) s.pcieReplay = u1[0];
     if (fresh) await this.readState(g);
@@ -326,9 +320,9 @@ export class Sampler {
       s.pcieTxKBs = s.gpm.pcieTxMiBs * 1024;
       s.pcieRxKBs = s.gpm.pcieRxMiBs * 1024;
     } else if (!skip.has('pcie throughput')) {
-      if (this.ok(g, 'pcie throughput', await n.pcieThroughput(h, 0, u1))) {
+      if (this.ok(g, 'pcie throughput', await n.pcieThroughput(h, ENUM.PCIE_UTIL_TX_BYTES, u1))) {
         s.pcieTxKBs = u1[0];
-        if (this.ok(g, 'pcie throughput', await n.pcieThroughput(h, 1, u1))) s.pcieRxKBs = u1[0];
+        if (this.ok(g, 'pcie throughput', await n.pcieThroughput(h, ENUM.PCIE_UTIL_RX_BYTES, u1))) s.pcieRxKBs = u1[0];
       }
     }
   }
@@ -398,16 +392,17 @@ export class Sampler {
     const got = new Map<number, number>();
     if (!this.ok(g, 'field values', await this.nvml.fieldValues(g.handle, FIELD_IDS.length, b))) return got;
     for (let i = 0; i < FIELD_IDS.length; i++) {
-      const o = i * FIELD_VALUE_SIZE;
-      const r = b.readInt32LE(o + 28);
+      const o = i * FIELD_VALUE.size;
+      const r = b.readInt32LE(o + FIELD_VALUE.at.nvmlReturn);
       if (r === NVML.GPU_IS_LOST) throw new GpuLost();
       if (r !== NVML.SUCCESS) continue;
-      const v = fieldValue(b, o);
+      const v = unionValue(b, o + FIELD_VALUE.at.value, b.readInt32LE(o + FIELD_VALUE.at.valueType));
+      if (Number.isNaN(v)) continue; // a value type newer than this build
       got.set(FIELD_IDS[i]!, v);
       switch (FIELD_IDS[i]) {
         case FIELD.MEMORY_TEMP: s.tempMemC = v; break;
-        case FIELD.NVLINK_TX: s.nvlinkTxKiB = v; s.nvlinkTimestampUs = Number(b.readBigInt64LE(o + 8)); break;
-        case FIELD.NVLINK_RX: s.nvlinkRxKiB = v; break;
+        case FIELD.NVLINK_THROUGHPUT_DATA_TX: s.nvlinkTxKiB = v; s.nvlinkTimestampUs = Number(b.readBigInt64LE(o + FIELD_VALUE.at.timestamp)); break;
+        case FIELD.NVLINK_THROUGHPUT_DATA_RX: s.nvlinkRxKiB = v; break;
         case FIELD.RETIRED_PENDING: s.retiredPending = v; break;
       }
     }
@@ -425,7 +420,7 @@ export class Sampler {
     if (g.unsupported.has(what)) return undefined;
     const last = g.lastSample.get(type);
     const valueType: [number] = [0];
-    const count: [number] = [this.sampleBuf.length / SAMPLE_SIZE];
+    const count: [number] = [this.sampleBuf.length / SAMPLE.size];
     const r = await this.nvml.samples(g.handle, type, last ?? 0n, valueType, count, this.sampleBuf);
     if (r === NVML.NOT_FOUND || !this.ok(g, what, r)) return undefined;
     let sum = 0;
@@ -433,11 +428,11 @@ export class Sampler {
     let n = 0;
     let newest = last ?? 0n;
     for (let i = 0; i < count[0]; i++) {
-      const o = i * SAMPLE_SIZE;
-      const t = this.sampleBuf.readBigUInt64LE(o);
+      const o = i * SAMPLE.size;
+      const t = this.sampleBuf.readBigUInt64LE(o + SAMPLE.at.timeStamp);
       if (last !== undefined && t <= last) continue;
       if (t > newest) newest = t;
-      const v = sampleValue(this.sampleBuf, o + 8, valueType[0]);
+      const v = unionValue(this.sampleBuf, o + SAMPLE.at.sampleValue, valueType[0]);
       if (Number.isNaN(v)) continue;
       sum += v;
       if (v > max) max = v;
@@ -453,7 +448,7 @@ export class Sampler {
    * read them into a buffer of that size, asking again if more were retired
    * between the calls, as NVIDIA's own bindings do.
    */
-  private async retiredPages(g: Gpu, cause: 0 | 1): Promise<number | undefined> {
+  private async retiredPages(g: Gpu, cause: number): Promise<number | undefined> {
     const cnt: [number] = [0];
     let r = await this.nvml.retiredPages(g.handle, cause, cnt, null);
     for (let tries = 0; r === NVML.INSUFFICIENT_SIZE && tries < 3; tries++) {
@@ -462,23 +457,25 @@ export class Sampler {
     return this.ok(g, 'retired pages', r) ? cnt[0] : undefined;
   }
 
+  /** The compute processes, read in the entries this library writes (32 bytes on early R535: binding.ts). */
   private async readProcesses(g: Gpu, s: GpuSnapshot): Promise<void> {
     const n = this.nvml;
-    const count: [number] = [this.procBuf.length / PROCESS_INFO_SIZE];
+    const { size, at } = n.processInfo;
+    const count: [number] = [Math.floor(this.procBuf.length / size)];
     let r = await n.processes(g.handle, count, this.procBuf);
     if (r === NVML.INSUFFICIENT_SIZE) {
-      this.procBuf = Buffer.alloc((count[0] + 8) * PROCESS_INFO_SIZE); // processes may start between the two calls
-      count[0] = this.procBuf.length / PROCESS_INFO_SIZE;
+      this.procBuf = Buffer.alloc((count[0] + 8) * size); // processes may start between the two calls
+      count[0] = this.procBuf.length / size;
       r = await n.processes(g.handle, count, this.procBuf);
     }
     if (!this.ok(g, 'processes', r)) return;
     const list: ProcessSnapshot[] = [];
     for (let i = 0; i < count[0]; i++) {
-      const o = i * PROCESS_INFO_SIZE;
-      const gi = this.procBuf.readUInt32LE(o + 16);
-      const ci = this.procBuf.readUInt32LE(o + 20);
-      const used = this.procBuf.readBigUInt64LE(o + 8);
-      const p: ProcessSnapshot = { pid: this.procBuf.readUInt32LE(o) };
+      const o = i * size;
+      const gi = this.procBuf.readUInt32LE(o + at.gpuInstanceId);
+      const ci = this.procBuf.readUInt32LE(o + at.computeInstanceId);
+      const used = this.procBuf.readBigUInt64LE(o + at.usedGpuMemory);
+      const p: ProcessSnapshot = { pid: this.procBuf.readUInt32LE(o + at.pid) };
       // NVML_VALUE_NOT_AVAILABLE (-1: under WDDM, or without permission in MIG mode) is no value
       if (used !== VALUE_NOT_AVAILABLE) p.usedBytes = Number(used);
       if (gi !== NO_INSTANCE) p.gi = gi;
@@ -541,8 +538,8 @@ export class Sampler {
       if (r === NVML.NOT_FOUND) continue; // empty slot
       if (!this.ok(g, 'mig', r)) continue;
       const h = mh[0]!;
-      if (await n.uuid(h, this.buf96) !== NVML.SUCCESS) continue;
-      const m: MigInstance = { handle: h, uuid: str(this.buf96), name: await n.name(h, this.buf96) === NVML.SUCCESS ? str(this.buf96) : g.name, gi: 0, ci: 0 };
+      if (await n.uuid(h, this.idBuf) !== NVML.SUCCESS) continue;
+      const m: MigInstance = { handle: h, uuid: str(this.idBuf), name: await n.name(h, this.idBuf) === NVML.SUCCESS ? str(this.idBuf) : g.name, gi: 0, ci: 0 };
       const id: [number] = [0];
       if (await n.gpuInstanceId(h, id) === NVML.SUCCESS) m.gi = id[0];
       if (await n.computeInstanceId(h, id) === NVML.SUCCESS) m.ci = id[0];
@@ -562,8 +559,8 @@ export class Sampler {
     const skip = g.unsupported;
     const u1: [number] = [0];
     const st: Gpu['state'] = {};
-    if (!skip.has('graphics clock') && this.ok(g, 'graphics clock', await n.clock(h, 0, u1))) st.clockGraphicsMhz = u1[0];
-    if (!skip.has('memory clock') && this.ok(g, 'memory clock', await n.clock(h, 2, u1))) st.clockMemMhz = u1[0];
+    if (!skip.has('graphics clock') && this.ok(g, 'graphics clock', await n.clock(h, CLOCK.GRAPHICS, u1))) st.clockGraphicsMhz = u1[0];
+    if (!skip.has('memory clock') && this.ok(g, 'memory clock', await n.clock(h, CLOCK.MEM, u1))) st.clockMemMhz = u1[0];
     if (!skip.has('fan speed') && this.ok(g, 'fan speed', await n.fanSpeed(h, u1))) st.fanPct = u1[0];
     if (!skip.has('performance state') && this.ok(g, 'performance state', await n.pstate(h, u1))) st.pstate = u1[0];
     g.state = st;
@@ -571,11 +568,11 @@ export class Sampler {
 }
 
 function fieldRequest(): Buffer {
-  const b = Buffer.alloc(FIELD_IDS.length * FIELD_VALUE_SIZE);
+  const b = Buffer.alloc(FIELD_IDS.length * FIELD_VALUE.size);
   FIELD_IDS.forEach((id, i) => {
-    b.writeUInt32LE(id, i * FIELD_VALUE_SIZE);
+    b.writeUInt32LE(id, i * FIELD_VALUE.size + FIELD_VALUE.at.fieldId);
     // NVLink counters summed over every link; scope 0 elsewhere (for power: the GPU alone, not the module)
-    b.writeUInt32LE(id === FIELD.NVLINK_TX || id === FIELD.NVLINK_RX ? ALL_LINKS : 0, i * FIELD_VALUE_SIZE + 4);
+    b.writeUInt32LE(id === FIELD.NVLINK_THROUGHPUT_DATA_TX || id === FIELD.NVLINK_THROUGHPUT_DATA_RX ? ALL_LINKS : 0, i * FIELD_VALUE.size + FIELD_VALUE.at.scopeId);
   });
   return b;
 }
@@ -583,16 +580,4 @@ function fieldRequest(): Buffer {
 function str(b: Buffer): string {
   const z = b.indexOf(0);
   return b.toString('utf8', 0, z < 0 ? b.length : z);
-}
-
-/** nvmlFieldValue_t.value by valueType (DOUBLE 0, UINT 1, ULONG 2, ULONGLONG 3, SLONGLONG 4, SINT 5, USHORT 6). */
-export function fieldValue(b: Buffer, o: number): number {
-  switch (b.readInt32LE(o + 24)) {
-    case 0: return b.readDoubleLE(o + 32);
-    case 1: return b.readUInt32LE(o + 32);
-    case 4: return Number(b.readBigInt64LE(o + 32));
-    case 5: return b.readInt32LE(o + 32);
-    case 6: return b.readUInt16LE(o + 32);
-    default: return Number(b.readBigUInt64LE(o + 32));
-  }
 }

@@ -19,7 +19,8 @@
  * without a lost GPU, not by the re-init itself.
  */
 import type { Logger } from '../../src/core/log.js';
-import { EVENT_DATA_SIZE, NVML, loadNvml, type Handle, type NvmlBinding } from './binding.js';
+import { EVENT_DATA, EVENT_TYPE, NO_INSTANCE, NVML, PROCESS_INFO_CC } from './abi.js';
+import { loadNvml, type Handle, type NvmlBinding } from './binding.js';
 import { Sampler } from './sampler.js';
 import type { Snapshot, XidEvent } from './snapshot.js';
 
@@ -34,8 +35,6 @@ export interface SessionOptions {
   /** One sample, then close (`l9gpu gpus`, doctor, `daemon --once`): an error does not promise a retry. */
   oneShot?: boolean;
 }
-
-const EVENT_TYPES = { SINGLE_BIT_ECC: 0x1, DOUBLE_BIT_ECC: 0x2, XID: 0x8 } as const;
 
 /**
  * One binding per library for the process's life, shared by every session
@@ -174,7 +173,7 @@ export class NvmlSession {
       }
       this.initialized = true;
       this.backoff = 1000;
-      sampler.note('info', `NVML initialised: driver ${sampler.driverVersion}, ${sampler.gpuCount} GPU(s), library ${nvml.path} (${Object.entries(nvml.variants).filter(([, v]) => v !== 'missing').length} optional entry points)`);
+      sampler.note('info', `NVML initialised: driver ${sampler.driverVersion}, ${sampler.gpuCount} GPU(s), library ${nvml.path} (${Object.entries(nvml.variants).filter(([, v]) => v !== 'missing').length} optional entry points${nvml.processInfo.size === PROCESS_INFO_CC.size ? '; an early R535 library: its 32-byte process entries are read as such' : ''})`);
       if (this.lastError) sampler.note('info', 'NVML is back');
       this.lastError = '';
       if (this.opts.events) await this.startEvents();
@@ -222,9 +221,9 @@ export class NvmlSession {
     }
     let registered = 0;
     for (const { handle, uuid } of sampler.eventHandles()) {
-      let r = await n.registerEvents(handle, EVENT_TYPES.XID | EVENT_TYPES.SINGLE_BIT_ECC | EVENT_TYPES.DOUBLE_BIT_ECC, set[0]!);
+      let r = await n.registerEvents(handle, EVENT_TYPE.XidCriticalError | EVENT_TYPE.SingleBitEccError | EVENT_TYPE.DoubleBitEccError, set[0]!);
       // GPUs without ECC refuse the ECC types: Xid alone is what matters most
-      if (r === NVML.NOT_SUPPORTED) r = await n.registerEvents(handle, EVENT_TYPES.XID, set[0]!);
+      if (r === NVML.NOT_SUPPORTED) r = await n.registerEvents(handle, EVENT_TYPE.XidCriticalError, set[0]!);
       if (r === NVML.SUCCESS) registered++;
       else sampler.note('warn', `${uuid}: nvmlDeviceRegisterEvents: ${nvml.errorString(r)} (${r}): Xid errors of this GPU will not be counted`);
     }
@@ -233,7 +232,7 @@ export class NvmlSession {
       return;
     }
     const byHandle = sampler.handles();
-    const data = Buffer.alloc(EVENT_DATA_SIZE);
+    const data = Buffer.alloc(EVENT_DATA.size);
     this.eventWaitDone = new Promise<void>((done) => {
       const free = (): void => void n.eventSetFree(set[0]!).then(() => done(), () => done());
       const loop = (): void => {
@@ -244,13 +243,13 @@ export class NvmlSession {
             return free();
           }
           if (r === NVML.SUCCESS) {
-            const uuid = byHandle.get(data.readBigUInt64LE(0));
-            const gi = data.readUInt32LE(24);
-            const ci = data.readUInt32LE(28);
+            const uuid = byHandle.get(data.readBigUInt64LE(EVENT_DATA.at.device));
+            const gi = data.readUInt32LE(EVENT_DATA.at.gpuInstanceId);
+            const ci = data.readUInt32LE(EVENT_DATA.at.computeInstanceId);
             if (uuid) {
-              const event: XidEvent = { uuid, eventType: Number(data.readBigUInt64LE(8)), data: Number(data.readBigUInt64LE(16)), time: Date.now() };
-              if (gi !== 0xffffffff) event.gi = gi;
-              if (ci !== 0xffffffff) event.ci = ci;
+              const event: XidEvent = { uuid, eventType: Number(data.readBigUInt64LE(EVENT_DATA.at.eventType)), data: Number(data.readBigUInt64LE(EVENT_DATA.at.eventData)), time: Date.now() };
+              if (gi !== NO_INSTANCE) event.gi = gi;
+              if (ci !== NO_INSTANCE) event.ci = ci;
               this.onEvent(event);
             }
             setImmediate(loop);

@@ -1,28 +1,137 @@
 /**
  * The fake libnvidia-ml.so.1 (test/fixtures/fake-nvml/fake_nvml.c), compiled
- * with gcc once per test process, plus helpers to write its JSON description.
+ * with gcc once per test process and linked once per driver profile, plus
+ * helpers to write its JSON description.
+ *
+ * A profile is the symbol set of a real libnvidia-ml: the fake exports, of
+ * the entry points it has, exactly those the real library exports (a linker
+ * version script hides the rest), so a test never passes on an entry point
+ * no driver of that kind has. Each set comes from `nm -D` of NVIDIA's own
+ * library as Debian ships it (test/fixtures/fake-nvml/symbols/, each file
+ * saying which package and file), changed only where a profile says why.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { FIXTURES, tempDir } from './paths.js';
 
 const SRC = join(FIXTURES, 'fake-nvml', 'fake_nvml.c');
-type Variant = 'current' | 'old' | 'lean';
-let built: Record<Variant, string> | undefined;
+const SYMBOLS = join(FIXTURES, 'fake-nvml', 'symbols');
+/** The fake's own entry points (call and CPU counters for tests and benchmarks), exported by every profile. */
+const FAKE_ONLY = ['fakeNvmlCalls', 'fakeNvmlCpuNs'];
 
-/** Builds the current-driver, the old-driver (missing newer symbols) and the lean (no deprecated temperature call, no event wait) variants. */
-export function fakeNvmlLibraries(): Record<Variant, string> {
+export interface ProfileSpec {
+  /** The recorded symbol list it starts from: symbols/libnvidia-ml.so.<version>.txt. */
+  symbols: string;
+  /** Symbols taken out of, or added to, that list (each profile says why). */
+  without?: readonly string[];
+  with?: readonly string[];
+  /** nvmlDeviceGetComputeRunningProcesses_v3 writes 32-byte entries (built with -DFAKE_PROCESS_INFO_CC). */
+  processInfoCc?: boolean;
+  /** Where the set comes from. */
+  source: string;
+}
+
+export const PROFILES = {
+  r470: {
+    symbols: '470.256.02',
+    source: "NVIDIA 470.256.02 as Debian's libnvidia-tesla-470-ml1 ships it: before memory info v2, processes v3, clock event reasons and GPM",
+  },
+  r535: { symbols: '535.261.03', source: "NVIDIA 535.261.03 as Debian bookworm's libnvidia-ml1 ships it" },
+  'r535-early': {
+    symbols: '535.261.03',
+    without: ['nvmlDeviceGetRunningProcessDetailList'],
+    processInfoCc: true,
+    source:
+      '535.54.03 and 535.98, of which Debian has no library file: 535.261.03 without nvmlDeviceGetRunningProcessDetailList, which ' +
+      'first shipped in 535.104.05 with the return to 24-byte _v3 entries (nvitop PR 94), and _v3 writing the 32-byte entries those ' +
+      'two wrote (nvitop PR 79 and 89, pynvml PR 48)',
+  },
+  r550: { symbols: '550.163.01', source: "NVIDIA 550.163.01 as Debian trixie's libnvidia-ml1 ships it" },
+  r570: {
+    symbols: '555.58.02',
+    with: ['nvmlDeviceGetTemperatureV'],
+    source:
+      "a driver with nvmlDeviceGetTemperatureV, which nvml.h declares from CUDA 12.8 (R570) on and no library on Debian's mirrors has " +
+      "(the newest, experimental's 555.58.02, predates it): 555.58.02's set plus that call",
+  },
+  lean: {
+    symbols: '555.58.02',
+    with: ['nvmlDeviceGetTemperatureV'],
+    without: ['nvmlDeviceGetTemperature', 'nvmlEventSetWait_v2'],
+    source:
+      'no real library: r570 without nvmlDeviceGetTemperature (deprecated in 13.0) and without nvmlEventSetWait_v2, to show that ' +
+      'loading never depends on either',
+  },
+} as const satisfies Record<string, ProfileSpec>;
+export type Profile = keyof typeof PROFILES;
+/** What a test gets unless it names a profile: the newest driver Debian ships. */
+export const DEFAULT_PROFILE: Profile = 'r550';
+
+/** The symbols a recorded list names (comment lines apart). */
+export function recordedSymbols(version: string): Set<string> {
+  const text = readFileSync(join(SYMBOLS, `libnvidia-ml.so.${version}.txt`), 'utf8');
+  return new Set(text.split('\n').filter((l) => l && !l.startsWith('#')));
+}
+
+/** The global symbols an object or library defines (nm). */
+export function definedSymbols(file: string, dynamic = false): Set<string> {
+  const out = execFileSync('nm', [...(dynamic ? ['-D'] : ['-g']), '--defined-only', file], { encoding: 'utf8' });
+  return new Set(out.split('\n').map((l) => l.trim().split(/\s+/)[2]).filter((x): x is string => !!x));
+}
+
+interface Built {
+  /** The nvml* entry points the fake has (each profile exports some of them). */
+  entryPoints: Set<string>;
+  libraries: Record<Profile, string>;
+  /** The symbols each profile's library exports (nm -D of the built file). */
+  exported: Record<Profile, Set<string>>;
+}
+let built: Built | undefined;
+
+/** Compiles the fake (twice: 24- and 32-byte process entries) and links one library per profile. */
+function build(): Built {
   if (built) return built;
   const dir = tempDir('l9gpu-fake-nvml-');
-  const current = join(dir, 'current', 'libnvidia-ml.so.1');
-  const old = join(dir, 'old', 'libnvidia-ml.so.1');
-  const lean = join(dir, 'lean', 'libnvidia-ml.so.1');
-  for (const [out, extra] of [[current, []], [old, ['-DFAKE_OLD_DRIVER']], [lean, ['-DFAKE_LEAN_DRIVER']]] as const) {
-    mkdirSync(join(out, '..'), { recursive: true });
-    execFileSync('gcc', ['-shared', '-fPIC', '-O2', '-Wall', '-Wextra', '-Werror', ...extra, '-o', out, SRC, '-lpthread'], { stdio: 'pipe' });
+  const gcc = (...args: string[]) => execFileSync('gcc', args, { stdio: 'pipe' });
+  const cflags = ['-c', '-fPIC', '-O2', '-Wall', '-Wextra', '-Werror'];
+  const objects = { plain: join(dir, 'fake.o'), cc: join(dir, 'fake-cc.o') };
+  gcc(...cflags, '-o', objects.plain, SRC);
+  gcc(...cflags, '-DFAKE_PROCESS_INFO_CC', '-o', objects.cc, SRC);
+  const has = definedSymbols(objects.plain);
+  const libraries = {} as Record<Profile, string>;
+  const exported = {} as Record<Profile, Set<string>>;
+  for (const [name, spec] of Object.entries(PROFILES) as [Profile, ProfileSpec][]) {
+    const real = recordedSymbols(spec.symbols);
+    for (const s of spec.without ?? []) real.delete(s);
+    for (const s of spec.with ?? []) real.add(s);
+    const want = [...[...real].filter((s) => has.has(s)), ...FAKE_ONLY].sort();
+    const out = join(dir, name, 'libnvidia-ml.so.1');
+    mkdirSync(join(dir, name));
+    const map = join(dir, name, 'exports.map');
+    writeFileSync(map, `{\n  global:\n${want.map((s) => `    ${s};`).join('\n')}\n  local: *;\n};\n`);
+    gcc('-shared', '-o', out, `-Wl,--version-script=${map}`, spec.processInfoCc ? objects.cc : objects.plain, '-lpthread', '-lm');
+    const got = definedSymbols(out, true);
+    if ([...got].sort().join() !== want.join()) throw new Error(`fake NVML profile ${name}: exports ${[...got].sort().join(' ')}, wanted ${want.join(' ')}`);
+    libraries[name] = out;
+    exported[name] = got;
   }
-  return (built = { current, old, lean });
+  return (built = { entryPoints: new Set([...has].filter((s) => !FAKE_ONLY.includes(s))), libraries, exported });
+}
+
+/** The fake library of each profile. */
+export function fakeNvmlLibraries(): Record<Profile, string> {
+  return build().libraries;
+}
+
+/** The nvml* entry points the fake has. */
+export function fakeNvmlEntryPoints(): Set<string> {
+  return build().entryPoints;
+}
+
+/** The nvml* symbols a profile's library exports. */
+export function fakeNvmlExports(profile: Profile): Set<string> {
+  return new Set([...build().exported[profile]].filter((s) => !FAKE_ONLY.includes(s)));
 }
 
 export interface FakeGpu {
@@ -81,7 +190,7 @@ export class FakeNvml {
     renameSync(tmp, this.path);
   }
   /** Environment that makes the production code load the fake through koffi. */
-  env(variant: Variant = 'current'): Record<string, string> {
-    return { L9GPU_NVML_LIBRARY: fakeNvmlLibraries()[variant], FAKE_NVML_CONFIG: this.path };
+  env(profile: Profile = DEFAULT_PROFILE): Record<string, string> {
+    return { L9GPU_NVML_LIBRARY: fakeNvmlLibraries()[profile], FAKE_NVML_CONFIG: this.path };
   }
 }

@@ -7,6 +7,9 @@
 #     (~20 s and ~200 MB each the first time)
 #   - gcc (the fake libnvidia-ml.so.1), systemd-analyze, a user for jobs that are not root's
 #   - openssl (the certificate of the tests' API server and kubelet stand-ins)
+#   - NVIDIA's own NVML without a GPU (Debian non-free): libnvidia-ml1 of bookworm (R535) and of trixie (R550)
+#     and trixie's libnvidia-ml-dev (nvml.h), at whatever versions the mirror has, unpacked into
+#     .cache/nvidia-ml/<suite>/ with a `packages` file naming them (test/nvml-real.test.ts)
 #   - rollout: two bookworm roots under /var/cache/l9gpu-test, a clean minbase one (the .deb's
 #     install test) and one with ansible-core, python3-apt and systemd (the role's run and
 #     systemd-analyze verify of the unit it installs); ansible-core and ansible-lint here
@@ -45,6 +48,10 @@ for r in "${!roots[@]}"; do [ -x "$chroots/$r/usr/bin/apt-get" ] && [ -e "$chroo
 other=()
 [ -x "$vm" ] || other+=("VictoriaMetrics 1.112")
 id l9gputest >/dev/null 2>&1 || other+=("user l9gputest")
+# NVIDIA's NVML: suite -> packages
+declare -A nvml=([bookworm]="libnvidia-ml1" [trixie]="libnvidia-ml1 libnvidia-ml-dev")
+for r in "${!nvml[@]}"; do [ -e "$cache/nvidia-ml/$r/packages" ] && unset "nvml[$r]"; done
+for r in "${!nvml[@]}"; do other+=("NVIDIA NVML ($r)"); done
 # only root can see munge's key (its folder is munge's own)
 [ "$(id -u)" != 0 ] || [ -s /etc/munge/munge.key ] || other+=("munge key")
 
@@ -98,17 +105,44 @@ if [ ! -s /etc/munge/munge.key ]; then
   chown munge:munge /etc/munge/munge.key; chmod 400 /etc/munge/munge.key
 fi
 
-if [ ! -x "$vm" ]; then
-  d="$cache/apt-trixie"
-  mkdir -p "$d/lists/partial" "$d/dl/partial"
-  echo "deb http://deb.debian.org/debian trixie main" > "$d/sources.list"
-  o=(-o "Dir::Etc::sourcelist=$d/sources.list" -o "Dir::Etc::sourceparts=-" -o "Dir::State::Lists=$d/lists" -o "Dir::Cache::archives=$d/dl")
+# Downloads Debian packages (name or name=version) of a suite into $cache/apt-<suite>/dl, apt's own state kept
+# beside them: the machine's sources and lists are never touched. Components main, contrib and non-free.
+apt_download() {
+  local suite=$1; shift
+  local d="$cache/apt-$suite"
+  rm -rf "$d"; mkdir -p "$d/lists/partial" "$d/dl/partial"
+  echo "deb http://deb.debian.org/debian $suite main contrib non-free" > "$d/sources.list"
+  # no installed-package state (any version the mirror has is a candidate); downloads as root (no _apt sandbox warning)
+  local o=(-o "Dir::Etc::sourcelist=$d/sources.list" -o "Dir::Etc::sourceparts=-" -o "Dir::State::Lists=$d/lists"
+    -o "Dir::Cache::archives=$d/dl" -o "Dir::State::status=/dev/null" -o "APT::Sandbox::User=root")
   apt-get "${o[@]}" update -qq
-  (cd "$d/dl" && apt-get "${o[@]}" download victoria-metrics=1.112.0+ds1-2 >/dev/null)
+  (cd "$d/dl" && apt-get "${o[@]}" download "$@" >/dev/null)
+}
+
+if [ ! -x "$vm" ]; then
+  apt_download trixie victoria-metrics=1.112.0+ds1-2
+  d="$cache/apt-trixie"
   dpkg -x "$d"/dl/victoria-metrics_*.deb "$cache/victoria-metrics"
   rm -rf "$d"
   echo "VictoriaMetrics: $("$vm" -version)" >&2
 fi
+
+# NVIDIA's libraries and header, unpacked; `packages` (name and version of each) is written last: it marks the
+# folder complete
+for r in "${!nvml[@]}"; do
+  # shellcheck disable=SC2086 # the package list is words
+  apt_download "$r" ${nvml[$r]}
+  d="$cache/apt-$r"
+  out="$cache/nvidia-ml/$r"
+  rm -rf "$out"; mkdir -p "$out"
+  for deb in "$d"/dl/*.deb; do
+    dpkg-deb -x "$deb" "$out"
+    echo "$(dpkg-deb -f "$deb" Package) $(dpkg-deb -f "$deb" Version)" >> "$out/packages.tmp"
+  done
+  mv "$out/packages.tmp" "$out/packages"
+  rm -rf "$d"
+  echo "NVIDIA NVML ($r): $(paste -sd, "$out/packages" | sed 's/,/, /g')" >&2
+done
 
 failed=0
 for p in "${pids[@]}"; do wait "$p" || failed=1; done
