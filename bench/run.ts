@@ -11,6 +11,7 @@ import { benchJobsSocket, type LoopCost } from './jobs-socket.js';
 import { benchKubernetes } from './kubernetes.js';
 import { benchNcclDaemon, benchNcclTail } from './nccl.js';
 import { benchNvml, type NvmlCost } from './nvml.js';
+import { benchPackageStartup } from './package-startup.js';
 import { benchPipeline } from './pipeline.js';
 import { benchScrape } from './scrape.js';
 
@@ -81,6 +82,13 @@ line('epilog / bare: p50, p99', `${fmt(h.epilog.p50 / h.bare.p50, 2)}x, ${fmt(h.
 const c = h.concurrent;
 line(`${c.prologs} concurrent prologs: failed, jobs, bindings`, `${c.failed}, ${c.jobs}, ${c.bindings}`, `0, ${c.prologs}, ${2 * c.prologs}`, c.failed === 0 && c.jobs === c.prologs && c.bindings === 2 * c.prologs);
 line(`${c.prologs} concurrent prologs: wall time`, ms(c.wallMs), '(info)', true);
+
+const st = benchPackageStartup(Number(process.env.BENCH_STARTUP_RUNS ?? 30));
+line(`[bundled Node.js ${st.node}] bare node -e 0: p50`, ms(st.bareMs), '(reference)', true);
+for (const [cmd, { cached, uncached }] of Object.entries(st.commands)) {
+  const goal = cmd === 'prolog' || cmd === 'epilog' ? 1.2 : 1.3;
+  line(`[bundled] ${cmd}: p50 x bare, compile cache / none`, `${fmt(cached / st.bareMs, 2)}x / ${fmt(uncached / st.bareMs, 2)}x`, `<= ${goal}x`, cached / st.bareMs <= goal);
+}
 
 const j = benchJobs(Number(process.env.BENCH_JOBS ?? 100_000));
 line(`jobs: store of ${fmt(j.jobs)} jobs, ${fmt(j.bindings)} GPU bindings`, `${fmt(j.buildS, 1)} s to build`, '(info)', true);

@@ -2,9 +2,20 @@
 // `l9gpu daemon` is a long-running process: it starts without the CLI framework
 // (see src/cli/daemon-main.ts); the hooks, the everyday commands and the help texts do too.
 // Everything else goes through oclif.
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { readFileSync, statSync } from 'node:fs';
+import module, { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
+
+// The package's compile cache (cache/ beside bin/: Node 22+ keeps V8's compiled code of what is
+// loaded next, so the bundles start without being parsed again). Used only when root owns it and
+// no one else can write it: the hooks and the daemon run what it holds as root. A checkout has none.
+try {
+  const cache = fileURLToPath(new URL('../cache', import.meta.url));
+  const s = statSync(cache);
+  if (module.enableCompileCache && s.isDirectory() && s.uid === 0 && (s.mode & 0o022) === 0) module.enableCompileCache(cache);
+} catch {
+  // no cache folder: nothing to use
+}
 
 let args = process.argv.slice(2);
 // `l9gpu help <command>` as `l9gpu <command> --help`; `l9gpu version` as `l9gpu --version`

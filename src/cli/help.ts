@@ -69,19 +69,19 @@ const MAN: Record<string, ManSections> = {
   'slurm ctld-epilog': {
     exit: [['0', 'as EpilogSlurmctld always (the worker runs on); with --job: the summary was stored'], ['1', '--job: nothing stored (no metrics, no accounting record, a foreign AdminComment)'], BAD_CONFIG],
     files: [CONFIG_FILE, ['/var/lib/l9gpu/ctld-epilog.log', 'what the workers did ([daemon] state_dir)']],
-    env: [['SLURM_JOB_ID, SLURM_JOB_NODELIST, SLURM_ARRAY_JOB_ID, SLURM_ARRAY_TASK_ID', 'set by slurmctld'], ['L9GPU_NODE', 'the node binary slurm/ctld-epilog runs (default /usr/bin/node)'], CONFIG_ENV],
+    env: [['SLURM_JOB_ID, SLURM_JOB_NODELIST, SLURM_ARRAY_JOB_ID, SLURM_ARRAY_TASK_ID', 'set by slurmctld'], ['L9GPU_NODE', 'in a checkout only, the node binary slurm/ctld-epilog runs (default /usr/bin/node); the package always runs its own, /opt/l9gpu/node/bin/node'], CONFIG_ENV],
     see: ['l9gpu jobs show', 'docs/jobs.md'],
   },
   'slurm prolog': {
     exit: [['0', 'always, unless [slurm] hook_strict = true: a failing hook would drain the node']],
     files: [CONFIG_FILE, STORE, ['/var/lib/l9gpu/hooks.log', 'what the hooks could not do']],
-    env: [['SLURM_JOB_ID, SLURM_JOB_GPUS, CUDA_VISIBLE_DEVICES, SLURM_JOB_USER, ...', 'set by slurmd'], ['L9GPU_NODE', 'the node binary slurm/prolog runs (default /usr/bin/node)']],
+    env: [['SLURM_JOB_ID, SLURM_JOB_GPUS, CUDA_VISIBLE_DEVICES, SLURM_JOB_USER, ...', 'set by slurmd'], ['L9GPU_NODE', 'in a checkout only, the node binary slurm/prolog runs (default /usr/bin/node); the package always runs its own, /opt/l9gpu/node/bin/node']],
     see: ['l9gpu slurm epilog', 'docs/slurm.md'],
   },
   'slurm epilog': {
     exit: [['0', 'always, unless [slurm] hook_strict = true']],
     files: [CONFIG_FILE, STORE, ['/var/lib/l9gpu/hooks.log', 'what the hooks could not do']],
-    env: [['SLURM_JOB_ID, SLURM_JOB_EXIT_CODE, ...', 'set by slurmd'], ['L9GPU_NODE', 'the node binary slurm/epilog runs (default /usr/bin/node)']],
+    env: [['SLURM_JOB_ID, SLURM_JOB_EXIT_CODE, ...', 'set by slurmd'], ['L9GPU_NODE', 'in a checkout only, the node binary slurm/epilog runs (default /usr/bin/node); the package always runs its own, /opt/l9gpu/node/bin/node']],
     see: ['l9gpu slurm prolog', 'docs/slurm.md'],
   },
 };

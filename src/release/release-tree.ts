@@ -1,18 +1,37 @@
 /**
  * The release tree an offline node runs from (/opt/l9gpu): the built code, the
- * production node_modules with the native modules built on this machine, the
- * hooks, the unit, the docs. Assembled from a built checkout (`npm run build`),
- * never from the network: the node_modules already here are the ones the tests ran.
+ * production node_modules, the Node.js runtime they run on (node/, from
+ * runtime.ts) with better-sqlite3 compiled for it (native.ts), the hooks, the
+ * unit, the docs. Assembled from a built checkout (`npm run build`), never
+ * from the network: the node_modules already here are the ones the tests ran.
+ * Every file is checked against the oldest system the package promises (elf.ts).
  */
 import { execFileSync } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
-import { nodeCheckScript, type NodeTarget } from './node-check.js';
+import { beyondOldest, readElfNeeds, type ElfNeeds } from './elf.js';
+import { betterSqlite3For } from './native.js';
+import type { Runtime } from './runtime.js';
+import { checkNodeScript } from './system-check.js';
 
-/** The build: the Node it targets (node-check.ts) and what names it. */
-export interface BuildInfo extends NodeTarget {
+/** Where the package puts things on a node (the .deb, the .rpm, install.sh and the image alike). */
+export const PREFIX = '/opt/l9gpu';
+export const STATE_DIR = '/var/lib/l9gpu';
+export const CONFIG_DIR = '/etc/l9gpu';
+/** The bundled runtime, and the compile cache (root's: the hooks run what it holds as root). */
+export const NODE = `${PREFIX}/node/bin/node`;
+export const COMPILE_CACHE = `${PREFIX}/cache`;
+
+/** The build: what names it and the runtime it ships. */
+export interface BuildInfo {
   readonly name: string;
+  readonly version: string;
   readonly commit: string;
+  /** linux-x64 or linux-arm64. */
+  readonly platform: string;
+  /** The bundled Node.js and its ABI (process.versions.modules), which better-sqlite3 is built for. */
+  readonly nodeVersion: string;
+  readonly nodeAbi: string;
 }
 
 /** What of the checkout goes into the tree: code, the files read at run time, what an admin reads. */
@@ -24,8 +43,8 @@ const SLURM_SCRIPTS = ['prolog', 'epilog', 'ctld-epilog', 'hook-run'];
 /** Read at run time from the package root (src/attribution/kubernetes/podresources-client.ts). */
 const RUNTIME_ASSETS = ['src/attribution/kubernetes/podresources/api.proto'];
 
-export function readBuildInfo(root: string): BuildInfo {
-  const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { name: string; version: string; engines?: { node?: string } };
+export function readBuildInfo(root: string, runtime: Runtime): BuildInfo {
+  const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { name: string; version: string };
   let commit = 'unknown';
   try {
     commit = execFileSync('git', ['-C', root, 'rev-parse', '--short=12', 'HEAD'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
@@ -35,11 +54,10 @@ export function readBuildInfo(root: string): BuildInfo {
   return {
     name: pkg.name,
     version: pkg.version,
-    platform: `${process.platform}-${process.arch}`,
-    nodeAbi: process.versions.modules,
-    nodeVersion: process.versions.node,
-    nodeMin: /(\d+\.\d+(?:\.\d+)?)/.exec(pkg.engines?.node ?? '')?.[1] ?? process.versions.node,
     commit,
+    platform: runtime.platform,
+    nodeVersion: runtime.version,
+    nodeAbi: runtime.abi,
   };
 }
 
@@ -56,18 +74,24 @@ function productionModules(root: string): string[] {
   return out.split('\n').map((l) => relative(root, l.trim())).filter((p) => p.startsWith('node_modules/'));
 }
 
+/** better-sqlite3's module: the one built here for the development Node is replaced by the one for the bundled runtime. */
+const SQLITE_MODULE = 'node_modules/better-sqlite3/build/Release/better_sqlite3.node';
+
 /**
  * What a module carries that nothing loads at run time: better-sqlite3's SQLite
- * sources and build intermediates (25 MB of its 27), type declarations, source maps.
+ * sources and build intermediates (25 MB of its 27), koffi's musl build (the
+ * package is for glibc systems), type declarations, source maps.
  */
 function keep(path: string): boolean {
   if (/better-sqlite3\/(deps|src)(\/|$)/.test(path)) return false;
-  if (/better-sqlite3\/build\//.test(path) && !/better-sqlite3\/build\/Release(\/better_sqlite3\.node)?$/.test(path)) return false;
+  if (/better-sqlite3\/build\//.test(path) && !/better-sqlite3\/build\/Release$/.test(path)) return false;
+  if (/koffi-linux-[^/]+\/musl_/.test(path)) return false;
   return !/\.d\.[cm]?ts$|\.map$/.test(path);
 }
 
-export function assembleTree(root: string, dest: string, info: BuildInfo): void {
+export function assembleTree(root: string, dest: string, info: BuildInfo, runtime: Runtime): void {
   requireBuilt(root);
+  const sqlite = betterSqlite3For(root, runtime);
   rmSync(dest, { recursive: true, force: true });
   mkdirSync(dest, { recursive: true });
   for (const f of TOP_LEVEL) if (existsSync(join(root, f))) cpSync(join(root, f), join(dest, f), { recursive: true });
@@ -84,12 +108,41 @@ export function assembleTree(root: string, dest: string, info: BuildInfo): void 
     mkdirSync(dirname(join(dest, m)), { recursive: true });
     cpSync(join(root, m), join(dest, m), { recursive: true, filter: (p) => keep(p) && !relative(join(root, m), p).startsWith('node_modules') });
   }
-  writeFileSync(join(dest, 'bin/check-node'), nodeCheckScript(info));
+  copyFileSync(sqlite, join(dest, SQLITE_MODULE));
+  // the runtime: the binary and its license (the headers were for the build only)
+  mkdirSync(join(dest, 'node/bin'), { recursive: true });
+  copyFileSync(join(runtime.dir, 'bin/node'), join(dest, 'node/bin/node'));
+  copyFileSync(join(runtime.dir, 'LICENSE'), join(dest, 'node/LICENSE'));
+  // `l9gpu` run by path (/usr/bin/l9gpu) starts on the bundled runtime, never a node found on PATH
+  const run = readFileSync(join(dest, 'bin/run.js'), 'utf8');
+  writeFileSync(join(dest, 'bin/run.js'), run.replace(/^#!.*\n/, `#!${NODE}\n`));
+  writeFileSync(join(dest, 'bin/check-node'), checkNodeScript(info));
+  // filled by root's runs (postinst, the hooks): bin/run.js and slurm/hook-run use it only when root owns it
+  mkdirSync(join(dest, 'cache'));
   // every executable the hooks and slurmd call by path, whatever the checkout's modes and the umask were
-  for (const x of ['bin/run.js', 'bin/check-node', ...SLURM_SCRIPTS.filter((s) => s !== 'hook-run').map((s) => `slurm/${s}`)]) {
+  for (const x of ['bin/run.js', 'bin/check-node', 'node/bin/node', ...SLURM_SCRIPTS.filter((s) => s !== 'hook-run').map((s) => `slurm/${s}`)]) {
     if (existsSync(join(dest, x))) chmodSync(join(dest, x), 0o755);
   }
   writeFileSync(join(dest, 'BUILD-INFO.json'), JSON.stringify(info, null, 2) + '\n');
+  const beyond = elfFiles(dest).flatMap((f) => beyondOldest(f.needs).map((why) => `${relative(dest, f.path)} ${why}`));
+  if (beyond.length > 0) throw new Error(`the package would not run on every system it promises:\n${beyond.join('\n')}`);
+}
+
+/** Every ELF file under dir, with what it needs of the system (elf.ts). */
+export function elfFiles(dir: string): { path: string; needs: ElfNeeds }[] {
+  const out: { path: string; needs: ElfNeeds }[] = [];
+  const walk = (d: string): void => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      const p = join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (e.isFile()) {
+        const needs = readElfNeeds(p);
+        if (needs) out.push({ path: p, needs });
+      }
+    }
+  };
+  walk(dir);
+  return out;
 }
 
 /** Size of a tree in KiB, as dpkg's Installed-Size counts it. */
@@ -107,3 +160,26 @@ export function treeKiB(dir: string): number {
 }
 
 export const artifactBase = (info: BuildInfo): string => `${info.name}-${info.version}-${info.platform}`;
+
+/** The configuration a package ships: none of its own settings, so a node runs on the defaults until the admin's file replaces it. */
+export const CONFIG_STUB = `; l9gpu configuration. Nothing set here: the daemon runs on its embedded defaults (plugins auto,
+; the prometheus sink on port 9464). Every key, its default and its environment variable:
+; ${PREFIX}/docs/l9gpu.example.ini. Kept on upgrade and removal.
+`;
+
+/**
+ * A package's files at their places under root: the tree at PREFIX, `l9gpu` on PATH (a link to
+ * bin/run.js, whose first line names the bundled runtime), the unit where the distribution keeps
+ * them, the stub configuration. The .deb, the .rpm and the image are made from this.
+ */
+export function layOut(tree: string, root: string, unitPath: string): void {
+  rmSync(root, { recursive: true, force: true });
+  mkdirSync(join(root, PREFIX), { recursive: true });
+  cpSync(tree, join(root, PREFIX), { recursive: true, verbatimSymlinks: true });
+  mkdirSync(join(root, 'usr/bin'), { recursive: true });
+  symlinkSync(`${PREFIX}/bin/run.js`, join(root, 'usr/bin/l9gpu'));
+  mkdirSync(dirname(join(root, unitPath)), { recursive: true });
+  copyFileSync(join(tree, 'systemd/l9gpu.service'), join(root, unitPath));
+  mkdirSync(join(root, CONFIG_DIR), { recursive: true });
+  writeFileSync(join(root, CONFIG_DIR, 'l9gpu.ini'), CONFIG_STUB, { mode: 0o644 });
+}

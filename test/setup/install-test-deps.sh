@@ -10,9 +10,11 @@
 #   - NVIDIA's own NVML without a GPU (Debian non-free): libnvidia-ml1 of bookworm (R535) and of trixie (R550)
 #     and trixie's libnvidia-ml-dev (nvml.h), at whatever versions the mirror has, unpacked into
 #     .cache/nvidia-ml/<suite>/ with a `packages` file naming them (test/nvml-real.test.ts)
-#   - rollout: two bookworm roots under /var/cache/l9gpu-test, a clean minbase one (the .deb's
-#     install test) and one with ansible-core, python3-apt and systemd (the role's run and
-#     systemd-analyze verify of the unit it installs); ansible-core and ansible-lint here
+#   - rollout: roots under /var/cache/l9gpu-test: a clean bookworm minbase one (the .deb's
+#     install test), a clean bullseye minbase one (glibc 2.31, older than the build host's: the
+#     .rpm is installed into it with rpm --root), and a bookworm one with ansible-core,
+#     python3-apt and systemd (the role's run and systemd-analyze verify of the unit it
+#     installs); ansible-core, ansible-lint and rpm (rpmbuild) here
 #   The mmdebstrap runs go in parallel: they wait on the mirror, not on the CPU.
 # `npm test` runs this first: with everything present it says nothing and takes a few ms;
 # as root it installs what is missing; otherwise it fails with one line naming what is
@@ -38,12 +40,13 @@ command -v openssl >/dev/null || packages+=(openssl)
 command -v ansible-playbook >/dev/null || packages+=(ansible-core)
 command -v ansible-lint >/dev/null || packages+=(ansible-lint)
 command -v unshare >/dev/null || packages+=(util-linux)
+command -v rpmbuild >/dev/null || packages+=(rpm)
 releases=()
 for release in trixie sid; do
   [ -x "$chroots/slurm-$release/usr/sbin/slurmctld" ] && [ -x "$chroots/slurm-$release/usr/sbin/slurmdbd" ] || releases+=("$release")
 done
-# the rollout tests' roots: name and the packages beyond minbase
-declare -A roots=([bookworm-minbase]="" [bookworm-ansible]="ansible-core,python3-apt,systemd,procps")
+# the rollout tests' roots: name (the suite first) and the packages beyond minbase
+declare -A roots=([bookworm-minbase]="" [bullseye-minbase]="" [bookworm-ansible]="ansible-core,python3-apt,systemd,procps")
 for r in "${!roots[@]}"; do [ -x "$chroots/$r/usr/bin/apt-get" ] && [ -e "$chroots/$r/.complete" ] && unset "roots[$r]"; done
 other=()
 [ -x "$vm" ] || other+=("VictoriaMetrics 1.112")
@@ -88,7 +91,7 @@ make_root() {
 for release in "${releases[@]}"; do
   make_root "slurm-$release" "$release" slurm-wlm,slurm-client,slurmdbd,munge & pids+=($!)
 done
-for r in "${!roots[@]}"; do make_root "$r" bookworm "${roots[$r]}" & pids+=($!); done
+for r in "${!roots[@]}"; do make_root "$r" "${r%%-*}" "${roots[$r]}" & pids+=($!); done
 if [ ${#packages[@]} -gt 0 ]; then
   # policy-rc.d keeps the packages from starting a system prometheus, slurmd or mariadb we do not want
   printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod 755 /usr/sbin/policy-rc.d
