@@ -12,7 +12,7 @@ import { dirname, join, relative } from 'node:path';
 import { beyondOldest, readElfNeeds, type ElfNeeds } from './elf.js';
 import { betterSqlite3For } from './native.js';
 import type { Runtime } from './runtime.js';
-import { checkNodeScript } from './system-check.js';
+import { checkNodeScript, type PackageTarget } from './system-check.js';
 
 /** Where the package puts things on a node (the .deb, the .rpm, install.sh and the image alike). */
 export const PREFIX = '/opt/l9gpu';
@@ -23,15 +23,9 @@ export const NODE = `${PREFIX}/node/bin/node`;
 export const COMPILE_CACHE = `${PREFIX}/cache`;
 
 /** The build: what names it and the runtime it ships. */
-export interface BuildInfo {
+export interface BuildInfo extends PackageTarget {
   readonly name: string;
-  readonly version: string;
   readonly commit: string;
-  /** linux-x64 or linux-arm64. */
-  readonly platform: string;
-  /** The bundled Node.js and its ABI (process.versions.modules), which better-sqlite3 is built for. */
-  readonly nodeVersion: string;
-  readonly nodeAbi: string;
 }
 
 /** What of the checkout goes into the tree: code, the files read at run time, what an admin reads. */

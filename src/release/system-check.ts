@@ -9,20 +9,28 @@
  * native modules, for an admin who wonders after an OS upgrade. A version
  * that does not parse is a failure, never a pass.
  */
-import type { BuildInfo } from './release-tree.js';
+/** What of a build the checks name (release-tree.ts's BuildInfo extends it). */
+export interface PackageTarget {
+  readonly version: string;
+  /** linux-x64 or linux-arm64. */
+  readonly platform: string;
+  /** The bundled Node.js and its ABI (process.versions.modules), which better-sqlite3 is built for. */
+  readonly nodeVersion: string;
+  readonly nodeAbi: string;
+}
 
 const MACHINE: Record<string, string> = { 'linux-x64': 'x86_64', 'linux-arm64': 'aarch64' };
 /** The oldest glibc the package runs on (elf.ts's OLDEST_SYSTEM). */
 export const GLIBC_MIN = [2, 28] as const;
 
-export function machineOf(info: BuildInfo): string {
+export function machineOf(info: PackageTarget): string {
   const m = MACHINE[info.platform];
   if (!m) throw new Error(`no package for ${info.platform}: build on Linux x86_64 or aarch64`);
   return m;
 }
 
 /** The check as a sh function `l9gpu_check_system`. Exit status 0: this system runs the package. */
-export function systemCheckFunction(info: BuildInfo): string {
+export function systemCheckFunction(info: PackageTarget): string {
   const [needMajor, needMinor] = GLIBC_MIN;
   return `# l9gpu ${info.version} for ${machineOf(info)} with glibc ${needMajor}.${needMinor} or newer (its own Node.js ${info.nodeVersion} is in the package).
 l9gpu_check_system() {
@@ -53,7 +61,7 @@ l9gpu_check_system() {
  * bin/check-node: the system check, then the bundled runtime run for real:
  * its version and ABI must be the build's, and better-sqlite3 and koffi must load.
  */
-export function checkNodeScript(info: BuildInfo): string {
+export function checkNodeScript(info: PackageTarget): string {
   const expect = `${info.nodeVersion} ${info.nodeAbi}`;
   return `#!/bin/sh
 # Says whether this system runs the l9gpu installed here, with the Node.js it ships (exit 0), or what is wrong (exit 1).
