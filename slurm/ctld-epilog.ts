@@ -19,6 +19,7 @@ import { closeSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Config } from '../src/core/config/load.js';
+import { RAW_JOB_ID, jobIdVariableError } from '../src/core/job-id.js';
 import { makeDirs } from '../src/core/make-dirs.js';
 import { jobEndCoverage, reportFromPromql, settledReport, type JobEndCoverage, type PromqlOptions } from '../src/jobs/promql.js';
 import { encodeSummary, isSummary } from '../src/jobs/summary.js';
@@ -44,12 +45,12 @@ export interface CtldEpilogJob {
 /** The job slurmctld's epilog environment names; undefined for a job that never ran on a node (cancelled while pending). */
 export function epilogJob(env: NodeJS.ProcessEnv): CtldEpilogJob | undefined {
   const raw = env.SLURM_JOB_ID;
-  if (!raw || !/^\d+$/.test(raw)) throw new Error('SLURM_JOB_ID is not set: slurmctld sets it for EpilogSlurmctld (for a finished job by hand: --job ID)');
+  if (!raw || !RAW_JOB_ID.test(raw)) throw new Error(`${jobIdVariableError('SLURM_JOB_ID', raw)}: slurmctld sets it for EpilogSlurmctld (for a finished job by hand: --job ID)`);
   const nodes = env.SLURM_JOB_NODELIST ?? env.SLURM_NODELIST ?? '';
   if (!nodes || nodes === '(null)' || nodes === 'None assigned') return undefined;
   const arr = env.SLURM_ARRAY_JOB_ID;
   const task = env.SLURM_ARRAY_TASK_ID;
-  return { rawId: raw, acctId: arr && task && /^\d+$/.test(arr) && /^\d+$/.test(task) ? `${arr}_${task}` : raw };
+  return { rawId: raw, acctId: arr && task && RAW_JOB_ID.test(arr) && RAW_JOB_ID.test(task) ? `${arr}_${task}` : raw };
 }
 
 /** Starts the worker, detached from slurmctld, its output appended to <state_dir>/ctld-epilog.log (or dropped where it cannot be written). */

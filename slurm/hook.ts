@@ -7,6 +7,7 @@
  * is loaded.
  */
 import { clip, printable } from '../src/core/printable.js';
+import { RAW_JOB_ID, jobIdVariableError } from '../src/core/job-id.js';
 import { closeSync, openSync, renameSync, statSync, writeSync } from 'node:fs';
 import { APPEND_NOFOLLOW, assertSafeStateDir } from '../src/store/state-dir.js';
 import { join } from 'node:path';
@@ -29,13 +30,13 @@ export function runKey(env: NodeJS.ProcessEnv): string {
 }
 
 const num = (v: string | undefined): number | null => (v !== undefined && /^\d+$/.test(v) ? Number(v) : null);
-/** A Slurm job id as the environment gives it (digits); anything else is refused. */
-const JOB_ID = /^\d{1,20}$/;
 const str = (v: string | undefined): string | null => (v === undefined || v === '' || v === '(null)' ? null : v);
+/** An array or het job's id as the environment gives it: no id of Slurm's is anything else, and then there is none. */
+const id = (v: string | undefined): string | null => (v !== undefined && RAW_JOB_ID.test(v) ? v : null);
 
 export function jobFromEnv(env: NodeJS.ProcessEnv): JobRecord {
   const jobId = str(env.SLURM_JOB_ID) ?? str(env.SLURM_JOBID);
-  if (!jobId || !JOB_ID.test(jobId)) throw new Error(`SLURM_JOB_ID is ${jobId === null ? 'not set' : `"${clip(jobId, 40)}", not a job id`}: not run by slurmd?`);
+  if (!jobId || !RAW_JOB_ID.test(jobId)) throw new Error(`${jobIdVariableError('SLURM_JOB_ID', jobId ?? undefined)}: not run by slurmd?`);
   const start = num(env.SLURM_JOB_START_TIME);
   return {
     jobId,
@@ -47,10 +48,10 @@ export function jobFromEnv(env: NodeJS.ProcessEnv): JobRecord {
     partition: str(env.SLURM_JOB_PARTITION),
     qos: str(env.SLURM_JOB_QOS),
     name: str(env.SLURM_JOB_NAME), // only in PrologSlurmctld; the reconciler fills it otherwise
-    arrayJobId: str(env.SLURM_ARRAY_JOB_ID),
-    arrayTaskId: str(env.SLURM_ARRAY_TASK_ID),
-    hetJobId: str(env.SLURM_HET_JOB_ID),
-    hetJobOffset: str(env.SLURM_HET_JOB_OFFSET),
+    arrayJobId: id(env.SLURM_ARRAY_JOB_ID),
+    arrayTaskId: id(env.SLURM_ARRAY_TASK_ID),
+    hetJobId: id(env.SLURM_HET_JOB_ID),
+    hetJobOffset: id(env.SLURM_HET_JOB_OFFSET),
     startTime: start !== null ? start * 1000 : null,
   };
 }
@@ -113,7 +114,7 @@ export function runHook(kind: HookKind, env: NodeJS.ProcessEnv, cfg: Config, now
 const MAX_LINE = 2000;
 
 /** The job as a log line names it: its id when it is one, else "?" (the error says what it was). */
-const jobLabel = (env: NodeJS.ProcessEnv): string => (JOB_ID.test(env.SLURM_JOB_ID ?? '') ? env.SLURM_JOB_ID! : '?');
+const jobLabel = (env: NodeJS.ProcessEnv): string => (RAW_JOB_ID.test(env.SLURM_JOB_ID ?? '') ? env.SLURM_JOB_ID! : '?');
 
 /** Appends to <state_dir>/hooks.log, rotated at 1 MiB, never through a link; never throws. */
 function logLine(stateDir: string | undefined, raw: string): void {

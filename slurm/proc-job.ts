@@ -19,7 +19,7 @@ import { processUid } from '../src/core/proc-owner.js';
 
 /** The first bytes of an environment read: SLURM_JOB_ID is set early, and a user's environment may be megabytes. */
 const MAX_ENVIRON = 256 * 1024;
-const SLURM_CGROUP = /^(?:0::\/system\.slice\/slurmstepd\.scope|\d+:[^:\n]*:\/slurm[^/\n]*\/uid_\d+)\/job_(\d+)(?:\/|$)/m;
+const SLURM_CGROUP = /^(?:0::\/system\.slice\/slurmstepd\.scope|\d+:[^:\n]*:\/slurm[^/\n]*\/uid_\d+)\/job_(\d{1,10})(?:\/|$)/m;
 
 /** The first `max` bytes of a file (a /proc file has no size to stat), or undefined when it cannot be read. */
 function head(path: string, max: number): Buffer | undefined {
@@ -49,7 +49,7 @@ export function jobOfPidSaid(pid: number, proc = '/proc'): { job: string; by: 'c
   if (m) return { job: m[1]!, by: 'cgroup' };
   const env = head(`${proc}/${pid}/environ`, MAX_ENVIRON)?.toString('latin1');
   if (env === undefined) return null; // not ours to read, or gone
-  const e = /(?:^|\0)SLURM_JOB_ID=(\d+)(?:\0|$)/.exec(env);
+  const e = /(?:^|\0)SLURM_JOB_ID=(\d{1,10})(?:\0|$)/.exec(env);
   return e ? { job: e[1]!, by: 'environ' } : null;
 }
 

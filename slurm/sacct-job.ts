@@ -10,6 +10,8 @@
  */
 import type { SacctJob } from '../src/jobs/slurm-header.js';
 import { expandHostlist } from './hostlist.js';
+import { JOB_ID, RAW_JOB_ID } from '../src/core/job-id.js';
+import { clip, printable } from '../src/core/printable.js';
 import { slurmTime } from './jobs-query.js';
 
 export type { SacctJob } from '../src/jobs/slurm-header.js';
@@ -159,7 +161,7 @@ function splitLines(text: string, where: string): Line[] {
 }
 
 /** An allocation line's id ("123", "122_4", "123+0"); a step's is "<that>.<step>". */
-const ALLOC_ID = /^\d{1,20}(?:_\d{1,10}|_\[[^\]]*\]|\+\d{1,6})?$/;
+const ALLOC_ID = /^\d{1,10}(?:_\d{1,10}|_\[[^\]]*\]|\+\d{1,6})?$/;
 
 function runsOf(lines: Line[]): Run[] {
   const runs: Run[] = [];
@@ -168,7 +170,7 @@ function runsOf(lines: Line[]): Run[] {
     const dot = id.indexOf('.');
     if (dot < 0) {
       if (!ALLOC_ID.test(id)) l.fail('JobID', 'is not a job id');
-      if (!/^\d{1,20}$/.test(l.row.JobIDRaw)) l.fail('JobIDRaw', 'is not a job id');
+      if (!RAW_JOB_ID.test(l.row.JobIDRaw)) l.fail('JobIDRaw', 'is not a job id');
       runs.push({ alloc: l, steps: [] });
       continue;
     }
@@ -247,7 +249,7 @@ export interface SacctJobOptions {
 
 /** Runs sacct for one job; undefined when accounting has no such job. */
 export async function sacctJob(id: string, o: SacctJobOptions): Promise<SacctJob | undefined> {
-  if (!/^\d{1,20}(_\d{1,10})?$/.test(id)) throw new Error(`"${id.slice(0, 40)}" is not a job id (123 or 122_4)`);
+  if (!JOB_ID.test(id)) throw new Error(`"${printable(clip(id, 40))}" is not a job id (123 or 122_4)`);
   const text = await o.run('sacct', sacctJobArgs(id, o.cluster), { ...SACCT_JOB_ENV });
   return parseSacctJob(text, id, `sacct -j ${id}${o.cluster ? ` -M ${o.cluster}` : ''}`);
 }

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { gzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { test } from 'node:test';
@@ -210,6 +211,106 @@ test('names users chose reach the terminal without control sequences, and CSV wi
   const csv = await runCli(['jobs', '--state', 'all', '--csv', '--config', cfg]);
   const row = csv.stdout.split('\n')[1]!;
   assert.ok(row.startsWith('77,alice?[8m,"\'=HYPERLINK(""http://x"")",gpu?1m,'), row);
+});
+
+test('bidirectional and zero-width characters in names users chose are neutralised in the text and CSV, kept exact in JSON', async () => {
+  const state = join(dir, 'bidi-names');
+  const db = openStore(state);
+  // an override that shows "train-gpj.exe" as "train-exe.jpg", an isolate that reorders a row, a zero-width space and joiner that make two names look alike
+  const name = 'train-\u202egpj.exe';
+  recordStart(db, { jobId: '78', runKey: 'r0', user: 'al\u200bice', account: 'phys\u2066ics\u2069', partition: 'gpu\u200d\ufeff', name }, [{ uuid: 'GPU-x', shared: false }], 'prolog', Date.now() - 60_000);
+  db.close();
+  const cfg = join(dir, 'bidi.ini');
+  writeFileSync(cfg, `[daemon]\nstate_dir = ${state}\n`);
+  const invisible = /[\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]/;
+  for (const args of [['jobs', '--state', 'all'], ['jobs', '--state', 'all', '--csv'], ['jobs', 'show', '78']]) {
+    const r = await runCli([...args, '--config', cfg]);
+    assert.equal(r.status, 0, r.stderr);
+    assert.doesNotMatch(r.stdout, invisible, args.join(' '));
+  }
+  const csv = await runCli(['jobs', '--state', 'all', '--csv', '--config', cfg]);
+  assert.ok(csv.stdout.split('\n')[1]!.startsWith('78,al?ice,phys?ics?,gpu??,'), csv.stdout);
+  const show = await runCli(['jobs', 'show', '78', '--config', cfg]);
+  assert.match(show.stdout, /^Job 78 \(train-\?gpj\.exe\)/m);
+  const json = await runCli(['jobs', 'show', '78', '--json', '--config', cfg]);
+  const j = (JSON.parse(json.stdout) as { job: { name: string; user: string; account: string } }).job;
+  assert.deepEqual([j.name, j.user, j.account], [name, 'al\u200bice', 'phys\u2066ics\u2069'], 'JSON is for programs: exact');
+});
+
+test('an empty state_dir, in the file or as L9GPU_STATE_DIR=, is exit code 2 and one line naming where, for every command that reads it', async () => {
+  const f = join(dir, 'empty-state.ini');
+  writeFileSync(f, '[daemon]\nstate_dir =\n');
+  for (const args of [['jobs'], ['jobs', 'show', '5'], ['doctor'], ['health'], ['daemon', '--once', '--plugin', 'sim', '--sink', 'stdout']]) {
+    const r = await runCli([...args, '--config', f]);
+    assert.equal(r.stderr, `l9gpu: ${f}:2 [daemon] state_dir: empty: it needs a value (an absolute path); leave the key out for the default\n`, args.join(' '));
+    assert.equal(r.status, 2, args.join(' '));
+  }
+  const e = await runCli(['jobs'], { L9GPU_STATE_DIR: '' });
+  assert.equal(e.status, 2);
+  assert.equal(e.stderr, 'l9gpu: environment L9GPU_STATE_DIR (for [daemon] state_dir): empty: it needs a value (an absolute path); leave the key out for the default\n');
+});
+
+test('a job id longer than Slurm\'s (uint32: 10 digits) is refused where it enters, shown cut; the ctld epilog says an invalid SLURM_JOB_ID is invalid, not unset', async () => {
+  const long = '9'.repeat(10_000);
+  const show = await runCli(['jobs', 'show', long]);
+  assert.equal(show.status, 2);
+  assert.equal(show.stderr, `l9gpu: "${'9'.repeat(40)}... (10000 characters)" is not a job id (123 or 122_4) nor a pod (namespace/name)\n`);
+  assert.equal((await runCli(['jobs', 'show', '12345678901'])).status, 2, '11 digits');
+  assert.equal((await runCli(['jobs', 'show', `default/${'a'.repeat(254)}`])).status, 2, 'a pod name past 253 characters');
+  const job = await runCli(['slurm', 'ctld-epilog', '--job', `1_${long}`]);
+  assert.equal(job.status, 2);
+  assert.equal(job.stderr, `l9gpu: --job: "1_${'9'.repeat(38)}... (10002 characters)" is not a job id (123 or 122_4)\n`);
+  // as EpilogSlurmctld: exit 0 whatever the environment, and the reason on stderr for slurmctld's log
+  for (const [value, said] of [[long, `"${'9'.repeat(40)}... (10000 characters)", not a job id`], ['42\x1b[2J', '"42?[2J", not a job id'], ['', 'not set']] as const) {
+    const r = await runCli(['slurm', 'ctld-epilog'], { SLURM_JOB_ID: value, SLURM_JOB_NODELIST: 'gpu01' });
+    assert.equal(r.status, 0);
+    assert.equal(r.stderr, `l9gpu ctld-epilog: SLURM_JOB_ID is ${said}: slurmctld sets it for EpilogSlurmctld (for a finished job by hand: --job ID)\n`);
+  }
+});
+
+test('an error nobody foresaw in a light command is one line naming it and where it was thrown, exit 1: not the minified bundle\'s source', async () => {
+  const state = join(dir, 'odd-store');
+  const db = openStore(state);
+  recordStart(db, { jobId: '79', runKey: 'r0', user: 'root', uid: 0, scheduler: 'kubernetes', attrs: { 'k8s.pod.uid': 'u' } }, [{ uuid: 'GPU-x', shared: false }], 'prolog', Date.now() - 60_000);
+  // a store edited by hand: a run's attributes that are not JSON, which no l9gpu writes
+  db.prepare(`UPDATE jobs SET attrs = '{' WHERE job_id = '79'`).run();
+  db.close();
+  const cfg = join(dir, 'odd.ini');
+  writeFileSync(cfg, `[daemon]\nstate_dir = ${state}\n`);
+  const r = await runCli(['jobs', 'show', '79', '--config', cfg]);
+  assert.equal(r.status, 1);
+  assert.equal(r.stderr.split('\n').length, 2, `one line: ${r.stderr.length} bytes`);
+  assert.match(r.stderr, /^l9gpu: internal error \(a bug: please report this line\): SyntaxError: .*JSON.* \(at .*light\.cjs:\d+:\d+\)?\)\n$/);
+  assert.ok(r.stderr.length < 700, `${r.stderr.length} bytes`);
+});
+
+test('jobs show from a damaged AdminComment summary: one line naming the job and what is wrong, exit 1; auto goes on to say what else it tried', async () => {
+  // sacct as l9gpu runs it, printing the record of slurm/testdata/sacct/admin-comment-separators.usv (built from SchedMD's
+  // sources, see its README) with an l9gpu summary in the comment: gzip and hex as the ctld epilog writes them, the content spoilt
+  const record = readFileSync(join(ROOT, 'slurm/testdata/sacct/admin-comment-separators.usv'), 'utf8');
+  const summary = (o: object) => `L9G1:${gzipSync(JSON.stringify(o)).toString('hex')}`;
+  const d = join(dir, 'sacct-damaged');
+  mkdirSync(join(d, 'bin'), { recursive: true });
+  writeFileSync(join(d, 'bin', 'sacct'), `#!/bin/sh\ncat '${join(d, 'record.usv')}'\n`, { mode: 0o755 });
+  const cfg = join(d, 'l9gpu.ini');
+  writeFileSync(cfg, `[daemon]\nstate_dir = ${join(d, 'state')}\n[slurm]\nbin_dir = ${join(d, 'bin')}\n`);
+  const gpu = { node: 'gpu08', uuid: 'GPU-1', model: null, index: 0, shared: false };
+  const cases: [string, string][] = [
+    [summary({ v: 1, made: '2026-11-21T00:00:00Z', gpus: [gpu], series: [], communication: null }), 'gpus[0].figures is not an object'],
+    [summary({ v: 1, made: '2026-11-21T00:00:00Z', gpus: [{ ...gpu, figures: { samples: 1 } }], series: [], communication: null }), 'gpus[0].figures.seconds is not a number'],
+    [summary({ v: 1, made: '2026-11-21T00:00:00Z', gpus: [], series: [[1, 'x']], communication: null }), 'series[0] is not a [time, utilization] pair'],
+    ['L9G1:1f8b0800', 'unexpected end of file'],
+  ];
+  for (const [comment, why] of cases) {
+    writeFileSync(join(d, 'record.usv'), record.replace(/[^\x1f]*\n$/, `${comment}\n`));
+    const r = await runCli(['jobs', 'show', '4106', '--source', 'sacct', '--config', cfg]);
+    assert.equal(r.stderr, `l9gpu: job 4106: the l9gpu summary in AdminComment is damaged (${why})\n`);
+    assert.equal(r.status, 1);
+  }
+  const auto = await runCli(['jobs', 'show', '4106', '--config', cfg]);
+  assert.equal(auto.status, 1);
+  assert.equal(auto.stderr.split('\n').length, 2, auto.stderr);
+  assert.match(auto.stderr, /; job 4106: the l9gpu summary in AdminComment is damaged \(unexpected end of file\)\. From the metrics backend: l9gpu jobs show 4106 --source promql/);
 });
 
 test('doctor on a healthy node: the Prometheus port held by the running l9gpu is ok; held by another program, a problem', async () => {

@@ -150,6 +150,33 @@ test('OTLP headers an HTTP request cannot carry are refused at load (not at ever
   assert.deepEqual(ok.map('otlp', 'headers'), { authorization: 'Basic dXNlcjpwYXNz', 'x-scope-orgid': 'tenant-1' });
 });
 
+test('headers the HTTP client writes itself (framing, hop-by-hop, the body\'s type and encoding) are refused in every header map, from the file or a variable', () => {
+  assert.equal(configError('[otlp]\nheaders = Transfer-Encoding=chunked\n'), 'FILE:2 [otlp] headers: header Transfer-Encoding is not one to set: the HTTP client writes it itself (connection, content-encoding, content-length, content-type, expect, keep-alive, proxy-connection, te, trailer, transfer-encoding, upgrade are its own)');
+  assert.match(configError('[webhook]\nheaders = x-team=a,connection=close\n'), /^FILE:2 \[webhook\] headers: header connection is not one to set: the HTTP client writes it itself/);
+  assert.match(configError('[jobs]\npromql_headers = Content-Length=0\n'), /^FILE:2 \[jobs\] promql_headers: header Content-Length is not one to set/);
+  assert.throws(() => loadAgentConfig({ ...NOFILE, env: { OTEL_EXPORTER_OTLP_HEADERS: 'authorization=Bearer%20x,TE=trailers' } }), {
+    message: /^environment OTEL_EXPORTER_OTLP_HEADERS \(for \[otlp\] headers\): header TE is not one to set/,
+  });
+  // the headers a backend wants are still taken, and resource attributes are no request headers
+  assert.deepEqual(loadAgentConfig({ configPath: ini('hdr-ok.ini', '[otlp]\nheaders = X-Scope-OrgID=t1,authorization=Basic%20x\n[daemon]\nresource_attributes = connection=ib0\n'), env: {} }).map('otlp', 'headers'), { 'X-Scope-OrgID': 't1', authorization: 'Basic x' });
+});
+
+test('[prometheus] path is a URL path: without its leading / (a page no scrape asks for) it is refused at load', () => {
+  assert.equal(configError('[prometheus]\npath = metrics\n'), 'FILE:2 [prometheus] path: "metrics" is not a URL path: it starts with / (/metrics)');
+  assert.equal(configError('[prometheus]\npath = /metrics?x=1\n'), 'FILE:2 [prometheus] path: "/metrics?x=1" is not a URL path: no spaces, ? or # (the query is not part of the page\'s path)');
+  assert.equal(configError('[prometheus]\npath =\n'), 'FILE:2 [prometheus] path: empty: it needs a value; leave the key out for the default');
+  assert.equal(loadAgentConfig({ configPath: ini('prom-path.ini', '[prometheus]\npath = /l9gpu/metrics\n'), env: {} }).str('prometheus', 'path'), '/l9gpu/metrics');
+});
+
+test('an empty state_dir, in the file or as L9GPU_STATE_DIR=, is a config error naming where it came from (not "unset": the store would be elsewhere, or nowhere)', () => {
+  assert.equal(configError('[daemon]\nstate_dir =\n'), 'FILE:2 [daemon] state_dir: empty: it needs a value (an absolute path); leave the key out for the default');
+  assert.throws(() => loadAgentConfig({ ...NOFILE, env: { L9GPU_STATE_DIR: '' } }), {
+    message: 'environment L9GPU_STATE_DIR (for [daemon] state_dir): empty: it needs a value (an absolute path); leave the key out for the default',
+  });
+  // an empty variable of a key that may be unset still means unset
+  assert.deepEqual(loadAgentConfig({ ...NOFILE, env: { L9GPU_PLUGINS: '', OTEL_EXPORTER_OTLP_HEADERS: '' } }).list('daemon', 'plugins'), ['auto']);
+});
+
 test('a missing or oversized config file is an error, a missing default file is not', () => {
   assert.throws(() => loadAgentConfig({ configPath: join(dir, 'nope.ini'), env: {} }), { message: `config file ${join(dir, 'nope.ini')}: not found` });
   assert.throws(() => loadAgentConfig({ ...NOFILE, env: { L9GPU_CONFIG: dir } }), { message: `config file ${dir}: not a regular file` });

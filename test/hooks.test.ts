@@ -153,6 +153,43 @@ test('requeue: the new run is a new row and closes the old one; het job ids are 
   assert.equal(rows(`SELECT COUNT(*) AS n FROM jobs WHERE run_key = 'sluid:sxyz1'`)[0]!.n, 1, 'Slurm 25.11 SLUIDs key runs');
 });
 
+test('the report of a prolog\'s job: the node by its Slurm name though no provider runs here, a start ahead of this node\'s clock as now, energy not measured yet as unknown', async () => {
+  const { env, rows } = setup('attribution = none\n');
+  // the controller's clock an hour ahead of the node's: SLURM_JOB_START_TIME is in the node's future
+  const ahead = Math.floor(Date.now() / 1000) + 3600;
+  assert.equal(hook('prolog', { ...env, SLURM_JOB_ID: '610', CUDA_VISIBLE_DEVICES: 'GPU-aaaa', SLURMD_NODENAME: 'gpunode7', SLURM_JOB_START_TIME: String(ahead) }).status, 0);
+  const start = rows("SELECT start_time FROM jobs WHERE job_id = '610'")[0]!.start_time as number;
+  assert.ok(start <= Date.now(), `start ${new Date(start).toISOString()} is not in the future`);
+  assert.deepEqual(rows("SELECT DISTINCT start_time FROM bindings WHERE job_id = '610'"), [{ start_time: start }]);
+  // an epilog without a prolog, the same
+  assert.equal(hook('epilog', { ...env, SLURM_JOB_ID: '611', CUDA_VISIBLE_DEVICES: 'GPU-bbbb', SLURMD_NODENAME: 'gpunode7', SLURM_JOB_START_TIME: String(ahead), SLURM_JOB_EXIT_CODE: '0' }).status, 0);
+  const [ended] = rows("SELECT start_time, end_time FROM jobs WHERE job_id = '611'");
+  assert.ok((ended!.start_time as number) <= (ended!.end_time as number), JSON.stringify(ended));
+
+  const show = await runCli(['jobs', 'show', '610', '--json'], { L9GPU_CONFIG: env.L9GPU_CONFIG! });
+  assert.equal(show.status, 0, show.stderr);
+  const r = JSON.parse(show.stdout) as { job: { nodes: string[]; elapsed_s: number }; gpus: { node: string }[]; totals: { energy_kwh: number | null; energy_j: number | null } };
+  assert.deepEqual([r.job.nodes, r.gpus.map((g) => g.node)], [['gpunode7'], ['gpunode7']], 'the Slurm node name the prolog recorded, not this host\'s name');
+  assert.ok(r.job.elapsed_s >= 0 && r.job.elapsed_s < 60, `run time ${r.job.elapsed_s} s`);
+  assert.deepEqual([r.totals.energy_kwh, r.totals.energy_j], [null, null], 'no sample yet: energy unknown');
+  const text = await runCli(['jobs', 'show', '610'], { L9GPU_CONFIG: env.L9GPU_CONFIG! });
+  assert.match(text.stdout, /^ {2}node\(s\) {8}gpunode7$/m);
+  assert.match(text.stdout, /energy unknown/);
+  assert.doesNotMatch(text.stdout, /run time -|\b0\.000\b/);
+  const list = await runCli(['jobs', '--csv'], { L9GPU_CONFIG: env.L9GPU_CONFIG! });
+  assert.match(list.stdout, /^610,alice,,gpu,RUNNING,[^,]+,\d+,1,0,0,,,,,,$/m, 'energy_kwh empty, not 0');
+});
+
+test('ids past Slurm\'s uint32 in the hook\'s environment: a job id is refused, shown cut; array and het ids are none', () => {
+  const { env, rows } = setup();
+  const long = '7'.repeat(10_000);
+  const r = hook('prolog', { ...env, SLURM_JOB_ID: '12345678901', CUDA_VISIBLE_DEVICES: 'GPU-a' });
+  assert.equal(r.status, 0);
+  assert.match(r.stderr, /prolog job \?: SLURM_JOB_ID is "12345678901", not a job id: not run by slurmd\?/);
+  assert.equal(hook('prolog', { ...env, SLURM_JOB_ID: '620', CUDA_VISIBLE_DEVICES: 'GPU-a', SLURM_ARRAY_JOB_ID: long, SLURM_ARRAY_TASK_ID: '3', SLURM_HET_JOB_ID: long, SLURM_HET_JOB_OFFSET: '0' }).status, 0);
+  assert.deepEqual(rows('SELECT job_id, array_job_id, array_task_id, het_job_id, het_job_offset FROM jobs'), [{ job_id: '620', array_job_id: null, array_task_id: '3', het_job_id: null, het_job_offset: '0' }]);
+});
+
 test('a failing hook exits 0 and says why; strict mode exits 1; never without a log line', () => {
   const d = tempDir('l9gpu-hookfail-');
   writeFileSync(join(d, 'file'), 'x');

@@ -355,6 +355,46 @@ test('the tarball, unpacked by another user, installs root\'s files only as root
   }
 });
 
+/**
+ * A path under the folders a package installs into (the release tree, the bin and lib folders, the unit's), as the
+ * docs, the help and the admin's files write it: what an admin copies into slurm.conf or a wrapper. /etc is left
+ * out: what is there is the admin's (config, drop-ins), not the package's.
+ */
+const INSTALLED_PATH = /(?<![\w./-])\/(?:opt|usr\/(?:local\/)?(?:lib|libexec|share|bin|sbin))\/l9gpu(?![\w-])(?:\/[\w.+@-]+)*|(?<![\w./-])\/(?:usr\/)?lib\/systemd\/system\/l9gpu\.service/g;
+
+/** Every file an admin reads or copies from: the docs and READMEs, the unit, the Ansible role, the manifests, the example config. */
+function adminTexts(dir: string, out: [string, string][] = []): [string, string][] {
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    if (e.name.startsWith('.') || e.name === 'node_modules' || e.name === 'dist') continue;
+    const p = join(dir, e.name);
+    if (e.isDirectory()) adminTexts(p, out);
+    else if (/\.(md|j2|ya?ml|service|ini)$/.test(e.name)) out.push([p.slice(ROOT.length), readFileSync(p, 'utf8')]);
+  }
+  return out;
+}
+
+test('every installed path the docs, the help and the admin\'s files name is in the package (the .deb, or the tarball\'s install)', () => {
+  const inDeb = new Set(ok(run('dpkg-deb', ['-c', deb]), 'dpkg-deb -c').split('\n').map((l) => / \.(\/\S*?)\/?(?: -> \S+)?$/.exec(l)?.[1]).filter((p): p is string => !!p));
+  const unpack = join(work, 'tar-paths');
+  mkdirSync(unpack);
+  ok(run('tar', ['-xzf', tarball, '-C', unpack]), 'tar -x');
+  const dest = join(work, 'tar-paths-root');
+  ok(run('sh', [join(unpack, artifactBase(INFO), 'install.sh')], { env: { ...process.env, DESTDIR: dest, L9GPU_NODE: process.execPath } }), 'install.sh');
+  const installed = (p: string) => inDeb.has(p) || existsSync(join(dest, p)) || isLink(join(dest, p));
+  // the help as bin/run.js prints it (written at build time), each command's under its name
+  const help = Object.entries(JSON.parse(readFileSync(join(ROOT, 'dist/help.json'), 'utf8')) as Record<string, string>).map(([id, text]): [string, string] => [`l9gpu ${id} --help`, text]);
+  const named = new Map<string, string>();
+  for (const [where, text] of [...adminTexts(ROOT), ...help]) {
+    for (const m of text.matchAll(INSTALLED_PATH)) {
+      const p = m[0].replace(/\.+$/, '');
+      if (!named.has(p)) named.set(p, where);
+    }
+  }
+  assert.ok(named.has('/opt/l9gpu/slurm/ctld-epilog') && named.has('/usr/bin/l9gpu'), `the paths are found: ${[...named.keys()].join(' ')}`);
+  const missing = [...named].filter(([p]) => !installed(p)).map(([p, where]) => `${p} (${where})`);
+  assert.deepEqual(missing, [], 'named but not installed by the package');
+});
+
 test('the Ansible role passes ansible-lint', () => {
   ok(run('ansible-lint', ['--offline', '-q', '--nocolor', 'ansible/'], { cwd: ROOT }), 'ansible-lint');
 });

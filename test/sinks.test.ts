@@ -437,6 +437,30 @@ test('prometheus sink: the pull page\'s histograms pass promtool, and reading th
   }
 });
 
+test('prometheus sink: exported counts each batch\'s points once, on the first GET that serves them; HEAD, and later scrapes of the same points, add nothing', async () => {
+  const sink = (await startSink(prometheusSink, { prometheus: { host: '127.0.0.1', port: '0' } })) as Sink & { port: number };
+  const url = `http://127.0.0.1:${sink.port}/metrics`;
+  try {
+    const first = histogramBatch(Date.now());
+    sink.write(first);
+    const head = await fetch(url, { method: 'HEAD' });
+    assert.equal(head.status, 200);
+    assert.equal(sink.stats.exported, 0, 'a HEAD exports nothing');
+    for (let i = 0; i < 3; i++) assert.equal((await fetch(url)).status, 200);
+    assert.equal(sink.stats.exported, first.points.length, 'three scrapes of one batch: its points once');
+    // a batch replaced before any scrape was never exported; its successor is, once
+    sink.write(histogramBatch(Date.now()));
+    const latest = { ...histogramBatch(Date.now()), points: histogramBatch(Date.now()).points.slice(0, 3) };
+    sink.write(latest);
+    await fetch(url);
+    await fetch(url, { method: 'HEAD' });
+    await fetch(url);
+    assert.equal(sink.stats.exported, first.points.length + 3);
+  } finally {
+    await sink.close(Date.now() + 5000);
+  }
+});
+
 test('JSON lines: a histogram has kind histogram, its count as value, then sum, bounds and per-bucket counts; a gauge\'s line is unchanged', () => {
   const batch = histogramBatch(1_795_000_000_000);
   const lines = pointJson(batch, { 'service.name': 'l9gpu' }).map((l) => JSON.parse(l) as Record<string, unknown>);

@@ -6,6 +6,8 @@
  */
 import { loadCliConfig } from './config.js';
 import { CliError } from './errors.js';
+import { JOB_ID, RAW_JOB_ID } from '../core/job-id.js';
+import { clip, printable } from '../core/printable.js';
 import type { FlagValues } from './flag-spec.js';
 import { epilogJob, startWorker, storeSummary } from '../../slurm/ctld-epilog.js';
 import { sacctJob } from '../../slurm/sacct-job.js';
@@ -16,8 +18,10 @@ export async function ctldEpilog(f: FlagValues): Promise<number> {
   const id = f.job as string | undefined;
   if (id) {
     const cfg = loadCliConfig(f.config as string | undefined);
-    if (!/^\d+(_\d+)?$/.test(id)) throw new CliError(`--job: "${id}" is not a job id (123 or 122_4)`, 2);
-    let raw = (f['raw-id'] as string | undefined) ?? (id.includes('_') ? undefined : id);
+    if (!JOB_ID.test(id)) throw new CliError(`--job: "${printable(clip(id, 40))}" is not a job id (123 or 122_4)`, 2);
+    const rawFlag = f['raw-id'] as string | undefined;
+    if (rawFlag !== undefined && !RAW_JOB_ID.test(rawFlag)) throw new CliError(`--raw-id: "${printable(clip(rawFlag, 40))}" is not a raw job id (123)`, 2);
+    let raw = rawFlag ?? (id.includes('_') ? undefined : id);
     if (!raw) {
       const s = await sacctJob(id, { run: (c, a, e) => slurmCommand(cfg, c, a, e) });
       if (!s) throw new CliError(`--job ${id}: accounting has no such job`, 1);

@@ -1,5 +1,6 @@
 /** One error path for every command: a CliError (or a ConfigError, exit 2) is one line on stderr and an exit code. */
 import { ConfigError } from '../core/config/schema.js';
+import { clip, printable } from '../core/printable.js';
 
 export class CliError extends Error {
   constructor(
@@ -26,6 +27,19 @@ export function asCliError(e: unknown): CliError | undefined {
 
 export function printCliError(e: CliError): void {
   process.stderr.write(`l9gpu: ${e.message}\n`);
+}
+
+/**
+ * A bug's error as one line: what it says and where it was thrown. Node's own
+ * report of an uncaught error quotes the source line, and in the light CLI's
+ * bundle (minified) that line is the whole file: tens of kilobytes of code.
+ */
+export function internalErrorLine(e: unknown): string {
+  const err = e instanceof Error ? e : new Error(String(e));
+  const frames = [...(err.stack ?? '').matchAll(/\n\s+at (.+)/g)].map((m) => m[1]!);
+  // the first frame in l9gpu's code, not in the runtime (JSON.parse (<anonymous>), node:internal/...)
+  const at = frames.find((f) => !/<anonymous>|\(node:|^node:/.test(f)) ?? frames[0];
+  return `l9gpu: internal error (a bug: please report this line): ${err.name}: ${printable(clip(err.message, 300))}${at ? ` (at ${printable(clip(at, 200))})` : ''}`;
 }
 
 /** Runs a command body; a CliError or ConfigError becomes one line on stderr and its exit code. */

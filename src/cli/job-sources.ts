@@ -46,7 +46,13 @@ async function fromPromql(ctx: JobsContext, jobId: string, t: PromqlTarget): Pro
 }
 
 function fromSummary(ctx: JobsContext, acct: SacctJob): JobReport | undefined {
-  const s = decodeSummary(acct.adminComment, `job ${acct.jobId}`);
+  let s: ReturnType<typeof decodeSummary>;
+  try {
+    s = decodeSummary(acct.adminComment, `job ${acct.jobId}`);
+  } catch (e) {
+    // accounting's record, not this program, is what is wrong: one line
+    throw new CliError((e as Error).message, 1);
+  }
   return s ? reportFromSummary(s, headerFromSacct(acct), pricesFrom(ctx.cfg)) : undefined;
 }
 
@@ -66,6 +72,7 @@ export async function findReport(ctx: JobsContext, jobId: string, source: ShowSo
   };
   let report: JobReport | undefined;
   let storeError: string | undefined;
+  let summaryError: string | undefined;
   if (source === 'store' || (source === 'auto' && !cluster)) {
     try {
       report = ((await askJobs(ctx, { op: 'show', jobId })) as { report: JobReport }).report;
@@ -76,7 +83,13 @@ export async function findReport(ctx: JobsContext, jobId: string, source: ShowSo
   }
   if (!report && (source === 'sacct' || source === 'auto')) {
     await account();
-    if (acct) report = fromSummary(ctx, acct);
+    try {
+      if (acct) report = fromSummary(ctx, acct);
+    } catch (e) {
+      // auto: a backend may still have the job
+      if (source === 'sacct' || !(e instanceof CliError)) throw e;
+      summaryError = e.message;
+    }
     if (!report && source === 'sacct') throw new CliError(acct ? `job ${jobId} has no l9gpu summary in its AdminComment (is EpilogSlurmctld set to l9gpu's ctld-epilog, with [jobs] promql_url?)` : `Slurm accounting has no job ${jobId}${cluster ? ` on cluster ${cluster}` : ''}`, 1);
   }
   let promqlError: string | undefined;
@@ -90,7 +103,7 @@ export async function findReport(ctx: JobsContext, jobId: string, source: ShowSo
     }
   }
   if (!report) {
-    const why = [storeError, acctError ? `sacct: ${acctError}` : acct ? 'Slurm accounting has the job but no l9gpu summary in its AdminComment' : 'Slurm accounting does not know it (or there is no sacct here)', promqlError].filter(Boolean).join('; ');
+    const why = [storeError, acctError ? `sacct: ${acctError}` : summaryError ?? (acct ? 'Slurm accounting has the job but no l9gpu summary in its AdminComment' : 'Slurm accounting does not know it (or there is no sacct here)'), promqlError].filter(Boolean).join('; ');
     throw new CliError(promqlError ? why : `${why}. From the metrics backend: l9gpu jobs show ${jobId} --source promql --url <your Prometheus/VictoriaMetrics URL> (or set [jobs] promql_url)`, 1);
   }
   // a header from accounting for a report from the store or a backend (asked once: not if the search above did)

@@ -14,6 +14,9 @@ import { renderBy, renderByCsv, renderCsv, renderList, renderReport } from '../j
 import { GROUP_BY, keyedGroups, type GroupBy } from '../jobs/by.js';
 import { peakFor, withPeak } from '../jobs/communication.js';
 import { style } from '../core/text-table.js';
+import { JOB_ID } from '../core/job-id.js';
+import { checkRequestHeaders } from '../core/config/schema.js';
+import { clip, printable } from '../core/printable.js';
 
 export const JOBS_FLAGS: readonly FlagSpec[] = [
   CONFIG_FLAG,
@@ -41,6 +44,9 @@ export const JOBS_SHOW_FLAGS: readonly FlagSpec[] = [
   { name: 'cluster', type: 'string', char: 'M', helpValue: 'CLUSTER', description: 'The Slurm cluster whose accounting holds the job (sacct -M, as in Slurm\'s own commands); default: the local cluster.' },
 ];
 
+/** A pod as Kubernetes names it: a namespace (a DNS label, at most 63 characters) and a name (a DNS subdomain, at most 253). */
+const POD = /^(?=[^/]{1,63}\/)[a-z0-9](?:[-a-z0-9]*[a-z0-9])?\/(?=.{1,253}$)[a-z0-9](?:[-.a-z0-9]*[a-z0-9])?$/;
+
 const color = () => style(process.stdout.isTTY === true && !process.env.NO_COLOR);
 
 export async function jobsList(f: FlagValues): Promise<void> {
@@ -64,9 +70,15 @@ export async function jobsList(f: FlagValues): Promise<void> {
 }
 
 export async function jobsShow(jobid: string, f: FlagValues): Promise<void> {
-  if (!/^\d+(_\d+)?$/.test(jobid) && !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?\/[a-z0-9]([-.a-z0-9]*[a-z0-9])?$/.test(jobid)) throw new CliError(`"${jobid}" is not a job id (123 or 122_4) nor a pod (namespace/name)`, 2);
+  if (!JOB_ID.test(jobid) && !POD.test(jobid)) throw new CliError(`"${printable(clip(jobid, 40))}" is not a job id (123 or 122_4) nor a pod (namespace/name)`, 2);
   const ctx = jobsContext(f.config as string | undefined);
-  const headers = { ...ctx.cfg.map('jobs', 'promql_headers'), ...Object.fromEntries(((f.header as string[]) ?? []).map((h) => [h.slice(0, h.indexOf('=')), h.slice(h.indexOf('=') + 1)])) };
+  const given = Object.fromEntries(((f.header as string[]) ?? []).map((h) => [h.slice(0, h.indexOf('=')), h.slice(h.indexOf('=') + 1)]));
+  try {
+    checkRequestHeaders(given);
+  } catch (e) {
+    throw new CliError(`--header: ${(e as Error).message}`, 2);
+  }
+  const headers = { ...ctx.cfg.map('jobs', 'promql_headers'), ...given };
   const url = (f.url as string | undefined) ?? ctx.cfg.str('jobs', 'promql_url');
   let report = await findReport(ctx, jobid, f.source as ShowSource, (f.cluster as string | undefined) ?? null, { url, window: f.window as string, headers });
   // this node's store answered under its own rule; a report from accounting or a backend is checked here

@@ -12,6 +12,8 @@ import { answerJobs, type JobsAnswer, type JobsRequest } from '../jobs/api.js';
 import { askJobsDaemon } from '../jobs/client.js';
 import { jobsSocketPath } from '../jobs/server.js';
 import { pricesFrom } from '../jobs/prices.js';
+import { getMeta } from '../store/meta.js';
+import { LEARNED_NODE_KEY } from '../../slurm/node-name.js';
 
 export interface JobsContext {
   cfg: Config;
@@ -49,7 +51,9 @@ export function openJobsStore(ctx: JobsContext): { db: Db; node: string } {
   } catch (e) {
     throw new CliError(`cannot read the job store ${storePath(ctx.stateDir)}: ${(e as Error).message}`, 1);
   }
-  return { db, node: resolveAgentAttribution(ctx.cfg).manifest?.nodeName(ctx.cfg, process.env, db) ?? hostname().split('.')[0]! };
+  // no provider here (attribution none, or no slurm.conf on this machine): the name the hooks recorded is still the node's in Slurm
+  const node = resolveAgentAttribution(ctx.cfg).manifest?.nodeName(ctx.cfg, process.env, db) ?? getMeta(db, LEARNED_NODE_KEY) ?? hostname().split('.')[0]!;
+  return { db, node };
 }
 
 /**

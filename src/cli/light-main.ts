@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { useNativeBinding } from '../store/open.js';
 import { VERSION } from '../core/resource.js';
-import { asCliError, printCliError } from './errors.js';
+import { asCliError, internalErrorLine, printCliError } from './errors.js';
 import { checkFlags, parseArgsOptions, type FlagSpec, type FlagValues } from './flag-spec.js';
 import { JOBS_FLAGS, JOBS_SHOW_FLAGS, jobsList, jobsShow } from './jobs-commands.js';
 import { DOCTOR_FLAGS } from './doctor-flags.js';
@@ -58,14 +58,24 @@ export async function runLight(argv: readonly string[]): Promise<number | undefi
   }
   const flags = checkFlags(cmd.flags, parsed.values);
   if (!flags || parsed.positionals.length !== cmd.args) return undefined;
+  // from here the process is this command's: an error thrown where nothing awaits it is a bug said in one line too
+  process.on('uncaughtException', bug).on('unhandledRejection', bug);
   try {
     return (await cmd.run(flags, parsed.positionals)) ?? 0;
   } catch (e) {
     const c = asCliError(e);
-    if (!c) throw e;
+    if (!c) {
+      process.stderr.write(internalErrorLine(e) + '\n');
+      return 1;
+    }
     printCliError(c);
     return c.exitCode;
   }
+}
+
+function bug(e: unknown): never {
+  process.stderr.write(internalErrorLine(e) + '\n');
+  process.exit(1);
 }
 
 // the bundle (dist/src/cli/light.cjs) sits three folders below the package root; it skips the bindings

@@ -1,12 +1,16 @@
 /**
  * Text from outside (a job name from `sbatch -J`, a user name, an
- * environment value) on its way to a terminal or a log line: control
- * characters (C0, DEL, C1) become "?", so an ESC/OSC sequence cannot
+ * environment value) on its way to a terminal, a CSV file or a log line:
+ * control characters (C0, DEL, C1) become "?", so an ESC/OSC sequence cannot
  * recolour, retitle or rewrite an admin's terminal, and a newline cannot
- * forge a log line.
+ * forge a log line; so do the invisible format characters (Unicode Cf: the
+ * bidirectional overrides and isolates that show "job-exe.txt" as
+ * "job-txt.exe" or reorder a row's columns, zero-width spaces and joiners
+ * that make two different names look alike) and the line and paragraph
+ * separators. JSON output is left exact: it is for programs.
  */
 export function printable(s: string): string {
-  return s.replace(/[\x00-\x1f\x7f-\x9f]/g, '?');
+  return s.replace(/[\p{Cc}\p{Cf}\u2028\u2029]/gu, '?');
 }
 
 /** printable() on every string of a plain value (objects, arrays), the rest as is. */

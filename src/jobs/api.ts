@@ -6,6 +6,7 @@
  * the kernel says; root's CLI reads the store directly. Both call answerJobs.
  */
 import type { Db } from '../store/open.js';
+import { JOB_ID } from '../core/job-id.js';
 import type { Viewer } from './access.js';
 import { listJobs, type JobListRow } from './list.js';
 import { GROUP_BY, groupJobs, type GroupBy, type JobGroupRow } from './by.js';
@@ -44,7 +45,7 @@ export function parseJobsRequest(text: string): JobsRequest {
   }
   if (!r || typeof r !== 'object') throw new Error('not a JSON object');
   if (r.op === 'show') {
-    if (typeof r.jobId !== 'string' || !/^\d{1,12}(_\d{1,9})?$/.test(r.jobId)) throw new Error('jobId: not a job id (123 or 122_4)');
+    if (typeof r.jobId !== 'string' || !JOB_ID.test(r.jobId)) throw new Error('jobId: not a job id (123 or 122_4)');
     return { op: 'show', jobId: r.jobId };
   }
   if (r.op !== 'list') throw new Error(`op: "${String(r.op).slice(0, 20)}" is not list or show`);

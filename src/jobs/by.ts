@@ -23,7 +23,8 @@ export interface JobGroupRow {
   gpu_hours: number;
   idle_gpu_hours: number;
   util_mean: number | null;
-  energy_kwh: number;
+  /** The sum of the jobs' known energy; null: no job's is known. */
+  energy_kwh: number | null;
   /** The sum of the jobs' costs; null: none has one. */
   cost: number | null;
   currency: string | null;
@@ -35,11 +36,11 @@ const r6 = (x: number) => Math.round(x * 1e6) / 1e6;
 
 /** One row per group, most idle GPU-hours first (then most GPU-hours, then by name). */
 export function groupJobs(rows: readonly JobListRow[], by: GroupBy, currency: string | null): JobGroupRow[] {
-  const acc = new Map<string | null, { jobs: number; gh: number; idle: number; utilGh: number; utilW: number; kwh: number; cost: number | null; co2e: number | null }>();
+  const acc = new Map<string | null, { jobs: number; gh: number; idle: number; utilGh: number; utilW: number; kwh: number | null; cost: number | null; co2e: number | null }>();
   for (const r of rows) {
     const key = r[by];
     let a = acc.get(key);
-    if (!a) acc.set(key, (a = { jobs: 0, gh: 0, idle: 0, utilGh: 0, utilW: 0, kwh: 0, cost: null, co2e: null }));
+    if (!a) acc.set(key, (a = { jobs: 0, gh: 0, idle: 0, utilGh: 0, utilW: 0, kwh: null, cost: null, co2e: null }));
     a.jobs++;
     a.gh += r.gpu_hours;
     a.idle += r.idle_gpu_hours;
@@ -47,7 +48,7 @@ export function groupJobs(rows: readonly JobListRow[], by: GroupBy, currency: st
       a.utilGh += r.gpu_hours;
       a.utilW += r.gpu_hours * r.util_mean;
     }
-    a.kwh += r.energy_kwh;
+    if (r.energy_kwh !== null) a.kwh = (a.kwh ?? 0) + r.energy_kwh;
     if (r.cost !== null) a.cost = (a.cost ?? 0) + r.cost;
     if (r.co2e_g !== null) a.co2e = (a.co2e ?? 0) + r.co2e_g;
   }
@@ -58,7 +59,7 @@ export function groupJobs(rows: readonly JobListRow[], by: GroupBy, currency: st
       gpu_hours: r6(a.gh),
       idle_gpu_hours: r6(a.idle),
       util_mean: a.utilGh > 0 ? r6(a.utilW / a.utilGh) : null,
-      energy_kwh: r6(a.kwh),
+      energy_kwh: a.kwh === null ? null : r6(a.kwh),
       // the sum of the listed costs, to the cent: the roll-up adds up to the list
       cost: a.cost === null ? null : Math.round(a.cost * 100) / 100,
       currency: a.cost === null ? null : currency,

@@ -1,5 +1,5 @@
 /** The [jobs] section: the job ledger's retention, who sees what in reports, and the prices and grid carbon intensity behind costs and CO2e. */
-import type { SectionSpec } from '../core/config/schema.js';
+import { checkRequestHeaders, type SectionSpec } from '../core/config/schema.js';
 
 export const JOBS_SECTION: SectionSpec = {
   name: 'jobs',
@@ -17,7 +17,7 @@ export const JOBS_SECTION: SectionSpec = {
     { key: 'nccl_peak_bus_bandwidth', type: 'number', default: null, min: 0, example: '400', description: 'The fabric\'s peak NCCL bus bandwidth per GPU, in GB/s (1e9 bytes/s, nccl-tests\' unit): the communication section of `l9gpu jobs show` compares each collective with it and notes one far below (unset: no comparison).' },
     { key: 'nccl_peak_bus_bandwidths', type: 'map', default: {}, example: 'h100=450,a100=230', description: 'Per-partition peak bus bandwidths in GB/s, over nccl_peak_bus_bandwidth for jobs of that partition.' },
     { key: 'promql_url', type: 'url', default: null, example: 'http://victoria:8428', description: 'PromQL API base URL of the metrics backend the daemons export to (Prometheus, VictoriaMetrics, Mimir, Last9): where the slurmctld epilog (`l9gpu slurm ctld-epilog`) reads a finished job\'s figures, and the default of `l9gpu jobs show --source promql`.' },
-    { key: 'promql_headers', type: 'map', default: {}, example: 'X-Scope-OrgID=hpc', description: 'HTTP headers sent with every PromQL query (Authorization=Bearer ..., X-Scope-OrgID=...).' },
+    { key: 'promql_headers', type: 'map', default: {}, check: checkRequestHeaders, example: 'X-Scope-OrgID=hpc', description: 'HTTP headers sent with every PromQL query (Authorization=Bearer ..., X-Scope-OrgID=...).' },
     { key: 'summary_wait', type: 'duration', default: 600, min: 1, max: 86400, example: '10m', description: 'How long the slurmctld epilog waits for every node\'s job-end figures to reach the backend before it stores the job\'s summary in AdminComment (it stores what it has then, and says which GPUs are missing).' },
     { key: 'series_retention', type: 'duration', default: 30 * 86400, min: 3600, example: '30d', description: 'How long the per-minute utilization/memory/power series of ended jobs are kept (for `l9gpu jobs show` plots).' },
     { key: 'job_retention', type: 'duration', default: 365 * 86400, min: 86400, example: '365d', description: 'How long ended jobs and their figures are kept in the store.' },

@@ -34,7 +34,8 @@ export interface JobListRow {
   idle_gpu_hours: number;
   util_mean: number | null;
   mem_peak_bytes: number | null;
-  energy_kwh: number;
+  /** null: unknown (no GPU of the job measured it). */
+  energy_kwh: number | null;
   cost: number | null;
   co2e_g: number | null;
   problems: string[];

@@ -7,6 +7,12 @@ import type { JobReport } from './report-model.js';
 import { printable, printableDeep } from '../core/printable.js';
 
 const GiB = 1024 ** 3;
+/** Where a report's figures come from, as its first line says. */
+const SOURCE: Record<JobReport['source'], string> = {
+  store: 'this node\'s l9gpu store',
+  promql: 'PromQL backend',
+  sacct: 'Slurm accounting (the summary the slurmctld epilog kept in the job\'s AdminComment)',
+};
 const BARS = '▁▂▃▄▅▆▇█';
 
 export function duration(s: number | null): string {
@@ -22,6 +28,8 @@ const pct = (x: number | null) => (x === null ? '-' : `${Math.round(x * 100)}%`)
 const gib = (x: number | null) => (x === null ? '-' : (x / GiB).toFixed(1));
 /** Grams as kg, to the gram. */
 const kg = (g: number | null) => (g === null ? '-' : (g / 1000).toFixed(3));
+/** Energy in kWh, to the Wh; "-": unknown (no counter, too few power readings), which 0.000 would misstate. */
+const kwh = (x: number | null) => (x === null ? '-' : x.toFixed(3));
 
 function table(rows: string[][], st: Style): string[] {
   return alignColumns(rows).map((line, n) => (n === 0 ? st.bold(line) : line));
@@ -39,7 +47,7 @@ export function renderList(raw: readonly JobListRow[], st: Style): string {
       [...(pods ? ['POD', 'NAMESPACE', 'WORKLOAD'] : ['JOBID', 'USER', 'ACCOUNT', 'PARTITION']), 'STATE', 'START', 'ELAPSED', 'GPUS', 'GPU-H', 'UTIL', 'PEAK MEM GiB', 'ENERGY kWh', ...(anyCost ? ['COST'] : []), ...(anyCo2e ? ['CO2e kg'] : []), 'PROBLEMS'],
       ...rows.map((r) => [
         ...(pods ? [r.id.slice(r.id.indexOf('/') + 1), r.account ?? '-', r.name ?? '-'] : [r.id, r.user ?? '-', r.account ?? '-', r.partition ?? '-']), r.state, r.start ? r.start.slice(0, 16).replace('T', ' ') : '-', duration(r.elapsed_s),
-        String(r.gpus), r.gpu_hours.toFixed(2), pct(r.util_mean), gib(r.mem_peak_bytes), r.energy_kwh.toFixed(3), ...(anyCost ? [r.cost === null ? '-' : r.cost.toFixed(2)] : []),
+        String(r.gpus), r.gpu_hours.toFixed(2), pct(r.util_mean), gib(r.mem_peak_bytes), kwh(r.energy_kwh), ...(anyCost ? [r.cost === null ? '-' : r.cost.toFixed(2)] : []),
         ...(anyCo2e ? [kg(r.co2e_g)] : []), r.problems.join(',') || '-',
       ]),
     ],
@@ -73,7 +81,7 @@ export function renderReport(raw: JobReport, st: Style): string {
   const j = r.job;
   const out: string[] = [];
   const pod = j.scheduler === 'kubernetes';
-  out.push(st.bold(`${pod ? 'Pod' : 'Job'} ${j.id}${j.name ? ` (${j.name})` : ''}`) + st.dim(`   source: ${r.source === 'store' ? 'this node\'s l9gpu store' : 'PromQL backend'}`));
+  out.push(st.bold(`${pod ? 'Pod' : 'Job'} ${j.id}${j.name ? ` (${j.name})` : ''}`) + st.dim(`   source: ${SOURCE[r.source]}`));
   if (pod) {
     const a = j.attrs ?? {};
     out.push(`  namespace      ${j.account ?? '-'}${a['k8s.pod.uid'] ? `   uid ${a['k8s.pod.uid']}` : ''}`);
@@ -95,7 +103,7 @@ export function renderReport(raw: JobReport, st: Style): string {
   out.push(meter('GPU utilization', t.util_mean, st));
   const memFrac = t.mem_peak_bytes !== null ? t.mem_peak_bytes / Math.max(1, ...r.gpus.map((g) => g.figures.memTotal ?? 0)) : null;
   out.push(meter('GPU memory (peak)', memFrac, st));
-  out.push(`  GPU-hours ${t.gpu_hours.toFixed(2)}   energy ${t.energy_kwh.toFixed(3)} kWh (${Math.round(t.energy_j)} J)${t.cost !== null ? `   cost ${t.cost.toFixed(2)} ${t.currency}` : ''}${t.co2e_g !== null ? `   CO2e ${kg(t.co2e_g)} kg` : ''}`);
+  out.push(`  GPU-hours ${t.gpu_hours.toFixed(2)}   energy ${t.energy_kwh === null || t.energy_j === null ? 'unknown (no energy counter or power readings)' : `${kwh(t.energy_kwh)} kWh (${Math.round(t.energy_j)} J)`}${t.cost !== null ? `   cost ${t.cost.toFixed(2)} ${t.currency}` : ''}${t.co2e_g !== null ? `   CO2e ${kg(t.co2e_g)} kg` : ''}`);
   if (j.nodes.length > 1) {
     out.push('', st.bold('Per node'));
     out.push(
@@ -104,7 +112,7 @@ export function renderReport(raw: JobReport, st: Style): string {
           ['NODE', 'GPUS', 'UTIL mean', 'MEM peak GiB', 'ENERGY kWh', 'GPU-H'],
           ...j.nodes.map((n) => {
             const t = totalsOf(r.gpus.filter((g) => g.node === n), null);
-            return [n, String(t.gpus), pct(t.util_mean), gib(t.mem_peak_bytes), t.energy_kwh.toFixed(3), t.gpu_hours.toFixed(2)];
+            return [n, String(t.gpus), pct(t.util_mean), gib(t.mem_peak_bytes), kwh(t.energy_kwh), t.gpu_hours.toFixed(2)];
           }),
         ],
         st,
@@ -121,7 +129,7 @@ export function renderReport(raw: JobReport, st: Style): string {
           const thr = Object.entries(f.throttledS).filter(([, s]) => s > 0).map(([c, s]) => `${c} ${Math.round(s)}s`).join(',');
           return [
             g.node, g.index === null ? '-' : String(g.index), g.uuid + (g.shared ? ' (shared)' : ''), `${pct(f.utilMean)}/${pct(f.utilMax)}`,
-            `${gib(f.memUsedMax)}/${gib(f.memTotal)}`, (f.energyJ / 3.6e6).toFixed(3),
+            `${gib(f.memUsedMax)}/${gib(f.memTotal)}`, kwh(f.energySource === 'none' ? null : f.energyJ / 3.6e6),
             `${f.powerMean === null ? '-' : Math.round(f.powerMean)}/${f.powerMax === null ? '-' : Math.round(f.powerMax)}`,
             f.tempMax === null ? '-' : `${f.tempMax}C`, thr || '-', Object.entries(f.xid).map(([c, n]) => `${c}x${n}`).join(',') || '-',
           ];
@@ -193,7 +201,7 @@ export function renderBy(raw: readonly JobGroupRow[], by: GroupBy, st: Style): s
       [
         [by.toUpperCase(), 'JOBS', 'GPU-H', 'IDLE GPU-H', 'UTIL', 'ENERGY kWh', ...(anyCost ? [`COST ${currency}`] : []), ...(anyCo2e ? ['CO2e kg'] : [])],
         ...rows.map((r) => [
-          r.group ?? '-', String(r.jobs), r.gpu_hours.toFixed(2), r.idle_gpu_hours.toFixed(2), pct(r.util_mean), r.energy_kwh.toFixed(3),
+          r.group ?? '-', String(r.jobs), r.gpu_hours.toFixed(2), r.idle_gpu_hours.toFixed(2), pct(r.util_mean), kwh(r.energy_kwh),
           ...(anyCost ? [r.cost === null ? '-' : r.cost.toFixed(2)] : []), ...(anyCo2e ? [r.co2e_kg === null ? '-' : r.co2e_kg.toFixed(3)] : []),
         ]),
       ],

@@ -53,8 +53,9 @@ export interface Totals {
   gpu_hours: number;
   util_mean: number | null;
   mem_peak_bytes: number | null;
-  energy_j: number;
-  energy_kwh: number;
+  /** null: no GPU of the job had an energy counter or enough power readings (unknown, not 0). */
+  energy_j: number | null;
+  energy_kwh: number | null;
   /** GPU-hours at their price plus facility energy (energy x PUE) at the kWh price, in currency; null: no price configured. */
   cost: number | null;
   currency: string | null;

@@ -24,11 +24,13 @@ export function totalsOf(gpus: readonly GpuRow[], prices: Prices | null, partiti
   let utilWeighted = 0;
   let gpuHours = 0;
   let energy = 0;
+  let energyKnown = false;
   let memPeak: number | null = null;
   for (const g of gpus) {
     const f = g.figures;
     gpuHours += f.gpuHours;
     energy += f.energyJ;
+    if (f.energySource !== 'none') energyKnown = true;
     if (f.utilMean !== null) {
       utilWeighted += f.utilMean * f.seconds;
       covered += f.seconds;
@@ -43,8 +45,8 @@ export function totalsOf(gpus: readonly GpuRow[], prices: Prices | null, partiti
     gpu_hours: r6(gpuHours),
     util_mean: covered > 0 ? r6(utilWeighted / covered) : null,
     mem_peak_bytes: memPeak,
-    energy_j: Math.round(energy * 1000) / 1000,
-    energy_kwh: r6(kwh),
+    energy_j: energyKnown ? Math.round(energy * 1000) / 1000 : null,
+    energy_kwh: energyKnown ? r6(kwh) : null,
     cost,
     currency: cost !== null ? prices!.currency : null,
     co2e_g: co2eG,
@@ -115,7 +117,7 @@ export function reportFromStore(db: Db, row: JobRow, runs: number, node: string,
     .all(row.job_id, row.run_key) as { minute: number; util: number }[];
   const job = headerOf(row, runs, [node]);
   const totals = totalsOf(gpus, prices, row.partition);
-  const inference = inferenceOf(db, row.job_id, row.run_key, totals.energy_j, totals.cost);
+  const inference = inferenceOf(db, row.job_id, row.run_key, totals.energy_j ?? 0, totals.cost);
   const communication = communicationOf(commRowsFromStore(db, row.job_id, row.run_key, node), null);
   return {
     source: 'store', job, gpus, totals, inference, communication,

@@ -11,6 +11,7 @@
  */
 import { gunzipSync, gzipSync } from 'node:zlib';
 import type { CommunicationFigures, GpuRow, JobHeader, JobReport, Prices } from './report-model.js';
+import type { GpuFigures } from './rollup.js';
 import { totalsOf } from './report.js';
 import { jobNotes } from './notes.js';
 import { communicationNotes } from './communication.js';
@@ -56,17 +57,82 @@ export function encodeSummary(r: JobReport, now = Date.now()): string {
 
 export const isSummary = (comment: string): boolean => comment.slice(0, SUMMARY_PREFIX.length).toUpperCase() === SUMMARY_PREFIX;
 
+/** What a summary's JSON may unpack to: far more than 60,000 hex characters of a real one give, far less than a gzip bomb would. */
+const MAX_JSON_BYTES = 8 << 20;
+
 /** The summary in an AdminComment; undefined when the comment is not one; an Error naming what is wrong when it is one but damaged. */
 export function decodeSummary(comment: string, where: string): JobSummary | undefined {
   if (!isSummary(comment)) return undefined;
+  const damaged = (why: string) => new Error(`${where}: the l9gpu summary in AdminComment is damaged (${why})`);
   let s: JobSummary;
   try {
-    s = JSON.parse(gunzipSync(hexBytes(comment.slice(SUMMARY_PREFIX.length).trim())).toString('utf8')) as JobSummary;
+    s = JSON.parse(gunzipSync(hexBytes(comment.slice(SUMMARY_PREFIX.length).trim()), { maxOutputLength: MAX_JSON_BYTES }).toString('utf8')) as JobSummary;
   } catch (e) {
-    throw new Error(`${where}: the l9gpu summary in AdminComment is damaged (${(e as Error).message})`);
+    throw damaged((e as Error).message);
   }
-  if (!s || s.v !== 1 || !Array.isArray(s.gpus) || !Array.isArray(s.series)) throw new Error(`${where}: the AdminComment summary is not version 1 of l9gpu's (a newer l9gpu wrote it?)`);
+  if (!s || typeof s !== 'object' || s.v !== 1) throw new Error(`${where}: the AdminComment summary is not version 1 of l9gpu's (a newer l9gpu wrote it?)`);
+  // what the report reads of it, checked here: a field of the wrong kind is this one line, not a TypeError deep in the report
+  const why = summaryProblem(s);
+  if (why) throw damaged(why);
   return s;
+}
+
+type Kind = 'number' | 'number?' | 'string' | 'string?' | 'boolean' | 'counts';
+type Collective = CommunicationFigures['collectives'][number];
+type SlowRank = CommunicationFigures['slowest_ranks'][number];
+
+// every field of each shape (a field added to the type and not here does not compile)
+const GPU_ROW: Record<Exclude<keyof GpuRow, 'figures'>, Kind> = { node: 'string', uuid: 'string', model: 'string?', index: 'number?', shared: 'boolean' };
+const FIGURES: Record<keyof GpuFigures, Kind> = {
+  samples: 'number', seconds: 'number', gpuHours: 'number', utilMean: 'number?', utilMax: 'number?', memUtilMean: 'number?', memUsedMax: 'number?', memTotal: 'number?',
+  energyJ: 'number', energySource: 'string', powerMean: 'number?', powerMax: 'number?', tempMax: 'number?', throttledS: 'counts', xid: 'counts',
+  eccCorrected: 'number', eccUncorrected: 'number', shareMean: 'number',
+};
+const COLLECTIVE: Record<keyof Collective, Kind> = {
+  comm: 'string', comm_name: 'string?', collective: 'string', size: 'string', ranks: 'number', nodes: 'number', ranks_seen: 'number', operations: 'number',
+  time_s: 'number', share: 'number', alg_bw_Bps: 'number?', bus_bw_Bps: 'number?', of_peak: 'number?',
+};
+const SLOW_RANK: Record<keyof SlowRank, Kind> = { comm: 'string', comm_name: 'string?', rank: 'number', node: 'string', slowdown: 'number', straggler: 'boolean' };
+const COMMUNICATION: Record<Exclude<keyof CommunicationFigures, 'collectives' | 'slowest_ranks'>, Kind> = { time_s: 'number', peak_bus_bw_Bps: 'number?' };
+
+const isNumber = (v: unknown): boolean => typeof v === 'number' && Number.isFinite(v);
+const IS: Record<Kind, (v: unknown) => boolean> = {
+  number: isNumber,
+  'number?': (v) => v === null || isNumber(v),
+  string: (v) => typeof v === 'string',
+  'string?': (v) => v === null || typeof v === 'string',
+  boolean: (v) => typeof v === 'boolean',
+  counts: (v) => !!v && typeof v === 'object' && !Array.isArray(v) && Object.values(v).every(isNumber),
+};
+const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 'object' && !Array.isArray(v);
+
+/** The first field of o that is not of its kind, by its path; undefined when every one is. */
+function fieldProblem(o: unknown, kinds: Record<string, Kind>, path: string): string | undefined {
+  if (!isObject(o)) return `${path} is not an object`;
+  for (const [k, kind] of Object.entries(kinds)) if (!IS[kind](o[k])) return `${path}.${k} is not ${kind === 'counts' ? 'a map of numbers' : kind.endsWith('?') ? `a ${kind.slice(0, -1)} or null` : `a ${kind}`}`;
+  return undefined;
+}
+
+function listProblem(v: unknown, path: string, each: (x: unknown, at: string) => string | undefined): string | undefined {
+  if (!Array.isArray(v)) return `${path} is not a list`;
+  for (let i = 0; i < v.length; i++) {
+    const p = each(v[i], `${path}[${i}]`);
+    if (p) return p;
+  }
+  return undefined;
+}
+
+function summaryProblem(s: JobSummary): string | undefined {
+  return (
+    (typeof s.made === 'string' ? undefined : 'made is not a string') ??
+    listProblem(s.gpus, 'gpus', (g, at) => fieldProblem(g, GPU_ROW, at) ?? fieldProblem((g as GpuRow).figures, FIGURES, `${at}.figures`)) ??
+    listProblem(s.series, 'series', (p, at) => (Array.isArray(p) && p.length === 2 && p.every(isNumber) ? undefined : `${at} is not a [time, utilization] pair`)) ??
+    (s.communication === null
+      ? undefined
+      : fieldProblem(s.communication, COMMUNICATION, 'communication') ??
+        listProblem(s.communication.collectives, 'communication.collectives', (c, at) => fieldProblem(c, COLLECTIVE, at)) ??
+        listProblem(s.communication.slowest_ranks, 'communication.slowest_ranks', (c, at) => fieldProblem(c, SLOW_RANK, at)))
+  );
 }
 
 function hexBytes(text: string): Buffer {

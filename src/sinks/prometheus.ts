@@ -36,6 +36,8 @@ class PrometheusSink implements Sink {
   readonly name = 'prometheus';
   readonly stats = new SinkStats();
   private readonly latest = new Map<string, Batch>();
+  /** Batches a GET has served (weak: a batch replaced or aged out goes with its entry). */
+  private readonly served = new WeakSet<Batch>();
   private server: http.Server | undefined;
   private keep: RegExp | undefined;
   /** The port actually bound (differs from the config when it says 0). */
@@ -58,7 +60,8 @@ class PrometheusSink implements Sink {
       } else if (url === path) {
         let body: string;
         try {
-          body = this.render();
+          // HEAD asks whether the page is there: nothing is exported to it
+          body = this.render(req.method === 'GET');
         } catch (e) {
           this.stats.errors++;
           res.writeHead(500, { 'content-type': 'text/plain' }).end(`l9gpu: ${(e as Error).message}\n`);
@@ -86,14 +89,26 @@ class PrometheusSink implements Sink {
     this.latest.set(batch.source, batch);
   }
 
-  render(): string {
+  /**
+   * The page; `exported` counts each batch's points once, on the first GET that
+   * serves them, as a push sink counts a point once when the backend takes it.
+   * Served again (the next scrape, a second Prometheus) they count no more;
+   * a batch replaced before any scrape came was never exported and never counts.
+   */
+  render(count = true): string {
     const now = Date.now();
     const live: Batch[] = [];
     for (const [source, b] of this.latest) {
       if (now - b.time > STALE_INTERVALS * b.intervalMs) this.latest.delete(source);
       else live.push(b);
     }
-    for (const b of live) this.stats.exported += b.points.length;
+    if (count) {
+      for (const b of live) {
+        if (this.served.has(b)) continue;
+        this.served.add(b);
+        this.stats.exported += b.points.length;
+      }
+    }
     // no otel_scope_* labels: one scope (l9gpu), they would only add noise to every series
     return renderExposition(live, this.ctx.resource, this.keep);
   }

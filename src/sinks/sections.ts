@@ -1,5 +1,5 @@
 /** The sinks' configuration sections, apart from the sinks' code: reading a configuration loads no sink. */
-import type { SectionSpec } from '../core/config/schema.js';
+import { checkRequestHeaders, type ConfigValue, type SectionSpec } from '../core/config/schema.js';
 
 const SIGNAL_PATH = '/v1/metrics';
 /** OTEL_EXPORTER_OTLP_ENDPOINT is a base URL: the spec appends the signal path. */
@@ -29,7 +29,7 @@ export const OTLP_SECTION: SectionSpec = {
       description: 'Request body compression.',
     },
     {
-      key: 'headers', type: 'map', default: {}, secret: true, example: 'authorization=Basic%20dXNlcjpwYXNz',
+      key: 'headers', type: 'map', default: {}, secret: true, example: 'authorization=Basic%20dXNlcjpwYXNz', check: checkRequestHeaders,
       env: [{ name: 'OTEL_EXPORTER_OTLP_METRICS_HEADERS' }, { name: 'OTEL_EXPORTER_OTLP_HEADERS' }],
       description: 'Extra request headers, key=value,key2=value2 (values percent-encoded), e.g. an Authorization header.',
     },
@@ -43,13 +43,20 @@ export const OTLP_SECTION: SectionSpec = {
   ],
 };
 
+/** A request's path is matched as written: "metrics" would be a page no scrape asks for (every request would be 404). */
+function urlPath(v: ConfigValue): void {
+  const p = v as string;
+  if (!p.startsWith('/')) throw new Error(`"${p.slice(0, 80)}" is not a URL path: it starts with / (/${p.slice(0, 80)})`);
+  if (/[\s?#]/.test(p)) throw new Error(`"${p.slice(0, 80)}" is not a URL path: no spaces, ? or # (the query is not part of the page's path)`);
+}
+
 export const PROMETHEUS_SECTION: SectionSpec = {
   name: 'prometheus',
   description: 'Prometheus pull endpoint (text exposition format 0.0.4).',
   keys: [
     { key: 'host', type: 'string', default: '0.0.0.0', description: 'Address to listen on (127.0.0.1 to keep it local).' },
     { key: 'port', type: 'int', default: 9464, min: 0, max: 65535, description: 'TCP port (0 picks a free one, logged at start).' },
-    { key: 'path', type: 'string', default: '/metrics', description: 'URL path of the metrics page.' },
+    { key: 'path', type: 'string', required: true, default: '/metrics', check: urlPath, description: 'URL path of the metrics page: starts with /.' },
     { key: 'resource_labels', type: 'list', default: ['cluster.name', 'host.name'], description: 'Resource attributes added as labels to every series (target_info always carries all of them). The default puts cluster_name and host_name on every series, as an OTLP backend puts every resource attribute, so that one dashboard (dashboards/) selects a node the same way on both paths; empty: target_info alone.' },
   ],
 };
@@ -81,7 +88,7 @@ export const WEBHOOK_SECTION: SectionSpec = {
     { key: 'url', type: 'url', default: null, example: 'https://hooks.example.com/l9gpu', description: 'Endpoint (required when the webhook sink is enabled).' },
     { key: 'token', type: 'string', default: null, secret: true, env: [{ name: 'L9GPU_WEBHOOK_TOKEN' }], description: 'Sent as "Authorization: Bearer <token>". Prefer token_file.' },
     { key: 'token_file', type: 'path', default: null, description: 'File holding the bearer token (read at start and on reload).' },
-    { key: 'headers', type: 'map', default: {}, secret: true, description: 'Extra request headers, key=value,key2=value2.' },
+    { key: 'headers', type: 'map', default: {}, secret: true, check: checkRequestHeaders, description: 'Extra request headers, key=value,key2=value2.' },
     { key: 'timeout', type: 'duration', default: 10, min: 0.1, max: 300, description: 'Per-request timeout.' },
     { key: 'max_batch_points', type: 'int', default: 5000, min: 1, description: 'Points per request; larger batches are split.' },
     { key: 'max_queue_bytes', type: 'bytes', default: 16 * 1024 * 1024, min: 1024, description: 'Data kept for retry while the endpoint is down; past it the oldest is dropped.' },

@@ -60,11 +60,18 @@ const COLS = ['cluster', 'user', 'uid', 'account', 'partition', 'qos', 'name', '
  */
 export const STORED_NAME_MAX = 1024;
 
-function jobValues(j: JobRecord): Record<(typeof COLS)[number], unknown> {
+/**
+ * A start after now (SLURM_JOB_START_TIME from a controller whose clock is
+ * ahead of this node's) is now: a run time is measured on this node's clock,
+ * as the end is, and is never negative.
+ */
+const startBy = (t: number | null | undefined, now: number): number | null => (t === null || t === undefined ? null : Math.min(t, now));
+
+function jobValues(j: JobRecord, now: number): Record<(typeof COLS)[number], unknown> {
   return {
     cluster: j.cluster ?? null, user: j.user ?? null, uid: j.uid ?? null, account: j.account ?? null, partition: j.partition ?? null,
     qos: j.qos ?? null, name: j.name ? boundLabel(j.name, STORED_NAME_MAX) : null, array_job_id: j.arrayJobId ?? null, array_task_id: j.arrayTaskId ?? null,
-    het_job_id: j.hetJobId ?? null, het_job_offset: j.hetJobOffset ?? null, start_time: j.startTime ?? null,
+    het_job_id: j.hetJobId ?? null, het_job_offset: j.hetJobOffset ?? null, start_time: startBy(j.startTime, now),
     scheduler: j.scheduler ?? null, attrs: j.attrs ? JSON.stringify(j.attrs) : null,
   };
 }
@@ -76,7 +83,7 @@ function upsertJob(db: Db, j: JobRecord, source: Source, now: number): void {
      VALUES (@job_id, @run_key, ${COLS.map((c) => `@${c}`).join(', ')}, @source, @now)
      ON CONFLICT (job_id, run_key) DO UPDATE SET ${COLS.map((c) => `${c} = COALESCE(excluded.${c}, jobs.${c})`).join(', ')}, updated_at = excluded.updated_at,
        source = CASE WHEN excluded.source = 'prolog' THEN 'prolog' ELSE jobs.source END`,
-  ).run({ job_id: j.jobId, run_key: j.runKey, ...jobValues(j), source, now });
+  ).run({ job_id: j.jobId, run_key: j.runKey, ...jobValues(j, now), source, now });
 }
 
 /**
@@ -88,7 +95,7 @@ function upsertJob(db: Db, j: JobRecord, source: Source, now: number): void {
  */
 export function recordStart(db: Db, j: JobRecord, gpus: readonly GpuBinding[], source: Source, now = Date.now()): void {
   db.transaction(() => {
-    const start = j.startTime ?? now;
+    const start = startBy(j.startTime, now) ?? now;
     db.prepare(`UPDATE bindings SET end_time = ?, closed_by = 'requeue' WHERE job_id = ? AND run_key <> ? AND end_time IS NULL`).run(now, j.jobId, j.runKey);
     db.prepare(`UPDATE jobs SET end_time = ?, state = COALESCE(state, 'REQUEUED'), updated_at = ? WHERE job_id = ? AND run_key <> ? AND end_time IS NULL`).run(now, now, j.jobId, j.runKey);
     upsertJob(db, { ...j, startTime: start }, source, now);

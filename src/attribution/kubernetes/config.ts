@@ -7,7 +7,7 @@ export const KUBERNETES_SECTION: SectionSpec = {
   name: 'kubernetes',
   description: 'Kubernetes attribution: the kubelet pod-resources API (which container holds which GPU) and pod metadata from the API server or the kubelet.',
   keys: [
-    { key: 'socket', type: 'path', default: '/var/lib/kubelet/pod-resources/kubelet.sock', description: 'The kubelet pod-resources API v1 socket (gRPC, unix).' },
+    { key: 'socket', type: 'path', required: true, default: '/var/lib/kubelet/pod-resources/kubelet.sock', description: 'The kubelet pod-resources API v1 socket (gRPC, unix).' },
     { key: 'resources', type: 'list', default: ['nvidia.com/gpu', 'nvidia.com/mig-*', 'amd.com/gpu', 'habana.ai/gaudi'], description: 'Device-plugin resource names whose device ids are GPUs (a trailing * matches a prefix). Their ids are matched to GPU UUIDs: a UUID (with a time-slicing "::N" suffix), a MIG id (MIG-<uuid> or MIG-GPU-<uuid>/<gi>/<ci>) or a PCI bus id; an id that names no GPU for sure stays unmatched (doctor lists it).' },
     { key: 'dra_drivers', type: 'list', default: ['gpu.nvidia.com', 'gpu.amd.com'], description: 'Dynamic resource allocation drivers whose claimed devices are GPUs; their device names are matched to GPUs like device-plugin ids, and gpu.nvidia.com\'s "gpu-<N>" as the GPU at /dev/nvidia<N>.' },
     { key: 'node_name', type: 'string', default: null, example: 'gpu-node-17', env: [{ name: 'NODE_NAME' }, { name: 'K8S_NODE_NAME' }], description: 'This node\'s name in Kubernetes (the DaemonSet passes spec.nodeName as $NODE_NAME; default: the host name).' },

@@ -226,7 +226,8 @@ export function loadConfig(opts: LoadOptions): Config {
     for (const k of s.keys) {
       for (const e of k.env ?? []) {
         const raw = env[e.name];
-        if (raw === undefined || raw === '') continue;
+        // an empty variable is unset, but for a key that must name something: there it is a mistake said as one
+        if (raw === undefined || (raw === '' && !k.required)) continue;
         let mapped: string;
         try {
           mapped = e.map ? e.map(raw) : raw;

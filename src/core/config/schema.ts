@@ -7,6 +7,21 @@
 /** RFC 9110 token, and field value characters (Node's http refuses others at send time). */
 const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+/**
+ * What the HTTP client writes itself: the message's framing and the
+ * connection's management (RFC 9110 7.6.1, 8.6, 6.1), and the body's type and
+ * encoding that the sink sets. Configured, they would be replaced without a
+ * word, or would contradict the client's own (Transfer-Encoding beside its
+ * Content-Length: a request the server refuses, every export).
+ */
+const CLIENT_HEADERS = ['connection', 'content-encoding', 'content-length', 'content-type', 'expect', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade'];
+
+/** KeySpec.check of a map of request headers: none the client writes itself. */
+export function checkRequestHeaders(v: ConfigValue): void {
+  for (const name of Object.keys(v as Record<string, string>)) {
+    if (CLIENT_HEADERS.includes(name.toLowerCase())) throw new Error(`header ${name} is not one to set: the HTTP client writes it itself (${CLIENT_HEADERS.join(', ')} are its own)`);
+  }
+}
 
 export type ConfigValue = string | number | boolean | string[] | Record<string, string> | null;
 
@@ -36,6 +51,10 @@ export interface KeySpec {
   readonly example?: string;
   /** A map whose every value is a number (within min/max), checked at load rather than misread later. */
   readonly mapValues?: 'number';
+  /** A string or path that must name something: empty (in the file or a variable) is an error, not "unset". */
+  readonly required?: boolean;
+  /** Rules of the key's own beyond its type, on the parsed value: throws a message naming what is wrong. */
+  readonly check?: (value: ConfigValue) => void;
 }
 
 export interface SectionSpec {
@@ -59,6 +78,12 @@ const UNITS_BYTES: Record<string, number> = {
 /** Parses one raw value to the key's type; throws a plain message naming what was expected. */
 export function parseValue(spec: KeySpec, raw: string): ConfigValue {
   const s = raw.trim();
+  const v = parseTyped(spec, s);
+  if (v !== null) spec.check?.(v);
+  return v;
+}
+
+function parseTyped(spec: KeySpec, s: string): ConfigValue {
   const range = (n: number, unit = ''): number => {
     if (spec.min !== undefined && n < spec.min) throw new Error(`${s} is below the minimum ${spec.min}${unit}`);
     if (spec.max !== undefined && n > spec.max) throw new Error(`${s} is above the maximum ${spec.max}${unit}`);
@@ -67,6 +92,8 @@ export function parseValue(spec: KeySpec, raw: string): ConfigValue {
   switch (spec.type) {
     case 'string':
     case 'path':
+      // a value left empty (`state_dir =`, L9GPU_STATE_DIR=$UNSET) is a mistake where the key cannot mean "none"
+      if (s === '' && spec.required) throw new Error(`empty: it needs a value${spec.type === 'path' ? ' (an absolute path)' : ''}; leave the key out for the default`);
       if (spec.type === 'path' && s !== '' && !s.startsWith('/')) throw new Error(`"${s}" is not an absolute path`);
       return s === '' ? null : s;
     case 'int': {
