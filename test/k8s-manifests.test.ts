@@ -28,6 +28,7 @@ import { ALL_SECTIONS, loadAgentConfig, resolveAgentAttribution } from '../daemo
 import { DAEMON_FLAGS, flagOverrides, type DaemonFlags } from '../src/cli/daemon-flags.js';
 import { parseArgsOptions } from '../src/cli/flag-spec.js';
 import { KUBERNETES_SECTION } from '../src/attribution/kubernetes/config.js';
+import { IMAGE_ENTRYPOINT, IMAGE_NAME } from '../src/release/image.js';
 
 /** The repository root: the first folder above this file holding l9gpu's package.json (works from dist/test and dist-*\/test). */
 function repoRoot(): string {
@@ -294,9 +295,11 @@ test('RBAC: list pods only; the optional kubelet role is nodes/proxy get only', 
 const envOf = (name: string): Obj | undefined => (MAIN.env as Obj[]).find((e) => e.name === name);
 
 test('the DaemonSet: command, node identity, config and state paths, GPU access, the optional OTLP Secret', () => {
-  assert.deepEqual(MAIN.command, ['node', '/opt/l9gpu/bin/run.js']);
+  // the image `npm run package` builds (src/release/image.ts): no shell, no node on PATH to rely on
+  assert.deepEqual(MAIN.command, [IMAGE_ENTRYPOINT]);
   assert.deepEqual(MAIN.args, ['daemon', '--attribution', 'kubernetes']);
-  assert.equal(MAIN.image, 'l9gpu/l9gpu:0.1.0');
+  const version = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+  assert.equal(MAIN.image, `${IMAGE_NAME}:${version}`, 'the DaemonSet names the image this version builds');
   const names = (MAIN.env as Obj[]).map((e) => e.name as string);
   assert.equal(new Set(names).size, names.length, 'env names are unique');
   assert.deepEqual(envOf('NODE_NAME'), { name: 'NODE_NAME', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } });

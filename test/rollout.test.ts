@@ -24,6 +24,7 @@ import { beyondOldest, readElfNeeds } from '../src/release/elf.js';
 import { artifactBase, elfFiles, readBuildInfo } from '../src/release/release-tree.js';
 import { buildRpm } from '../src/release/rpm.js';
 import { findRuntime } from '../src/release/runtime.js';
+import { IMAGE_ENTRYPOINT, IMAGE_NAME } from '../src/release/image.js';
 import { h100 } from './helpers/fake-nvml.js';
 import { ROOT, tempDir } from './helpers/paths.js';
 
@@ -36,6 +37,7 @@ const work = tempDir('l9gpu-rollout-');
 let deb = '';
 let rpm = '';
 let tarball = '';
+let image = '';
 
 function run(cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string } = {}): SpawnSyncReturns<string> {
   return spawnSync(cmd, args, { encoding: 'utf8', maxBuffer: 64 << 20, timeout: 300_000, ...opts });
@@ -77,7 +79,8 @@ before(() => {
   deb = /^(\S+\.deb) /m.exec(out)?.[1] ?? '';
   rpm = /^(\S+\.rpm) /m.exec(out)?.[1] ?? '';
   tarball = /^(\S+\.tar\.gz) /m.exec(out)?.[1] ?? '';
-  assert.ok(deb && rpm && tarball, out);
+  image = /^(\S+\.oci\.tar) /m.exec(out)?.[1] ?? '';
+  assert.ok(deb && rpm && tarball && image, out);
 });
 
 after(() => rmSync(work, { recursive: true, force: true }));
@@ -372,6 +375,41 @@ function adminTexts(dir: string, out: [string, string][] = []): [string, string]
   }
   return out;
 }
+
+test('the container image (an oci-archive umoci made, no daemon): the release tree on a base of only what it loads; --version and daemon --once in its root, no network; the DaemonSet names it', () => {
+  const dir = join(work, 'image');
+  mkdirSync(join(dir, 'layout'), { recursive: true });
+  ok(run('tar', ['-xf', image, '-C', join(dir, 'layout')]), 'tar -x the oci-archive');
+  const info = readBuildInfo(ROOT, findRuntime(ROOT));
+  ok(run('umoci', ['unpack', '--image', `${join(dir, 'layout')}:${info.version}`, join(dir, 'bundle')]), 'umoci unpack');
+  const rootfs = join(dir, 'bundle', 'rootfs');
+  // what the container runs, as the runtime spec umoci wrote from the image's config says
+  const spec = JSON.parse(readFileSync(join(dir, 'bundle', 'config.json'), 'utf8')) as { process: { args: string[]; env: string[]; user: { uid: number } } };
+  assert.deepEqual(spec.process.args, [IMAGE_ENTRYPOINT, 'daemon']);
+  assert.equal(spec.process.user.uid, 0);
+  // the DaemonSet runs that entry point and names this version's image
+  const ds = readFileSync(join(ROOT, 'src/attribution/kubernetes/deploy/30-daemonset.yaml'), 'utf8');
+  assert.match(ds, new RegExp(`image: ${IMAGE_NAME}:${info.version.replaceAll('.', '\\.')}\\n`));
+  assert.match(ds, new RegExp(`command: \\["${IMAGE_ENTRYPOINT}"\\]`));
+  // a minimal base: no shell, no package manager; the tree and the libraries its ELF files load
+  for (const absent of ['usr/bin/sh', 'bin/sh', 'usr/bin/apt', 'usr/bin/dpkg']) assert.equal(existsSync(join(rootfs, absent)), false, `${absent} is not in the image`);
+  assert.ok(statSync(join(rootfs, 'tmp')).mode & 0o1000, '/tmp is sticky');
+  const inImage = (args: string[], env: string[] = []): SpawnSyncReturns<string> => {
+    mkdirSync(join(rootfs, 'proc'), { recursive: true });
+    return run('unshare', ['--pid', '--fork', `--mount-proc=${join(rootfs, 'proc')}`, '--net', 'chroot', rootfs, IMAGE_ENTRYPOINT, ...args], { env: Object.fromEntries([...spec.process.env, ...env].map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)])) });
+  };
+  assert.match(ok(inImage(['--version']), 'l9gpu --version in the image'), new RegExp(`\\b${info.version.replaceAll('.', '\\.')}\\b`));
+  const once = ok(inImage(['daemon', '--once', '--plugin', 'sim', '--sink', 'stdout']), 'daemon --once in the image');
+  const points = once.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { name: string });
+  assert.ok(points.some((p) => p.name === 'gpu.utilization'), `the sim GPUs' points: ${once.slice(0, 400)}`);
+  // everything the image's ELF files need is in it: the loader finds each library in the image's own root
+  const cache = run('chroot', [rootfs, '/usr/sbin/ldconfig', '-p']);
+  assert.equal(cache.status, 0, cache.stderr);
+  for (const f of elfFiles(join(rootfs, 'opt/l9gpu'))) {
+    for (const lib of f.needs.needed) assert.match(cache.stdout, new RegExp(`^\\s+${lib.replaceAll('.', '\\.').replaceAll('+', '\\+')} `, 'm'), `${f.path} needs ${lib}, which the image's loader cache has`);
+  }
+  rmSync(dir, { recursive: true, force: true });
+});
 
 test('every installed path the docs, the help and the admin\'s files name is in the package (the .deb, or the tarball\'s install)', () => {
   const inDeb = new Set(ok(run('dpkg-deb', ['-c', deb]), 'dpkg-deb -c').split('\n').map((l) => / \.(\/\S*?)\/?(?: -> \S+)?$/.exec(l)?.[1]).filter((p): p is string => !!p));

@@ -14,7 +14,7 @@
 #     install test), a clean bullseye minbase one (glibc 2.31, older than the build host's: the
 #     .rpm is installed into it with rpm --root), and a bookworm one with ansible-core,
 #     python3-apt and systemd (the role's run and systemd-analyze verify of the unit it
-#     installs); ansible-core, ansible-lint and rpm (rpmbuild) here
+#     installs); ansible-core, ansible-lint, rpm (rpmbuild) and umoci (the container image) here
 #   The mmdebstrap runs go in parallel: they wait on the mirror, not on the CPU.
 # `npm test` runs this first: with everything present it says nothing and takes a few ms;
 # as root it installs what is missing; otherwise it fails with one line naming what is
@@ -41,6 +41,7 @@ command -v ansible-playbook >/dev/null || packages+=(ansible-core)
 command -v ansible-lint >/dev/null || packages+=(ansible-lint)
 command -v unshare >/dev/null || packages+=(util-linux)
 command -v rpmbuild >/dev/null || packages+=(rpm)
+command -v umoci >/dev/null || packages+=(umoci)
 releases=()
 for release in trixie sid; do
   [ -x "$chroots/slurm-$release/usr/sbin/slurmctld" ] && [ -x "$chroots/slurm-$release/usr/sbin/slurmdbd" ] || releases+=("$release")
