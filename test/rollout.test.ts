@@ -406,7 +406,8 @@ test('the container image (an oci-archive umoci made, no daemon): the release tr
   const cache = run('chroot', [rootfs, '/usr/sbin/ldconfig', '-p']);
   assert.equal(cache.status, 0, cache.stderr);
   for (const f of elfFiles(join(rootfs, 'opt/l9gpu'))) {
-    for (const lib of f.needs.needed) assert.match(cache.stdout, new RegExp(`^\\s+${lib.replaceAll('.', '\\.').replaceAll('+', '\\+')} `, 'm'), `${f.path} needs ${lib}, which the image's loader cache has`);
+    // the dynamic loader is no library the cache lists: the kernel loads it by its path (the runs above used it)
+    for (const lib of f.needs.needed.filter((l) => !/^ld-linux/.test(l))) assert.match(cache.stdout, new RegExp(`^\\s+${lib.replaceAll('.', '\\.').replaceAll('+', '\\+')} `, 'm'), `${f.path} needs ${lib}, which the image's loader cache has`);
   }
   rmSync(dir, { recursive: true, force: true });
 });
