@@ -183,7 +183,7 @@ after(() => {
 const COMMANDS = [['gpus', '--plugin', 'nvml'], ['gpus', '--json', '--plugin', 'nvml'], ['doctor'], ['daemon', '--once', '--plugin', 'nvml', '--sink', 'stdout']];
 
 for (const real of realNvmlLibraries()) {
-  test(`NVIDIA ${real.version} with no kernel driver: nvmlInit_v2 through the production binding answers Driver Not Loaded, a session says so, and so does every command, within 1 s`, async () => {
+  test(`NVIDIA ${real.version} with no kernel driver: nvmlInit_v2 through the production binding answers Driver Not Loaded, a session says so, and so does every command, at once`, async () => {
     const nvml = loadNvml(real.library);
     const r = await nvml.init();
     assert.equal(r, abi.NVML.DRIVER_NOT_LOADED, `nvmlInit_v2: ${nvml.errorString(r)} (${r})`);
@@ -199,7 +199,9 @@ for (const real of realNvmlLibraries()) {
       const out = await runCli(args, { L9GPU_NVML_LIBRARY: real.library, L9GPU_STATE_DIR: tempDir('l9gpu-nvml-real-') });
       const ms = performance.now() - t0;
       assert.match(out.stdout + out.stderr, /Driver Not Loaded/, `l9gpu ${args.join(' ')}: ${out.stdout}${out.stderr}`);
-      assert.ok(ms < 1000, `l9gpu ${args.join(' ')} took ${ms.toFixed(0)} ms to say the driver is not loaded`);
+      // a guard against a wait (a retry, a backoff, a blocked call), not a timing target: those live in bench/.
+      // Measured here: 0.25-0.45 s each on an idle 2-core machine, 1.7 s with eight builds beside it
+      assert.ok(ms < 5000, `l9gpu ${args.join(' ')} took ${ms.toFixed(0)} ms to say the driver is not loaded`);
     }
   });
 }
