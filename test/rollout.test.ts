@@ -139,7 +139,7 @@ test('the package: the built code, the bundled Node.js, production modules with 
   const prod = ok(run('npm', ['ls', '--omit=dev', '--all', '--parseable'], { cwd: ROOT }), 'npm ls').split('\n').filter((l) => l.includes('/node_modules/'));
   for (const m of prod) assert.ok(entry(`opt/l9gpu/${m.slice(m.indexOf('node_modules/'))}/`), `${m} is in the package`);
   for (const bad of ['node_modules/typescript/', 'node_modules/esbuild/', 'node_modules/fast-check/', 'node_modules/@opentelemetry/exporter-prometheus/', 'node_modules/@opentelemetry/exporter-metrics-otlp', 'node_modules/node-linux-',
-    'node/include/', 'dist/test/', 'dist/bench/', 'dist/src/release/', 'better-sqlite3/deps/', 'better-sqlite3/src/', 'musl_', '/var/lib/l9gpu']) {
+    'node/include/', 'dist/test/', 'dist/bench/', 'dist/src/release/', '/golden.js', 'better-sqlite3/deps/', 'better-sqlite3/src/', 'musl_', '/var/lib/l9gpu']) {
     assert.equal(files.find((l) => l.includes(bad)), undefined, `${bad} is not in the package`);
   }
   // the .rpm: the same files with the same modes, the unit in the EL path; the tarball: the same tree under one folder, with install.sh

@@ -106,7 +106,7 @@ export class HostPlugin implements Plugin {
 export const hostPlugin: PluginManifest = {
   name: 'host',
   reportsGpus: false,
-  metrics: ['system.cpu.utilization', 'system.cpu.logical.count', 'system.cpu.load_average.1m', 'system.cpu.load_average.5m', 'system.cpu.load_average.15m', 'system.memory.usage', 'system.memory.limit', 'system.memory.utilization'],
+  metrics: [CPU_UTIL, CPU_COUNT, LOAD1, LOAD5, LOAD15, MEM_USAGE, MEM_LIMIT, MEM_UTIL].map((d) => d.name),
   auto: 'always',
   description: 'Host CPU utilization, memory and load average from /proc',
   section: HOST_SECTION,

@@ -1,6 +1,6 @@
 /** FlagSpecs as oclif flags. */
 import { Flags, type Interfaces } from '@oclif/core';
-import { CONFIG_FLAG, type FlagSpec } from './flag-spec.js';
+import type { FlagSpec } from './flag-spec.js';
 
 export function oclifFlag(f: FlagSpec) {
   const common = {
@@ -21,5 +21,3 @@ export function oclifFlag(f: FlagSpec) {
 export function oclifFlags(specs: readonly FlagSpec[]): Interfaces.FlagInput {
   return Object.fromEntries(specs.map((f) => [f.name, oclifFlag(f)]));
 }
-
-export const configFlag = Flags.string({ char: 'c', helpValue: CONFIG_FLAG.helpValue!, description: CONFIG_FLAG.description });

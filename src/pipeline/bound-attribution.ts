@@ -54,6 +54,16 @@ interface Bound {
   attrs: Attributes;
 }
 
+/** What one batch's point pass counts per GPU for the shares pass. */
+interface GpuTally {
+  /** GPU -> run -> bytes of its processes' memory. */
+  readonly procMem: Map<string, Map<string, number>>;
+  /** GPU -> processes outside their allocation. */
+  readonly outside: Map<string, number>;
+  /** GPUs whose process list this batch carries. */
+  readonly withProcesses: Set<string>;
+}
+
 export class BoundAttribution implements AttributionProvider {
   readonly name: string;
   private byGpu = new Map<string, Bound[]>();
@@ -131,12 +141,20 @@ export class BoundAttribution implements AttributionProvider {
     if (!batch.points.some((p) => typeof p.attributes['gpu.uuid'] === 'string' || p.metric.scope === 'nccl' || (p.metric.scope === 'engine' && p.attributes['process.pid'] !== undefined))) return batch;
     this.refresh();
     this.pidGpus.learn(batch.points, batch.time);
-    const out: Point[] = [];
-    const procMem = new Map<string, Map<string, number>>(); // gpu -> run -> bytes
-    const outside = new Map<string, number>();
-    const withProcesses = new Set<string>(); // GPUs whose process list this batch carries
-    // one name per MIG instance for both loops below: the device's UUID (no copy of the batch on a node without MIG)
+    // one name per MIG instance for both passes below: the device's UUID (no copy of the batch on a node without MIG)
     const points = this.migDevice.size ? batch.points.map((p) => this.migKeyed(p)) : batch.points;
+    const tally: GpuTally = { procMem: new Map(), outside: new Map(), withProcesses: new Set() };
+    const out = this.classify(points, batch.time, tally);
+    return { ...batch, points: out, jobs: this.shares(points, tally, out) };
+  }
+
+  /**
+   * Every point with its run's attributes: an engine's and an NCCL rank's by
+   * their process, a process's by its pid, any other GPU point once per run
+   * bound to its GPU. Counts into `tally` what the shares need.
+   */
+  private classify(points: readonly Point[], now: number, tally: GpuTally): Point[] {
+    const out: Point[] = [];
     // a rank's series are several points of one process: its run and GPUs looked up once a batch
     const ncclBy = new Map<string, Attributes>();
     for (const p of points) {
@@ -145,35 +163,47 @@ export class BoundAttribution implements AttributionProvider {
         continue;
       }
       if (p.metric.scope === 'nccl') {
-        out.push(this.ncclJob(p, batch.time, ncclBy));
+        out.push(this.ncclJob(p, now, ncclBy));
         continue;
       }
       const uuid = p.attributes['gpu.uuid'];
       const jobs = typeof uuid === 'string' ? this.byGpu.get(uuid) : undefined;
-      if (p.metric === GPU.procCount && typeof uuid === 'string') withProcesses.add(uuid);
+      if (p.metric === GPU.procCount && typeof uuid === 'string') tally.withProcesses.add(uuid);
       if (p.metric === GPU.procMem && typeof uuid === 'string') {
-        const pid = Number(p.attributes['process.pid']);
-        const job = this.o.pids.job(pid);
-        const bound = jobs?.find((j) => j.jobId === job);
-        if (bound) {
-          let m = procMem.get(uuid);
-          if (!m) procMem.set(uuid, (m = new Map()));
-          m.set(bound.jobId, (m.get(bound.jobId) ?? 0) + p.value);
-          out.push({ ...p, attributes: { ...p.attributes, ...bound.attrs } });
-        } else {
-          outside.set(uuid, (outside.get(uuid) ?? 0) + 1);
-          const key = `${uuid}/${pid}/${job}`;
-          if (this.first(key)) {
-            this.log.warn('process on a GPU outside its allocation', { gpu: uuid, pid, job: job ?? 'none', bound: jobs?.map((j) => j.jobId).join(',') || 'none' });
-          }
-          out.push(job ? { ...p, attributes: { ...p.attributes, ...this.o.bareAttributes(job) } } : p);
-        }
+        out.push(this.processJob(p, uuid, jobs, tally));
         continue;
       }
       if (!jobs || jobs.length === 0) out.push(p);
       else for (const j of jobs) out.push({ ...p, attributes: { ...p.attributes, ...j.attrs } });
     }
-    // once per GPU of the batch: shares and the outside-allocation count
+    return out;
+  }
+
+  /** A process's memory point: the run owning its pid if that run is bound to the GPU, else counted (and said once) as outside its allocation. */
+  private processJob(p: Point, uuid: string, jobs: readonly Bound[] | undefined, tally: GpuTally): Point {
+    const pid = Number(p.attributes['process.pid']);
+    const job = this.o.pids.job(pid);
+    const bound = jobs?.find((j) => j.jobId === job);
+    if (bound) {
+      let m = tally.procMem.get(uuid);
+      if (!m) tally.procMem.set(uuid, (m = new Map()));
+      m.set(bound.jobId, (m.get(bound.jobId) ?? 0) + p.value);
+      return { ...p, attributes: { ...p.attributes, ...bound.attrs } };
+    }
+    tally.outside.set(uuid, (tally.outside.get(uuid) ?? 0) + 1);
+    if (this.first(`${uuid}/${pid}/${job}`)) {
+      this.log.warn('process on a GPU outside its allocation', { gpu: uuid, pid, job: job ?? 'none', bound: jobs?.map((j) => j.jobId).join(',') || 'none' });
+    }
+    return job ? { ...p, attributes: { ...p.attributes, ...this.o.bareAttributes(job) } } : p;
+  }
+
+  /**
+   * Once per GPU of the batch (at its first utilization or memory point):
+   * each bound run's gpu.job.share (its part of the processes' memory, else
+   * 1/N), pushed onto `out`, and the outside-allocation count where the
+   * batch carries the GPU's process list. Returns batch.jobs.
+   */
+  private shares(points: readonly Point[], tally: GpuTally, out: Point[]): Map<string, JobShare[]> {
     const seen = new Set<string>();
     const shares = new Map<string, JobShare[]>();
     for (const p of points) {
@@ -183,7 +213,7 @@ export class BoundAttribution implements AttributionProvider {
       const identity = identityOf(p.attributes);
       const jobs = this.byGpu.get(uuid);
       if (jobs?.length) {
-        const mem = procMem.get(uuid);
+        const mem = tally.procMem.get(uuid);
         const total = mem ? [...mem.values()].reduce((a, b) => a + b, 0) : 0;
         const list: JobShare[] = [];
         for (const j of jobs) {
@@ -193,9 +223,9 @@ export class BoundAttribution implements AttributionProvider {
         }
         shares.set(uuid, list);
       }
-      if (withProcesses.has(uuid)) out.push({ metric: this.o.metrics.outside, value: outside.get(uuid) ?? 0, attributes: identity });
+      if (tally.withProcesses.has(uuid)) out.push({ metric: this.o.metrics.outside, value: tally.outside.get(uuid) ?? 0, attributes: identity });
     }
-    return { ...batch, points: out, jobs: shares };
+    return shares;
   }
 
   /**

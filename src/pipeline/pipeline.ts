@@ -9,16 +9,16 @@ import type { Logger } from '../core/log.js';
 import type { Batch, Point } from '../core/metrics/model.js';
 import type { Sink } from '../core/sink.js';
 
-/** A stage after attribution as the pipeline sees it: an attributed batch in, extra points (job-end summaries, health) out. */
-export interface LedgerStage {
+/** A stage after attribution as the pipeline sees it (the job ledger, health): an attributed batch in, extra points (job-end summaries, health) out. */
+export interface ObserverStage {
   observe(batch: Batch): Point[];
 }
 
 export class Pipeline {
   attribution: AttributionProvider = noneProvider;
-  ledger: LedgerStage | undefined;
+  ledger: ObserverStage | undefined;
   /** GPU health (src/health): on every node, attribution or not. */
-  health: LedgerStage | undefined;
+  health: ObserverStage | undefined;
   sinks: readonly Sink[] = [];
 
   constructor(private readonly log: Logger) {}

@@ -8,7 +8,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
-import { dirname, join, relative } from 'node:path';
+import { dirname, join, relative, sep } from 'node:path';
 import { beyondOldest, readElfNeeds, type ElfNeeds } from './elf.js';
 import { betterSqlite3For } from './native.js';
 import type { Runtime } from './runtime.js';
@@ -32,6 +32,13 @@ export interface BuildInfo extends PackageTarget {
 const TOP_LEVEL = ['bin', 'package.json', 'package-lock.json', 'README.md', 'docs', 'systemd', 'dashboards'];
 /** Built output that is not the product. */
 const DIST_LEFT_OUT = new Set(['test', 'bench', 'package', join('src', 'release')]);
+/** The golden-file cases' adapters (plugins/<name>/golden.ts, and src/scrape/golden.ts that the scraped ones share): test/golden.test.ts's, never loaded by the daemon. */
+const GOLDEN_ADAPTER = /(^|\/)golden\.js$/;
+
+/** Whether a built file (relative to dist/) is the product's. */
+function shipped(rel: string): boolean {
+  return !rel.endsWith('.map') && !DIST_LEFT_OUT.has(rel) && !GOLDEN_ADAPTER.test(rel.split(sep).join('/'));
+}
 /** The hooks' shell entries (slurmd runs them; the .ts beside them are compiled into dist/). */
 const SLURM_SCRIPTS = ['prolog', 'epilog', 'ctld-epilog', 'hook-run'];
 /** Read at run time from the package root (src/attribution/kubernetes/podresources-client.ts). */
@@ -92,7 +99,7 @@ export function assembleTree(root: string, dest: string, info: BuildInfo, runtim
   mkdirSync(join(dest, 'dist'));
   for (const e of readdirSync(join(root, 'dist'))) {
     // the packager itself (dist/src/release) is built output too, and not the product
-    if (!DIST_LEFT_OUT.has(e)) cpSync(join(root, 'dist', e), join(dest, 'dist', e), { recursive: true, filter: (p) => !p.endsWith('.map') && !DIST_LEFT_OUT.has(relative(join(root, 'dist'), p)) });
+    if (!DIST_LEFT_OUT.has(e)) cpSync(join(root, 'dist', e), join(dest, 'dist', e), { recursive: true, filter: (p) => shipped(relative(join(root, 'dist'), p)) });
   }
   mkdirSync(join(dest, 'slurm'));
   for (const s of SLURM_SCRIPTS) cpSync(join(root, 'slurm', s), join(dest, 'slurm', s));
