@@ -26,6 +26,12 @@ type KoffiFn = Fn & { async: (...args: unknown[]) => void };
 /** A driver call: its nvmlReturn_t once the pool thread is done. */
 type Call = (...args: unknown[]) => Promise<number>;
 
+/** A NUL-terminated string the driver wrote into a buffer (UUIDs, names, the driver version). */
+export function cString(b: Buffer): string {
+  const z = b.indexOf(0);
+  return b.toString('utf8', 0, z < 0 ? b.length : z);
+}
+
 export interface PciInfo { busId: string; domain: number; bus: number; device: number }
 export interface MemoryV2 { version: number; total: number; reserved: number; free: number; used: number }
 

@@ -10,35 +10,14 @@
  * re-initialised.
  */
 import { normalizePciBusId } from '../../src/core/pci.js';
-import { ALL_LINKS, BUFFER_SIZE, CLOCK, ENUM, FIELD, FIELD_VALUE, NO_INSTANCE, NVML, SAMPLE, SAMPLING, VALUE_NOT_AVAILABLE, VALUE_TYPE } from './abi.js';
-import type { Handle, NvmlBinding } from './binding.js';
+import { BUFFER_SIZE, CLOCK, ENUM, NO_INSTANCE, NVML, SAMPLE, SAMPLING, VALUE_NOT_AVAILABLE } from './abi.js';
+import { cString, type Handle, type NvmlBinding } from './binding.js';
+import { FIELD_IDS, FIELD_READINGS, fieldRequest, fieldValues, unionValue, type OwnCall } from './fields.js';
 import { GpmReader } from './gpm.js';
+import { enumerateMig, type MigInstance } from './mig.js';
 import type { GpuSnapshot, MigSnapshot, ProcessSnapshot, Snapshot } from './snapshot.js';
 
-/**
- * Every field a tick reads, in one nvmlDeviceGetFieldValues call: NVML serves
- * fields of one driver call together, and each separate call costs a hop to a
- * libuv pool thread and back (~20 µs of CPU here, the driver's own time apart).
- * A field this driver does not answer falls back to its own call (older
- * drivers lack 185 and 190, for one).
- */
-const FIELD_IDS: readonly number[] = Object.values(FIELD);
-
 class GpuLost extends Error {}
-
-/** An nvmlValue_t as its nvmlValueType_t says; NaN for a type this build does not know. */
-function unionValue(b: Buffer, o: number, type: number): number {
-  switch (type) {
-    case VALUE_TYPE.DOUBLE: return b.readDoubleLE(o);
-    case VALUE_TYPE.UNSIGNED_INT: return b.readUInt32LE(o);
-    case VALUE_TYPE.UNSIGNED_LONG:
-    case VALUE_TYPE.UNSIGNED_LONG_LONG: return Number(b.readBigUInt64LE(o));
-    case VALUE_TYPE.SIGNED_LONG_LONG: return Number(b.readBigInt64LE(o));
-    case VALUE_TYPE.SIGNED_INT: return b.readInt32LE(o);
-    case VALUE_TYPE.UNSIGNED_SHORT: return b.readUInt16LE(o);
-    default: return NaN;
-  }
-}
 
 interface Gpu {
   index: number;
@@ -67,14 +46,6 @@ interface Gpu {
   said: Set<string>;
   /** Lost when NVML was re-initialised: no handle this session, reported lost without a call. */
   lost?: boolean;
-}
-
-interface MigInstance {
-  handle: Handle;
-  uuid: string;
-  name: string;
-  gi: number;
-  ci: number;
 }
 
 const GPM_CALL = 'SM/engine activity (GPM)';
@@ -111,7 +82,7 @@ export class Sampler {
   async enumerate(): Promise<void> {
     const n = this.nvml;
     const v = Buffer.alloc(BUFFER_SIZE.SYSTEM_DRIVER_VERSION);
-    this.driverVersion = await n.driverVersion(v) === NVML.SUCCESS ? str(v) : '';
+    this.driverVersion = await n.driverVersion(v) === NVML.SUCCESS ? cString(v) : '';
     const count: [number] = [0];
     const r = await n.count(count);
     if (r !== NVML.SUCCESS) throw new Error(`nvmlDeviceGetCount_v2: ${n.errorString(r)} (${r})`);
@@ -133,12 +104,12 @@ export class Sampler {
       }
       const handle = h[0]!;
       const gpu: Gpu = { index: i, handle, uuid: '', name: '', pciBusId: '', unsupported: new Set(), reprobeAt: Date.now() + REPROBE_MS, stateAt: 0, state: {}, lastSample: new Map(), said: new Set() };
-      if (await n.uuid(handle, this.idBuf) === NVML.SUCCESS) gpu.uuid = str(this.idBuf);
+      if (await n.uuid(handle, this.idBuf) === NVML.SUCCESS) gpu.uuid = cString(this.idBuf);
       if (!gpu.uuid) {
         this.note('warn', `GPU ${i}: no UUID: not sampled (every metric is keyed by UUID)`);
         continue;
       }
-      if (await n.name(handle, this.idBuf) === NVML.SUCCESS) gpu.name = str(this.idBuf);
+      if (await n.name(handle, this.idBuf) === NVML.SUCCESS) gpu.name = cString(this.idBuf);
       const pci: { busId?: string } = {};
       if (await n.pciInfo(handle, pci) === NVML.SUCCESS) gpu.pciBusId = normalizePciBusId(pci.busId ?? '');
       const minor: [number] = [0];
@@ -195,8 +166,13 @@ export class Sampler {
     return { gpus: out, anyLost };
   }
 
-  /** Runs one call; false when the value is unavailable this time (or for good). */
-  private ok(g: Gpu, what: string, r: number): boolean {
+  /**
+   * Whether a call succeeded. Otherwise the value is unavailable this time or
+   * for good: a lost GPU throws GpuLost; NOT_SUPPORTED (or a missing symbol)
+   * marks the call unsupported for this GPU until the next re-probe; either
+   * that or another error is said once per GPU and call.
+   */
+  private answered(g: Gpu, what: string, r: number): boolean {
     if (r === NVML.SUCCESS) return true;
     if (r === NVML.GPU_IS_LOST) throw new GpuLost();
     if (r === NVML.NOT_SUPPORTED || r === NVML.FUNCTION_NOT_FOUND) {
@@ -233,7 +209,6 @@ export class Sampler {
     // first: MIG mode decides what else the GPU answers (a change re-probes everything)
     if (!skip.has('mig')) await this.readMig(g, s, fresh);
     const u1: [number] = [0];
-    const big: [number | bigint] = [0];
 
     // one reading a tick misjudges bursty jobs: the mean (and peak) of every sample the driver took since the last
     // tick; the instantaneous reading only where there is no interval (first tick, nothing new, no sample buffers)
@@ -241,7 +216,7 @@ export class Sampler {
     const memUtil = await this.interval(g, SAMPLING.MEMORY_UTILIZATION_SAMPLES, 'memory utilization samples');
     if ((!util || !memUtil) && !skip.has('utilization')) {
       const u: { gpu?: number; memory?: number } = {};
-      if (this.ok(g, 'utilization', await n.utilization(h, u))) {
+      if (this.answered(g, 'utilization', await n.utilization(h, u))) {
         s.utilGpuPct = u.gpu;
         s.utilMemPct = u.memory;
       }
@@ -253,64 +228,27 @@ export class Sampler {
     if (memUtil) s.utilMemPct = memUtil.mean;
     if (!skip.has('memory')) {
       const m: { total?: number; used?: number; free?: number; reserved?: number } = {};
-      if (this.ok(g, 'memory', await n.memory(h, m))) {
+      if (this.answered(g, 'memory', await n.memory(h, m))) {
         s.memTotal = m.total;
         s.memUsed = m.used;
         s.memFree = m.free;
         if (n.memoryV2) s.memReserved = m.reserved;
       }
     }
-    if (!skip.has('temperature') && this.ok(g, 'temperature', await n.temperature(h, ENUM.TEMPERATURE_GPU, u1))) s.tempGpuC = u1[0];
+    if (!skip.has('temperature') && this.answered(g, 'temperature', await n.temperature(h, ENUM.TEMPERATURE_GPU, u1))) s.tempGpuC = u1[0];
     const f = skip.has('field values') ? undefined : await this.readFields(g, s);
-    /** The fields' values when the driver answered every one of them, else undefined: the caller makes the field's own call. */
-    const fv = (...ids: number[]): number[] | undefined => (f && ids.every((id) => f.has(id)) ? ids.map((id) => f.get(id)!) : undefined);
+    // the sample buffers' power first: field 185 and the power call serve only where they give no interval
     const power = await this.interval(g, SAMPLING.TOTAL_POWER_SAMPLES, 'power samples');
-    // without an interval: field 185, the 1 s average nvmlDeviceGetPowerUsage gives on Ampere and later (GA100 and
-    // older answer it NOT_SUPPORTED, and their nvmlDeviceGetPowerUsage is instantaneous)
-    const avg = fv(FIELD.POWER_AVERAGE);
     if (power) {
       s.powerMw = power.mean;
       s.powerMaxMw = power.max;
-    } else if (avg) s.powerMw = avg[0];
-    else if (!skip.has('power') && this.ok(g, 'power', await n.power(h, u1))) s.powerMw = u1[0];
-    const limit = fv(FIELD.POWER_CURRENT_LIMIT);
-    if (limit) s.powerLimitMw = limit[0];
-    else if (!skip.has('power limit') && this.ok(g, 'power limit', await n.powerLimit(h, u1))) s.powerLimitMw = u1[0];
-    const energy = fv(FIELD.TOTAL_ENERGY_CONSUMPTION);
-    if (energy) s.energyMj = energy[0];
-    else if (!skip.has('energy') && this.ok(g, 'energy', await n.energy(h, big))) s.energyMj = Number(big[0]);
-    if (!skip.has('sm clock') && this.ok(g, 'sm clock', await n.clock(h, CLOCK.SM, u1))) s.clockSmMhz = u1[0];
-    if (!skip.has('clock event reasons') && this.ok(g, 'clock event reasons', await n.clockReasons(h, big))) s.clockReasons = Number(big[0]);
-    const ecc4 = fv(FIELD.ECC_SBE_VOL_TOTAL, FIELD.ECC_DBE_VOL_TOTAL, FIELD.ECC_SBE_AGG_TOTAL, FIELD.ECC_DBE_AGG_TOTAL);
-    if (ecc4) s.ecc = { correctedVolatile: ecc4[0], uncorrectedVolatile: ecc4[1], correctedAggregate: ecc4[2], uncorrectedAggregate: ecc4[3] };
-    else if (!skip.has('ecc')) {
-      const ecc: NonNullable<GpuSnapshot['ecc']> = {};
-      const { MEMORY_ERROR_TYPE_CORRECTED: C, MEMORY_ERROR_TYPE_UNCORRECTED: U, VOLATILE_ECC: V, AGGREGATE_ECC: A } = ENUM;
-      const names = [['correctedVolatile', C, V], ['uncorrectedVolatile', U, V], ['correctedAggregate', C, A], ['uncorrectedAggregate', U, A]] as const;
-      let any = false;
-      for (const [k, type, counter] of names) {
-        if (this.ok(g, 'ecc', await n.eccTotal(h, type, counter, big))) {
-          ecc[k] = Number(big[0]);
-          any = true;
-        } else if (skip.has('ecc')) break; // ECC off: one NOT_SUPPORTED says it for all four
-      }
-      if (any) s.ecc = ecc;
     }
-    const remap = fv(FIELD.REMAPPED_COR, FIELD.REMAPPED_UNC, FIELD.REMAPPED_PENDING, FIELD.REMAPPED_FAILURE);
-    if (remap) s.remapped = { corrected: remap[0]!, uncorrected: remap[1]!, pending: remap[2]!, failure: remap[3]! };
-    else if (!skip.has('remapped rows')) {
-      const c: [number] = [0], un: [number] = [0], p: [number] = [0], fl: [number] = [0];
-      if (this.ok(g, 'remapped rows', await n.remappedRows(h, c, un, p, fl))) s.remapped = { corrected: c[0], uncorrected: un[0], pending: p[0], failure: fl[0] };
+    for (const r of FIELD_READINGS) {
+      if (r.when && !r.when(s)) continue;
+      const ids = r.fields?.ids;
+      if (f && ids && ids.every((id) => f.has(id))) r.fields!.into(s, ids.map((id) => f.get(id)!));
+      else if (!skip.has(r.call)) await r.own(this.ownCall(g, r.call), s);
     }
-    const retired = fv(FIELD.RETIRED_SBE, FIELD.RETIRED_DBE);
-    if (retired) [s.retiredSbe, s.retiredDbe] = retired;
-    else if (!skip.has('retired pages')) {
-      s.retiredSbe = await this.retiredPages(g, ENUM.PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS);
-      if (s.retiredSbe !== undefined) s.retiredDbe = await this.retiredPages(g, ENUM.PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR);
-    }
-    const replay = fv(FIELD.PCIE_REPLAY_COUNTER);
-    if (replay) s.pcieReplay = replay[0];
-    else if (!skip.has('pcie replay counter') && this.ok(g, 'pcie replay counter', await n.pcieReplay(h, u1))) s.pcieReplay = u1[0];
     if (fresh) await this.readState(g);
     Object.assign(s, g.state);
     if (this.withProcesses && !skip.has('processes')) await this.readProcesses(g, s);
@@ -320,9 +258,9 @@ export class Sampler {
       s.pcieTxKBs = s.gpm.pcieTxMiBs * 1024;
       s.pcieRxKBs = s.gpm.pcieRxMiBs * 1024;
     } else if (!skip.has('pcie throughput')) {
-      if (this.ok(g, 'pcie throughput', await n.pcieThroughput(h, ENUM.PCIE_UTIL_TX_BYTES, u1))) {
+      if (this.answered(g, 'pcie throughput', await n.pcieThroughput(h, ENUM.PCIE_UTIL_TX_BYTES, u1))) {
         s.pcieTxKBs = u1[0];
-        if (this.ok(g, 'pcie throughput', await n.pcieThroughput(h, ENUM.PCIE_UTIL_RX_BYTES, u1))) s.pcieRxKBs = u1[0];
+        if (this.answered(g, 'pcie throughput', await n.pcieThroughput(h, ENUM.PCIE_UTIL_RX_BYTES, u1))) s.pcieRxKBs = u1[0];
       }
     }
   }
@@ -340,14 +278,14 @@ export class Sampler {
     if (migMode === undefined) return;
     if (!g.gpmSupported) {
       const q = await gpm.supported(g.handle);
-      if (!this.ok(g, GPM_CALL, q.r === NVML.SUCCESS && !q.supported ? NVML.NOT_SUPPORTED : q.r)) return;
+      if (!this.answered(g, GPM_CALL, q.r === NVML.SUCCESS && !q.supported ? NVML.NOT_SUPPORTED : q.r)) return;
       g.gpmSupported = true;
     }
     const seen = new Set<string>();
     if (migMode !== 1) {
       seen.add(g.uuid);
       const { r, values } = await gpm.read(g.uuid, '', (sample) => n.sampleGet(g.handle, sample));
-      if (this.ok(g, GPM_CALL, r) && values) s.gpm = values;
+      if (this.answered(g, GPM_CALL, r) && values) s.gpm = values;
     } else {
       const byGi = new Map<number, MigSnapshot[]>();
       for (const m of s.mig ?? []) byGi.set(m.gi, [...(byGi.get(m.gi) ?? []), m]);
@@ -364,49 +302,36 @@ export class Sampler {
         }
         const { r, values } = await gpm.read(`${g.uuid}/${gi}`, members[0]!.uuid, (sample) => n.migSampleGet(g.handle, gi, sample));
         if (r === NVML.NOT_SUPPORTED || r === NVML.FUNCTION_NOT_FOUND || r === NVML.GPU_IS_LOST) {
-          this.ok(g, GPM_CALL, r);
+          this.answered(g, GPM_CALL, r);
           break;
         }
         // another GPU instance's error (destroyed since the MIG read) leaves the others' windows alone
-        if (this.okGi(g, gi, r) && values) members[0]!.gpm = values;
+        if (this.answeredGi(g, gi, r) && values) members[0]!.gpm = values;
       }
     }
     await gpm.sweep(g.uuid, seen);
   }
 
-  /** ok() for one GPU instance's GPM read: an error is said once per GPU instance and code. */
-  private okGi(g: Gpu, gi: number, r: number): boolean {
-    return r === NVML.SUCCESS || this.ok(g, `${GPM_CALL} of GPU instance ${gi}`, r);
+  /** answered() for one GPU instance's GPM read: an error is said once per GPU instance and code. */
+  private answeredGi(g: Gpu, gi: number, r: number): boolean {
+    return r === NVML.SUCCESS || this.answered(g, `${GPM_CALL} of GPU instance ${gi}`, r);
   }
 
   /**
-   * Every field of FIELD_IDS in one nvmlDeviceGetFieldValues call. Memory
-   * temperature, NVLink counters and pending retirement go straight to the
-   * snapshot; the others come back by id, for the caller's fallback. A field
-   * that does not succeed is absent (per-field NOT_SUPPORTED is normal: no
-   * NVLink on PCIe cards, no ECC with ECC off); the whole call failing leaves
-   * them all absent.
+   * Every field of FIELD_IDS in one nvmlDeviceGetFieldValues call
+   * (fields.ts): their values by id, for the readings' fallbacks; the whole
+   * call failing leaves them all absent.
    */
   private async readFields(g: Gpu, s: GpuSnapshot): Promise<Map<number, number>> {
-    const b = this.fields;
-    const got = new Map<number, number>();
-    if (!this.ok(g, 'field values', await this.nvml.fieldValues(g.handle, FIELD_IDS.length, b))) return got;
-    for (let i = 0; i < FIELD_IDS.length; i++) {
-      const o = i * FIELD_VALUE.size;
-      const r = b.readInt32LE(o + FIELD_VALUE.at.nvmlReturn);
-      if (r === NVML.GPU_IS_LOST) throw new GpuLost();
-      if (r !== NVML.SUCCESS) continue;
-      const v = unionValue(b, o + FIELD_VALUE.at.value, b.readInt32LE(o + FIELD_VALUE.at.valueType));
-      if (Number.isNaN(v)) continue; // a value type newer than this build
-      got.set(FIELD_IDS[i]!, v);
-      switch (FIELD_IDS[i]) {
-        case FIELD.MEMORY_TEMP: s.tempMemC = v; break;
-        case FIELD.NVLINK_THROUGHPUT_DATA_TX: s.nvlinkTxKiB = v; s.nvlinkTimestampUs = Number(b.readBigInt64LE(o + FIELD_VALUE.at.timestamp)); break;
-        case FIELD.NVLINK_THROUGHPUT_DATA_RX: s.nvlinkRxKiB = v; break;
-        case FIELD.RETIRED_PENDING: s.retiredPending = v; break;
-      }
-    }
+    if (!this.answered(g, 'field values', await this.nvml.fieldValues(g.handle, FIELD_IDS.length, this.fields))) return new Map();
+    const got = fieldValues(this.fields, s);
+    if (!got) throw new GpuLost();
     return got;
+  }
+
+  /** A field reading's own call on this GPU, its answers checked under the reading's name. */
+  private ownCall(g: Gpu, call: string): OwnCall {
+    return { nvml: this.nvml, handle: g.handle, unsupported: g.unsupported, answered: (r) => this.answered(g, call, r) };
   }
 
   /**
@@ -422,7 +347,7 @@ export class Sampler {
     const valueType: [number] = [0];
     const count: [number] = [this.sampleBuf.length / SAMPLE.size];
     const r = await this.nvml.samples(g.handle, type, last ?? 0n, valueType, count, this.sampleBuf);
-    if (r === NVML.NOT_FOUND || !this.ok(g, what, r)) return undefined;
+    if (r === NVML.NOT_FOUND || !this.answered(g, what, r)) return undefined;
     let sum = 0;
     let max = -Infinity;
     let n = 0;
@@ -442,21 +367,6 @@ export class Sampler {
     return last === undefined || n === 0 ? undefined : { mean: sum / n, max };
   }
 
-  /**
-   * How many pages are retired for this cause. When there are any, the size
-   * query (count 0) answers INSUFFICIENT_SIZE with the needed count (nvml.h):
-   * read them into a buffer of that size, asking again if more were retired
-   * between the calls, as NVIDIA's own bindings do.
-   */
-  private async retiredPages(g: Gpu, cause: number): Promise<number | undefined> {
-    const cnt: [number] = [0];
-    let r = await this.nvml.retiredPages(g.handle, cause, cnt, null);
-    for (let tries = 0; r === NVML.INSUFFICIENT_SIZE && tries < 3; tries++) {
-      r = await this.nvml.retiredPages(g.handle, cause, cnt, Buffer.alloc(8 * cnt[0]));
-    }
-    return this.ok(g, 'retired pages', r) ? cnt[0] : undefined;
-  }
-
   /** The compute processes, read in the entries this library writes (32 bytes on early R535: binding.ts). */
   private async readProcesses(g: Gpu, s: GpuSnapshot): Promise<void> {
     const n = this.nvml;
@@ -468,7 +378,7 @@ export class Sampler {
       count[0] = this.procBuf.length / size;
       r = await n.processes(g.handle, count, this.procBuf);
     }
-    if (!this.ok(g, 'processes', r)) return;
+    if (!this.answered(g, 'processes', r)) return;
     const list: ProcessSnapshot[] = [];
     for (let i = 0; i < count[0]; i++) {
       const o = i * size;
@@ -499,7 +409,7 @@ export class Sampler {
     const n = this.nvml;
     if (fresh || g.migMode === undefined) {
       const cur: [number] = [0], pend: [number] = [0];
-      if (!this.ok(g, 'mig', await n.migMode(g.handle, cur, pend))) return;
+      if (!this.answered(g, 'mig', await n.migMode(g.handle, cur, pend))) return;
       if (g.migMode !== undefined && g.migMode !== cur[0]) {
         // MIG on: device utilization and remapped rows go NOT_SUPPORTED; MIG off: they come back. Next tick tries all.
         g.unsupported.clear();
@@ -511,7 +421,7 @@ export class Sampler {
     }
     s.migMode = g.migMode;
     if (g.migMode !== 1) return;
-    const migs = (g.migs ??= await this.enumerateMig(g));
+    const migs = (g.migs ??= await enumerateMig(n, g.handle, g.name, this.idBuf, (r) => this.answered(g, 'mig', r)));
     if (!migs) return;
     s.mig = [];
     for (const m of migs) {
@@ -527,27 +437,6 @@ export class Sampler {
     }
   }
 
-  private async enumerateMig(g: Gpu): Promise<MigInstance[] | undefined> {
-    const n = this.nvml;
-    const max: [number] = [0];
-    if (!this.ok(g, 'mig', await n.maxMigCount(g.handle, max))) return undefined;
-    const migs: MigInstance[] = [];
-    for (let i = 0; i < max[0]; i++) {
-      const mh: [Handle | null] = [null];
-      const r = await n.migHandle(g.handle, i, mh);
-      if (r === NVML.NOT_FOUND) continue; // empty slot
-      if (!this.ok(g, 'mig', r)) continue;
-      const h = mh[0]!;
-      if (await n.uuid(h, this.idBuf) !== NVML.SUCCESS) continue;
-      const m: MigInstance = { handle: h, uuid: str(this.idBuf), name: await n.name(h, this.idBuf) === NVML.SUCCESS ? str(this.idBuf) : g.name, gi: 0, ci: 0 };
-      const id: [number] = [0];
-      if (await n.gpuInstanceId(h, id) === NVML.SUCCESS) m.gi = id[0];
-      if (await n.computeInstanceId(h, id) === NVML.SUCCESS) m.ci = id[0];
-      migs.push(m);
-    }
-    return migs;
-  }
-
   /**
    * Clocks that follow the performance state, the state itself and the fan:
    * read every state interval, reported every tick as last read (a pull sink
@@ -559,25 +448,10 @@ export class Sampler {
     const skip = g.unsupported;
     const u1: [number] = [0];
     const st: Gpu['state'] = {};
-    if (!skip.has('graphics clock') && this.ok(g, 'graphics clock', await n.clock(h, CLOCK.GRAPHICS, u1))) st.clockGraphicsMhz = u1[0];
-    if (!skip.has('memory clock') && this.ok(g, 'memory clock', await n.clock(h, CLOCK.MEM, u1))) st.clockMemMhz = u1[0];
-    if (!skip.has('fan speed') && this.ok(g, 'fan speed', await n.fanSpeed(h, u1))) st.fanPct = u1[0];
-    if (!skip.has('performance state') && this.ok(g, 'performance state', await n.pstate(h, u1))) st.pstate = u1[0];
+    if (!skip.has('graphics clock') && this.answered(g, 'graphics clock', await n.clock(h, CLOCK.GRAPHICS, u1))) st.clockGraphicsMhz = u1[0];
+    if (!skip.has('memory clock') && this.answered(g, 'memory clock', await n.clock(h, CLOCK.MEM, u1))) st.clockMemMhz = u1[0];
+    if (!skip.has('fan speed') && this.answered(g, 'fan speed', await n.fanSpeed(h, u1))) st.fanPct = u1[0];
+    if (!skip.has('performance state') && this.answered(g, 'performance state', await n.pstate(h, u1))) st.pstate = u1[0];
     g.state = st;
   }
-}
-
-function fieldRequest(): Buffer {
-  const b = Buffer.alloc(FIELD_IDS.length * FIELD_VALUE.size);
-  FIELD_IDS.forEach((id, i) => {
-    b.writeUInt32LE(id, i * FIELD_VALUE.size + FIELD_VALUE.at.fieldId);
-    // NVLink counters summed over every link; scope 0 elsewhere (for power: the GPU alone, not the module)
-    b.writeUInt32LE(id === FIELD.NVLINK_THROUGHPUT_DATA_TX || id === FIELD.NVLINK_THROUGHPUT_DATA_RX ? ALL_LINKS : 0, i * FIELD_VALUE.size + FIELD_VALUE.at.scopeId);
-  });
-  return b;
-}
-
-function str(b: Buffer): string {
-  const z = b.indexOf(0);
-  return b.toString('utf8', 0, z < 0 ? b.length : z);
 }
