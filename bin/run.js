@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `l9gpu daemon` is a long-running process: it starts without the CLI framework
-// (see src/cli/daemon-main.ts); the hooks, the everyday commands and the help texts do too.
-// Everything else goes through oclif.
+// (see src/cli/daemon-main.ts); the hooks, the everyday commands and the help texts do too,
+// each as its row of the command table says (src/cli/command-table.ts). Everything else goes through oclif.
 import { readFileSync, statSync } from 'node:fs';
 import module, { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
@@ -25,15 +25,18 @@ const help = args.includes('--help') || args.includes('-h');
 // `<command> --help` and bare `l9gpu`: the text oclif renders, written at build time (src/cli/write-help.ts)
 const words = args.filter((a) => a !== '--help' && a !== '-h');
 const texts = (help || args.length === 0) && !words.some((w) => w.startsWith('-')) ? helpTexts() : undefined;
-if (texts && Object.hasOwn(texts, words.join(' '))) {
+const shown = texts !== undefined && Object.hasOwn(texts, words.join(' '));
+// how the command starts, from the command table (dist/commands.json, src/cli/command-table.ts): the longest id its words name
+const entry = shown || help ? undefined : entryOf(args);
+if (shown) {
   const ua = `l9gpu/${JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version} ${process.platform}-${process.arch} node-${process.version}`;
   process.stdout.write(texts[words.join(' ')].split('\0UA\0').join(ua));
-} else if (args[0] === 'slurm' && (args[1] === 'prolog' || args[1] === 'epilog') && !help) {
-  // the hooks run on every job start and end: the single-file bundle, never the CLI framework
+} else if (entry === 'hook') {
+  // the hooks run on every job start and end: the single-file bundle, never the CLI framework (argv: the hook's kind after it)
   const hook = fileURLToPath(new URL('../dist/hook/hook.cjs', import.meta.url));
   process.argv.splice(1, 2, hook);
   createRequire(import.meta.url)(hook);
-} else if ((['jobs', 'pods', 'gpus', 'doctor', 'health', '--version', '-v'].includes(args[0]) || (args[0] === 'slurm' && args[1] === 'ctld-epilog')) && !help) {
+} else if (entry === 'light') {
   // the commands people type all day, and those Slurm runs (health checks, the slurmctld epilog): one pre-bundled
   // file, no CLI framework (src/cli/light-main.ts);
   // what it does not take (a typo, an unknown flag) goes to oclif, which says what is wrong
@@ -41,7 +44,7 @@ if (texts && Object.hasOwn(texts, words.join(' '))) {
   const code = await runLight(args);
   if (code !== undefined) process.exitCode = code;
   else await (await import('@oclif/core')).execute({ dir: import.meta.url, args });
-} else if (args[0] === 'daemon' && !help) {
+} else if (entry === 'daemon') {
   const { main } = await import('../dist/src/cli/daemon-main.js');
   await main(args.slice(1));
 } else {
@@ -49,10 +52,26 @@ if (texts && Object.hasOwn(texts, words.join(' '))) {
   await execute({ dir: import.meta.url, args });
 }
 
+/** The texts of dist/help.json (src/cli/write-help.ts); undefined when the checkout is not built. */
 function helpTexts() {
   try {
     return JSON.parse(readFileSync(new URL('../dist/help.json', import.meta.url), 'utf8'));
   } catch {
     return undefined; // not built by npm run build: oclif renders it
   }
+}
+
+/** The entry of the command the arguments name (light, daemon, hook), or undefined: oclif's. */
+function entryOf(argv) {
+  let routes;
+  try {
+    routes = JSON.parse(readFileSync(new URL('../dist/commands.json', import.meta.url), 'utf8'));
+  } catch {
+    return undefined; // not built by npm run build: oclif runs every command
+  }
+  for (let n = Math.min(argv.length, 2); n > 0; n--) {
+    const id = argv.slice(0, n).join(' ');
+    if (Object.hasOwn(routes, id)) return routes[id];
+  }
+  return undefined;
 }

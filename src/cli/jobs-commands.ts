@@ -1,48 +1,22 @@
 /**
- * `l9gpu jobs` and `l9gpu jobs show`: their flags as data and their bodies,
- * shared by the oclif commands (help, error messages) and the light entry
- * (light-main.ts) that runs them without the CLI framework.
+ * `l9gpu jobs` and `l9gpu jobs show` (and their Kubernetes names, pods):
+ * their bodies, run from the command table (command-table.ts) by the oclif
+ * commands and by the light entry that runs them without the CLI framework.
  */
 import { AccessDenied, CliError } from './errors.js';
-import { CONFIG_FLAG, type FlagSpec, type FlagValues } from './flag-spec.js';
+import type { FlagValues } from './flag-spec.js';
 import { askJobs, jobsContext, parseSince } from './jobs-context.js';
 import { accessError } from '../jobs/api.js';
 import { findReport, type ShowSource } from './job-sources.js';
 import { slurmNotes } from '../jobs/slurm-notes.js';
 import { siteNotesFrom } from '../jobs/site-notes.js';
 import { renderBy, renderByCsv, renderCsv, renderList, renderReport } from '../jobs/render.js';
-import { GROUP_BY, keyedGroups, type GroupBy } from '../jobs/by.js';
+import { keyedGroups, type GroupBy } from '../jobs/by.js';
 import { peakFor, withPeak } from '../jobs/communication.js';
 import { style } from '../core/text-table.js';
 import { JOB_ID } from '../core/job-id.js';
 import { checkRequestHeaders } from '../core/config/schema.js';
 import { clip, printable } from '../core/printable.js';
-
-export const JOBS_FLAGS: readonly FlagSpec[] = [
-  CONFIG_FLAG,
-  { name: 'json', type: 'boolean', description: 'Print JSON.', exclusive: ['csv'] },
-  { name: 'csv', type: 'boolean', description: 'Print CSV.', exclusive: ['json'] },
-  { name: 'user', type: 'string', char: 'u', helpValue: 'USER', description: 'Only this user\'s jobs (others\' need root or [jobs] admin_group).' },
-  { name: 'state', type: 'string', options: ['running', 'completed', 'all'], default: 'all', description: 'Running jobs, ended ones, or all.' },
-  { name: 'since', type: 'string', helpValue: 'TIME', description: 'Jobs started at or after TIME: 2026-11-01, 2026-11-01T08:00, 24h, 7d.' },
-  { name: 'account', type: 'string', char: 'A', helpValue: 'ACCOUNT', description: 'Only this Slurm account.' },
-  { name: 'partition', type: 'string', char: 'p', helpValue: 'PARTITION', description: 'Only this partition.' },
-  { name: 'limit', type: 'integer', default: 100, min: 0, description: 'At most this many jobs, or groups with --by (0: all).' },
-  {
-    name: 'by', type: 'string', options: GROUP_BY, helpValue: 'user|account|partition|name',
-    description: 'One row per user, account, partition or job name (in Kubernetes mode: namespace = account, workload = name) over every matching job (--limit caps the groups): jobs, GPU-hours, idle GPU-hours (each GPU\'s GPU-hours x (1 - its mean utilization)), mean utilization, energy, cost, CO2e.',
-  },
-];
-
-export const JOBS_SHOW_FLAGS: readonly FlagSpec[] = [
-  CONFIG_FLAG,
-  { name: 'json', type: 'boolean', description: 'Print JSON.' },
-  { name: 'source', type: 'string', options: ['auto', 'store', 'sacct', 'promql'], default: 'auto', description: 'Where the figures come from. auto: this node\'s store if the job ran here, else the summary the slurmctld epilog left in the job\'s AdminComment (sacct), else the PromQL backend (--url or [jobs] promql_url).' },
-  { name: 'url', type: 'string', helpValue: 'URL', description: 'PromQL API base URL, e.g. http://victoria:8428 or http://prometheus:9090 (default: [jobs] promql_url).' },
-  { name: 'window', type: 'string', default: '30d', helpValue: 'RANGE', description: 'With --source promql: how far back to look for the job (a PromQL range: 7d, 30d).' },
-  { name: 'header', type: 'string', multiple: true, whole: true, helpValue: 'K=V', description: 'With --source promql: an HTTP header (Authorization=Bearer ..., X-Scope-OrgID=...).' },
-  { name: 'cluster', type: 'string', char: 'M', helpValue: 'CLUSTER', description: 'The Slurm cluster whose accounting holds the job (sacct -M, as in Slurm\'s own commands); default: the local cluster.' },
-];
 
 /** A pod as Kubernetes names it: a namespace (a DNS label, at most 63 characters) and a name (a DNS subdomain, at most 253). */
 const POD = /^(?=[^/]{1,63}\/)[a-z0-9](?:[-a-z0-9]*[a-z0-9])?\/(?=.{1,253}$)[a-z0-9](?:[-.a-z0-9]*[a-z0-9])?$/;

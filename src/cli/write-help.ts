@@ -2,7 +2,9 @@
  * Build step: every command's and topic's --help as oclif renders it (no
  * colour, 80 columns), written to dist/help.json, so bin/run.js prints help
  * without loading the CLI framework (3.4x bare node's start-up otherwise).
- * test/cli.test.ts compares each text with oclif's own output.
+ * test/cli.test.ts compares each text with oclif's own output. Beside it,
+ * dist/commands.json: each command's entry from the command table (and the
+ * version flags, the light entry's), the routes bin/run.js starts by.
  */
 import { writeFileSync } from 'node:fs';
 
@@ -10,6 +12,7 @@ process.env.NO_COLOR = '1';
 delete process.env.FORCE_COLOR;
 const { Config } = await import('@oclif/core');
 const { default: ManHelp } = await import('./help.js');
+const { COMMANDS, VERSION_ARGS } = await import('./command-table.js');
 
 const root = new URL('../../../', import.meta.url);
 const config = await Config.load({ root: new URL('.', root).pathname });
@@ -29,3 +32,5 @@ for (const id of ids) {
   texts[id.replace(/:/g, ' ')] = out.split(config.userAgent).join('\0UA\0');
 }
 writeFileSync(new URL('dist/help.json', root), JSON.stringify(texts));
+const routes: Record<string, string> = Object.fromEntries([...COMMANDS.map((c) => [c.id, c.entry]), ...VERSION_ARGS.map((a) => [a, 'light'])]);
+writeFileSync(new URL('dist/commands.json', root), JSON.stringify(routes));

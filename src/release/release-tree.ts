@@ -64,7 +64,7 @@ export function readBuildInfo(root: string, runtime: Runtime): BuildInfo {
 
 /** Fails with what to run when the checkout is not built. */
 function requireBuilt(root: string): void {
-  for (const f of ['dist/src/cli/daemon-main.js', 'dist/hook/hook.cjs', 'dist/src/cli/light.cjs', 'dist/help.json', 'node_modules/better-sqlite3/build/Release/better_sqlite3.node']) {
+  for (const f of ['dist/src/cli/daemon-main.js', 'dist/hook/hook.cjs', 'dist/src/cli/light.cjs', 'dist/help.json', 'dist/commands.json', 'node_modules/better-sqlite3/build/Release/better_sqlite3.node']) {
     if (!existsSync(join(root, f))) throw new Error(`${f} is missing: run \`npm ci\` and \`npm run build\` first (npm run package builds, but does not install)`);
   }
 }

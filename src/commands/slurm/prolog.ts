@@ -1,3 +1,3 @@
-import { hookCommand } from '../../cli/hook-command.js';
+import { oclifCommand } from '../../cli/oclif-command.js';
 
-export default hookCommand('prolog');
+export default oclifCommand('slurm prolog');
