@@ -3,16 +3,13 @@
  * their bodies, run from the command table (command-table.ts) by the oclif
  * commands and by the light entry that runs them without the CLI framework.
  */
-import { AccessDenied, CliError } from './errors.js';
+import { CliError } from './errors.js';
 import type { FlagValues } from './flag-spec.js';
-import { askJobs, jobsContext, parseSince } from './jobs-context.js';
-import { accessError } from '../jobs/api.js';
-import { findReport, type ShowSource } from './job-sources.js';
-import { slurmNotes } from '../jobs/slurm-notes.js';
-import { siteNotesFrom } from '../jobs/site-notes.js';
+import { askList, jobsContext, parseSince } from './jobs-context.js';
+import { showReport, type ShowSource } from './job-sources.js';
+import { pricesFrom } from '../jobs/prices.js';
 import { renderBy, renderByCsv, renderCsv, renderList, renderReport } from '../jobs/render.js';
 import { keyedGroups, type GroupBy } from '../jobs/by.js';
-import { peakFor, withPeak } from '../jobs/communication.js';
 import { style } from '../core/text-table.js';
 import { JOB_ID } from '../core/job-id.js';
 import { checkRequestHeaders } from '../core/config/schema.js';
@@ -25,11 +22,10 @@ const color = () => style(process.stdout.isTTY === true && !process.env.NO_COLOR
 
 export async function jobsList(f: FlagValues): Promise<void> {
   const ctx = jobsContext(f.config as string | undefined);
-  const answer = await askJobs(ctx, {
+  const { rows, user, by, groups } = await askList(ctx, {
     op: 'list', user: (f.user as string) ?? null, account: (f.account as string) ?? null, partition: (f.partition as string) ?? null,
     state: f.state as 'all', since: f.since ? parseSince(f.since as string) : null, limit: f.limit as number, by: (f.by as GroupBy | undefined) ?? null,
-  });
-  const { rows, user, by, groups } = answer as Extract<typeof answer, { op: 'list' }>;
+  }, pricesFrom(ctx.cfg));
   if (by && groups) {
     if (f.json) process.stdout.write(JSON.stringify(keyedGroups(by, groups), null, 2) + '\n');
     else if (f.csv) process.stdout.write(renderByCsv(groups, by));
@@ -54,12 +50,7 @@ export async function jobsShow(jobid: string, f: FlagValues): Promise<void> {
   }
   const headers = { ...ctx.cfg.map('jobs', 'promql_headers'), ...given };
   const url = (f.url as string | undefined) ?? ctx.cfg.str('jobs', 'promql_url');
-  let report = await findReport(ctx, jobid, f.source as ShowSource, (f.cluster as string | undefined) ?? null, { url, window: f.window as string, headers });
-  // this node's store answered under its own rule; a report from accounting or a backend is checked here
-  const denied = report.source === 'store' ? undefined : accessError(report, ctx.viewer);
-  if (denied) throw new AccessDenied(denied);
-  report = withPeak(report, peakFor(ctx.cfg, report.job.partition));
-  report = { ...report, notes: [...report.notes, ...slurmNotes(report.job, report.gpus, report.totals, siteNotesFrom(ctx.cfg))] };
+  const report = await showReport(ctx, jobid, f.source as ShowSource, (f.cluster as string | undefined) ?? null, { url, window: f.window as string, headers });
   if (f.json) process.stdout.write(JSON.stringify(report, null, 2) + '\n');
   else process.stdout.write(renderReport(report, color()));
 }

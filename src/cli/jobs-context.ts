@@ -1,4 +1,4 @@
-/** What both `l9gpu jobs` commands need: the configuration, the viewer, the store, and --since. */
+/** What both `l9gpu jobs` commands need: the configuration, the viewer, the store's answers, and --since. */
 import { statSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { resolveAgentAttribution } from '../../daemon/schema.js';
@@ -8,10 +8,10 @@ import { AccessDenied, CliError } from './errors.js';
 import { openStoreReadOnly, storePath } from '../store/open.js';
 import type { Db } from '../store/open.js';
 import { viewer, type Viewer } from '../jobs/access.js';
-import { answerJobs, type JobsAnswer, type JobsRequest } from '../jobs/api.js';
+import { answerJobs, type JobsAnswer, type JobsRequest, type ListAnswer, type ListRequest, type Refusal, type ShowAnswer } from '../jobs/api.js';
 import { askJobsDaemon } from '../jobs/client.js';
 import { jobsSocketPath } from '../jobs/server.js';
-import { pricesFrom } from '../jobs/prices.js';
+import type { JobReport, Prices } from '../jobs/report-model.js';
 import { getMeta } from '../store/meta.js';
 import { LEARNED_NODE_KEY } from '../../slurm/node-name.js';
 
@@ -56,34 +56,44 @@ export function openJobsStore(ctx: JobsContext): { db: Db; node: string } {
   return { db, node };
 }
 
+/** This node's jobs as a list (every page of it), under the access rule of the store (src/jobs/api.ts). */
+export async function askList(ctx: JobsContext, req: ListRequest, prices: Prices): Promise<ListAnswer> {
+  let a = await ask(ctx, req, prices);
+  // the daemon answers a long list a page at a time: the user still gets all of it
+  while (a.ok && a.op === 'list' && a.next !== undefined) {
+    const more = await ask(ctx, { ...req, offset: a.next }, prices);
+    if (!more.ok || more.op !== 'list') {
+      a = more;
+      break;
+    }
+    a = { ...more, rows: [...a.rows, ...more.rows], ...(a.groups ? { groups: [...a.groups, ...(more.groups ?? [])] } : {}) };
+  }
+  return answered(a) as ListAnswer;
+}
+
+/** One job's report from this node's store, under the store's access rule. */
+export async function askShow(ctx: JobsContext, jobId: string, prices: Prices): Promise<JobReport> {
+  return (answered(await ask(ctx, { op: 'show', jobId }, prices)) as ShowAnswer).report;
+}
+
+function answered(a: JobsAnswer): Exclude<JobsAnswer, Refusal> {
+  if (!a.ok) throw a.denied ? new AccessDenied(a.error) : new CliError(a.error, a.code);
+  return a;
+}
+
 /**
  * A question about this node's jobs: root reads the store; anyone else asks
  * the daemon, which answers under the same rule for the uid the kernel
- * reports (the store is root's alone).
+ * reports (the store is root's alone) and with its own prices.
  */
-export async function askJobs(ctx: JobsContext, req: JobsRequest): Promise<Extract<JobsAnswer, { ok: true }>> {
-  let a: JobsAnswer;
-  if (process.getuid?.() === 0) {
-    const { db, node } = openJobsStore(ctx);
-    try {
-      a = answerJobs(db, node, pricesFrom(ctx.cfg), ctx.viewer, req);
-    } finally {
-      db.close();
-    }
-  } else {
-    a = await askDaemon(ctx, req);
-    // the daemon answers a long list a page at a time: the user still gets all of it
-    while (a.ok && a.op === 'list' && a.next !== undefined && req.op === 'list') {
-      const more = await askDaemon(ctx, { ...req, offset: a.next });
-      if (!more.ok || more.op !== 'list') {
-        a = more;
-        break;
-      }
-      a = { ...more, rows: [...a.rows, ...more.rows], ...(a.groups ? { groups: [...a.groups, ...(more.groups ?? [])] } : {}) };
-    }
+async function ask(ctx: JobsContext, req: JobsRequest, prices: Prices): Promise<JobsAnswer> {
+  if (process.getuid?.() !== 0) return askDaemon(ctx, req);
+  const { db, node } = openJobsStore(ctx);
+  try {
+    return answerJobs(db, node, prices, ctx.viewer, req);
+  } finally {
+    db.close();
   }
-  if (!a.ok) throw a.denied ? new AccessDenied(a.error) : new CliError(a.error, a.code);
-  return a;
 }
 
 async function askDaemon(ctx: JobsContext, req: JobsRequest): Promise<JobsAnswer> {

@@ -23,10 +23,10 @@ export type JobsRequest = ListRequest | ShowRequest;
  * (the socket's answers hold at most [limits] jobs_rows), ask again from there.
  * `denied`: the asker may not see it, and is told nothing more.
  */
-export type JobsAnswer =
-  | { ok: true; op: 'list'; user: string | null; rows: JobListRow[]; by?: GroupBy; groups?: JobGroupRow[]; next?: number }
-  | { ok: true; op: 'show'; report: JobReport }
-  | { ok: false; error: string; code: number; denied?: true };
+export type ListAnswer = { ok: true; op: 'list'; user: string | null; rows: JobListRow[]; by?: GroupBy; groups?: JobGroupRow[]; next?: number };
+export type ShowAnswer = { ok: true; op: 'show'; report: JobReport };
+export type Refusal = { ok: false; error: string; code: number; denied?: true };
+export type JobsAnswer = ListAnswer | ShowAnswer | Refusal;
 
 const STATES = ['running', 'completed', 'all'] as const;
 const name = (v: unknown, what: string): string | null => {

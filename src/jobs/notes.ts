@@ -4,7 +4,8 @@
  * below the GPU's size, throttling, Xid and ECC errors, shared GPUs, a job
  * too short to judge.
  */
-import type { GpuRow, JobHeader, Note, Totals } from './report-model.js';
+import type { CommunicationFigures, GpuRow, JobHeader, Note, Totals } from './report-model.js';
+import { communicationNotes } from './communication.js';
 
 const TOO_SHORT_S = 120;
 const UNUSED_UTIL = 0.01;
@@ -56,4 +57,9 @@ export function jobNotes(job: JobHeader, gpus: readonly GpuRow[], totals: Totals
     if (g.uuid.startsWith('MIG-')) notes.push({ level: 'info', code: 'mig-instance', text: `GPU ${short(g.uuid)} is a MIG instance: its utilization is its GPU instance's engine activity (GPM, Hopper and later), and NVML measures no power or energy per instance (not counted here)` });
   }
   return notes;
+}
+
+/** The notes a report's own figures make, whichever source it came from (the reader's peak, Slurm and site notes: src/jobs/show.ts finishReport). */
+export function figureNotes(job: JobHeader, gpus: readonly GpuRow[], totals: Totals, communication: CommunicationFigures | null): Note[] {
+  return [...jobNotes(job, gpus, totals), ...communicationNotes(communication)];
 }

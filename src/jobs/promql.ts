@@ -19,8 +19,8 @@ import { emptyRollup, figures, step, type GpuRollup, type GpuSample } from './ro
 import { addToSample } from './samples.js';
 import { headerOf, totalsOf } from './report.js';
 import type { GpuRow, JobReport, Prices } from './report-model.js';
-import { jobNotes } from './notes.js';
-import { communicationNotes, communicationOf, type CommRow } from './communication.js';
+import { figureNotes } from './notes.js';
+import { communicationOf, type CommRow } from './communication.js';
 
 const USED = ['gpu.utilization', 'gpu.memory.utilization', 'gpu.memory.used', 'gpu.memory.total', 'gpu.power.draw', 'gpu.energy.consumption', 'gpu.temperature', 'gpu.throttle.active', 'gpu.xid.errors', 'gpu.ecc.errors', 'gpu.job.share'];
 type Naming = 'otel' | 'prometheus';
@@ -294,7 +294,7 @@ export async function reportFromPromql(o: PromqlOptions, jobId: string, prices: 
   const totals = totalsOf(rows, prices, job.partition);
   const series = [...perMinute.entries()].sort((a, b) => a[0] - b[0]).map(([m, v]) => [m, Math.round((v.reduce((x, y) => x + y, 0) / v.length) * 1e4) / 1e4] as [number, number]);
   const communication = communicationOf(await commRows(o, got.naming, jobId), null);
-  return { source: 'promql', job, gpus: rows, totals, inference: null, communication, series, notes: [...jobNotes(job, rows, totals), ...communicationNotes(communication)] };
+  return { source: 'promql', job, gpus: rows, totals, inference: null, communication, series, notes: figureNotes(job, rows, totals, communication) };
 }
 
 /** A GPU's job-end summary as its node sent it: the node's own figures of the binding. */

@@ -6,11 +6,11 @@
 import type { Attributes } from '../core/metrics/model.js';
 import type { Db } from '../store/open.js';
 import { emptyRollup, figures, type GpuRollup } from './rollup.js';
-import { jobNotes } from './notes.js';
+import { figureNotes } from './notes.js';
 import type { GpuRow, InferenceFigures, JobHeader, JobReport, Prices, Totals } from './report-model.js';
 import { addBuckets, type Buckets } from '../ledger/engine-rollup.js';
 import { quantileOf } from '../scrape/histogram-window.js';
-import { commRowsFromStore, communicationNotes, communicationOf } from './communication.js';
+import { commRowsFromStore, communicationOf } from './communication.js';
 import { costPerMillionTokens, jobCost } from './prices.js';
 
 /** Array tasks print as ARRAYID_TASKID, like squeue and sacct. */
@@ -122,7 +122,7 @@ export function reportFromStore(db: Db, row: JobRow, runs: number, node: string,
   return {
     source: 'store', job, gpus, totals, inference, communication,
     series: series.map((s) => [s.minute * 60_000, Math.round(s.util * 1e4) / 1e4]),
-    notes: [...jobNotes(job, gpus, totals), ...communicationNotes(communication)],
+    notes: figureNotes(job, gpus, totals, communication),
   };
 }
 

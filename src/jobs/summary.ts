@@ -13,8 +13,7 @@ import { gunzipSync, gzipSync } from 'node:zlib';
 import type { CommunicationFigures, GpuRow, JobHeader, JobReport, Prices } from './report-model.js';
 import type { GpuFigures } from './rollup.js';
 import { totalsOf } from './report.js';
-import { jobNotes } from './notes.js';
-import { communicationNotes } from './communication.js';
+import { figureNotes } from './notes.js';
 
 export const SUMMARY_PREFIX = 'L9G1:';
 /** slurmdbd keeps AdminComment in a MySQL TEXT column (65,535 bytes): room to spare. */
@@ -147,6 +146,6 @@ export function reportFromSummary(s: JobSummary, header: JobHeader, prices: Pric
   const totals = totalsOf(s.gpus, prices, job.partition);
   return {
     source: 'sacct', job, gpus: s.gpus, totals, inference: null, communication: s.communication, series: s.series,
-    notes: [...jobNotes(job, s.gpus, totals), ...communicationNotes(s.communication)],
+    notes: figureNotes(job, s.gpus, totals, s.communication),
   };
 }
