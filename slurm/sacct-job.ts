@@ -8,13 +8,11 @@
  * sacct.c fields table of each): an unknown field makes sacct exit 1.
  * Restarts, for one, came in 24.11: -D's runs count them on every version.
  */
-import type { SacctJob } from '../src/jobs/slurm-header.js';
+import type { SacctJob } from '../src/jobs/accounting.js';
 import { expandHostlist } from './hostlist.js';
 import { JOB_ID, RAW_JOB_ID } from '../src/core/job-id.js';
 import { clip, printable } from '../src/core/printable.js';
 import { slurmTime } from './jobs-query.js';
-
-export type { SacctJob } from '../src/jobs/slurm-header.js';
 
 /** AdminComment last: free text that may hold the delimiter, so a line is split at the first N-1 only. */
 export const SACCT_JOB_FIELDS = [

@@ -38,7 +38,7 @@ import { NIM_TABLE } from '../plugins/nim/index.js';
 import { dcgmTable } from '../plugins/dcgm/index.js';
 import { parseInspectorLine } from '../plugins/nccl/parse.js';
 import { readPromText } from '../plugins/nccl/prom.js';
-import { bandwidth } from '../src/core/nccl-bandwidth.js';
+import { bandwidth } from '../src/nccl/bandwidth.js';
 import { ROOT, tempDir } from './helpers/paths.js';
 
 const RUNS = Number(process.env.L9GPU_FUZZ_RUNS ?? 120);

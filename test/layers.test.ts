@@ -48,3 +48,14 @@ test('dynamic imports, re-exports and type-only imports count', () => {
     ['1 src/core/a.ts', '2 src/core/b.ts', '3 src/core/c.ts'],
   );
 });
+
+test('src/nccl is a service: the nccl plugin and the job report both use it, and it uses neither', () => {
+  const edges = [
+    ...importsOf('plugins/nccl/aggregate.ts', "import { bandwidth } from '../../src/nccl/bandwidth.js';\n", '/r'),
+    ...importsOf('src/jobs/communication.ts', "import { rankFactors } from '../nccl/straggler.js';\n", '/r'),
+    ...importsOf('src/nccl/straggler.ts', "import { x } from '../../plugins/nccl/aggregate.js';\n", '/r'),
+  ];
+  assert.deepEqual(violations(['plugins/nccl/aggregate.ts', 'src/jobs/communication.ts', 'src/nccl/straggler.ts'], edges), [
+    'src/nccl/straggler.ts:1: imports plugins/nccl/aggregate.ts: services (rank 1) may not import plugins/nccl (rank 2)',
+  ]);
+});

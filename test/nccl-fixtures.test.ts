@@ -9,8 +9,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { parseInspectorLine, type InspectorRecord } from '../plugins/nccl/parse.js';
-import { bandwidth } from '../src/core/nccl-bandwidth.js';
-import { stragglers, type RankTime } from '../src/core/straggler.js';
+import { bandwidth } from '../src/nccl/bandwidth.js';
+import { stragglers, type RankTime } from '../src/nccl/straggler.js';
 import { ROOT } from './helpers/paths.js';
 
 const TD = join(ROOT, 'plugins', 'nccl', 'testdata');

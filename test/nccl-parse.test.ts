@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { parseInspectorLine } from '../plugins/nccl/parse.js';
-import { bandwidth } from '../src/core/nccl-bandwidth.js';
+import { bandwidth } from '../src/nccl/bandwidth.js';
 
 // the example line shared/reference/amd-gaudi-nccl.md quotes from the Inspector's README (NVIDIA/nccl); its
 // comm_name places it at 2.30.3 or later

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { median, stragglers, type RankTime } from '../src/core/straggler.js';
+import { median, stragglers, type RankTime } from '../src/nccl/straggler.js';
 
 /** A deterministic jitter in [-j, j]. */
 const jitter = (i: number, j: number) => (((i * 2654435761) % 1000) / 1000 - 0.5) * 2 * j;

@@ -21,9 +21,9 @@
 import { binarySize } from '../../src/core/binary-size.js';
 import type { Attributes, Emitter, HistogramValue } from '../../src/core/metrics/model.js';
 import { metric } from '../../src/core/metrics/registry.js';
-import { bandwidth } from '../../src/core/nccl-bandwidth.js';
+import { bandwidth } from '../../src/nccl/bandwidth.js';
 import { userName } from '../../src/core/proc-owner.js';
-import { rankFactors, type RankTime } from '../../src/core/straggler.js';
+import { rankFactors, type RankTime } from '../../src/nccl/straggler.js';
 import type { InspectorRecord } from './parse.js';
 
 const OPS = metric('nccl.operations');

@@ -41,7 +41,7 @@ import { processStart } from '../../src/core/process-start.js';
 import { Aggregator, type RecordSource } from './aggregate.js';
 import { NCCL_SECTION } from './config.js';
 import { jobFor, Locator, processAllows, type InspectorFile, type InspectorFolder } from './locate.js';
-import { bandwidth } from '../../src/core/nccl-bandwidth.js';
+import { bandwidth } from '../../src/nccl/bandwidth.js';
 import { parseInspectorLine, type InspectorRecord } from './parse.js';
 import { PromFile } from './prom.js';
 import { FileTail, type TailResult } from './tail.js';

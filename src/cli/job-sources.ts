@@ -11,7 +11,7 @@ import { AccessDenied, CliError } from './errors.js';
 import { askShow, type JobsContext } from './jobs-context.js';
 import { findTool } from '../core/tool.js';
 import type { JobReport } from '../jobs/report-model.js';
-import type { SacctJob } from '../jobs/slurm-header.js';
+import type { SacctJob } from '../jobs/accounting.js';
 import { accountingOnce, finishReport, firstReport, promqlSource, reportSettings, summarySource, type JobSource, type SourceName } from '../jobs/show.js';
 import { sacctJob } from '../../slurm/sacct-job.js';
 import { SLURM_DIRS, slurmCommand } from '../../slurm/tools.js';

@@ -7,15 +7,15 @@
  *
  * A row is one rank's figures for one (communicator, collective, size
  * bucket). Bandwidth over rows is bytes over seconds summed (each rank's time
- * weighs in), with nccl-tests' factors (src/core/nccl-bandwidth.ts). A rank's
+ * weighs in), with nccl-tests' factors (src/nccl/bandwidth.ts). A rank's
  * slowdown compares its mean time per operation with the other ranks' on the
  * same (communicator, collective, size), by the same robust statistics as the
- * daemon's live nccl.rank.slowdown (src/core/straggler.ts).
+ * daemon's live nccl.rank.slowdown (src/nccl/straggler.ts).
  */
 import type { Config } from '../core/config/load.js';
 import { binaryBytes } from '../core/binary-size.js';
-import { bandwidth } from '../core/nccl-bandwidth.js';
-import { rankFactors, type RankTime } from '../core/straggler.js';
+import { bandwidth } from '../nccl/bandwidth.js';
+import { rankFactors, type RankTime } from '../nccl/straggler.js';
 import type { CommunicationFigures, JobReport, Note } from './report-model.js';
 import type { Db } from '../store/open.js';
 

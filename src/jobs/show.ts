@@ -8,12 +8,13 @@
  */
 import type { Config } from '../core/config/load.js';
 import type { Viewer } from './access.js';
+import type { SacctJob } from './accounting.js';
 import { accessError } from './api.js';
 import { peakFor, withPeak } from './communication.js';
 import { reportFromPromql, type PromqlOptions } from './promql.js';
 import { pricesFrom } from './prices.js';
 import type { JobReport, Prices } from './report-model.js';
-import { headerFromSacct, withSacct, type SacctJob } from './slurm-header.js';
+import { headerFromSacct, withSacct } from './slurm-header.js';
 import { slurmNotes } from './slurm-notes.js';
 import { siteNotesFrom, type SiteNote } from './site-notes.js';
 import { decodeSummary, reportFromSummary } from './summary.js';

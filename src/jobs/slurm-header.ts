@@ -1,48 +1,10 @@
 /**
- * The report header from Slurm accounting: what `sacct` says of a job (the
- * SacctJob shape, parsed in slurm/sacct-job.ts; the type lives here because
- * the services layer may not import slurm/), laid over a header from the
- * store or PromQL, or making one for a job no store row knows.
+ * The report header from Slurm accounting: what `sacct` says of a job
+ * (src/jobs/accounting.ts), laid over a header from the store or PromQL, or
+ * making one for a job no store row knows.
  */
+import type { SacctJob } from './accounting.js';
 import type { JobHeader } from './report-model.js';
-
-/** One job run as sacct reports it; null wherever sacct does not say. */
-export interface SacctJob {
-  /** Display id: "123", array task "122_4", het component "123+0". */
-  jobId: string;
-  jobIdRaw: string;
-  arrayJobId: string | null;
-  arrayTaskId: string | null;
-  name: string | null;
-  user: string | null;
-  uid: number | null;
-  account: string | null;
-  partition: string | null;
-  qos: string | null;
-  cluster: string | null;
-  /** Base state word: COMPLETED, FAILED, CANCELLED ("CANCELLED by 0"), TIMEOUT, OUT_OF_MEMORY, RUNNING... */
-  state: string;
-  exitCode: number | null;
-  exitSignal: number | null;
-  /** ms since epoch */
-  start: number | null;
-  end: number | null;
-  elapsedS: number | null;
-  /** null: UNLIMITED, or the partition's limit (sacct does not say which). */
-  timeLimitS: number | null;
-  cpus: number | null;
-  /** Memory requested for the whole job (every node), bytes. */
-  memReqBytes: number | null;
-  /** Largest MaxRSS of the run's steps, bytes. */
-  maxRssBytes: number | null;
-  nodes: string[];
-  /** GPUs allocated (AllocTRES), over every node. */
-  gpus: number | null;
-  /** Earlier runs of this job id (requeued). */
-  restarts: number;
-  /** Raw AdminComment ('' when none). */
-  adminComment: string;
-}
 
 const iso = (t: number | null) => (t === null ? null : new Date(t).toISOString());
 
