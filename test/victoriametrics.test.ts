@@ -198,6 +198,13 @@ test('l9gpu jobs --source promql reads a job from both namings: a real Prometheu
     const f = viaProm.gpus[0]!.figures;
     assert.ok(f.samples >= 5 && f.utilMean !== null && f.utilMean >= 0 && f.utilMean <= 1, JSON.stringify(f));
     assert.equal(f.memTotal, store.gpus[0]!.figures.memTotal);
+    // auto on another cluster's job: no store, Slurm accounting without the job (sacct -P -n prints nothing for a job it
+    // does not know), the backend's report; accounting is asked once for the search and the header together
+    const asked = join(d0, 'sacct-asked');
+    writeFileSync(join(d0, 'bin', 'sacct'), `#!/bin/sh\necho "$*" >> '${asked}'\n`, { mode: 0o755 });
+    const auto = await show(['--url', vmProm.url, '--cluster', 'elsewhere']);
+    assert.equal(auto.source, 'promql');
+    assert.equal(readFileSync(asked, 'utf8').trim().split('\n').length, 1, 'sacct asked once');
   } finally {
     await prom.stop();
   }
