@@ -16,20 +16,24 @@
  * asked.
  * Slurm being down changes nothing in the store: last known bindings stay,
  * and the failure is visible in doctor and l9gpu.slurm.reconcile.age.
+ *
+ * This file is the policy only: what to ask and what an answer changes.
+ * How each Slurm release is asked is slurm-client.ts; the reads and writes
+ * of the jobs and bindings tables are named functions of src/store/jobs.ts.
  */
 import type { Logger } from '../src/core/log.js';
 import type { Db } from '../src/store/open.js';
-import { recordEnd, recordStart, reopenRun, type JobRecord } from '../src/store/jobs.js';
+import {
+  dropGresBindings, endsWithoutState, openBindingCount, openRunsBound, openSluidRun, recordEnd, recordEndState, recordStart, reopenRun, runsBoundSince, type JobRecord,
+} from '../src/store/jobs.js';
 import { setMeta } from '../src/store/meta.js';
 import { hostname } from 'node:os';
 import { LEARNED_NODE_KEY } from './node-name.js';
-import { requireTool, runTool } from '../src/core/tool.js';
 import { readGresLayout, type GresLayout } from './gres.js';
-import { SACCT_FIELDS, parseSacct, parseScontrolJobs, parseSqueueJson, type SlurmJob } from './jobs-query.js';
-import { isNoSteps, isUnknownKeyword, parseListJobs, parseListPids } from './local-jobs.js';
+import type { SlurmJob } from './jobs-query.js';
 import { gresIndicesToGpus, storeInventory } from './resolve.js';
+import { SlurmClient, type ListSource } from './slurm-client.js';
 
-import { SLURM_DIRS } from './tools.js';
 /** At most this many jobs in one sacct call, and this many scontrol calls per reconcile. */
 const SACCT_BATCH = 100;
 const SCONTROL_PER_TICK = 10;
@@ -57,14 +61,13 @@ export interface ReconcilerOptions {
 export interface ReconcileResult {
   closed: number;
   states: number;
-  source: 'scontrol listjobs' | 'scontrol listpids' | 'squeue --json' | 'scontrol show job -d';
+  source: ListSource;
 }
 
 /** slurmctld's answer about one job: running here, or not (ended, elsewhere, requeued), or forgotten. */
 type Answer = { job: SlurmJob; here: boolean } | { job: null; here: false };
 
 export class Reconciler {
-  private sacctUnavailableUntil = 0;
   private failing = '';
   lastOk = 0;
   /** Jobs whose end state Slurm has answered (or can no longer answer): never asked again. */
@@ -73,98 +76,22 @@ export class Reconciler {
   private confirmed = { name: '', until: 0 };
   /** Local source: when slurmctld last answered about a job id (ms), whether it ran here then, and whether a step here listed it. */
   private readonly answered = new Map<string, { at: number; here: boolean; listed: boolean }>();
-  /** listjobs is 24.05+: after "invalid keyword", listpids. */
-  private listjobs = true;
+  private readonly slurm: SlurmClient;
 
   private readonly graceMs: number;
 
   constructor(private readonly o: ReconcilerOptions) {
     this.graceMs = o.graceMs ?? 30_000;
-  }
-
-  private run(name: string, args: string[]): Promise<string> {
-    // without SLURM_CONF client commands try a DNS "configless" lookup
-    return runTool(requireTool(name, SLURM_DIRS, '[slurm] bin_dir', this.o.binDir ? [this.o.binDir] : []), args, this.o.commandTimeoutMs, undefined, this.o.slurmConf ? { SLURM_CONF: this.o.slurmConf } : {});
-  }
-
-  /** Every job of the cluster from squeue --json, else scontrol's text (Slurm without JSON support): the squeue source. */
-  async jobsOnNode(node: string): Promise<{ jobs: SlurmJob[]; source: ReconcileResult['source'] }> {
-    let jobs: SlurmJob[];
-    let source: ReconcileResult['source'] = 'squeue --json';
-    try {
-      jobs = parseSqueueJson(await this.run('squeue', ['--json']));
-    } catch (e) {
-      const msg = (e as Error).message;
-      if (/not found in PATH/.test(msg)) throw e;
-      source = 'scontrol show job -d';
-      jobs = parseScontrolJobs(await this.run('scontrol', ['show', 'job', '-d']));
-    }
-    return { jobs: jobs.filter((j) => j.nodes.includes(node)), source };
-  }
-
-  /** Job ids with a step on this node, from the step daemons (no slurmctld RPC). */
-  async localJobIds(node: string, guessed: boolean): Promise<{ ids: Set<string>; source: ReconcileResult['source'] }> {
-    // a guessed name is scontrol's own guess too (NodeHostname= in slurm.conf maps it); a known one is passed
-    const at = guessed ? [] : [node];
-    const list = async (source: 'scontrol listjobs' | 'scontrol listpids', args: string[], parse: (t: string) => Set<string>) => {
-      try {
-        return { ids: parse(await this.run('scontrol', args)), source };
-      } catch (e) {
-        if (isNoSteps((e as Error).message)) return { ids: new Set<string>(), source };
-        throw e;
-      }
-    };
-    if (this.listjobs) {
-      try {
-        return await list('scontrol listjobs', ['listjobs', ...at], parseListJobs);
-      } catch (e) {
-        if (!isUnknownKeyword((e as Error).message)) throw e;
-        this.listjobs = false;
-      }
-    }
-    return list('scontrol listpids', ['listpids', ...(at.length ? ['*', ...at] : [])], parseListPids);
-  }
-
-  /**
-   * One job, asked of slurmctld alone, in one RPC where Slurm allows it:
-   * `--local` skips the federation lookup, and `--json` (23.02+) carries the
-   * GPU indices without the node table `show job -d` loads. 22.05 has no
-   * --json: its text form without -d is one RPC too, and -d (one more, the
-   * whole node table) is asked only when the GPU indices are needed. A job
-   * slurmctld has forgotten (MinJobAge) is null.
-   */
-  private scontrolJson: boolean | undefined;
-  private async queryJob(id: string, detail: boolean): Promise<SlurmJob | null> {
-    const pick = (jobs: SlurmJob[]) => jobs.find((j) => j.jobId === id) ?? null; // an array's meta id lists its other tasks too
-    if (this.scontrolJson !== false) {
-      try {
-        const job = pick(parseSqueueJson(await this.run('scontrol', ['--local', '--json', 'show', 'job', id])));
-        this.scontrolJson = true;
-        // 24.11's --json answers an unknown job and an unreachable controller alike (exit 0, no job, no error):
-        // the text form tells them apart
-        if (job) return job;
-      } catch (e) {
-        const msg = (e as Error).message;
-        if (/Invalid job id/i.test(msg)) return null;
-        if (this.scontrolJson || !/unrecognized option/i.test(msg)) throw e;
-        this.scontrolJson = false;
-      }
-    }
-    try {
-      return pick(parseScontrolJobs(await this.run('scontrol', ['--local', 'show', 'job', ...(detail ? ['-d'] : []), id])));
-    } catch (e) {
-      if (/Invalid job id/i.test((e as Error).message)) return null;
-      throw e;
-    }
+    this.slurm = new SlurmClient(o);
   }
 
   /** What slurmctld says of one job: does it run here now (with its GPU indices when it does)? */
   private async askJob(id: string, node: string, now: number, open: { runKey: string; bound: boolean } | undefined, listed: boolean): Promise<Answer> {
-    let job = await this.queryJob(id, false);
+    let job = await this.slurm.queryJob(id, false);
     const runs = (j: SlurmJob | null) => !!j && ACTIVE.has(j.state) && j.nodes.includes(node);
     // 22.05's one-RPC answer has no GPU indices: a job, a run or a prolog record without a GPU binding needs them
     // (22.05's prolog sees no GPU in its environment for jobs started soon after slurmctld restarted)
-    if (runs(job) && this.scontrolJson === false && (!open?.bound || open.runKey !== this.runKeyOf(job!))) job = await this.queryJob(id, true);
+    if (runs(job) && this.slurm.jobJson === false && (!open?.bound || open.runKey !== this.runKeyOf(job!))) job = await this.slurm.queryJob(id, true);
     const here = runs(job);
     this.answered.set(id, { at: now, here, listed });
     return job ? { job, here } : { job: null, here: false };
@@ -180,15 +107,11 @@ export class Reconciler {
     if (now < this.discovered.until) return this.discovered.name;
     this.discovered = { until: now + 600_000, name: undefined };
     const hosts = new Set([hostname(), hostname().split('.')[0]!]);
-    for (const line of (await this.run('scontrol', ['--local', 'show', 'node', '-o'])).split('\n')) {
-      const name = /^NodeName=(\S+)/.exec(line)?.[1];
-      const host = /\sNodeHostName=(\S+)/.exec(line)?.[1];
-      if (name && host && hosts.has(host)) {
-        this.discovered.name = name;
-        setMeta(this.o.db, LEARNED_NODE_KEY, name);
-        this.o.log.info("learned this node's name in Slurm", { node: name, host });
-        break;
-      }
+    const found = (await this.slurm.nodeHosts()).find((n) => hosts.has(n.host));
+    if (found) {
+      this.discovered.name = found.name;
+      setMeta(this.o.db, LEARNED_NODE_KEY, found.name);
+      this.o.log.info("learned this node's name in Slurm", { node: found.name, host: found.host });
     }
     return this.discovered.name;
   }
@@ -200,14 +123,7 @@ export class Reconciler {
    */
   private async confirmNode(node: string, now: number): Promise<void> {
     if (this.confirmed.name === node && now < this.confirmed.until) return;
-    let out: string;
-    try {
-      out = await this.run('scontrol', ['--local', 'show', 'node', '-o', node]);
-    } catch (e) {
-      if (/not found/i.test((e as Error).message)) out = '';
-      else throw e;
-    }
-    if (!new RegExp(`^NodeName=${node.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\s`).test(out)) {
+    if (!(await this.slurm.knowsNode(node))) {
       throw new Error(`this node's name in Slurm is not "${node}" (Slurm knows no such node): set [slurm] node_name, or wait for a prolog to run here; no binding is closed meanwhile`);
     }
     this.confirmed = { name: node, until: now + 600_000 };
@@ -236,10 +152,6 @@ export class Reconciler {
     return result;
   }
 
-  private openCount(): number {
-    return (this.o.db.prepare(`SELECT COUNT(*) AS n FROM bindings WHERE end_time IS NULL`).get() as { n: number }).n;
-  }
-
   /**
    * The key the hooks give this run: its SLUID where Slurm has them (25.11+;
    * 26.05 prints it, and a poll that runs before the prolog must use it too,
@@ -248,8 +160,7 @@ export class Reconciler {
    */
   private runKeyOf(j: SlurmJob): string {
     if (j.sluid) return `sluid:${j.sluid}`;
-    const open = this.o.db.prepare(`SELECT run_key AS k FROM jobs WHERE job_id = ? AND end_time IS NULL AND run_key LIKE 'sluid:%'`).get(j.jobId) as { k: string } | undefined;
-    return open?.k ?? `r${j.restarts}`;
+    return openSluidRun(this.o.db, j.jobId) ?? `r${j.restarts}`;
   }
 
   /** Opens (or fills in, or confirms) the run of a job Slurm says runs on this node. */
@@ -262,9 +173,7 @@ export class Reconciler {
     const gpus = gresIndicesToGpus(j.gpuIdx[node] ?? [], j.sharedIdx[node] ?? [], gres, inv);
     recordStart(db, rec, gpus, 'poll', now);
     // a prolog that ran before the inventory existed left "gres:<i>" bindings: now resolved, they go
-    if (gpus.some((g) => !g.uuid.startsWith('gres:'))) {
-      db.prepare(`DELETE FROM bindings WHERE job_id = ? AND run_key = ? AND end_time IS NULL AND gpu_uuid LIKE 'gres:%'`).run(rec.jobId, rec.runKey);
-    }
+    if (gpus.some((g) => !g.uuid.startsWith('gres:'))) dropGresBindings(db, rec.jobId, rec.runKey);
   }
 
   /** Closes the open run of a job whose epilog did not run here; with Slurm's answer, its end too. */
@@ -292,16 +201,10 @@ export class Reconciler {
    */
   private async reconcileLocal(node: string, guessed: boolean, now: number): Promise<ReconcileResult> {
     const db = this.o.db;
-    const listed = await this.localJobIds(node, guessed);
+    const listed = await this.slurm.localJobIds(node, guessed);
     const recheck = this.o.recheckMs ?? 300_000;
     // open runs, GPU or not: a prolog records every job of the node
-    const open = db
-      .prepare(
-        `SELECT j.job_id AS jobId, j.run_key AS runKey, COALESCE(j.start_time, j.updated_at) AS start,
-                EXISTS (SELECT 1 FROM bindings b WHERE b.job_id = j.job_id AND b.run_key = j.run_key AND b.end_time IS NULL) AS bound
-         FROM jobs j WHERE j.end_time IS NULL`,
-      )
-      .all() as { jobId: string; runKey: string; start: number; bound: number }[];
+    const open = openRunsBound(db);
     const openIds = new Set(open.map((r) => r.jobId));
     const last = (id: string) => this.answered.get(id);
     for (const id of this.answered.keys()) if (!listed.ids.has(id) && !openIds.has(id)) this.answered.delete(id);
@@ -328,7 +231,7 @@ export class Reconciler {
     for (const id of queue.slice(0, SCONTROL_PER_TICK)) {
       const run = open.find((r) => r.jobId === id);
       const asked = Date.now();
-      const a = await this.askJob(id, node, now, run && { runKey: run.runKey, bound: run.bound === 1 }, listed.ids.has(id));
+      const a = await this.askJob(id, node, now, run, listed.ids.has(id));
       if (a.here) {
         // its steps run here and slurmctld, asked after the epilog closed this run, says RUNNING: that epilog was
         // an earlier run's (requeue), late
@@ -353,9 +256,9 @@ export class Reconciler {
   /** The old way, for nodes where the step daemons cannot be asked: the whole queue every reconcile. */
   private async reconcileQueue(node: string, now: number): Promise<ReconcileResult> {
     const db = this.o.db;
-    const listed = await this.jobsOnNode(node);
+    const listed = await this.slurm.jobsOnNode(node);
     // nothing of ours runs here by this name, yet bindings are open: make sure the name is right first
-    if (listed.jobs.length === 0 && this.openCount() > 0) await this.confirmNode(node, now);
+    if (listed.jobs.length === 0 && openBindingCount(db) > 0) await this.confirmNode(node, now);
     const running = listed.jobs.filter((j) => ACTIVE.has(j.state));
     const gres = this.gresOf(node);
     const inv = storeInventory(db);
@@ -363,9 +266,7 @@ export class Reconciler {
 
     // runs with open bindings that Slurm no longer lists as running here: their epilog never ran
     const alive = new Set(running.map((j) => j.jobId));
-    const stale = db
-      .prepare(`SELECT DISTINCT job_id AS jobId, run_key AS runKey FROM bindings WHERE end_time IS NULL AND start_time < ?`)
-      .all(now - this.graceMs) as { jobId: string; runKey: string }[];
+    const stale = runsBoundSince(db, now - this.graceMs);
     let closed = 0;
     for (const s of stale) {
       // a running job's older runs (requeue) were closed by recordStart above
@@ -385,41 +286,23 @@ export class Reconciler {
    */
   private async fillEndStates(now: number): Promise<number> {
     const db = this.o.db;
-    const todo = (
-      db
-        .prepare(`SELECT DISTINCT job_id AS jobId FROM jobs WHERE end_time IS NOT NULL AND end_time > ? AND (state IS NULL OR state = 'FAILED') AND updated_at > ? ORDER BY end_time DESC`)
-        .all(now - 86_400_000, now - 86_400_000) as { jobId: string }[]
-    )
-      .map((t) => t.jobId)
-      .filter((id) => !this.settled.has(id));
+    const todo = endsWithoutState(db, now - 86_400_000).filter((id) => !this.settled.has(id));
     if (todo.length === 0) return 0;
     let filled = 0;
-    const setState = db.prepare(
-      `UPDATE jobs SET state = @state, exit_code = COALESCE(@code, exit_code), exit_signal = COALESCE(@sig, exit_signal), updated_at = @now WHERE job_id = @job AND end_time IS NOT NULL AND (state IS NULL OR state = 'FAILED')`,
-    );
-    const fixEnd = db.prepare(`UPDATE bindings SET end_time = @end WHERE job_id = @job AND closed_by = 'poll' AND end_time > @end`);
-    const apply = (job: string, state: string, code: number | null, sig: number | null, end: number | null) => {
+    const apply = (job: string, state: string, exitCode: number | null, exitSignal: number | null, endTime: number | null) => {
       if (!state || ACTIVE.has(state) || state === 'PENDING') return;
       this.settled.add(job);
-      filled += setState.run({ state, code, sig, now, job }).changes;
-      if (end) fixEnd.run({ end, job });
+      filled += recordEndState(db, job, { state, exitCode, exitSignal, endTime }, now);
     };
-    if (now >= this.sacctUnavailableUntil) {
-      try {
-        const ids = todo.slice(0, SACCT_BATCH);
-        const recs = parseSacct(await this.run('sacct', ['-X', '-P', '-n', '-o', SACCT_FIELDS, '-j', ids.join(',')]));
-        for (const r of recs) apply(r.jobIdRaw, r.state, r.exitCode, r.exitSignal, r.end);
-        return filled;
-      } catch (e) {
-        // "accounting storage is disabled": fall back to slurmctld's memory of recent jobs
-        this.sacctUnavailableUntil = now + 600_000;
-        this.o.log.debug('sacct unavailable: using scontrol for end states', { error: (e as Error).message });
-      }
+    const recs = await this.slurm.endStates(todo.slice(0, SACCT_BATCH), now);
+    if (recs) {
+      for (const r of recs) apply(r.jobIdRaw, r.state, r.exitCode, r.exitSignal, r.end);
+      return filled;
     }
     for (const id of todo.slice(0, SCONTROL_PER_TICK)) {
       let j: SlurmJob | null = null;
       try {
-        j = await this.queryJob(id, false);
+        j = await this.slurm.queryJob(id, false);
       } catch {
         /* Slurm not answering: the state stays unknown for now */
       }

@@ -238,3 +238,79 @@ export function openBindings(db: Db, scheduler = 'slurm'): OpenBinding[] {
     bindingAttrs: r.bindingAttrs ? (JSON.parse(r.bindingAttrs) as Attributes) : null,
   }));
 }
+
+/*
+ * The reconcilers' questions and corrections (slurm/reconciler.ts,
+ * src/attribution/kubernetes/pod-sync.ts): named here so that the store is
+ * the one owner of the jobs and bindings tables.
+ */
+
+/** How many bindings are open, of any run. */
+export function openBindingCount(db: Db): number {
+  return (db.prepare(`SELECT COUNT(*) AS n FROM bindings WHERE end_time IS NULL`).get() as { n: number }).n;
+}
+
+/** The key of this job's open run keyed by SLUID (a hook's, 25.11+), if there is one. */
+export function openSluidRun(db: Db, jobId: string): string | undefined {
+  return (db.prepare(`SELECT run_key AS k FROM jobs WHERE job_id = ? AND end_time IS NULL AND run_key LIKE 'sluid:%'`).get(jobId) as { k: string } | undefined)?.k;
+}
+
+/** Drops a run's open "gres:<index>" bindings (once its GPUs are bound by UUID). */
+export function dropGresBindings(db: Db, jobId: string, runKey: string): void {
+  db.prepare(`DELETE FROM bindings WHERE job_id = ? AND run_key = ? AND end_time IS NULL AND gpu_uuid LIKE 'gres:%'`).run(jobId, runKey);
+}
+
+/** Every open run (GPU or not) with its start (or last update) and whether it holds an open binding. */
+export function openRunsBound(db: Db): { jobId: string; runKey: string; start: number; bound: boolean }[] {
+  return (
+    db
+      .prepare(
+        `SELECT j.job_id AS jobId, j.run_key AS runKey, COALESCE(j.start_time, j.updated_at) AS start,
+                EXISTS (SELECT 1 FROM bindings b WHERE b.job_id = j.job_id AND b.run_key = j.run_key AND b.end_time IS NULL) AS bound
+         FROM jobs j WHERE j.end_time IS NULL`,
+      )
+      .all() as { jobId: string; runKey: string; start: number; bound: number }[]
+  ).map((r) => ({ ...r, bound: r.bound === 1 }));
+}
+
+/** One provider's open runs and their starts. */
+export function openRunsOf(db: Db, scheduler: string): { jobId: string; runKey: string; start: number | null }[] {
+  return db.prepare(`SELECT job_id AS jobId, run_key AS runKey, start_time AS start FROM jobs WHERE scheduler = ? AND end_time IS NULL`).all(scheduler) as { jobId: string; runKey: string; start: number | null }[];
+}
+
+/** Runs with a binding opened before `before` that is still open. */
+export function runsBoundSince(db: Db, before: number): { jobId: string; runKey: string }[] {
+  return db.prepare(`SELECT DISTINCT job_id AS jobId, run_key AS runKey FROM bindings WHERE end_time IS NULL AND start_time < ?`).all(before) as { jobId: string; runKey: string }[];
+}
+
+/** Closes a run's open bindings of GPUs it no longer holds (closed by a poll). */
+export function closeBindingsExcept(db: Db, jobId: string, runKey: string, keep: ReadonlySet<string>, now: number): void {
+  const close = db.prepare(`UPDATE bindings SET end_time = ?, closed_by = 'poll' WHERE job_id = ? AND run_key = ? AND end_time IS NULL AND gpu_uuid = ?`);
+  for (const { uuid } of db.prepare(`SELECT gpu_uuid AS uuid FROM bindings WHERE job_id = ? AND run_key = ? AND end_time IS NULL`).all(jobId, runKey) as { uuid: string }[]) {
+    if (!keep.has(uuid)) close.run(now, jobId, runKey, uuid);
+  }
+}
+
+/** Jobs that ended and were updated after `since` with no end state yet, or FAILED (which may be more precise), latest end first. */
+export function endsWithoutState(db: Db, since: number): string[] {
+  return (
+    db.prepare(`SELECT DISTINCT job_id AS jobId FROM jobs WHERE end_time IS NOT NULL AND end_time > ? AND (state IS NULL OR state = 'FAILED') AND updated_at > ? ORDER BY end_time DESC`).all(since, since) as {
+      jobId: string;
+    }[]
+  ).map((t) => t.jobId);
+}
+
+/**
+ * The end state the scheduler answered for an ended job with none (or
+ * FAILED), and, given its end time, the end of the bindings a poll closed
+ * later than that. Returns how many runs got the state.
+ */
+export function recordEndState(db: Db, jobId: string, end: { state: string; exitCode: number | null; exitSignal: number | null; endTime: number | null }, now: number): number {
+  const n = db
+    .prepare(
+      `UPDATE jobs SET state = @state, exit_code = COALESCE(@code, exit_code), exit_signal = COALESCE(@sig, exit_signal), updated_at = @now WHERE job_id = @job AND end_time IS NOT NULL AND (state IS NULL OR state = 'FAILED')`,
+    )
+    .run({ state: end.state, code: end.exitCode, sig: end.exitSignal, now, job: jobId }).changes;
+  if (end.endTime) db.prepare(`UPDATE bindings SET end_time = @end WHERE job_id = @job AND closed_by = 'poll' AND end_time > @end`).run({ end: end.endTime, job: jobId });
+  return n;
+}

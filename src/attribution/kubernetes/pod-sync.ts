@@ -14,7 +14,7 @@
 import type { Logger } from '../../core/log.js';
 import type { Attributes, Point } from '../../core/metrics/model.js';
 import { inventoryOf } from '../../ledger/inventory.js';
-import { inventory, recordEnd, recordStart, type GpuBinding, type InventoryGpu } from '../../store/jobs.js';
+import { closeBindingsExcept, inventory, openRunsOf, recordEnd, recordStart, type GpuBinding, type InventoryGpu } from '../../store/jobs.js';
 import type { Db } from '../../store/open.js';
 import { isGpuResource, KnownGpus, matchDevice } from './device-match.js';
 import { fetchPodList, parsePodList, type PodMeta, type PodSource } from './pod-meta.js';
@@ -153,7 +153,7 @@ export class PodSync {
   /** Pod metadata when it is due, or when a pod holding GPUs is not known yet or has ended. */
   private async refreshMeta(now: number): Promise<void> {
     if (!this.o.pods || now < this.metaRetryAt) return;
-    const openKeys = this.openRuns().map((r) => r.jobId);
+    const openKeys = openRunsOf(this.o.db, SCHEDULER).map((r) => r.jobId);
     const heldKeys = new Set(this.held.map((p) => p.key));
     const due = now - this.metaAt >= this.o.metadataIntervalMs || this.held.some((p) => !this.meta.has(p.key)) || openKeys.some((k) => !heldKeys.has(k));
     if (!due) return;
@@ -197,10 +197,6 @@ export class PodSync {
     }
   }
 
-  private openRuns(): { jobId: string; runKey: string; start: number | null }[] {
-    return this.o.db.prepare(`SELECT job_id AS jobId, run_key AS runKey, start_time AS start FROM jobs WHERE scheduler = ? AND end_time IS NULL`).all(SCHEDULER) as { jobId: string; runKey: string; start: number | null }[];
-  }
-
   /** Writes what changed since the last write: runs opened, bindings added or closed, runs ended. */
   private apply(now: number): void {
     const desired = this.held.map((p) => {
@@ -212,11 +208,9 @@ export class PodSync {
     const print = JSON.stringify(desired.map((d) => [d.p.key, d.attrs, d.gpus, d.meta?.phase]));
     if (print === this.written) return;
     const db = this.o.db;
-    const runs = this.openRuns();
+    const runs = openRunsOf(db, SCHEDULER);
     const open = new Map(runs.map((r) => [r.jobId, r.runKey]));
     const started = new Map(runs.map((r) => [r.jobId, r.start]));
-    const closeGpu = db.prepare(`UPDATE bindings SET end_time = ?, closed_by = 'poll' WHERE job_id = ? AND run_key = ? AND end_time IS NULL AND gpu_uuid = ?`);
-    const openGpus = db.prepare(`SELECT gpu_uuid AS uuid FROM bindings WHERE job_id = ? AND run_key = ? AND end_time IS NULL`);
     const end = (jobId: string, runKey: string, state: string) =>
       recordEnd(db, { jobId, runKey, scheduler: SCHEDULER }, { endTime: now, state }, [], 'poll', now);
     for (const d of desired) {
@@ -235,8 +229,7 @@ export class PodSync {
       }
       const runKey = run ?? meta?.uid ?? `seen-${now}`;
       recordStart(db, { jobId: p.key, runKey, account: p.namespace, name: meta?.workload ?? `pod/${p.name}`, scheduler: SCHEDULER, attrs: d.attrs, startTime: (run ? started.get(p.key) : undefined) ?? meta?.startTime ?? now }, d.gpus, 'poll', now);
-      const want = new Set(d.gpus.map((g) => g.uuid));
-      for (const { uuid } of openGpus.all(p.key, runKey) as { uuid: string }[]) if (!want.has(uuid)) closeGpu.run(now, p.key, runKey, uuid);
+      closeBindingsExcept(db, p.key, runKey, new Set(d.gpus.map((g) => g.uuid)), now);
     }
     // runs of pods no longer holding GPUs here: deleted, or finished (the metadata says which)
     for (const [jobId, runKey] of open) {
