@@ -2,23 +2,21 @@
  * The agent: builds attribution, the job ledger, sinks and plugin runners
  * from a Config and the manifests the composition root hands it, and keeps
  * them running; reload swaps only what changed, so a reload that leaves
- * [otlp] alone keeps its retry queue and connection.
+ * [otlp] alone keeps its retry queue and connection. The job side (provider,
+ * store, ledger, jobs socket) is job-attribution.ts.
  */
-import { noneProvider, type AttributionProvider } from '../src/core/attribution.js';
 import type { Config } from '../src/core/config/load.js';
 import type { Logger } from '../src/core/log.js';
 import type { Batch } from '../src/core/metrics/model.js';
 import { pluginContext, type PluginContext, type PluginManifest } from '../src/core/plugin.js';
-import { BudgetLedger, limitsFrom } from '../src/core/limits.js';
+import { BudgetLedger } from '../src/core/limits.js';
 import { resourceAttributes } from '../src/core/resource.js';
 import type { Sink } from '../src/core/sink.js';
 import { Pipeline } from '../src/pipeline/pipeline.js';
-import type { Db } from '../src/store/open.js';
-import type { ViewerCache } from '../src/jobs/access.js';
-import type { JobsServer } from '../src/jobs/server.js';
 import { expectGpus, gpuShortfall } from './gpu-expectation.js';
 import { PluginRunner } from './runner.js';
-import { AUTO, resolveAttribution, selectPlugins, type Manifests } from './selection.js';
+import { JobAttribution } from './job-attribution.js';
+import { AUTO, selectPlugins, type Manifests } from './selection.js';
 import { selfMetricsPlugin } from './self-metrics.js';
 
 interface Held<T> {
@@ -27,18 +25,23 @@ interface Held<T> {
   readonly fingerprint: string;
 }
 
-const SINK_RETRY_MS = [5_000, 15_000, 60_000];
 /**
- * How long one of the daemon's store writes waits for a lock someone else
- * holds. better-sqlite3 waits on the event loop's thread: a long wait would
- * stop sampling and exporting for as long as a stuck hook or an admin's
- * open transaction holds the lock. A hook's own transaction takes a few ms;
- * a write that finds the store locked longer fails, is said, and the next
- * tick writes again.
+ * A reload's first half for sinks and runners alike: each held one no longer
+ * wanted, or whose section changed since it was built, is forgotten and
+ * stopped; the unchanged ones are kept as they are (a reload that leaves
+ * [otlp] alone keeps its retry queue and connection). The caller then builds
+ * the wanted ones it does not hold.
  */
-const DAEMON_BUSY_MS = 50;
-/** A store that cannot be used (read-only or full disk, newer schema, a lock) is tried again this often. */
-const STORE_RETRY_MS = 60_000;
+async function dropChanged<T>(held: Map<string, Held<T>>, want: ReadonlySet<string>, fingerprint: (name: string) => string, stop: (item: T) => Promise<unknown>): Promise<void> {
+  for (const [name, h] of [...held]) {
+    if (!want.has(name) || h.fingerprint !== fingerprint(name)) {
+      held.delete(name);
+      await stop(h.item);
+    }
+  }
+}
+
+const SINK_RETRY_MS = [5_000, 15_000, 60_000];
 /**
  * `plugins = auto`: a GPU plugin whose source did not answer (a driver that
  * loads after the daemon: boot order, a DKMS build fixed later, a driver
@@ -87,120 +90,12 @@ export class Agent {
   ) {
     this.pipeline = new Pipeline(log);
     this.budgets = new BudgetLedger(log.child('limits'));
+    this.jobs = new JobAttribution({ manifests, config: () => this.cfg, running: () => this.running, log, env, budgets: this.budgets, pipeline: this.pipeline });
   }
 
-  private attributionReady = false;
-  /** Closes the provider and the store it shares with the ledger. */
-  private closeAttribution: () => void = () => {};
-  private storeRetry: NodeJS.Timeout | undefined;
+  /** The attribution provider, the store and ledger on it, and the jobs socket. */
+  private readonly jobs: JobAttribution;
   private healthKey = '';
-  /** What made the store unusable, said once until it changes or the store is usable again. */
-  private storeProblem = '';
-  /** NSS answers for the jobs socket, kept for the daemon's life: a reload is no reason to ask them all again. */
-  private viewers: ViewerCache | undefined;
-  private jobsServer: JobsServer | undefined;
-
-  /** Builds the attribution provider once (start, once); reload swaps it when its settings change. */
-  private async initAttribution(): Promise<void> {
-    if (this.attributionReady) return;
-    await this.swapAttribution();
-    this.attributionReady = true;
-  }
-
-  /**
-   * The provider the configuration resolves to, and the job ledger on the
-   * same store connection. The store and its native module load only when a
-   * provider is on: a node without a scheduler never pays for them.
-   */
-  private async swapAttribution(): Promise<void> {
-    const cfg = this.cfg;
-    const r = resolveAttribution(this.manifests, cfg, this.env);
-    let provider: AttributionProvider = noneProvider;
-    let ledger: Pipeline['ledger'];
-    let close = (): void => {};
-    clearTimeout(this.storeRetry);
-    const db = r.manifest ? await this.openStoreOrSay() : undefined;
-    if (r.manifest && db) {
-      const [{ JobLedger }, { pricesFrom }] = await Promise.all([import('../src/ledger/ledger.js'), import('../src/jobs/prices.js')]);
-      try {
-        provider = await r.manifest.create({ config: cfg, log: this.log, env: this.env, store: db, labelLength: limitsFrom(cfg).labelLength, budgets: this.budgets });
-      } catch (e) {
-        db.close();
-        throw e;
-      }
-      const manifest = r.manifest;
-      // prices read at every batch: a reload's new prices apply without a new ledger
-      const cost = { prices: () => pricesFrom(this.cfg), node: () => manifest.nodeName(this.cfg, this.env, db) };
-      ledger = new JobLedger(db, this.log.child('ledger'), { seriesMs: cfg.num('jobs', 'series_retention')! * 1000, jobsMs: cfg.num('jobs', 'job_retention')! * 1000 }, cost);
-      const p = provider;
-      // users' `l9gpu jobs`: the store is root's alone, the daemon answers them by their uid
-      await this.serveJobs(() => manifest.nodeName(this.cfg, this.env, db));
-      close = () => {
-        p.close?.();
-        db.close();
-      };
-    }
-    if (!db) this.stopJobsServer();
-    this.closeAttribution();
-    this.pipeline.attribution = provider;
-    this.pipeline.ledger = ledger;
-    this.closeAttribution = close;
-  }
-
-  /**
-   * The store, or undefined when it cannot be used (a newer schema, a
-   * read-only or full disk, a lock): said once, tried again later. The GPUs
-   * are still sampled and exported, without job attributes, rather than no
-   * telemetry at all.
-   */
-  private async openStoreOrSay(): Promise<Db | undefined> {
-    const { openStore, StoreUnusable } = await import('../src/store/open.js');
-    const dir = this.cfg.str('daemon', 'state_dir')!;
-    try {
-      const db = openStore(dir, { check: true, busyTimeoutMs: DAEMON_BUSY_MS, onRecovered: (m) => this.log.error(m) });
-      if (this.storeProblem) this.log.info('job attribution on again: the store is usable', { store: dir });
-      this.storeProblem = '';
-      return db;
-    } catch (e) {
-      if (!(e instanceof StoreUnusable)) throw e;
-      if (e.message !== this.storeProblem) this.log.error(`job attribution off: ${e.message}; GPU metrics go out without job attributes, the store is tried again every ${STORE_RETRY_MS / 1000} s`);
-      this.storeProblem = e.message;
-      this.storeRetry = setTimeout(() => {
-        if (this.running) this.swapAttribution().catch((err: Error) => this.log.error('job attribution: retry failed', { error: err.message }));
-      }, STORE_RETRY_MS);
-      this.storeRetry.unref();
-      return undefined;
-    }
-  }
-
-  /**
-   * Users' `l9gpu jobs` on the store just opened. The listening socket lives
-   * as long as its state folder: a reload points it at the new store rather
-   * than starting another (closing a listening unix socket unlinks its path,
-   * which by then is the new one's, and users would be locked out until a
-   * restart).
-   */
-  private async serveJobs(node: () => string): Promise<void> {
-    const [{ startJobsServer }, { pricesFrom }, { ViewerCache }] = await Promise.all([import('../src/jobs/server.js'), import('../src/jobs/prices.js'), import('../src/jobs/access.js')]);
-    this.viewers ??= new ViewerCache();
-    const o = {
-      stateDir: this.cfg.str('daemon', 'state_dir')!, node, prices: () => pricesFrom(this.cfg), adminGroup: () => this.cfg.str('jobs', 'admin_group'), log: this.log.child('jobs'),
-      limits: () => limitsFrom(this.cfg), budgets: this.budgets, viewers: this.viewers,
-    };
-    if (this.jobsServer?.stateDir === o.stateDir) return this.jobsServer.retarget(o);
-    this.stopJobsServer();
-    try {
-      this.jobsServer = await startJobsServer(o);
-    } catch (e) {
-      // attribution goes on; only users' `l9gpu jobs` cannot be answered
-      this.log.error("jobs socket not started: users' l9gpu jobs will not be answered", { error: (e as Error).message });
-    }
-  }
-
-  private stopJobsServer(): void {
-    this.jobsServer?.close();
-    this.jobsServer = undefined;
-  }
 
   /** The health stage, rebuilt when [health] or the state folder changes (its Xid history is in the file it reloads). */
   private async buildHealth(): Promise<void> {
@@ -238,12 +133,7 @@ export class Agent {
     const cfg = this.cfg;
     await this.buildHealth();
     const wantSinks = new Set(cfg.list('daemon', 'sinks'));
-    for (const [name, held] of [...this.sinks]) {
-      if (!wantSinks.has(name) || held.fingerprint !== this.fingerprint(name)) {
-        this.sinks.delete(name);
-        await held.item.close(Date.now() + 2000);
-      }
-    }
+    await dropChanged(this.sinks, wantSinks, (n) => this.fingerprint(n), (s) => s.close(Date.now() + 2000));
     for (const [name, t] of this.pendingSinks) {
       clearTimeout(t);
       this.pendingSinks.delete(name);
@@ -267,12 +157,7 @@ export class Agent {
       else this.log[f.hardware?.installed(ctx) ? 'warn' : 'info'](`plugins = auto: not enabled${again}`, { plugin: f.name, source: r.detail });
     }
     const wantPlugins = new Set(selection.names);
-    for (const [name, held] of [...this.runners]) {
-      if (!wantPlugins.has(name) || held.fingerprint !== this.fingerprint(name)) {
-        this.runners.delete(name);
-        await held.item.stop(Date.now() + 2000);
-      }
-    }
+    await dropChanged(this.runners, wantPlugins, (n) => this.fingerprint(n), (r) => r.stop(Date.now() + 2000));
     for (const f of this.manifests.plugins) if (wantPlugins.has(f.name) && !this.runners.has(f.name)) this.addRunner(f, ctx);
     if (!this.oneShot) for (const f of this.manifests.plugins) if (selection.detected[f.name]?.ok === false) this.probeLater(f, ctx, REPROBE_FIRST_MS, gen);
 
@@ -364,9 +249,8 @@ export class Agent {
     return [...[...this.runners.values()].map((h) => h.item), ...(this.selfRunner ? [this.selfRunner] : [])];
   }
 
-
   async start(): Promise<void> {
-    await this.initAttribution();
+    await this.jobs.init();
     await this.build();
     this.running = true;
     for (const r of this.allRunners()) r.start();
@@ -379,7 +263,7 @@ export class Agent {
    */
   async once(): Promise<{ blocked: string[]; undelivered: string[] } & OnceProblems> {
     this.oneShot = true;
-    await this.initAttribution();
+    await this.jobs.init();
     await this.build();
     await Promise.all([...this.runners.values()].map((h) => h.item.collectOnce()));
     await this.selfRunner!.collectOnce();
@@ -393,11 +277,9 @@ export class Agent {
   }
 
   async reload(cfg: Config): Promise<void> {
-    const sections = ['jobs', ...this.manifests.attributions.flatMap((a) => a.sections.map((s) => s.name))];
-    const attributionKeys = (c: Config) => JSON.stringify([c.str('daemon', 'attribution'), c.str('daemon', 'state_dir'), ...sections.map((s) => c.section(s))]);
-    const changed = attributionKeys(cfg) !== attributionKeys(this.cfg);
+    const prev = this.cfg;
     this.cfg = cfg;
-    if (changed) await this.swapAttribution();
+    await this.jobs.reload(prev, cfg);
     await this.build();
     this.log.info('configuration reloaded', { file: cfg.file ?? '(none)', plugins: this.pluginNames.join(','), sinks: cfg.list('daemon', 'sinks').join(',') });
   }
@@ -408,7 +290,7 @@ export class Agent {
    */
   async stop(): Promise<string[]> {
     this.running = false;
-    clearTimeout(this.storeRetry);
+    this.jobs.cancelRetry();
     this.dropProbes();
     const budget = this.cfg.num('daemon', 'shutdown_timeout')! * 1000;
     const deadline = Date.now() + budget;
@@ -418,9 +300,7 @@ export class Agent {
     for (const t of this.pendingSinks.values()) clearTimeout(t);
     this.pendingSinks.clear();
     await Promise.all(this.sinkList().map((s) => s.close(deadline).catch((e: Error) => this.log.error('sink close failed', { sink: s.name, error: e.message }))));
-    this.stopJobsServer();
-    this.closeAttribution();
-    this.closeAttribution = () => {};
+    this.jobs.close();
     const blocked = this.allRunners().filter((r) => r.blocked).map((r) => r.name);
     if (blocked.length) this.log.warn('plugins still blocked in a collection at exit', { plugins: blocked.join(',') });
     return blocked;

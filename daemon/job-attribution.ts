@@ -1,0 +1,174 @@
+/**
+ * The agent's job side: the attribution provider the configuration resolves
+ * to, the store it shares with the job ledger, and the socket that answers
+ * users' `l9gpu jobs` from that store. Built once at start, swapped whole
+ * when a reload changes their settings, closed at stop. The store and its
+ * native module load only when a provider is on: a node without a scheduler
+ * never pays for them.
+ */
+import { noneProvider, type AttributionProvider } from '../src/core/attribution.js';
+import type { Config } from '../src/core/config/load.js';
+import type { Logger } from '../src/core/log.js';
+import { limitsFrom, type BudgetLedger } from '../src/core/limits.js';
+import type { Pipeline } from '../src/pipeline/pipeline.js';
+import type { Db } from '../src/store/open.js';
+import type { ViewerCache } from '../src/jobs/access.js';
+import type { JobsServer } from '../src/jobs/server.js';
+import { resolveAttribution, type Manifests } from './selection.js';
+
+/**
+ * How long one of the daemon's store writes waits for a lock someone else
+ * holds. better-sqlite3 waits on the event loop's thread: a long wait would
+ * stop sampling and exporting for as long as a stuck hook or an admin's
+ * open transaction holds the lock. A hook's own transaction takes a few ms;
+ * a write that finds the store locked longer fails, is said, and the next
+ * tick writes again.
+ */
+const DAEMON_BUSY_MS = 50;
+/** A store that cannot be used (read-only or full disk, newer schema, a lock) is tried again this often. */
+const STORE_RETRY_MS = 60_000;
+
+export interface JobAttributionOptions {
+  manifests: Manifests;
+  /** The configuration now (a reload replaces it). */
+  config: () => Config;
+  /** Whether the agent runs: a store retry after stop does nothing. */
+  running: () => boolean;
+  log: Logger;
+  env: NodeJS.ProcessEnv;
+  budgets: BudgetLedger;
+  /** Where the provider and the ledger go. */
+  pipeline: Pipeline;
+}
+
+export class JobAttribution {
+  private ready = false;
+  /** Closes the provider and the store it shares with the ledger. */
+  private closeProvider: () => void = () => {};
+  private storeRetry: NodeJS.Timeout | undefined;
+  /** What made the store unusable, said once until it changes or the store is usable again. */
+  private storeProblem = '';
+  /** NSS answers for the jobs socket, kept for the daemon's life: a reload is no reason to ask them all again. */
+  private viewers: ViewerCache | undefined;
+  private jobsServer: JobsServer | undefined;
+
+  constructor(private readonly o: JobAttributionOptions) {}
+
+  /** Builds the provider once (start, once); reload swaps it when its settings change. */
+  async init(): Promise<void> {
+    if (this.ready) return;
+    await this.swap();
+    this.ready = true;
+  }
+
+  /** After a reload to `next`: swapped when [daemon] attribution, the state folder, [jobs] or a provider's sections changed. */
+  async reload(prev: Config, next: Config): Promise<void> {
+    const sections = ['jobs', ...this.o.manifests.attributions.flatMap((a) => a.sections.map((s) => s.name))];
+    const keys = (c: Config) => JSON.stringify([c.str('daemon', 'attribution'), c.str('daemon', 'state_dir'), ...sections.map((s) => c.section(s))]);
+    if (keys(next) !== keys(prev)) await this.swap();
+  }
+
+  /** The provider the configuration resolves to, and the job ledger on the same store connection. */
+  private async swap(): Promise<void> {
+    const cfg = this.o.config();
+    const r = resolveAttribution(this.o.manifests, cfg, this.o.env);
+    let provider: AttributionProvider = noneProvider;
+    let ledger: Pipeline['ledger'];
+    let close = (): void => {};
+    clearTimeout(this.storeRetry);
+    const db = r.manifest ? await this.openStoreOrSay() : undefined;
+    if (r.manifest && db) {
+      const [{ JobLedger }, { pricesFrom }] = await Promise.all([import('../src/ledger/ledger.js'), import('../src/jobs/prices.js')]);
+      try {
+        provider = await r.manifest.create({ config: cfg, log: this.o.log, env: this.o.env, store: db, labelLength: limitsFrom(cfg).labelLength, budgets: this.o.budgets });
+      } catch (e) {
+        db.close();
+        throw e;
+      }
+      const manifest = r.manifest;
+      // prices read at every batch: a reload's new prices apply without a new ledger
+      const cost = { prices: () => pricesFrom(this.o.config()), node: () => manifest.nodeName(this.o.config(), this.o.env, db) };
+      ledger = new JobLedger(db, this.o.log.child('ledger'), { seriesMs: cfg.num('jobs', 'series_retention')! * 1000, jobsMs: cfg.num('jobs', 'job_retention')! * 1000 }, cost);
+      const p = provider;
+      // users' `l9gpu jobs`: the store is root's alone, the daemon answers them by their uid
+      await this.serveJobs(() => manifest.nodeName(this.o.config(), this.o.env, db));
+      close = () => {
+        p.close?.();
+        db.close();
+      };
+    }
+    if (!db) this.stopJobsServer();
+    this.closeProvider();
+    this.o.pipeline.attribution = provider;
+    this.o.pipeline.ledger = ledger;
+    this.closeProvider = close;
+  }
+
+  /**
+   * The store, or undefined when it cannot be used (a newer schema, a
+   * read-only or full disk, a lock): said once, tried again later. The GPUs
+   * are still sampled and exported, without job attributes, rather than no
+   * telemetry at all.
+   */
+  private async openStoreOrSay(): Promise<Db | undefined> {
+    const { openStore, StoreUnusable } = await import('../src/store/open.js');
+    const dir = this.o.config().str('daemon', 'state_dir')!;
+    try {
+      const db = openStore(dir, { check: true, busyTimeoutMs: DAEMON_BUSY_MS, onRecovered: (m) => this.o.log.error(m) });
+      if (this.storeProblem) this.o.log.info('job attribution on again: the store is usable', { store: dir });
+      this.storeProblem = '';
+      return db;
+    } catch (e) {
+      if (!(e instanceof StoreUnusable)) throw e;
+      if (e.message !== this.storeProblem) this.o.log.error(`job attribution off: ${e.message}; GPU metrics go out without job attributes, the store is tried again every ${STORE_RETRY_MS / 1000} s`);
+      this.storeProblem = e.message;
+      this.storeRetry = setTimeout(() => {
+        if (this.o.running()) this.swap().catch((err: Error) => this.o.log.error('job attribution: retry failed', { error: err.message }));
+      }, STORE_RETRY_MS);
+      this.storeRetry.unref();
+      return undefined;
+    }
+  }
+
+  /**
+   * Users' `l9gpu jobs` on the store just opened. The listening socket lives
+   * as long as its state folder: a reload points it at the new store rather
+   * than starting another (closing a listening unix socket unlinks its path,
+   * which by then is the new one's, and users would be locked out until a
+   * restart).
+   */
+  private async serveJobs(node: () => string): Promise<void> {
+    const [{ startJobsServer }, { pricesFrom }, { ViewerCache }] = await Promise.all([import('../src/jobs/server.js'), import('../src/jobs/prices.js'), import('../src/jobs/access.js')]);
+    this.viewers ??= new ViewerCache();
+    const cfg = this.o.config;
+    const o = {
+      stateDir: cfg().str('daemon', 'state_dir')!, node, prices: () => pricesFrom(cfg()), adminGroup: () => cfg().str('jobs', 'admin_group'), log: this.o.log.child('jobs'),
+      limits: () => limitsFrom(cfg()), budgets: this.o.budgets, viewers: this.viewers,
+    };
+    if (this.jobsServer?.stateDir === o.stateDir) return this.jobsServer.retarget(o);
+    this.stopJobsServer();
+    try {
+      this.jobsServer = await startJobsServer(o);
+    } catch (e) {
+      // attribution goes on; only users' `l9gpu jobs` cannot be answered
+      this.o.log.error("jobs socket not started: users' l9gpu jobs will not be answered", { error: (e as Error).message });
+    }
+  }
+
+  private stopJobsServer(): void {
+    this.jobsServer?.close();
+    this.jobsServer = undefined;
+  }
+
+  /** Stops retrying the store (first thing at stop: nothing may reopen it meanwhile). */
+  cancelRetry(): void {
+    clearTimeout(this.storeRetry);
+  }
+
+  /** Closes the jobs socket, the provider and the store (last thing at stop, once the sinks are flushed). */
+  close(): void {
+    this.stopJobsServer();
+    this.closeProvider();
+    this.closeProvider = () => {};
+  }
+}
