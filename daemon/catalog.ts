@@ -1,36 +1,26 @@
 /**
- * The composition root: every plugin, sink and attribution provider l9gpu
- * has, one line each. A new collector is its folder under plugins/ plus one
- * line in PLUGINS (plugin-catalog.ts) and its config section's line in schema.ts (a check
- * fails at load when the two differ); a new provider is its folder plus one
- * line in schema.ts ATTRIBUTIONS. Config sections, flag and help lists, doctor, `l9gpu gpus`
- * and the generated docs all come from these lists. Only the CLI, bench and
- * tests import this file (test/layers.test.ts holds everyone to it).
+ * The composition root, loaded: every plugin and sink manifest of the one
+ * table (schema.ts, where a new plugin or sink is its one row; a new
+ * provider is a line in its ATTRIBUTIONS), and who emits each metric.
+ * Importing this file loads every plugin's and sink's code: the daemon, the
+ * docs and the tests do; the CLI's light commands use schema.ts's loaders.
+ * Only the CLI, bench and tests import it (test/layers.test.ts holds
+ * everyone to it).
  */
+import type { PluginManifest } from '../src/core/plugin.js';
 import type { SinkManifest } from '../src/core/sink.js';
-import { fileSink } from '../src/sinks/file.js';
-import { otlpSink } from '../src/sinks/otlp.js';
-import { prometheusSink } from '../src/sinks/prometheus.js';
-import { stdoutSink } from '../src/sinks/stdout.js';
-import { webhookSink } from '../src/sinks/webhook.js';
 import { LEDGER_METRICS } from '../src/ledger/ledger.js';
 import { COST_METRICS } from '../src/ledger/cost-rate.js';
 import { HEALTH_METRICS } from '../src/health/tracker.js';
 import { SELF_METRICS } from './self-metrics.js';
-import { PLUGINS, selectAgentPlugins } from './plugin-catalog.js';
-import { ALL_SECTIONS, ATTRIBUTIONS, ATTRIBUTION_NAMES, PLUGIN_NAMES, SINK_NAMES, SINK_SECTIONS, loadAgentConfig, resolveAgentAttribution } from './schema.js';
+import { ALL_SECTIONS, ATTRIBUTIONS, ATTRIBUTION_NAMES, PLUGIN_NAMES, SINK_NAMES, loadAgentConfig, loadPlugins, loadSinks, resolveAgentAttribution, selectAgentPlugins } from './schema.js';
 import type { Manifests } from './selection.js';
 
-export { PLUGINS, selectAgentPlugins };
-export const SINKS: readonly SinkManifest[] = [otlpSink, prometheusSink, stdoutSink, fileSink, webhookSink];
-export { ALL_SECTIONS, ATTRIBUTIONS, ATTRIBUTION_NAMES, PLUGIN_NAMES, SINK_NAMES, loadAgentConfig, resolveAgentAttribution };
+export const PLUGINS: readonly PluginManifest[] = await loadPlugins();
+export const SINKS: readonly SinkManifest[] = await loadSinks();
+export { ALL_SECTIONS, ATTRIBUTIONS, ATTRIBUTION_NAMES, PLUGIN_NAMES, SINK_NAMES, loadAgentConfig, resolveAgentAttribution, selectAgentPlugins };
 
 export const MANIFESTS: Manifests = { plugins: PLUGINS, sinks: SINKS, attributions: ATTRIBUTIONS };
-
-// the light schema (what the CLI reads a configuration with) and the manifests list the same sections
-if (SINKS.length !== SINK_SECTIONS.length || SINKS.some((m, i) => m.section !== SINK_SECTIONS[i] || m.name !== SINK_SECTIONS[i]!.name)) {
-  throw new Error('catalog: the sink manifests and daemon/schema.ts list different sections');
-}
 
 /** Metric name -> who emits it: every plugin, provider, the job ledger and the agent itself (docs/metrics.md). */
 export const METRIC_EMITTERS: ReadonlyMap<string, readonly string[]> = (() => {

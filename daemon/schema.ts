@@ -1,11 +1,15 @@
 /**
- * The configuration schema and the attribution providers, apart from the
- * plugins' and sinks' code: what `l9gpu jobs` needs to read a configuration
- * and name the node, without loading any plugin or sink (the CLI starts in
- * a fraction of the time). catalog.ts checks that its manifests carry these
- * very sections, so the two cannot drift apart.
+ * The composition root's one table: every plugin and sink l9gpu has, one row
+ * each, with its config section and a loader of its manifest, and the
+ * attribution providers. Reading a configuration needs the sections alone:
+ * `l9gpu jobs` names the node and reads its settings without loading any
+ * plugin's or sink's code (the CLI starts in a fraction of the time); the
+ * loaders bring the code in when the daemon, doctor or `l9gpu gpus` need it
+ * (catalog.ts: every manifest, loaded).
  */
 import type { AttributionManifest } from '../src/core/attribution.js';
+import type { PluginContext, PluginManifest } from '../src/core/plugin.js';
+import type { SinkManifest } from '../src/core/sink.js';
 import { loadConfig, type Config, type LoadOptions } from '../src/core/config/load.js';
 import type { SectionSpec } from '../src/core/config/schema.js';
 import { daemonSection } from '../src/core/config/sections.js';
@@ -27,13 +31,59 @@ import { DCGM_SECTION } from '../plugins/dcgm/config.js';
 import { NCCL_SECTION } from '../plugins/nccl/config.js';
 import { slurmAttribution } from '../slurm/manifest.js';
 import { kubernetesAttribution } from '../src/attribution/kubernetes/manifest.js';
-import { checkNames, resolveAttribution, type ResolvedAttribution } from './selection.js';
+import { checkNames, resolveAttribution, selectPlugins, type PluginSelection, type ResolvedAttribution } from './selection.js';
 
-/** In the order the catalog lists the plugins and sinks (doctor, docs). */
-export const PLUGIN_SECTIONS: readonly SectionSpec[] = [HOST_SECTION, NVML_SECTION, AMDSMI_SECTION, HLSMI_SECTION, SIM_SECTION, VLLM_SECTION, SGLANG_SECTION, TGI_SECTION, TRITON_SECTION, NIM_SECTION, DCGM_SECTION, NCCL_SECTION];
-export const SINK_SECTIONS: readonly SectionSpec[] = [OTLP_SECTION, PROMETHEUS_SECTION, STDOUT_SECTION, FILE_SECTION, WEBHOOK_SECTION];
+/** A plugin or sink: its config section (named as it is), and its manifest's module, loaded when called. */
+interface Row<M> {
+  readonly section: SectionSpec;
+  readonly load: () => Promise<M>;
+}
+
+/** In this order doctor and the docs list them. */
+const PLUGIN_ROWS: readonly Row<PluginManifest>[] = [
+  { section: HOST_SECTION, load: async () => (await import('../plugins/host/index.js')).hostPlugin },
+  { section: NVML_SECTION, load: async () => (await import('../plugins/nvml/index.js')).nvmlPlugin },
+  { section: AMDSMI_SECTION, load: async () => (await import('../plugins/amdsmi/index.js')).amdsmiPlugin },
+  { section: HLSMI_SECTION, load: async () => (await import('../plugins/hlsmi/index.js')).hlsmiPlugin },
+  { section: SIM_SECTION, load: async () => (await import('../plugins/sim/index.js')).simPlugin },
+  { section: VLLM_SECTION, load: async () => (await import('../plugins/vllm/index.js')).vllmPlugin },
+  { section: SGLANG_SECTION, load: async () => (await import('../plugins/sglang/index.js')).sglangPlugin },
+  { section: TGI_SECTION, load: async () => (await import('../plugins/tgi/index.js')).tgiPlugin },
+  { section: TRITON_SECTION, load: async () => (await import('../plugins/triton/index.js')).tritonPlugin },
+  { section: NIM_SECTION, load: async () => (await import('../plugins/nim/index.js')).nimPlugin },
+  { section: DCGM_SECTION, load: async () => (await import('../plugins/dcgm/index.js')).dcgmPlugin },
+  { section: NCCL_SECTION, load: async () => (await import('../plugins/nccl/index.js')).ncclPlugin },
+];
+const SINK_ROWS: readonly Row<SinkManifest>[] = [
+  { section: OTLP_SECTION, load: async () => (await import('../src/sinks/otlp.js')).otlpSink },
+  { section: PROMETHEUS_SECTION, load: async () => (await import('../src/sinks/prometheus.js')).prometheusSink },
+  { section: STDOUT_SECTION, load: async () => (await import('../src/sinks/stdout.js')).stdoutSink },
+  { section: FILE_SECTION, load: async () => (await import('../src/sinks/file.js')).fileSink },
+  { section: WEBHOOK_SECTION, load: async () => (await import('../src/sinks/webhook.js')).webhookSink },
+];
 export const ATTRIBUTIONS: readonly AttributionManifest[] = [slurmAttribution, kubernetesAttribution];
 
+/**
+ * Every row's manifest, in the table's order, loaded once. A loader that
+ * answers with another section's manifest (a row copied and half edited)
+ * throws naming the row.
+ */
+function loader<M extends { readonly name: string; readonly section: SectionSpec }>(rows: readonly Row<M>[]): () => Promise<readonly M[]> {
+  let loaded: Promise<readonly M[]> | undefined;
+  const one = async (r: Row<M>): Promise<M> => {
+    const m = await r.load();
+    if (m.section !== r.section || m.name !== r.section.name) throw new Error(`daemon/schema.ts: the row of [${r.section.name}] loads the manifest of "${m.name}" ([${m.section.name}])`);
+    return m;
+  };
+  return () => (loaded ??= Promise.all(rows.map(one)));
+}
+
+export const loadPlugins = loader(PLUGIN_ROWS);
+export const loadSinks = loader(SINK_ROWS);
+export const selectAgentPlugins = async (cfg: Config, ctx: PluginContext): Promise<PluginSelection> => selectPlugins({ plugins: await loadPlugins() }, cfg, ctx);
+
+const PLUGIN_SECTIONS = PLUGIN_ROWS.map((r) => r.section);
+const SINK_SECTIONS = SINK_ROWS.map((r) => r.section);
 export const PLUGIN_NAMES = PLUGIN_SECTIONS.map((s) => s.name);
 export const SINK_NAMES = SINK_SECTIONS.map((s) => s.name);
 export const ATTRIBUTION_NAMES = ATTRIBUTIONS.map((a) => a.name);

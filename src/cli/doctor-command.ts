@@ -3,7 +3,7 @@
  * and the light entry (light-main.ts).
  */
 import { join } from 'node:path';
-import { ALL_SECTIONS, PLUGINS, SINKS, resolveAgentAttribution, selectAgentPlugins } from '../../daemon/catalog.js';
+import { ALL_SECTIONS, loadPlugins, loadSinks, resolveAgentAttribution, selectAgentPlugins } from '../../daemon/schema.js';
 import { expectGpus, gpuShortfall } from '../../daemon/gpu-expectation.js';
 import { AUTO } from '../../daemon/selection.js';
 import { DEFAULT_CONFIG_PATH, displayValue } from '../core/config/load.js';
@@ -36,17 +36,18 @@ export async function doctor(flags: FlagValues): Promise<number> {
   const enabledSinks = new Set(cfg.list('daemon', 'sinks'));
   const ctx = pluginContext(cfg, createLogger('error'));
   const selection = await selectAgentPlugins(cfg, ctx);
+  const [pluginManifests, sinkManifests] = await Promise.all([loadPlugins(), loadSinks()]);
   const enabledPlugins = new Set(selection.names);
 
   const plugins: Check[] = await Promise.all(
-    PLUGINS.map(async (p) => ({
+    pluginManifests.map(async (p) => ({
       name: p.name,
       enabled: enabledPlugins.has(p.name),
       ...(selection.detected[p.name] ?? (await p.probe(ctx).catch((e: Error) => ({ ok: false, detail: e.message })))),
     })),
   );
   const sinks: Check[] = await Promise.all(
-    SINKS.map(async (s) => {
+    sinkManifests.map(async (s) => {
       const enabled = enabledSinks.has(s.name);
       const r = enabled ? await s.probe(cfg).catch((e: Error) => ({ ok: false, detail: e.message })) : { ok: true, detail: '' };
       return { name: s.name, enabled, ...r, describe: s.describe(cfg) };
@@ -68,7 +69,7 @@ export async function doctor(flags: FlagValues): Promise<number> {
     }),
   );
   // a driver that did not load reads no GPU, like a node without GPUs: what is installed tells them apart
-  const expected = await expectGpus(PLUGINS, ctx);
+  const expected = await expectGpus(pluginManifests, ctx);
   const found = plugins.filter((c) => c.enabled && c.ok).reduce((n, c) => n + (c.gpus ?? 0), 0);
   const shortfall = gpuShortfall(expected, found);
   const problems = [...plugins, ...sinks].filter((c) => c.enabled && !c.ok).length + (store.ok ? 0 : 1) + (provider?.problems ?? 0) + (jobsSocket && !jobsSocket.ok ? 1 : 0) + (shortfall ? 1 : 0);

@@ -3,8 +3,7 @@
  * and the light entry (light-main.ts).
  */
 import { expectGpus, gpuShortfall } from '../../daemon/gpu-expectation.js';
-import { PLUGINS, selectAgentPlugins } from '../../daemon/plugin-catalog.js';
-import { resolveAgentAttribution } from '../../daemon/schema.js';
+import { loadPlugins, resolveAgentAttribution, selectAgentPlugins } from '../../daemon/schema.js';
 import { createLogger } from '../core/log.js';
 import { printable, printableDeep } from '../core/printable.js';
 import { PointBuffer, type Point } from '../core/metrics/model.js';
@@ -22,7 +21,8 @@ export async function gpus(flags: FlagValues): Promise<number> {
   const log = createLogger('warn', (l) => process.stderr.write(`l9gpu: ${printable(l.replace(/^\S+ \w+ \[[^\]]+\] /, '').replace(/\n$/, ''))}\n`));
   const ctx = pluginContext(cfg, log, { oneShot: true });
   const { names, detected } = await selectAgentPlugins(cfg, ctx);
-  const gpuPlugins = PLUGINS.filter((p) => names.includes(p.name) && p.reportsGpus);
+  const manifests = await loadPlugins();
+  const gpuPlugins = manifests.filter((p) => names.includes(p.name) && p.reportsGpus);
   const points: Point[] = [];
   /** plugin null: the node's problem rather than one plugin's (fewer GPUs than it must have). */
   const errors: { plugin: string | null; error: string }[] = [];
@@ -46,7 +46,7 @@ export async function gpus(flags: FlagValues): Promise<number> {
   );
   const view = gpuView(points);
   // a driver that did not load reads no GPU, like a node without GPUs: what is installed tells them apart
-  const expected = await expectGpus(PLUGINS, ctx);
+  const expected = await expectGpus(manifests, ctx);
   const shortfall = gpuShortfall(expected, view.length);
   if (shortfall) {
     const off = expected.plugins.filter((n) => !names.includes(n)).map((n) => ({ plugin: n, error: detected[n] ? `not enabled by auto: ${detected[n].detail}` : 'not enabled: [daemon] plugins does not name it' }));

@@ -21,7 +21,7 @@ export function layerOf(path: string): Layer | undefined {
   // src/nccl: NCCL's figures (bandwidth factors, stragglers), shared by the nccl plugin and the job report
   if (/^src\/(pipeline|sinks|store|ledger|jobs|scrape|health|nccl)\//.test(p)) return { group: 'services', rank: 1 };
   // the composition root, and its light half (the config schema and the providers the CLI reads a configuration with)
-  if (p === 'daemon/catalog.ts' || p === 'daemon/plugin-catalog.ts' || p === 'daemon/schema.ts') return { group: 'root', rank: 3 };
+  if (p === 'daemon/catalog.ts' || p === 'daemon/schema.ts') return { group: 'root', rank: 3 };
   if (p.startsWith('daemon/')) return { group: 'runtime', rank: 2 };
   const plugin = /^plugins\/([^/]+)\//.exec(p);
   if (plugin) return { group: `plugins/${plugin[1]}`, rank: 2 };
