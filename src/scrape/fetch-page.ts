@@ -4,8 +4,7 @@
  * answers), a size limit, 200 only, text only. A keep-alive agent per target:
  * one connection reused every interval.
  */
-import http from 'node:http';
-import https from 'node:https';
+import { httpModule } from '../core/http-module.js';
 import { clip } from '../core/printable.js';
 import { redactUrl } from '../core/redact.js';
 
@@ -48,7 +47,7 @@ const ACCEPT = 'application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;
 export function createPageFetcher(url: string, timeoutMs: number, maxBytes: number): PageFetcher {
   const u = new URL(url);
   if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error(`${redactUrl(url)}: only http and https are scraped`);
-  const mod = u.protocol === 'https:' ? https : http;
+  const mod = httpModule(u);
   const agent = new mod.Agent({ keepAlive: true, maxSockets: 1 });
   const where = redactUrl(url);
   return {

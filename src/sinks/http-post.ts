@@ -1,6 +1,5 @@
 /** One HTTP(S) POST with a hard timeout, classified for the retry queue. */
-import http from 'node:http';
-import https from 'node:https';
+import { httpModule } from '../core/http-module.js';
 import { maskSecrets, urlSecrets } from '../core/redact.js';
 
 export type SendResult =
@@ -25,7 +24,7 @@ export function createPoster(url: string, timeoutMs: number): Poster {
   const u = new URL(url);
   // what a backend's error answer may echo back (the request line, its credentials): never into a log line
   const inUrl = urlSecrets(u);
-  const mod = u.protocol === 'https:' ? https : http;
+  const mod = httpModule(u);
   // keep-alive: one connection reused every interval costs less CPU than a handshake per export
   const agent = new mod.Agent({ keepAlive: true, maxSockets: 1 });
   return {

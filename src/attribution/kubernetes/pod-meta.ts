@@ -6,8 +6,8 @@
  * field; a pod it cannot read is left out with the reason, not the whole list.
  */
 import { readFileSync } from 'node:fs';
-import { request } from 'node:https';
 import type { Attributes } from '../../core/metrics/model.js';
+import { loadHttps } from '../../core/http-module.js';
 
 export interface PodMeta {
   readonly namespace: string;
@@ -136,7 +136,7 @@ export function fetchPodList(src: PodSource): Promise<string> {
   }
   const where = `${src.url.origin}${src.url.pathname}`;
   return new Promise((resolve, reject) => {
-    const req = request(
+    const req = loadHttps().request(
       src.url,
       {
         method: 'GET',
