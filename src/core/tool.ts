@@ -6,9 +6,10 @@
  * bare node 43.2 MB, after import('execa') 56.5 MB), a fifth of its budget,
  * for what one spawn() does here.
  */
-import { spawn } from 'node:child_process';
+import type ChildProcess from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
+import { requireBuiltin } from './builtin.js';
 
 const MAX_OUTPUT = 16 * 1024 * 1024;
 
@@ -61,7 +62,7 @@ export function runTool(path: string, args: readonly string[], timeoutMs: number
       } else resolve(value);
     };
     // its own process group: a wrapper script's children (which keep the pipes open) go with it
-    const child = spawn(path, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LC_ALL: 'C', ...env }, detached: true });
+    const child = (requireBuiltin('node:child_process') as typeof ChildProcess).spawn(path, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LC_ALL: 'C', ...env }, detached: true });
     const killGroup = (): void => {
       try {
         if (child.pid) process.kill(-child.pid, 'SIGKILL');
