@@ -9,7 +9,8 @@
  * are kept: the header comes from sacct, the totals and notes are worked out
  * again when read (with the reader's prices and site notes).
  */
-import { gunzipSync, gzipSync } from 'node:zlib';
+import type zlib from 'node:zlib';
+import { requireBuiltin } from '../core/builtin.js';
 import type { CommunicationFigures, GpuRow, JobHeader, JobReport, Prices } from './report-model.js';
 import type { GpuFigures } from './rollup.js';
 import { totalsOf } from './report.js';
@@ -42,7 +43,9 @@ function shrink(series: readonly [number, number][], n: number): [number, number
   return out;
 }
 
-const pack = (s: JobSummary) => SUMMARY_PREFIX + gzipSync(JSON.stringify(s), { level: 9 }).toString('hex');
+/** node:zlib at the first summary written or read: every light command evaluates this module, few use it. */
+const zip = (): typeof zlib => requireBuiltin('node:zlib') as typeof zlib;
+const pack = (s: JobSummary) => SUMMARY_PREFIX + zip().gzipSync(JSON.stringify(s), { level: 9 }).toString('hex');
 
 /** The AdminComment text of a report; the series, then the communication detail, give way to stay under the column's size. */
 export function encodeSummary(r: JobReport, now = Date.now()): string {
@@ -65,7 +68,7 @@ export function decodeSummary(comment: string, where: string): JobSummary | unde
   const damaged = (why: string) => new Error(`${where}: the l9gpu summary in AdminComment is damaged (${why})`);
   let s: JobSummary;
   try {
-    s = JSON.parse(gunzipSync(hexBytes(comment.slice(SUMMARY_PREFIX.length).trim()), { maxOutputLength: MAX_JSON_BYTES }).toString('utf8')) as JobSummary;
+    s = JSON.parse(zip().gunzipSync(hexBytes(comment.slice(SUMMARY_PREFIX.length).trim()), { maxOutputLength: MAX_JSON_BYTES }).toString('utf8')) as JobSummary;
   } catch (e) {
     throw damaged((e as Error).message);
   }

@@ -7,7 +7,7 @@
  */
 import { redactUrl } from '../core/redact.js';
 import { OTLP_SECTION } from './sections.js';
-import { gzipSync } from 'node:zlib';
+import type zlib from 'node:zlib';
 import { ConfigError } from '../core/config/schema.js';
 import type { Config } from '../core/config/load.js';
 import type { Batch } from '../core/metrics/model.js';
@@ -17,6 +17,7 @@ import { createPoster, type Poster } from './http-post.js';
 import { decodeExportResponse, encodeMetricsRequest } from './otlp-proto.js';
 import { tcpReachable } from '../core/probe.js';
 import { SinkStats, type Sink, type SinkContext, type SinkManifest } from '../core/sink.js';
+import { requireBuiltin } from '../core/builtin.js';
 
 type Serializer = { serializeRequest(rm: unknown): Uint8Array | undefined };
 
@@ -89,7 +90,7 @@ class OtlpSink implements Sink {
     this.pendingPoints = 0;
     try {
       const buf = this.encode(batches);
-      this.queue.push({ body: this.gzip ? gzipSync(buf) : buf, points });
+      this.queue.push({ body: this.gzip ? (requireBuiltin('node:zlib') as typeof zlib).gzipSync(buf) : buf, points });
     } catch (e) {
       this.stats.errors++;
       this.stats.dropped += points;
