@@ -352,7 +352,7 @@ test('l9gpu help <command> and l9gpu version work as a newcomer types them; the 
   assert.match((await runCli(['help'])).stdout, /^ {2}slurm {2}Slurm prolog and epilog hooks/m);
 });
 
-test('--version and gpus load neither tls, child_process nor the fs streams on the way to their output (start-up, docs/performance.md)', () => {
+test('--version and gpus load none of tls, https, child_process, zlib, the fs streams on the way to their output (start-up, docs/performance.md)', () => {
   // Node's own record of the built-in modules a process loaded, written as it exits
   const preload = join(dir, 'loaded.cjs');
   writeFileSync(preload, "process.on('exit', () => require('node:fs').writeFileSync(process.env.LOADED_OUT, process.moduleLoadList.join('\\n')));\n");
@@ -362,7 +362,7 @@ test('--version and gpus load neither tls, child_process nor the fs streams on t
     const out = join(dir, `loaded-${cmd}.txt`);
     const r = spawnSync(process.execPath, ['-r', preload, join(ROOT, 'bin/run.js'), cmd], { env: { ...process.env, L9GPU_CONFIG: cfg, LOADED_OUT: out }, encoding: 'utf8' });
     assert.equal(r.status, 0, r.stderr);
-    const loaded = readFileSync(out, 'utf8').split('\n').filter((m) => /^NativeModule (tls|https|child_process|internal\/fs\/streams)$/.test(m));
+    const loaded = readFileSync(out, 'utf8').split('\n').filter((m) => /^NativeModule (tls|https|child_process|zlib|internal\/fs\/streams)$/.test(m));
     assert.deepEqual(loaded, [], `l9gpu ${cmd}`);
   }
 });
