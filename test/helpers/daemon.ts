@@ -106,9 +106,13 @@ export class DaemonProcess {
     this.exit = new Promise((r) => this.child.on('exit', (code) => r(code)));
   }
 
-  /** A failure shows the end of what the daemon said instead. */
-  waitStderr(re: RegExp, timeoutMs = 15_000): Promise<RegExpMatchArray> {
-    return waitFor(`stderr matching ${re}`, () => this.stderr.match(re) ?? undefined, timeoutMs).catch((e: Error) => {
+  /**
+   * Waits for a line matching re, written after `since` (an earlier stderr.length:
+   * what a test caused, not an older line that happens to match). A failure
+   * shows the end of what the daemon said instead.
+   */
+  waitStderr(re: RegExp, timeoutMs = 15_000, since = 0): Promise<RegExpMatchArray> {
+    return waitFor(`stderr matching ${re}${since ? ` after its first ${since} characters` : ''}`, () => this.stderr.slice(since).match(re) ?? undefined, timeoutMs).catch((e: Error) => {
       throw new Error(`${e.message}; the daemon's stderr ends:\n${this.stderr.slice(-3000)}`);
     });
   }

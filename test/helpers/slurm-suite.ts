@@ -157,8 +157,16 @@ summary_wait = 60s
     const code = await daemon?.stop();
     if (process.env.L9GPU_TEST_DAEMON_LOG) writeFileSync(process.env.L9GPU_TEST_DAEMON_LOG, daemon?.stderr ?? "");
     await cluster?.stop();
-    // ctld-epilog workers still waiting for a job's figures (a job without GPUs waits a minute)
-    spawnSync('pkill', ['-f', `${ROOT}bin/run.js slurm ctld-epilog --job`]);
+    // ctld-epilog workers still waiting for a job's figures (a job without GPUs waits a minute): this
+    // cluster's only (they run with its config), the other releases' suites run at the same time
+    const workers = spawnSync('pgrep', ['-f', `${ROOT}bin/run.js slurm ctld-epilog --job`], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean);
+    for (const pid of workers) {
+      try {
+        if (readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(`L9GPU_CONFIG=${configFile}`)) process.kill(Number(pid), 'SIGTERM');
+      } catch {
+        /* exited meanwhile */
+      }
+    }
     await vm.stop();
     assert.equal(code, 0, daemon?.stderr);
   });
@@ -269,16 +277,19 @@ summary_wait = 60s
     // that leaves 22.05's slurmd retrying it and starting later jobs without their prolog
     await pidsOf(id);
     const pid = Number(readFileSync(join(cluster.base, 'run', 'slurmctld.pid'), 'utf8'));
+    // a query may have failed earlier (a step that ended while scontrol listpids ran): only a failure after the kill counts
+    const killed = daemon.stderr.length;
     process.kill(pid, 'SIGTERM');
-    await daemon.waitStderr(/Slurm query failed: keeping the last known bindings error="\S*\/(squeue|scontrol) /, 60_000);
+    await daemon.waitStderr(/Slurm query failed: keeping the last known bindings error="\S*\/(squeue|scontrol) /, 60_000, killed);
     const mark = Date.now();
     await waitFor('points still attributed', () => jobPoints(id).some((p) => Date.parse(p.time) > mark));
     assert.equal(bindings(id)[0]!.end_time, null, 'not closed because Slurm did not answer');
     const doc = await runCli(['doctor', '--config', configFile], { ...fake.env(), ...cluster.clientEnv() });
     assert.match(doc.stdout, /Slurm is not answering: the last known bindings are kept/);
     assert.match(doc.stdout, new RegExp(`open binding\\(s\\): .*job ${id}`));
+    const restarted = daemon.stderr.length;
     await cluster.cmd(['slurmctld', '-f', cluster.conf]);
-    await daemon.waitStderr(/Slurm answers again/, 60_000);
+    await daemon.waitStderr(/Slurm answers again/, 60_000, restarted);
     await cluster.cmd(['scancel', id]);
     await waitFor('closed after recovery', () => bindings(id).every((x) => x.end_time !== null));
   });

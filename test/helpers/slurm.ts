@@ -10,13 +10,21 @@
  * daemons and clients run inside it; /proc, /dev, /sys, /tmp and the project
  * are bind-mounted at the same paths, so slurmd runs the project's hooks by
  * their host paths and they write the same state dir the daemon reads.
+ *
+ * Clusters run side by side (the three releases' suites at once, and the
+ * dashboards' cluster next to them): each takes its own block of ports
+ * (slurmctld, slurmd, slurmdbd, MariaDB) and has its munge socket in its
+ * folder. What stays shared is serialised: configless mode's links at
+ * compiled-in paths (/run/slurm/conf, /run/munge) take a machine-wide lock.
  */
 import { execFile, spawn, spawnSync } from 'node:child_process';
 import { chmodSync, chownSync, copyFileSync, existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, rmdirSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { createServer } from 'node:net';
 import { ROOT, tempDir } from './paths.js';
+import { lock, tryLock, unlock } from './host-lock.js';
 import { waitFor } from './wait.js';
 
 const exec = promisify(execFile);
@@ -49,6 +57,49 @@ function alive(pid: number): boolean {
   return r.status === 0 && !!r.stdout.trim() && !r.stdout.trim().startsWith('Z');
 }
 
+/** A cluster's ports. */
+export interface SlurmPorts {
+  ctld: number;
+  slurmd: number;
+  dbd: number;
+  mariadb: number;
+}
+
+/**
+ * Port blocks start here: below the kernel's ephemeral range (32768+), so no
+ * outgoing connection takes one, and clear of Slurm's and MariaDB's defaults
+ * (6817-6819, 3306), which a Slurm or MariaDB installed on the machine may hold.
+ */
+const PORT_BASE = 16800;
+const SLOTS = 32;
+const CONFIGLESS_LOCK = 'slurm-configless';
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.once('error', () => resolve(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
+  });
+}
+
+/**
+ * Reserves a block of 4 ports for one cluster: slot s (a machine-wide lock
+ * held until stop()) owns PORT_BASE + 10·s .. +3. A slot whose ports some
+ * other program holds is passed over.
+ */
+async function reservePorts(): Promise<{ slot: string; ports: SlurmPorts }> {
+  for (let s = 0; s < SLOTS; s++) {
+    const slot = `slurm-ports-${s}`;
+    if (!tryLock(slot)) continue;
+    const b = PORT_BASE + 10 * s;
+    const ports = { ctld: b, slurmd: b + 1, dbd: b + 2, mariadb: b + 3 };
+    const free = await Promise.all(Object.values(ports).map(canListen));
+    if (free.every(Boolean)) return { slot, ports };
+    unlock(slot);
+  }
+  throw new Error(`no free block of Slurm test ports in ${PORT_BASE}-${PORT_BASE + 10 * SLOTS}: ${SLOTS} clusters running, or other programs hold them`);
+}
+
 export interface ClusterOptions {
   gpus: number;
   /** The l9gpu config file the hooks read (their L9GPU_CONFIG). */
@@ -68,11 +119,18 @@ export class SlurmCluster {
   readonly release: SlurmRelease;
   /** The chroot the daemons and clients run in; undefined for this machine's own Slurm. */
   readonly root: string | undefined;
+  private reserved: { slot: string; ports: SlurmPorts } | undefined;
 
   constructor(readonly o: ClusterOptions) {
     this.env = { ...process.env, SLURM_CONF: this.conf };
     this.release = o.release ?? 'bookworm';
     this.root = chrootOf(this.release);
+  }
+
+  /** This cluster's ports (reserved by start()). */
+  get ports(): SlurmPorts {
+    if (!this.reserved) throw new Error('the Slurm cluster has no ports before start()');
+    return this.reserved.ports;
   }
 
   /** A command line as it runs for this cluster: inside its chroot, if it has one. */
@@ -205,6 +263,8 @@ export class SlurmCluster {
 
   async start(): Promise<this> {
     const b = this.base;
+    this.reserved ??= await reservePorts();
+    const ports = this.ports;
     for (const d of ['etc', 'state/ctld', 'state/d', 'log', 'run', 'dev', 'hooks', 'munge', 'bin']) mkdirSync(join(b, d), { recursive: true });
     if (this.root) this.mountChroot();
     chmodSync(b, 0o755);
@@ -221,7 +281,7 @@ export class SlurmCluster {
     }
     const ms = join(b, 'munge', 'munge.socket.2');
     const acct = this.o.withDbd
-      ? `AccountingStorageType=accounting_storage/slurmdbd\nAccountingStorageHost=127.0.0.1\nAccountingStoragePort=6819\nAccountingStoragePass=${ms}\nAccountingStorageTRES=gres/gpu\nJobAcctGatherType=jobacct_gather/linux`
+      ? `AccountingStorageType=accounting_storage/slurmdbd\nAccountingStorageHost=127.0.0.1\nAccountingStoragePort=${ports.dbd}\nAccountingStoragePass=${ms}\nAccountingStorageTRES=gres/gpu\nJobAcctGatherType=jobacct_gather/linux`
       : 'AccountingStorageType=accounting_storage/none\nJobAcctGatherType=jobacct_gather/none';
     writeFileSync(this.conf, `ClusterName=ci
 SlurmctldHost=${NODE}(127.0.0.1)
@@ -229,8 +289,8 @@ SlurmUser=root
 AuthType=auth/munge
 CredType=cred/munge
 AuthInfo=socket=${ms}
-SlurmctldPort=6817
-SlurmdPort=6818
+SlurmctldPort=${ports.ctld}
+SlurmdPort=${ports.slurmd}
 StateSaveLocation=${b}/state/ctld
 SlurmdSpoolDir=${b}/state/d
 SlurmctldPidFile=${b}/run/slurmctld.pid
@@ -280,12 +340,12 @@ ${(this.o.extraConf ?? '').replaceAll('$BASE', b)}
     spawnSync('chown', ['mysql:mysql', my]);
     const r = spawnSync('mariadb-install-db', ['--user=mysql', `--datadir=${my}/data`, '--auth-root-authentication-method=normal', '--skip-test-db'], { encoding: 'utf8' });
     if (r.status !== 0) throw new Error(`mariadb-install-db: ${r.stderr}`);
-    spawn('mariadbd', ['--user=mysql', `--datadir=${my}/data`, `--socket=${my}/sock`, `--pid-file=${my}/pid`, '--bind-address=127.0.0.1', '--port=3306', `--log-error=${my}/err.log`], { stdio: 'ignore', detached: true }).unref();
+    spawn('mariadbd', ['--user=mysql', `--datadir=${my}/data`, `--socket=${my}/sock`, `--pid-file=${my}/pid`, '--bind-address=127.0.0.1', `--port=${this.ports.mariadb}`, `--log-error=${my}/err.log`], { stdio: 'ignore', detached: true }).unref();
     await waitFor('MariaDB', () => spawnSync('mariadb-admin', [`--socket=${my}/sock`, 'ping'], { encoding: 'utf8' }).status === 0, 30_000, 100);
     const sql = spawnSync('mariadb', [`--socket=${my}/sock`, '-uroot', '-e', "CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY 'slurm'; GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';"], { encoding: 'utf8' });
     if (sql.status !== 0) throw new Error(`mariadb: ${sql.stderr}`);
     const dbdConf = join(b, 'etc', 'slurmdbd.conf');
-    writeFileSync(dbdConf, `AuthType=auth/munge\nAuthInfo=socket=${ms}\nDbdHost=localhost\nDbdAddr=127.0.0.1\nDbdPort=6819\nSlurmUser=root\nLogFile=${b}/log/slurmdbd.log\nPidFile=${b}/run/slurmdbd.pid\nStorageType=accounting_storage/mysql\nStorageHost=127.0.0.1\nStoragePort=3306\nStorageUser=slurm\nStoragePass=slurm\nStorageLoc=slurm_acct_db\n`, { mode: 0o600 });
+    writeFileSync(dbdConf, `AuthType=auth/munge\nAuthInfo=socket=${ms}\nDbdHost=localhost\nDbdAddr=127.0.0.1\nDbdPort=${this.ports.dbd}\nSlurmUser=root\nLogFile=${b}/log/slurmdbd.log\nPidFile=${b}/run/slurmdbd.pid\nStorageType=accounting_storage/mysql\nStorageHost=127.0.0.1\nStoragePort=${this.ports.mariadb}\nStorageUser=slurm\nStoragePass=slurm\nStorageLoc=slurm_acct_db\n`, { mode: 0o600 });
     // slurmdbd reads slurmdbd.conf next to slurm.conf
     const d = spawnSync(...this.inside('slurmdbd', []), { env: this.env, encoding: 'utf8' });
     if (d.status !== 0) throw new Error(`slurmdbd: ${d.stderr}`);
@@ -341,10 +401,13 @@ ${(this.o.extraConf ?? '').replaceAll('$BASE', b)}
    * config, slurmd reaches munge at the compiled-in socket, so that is
    * linked to this cluster's munged. A daemon running outside the chroot
    * sees this machine's /run: the link slurmd made there is mirrored here.
+   * Those paths are the same for every cluster: one cluster at a time is
+   * configless (a machine-wide lock, held until leaveConfigless or stop).
    * Returns the config cache folder.
    */
   async enterConfigless(): Promise<string> {
     const root = this.root ?? '/';
+    await lock(CONFIGLESS_LOCK, 300_000);
     await this.stopSlurmd();
     const socket = join(root, 'run', 'munge', 'munge.socket.2');
     if (!existsSync(socket)) {
@@ -354,7 +417,7 @@ ${(this.o.extraConf ?? '').replaceAll('$BASE', b)}
     }
     const env = { ...this.env };
     delete env.SLURM_CONF;
-    const r = spawnSync(...this.inside('slurmd', ['--conf-server', '127.0.0.1:6817', '-N', SLURM_NODE]), { env, encoding: 'utf8' });
+    const r = spawnSync(...this.inside('slurmd', ['--conf-server', `127.0.0.1:${this.ports.ctld}`, '-N', SLURM_NODE]), { env, encoding: 'utf8' });
     if (r.status !== 0) throw new Error(`slurmd --conf-server: ${r.stderr}`);
     const link = join(root, 'run', 'slurm', 'conf');
     // slurmd writes the files it fetched one by one: wait for the last one the tests read too
@@ -376,6 +439,7 @@ ${(this.o.extraConf ?? '').replaceAll('$BASE', b)}
   async leaveConfigless(): Promise<void> {
     await this.stopSlurmd();
     for (const p of this.configless.splice(0).reverse()) removeLinkOrEmptyDir(p);
+    unlock(CONFIGLESS_LOCK);
     await this.restartSlurmd();
   }
 
@@ -408,6 +472,9 @@ ${(this.o.extraConf ?? '').replaceAll('$BASE', b)}
       await waitFor(`${f} gone`, () => !alive(p), 10_000, 50).catch(() => process.kill(p, 'SIGKILL'));
     }
     for (const p of this.configless.splice(0).reverse()) removeLinkOrEmptyDir(p);
+    unlock(CONFIGLESS_LOCK);
     if (this.root) this.unmountChroot();
+    if (this.reserved) unlock(this.reserved.slot);
+    this.reserved = undefined;
   }
 }
