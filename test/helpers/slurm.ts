@@ -14,11 +14,12 @@
  * Clusters run side by side (the three releases' suites at once, and the
  * dashboards' cluster next to them): each takes its own block of ports
  * (slurmctld, slurmd, slurmdbd, MariaDB) and has its munge socket in its
- * folder. What stays shared is serialised: configless mode's links at
- * compiled-in paths (/run/slurm/conf, /run/munge) take a machine-wide lock.
+ * folder. What stays shared is serialised by machine-wide locks: configless
+ * mode's links at compiled-in paths (/run/slurm/conf, /run/munge), and each
+ * chroot (one cluster of a release at a time, should two runs share a machine).
  */
 import { execFile, spawn, spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, copyFileSync, existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, rmdirSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmdirSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -98,6 +99,20 @@ async function reservePorts(): Promise<{ slot: string; ports: SlurmPorts }> {
     unlock(slot);
   }
   throw new Error(`no free block of Slurm test ports in ${PORT_BASE}-${PORT_BASE + 10 * SLOTS}: ${SLOTS} clusters running, or other programs hold them`);
+}
+
+/** Processes whose root is this folder (running inside the chroot). */
+function processesInside(root: string): number[] {
+  const pids: number[] = [];
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      if (readlinkSync(`/proc/${d}/root`) === root) pids.push(Number(d));
+    } catch {
+      /* exited, or a kernel thread */
+    }
+  }
+  return pids;
 }
 
 export interface ClusterOptions {
@@ -265,6 +280,16 @@ export class SlurmCluster {
     const b = this.base;
     this.reserved ??= await reservePorts();
     const ports = this.ports;
+    // a chroot holds one cluster at a time (its mounts, its copy of node, its munge key): another test run on this
+    // machine that brings up the same release waits for this one
+    if (this.root) {
+      await lock(`slurm-chroot-${this.release}`, 900_000);
+      // a run of an older checkout takes no lock: wait until none of its processes runs inside (mounting would unmount its binds)
+      const root = this.root;
+      await waitFor(`no other test run's process inside ${root}`, () => processesInside(root).length === 0, 900_000, 1000).catch((e: Error) => {
+        throw new Error(`${e.message}: pids ${processesInside(root).join(' ')}`);
+      });
+    }
     for (const d of ['etc', 'state/ctld', 'state/d', 'log', 'run', 'dev', 'hooks', 'munge', 'bin']) mkdirSync(join(b, d), { recursive: true });
     if (this.root) this.mountChroot();
     chmodSync(b, 0o755);
@@ -473,7 +498,10 @@ ${(this.o.extraConf ?? '').replaceAll('$BASE', b)}
     }
     for (const p of this.configless.splice(0).reverse()) removeLinkOrEmptyDir(p);
     unlock(CONFIGLESS_LOCK);
-    if (this.root) this.unmountChroot();
+    if (this.root) {
+      this.unmountChroot();
+      unlock(`slurm-chroot-${this.release}`);
+    }
     if (this.reserved) unlock(this.reserved.slot);
     this.reserved = undefined;
   }
