@@ -1,0 +1,142 @@
+/**
+ * `npm test`: every test file, in lanes (the rule is in test/README.md).
+ *
+ *   unit    files that run only in the test process: run several at a time.
+ *   slurm   the real-Slurm suites, one per release: each cluster has its own
+ *           ports, so the three run at once (they mostly wait for jobs).
+ *   system  everything else (daemons, real components, fixed resources,
+ *           root-only machine state): one file at a time, after the others,
+ *           on a machine nothing else of the run loads.
+ *
+ * Each lane is its own `node --test` (TAP). Its output is printed whole when
+ * it ends (lanes never interleave), its top-level tests numbered on from the
+ * lanes printed before it, and its own summary replaced by one summary of the whole
+ * run in the runner's format (`# tests`, `# pass`, `# fail`, ...). The exit
+ * status is non-zero if any lane failed.
+ *
+ * `node dist/test/lanes.js dist/test/a.test.js ...` runs only those files,
+ * each in its lane.
+ */
+import { spawn } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { basename, dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+
+/**
+ * The unit lane, by name. A file belongs here only if its tests run in the
+ * test process on their own temporary files: no daemon or CLI child, no
+ * listening socket, no real component, no fixed port or path outside its
+ * temporary folder, no root-only machine state (a compiler writing its own
+ * temporary folder, as the fake NVML's build does, is allowed). A new file
+ * is a system file until it is put here; test/lanes.test.ts checks each
+ * one's imports against the rule.
+ */
+export const UNIT_FILES = [
+  'config', 'fuzz', 'golden', 'host', 'jobs-unit', 'layers', 'ledger', 'limits', 'nccl-fixtures', 'nccl-parse',
+  'nccl-straggler', 'nvml-convert', 'nvml-sampler', 'registry', 'sacct-job', 'slurm-notes', 'slurm-parse', 'summary',
+  'xid-catalog', 'lanes',
+].map((n) => `${n}.test.js`);
+
+export const SLURM_FILES = /^slurm-\d+\.\d+\.test\.js$/;
+
+interface Lane {
+  name: string;
+  concurrency: number;
+  files: string[];
+}
+
+/** The lanes for these files (all of dist/test/*.test.js by default). */
+export function lanesFor(files: string[]): Lane[] {
+  const unit = files.filter((f) => UNIT_FILES.includes(basename(f)));
+  const slurm = files.filter((f) => SLURM_FILES.test(basename(f)));
+  const system = files.filter((f) => !unit.includes(f) && !slurm.includes(f));
+  return [
+    { name: 'unit', concurrency: Math.max(2, availableParallelism()), files: unit },
+    // L9GPU_TEST_SLURM_AT_ONCE=1: the suites one after another (still beside the unit lane)
+    { name: 'slurm', concurrency: Math.max(1, Math.min(slurm.length, Number(process.env.L9GPU_TEST_SLURM_AT_ONCE) || slurm.length)), files: slurm },
+    { name: 'system', concurrency: 1, files: system },
+  ];
+}
+
+/** Which lanes run side by side: first unit and slurm together, then system alone. */
+const PHASES = [['unit', 'slurm'], ['system']];
+
+const SUMMARY = ['tests', 'suites', 'pass', 'fail', 'cancelled', 'skipped', 'todo'] as const;
+type Counts = Record<(typeof SUMMARY)[number], number>;
+
+interface LaneResult {
+  lane: Lane;
+  code: number | null;
+  output: string;
+  ms: number;
+}
+
+function runLane(lane: Lane): Promise<LaneResult> {
+  const t0 = Date.now();
+  process.stderr.write(`# lane ${lane.name}: ${lane.files.length} file(s), ${lane.concurrency} at a time\n`);
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--test', `--test-concurrency=${lane.concurrency}`, '--test-reporter=tap', ...lane.files], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let output = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (output += d));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      process.stderr.write(`# lane ${lane.name} done in ${((Date.now() - t0) / 1000).toFixed(0)} s, exit ${code}\n`);
+      resolve({ lane, code, output, ms: Date.now() - t0 });
+    });
+  });
+}
+
+/**
+ * One lane's TAP without its header, plan and summary, top-level tests
+ * numbered from `from`; and its summary counts (a lane that printed none,
+ * having crashed, counts as a failure).
+ */
+export function relabel(tap: string, from: number): { text: string; counts: Counts; top: number } {
+  const counts = Object.fromEntries(SUMMARY.map((k) => [k, 0])) as Counts;
+  let seen = false;
+  let top = 0;
+  const keep: string[] = [];
+  for (const line of tap.split('\n')) {
+    const s = /^# (tests|suites|pass|fail|cancelled|skipped|todo|duration_ms) ([\d.]+)$/.exec(line);
+    if (s) {
+      if (s[1] !== 'duration_ms') counts[s[1] as keyof Counts] = Number(s[2]);
+      seen = true;
+      continue;
+    }
+    if (line === 'TAP version 13' || /^1\.\.\d+$/.test(line)) continue;
+    const t = /^(not ok|ok) \d+( - .*)?$/.exec(line);
+    if (t) keep.push(`${t[1]} ${from + ++top}${t[2] ?? ''}`);
+    else keep.push(line);
+  }
+  if (!seen) counts.fail += 1;
+  return { text: keep.join('\n').replace(/\n+$/, ''), counts, top };
+}
+
+async function main(): Promise<number> {
+  const t0 = Date.now();
+  const asked = process.argv.slice(2);
+  const files = asked.length ? asked : readdirSync(HERE).filter((f) => f.endsWith('.test.js')).sort().map((f) => join(HERE, f));
+  const lanes = lanesFor(files).filter((l) => l.files.length > 0);
+  const total = Object.fromEntries(SUMMARY.map((k) => [k, 0])) as Counts;
+  let n = 0;
+  let failed = false;
+  // each lane's output as soon as it ends, numbered on from what was printed before it
+  const print = (r: LaneResult): void => {
+    const { text, counts, top } = relabel(r.output, n);
+    n += top;
+    if (text) process.stdout.write(`# lane ${r.lane.name} (${r.lane.files.length} files, ${(r.ms / 1000).toFixed(0)} s)\n${text}\n`);
+    for (const k of SUMMARY) total[k] += counts[k];
+    if (r.code !== 0 || counts.fail > 0 || counts.cancelled > 0) failed = true;
+  };
+  process.stdout.write('TAP version 13\n');
+  for (const phase of PHASES) await Promise.all(lanes.filter((l) => phase.includes(l.name)).map(async (l) => print(await runLane(l))));
+  process.stdout.write(`1..${n}\n`);
+  for (const k of SUMMARY) process.stdout.write(`# ${k} ${total[k]}\n`);
+  process.stdout.write(`# duration_ms ${Date.now() - t0}\n`);
+  return failed ? 1 : 0;
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) process.exitCode = await main();
