@@ -1,6 +1,6 @@
 /** Runs the real CLI as a child process and watches its output. */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readFileSync, readSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { findMetric, type MetricKind } from '../../src/core/metrics/registry.js';
 import { CLI, tempDir } from './paths.js';
@@ -90,6 +90,45 @@ export function parseLines(stdout: string): JsonPoint[] {
   return pts;
 }
 
+/**
+ * The points a file sink has written so far, read incrementally: a test that
+ * polls every 25 ms parses only the lines appended since its last look (the
+ * file of a long suite reaches tens of MB), whole lines only. A rotated file
+ * (a new inode, or shorter than what was read) is read from its start again,
+ * as a fresh read of the path would.
+ */
+export class PointsFile {
+  private parsed: JsonPoint[] = [];
+  private readTo = 0;
+  private ino = -1;
+
+  constructor(readonly path: string) {}
+
+  points(): JsonPoint[] {
+    const fd = openSync(this.path, 'r');
+    try {
+      const st = fstatSync(fd);
+      if (st.ino !== this.ino || st.size < this.readTo) {
+        this.parsed = [];
+        this.readTo = 0;
+        this.ino = st.ino;
+      }
+      if (st.size > this.readTo) {
+        const buf = Buffer.alloc(st.size - this.readTo);
+        const n = readSync(fd, buf, 0, buf.length, this.readTo);
+        const end = buf.subarray(0, n).lastIndexOf(0x0a) + 1;
+        if (end > 0) {
+          for (const p of parseLines(buf.toString('utf8', 0, end))) this.parsed.push(p);
+          this.readTo += end;
+        }
+      }
+    } finally {
+      closeSync(fd);
+    }
+    return this.parsed;
+  }
+}
+
 export class DaemonProcess {
   readonly child: ChildProcess;
   stdout = '';
@@ -123,8 +162,17 @@ export class DaemonProcess {
     return m ? Number(m[1]) / 1024 : NaN;
   }
 
+  private parsed: JsonPoint[] = [];
+  private parsedTo = 0;
+
+  /** Every point written so far; each call parses only the lines written since the last (stdout only grows). */
   points(): JsonPoint[] {
-    return this.pointsSince(0);
+    const end = this.stdout.lastIndexOf('\n') + 1;
+    if (end > this.parsedTo) {
+      for (const p of parseLines(this.stdout.slice(this.parsedTo, end))) this.parsed.push(p);
+      this.parsedTo = end;
+    }
+    return this.parsed;
   }
 
   /**

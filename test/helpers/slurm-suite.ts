@@ -12,7 +12,7 @@ import { chmodSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import Database from 'better-sqlite3';
-import { DaemonProcess, parseLines, runCli, type JsonPoint } from './daemon.js';
+import { DaemonProcess, PointsFile, runCli, type JsonPoint } from './daemon.js';
 import { FakeNvml, h100, type FakeGpu } from './fake-nvml.js';
 import { NODE, SLURM_NODE, SLURM_VERSION, SlurmCluster, TEST_USER, type SlurmRelease } from './slurm.js';
 import { CLI, ROOT, tempDir } from './paths.js';
@@ -65,11 +65,20 @@ export function slurmSuite(release: SlurmRelease): void {
   const job = (id: string, run?: string) => (run === undefined ? q<JobRow>('SELECT * FROM jobs WHERE job_id = ? ORDER BY rowid LIMIT 1', id) : q<JobRow>('SELECT * FROM jobs WHERE job_id = ? AND run_key = ?', id, run))[0];
   const bindings = (id: string) => q<BindingRow>('SELECT * FROM bindings WHERE job_id = ? ORDER BY run_key, gpu_uuid', id);
 
-  function points(): JsonPoint[] {
-    const text = readFileSync(pointsFile, 'utf8');
-    return parseLines(text.slice(0, text.lastIndexOf('\n') + 1));
-  }
+  const pointsRead = new PointsFile(pointsFile);
+  const points = (): JsonPoint[] => pointsRead.points();
   const jobPoints = (jobId: string, name = 'gpu.utilization') => points().filter((p) => p.name === name && p.attributes['slurm.job.id'] === jobId);
+
+  /**
+   * A job script that runs until the test releases it (a flag file in the
+   * test's folder, which the chroots see under the same /tmp), for a case that
+   * waits for a job to end: not a fixed `sleep N` the test then waits out.
+   */
+  let gates = 0;
+  function gate(): { script: string; release: () => void } {
+    const flag = join(dir, `release-${++gates}`);
+    return { script: `while [ ! -e '${flag}' ]; do sleep 0.1; done`, release: () => writeFileSync(flag, '') };
+  }
 
   /** GRES indices of a running job on this node, as Slurm itself reports them. */
   async function gresIdx(jobId: string): Promise<number[]> {
@@ -172,7 +181,8 @@ summary_wait = 60s
   });
 
   test(L + 'sbatch --gres=gpu:2: the prolog binds both GPUs by UUID, every point carries slurm.*, the epilog closes them', async () => {
-    const id = await cluster.sbatch(['--gres=gpu:2', '-J', 'train-llm', '--wrap', 'sleep 5']);
+    const work = gate();
+    const id = await cluster.sbatch(['--gres=gpu:2', '-J', 'train-llm', '--wrap', work.script]);
     await cluster.waitState(id, ['RUNNING']);
     const want = (await gresIdx(id)).map(uuidOfGres).sort();
     // a poll may bind the job while its prolog still runs (24.11+ show it RUNNING then); the prolog confirms it
@@ -192,6 +202,7 @@ summary_wait = 60s
     assert.deepEqual([...new Set(pts.map((x) => x.attributes['gpu.uuid']))].sort(), want);
     assert.equal(jobPoints(id, 'gpu.job.share').at(-1)!.value, 1, 'an exclusive GPU: share 1');
 
+    work.release();
     await cluster.waitState(id, ['COMPLETED']);
     await waitFor('bindings closed by the epilog', () => bindings(id).every((x) => x.end_time !== null && x.closed_by === 'epilog'));
     await waitFor('state from sacct', () => job(id)?.state === 'COMPLETED');
@@ -227,8 +238,9 @@ summary_wait = 60s
   });
 
   test(L + 'srun --gres=gpu:1 and a job submitted by a non-root user', async () => {
-    const srun = cluster.srun(['--gres=gpu:1', '-J', 'srun-job', 'sleep', '4']);
-    const sb = await cluster.sbatch(['--gres=gpu:1', '--wrap', 'sleep 4'], TEST_USER);
+    const [srunRun, sbRun] = [gate(), gate()];
+    const srun = cluster.srun(['--gres=gpu:1', '-J', 'srun-job', 'sh', '-c', srunRun.script]);
+    const sb = await cluster.sbatch(['--gres=gpu:1', '--wrap', sbRun.script], TEST_USER);
     const srunId = await waitFor('srun job in the store', () => q<{ job_id: string }>(`SELECT job_id FROM jobs WHERE name = 'srun-job'`)[0]?.job_id);
     assert.equal(bindings(srunId).length, 1);
     await waitFor('user job bound', () => bindings(sb).length === 1);
@@ -236,6 +248,8 @@ summary_wait = 60s
     assert.equal(u.user, TEST_USER);
     assert.equal(u.uid, Number((await cluster.cmd(['id', '-u', TEST_USER])).trim()));
     await waitFor('the user on the points', () => jobPoints(sb).some((p) => p.attributes['slurm.user'] === TEST_USER));
+    srunRun.release();
+    sbRun.release();
     assert.equal(await srun, 0);
     await waitFor('srun binding closed', () => bindings(srunId).every((x) => x.end_time !== null));
   });
