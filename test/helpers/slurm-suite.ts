@@ -832,8 +832,11 @@ summary_wait = 60s
         const seen = d.points().filter((x) => x.name === 'nccl.operations').slice(-4).map((x) => JSON.stringify({ v: x.value, a: x.attributes }));
         throw new Error(`${e.message}; last nccl.operations: ${seen.join(' ') || 'none'}; the folder holds ${readdirSync(work, { recursive: true }).join(', ')}; stderr: ${d.stderr.slice(-1500)}`);
       });
-      await vm.flush();
-      await waitFor('the ranks\' series in VictoriaMetrics', async () => (await vm.exportRaw('{__name__="nccl.operations"}')).filter((x) => x.metric['slurm.job.id'] === id).length === 4 || undefined, 15_000);
+      // flushed on every look: an export that arrives after one flush is searchable only after the next
+      await waitFor('the ranks\' series in VictoriaMetrics', async () => {
+        await vm.flush();
+        return (await vm.exportRaw('{__name__="nccl.operations"}')).filter((x) => x.metric['slurm.job.id'] === id).length === 4 || undefined;
+      }, 15_000);
     } finally {
       assert.equal(await d.stop(), 0, d.stderr);
       await cluster.cmd(['scancel', id]);
