@@ -150,16 +150,24 @@ export class BoundAttribution implements AttributionProvider {
     const points = this.migDevice.size ? batch.points.map((p) => this.migKeyed(p)) : batch.points;
     const tally: GpuTally = { procMem: new Map(), outside: new Map(), withProcesses: new Set() };
     const out = this.classify(points, batch.time, tally);
-    return { ...batch, points: out, jobs: this.shares(points, tally, out) };
+    const extra: Point[] = [];
+    const jobs = this.shares(points, tally, extra);
+    return { ...batch, points: extra.length ? [...out, ...extra] : out, jobs };
   }
 
   /**
    * Every point with its run's attributes: an engine's and an NCCL rank's by
    * their process, a process's by its pid, any other GPU point once per run
-   * bound to its GPU. Counts into `tally` what the shares need.
+   * bound to its GPU. Counts into `tally` what the shares need. The points
+   * themselves when none changed (an engine's page outside any job), not a copy.
    */
-  private classify(points: readonly Point[], now: number, tally: GpuTally): Point[] {
-    const out: Point[] = [];
+  private classify(points: readonly Point[], now: number, tally: GpuTally): readonly Point[] {
+    // made once a point differs: the ones before it as they were, then every one
+    let out: Point[] | undefined;
+    const emit = (i: number, q: Point): void => {
+      if (out) out.push(q);
+      else if (q !== points[i]) (out = points.slice(0, i)).push(q);
+    };
     // a rank's series are several points of one process: its run and GPUs looked up once a batch
     const ncclBy = new Map<string, Attributes>();
     // an engine's page is thousands of points of one process: its job looked up once a batch (/proc/<pid>/stat read
@@ -169,24 +177,24 @@ export class BoundAttribution implements AttributionProvider {
     for (let i = 0; i < points.length; i++) {
       const p = points[i]!;
       if (p.metric.scope === 'engine') {
-        out.push(this.engineJob(p, engineBy));
+        emit(i, this.engineJob(p, engineBy));
         continue;
       }
       if (p.metric.scope === 'nccl') {
-        out.push(this.ncclJob(p, now, ncclBy));
+        emit(i, this.ncclJob(p, now, ncclBy));
         continue;
       }
       const uuid = p.attributes['gpu.uuid'];
       const jobs = typeof uuid === 'string' ? this.byGpu.get(uuid) : undefined;
       if (p.metric === GPU.procCount && typeof uuid === 'string') tally.withProcesses.add(uuid);
       if (p.metric === GPU.procMem && typeof uuid === 'string') {
-        out.push(this.processJob(p, uuid, jobs, tally));
+        emit(i, this.processJob(p, uuid, jobs, tally));
         continue;
       }
-      if (!jobs || jobs.length === 0) out.push(p);
-      else for (const j of jobs) out.push({ ...p, attributes: { ...p.attributes, ...j.attrs } });
+      if (!jobs || jobs.length === 0) emit(i, p);
+      else for (const j of jobs) emit(i, { ...p, attributes: { ...p.attributes, ...j.attrs } });
     }
-    return out;
+    return out ?? points;
   }
 
   /** A process's memory point: the run owning its pid if that run is bound to the GPU, else counted (and said once) as outside its allocation. */
@@ -210,10 +218,10 @@ export class BoundAttribution implements AttributionProvider {
   /**
    * Once per GPU of the batch (at its first utilization or memory point):
    * each bound run's gpu.job.share (its part of the processes' memory, else
-   * 1/N), pushed onto `out`, and the outside-allocation count where the
+   * 1/N), pushed onto `extra`, and the outside-allocation count where the
    * batch carries the GPU's process list. Returns batch.jobs.
    */
-  private shares(points: readonly Point[], tally: GpuTally, out: Point[]): Map<string, JobShare[]> {
+  private shares(points: readonly Point[], tally: GpuTally, extra: Point[]): Map<string, JobShare[]> {
     const seen = new Set<string>();
     const shares = new Map<string, JobShare[]>();
     for (let i = 0; i < points.length; i++) {
@@ -229,12 +237,12 @@ export class BoundAttribution implements AttributionProvider {
         const list: JobShare[] = [];
         for (const j of jobs) {
           const share = total > 0 ? (mem!.get(j.jobId) ?? 0) / total : 1 / jobs.length;
-          out.push({ metric: this.o.metrics.share, value: share, attributes: { ...identity, ...j.attrs } });
+          extra.push({ metric: this.o.metrics.share, value: share, attributes: { ...identity, ...j.attrs } });
           list.push({ jobId: j.jobId, runKey: j.runKey, share, attributes: j.attrs });
         }
         shares.set(uuid, list);
       }
-      if (tally.withProcesses.has(uuid)) out.push({ metric: this.o.metrics.outside, value: tally.outside.get(uuid) ?? 0, attributes: identity });
+      if (tally.withProcesses.has(uuid)) extra.push({ metric: this.o.metrics.outside, value: tally.outside.get(uuid) ?? 0, attributes: identity });
     }
     return shares;
   }

@@ -119,17 +119,49 @@ function nanos(ms: number): bigint {
   return BigInt(whole) * 1_000_000n + BigInt(Math.round((ms - whole) * 1e6));
 }
 
-/** A fixed64 field of ms as ns: tag and 8 bytes, computed once per distinct time of a request. */
-function timeField(cache: Map<number, Buffer>, field: number, ms: number): Buffer {
-  const key = ms * 16 + field;
-  let b = cache.get(key);
-  if (!b) {
-    b = Buffer.allocUnsafe(9);
-    b[0] = (field << 3) | 1;
-    b.writeBigUInt64LE(nanos(ms), 1);
-    cache.set(key, b);
+const EMPTY = Buffer.alloc(0);
+
+/**
+ * A point's start_time_unix_nano (field 2) and time_unix_nano (3) fields of
+ * ms as ns, tag and 8 bytes, each computed once per distinct time of a
+ * request. The last of each is compared first: a batch's points share their
+ * times, and a lookup by a time (a double, boxed to be a key) is a small
+ * object a point.
+ */
+class TimeFields {
+  private readonly cache = new Map<number, Buffer>();
+  private startMs = NaN;
+  private startBytes: Buffer = EMPTY;
+  private endMs = NaN;
+  private endBytes: Buffer = EMPTY;
+
+  start(ms: number): Buffer {
+    if (ms !== this.startMs) {
+      this.startBytes = this.field(2, ms);
+      this.startMs = ms;
+    }
+    return this.startBytes;
   }
-  return b;
+
+  end(ms: number): Buffer {
+    if (ms !== this.endMs) {
+      this.endBytes = this.field(3, ms);
+      this.endMs = ms;
+    }
+    return this.endBytes;
+  }
+
+  private field(field: number, ms: number): Buffer {
+    const key = ms * 16 + field;
+    let b = this.cache.get(key);
+    if (!b) {
+      b = Buffer.allocUnsafe(9);
+      b[0] = (field << 3) | 1;
+      b.writeBigUInt64LE(nanos(ms), 1);
+      this.cache.set(key, b);
+    }
+    return b;
+  }
 }
 
 function anyValue(w: Writer, v: AttributeValue): void {
@@ -235,25 +267,60 @@ export function encodeMetricsRequest(batches: readonly Batch[], resource: Attrib
 const request = new Writer(64 * 1024, 4 << 20);
 
 /**
+ * A request's points by metric, in batch order, as lists linked through
+ * arrays used again from request to request (a request of thousands of points
+ * makes no object a point): point g is points[g], of a batch of time ends[g],
+ * and the next point of its metric is next[g] (-1: none).
+ */
+const order = { points: [] as (Point | undefined)[], ends: new Float64Array(1024), next: new Int32Array(1024) };
+
+function ordered(g: number, p: Point, end: number): void {
+  if (g === order.next.length) {
+    const ends = new Float64Array(g * 2);
+    ends.set(order.ends);
+    const next = new Int32Array(g * 2);
+    next.set(order.next);
+    order.ends = ends;
+    order.next = next;
+  }
+  order.points[g] = p;
+  order.ends[g] = end;
+  order.next[g] = -1;
+}
+
+/**
  * The request of the batches, handed to `take` as a view of a buffer written
  * over by the next request (take copies it, or compresses it): no buffer per
  * request besides what take makes.
  */
 export function encodeMetricsRequestWith<T>(batches: readonly Batch[], resource: Attributes, defaultStart: number, scopeVersion: string, take: (bytes: Buffer) => T): T {
-  // one Metric per registry metric, its points in batch order, with their batch's time
-  const byMetric = new Map<MetricDef, { points: Point[]; ends: number[] }>();
+  // one Metric per registry metric, its points in batch order (the first and last of each, linked through `order`)
+  const byMetric = new Map<MetricDef, { first: number; last: number }>();
+  let n = 0;
   for (const b of batches) {
     for (let i = 0; i < b.points.length; i++) {
       const p = b.points[i]!;
       // a histogram metric's point without buckets is a plugin's mistake, not a histogram: left out, as by every sink
       if (p.metric.kind === 'histogram' && !p.hist) continue;
-      let m = byMetric.get(p.metric);
-      if (!m) byMetric.set(p.metric, (m = { points: [], ends: [] }));
-      m.points.push(p);
-      m.ends.push(b.time);
+      ordered(n, p, b.time);
+      const m = byMetric.get(p.metric);
+      if (m) {
+        order.next[m.last] = n;
+        m.last = n;
+      } else byMetric.set(p.metric, { first: n, last: n });
+      n++;
     }
   }
-  const times = new Map<number, Buffer>();
+  try {
+    return writeRequest(byMetric, resource, defaultStart, scopeVersion, take);
+  } finally {
+    // the points are not held until the next request
+    order.points.fill(undefined, 0, n);
+  }
+}
+
+function writeRequest<T>(byMetric: Map<MetricDef, { first: number }>, resource: Attributes, defaultStart: number, scopeVersion: string, take: (bytes: Buffer) => T): T {
+  const times = new TimeFields();
   const w = request;
   w.reset();
   const rm = w.begin(1, 3);
@@ -268,7 +335,8 @@ export function encodeMetricsRequestWith<T>(batches: readonly Batch[], resource:
   w.string(1, 'l9gpu');
   w.string(2, scopeVersion);
   w.end(scope);
-  for (const [def, { points, ends }] of byMetric) {
+  const { points, ends, next } = order;
+  for (const [def, { first }] of byMetric) {
     const metric = w.begin(2, 2);
     w.string(1, def.name);
     w.string(2, def.description);
@@ -276,13 +344,13 @@ export function encodeMetricsRequestWith<T>(batches: readonly Batch[], resource:
     const hist = def.kind === 'histogram';
     const gauge = def.kind === 'gauge';
     const data = w.begin(gauge ? 5 : hist ? 9 : 7, 2);
-    for (let i = 0; i < points.length; i++) {
-      const p = points[i]!;
-      const end = ends[i]!;
+    for (let g = first; g !== -1; g = next[g]!) {
+      const p = points[g]!;
+      const end = ends[g]!;
       const point = w.begin(1, 2);
       // gauges: start = end (OTLP ignores it); sums and histograms: the series' start
-      w.raw(timeField(times, 2, gauge ? end : (p.start ?? defaultStart)));
-      w.raw(timeField(times, 3, end));
+      w.raw(times.start(gauge ? end : (p.start ?? defaultStart)));
+      w.raw(times.end(end));
       if (hist) {
         histogramFields(w, p.hist!);
         pointAttributes(w, 9, p.attributes);

@@ -107,16 +107,13 @@ export function metricHeader(def: MetricDef): string {
 /** What a page without a point says after target_info (the exporter's words). */
 export const NO_METRICS = '# no registered metrics';
 
-const lines = new ByteBuffer();
-
 /**
- * One batch's lines as bytes, by metric in the order the batch first has
- * each (one allocation: the metrics' lines are views of it). `constant`:
- * constantLabels(); `cache`: the label sets of stable attributes, kept
- * across batches (labelsOf).
+ * One batch's lines, written into `w` (from its start), by metric in the
+ * order the batch first has each: views of w's buffer, good until w is
+ * written again. `constant`: constantLabels(); `cache`: the label sets of
+ * stable attributes, kept across batches (labelsOf).
  */
-export function batchLines(b: Batch, constant: string, cache?: WeakMap<Attributes, string>): Map<MetricDef, Buffer> {
-  const w = lines;
+export function batchLines(b: Batch, w: ByteBuffer, constant: string, cache?: WeakMap<Attributes, string>): Map<MetricDef, Buffer> {
   w.reset();
   // where each run of one metric's points starts and ends in w: a metric's points are mostly one run
   const runs: { def: MetricDef; start: number; end: number }[] = [];
@@ -145,7 +142,8 @@ export function batchLines(b: Batch, constant: string, cache?: WeakMap<Attribute
     }
   }
   if (def) runs.push({ def, start, end: w.pos });
-  const bytes = w.bytes();
+  // views taken once written: w's buffer may have grown (been replaced) meanwhile
+  const bytes = w.buf;
   const byMetric = new Map<MetricDef, Buffer>();
   for (const r of runs) {
     const had = byMetric.get(r.def);
@@ -178,6 +176,6 @@ export function pagePieces(head: Buffer, parts: readonly ReadonlyMap<MetricDef, 
 /** keep: which resource attributes every series carries as labels too. */
 export function renderExposition(batches: readonly Batch[], resource: Attributes, keep?: RegExp): string {
   const constant = constantLabels(resource, keep);
-  const parts = batches.map((b) => batchLines(b, constant));
+  const parts = batches.map((b) => batchLines(b, new ByteBuffer(), constant));
   return Buffer.concat(pagePieces(Buffer.from(targetInfo(resource)), parts, (def) => Buffer.from(metricHeader(def)), Buffer.from(NO_METRICS))).toString('utf8');
 }

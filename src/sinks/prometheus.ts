@@ -6,15 +6,18 @@
  * A source that stops reporting ages out after three of its intervals, so
  * series of ended jobs and lost GPUs disappear.
  *
- * Each batch is rendered once, at the first scrape after it came, and the
- * page's bytes are kept until a batch comes or ages out: a scraper asking
- * ten times a second between two ticks costs a write of the same buffer,
- * not a page of strings each time.
+ * Each batch is rendered once, at the first scrape after it came, into its
+ * source's buffer (used again for the source's next batch), and the page is
+ * put together once, until a batch comes or ages out: a scraper asking ten
+ * times a second between two ticks costs a write of the same bytes, not a
+ * page of strings each time. A page's buffer is used again for a later page
+ * once no response is writing it.
  */
 import { PROMETHEUS_SECTION } from './sections.js';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Config } from '../core/config/load.js';
+import { ByteBuffer } from '../core/byte-buffer.js';
 import type { Attributes, Batch } from '../core/metrics/model.js';
 import type { MetricDef } from '../core/metrics/registry.js';
 import { batchLines, constantLabels, metricHeader, NO_METRICS, pagePieces, targetInfo } from './prom-text.js';
@@ -40,16 +43,29 @@ async function probePort(c: Config): Promise<ProbeResult> {
 
 const NONE = Buffer.from(NO_METRICS);
 
+/** A source's latest batch. */
 interface Latest {
   readonly time: number;
   readonly intervalMs: number;
   readonly points: number;
   /** Until rendered. */
   batch: Batch | undefined;
-  /** Its lines, by metric, once rendered. */
+  /** Its lines, by metric, once rendered: views of the source's buffer. */
   lines?: Map<MetricDef, Buffer>;
   /** Whether a GET has served it (its points are counted as exported once). */
   served?: boolean;
+}
+
+/** A buffer pages are put together in, and how many responses are writing the page in it now. */
+interface PageBuffer {
+  readonly buf: Buffer;
+  readers: number;
+}
+
+/** A page: its bytes (a view of `in`). */
+interface Page {
+  readonly bytes: Buffer;
+  readonly in: PageBuffer;
 }
 
 class PrometheusSink implements Sink {
@@ -57,8 +73,12 @@ class PrometheusSink implements Sink {
   readonly stats = new SinkStats();
   /** Each source's latest batch until it is rendered, then only its lines (the points are not held for them). */
   private readonly latest = new Map<string, Latest>();
-  /** The page of the batches in `latest`, in pieces (written to the socket together), until a batch comes or ages out. */
-  private page: { pieces: Buffer[]; bytes: number } | undefined;
+  /** The page of the batches in `latest`, until a batch comes or ages out. */
+  private page: Page | undefined;
+  /** Each source's buffer its batch is rendered into, batch after batch. */
+  private readonly rendered = new Map<string, ByteBuffer>();
+  /** Page buffers no response is writing (two kept). */
+  private readonly idle: PageBuffer[] = [];
   private readonly headers = new Map<MetricDef, Buffer>();
   /** The label sets of stable attributes (an engine's series), made once for as long as they live. */
   private readonly labelSets = new WeakMap<Attributes, string>();
@@ -84,7 +104,7 @@ class PrometheusSink implements Sink {
       if (req.method !== 'GET' && req.method !== 'HEAD') {
         res.writeHead(405, { allow: 'GET, HEAD' }).end();
       } else if (url === path) {
-        let page: { pieces: Buffer[]; bytes: number };
+        let page: Page;
         try {
           // HEAD asks whether the page is there: nothing is exported to it
           page = this.render(req.method === 'GET');
@@ -93,14 +113,16 @@ class PrometheusSink implements Sink {
           res.writeHead(500, { 'content-type': 'text/plain' }).end(`l9gpu: ${(e as Error).message}\n`);
           return;
         }
-        res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8', 'content-length': page.bytes });
-        if (req.method !== 'HEAD') {
-          // the pieces as they are (never written over: a slow reader still has its page), in one writev
-          res.cork();
-          for (const p of page.pieces) res.write(p);
-          res.uncork();
+        res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8', 'content-length': page.bytes.length });
+        if (req.method === 'HEAD') {
+          res.end();
+          return;
         }
-        res.end();
+        // the page's buffer is not put a page in again until this response is done with it
+        const held = page.in;
+        held.readers++;
+        res.once('close', () => this.release(held));
+        res.end(page.bytes);
       } else {
         res.writeHead(404, { 'content-type': 'text/plain' }).end(`l9gpu metrics are at ${path}\n`);
       }
@@ -120,22 +142,48 @@ class PrometheusSink implements Sink {
 
   write(batch: Batch): void {
     this.latest.set(batch.source, { time: batch.time, intervalMs: batch.intervalMs, points: batch.points.length, batch });
+    this.drop();
+  }
+
+  /** The page is no longer the batches': its buffer is used again once no response writes it. */
+  private drop(): void {
+    if (!this.page) return;
+    const held = this.page.in;
     this.page = undefined;
+    this.release(held);
+  }
+
+  private release(b: PageBuffer): void {
+    b.readers--;
+    if (b.readers === 0 && this.idle.length < 2) this.idle.push(b);
+  }
+
+  /** A buffer for a page of `bytes`: an idle one it fits in (not by far), or a new one with room for some growth. */
+  private pageBuffer(bytes: number): PageBuffer {
+    for (let i = 0; i < this.idle.length; i++) {
+      const b = this.idle[i]!;
+      if (b.buf.length >= bytes && b.buf.length <= 2 * bytes + 4096) {
+        this.idle.splice(i, 1);
+        return b;
+      }
+    }
+    return { buf: Buffer.allocUnsafe(bytes + (bytes >> 3)), readers: 0 };
   }
 
   /**
-   * The page: its pieces in order, and their length. `exported` counts each
-   * batch's points once, on the first GET that serves them, as a push sink
-   * counts a point once when the backend takes it. Served again (the next
-   * scrape, a second Prometheus) they count no more; a batch replaced before
-   * any scrape came was never exported and never counts.
+   * The page. `exported` counts each batch's points once, on the first GET
+   * that serves them, as a push sink counts a point once when the backend
+   * takes it. Served again (the next scrape, a second Prometheus) they count
+   * no more; a batch replaced before any scrape came was never exported and
+   * never counts.
    */
-  render(count = true): { pieces: Buffer[]; bytes: number } {
+  render(count = true): Page {
     const now = Date.now();
     for (const [source, l] of this.latest) {
       if (now - l.time > STALE_INTERVALS * l.intervalMs) {
         this.latest.delete(source);
-        this.page = undefined;
+        this.rendered.delete(source);
+        this.drop();
       } else if (count && !l.served) {
         l.served = true;
         this.stats.exported += l.points;
@@ -143,10 +191,12 @@ class PrometheusSink implements Sink {
     }
     if (this.page) return this.page;
     const parts: Map<MetricDef, Buffer>[] = [];
-    for (const l of this.latest.values()) {
+    for (const [source, l] of this.latest) {
       if (l.batch) {
+        let into = this.rendered.get(source);
+        if (!into) this.rendered.set(source, (into = new ByteBuffer(16 * 1024, 4 << 20)));
         // no otel_scope_* labels: one scope (l9gpu), they would only add noise to every series
-        l.lines = batchLines(l.batch, this.constant, this.labelSets);
+        l.lines = batchLines(l.batch, into, this.constant, this.labelSets);
         l.batch = undefined;
       }
       parts.push(l.lines!);
@@ -155,7 +205,12 @@ class PrometheusSink implements Sink {
     const pieces = pagePieces(this.head, parts, (def) => this.header(def), NONE);
     let bytes = 0;
     for (const p of pieces) bytes += p.length;
-    return (this.page = { pieces, bytes });
+    const into = this.pageBuffer(bytes);
+    let at = 0;
+    for (const p of pieces) at += p.copy(into.buf, at);
+    // held by the sink while it is the page (a reader), by each response writing it
+    into.readers = 1;
+    return (this.page = { bytes: into.buf.subarray(0, bytes), in: into });
   }
 
   private header(def: MetricDef): Buffer {
