@@ -82,6 +82,9 @@ function setLabel(labels: Labels, key: string, v: string): void {
  */
 const own = (s: string): string => (' ' + s).slice(1);
 
+/** The labels of every sample without a label set, where LabelSets hand labels again (frozen: the same object each page). */
+const NO_LABELS: Labels = Object.freeze({});
+
 /** A label set kept: its text from "{" to "}", and what it reads as. */
 interface LabelSet {
   readonly text: string;
@@ -111,7 +114,7 @@ export class LabelSets {
   private round = 0;
   private om: boolean | undefined;
 
-  /** A new page: what the page before the last did not have is forgotten. */
+  /** A new page: what the last page did not have is forgotten. */
   begin(om: boolean): void {
     // a page of the other format reads label text otherwise (blanks): nothing carries over
     if (om !== this.om) {
@@ -546,7 +549,7 @@ class Parser {
       if (t.charCodeAt(k) === LBRACE) {
         labels = this.labelsAt(k, e);
         i = this.next;
-      } else labels = {};
+      } else labels = this.sets ? NO_LABELS : {};
     }
     // value: after a blank, or (Prometheus text, whose lexer reads a value from the "}" on) right after the labels
     const sep = t.charCodeAt(i);
