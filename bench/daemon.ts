@@ -5,6 +5,9 @@
  * worker thread and koffi) on the fake libnvidia-ml with 8 GPUs; and the
  * same with Slurm attribution (a running job on all 8 GPUs, the store, the
  * rollups, the reconciler and the jobs socket). CPU and RSS from /proc/<pid>.
+ * `engine-at-budget` is the hostile suite's case of that name: a vLLM page of
+ * as many series as [limits] series_per_endpoint lets through, scraped every
+ * second with Slurm attribution, and /metrics read ten times a second.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
@@ -19,6 +22,7 @@ import { recordStart } from '../src/store/jobs.js';
 import { slurmControllerDown } from '../test/helpers/slurm-down.js';
 import { ROOT } from '../test/helpers/paths.js';
 import { freePort } from '../test/helpers/net.js';
+import { DEFAULT_LIMITS } from '../src/core/limits.js';
 
 const CLI = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
 const TICK = Number(process.env.CLK_TCK ?? 100);
@@ -44,7 +48,7 @@ export interface DaemonResult {
   otlpRequests: number;
 }
 
-export type DaemonPath = 'sim' | 'nvml' | 'nvml+slurm' | 'nvml+engines';
+export type DaemonPath = 'sim' | 'nvml' | 'nvml+slurm' | 'nvml+engines' | 'engine-at-budget';
 
 /** The page each scraped plugin gets on the nvml+engines path: the largest recorded one of each. */
 const ENGINE_PAGES: Record<string, string> = {
@@ -75,7 +79,7 @@ export async function benchDaemon(seconds = 60, intervalS = 10, path: DaemonPath
     env.FAKE_NVML_STATIC = '1';
     writeFileSync(env.FAKE_NVML_CONFIG, JSON.stringify(fakeDescription(8)));
   }
-  if (path === 'nvml+slurm') {
+  if (path === 'nvml+slurm' || path === 'engine-at-budget') {
     const down = slurmControllerDown(dir, 'benchnode');
     const db = openStore(down.state);
     const uuids = (fakeDescription(8) as { devices: { uuid: string }[] }).devices.map((d) => ({ uuid: d.uuid, shared: false }));
@@ -93,11 +97,20 @@ export async function benchDaemon(seconds = 60, intervalS = 10, path: DaemonPath
     const port = (pages.address() as AddressInfo).port;
     engines = Object.keys(ENGINE_PAGES).map((p) => `[${p}]\nendpoints = http://127.0.0.1:${port}/${p}\n`).join('');
   }
-  const plugins = path === 'sim' ? 'sim, host' : path === 'nvml+engines' ? `nvml, host, ${Object.keys(ENGINE_PAGES).join(', ')}` : 'nvml, host';
+  if (path === 'engine-at-budget') {
+    // the hostile fixture's page (test/fixtures/hostile-user.mjs engine): one family, a series a model
+    let text = '# HELP vllm:num_requests_running Number of requests in model execution batches.\n# TYPE vllm:num_requests_running gauge\n';
+    for (let i = 0; i < DEFAULT_LIMITS.seriesPerEndpoint - 10; i++) text += `vllm:num_requests_running{engine="0",model_name="m${i}"} 1.0\n`;
+    const body = Buffer.from(text);
+    pages = http.createServer((_req, res) => res.end(body));
+    await new Promise<void>((r) => pages!.listen(0, '127.0.0.1', () => r()));
+    engines = `[vllm]\nendpoints = http://127.0.0.1:${(pages.address() as AddressInfo).port}/metrics\n`;
+  }
+  const plugins = path === 'sim' ? 'sim, host' : path === 'nvml+engines' ? `nvml, host, ${Object.keys(ENGINE_PAGES).join(', ')}` : path === 'engine-at-budget' ? 'nvml, host, vllm' : 'nvml, host';
   writeFileSync(cfg, `[daemon]\nplugins = ${plugins}\nsinks = otlp, prometheus\ninterval = ${intervalS}s\n${attribution}[sim]\ngpus = 8\n[otlp]\nendpoint = http://127.0.0.1:${rxPort}/v1/metrics\nexport_interval = ${intervalS}s\n[prometheus]\nhost = 127.0.0.1\nport = ${promPort}\n${slurm}${engines}`);
   const child = spawn(process.execPath, [CLI, 'daemon', '--config', cfg], { stdio: 'ignore', env });
   const pid = child.pid!;
-  const scrape = setInterval(() => http.get(`http://127.0.0.1:${promPort}/metrics`, (r) => r.resume()).on('error', () => {}), 15_000);
+  const scrape = setInterval(() => http.get(`http://127.0.0.1:${promPort}/metrics`, (r) => r.resume()).on('error', () => {}), path === 'engine-at-budget' ? 100 : 15_000);
   // measure after start-up (module loading is a one-off, not steady state)
   await new Promise((r) => setTimeout(r, 5000));
   const a = procStat(pid);

@@ -129,3 +129,9 @@ for (const [path, what] of daemonPaths) {
   line(`daemon (${path}): OTLP requests in ${fmt(d.seconds)} s`, fmt(d.otlpRequests), '(info)', true);
   if (path === 'sim') line('bare `node -e 0`: peak RSS', `${fmt(d.bareNodePeakRssMb, 1)} MB`, '(reference)', true);
 }
+
+// the hostile suite's engine-at-budget case: a user's engine at [limits] series_per_endpoint, 1 s ticks, /metrics at 10 Hz
+const eb = await benchDaemon(Number(process.env.BENCH_DAEMON_SECONDS ?? 60), 1, 'engine-at-budget');
+line('daemon (nvml + host + Slurm + a 2,990-series vLLM page, 1 s, /metrics at 10 Hz): CPU per tick', `${fmt(eb.cpuMsPerTick, 1)} ms`, '(info)', true);
+line('daemon (engine-at-budget): CPU of one core', `${fmt(eb.cpuPercentOfOneCore, 2)} %`, '(info)', true);
+line('daemon (engine-at-budget): peak RSS', `${fmt(eb.peakRssMb, 1)} MB`, '< 128 MB', eb.peakRssMb < 128);

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ExpositionError, formatOf, parseExposition, parsePage, type Family } from '../src/scrape/exposition.js';
+import { ExpositionError, formatOf, LabelSets, parseExposition, parsePage, type Family } from '../src/scrape/exposition.js';
 
 const fam = (fs: Family[], name: string): Family => {
   const f = fs.find((x) => x.name === name);
@@ -215,4 +215,32 @@ test('maxSamples: declarations count too (a page of TYPE lines alone is bounded)
   assert.equal(p.dropped, 2);
   assert.throws(() => parsePage(om.replace('# EOF\n', ''), { format: 'openmetrics', maxSamples: 3 }), /no # EOF/);
   assert.equal(parsePage('a 1\n', { maxSamples: 0 }).samples, 0);
+});
+
+test('LabelSets: a series on the next page of its source gets the same frozen labels (looked up in page order or by its text), reads as without them, and what left the page is forgotten', () => {
+  const page = (models: string[], v: number) => `# TYPE run gauge\n${models.map((m) => `run{engine="0",model_name="${m}"} ${v}\n`).join('')}odd{a="}",b="x"} 1\nbare 2\n`;
+  const sets = new LabelSets();
+  const models = Array.from({ length: 50 }, (_, i) => `org/model-with-a-long-name-${i}`);
+  const p1 = parsePage(page(models, 1), { labelSets: sets });
+  assert.deepEqual(p1, parsePage(page(models, 1)), 'the same families and samples as a parse without them');
+  const labels1 = fam(p1.families, 'run').samples.map((s) => s.labels);
+  assert.ok(labels1.every((l) => Object.isFrozen(l)));
+  // the next page: the same series, one gone, one new, two swapped (looked up by text), new values
+  const next = [...models.slice(1, 30), 'new-model', models[31]!, models[30]!, ...models.slice(32)];
+  const p2 = parsePage(page(next, 2), { labelSets: sets });
+  assert.deepEqual(p2, parsePage(page(next, 2)));
+  const byModel = new Map(labels1.map((l) => [l.model_name, l]));
+  for (const s of fam(p2.families, 'run').samples) {
+    assert.equal(s.value, 2);
+    if (s.labels.model_name === 'new-model') assert.ok(!byModel.has('new-model'));
+    else assert.equal(s.labels, byModel.get(s.labels.model_name!), `${s.labels.model_name}: the same object`);
+  }
+  // a "}" inside a value: read whole, page after page
+  assert.deepEqual(fam(p2.families, 'odd').samples[0]!.labels, { a: '}', b: 'x' });
+  // what the second page did not have is gone after the third: two pages' sets at most
+  parsePage(page(next, 3), { labelSets: sets });
+  assert.equal(sets.size, next.length);
+  // OpenMetrics reads label text otherwise: nothing of the Prometheus pages is handed to it
+  const om = parsePage(`${page(next, 4)}# EOF\n`, { labelSets: sets, format: 'openmetrics' });
+  assert.ok(fam(om.families, 'run').samples.every((s) => s.labels !== byModel.get(s.labels.model_name!)));
 });

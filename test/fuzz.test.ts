@@ -29,7 +29,7 @@ import { ConfigError } from '../src/core/config/schema.js';
 import { PointBuffer } from '../src/core/metrics/model.js';
 import { decodeExportResponse } from '../src/sinks/otlp-proto.js';
 import { ConvertState, convertPage, type EngineTable } from '../src/scrape/convert.js';
-import { parseExposition } from '../src/scrape/exposition.js';
+import { LabelSets, parseExposition, parsePage, type ParsedPage } from '../src/scrape/exposition.js';
 import { VLLM_TABLE } from '../plugins/vllm/index.js';
 import { SGLANG_TABLE } from '../plugins/sglang/index.js';
 import { TGI_TABLE } from '../plugins/tgi/index.js';
@@ -212,6 +212,31 @@ for (const [plugin, table] of Object.entries(TABLES)) {
     }, /^page: line \d+: /);
   }
 }
+
+// the label sets a source's last pages left (LabelSets, handed to its next page): a page reads the same with them as
+// without them, or fails the same, whatever the page and whatever the pages before it (the sets carry over failed
+// pages, and pages of the other format)
+const sets = new LabelSets();
+const vllmLarge = read('plugins', 'vllm', 'testdata', 'built-vllm-0.10-large', 'page.prom');
+parsePage(vllmLarge, { labelSets: sets });
+fuzz('/metrics page read with the label sets of the pages before it (vllm built-vllm-0.10-large)', mutated(vllmLarge), (s) => {
+  const o = { source: 'page', maxLineLength: 4096, format: s.length % 3 === 0 ? ('openmetrics' as const) : ('prometheus' as const) };
+  const read = (labelSets?: LabelSets): ParsedPage | Error => {
+    try {
+      return parsePage(s, { ...o, ...(labelSets ? { labelSets } : {}) });
+    } catch (e) {
+      return e as Error;
+    }
+  };
+  const plain = read();
+  const kept = read(sets);
+  if (plain instanceof Error) {
+    assert.equal(kept instanceof Error ? kept.message : 'no error', plain.message);
+    throw plain;
+  }
+  assert.deepEqual(kept, plain);
+  return plain.samples;
+}, /^page: line \d+: /);
 
 for (const [file, parse] of [['/proc/stat', parseProcStat], ['/proc/meminfo', parseMeminfo], ['/proc/loadavg', parseLoadavg]] as const) {
   fuzz(`${file} (this machine's)`, mutated(readFileSync(file, 'utf8')), (s) => parse(s, file), new RegExp(`^${file}`));

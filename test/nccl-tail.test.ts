@@ -182,3 +182,32 @@ test('NUL runs (a sparse file\'s holes) between lines, across reads and at the e
   s.close();
   t.close();
 });
+
+test('tails read into one buffer grown on demand: 64 followed files hold no read buffer each; a backlog read through a growing buffer is every line once', () => {
+  const dir = tempDir('l9gpu-tail-');
+  const before = process.memoryUsage().arrayBuffers;
+  const tails: FileTail[] = [];
+  for (let k = 0; k < 64; k++) {
+    const f = join(dir, `node01-pid${k}.log`);
+    writeFileSync(f, `${line(k)}\n`);
+    // as the nccl plugin follows them (maxRead 512 KiB: a buffer of that each, before)
+    const t = new FileTail(f, { maxLine: 256 << 10, maxRead: 512 << 10 });
+    assert.deepEqual(t.poll().lines, [line(k)]);
+    tails.push(t);
+  }
+  const held = process.memoryUsage().arrayBuffers - before;
+  assert.ok(held < 4 << 20, `64 tails hold ${(held / 2 ** 20).toFixed(1)} MiB of buffers`);
+  // a backlog of ~3 MiB: read in growing pieces, every line once, and the small tails after it unaffected
+  const big = join(dir, 'node01-pid999.log');
+  const n = 20_000;
+  writeFileSync(big, Array.from({ length: n }, (_, i) => `${line(i, 'c')}\n`).join(''));
+  const t = new FileTail(big);
+  const got = t.poll().lines;
+  assert.equal(got.length, n);
+  assert.ok(got.every((l, i) => l === line(i, 'c')));
+  for (let k = 0; k < 64; k++) {
+    appendFileSync(join(dir, `node01-pid${k}.log`), `${line(k + 1000)}\n`);
+    assert.deepEqual(tails[k]!.poll().lines, [line(k + 1000)]);
+  }
+  for (const x of [...tails, t]) x.close();
+});

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { parseLines, runCli } from './helpers/daemon.js';
@@ -10,7 +11,7 @@ import { attrs, decodeOtlp, type OtlpKeyValue, type OtlpMetric } from './helpers
 import { tempDir } from './helpers/paths.js';
 import { promtoolCheckMetrics } from './helpers/prometheus.js';
 import { createLogger } from '../src/core/log.js';
-import type { Attributes, Batch, HistogramValue, Point } from '../src/core/metrics/model.js';
+import { stableAttributes, type Attributes, type Batch, type HistogramValue, type Point } from '../src/core/metrics/model.js';
 import { METRICS, metric, prometheusName } from '../src/core/metrics/registry.js';
 import type { Sink, SinkManifest } from '../src/core/sink.js';
 import { fileSink } from '../src/sinks/file.js';
@@ -517,4 +518,98 @@ test('file sink: histogram lines survive rotation whole; webhook: split batches 
   } finally {
     await rx.stop();
   }
+});
+
+/** Attributes that count how often their keys are listed (what rendering or encoding them does), and the count. */
+function counting(): { attrs: (a: Attributes) => Attributes; listed: () => number } {
+  let n = 0;
+  return {
+    attrs: (a) =>
+      new Proxy(a, {
+        ownKeys(t) {
+          n++;
+          return Reflect.ownKeys(t);
+        },
+      }),
+    listed: () => n,
+  };
+}
+
+test('prometheus sink: a batch is rendered once, not at every scrape; the label sets of stable attributes are made once; the page is renderExposition\'s', async () => {
+  const sink = (await startSink(prometheusSink, { prometheus: { host: '127.0.0.1', port: '0' } })) as Sink & { port: number };
+  const url = `http://127.0.0.1:${sink.port}/metrics`;
+  try {
+    const c = counting();
+    const engine = Array.from({ length: 50 }, (_, i) => stableAttributes(c.attrs({ 'server.port': 8000, 'gen_ai.request.model': `m${i}`, 'x.text': 'a "quoted"\\ line\nnext' })));
+    const gpus = Array.from({ length: 5 }, (_, i) => c.attrs({ 'gpu.uuid': `GPU-${i}` }));
+    const t = Date.now();
+    const batches = (v: number): Batch[] => [
+      { source: 'vllm', time: t + v, intervalMs: 60_000, points: engine.map((attributes, i) => ({ metric: metric('vllm.requests.running'), value: i + v, attributes })) },
+      { source: 'nvml', time: t + v, intervalMs: 60_000, points: gpus.map((attributes) => ({ metric: metric('gpu.utilization'), value: v / 10, attributes })) },
+    ];
+    // (freezing stable attributes lists their keys too)
+    const made = c.listed();
+    for (const b of batches(1)) sink.write(b);
+    const first = await (await fetch(url)).text();
+    const rendered = c.listed();
+    assert.equal(rendered - made, 55, 'each point rendered once');
+    for (let i = 0; i < 5; i++) assert.equal(await (await fetch(url)).text(), first);
+    assert.equal(c.listed(), rendered, 'scrapes between two batches render nothing');
+    for (const b of batches(2)) sink.write(b);
+    const second = await (await fetch(url)).text();
+    assert.equal(c.listed(), rendered + 5, 'the next batches: their points rendered again, the stable label sets not made again');
+    const plain = (bs: Batch[]): Batch[] => bs.map((b) => ({ ...b, points: b.points.map((p) => ({ ...p, attributes: { ...p.attributes } })) }));
+    assert.equal(first, renderExposition(plain(batches(1)), { 'service.name': 'l9gpu' }));
+    assert.equal(second, renderExposition(plain(batches(2)), { 'service.name': 'l9gpu' }));
+  } finally {
+    await sink.close(Date.now() + 5000);
+  }
+});
+
+test('prometheus sink: a response still being written keeps its page while newer pages are put together', async () => {
+  const sink = (await startSink(prometheusSink, { prometheus: { host: '127.0.0.1', port: '0' } })) as Sink & { port: number };
+  try {
+    // a page of ~8 MB: more than the socket buffers hold for a reader that does not read
+    const big = (v: number): Batch => ({ source: 'x', time: Date.now(), intervalMs: 60_000, points: Array.from({ length: 100_000 }, (_, i) => ({ metric: metric('gpu.utilization'), value: v, attributes: { 'gpu.uuid': `GPU-${String(i).padStart(40, '0')}` } })) });
+    const a = big(0.25);
+    sink.write(a);
+    const slow = connect(sink.port, '127.0.0.1');
+    const chunks: Buffer[] = [];
+    const ended = new Promise((r) => slow.once('end', r));
+    // it stops reading at its first bytes
+    const started = new Promise((r) => slow.once('data', () => r(slow.pause())));
+    slow.on('data', (d: Buffer) => chunks.push(d));
+    slow.write('GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    await started;
+    // while it is still being sent, two newer pages are put together and served
+    for (const v of [0.5, 0.75]) {
+      sink.write(big(v));
+      const text = await (await fetch(`http://127.0.0.1:${sink.port}/metrics`)).text();
+      assert.ok(text.includes(`gpu_utilization_ratio{gpu_uuid="GPU-${'0'.repeat(40)}"} ${v}\n`), `page of ${v}`);
+    }
+    slow.resume();
+    await ended;
+    const raw = Buffer.concat(chunks).toString('utf8');
+    const body = raw.slice(raw.indexOf('\r\n\r\n') + 4);
+    assert.equal(body, renderExposition([a], { 'service.name': 'l9gpu' }), 'the slow reader got its page whole, not the later ones');
+  } finally {
+    await sink.close(Date.now() + 5000);
+  }
+});
+
+test('otlp: stable attributes are encoded once and then copied; a request\'s bytes are its own (the writer is used again)', async () => {
+  const { ProtobufMetricsSerializer } = await import('@opentelemetry/otlp-transformer');
+  const resource = { 'service.name': 'l9gpu' };
+  const c = counting();
+  const stableBatches = everyMetricBatches().map((b) => ({ ...b, points: b.points.map((p) => ({ ...p, attributes: stableAttributes(c.attrs({ ...p.attributes })) })) }));
+  const first = encodeMetricsRequest(stableBatches, resource, 1_795_000_000_000, 'v');
+  const listed = c.listed();
+  const second = encodeMetricsRequest(stableBatches, resource, 1_795_000_000_000, 'v');
+  assert.equal(c.listed(), listed, 'the second request lists no stable attributes again');
+  const theirs = Buffer.from(ProtobufMetricsSerializer.serializeRequest(toResourceMetrics(everyMetricBatches(), resource, 1_795_000_000_000, 'v') as never)!);
+  assert.ok(first.equals(theirs), 'byte for byte the serializer\'s');
+  assert.ok(second.equals(theirs), 'and again from the kept attributes');
+  // the first request's bytes are not written over by the ones after it
+  encodeMetricsRequest([histogramBatch(1_795_000_000_000)], resource, 0, 'v');
+  assert.ok(first.equals(theirs), 'a request\'s buffer is its own');
 });

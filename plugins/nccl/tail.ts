@@ -11,6 +11,7 @@
  *
  * Memory is bounded whatever the file: at most `maxRead` bytes are read per
  * poll, and a line longer than `maxLine` is skipped (counted), never kept.
+ * Every tail reads into one buffer, grown as reads fill it (readBuffer).
  * A sparse file's holes read as runs of NUL: a run where a line would start
  * is skipped, so a hole between lines (or at the end, still growing) is no
  * line. (One in the middle of a line makes that line unreadable, counted.)
@@ -48,6 +49,24 @@ export interface TailResult {
 /** How many leading bytes identify a file's contents: a different start is a different file. */
 const HEAD = 64;
 
+/** The most one read takes (a poll reads up to maxRead in reads of at most this). */
+const MAX_READ_BUFFER = 1 << 20;
+
+/**
+ * The buffer every tail reads into: polls are synchronous and what is kept of
+ * a read (a line, a partial line, a file's head) is copied out of it, so one
+ * serves every followed file. It starts small and doubles while reads fill it,
+ * up to MAX_READ_BUFFER: a buffer of 512 KiB made for each tail was 32 MiB for
+ * the 64 files one user may have followed, most of them quiet.
+ */
+let readBuf = Buffer.allocUnsafe(16 << 10);
+
+/** After a read that filled the read buffer: doubled for the next (more is likely waiting), up to what one poll of the tail may read. */
+function growReadBuffer(maxRead: number): void {
+  const cap = Math.min(maxRead, MAX_READ_BUFFER);
+  if (readBuf.length < cap) readBuf = Buffer.allocUnsafe(Math.min(readBuf.length * 2, cap));
+}
+
 interface Open {
   /** -1: parked. */
   fd: number;
@@ -68,7 +87,6 @@ export class FileTail {
   private partialLen = 0;
   /** Inside a line too long to keep: its bytes are dropped until its newline. */
   private dropping = false;
-  private readonly buf: Buffer;
   private readonly maxLine: number;
   private readonly maxRead: number;
   private readonly opener: (path: string) => Opened;
@@ -81,7 +99,6 @@ export class FileTail {
   ) {
     this.maxLine = o.maxLine ?? 1 << 20;
     this.maxRead = o.maxRead ?? 8 << 20;
-    this.buf = Buffer.allocUnsafe(Math.min(this.maxRead, 1 << 20));
     this.opener = o.open ?? ((p) => openUserFile(p));
   }
 
@@ -210,15 +227,17 @@ export class FileTail {
   private drain(c: Open, out: { lines: string[]; skipped: number }, budget: number): number {
     let total = 0;
     while (total < budget) {
-      const n = readSync(c.fd, this.buf, 0, Math.min(this.buf.length, budget - total), c.pos);
+      const buf = readBuf;
+      const n = readSync(c.fd, buf, 0, Math.min(buf.length, budget - total), c.pos);
       if (n <= 0) break;
       if (c.head.length < HEAD && c.pos < HEAD) {
         const take = Math.min(HEAD - c.pos, n);
-        c.head = Buffer.concat([c.head, this.buf.subarray(0, take)]);
+        c.head = Buffer.concat([c.head, buf.subarray(0, take)]);
       }
       c.pos += n;
       total += n;
-      this.split(this.buf.subarray(0, n), out);
+      this.split(buf.subarray(0, n), out);
+      if (n === buf.length) growReadBuffer(this.maxRead);
     }
     return total;
   }
@@ -253,7 +272,7 @@ export class FileTail {
         this.partial = [];
         this.partialLen = 0;
       } else {
-        // a copy: the read buffer is reused
+        // a copy: the read buffer is every tail's
         this.partial.push(Buffer.from(chunk.subarray(start)));
         this.partialLen += rest;
       }

@@ -15,7 +15,8 @@ export class PidGpus {
   constructor(private readonly ttlMs = 300_000) {}
 
   learn(points: readonly Point[], now: number): void {
-    for (const p of points) {
+    for (let i = 0; i < points.length; i++) {
+      const p = points[i]!;
       if (p.metric !== GPU.procMem) continue;
       const pid = p.attributes['process.pid'];
       const uuid = p.attributes['gpu.uuid'];

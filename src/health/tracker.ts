@@ -68,7 +68,9 @@ export class HealthTracker {
 
   observe(batch: Batch): Point[] {
     const seen = new Set<string>();
-    for (const p of batch.points) {
+    const points = batch.points;
+    for (let i = 0; i < points.length; i++) {
+      const p = points[i]!;
       if (p.metric.scope !== 'gpu') continue;
       const uuid = p.attributes['gpu.uuid'];
       if (typeof uuid !== 'string' || p.attributes['gpu.mig.parent_uuid'] !== undefined) continue;

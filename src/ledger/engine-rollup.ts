@@ -74,7 +74,8 @@ export class EngineRollups {
   observe(points: readonly Point[], time: number): void {
     const accs = new Map<string, Acc>();
     const seen: Seen[] = [];
-    for (const p of points) {
+    for (let i = 0; i < points.length; i++) {
+      const p = points[i]!;
       const role: InferenceRole | undefined = p.metric.inference;
       if (!role) continue;
       const a: Attributes = p.attributes;

@@ -37,7 +37,8 @@ export class NcclRollups {
   observe(points: readonly Point[], time: number): void {
     const accs = new Map<string, Acc>();
     const seen: Seen[] = [];
-    for (const p of points) {
+    for (let i = 0; i < points.length; i++) {
+      const p = points[i]!;
       const field = FIELD[p.metric.name];
       if (!field) continue;
       const a: Attributes = p.attributes;

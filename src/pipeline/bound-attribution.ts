@@ -19,7 +19,7 @@ import { identityOf } from '../core/gpu-identity.js';
 import { PidGpus } from '../core/pid-gpus.js';
 import type { Logger } from '../core/log.js';
 import { GPU } from '../core/metrics/gpu-metrics.js';
-import type { Attributes, Batch, Emitter, JobShare, Point } from '../core/metrics/model.js';
+import { isStable, stableAttributes, type Attributes, type Batch, type Emitter, type JobShare, type Point } from '../core/metrics/model.js';
 import type { MetricDef } from '../core/metrics/registry.js';
 import { openBindings, type OpenBinding } from '../store/jobs.js';
 import type { Db } from '../store/open.js';
@@ -74,6 +74,10 @@ export class BoundAttribution implements AttributionProvider {
   private dataVersion = -1;
   private readonly pidGpus = new PidGpus();
   private readonly said = new Set<string>();
+  /** What an engine's points of each job get (its run's attributes and GPUs here), made once until the bindings change. */
+  private engineAdds = new Map<string, Attributes>();
+  /** An engine series' attributes with its job's added, by the series' own (stable) attributes: made once, not every tick. */
+  private readonly withJob = new WeakMap<Attributes, { add: Attributes; attributes: Attributes }>();
 
   constructor(
     private readonly db: Db,
@@ -107,6 +111,7 @@ export class BoundAttribution implements AttributionProvider {
     for (const j of jobs.values()) j.gpus.sort();
     this.byGpu = m;
     this.byJob = jobs;
+    this.engineAdds = new Map();
     // MIG devices by (parent, GPU instance), from the inventory the nvml plugin's points fill; a GPU instance split
     // into several compute instances has no one device and is left out
     const mig = new Map<string, string | null>();
@@ -145,38 +150,51 @@ export class BoundAttribution implements AttributionProvider {
     const points = this.migDevice.size ? batch.points.map((p) => this.migKeyed(p)) : batch.points;
     const tally: GpuTally = { procMem: new Map(), outside: new Map(), withProcesses: new Set() };
     const out = this.classify(points, batch.time, tally);
-    return { ...batch, points: out, jobs: this.shares(points, tally, out) };
+    const extra: Point[] = [];
+    const jobs = this.shares(points, tally, extra);
+    return { ...batch, points: extra.length ? [...out, ...extra] : out, jobs };
   }
 
   /**
    * Every point with its run's attributes: an engine's and an NCCL rank's by
    * their process, a process's by its pid, any other GPU point once per run
-   * bound to its GPU. Counts into `tally` what the shares need.
+   * bound to its GPU. Counts into `tally` what the shares need. The points
+   * themselves when none changed (an engine's page outside any job), not a copy.
    */
-  private classify(points: readonly Point[], now: number, tally: GpuTally): Point[] {
-    const out: Point[] = [];
+  private classify(points: readonly Point[], now: number, tally: GpuTally): readonly Point[] {
+    // made once a point differs: the ones before it as they were, then every one
+    let out: Point[] | undefined;
+    const emit = (i: number, q: Point): void => {
+      if (out) out.push(q);
+      else if (q !== points[i]) (out = points.slice(0, i)).push(q);
+    };
     // a rank's series are several points of one process: its run and GPUs looked up once a batch
     const ncclBy = new Map<string, Attributes>();
-    for (const p of points) {
+    // an engine's page is thousands of points of one process: its job looked up once a batch (/proc/<pid>/stat read
+    // per point was 3,000 reads a tick for a user's page at its series budget)
+    const engineBy = new Map<number, Attributes | null>();
+    // indexed loops over the points (an engine's page is thousands): an unoptimized for-of makes an object a point
+    for (let i = 0; i < points.length; i++) {
+      const p = points[i]!;
       if (p.metric.scope === 'engine') {
-        out.push(this.engineJob(p));
+        emit(i, this.engineJob(p, engineBy));
         continue;
       }
       if (p.metric.scope === 'nccl') {
-        out.push(this.ncclJob(p, now, ncclBy));
+        emit(i, this.ncclJob(p, now, ncclBy));
         continue;
       }
       const uuid = p.attributes['gpu.uuid'];
       const jobs = typeof uuid === 'string' ? this.byGpu.get(uuid) : undefined;
       if (p.metric === GPU.procCount && typeof uuid === 'string') tally.withProcesses.add(uuid);
       if (p.metric === GPU.procMem && typeof uuid === 'string') {
-        out.push(this.processJob(p, uuid, jobs, tally));
+        emit(i, this.processJob(p, uuid, jobs, tally));
         continue;
       }
-      if (!jobs || jobs.length === 0) out.push(p);
-      else for (const j of jobs) out.push({ ...p, attributes: { ...p.attributes, ...j.attrs } });
+      if (!jobs || jobs.length === 0) emit(i, p);
+      else for (const j of jobs) emit(i, { ...p, attributes: { ...p.attributes, ...j.attrs } });
     }
-    return out;
+    return out ?? points;
   }
 
   /** A process's memory point: the run owning its pid if that run is bound to the GPU, else counted (and said once) as outside its allocation. */
@@ -200,13 +218,14 @@ export class BoundAttribution implements AttributionProvider {
   /**
    * Once per GPU of the batch (at its first utilization or memory point):
    * each bound run's gpu.job.share (its part of the processes' memory, else
-   * 1/N), pushed onto `out`, and the outside-allocation count where the
+   * 1/N), pushed onto `extra`, and the outside-allocation count where the
    * batch carries the GPU's process list. Returns batch.jobs.
    */
-  private shares(points: readonly Point[], tally: GpuTally, out: Point[]): Map<string, JobShare[]> {
+  private shares(points: readonly Point[], tally: GpuTally, extra: Point[]): Map<string, JobShare[]> {
     const seen = new Set<string>();
     const shares = new Map<string, JobShare[]>();
-    for (const p of points) {
+    for (let i = 0; i < points.length; i++) {
+      const p = points[i]!;
       const uuid = p.attributes['gpu.uuid'];
       if (typeof uuid !== 'string' || seen.has(uuid) || (p.metric !== GPU.util && p.metric !== GPU.memUsed)) continue;
       seen.add(uuid);
@@ -218,12 +237,12 @@ export class BoundAttribution implements AttributionProvider {
         const list: JobShare[] = [];
         for (const j of jobs) {
           const share = total > 0 ? (mem!.get(j.jobId) ?? 0) / total : 1 / jobs.length;
-          out.push({ metric: this.o.metrics.share, value: share, attributes: { ...identity, ...j.attrs } });
+          extra.push({ metric: this.o.metrics.share, value: share, attributes: { ...identity, ...j.attrs } });
           list.push({ jobId: j.jobId, runKey: j.runKey, share, attributes: j.attrs });
         }
         shares.set(uuid, list);
       }
-      if (tally.withProcesses.has(uuid)) out.push({ metric: this.o.metrics.outside, value: tally.outside.get(uuid) ?? 0, attributes: identity });
+      if (tally.withProcesses.has(uuid)) extra.push({ metric: this.o.metrics.outside, value: tally.outside.get(uuid) ?? 0, attributes: identity });
     }
     return shares;
   }
@@ -243,13 +262,36 @@ export class BoundAttribution implements AttributionProvider {
   }
 
   /** An engine's point: the run its listening process belongs to, its attributes and GPUs here. */
-  private engineJob(p: Point): Point {
+  private engineJob(p: Point, memo: Map<number, Attributes | null>): Point {
     const pid = p.attributes['process.pid'];
     if (typeof pid !== 'number') return p;
-    const job = this.o.pids.job(pid);
-    if (!job) return p;
-    const j = this.byJob.get(job);
-    return { ...p, attributes: { ...p.attributes, ...(j ? { ...j.attrs, 'gpu.uuids': j.gpus.join(',') } : this.o.bareAttributes(job)) } };
+    let add = memo.get(pid);
+    if (add === undefined) {
+      const job = this.o.pids.job(pid);
+      add = job ? this.engineAdd(job) : null;
+      memo.set(pid, add);
+    }
+    if (!add) return p;
+    const a = p.attributes;
+    if (!isStable(a)) return { ...p, attributes: { ...a, ...add } };
+    // the same series in the same job: the same object as the last tick's, and what the sinks made of it holds
+    const had = this.withJob.get(a);
+    if (had?.add === add) return { ...p, attributes: had.attributes };
+    const attributes = stableAttributes({ ...a, ...add });
+    this.withJob.set(a, { add, attributes });
+    return { ...p, attributes };
+  }
+
+  private engineAdd(job: string): Attributes {
+    let add = this.engineAdds.get(job);
+    if (!add) {
+      const j = this.byJob.get(job);
+      add = j ? { ...j.attrs, 'gpu.uuids': j.gpus.join(',') } : this.o.bareAttributes(job);
+      // jobs of processes that are gone stay until the bindings change: bounded all the same
+      if (this.engineAdds.size >= 4096) this.engineAdds.clear();
+      this.engineAdds.set(job, add);
+    }
+    return add;
   }
 
   /**

@@ -13,8 +13,13 @@
  *   the scrape window (HistogramWindows: bucket deltas, reset-aware).
  * - Source labels become attributes: the shared ones by the engine's table
  *   (model_name -> gen_ai.request.model), the rest as <engine>.<label>.
+ * - A series whose Labels are frozen (a LabelSets' of exposition.ts: the same
+ *   object page after page) keeps what was made of it in ConvertState: its
+ *   attributes are made once and handed again, stable (model.ts), so the
+ *   sinks keep what they make of them too. A page of 3,000 series then makes
+ *   its points and little else.
  */
-import type { Attributes, Emitter, HistogramValue } from '../core/metrics/model.js';
+import { stableAttributes, type Attributes, type Emitter, type HistogramValue } from '../core/metrics/model.js';
 import type { MetricDef } from '../core/metrics/registry.js';
 import { parseNumber, type Family, type Labels, type Sample } from './exposition.js';
 import { clip } from '../core/printable.js';
@@ -55,11 +60,51 @@ export interface EngineTable {
   readonly enabled?: (rule: SeriesRule) => boolean;
 }
 
-/** Keeps what a conversion needs from one scrape to the next: counter starts and histogram windows. */
+/** What was made of one series by one rule, kept by its frozen Labels. */
+interface Made {
+  /** Its attributes, or why it has none (its identity: dcgm's UUID). */
+  readonly attributes: Attributes | string;
+  /** Label names dropped and values cut for their length: told again each page, as the first time (counted per page). */
+  readonly names?: readonly string[];
+  readonly values?: readonly string[];
+  /** Its key among the counters and histogram windows, and the family it was made with. */
+  key?: string;
+  keyFamily?: string;
+  /** The attributes of its `also` points, and of its quantile points (by QUANTILES' order). */
+  also?: Attributes;
+  quantiles?: Attributes[];
+}
+
+/** What `made` was made with: another base (the engine restarted, another pid) or bound makes everything again. */
+interface MadeWith {
+  readonly base: Attributes;
+  readonly labelLength: number;
+  readonly alsoAttributes: Attributes | undefined;
+}
+
+const sameAttributes = (a: Attributes | undefined, b: Attributes | undefined): boolean => {
+  if (a === b) return true;
+  if (!a || !b) return false;
+  let n = 0;
+  for (const k in a) {
+    if (a[k] !== b[k]) return false;
+    n++;
+  }
+  for (const _ in b) n--;
+  return n === 0;
+};
+
+/** Keeps what a conversion needs from one scrape to the next: counter starts, histogram windows, what was made of each series. */
 export class ConvertState {
   readonly windows = new HistogramWindows();
   private readonly counters = new Map<string, { start: number; last: number; seen: number }>();
   private round = 0;
+  /** By rule, then by the series' frozen Labels: gone with the Labels (a series no longer on the page). */
+  private made = new Map<SeriesRule, WeakMap<Labels, Made>>();
+  private madeWith: MadeWith | undefined;
+  /** labelKey() of frozen Labels, with and without le. */
+  private readonly keys = new WeakMap<Labels, string>();
+  private readonly keysLe = new WeakMap<Labels, string>();
 
   begin(): void {
     this.round++;
@@ -77,8 +122,34 @@ export class ConvertState {
     let start = c?.start ?? now;
     if (c && value < c.last) start = now; // the engine restarted: a new series from here
     if (created !== undefined && created <= now && (!c || value >= c.last)) start = created;
-    this.counters.set(key, { start, last: value, seen: this.round });
+    if (c) {
+      c.start = start;
+      c.last = value;
+      c.seen = this.round;
+    } else this.counters.set(key, { start, last: value, seen: this.round });
     return start;
+  }
+
+  /** What was made by `rule` of the series of each frozen Labels, in this context (another context: nothing). */
+  madeBy(rule: SeriesRule, w: MadeWith): WeakMap<Labels, Made> {
+    const had = this.madeWith;
+    // one context a page: compared at its first series
+    if (had !== w) {
+      if (!had || had.labelLength !== w.labelLength || !sameAttributes(had.base, w.base) || !sameAttributes(had.alsoAttributes, w.alsoAttributes)) this.made = new Map();
+      this.madeWith = w;
+    }
+    let m = this.made.get(rule);
+    if (!m) this.made.set(rule, (m = new WeakMap()));
+    return m;
+  }
+
+  /** labelKey(), kept for frozen Labels. */
+  keyOf(labels: Labels, without?: 'le'): string {
+    if (!Object.isFrozen(labels)) return labelKey(labels, without);
+    const keys = without ? this.keysLe : this.keys;
+    let k = keys.get(labels);
+    if (k === undefined) keys.set(labels, (k = labelKey(labels, without)));
+    return k;
   }
 }
 
@@ -127,19 +198,21 @@ export function convertPage(table: EngineTable, families: readonly Family[], ctx
     }
     return k;
   };
-  const value = (label: string, v: string): string => {
-    if (v.length <= max) return v;
-    ctx.onCut?.(label);
-    return boundLabel(v, max);
-  };
-  const attributes = (rule: SeriesRule, labels: Labels, without?: string): Attributes | undefined => {
+  const withs: MadeWith = { base: ctx.base, labelLength: max, alsoAttributes: ctx.alsoAttributes };
+  /** What a series is made of: its attributes (or why none), and what of its labels was too long. */
+  const make = (rule: SeriesRule, labels: Labels, without: string | undefined): Made => {
+    let names: string[] | undefined;
+    let values: string[] | undefined;
+    const value = (label: string, v: string): string => {
+      if (v.length <= max) return v;
+      ctx.onCut?.(label);
+      (values ??= []).push(label);
+      return boundLabel(v, max);
+    };
     let a: Attributes;
     if (table.identity) {
       const id = table.identity(labels);
-      if (typeof id === 'string') {
-        ctx.out.unreadable(`${rule.names[0]} series`, id);
-        return undefined;
-      }
+      if (typeof id === 'string') return { attributes: id };
       a = { ...id };
       for (const l in labels) if (l !== without && Object.hasOwn(table.labels, l) && table.labels[l]) a[table.labels[l]!] = value(l, labels[l]!);
     } else {
@@ -148,10 +221,33 @@ export function convertPage(table: EngineTable, families: readonly Family[], ctx
         if (l === without) continue;
         const k = attrKey(l);
         if (k) a[k] = value(l, labels[l]!);
+        else if (l.length > max && !Object.hasOwn(table.labels, l)) (names ??= []).push(l);
       }
     }
     if (rule.attributes) Object.assign(a, rule.attributes);
-    return a;
+    return { attributes: a, ...(names ? { names } : {}), ...(values ? { values } : {}) };
+  };
+  /** What was made of a series: kept by its Labels when they are frozen (the same page after page), else made now. */
+  const made = (rule: SeriesRule, labels: Labels, without?: string): Made | undefined => {
+    let m: Made | undefined;
+    if (Object.isFrozen(labels)) {
+      const kept = ctx.state.madeBy(rule, withs);
+      m = kept.get(labels);
+      if (m) {
+        // the page's budget is told of the series' long labels as it would have been making them
+        if (m.names) for (const l of m.names) attrKey(l);
+        if (m.values) for (const l of m.values) ctx.onCut?.(l);
+      } else {
+        m = make(rule, labels, without);
+        if (typeof m.attributes !== 'string') stableAttributes(m.attributes);
+        kept.set(labels, m);
+      }
+    } else m = make(rule, labels, without);
+    if (typeof m.attributes === 'string') {
+      ctx.out.unreadable(`${rule.names[0]} series`, m.attributes);
+      return undefined;
+    }
+    return m;
   };
   let n = 0;
   for (const rule of table.rules) {
@@ -161,28 +257,61 @@ export function convertPage(table: EngineTable, families: readonly Family[], ctx
     const scale = rule.scale ?? 1;
     const kind = rule.metric.kind;
     if (kind === 'histogram') {
-      n += histograms(rule, fam, byName, ctx, scale, (labels) => attributes(rule, labels, 'le'));
+      n += histograms(rule, fam, byName, ctx, scale, (labels) => made(rule, labels, 'le'));
       continue;
     }
-    const created = kind === 'sum' ? createdTimes(fam, byName) : undefined;
-    for (const s of fam.samples) {
-      if (!isValueSample(s, fam, kind) || table.isBlank?.(s.value)) continue;
+    const created = kind === 'sum' ? createdTimes(fam, byName, ctx.state) : undefined;
+    // indexed loops over a page's samples (thousands): an unoptimized for-of makes an object a sample
+    const samples = fam.samples;
+    const total = `${fam.name}_total`;
+    for (let i = 0; i < samples.length; i++) {
+      const s = samples[i]!;
+      if (!isValueSample(s, fam, kind, total) || table.isBlank?.(s.value)) continue;
       const v = s.value * scale;
-      const a = attributes(rule, s.labels);
-      if (!a) continue;
+      const m = made(rule, s.labels);
+      if (!m) continue;
+      const a = m.attributes as Attributes;
       if (kind === 'sum') {
-        const key = `${fam.name}\u0002${labelKey(s.labels)}`;
-        const start = ctx.state.startOf(key, v, ctx.now, created?.get(labelKey(s.labels)));
+        const start = ctx.state.startOf(seriesKey(m, fam, s.labels, ctx.state), v, ctx.now, created?.get(ctx.state.keyOf(s.labels)));
         ctx.out.add(rule.metric, v, a, start);
-        if (ctx.also && rule.also) ctx.out.add(rule.also, v, { ...a, ...ctx.alsoAttributes }, start);
+        if (ctx.also && rule.also) ctx.out.add(rule.also, v, alsoOf(m, a, ctx), start);
       } else {
         ctx.out.add(rule.metric, v, a);
-        if (ctx.also && rule.also) ctx.out.add(rule.also, v, { ...a, ...ctx.alsoAttributes });
+        if (ctx.also && rule.also) ctx.out.add(rule.also, v, alsoOf(m, a, ctx));
       }
       n++;
     }
   }
   return n;
+}
+
+/** A series' key among the counters and histogram windows: its family's name and its labels' key (le aside). */
+function seriesKey(m: Made, fam: Family, labels: Labels, state: ConvertState, without?: 'le'): string {
+  if (m.keyFamily === fam.name) return m.key!;
+  const key = `${fam.name}\u0002${state.keyOf(labels, without)}`;
+  // kept only with attributes that are (a Made the conversion keeps): a fresh one is gone after this point
+  if (Object.isFrozen(m.attributes)) {
+    m.key = key;
+    m.keyFamily = fam.name;
+  }
+  return key;
+}
+
+/** The attributes of a series' `also` point: its own and the `also` ones. */
+function alsoOf(m: Made, a: Attributes, ctx: ConvertContext): Attributes {
+  if (m.also) return m.also;
+  const also = { ...a, ...ctx.alsoAttributes };
+  if (Object.isFrozen(a)) m.also = stableAttributes(also);
+  return also;
+}
+
+/** The attributes of a series' window quantile point `i` (QUANTILES[i]). */
+function quantileAttributes(m: Made, a: Attributes, i: number): Attributes {
+  const had = m.quantiles?.[i];
+  if (had) return had;
+  const q = { ...a, quantile: QUANTILES[i]! };
+  if (Object.isFrozen(a)) (m.quantiles ??= [])[i] = stableAttributes(q);
+  return q;
 }
 
 /**
@@ -222,49 +351,58 @@ function findFamily(byName: Map<string, Family>, rule: SeriesRule): Family | und
   return undefined;
 }
 
-/** The samples that carry the value: a counter's x_total or x (never x_created), a gauge's own. */
-function isValueSample(s: Sample, fam: Family, kind: MetricDef['kind']): boolean {
+/** The samples that carry the value: a counter's x_total (`total`) or x (never x_created), a gauge's own. */
+function isValueSample(s: Sample, fam: Family, kind: MetricDef['kind'], total: string): boolean {
   if (kind !== 'sum') return s.name === fam.name;
   if (s.name.endsWith('_created')) return false;
-  return s.name === fam.name || s.name === `${fam.name}_total`;
+  return s.name === fam.name || s.name === total;
 }
 
 /** A counter's creation times (ms), by label set: OpenMetrics' x_created samples, or prometheus_client's separate x_created gauge. */
-function createdTimes(fam: Family, byName: Map<string, Family>): Map<string, number> | undefined {
+function createdTimes(fam: Family, byName: Map<string, Family>, state: ConvertState): Map<string, number> | undefined {
   const base = fam.name.endsWith('_total') ? fam.name.slice(0, -6) : fam.name;
-  const samples = [...fam.samples.filter((s) => s.name === `${base}_created`), ...(byName.get(`${base}_created`)?.samples ?? [])];
-  if (!samples.length) return undefined;
-  const m = new Map<string, number>();
-  for (const s of samples) if (Number.isFinite(s.value) && s.value > 0) m.set(labelKey(s.labels), s.value * 1000);
+  const own = `${base}_created`;
+  const separate = byName.get(own)?.samples;
+  let m: Map<string, number> | undefined;
+  for (const samples of [fam.samples, separate ?? []]) {
+    for (const s of samples) {
+      if (samples === fam.samples && s.name !== own) continue;
+      if (!(Number.isFinite(s.value) && s.value > 0)) continue;
+      (m ??= new Map()).set(state.keyOf(s.labels), s.value * 1000);
+    }
+  }
   return m;
 }
 
 /** A histogram family's series: buckets by label set, each checked, sent, and its window's quantiles. */
-function histograms(rule: SeriesRule, fam: Family, byName: Map<string, Family>, ctx: ConvertContext, scale: number, attrs: (l: Labels) => Attributes | undefined): number {
+function histograms(rule: SeriesRule, fam: Family, byName: Map<string, Family>, ctx: ConvertContext, scale: number, made: (l: Labels) => Made | undefined): number {
   const series = new Map<string, { labels: Labels; le: [number, number][]; sum?: number; count?: number; created?: number }>();
   const get = (labels: Labels) => {
-    const k = labelKey(labels, 'le');
+    const k = ctx.state.keyOf(labels, 'le');
     let s = series.get(k);
     if (!s) series.set(k, (s = { labels, le: [] }));
     return s;
   };
   const base = fam.name;
-  for (const s of fam.samples) {
-    if (s.name === `${base}_bucket`) {
+  const [bucket, sum, count, created] = [`${base}_bucket`, `${base}_sum`, `${base}_count`, `${base}_created`];
+  const samples = fam.samples;
+  for (let i = 0; i < samples.length; i++) {
+    const s = samples[i]!;
+    if (s.name === bucket) {
       // le read as Prometheus reads it (Go's ParseFloat): "", "0x10" or " 1 " are no bound
       const le = parseNumber(s.labels.le ?? '');
       if (le === undefined || Number.isNaN(le)) {
-        ctx.out.unreadable(`${base}_bucket`, `le="${clip(s.labels.le ?? '', 40)}" is not a number`);
+        ctx.out.unreadable(bucket, `le="${clip(s.labels.le ?? '', 40)}" is not a number`);
         continue;
       }
       get(s.labels).le.push([le, s.value]);
-    } else if (s.name === `${base}_sum`) get(s.labels).sum = s.value;
-    else if (s.name === `${base}_count`) get(s.labels).count = s.value;
-    else if (s.name === `${base}_created`) get(s.labels).created = s.value * 1000;
+    } else if (s.name === sum) get(s.labels).sum = s.value;
+    else if (s.name === count) get(s.labels).count = s.value;
+    else if (s.name === created) get(s.labels).created = s.value * 1000;
   }
   // prometheus_client's text format writes a histogram's _created as a gauge family of its own
-  for (const c of byName.get(`${base}_created`)?.samples ?? []) {
-    const s = series.get(labelKey(c.labels, 'le'));
+  for (const c of byName.get(created)?.samples ?? []) {
+    const s = series.get(ctx.state.keyOf(c.labels, 'le'));
     if (s && Number.isFinite(c.value) && c.value > 0) s.created = c.value * 1000;
   }
   let n = 0;
@@ -275,18 +413,19 @@ function histograms(rule: SeriesRule, fam: Family, byName: Map<string, Family>, 
       ctx.out.unreadable(base, `${h} (series {${clip(key.replace(/\u0000/g, '=').replace(/\u0001/g, ',').replace(/,$/, ''), 120)}})`);
       continue;
     }
-    const a = attrs(s.labels);
-    if (!a) continue;
-    const skey = `${fam.name}\u0002${key}`;
+    const m = made(s.labels);
+    if (!m) continue;
+    const a = m.attributes as Attributes;
+    const skey = seriesKey(m, fam, s.labels, ctx.state, 'le');
     const start = ctx.state.startOf(skey, h.count, ctx.now, s.created);
     ctx.out.histogram(rule.metric, h, a, start);
-    if (ctx.also && rule.also) ctx.out.histogram(rule.also, h, { ...a, ...ctx.alsoAttributes }, start);
+    if (ctx.also && rule.also) ctx.out.histogram(rule.also, h, alsoOf(m, a, ctx), start);
     n++;
     const w = ctx.state.windows.observe(skey, h, s.created);
     if (rule.quantiles && w.delta && w.delta.count > 0) {
-      for (const q of QUANTILES) {
-        const v = quantileOf(q, w.delta.bounds, w.delta.counts);
-        if (v !== undefined) ctx.out.add(rule.quantiles, v, { ...a, quantile: q });
+      for (let i = 0; i < QUANTILES.length; i++) {
+        const v = quantileOf(QUANTILES[i]!, w.delta.bounds, w.delta.counts);
+        if (v !== undefined) ctx.out.add(rule.quantiles, v, quantileAttributes(m, a, i));
       }
     }
   }

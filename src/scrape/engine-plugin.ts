@@ -11,7 +11,7 @@ import type { Plugin, PluginContext, PluginManifest } from '../core/plugin.js';
 import { redactUrl } from '../core/redact.js';
 import { clip, printable } from '../core/printable.js';
 import { ConvertState, convertPage, familiesWithoutSamples, type EngineTable } from './convert.js';
-import { formatOf, parseExposition, parsePage, type Family } from './exposition.js';
+import { formatOf, LabelSets, parseExposition, parsePage, type Family } from './exposition.js';
 import { createPageFetcher, type PageFetcher } from './fetch-page.js';
 import type { Discovery, ScrapedSpec } from './section.js';
 import { discoverListeners, type Listener } from './discover.js';
@@ -54,6 +54,8 @@ interface Target {
   readonly found?: string;
   readonly fetcher: PageFetcher;
   readonly state: ConvertState;
+  /** Its last page's label sets: a series on every page is read once (exposition.ts). */
+  readonly labels: LabelSets;
   readonly base: Attributes;
   /** The process listening on a local endpoint's port: its pid goes on the points, for attribution to find its job. */
   readonly owner: PortOwner | undefined;
@@ -128,7 +130,7 @@ export class ScrapedPlugin implements Plugin {
     this.targets = o.endpoints.filter((u) => u !== 'auto').map((url) => {
       const base = endpointAttributes(url);
       const local = isLocalHost(String(base['server.address']), o.hostNames ?? []);
-      return { url, key: this.keyOf(url), fetcher: createPageFetcher(url, o.timeoutMs, o.maxBytes), state: new ConvertState(), base, owner: local ? new PortOwner(Number(base['server.port']), o.proc) : undefined, errors: 0, empty: 0, since: Date.now() };
+      return { url, key: this.keyOf(url), fetcher: createPageFetcher(url, o.timeoutMs, o.maxBytes), state: new ConvertState(), labels: new LabelSets(), base, owner: local ? new PortOwner(Number(base['server.port']), o.proc) : undefined, errors: 0, empty: 0, since: Date.now() };
     });
   }
 
@@ -203,7 +205,7 @@ export class ScrapedPlugin implements Plugin {
       }
       if (ours) {
         const base = { ...endpointAttributes(url), 'process.pid': l.pid };
-        this.targets.push({ url, key: this.keyOf(url), found: key, fetcher, state: new ConvertState(), base, owner: undefined, errors: 0, empty: 0, since: Date.now() });
+        this.targets.push({ url, key: this.keyOf(url), found: key, fetcher, state: new ConvertState(), labels: new LabelSets(), base, owner: undefined, errors: 0, empty: 0, since: Date.now() });
         this.o.log?.info('engine found', { url, pid: l.pid });
         return;
       }
@@ -246,7 +248,7 @@ export class ScrapedPlugin implements Plugin {
           const { pid, owner, user: isUser } = identify();
           const who = whoOf();
           const userLeft = isUser ? this.owners.left(t.key, owner!, this.limits.seriesPerUser) : Infinity;
-          const parsed = parsePage(page.text, { format: formatOf(page.contentType), maxBytes: this.o.maxBytes, source: where, maxSamples: Math.min(perEndpoint, userLeft), ...(page.cut ? { cut: true } : {}) });
+          const parsed = parsePage(page.text, { format: formatOf(page.contentType), maxBytes: this.o.maxBytes, source: where, maxSamples: Math.min(perEndpoint, userLeft), labelSets: t.labels, ...(page.cut ? { cut: true } : {}) });
           if (isUser) this.owners.took(t.key, owner!, parsed.samples);
           if (parsed.dropped) {
             const user = userLeft < perEndpoint;

@@ -64,6 +64,102 @@ export interface ParseOptions {
    * rest counts as dropped.
    */
   readonly cut?: boolean;
+  /** The label sets of the source's last page, to be handed again (LabelSets); the source's own, page after page. */
+  readonly labelSets?: LabelSets;
+}
+
+/** A label into a plain object, which keeps V8's fast properties; __proto__ would set its prototype instead of a label. */
+function setLabel(labels: Labels, key: string, v: string): void {
+  if (key === '__proto__') Object.defineProperty(labels, key, { value: v, enumerable: true, writable: true, configurable: true });
+  else labels[key] = v;
+}
+
+/**
+ * A copy of a string that holds nothing else: V8 keeps a slice of 13
+ * characters or more of a string as a view into it, so a label value kept
+ * from a page would keep the whole page. (' ' + s) is a new string made flat
+ * when sliced; its slice holds that one, of s's length plus one.
+ */
+const own = (s: string): string => (' ' + s).slice(1);
+
+/** The labels of every sample without a label set, where LabelSets hand labels again (frozen: the same object each page). */
+const NO_LABELS: Labels = Object.freeze({});
+
+/** A label set kept: its text from "{" to "}", and what it reads as. */
+interface LabelSet {
+  readonly text: string;
+  readonly labels: Labels;
+  /** The last page that had it. */
+  round: number;
+}
+
+/**
+ * Label sets kept from one page of a source to its next: a sample whose label
+ * text (from its "{" to its "}") is one the last page had gets the same
+ * Labels object, frozen. A page of thousands of series that do not change
+ * then makes no labels again, and what a converter makes of a series (its
+ * attributes) can be kept by that object (a WeakMap) and handed again. Held:
+ * the sets of the last page and of the one being read (each bounded by
+ * maxSamples), as copies, never slices of a page.
+ *
+ * A page lists its series in the same order each time: the set the last page
+ * had next is compared in place first (nothing made); the text's lookup is
+ * for the others.
+ */
+export class LabelSets {
+  private readonly sets = new Map<string, LabelSet>();
+  /** The sets in the last page's order up to `at`, this page's before it. */
+  private readonly order: LabelSet[] = [];
+  private at = 0;
+  private round = 0;
+  private om: boolean | undefined;
+
+  /** A new page: what the last page did not have is forgotten. */
+  begin(om: boolean): void {
+    // a page of the other format reads label text otherwise (blanks): nothing carries over
+    if (om !== this.om) {
+      this.sets.clear();
+      this.at = 0;
+      this.om = om;
+    }
+    this.sets.forEach((v, k) => {
+      if (v.round !== this.round) this.sets.delete(k);
+    });
+    this.order.length = this.at;
+    this.at = 0;
+    this.round++;
+  }
+
+  /** The labels at t[k] (a "{"), when they are the ones the last page had next; undefined: look them up. */
+  next(t: string, k: number): LabelSet | undefined {
+    const s = this.order[this.at];
+    if (s === undefined || !t.startsWith(s.text, k)) return undefined;
+    s.round = this.round;
+    this.at++;
+    return s;
+  }
+
+  get(text: string): Labels | undefined {
+    const s = this.sets.get(text);
+    if (!s) return undefined;
+    s.round = this.round;
+    this.order[this.at++] = s;
+    return s.labels;
+  }
+
+  /** Keeps labels read from `text` (both slices of the page): a frozen copy of them, which it returns. */
+  keep(text: string, labels: Labels): Labels {
+    const copy: Labels = {};
+    for (const k of Object.keys(labels)) setLabel(copy, k, own(labels[k]!));
+    const s = { text: own(text), labels: Object.freeze(copy), round: this.round };
+    this.sets.set(s.text, s);
+    this.order[this.at++] = s;
+    return copy;
+  }
+
+  get size(): number {
+    return this.sets.size;
+  }
 }
 
 /** A parsed page and what of it was not kept. */
@@ -140,11 +236,16 @@ const SPECIAL: Record<string, number> = { nan: NaN, inf: Infinity, '+inf': Infin
 const POW10 = Array.from({ length: 23 }, (_, i) => 10 ** i);
 
 export function parseNumber(s: string): number | undefined {
-  const c = s.charCodeAt(0);
+  return parseNumberIn(s, 0, s.length);
+}
+
+/** parseNumber() of t.slice(a, b), reading the common number in place (a page's every value: no string made). */
+function parseNumberIn(t: string, a: number, b: number): number | undefined {
+  const c = t.charCodeAt(a);
   if ((c >= 48 && c <= 57) || c === 46 || c === 45 || c === 43) {
     let plain = true;
-    for (let i = 1; i < s.length; i++) {
-      const d = s.charCodeAt(i);
+    for (let i = a + 1; i < b; i++) {
+      const d = t.charCodeAt(i);
       if (!((d >= 48 && d <= 57) || d === 46 || d === 101 || d === 69 || d === 43 || d === 45)) {
         plain = false;
         break;
@@ -153,13 +254,13 @@ export function parseNumber(s: string): number | undefined {
     if (plain) {
       // digits with one point, at most 15 characters (so under 2^53): their integer over a power of ten is one correctly rounded
       // division, the double Number() gives, without its general parse
-      const n = s.length;
+      const n = b - a;
       if (n <= 15 && c !== 45 && c !== 43) {
         let m = 0;
         let point = -1;
         let ok = true;
         for (let i = 0; i < n; i++) {
-          const d = s.charCodeAt(i);
+          const d = t.charCodeAt(a + i);
           if (d === 46) {
             if (point >= 0) {
               ok = false;
@@ -174,11 +275,11 @@ export function parseNumber(s: string): number | undefined {
         }
         if (ok && n > (point >= 0 ? 1 : 0)) return point < 0 || point === n - 1 ? m : m / POW10[n - 1 - point]!;
       }
-      const v = Number(s);
+      const v = Number(t.slice(a, b));
       return Number.isFinite(v) ? v : undefined;
     }
   }
-  return SPECIAL[s.toLowerCase()];
+  return SPECIAL[t.slice(a, b).toLowerCase()];
 }
 
 class Parser {
@@ -204,6 +305,9 @@ class Parser {
   /** The label names of the set being read (its duplicates are an error). */
   private readonly setKeys: string[] = [];
   private eof = false;
+  private readonly sets: LabelSets | undefined;
+  /** The page's next "}" at or after the last label set looked up (-1: none left). */
+  private nextClose = -2;
   private readonly cut: boolean;
   private readonly maxSamples: number;
   kept = 0;
@@ -220,6 +324,8 @@ class Parser {
     this.source = o.source;
     this.maxSamples = o.maxSamples ?? Infinity;
     this.cut = o.cut === true;
+    this.sets = o.labelSets;
+    this.sets?.begin(this.om);
     this.room = this.maxSamples;
     this.full = this.maxSamples <= 0;
   }
@@ -411,9 +517,10 @@ class Parser {
     const t = this.text;
     let name: string;
     let i: number;
-    const labels: Labels = {};
+    let labels: Labels;
     if (t.charCodeAt(s) === LBRACE) {
       // Prometheus 3: {"name", labels...}
+      labels = {};
       i = s;
       name = '';
       i = this.labelSet(i, e, labels, (n) => (name = n));
@@ -429,7 +536,7 @@ class Parser {
       let end = this.nextBrace < 0 || this.nextBrace > e ? e : this.nextBrace;
       if (this.nextSpace >= 0 && this.nextSpace < end) end = this.nextSpace;
       const last = this.lastName;
-      if (end - s === last.length && last && t.slice(s, end) === last) {
+      if (end - s === last.length && last && t.startsWith(last, s)) {
         name = last;
         i = end;
       } else {
@@ -439,7 +546,10 @@ class Parser {
       let k = i;
       // Prometheus text allows blanks between the name and its labels
       if (!this.om) while (k < e && (t.charCodeAt(k) === SP || t.charCodeAt(k) === TAB)) k++;
-      if (t.charCodeAt(k) === LBRACE) i = this.labelSet(k, e, labels, undefined);
+      if (t.charCodeAt(k) === LBRACE) {
+        labels = this.labelsAt(k, e);
+        i = this.next;
+      } else labels = this.sets ? NO_LABELS : {};
     }
     // value: after a blank, or (Prometheus text, whose lexer reads a value from the "}" on) right after the labels
     const sep = t.charCodeAt(i);
@@ -452,7 +562,7 @@ class Parser {
     let j = i;
     while (j < e && t.charCodeAt(j) !== SP && t.charCodeAt(j) !== TAB) j++;
     if (j === i) this.fail(`${name}: no value`);
-    const value = parseNumber(t.slice(i, j));
+    const value = parseNumberIn(t, i, j);
     if (value === undefined) this.fail(`${name}: "${t.slice(i, Math.min(j, i + 40))}" is not a number`);
     let timestampMs: number | undefined;
     let exemplar: Exemplar | undefined;
@@ -525,6 +635,39 @@ class Parser {
   }
 
   /**
+   * A sample's label set at k (its "{"), the one the last page had for the
+   * same text when there are LabelSets; this.next is where it ends.
+   */
+  private labelsAt(k: number, e: number): Labels {
+    const sets = this.sets;
+    if (!sets) {
+      const labels: Labels = {};
+      this.next = this.labelSet(k, e, labels, undefined);
+      return labels;
+    }
+    const t = this.text;
+    const same = sets.next(t, k);
+    if (same) {
+      this.next = k + same.text.length;
+      return same.labels;
+    }
+    // the first "}" after the "{": the set's end, unless one is inside a value (then the text is no set's, and the
+    // set is read whole). Searched once and kept until passed, as the other searches of the page
+    if (this.nextClose !== -1 && this.nextClose < k) this.nextClose = t.indexOf('}', k);
+    const close = this.nextClose;
+    const text = close >= 0 && close < e ? t.slice(k, close + 1) : undefined;
+    const had = text === undefined ? undefined : sets.get(text);
+    if (had) {
+      this.next = close + 1;
+      return had;
+    }
+    const labels: Labels = {};
+    this.next = this.labelSet(k, e, labels, undefined);
+    // the same text read the same way: the set is that text's (one ending at another "}" is looked up by a shorter text)
+    return text !== undefined && this.next === close + 1 ? sets.keep(text, labels) : labels;
+  }
+
+  /**
    * "{a="x",b="y"}" at i (the brace). Prometheus 3 allows quoted label names
    * and one bare quoted string, the metric name (given to `onName`), anywhere
    * among the labels as Prometheus' parsers take it. In Prometheus text the
@@ -585,9 +728,7 @@ class Parser {
       const j = this.next;
       for (let d = 0; d < n; d++) if (this.setKeys[d] === key) this.fail(`label ${key} twice`);
       this.setKeys[n] = key;
-      // a plain object keeps V8's fast properties; __proto__ would set its prototype instead of a label
-      if (key === '__proto__') Object.defineProperty(labels, key, { value: v, enumerable: true, writable: true, configurable: true });
-      else labels[key] = v;
+      setLabel(labels, key, v);
       n++;
       first = false;
       i = j;

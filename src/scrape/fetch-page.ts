@@ -5,6 +5,7 @@
  * one connection reused every interval.
  */
 import { httpModule } from '../core/http-module.js';
+import { ByteBuffer } from '../core/byte-buffer.js';
 import { clip } from '../core/printable.js';
 import { redactUrl } from '../core/redact.js';
 
@@ -33,6 +34,14 @@ export interface PageFetcher {
   get(signal?: AbortSignal, hold?: PageHold, maxLines?: number): Promise<Page>;
   close(): void;
 }
+
+/**
+ * Buffers a page's bytes are gathered in until it is decoded, used again (a
+ * page a second, each gathered anew, was a page of memory outside the heap
+ * waiting for V8's next collection). Pages read at once each take one; two
+ * are kept.
+ */
+const idle: ByteBuffer[] = [];
 
 /**
  * The Accept header: OpenMetrics first, asked for with `escaping=allow-utf-8`
@@ -70,7 +79,7 @@ export function createPageFetcher(url: string, timeoutMs: number, maxBytes: numb
           }
           const declared = Number(res.headers['content-length']);
           if (declared > maxBytes) return fail(`the page is ${declared} bytes, over the ${maxBytes} limit`);
-          const chunks: Buffer[] = [];
+          const bytes = idle.pop() ?? new ByteBuffer();
           let size = 0;
           let lines = 0;
           let cut = false;
@@ -79,13 +88,15 @@ export function createPageFetcher(url: string, timeoutMs: number, maxBytes: numb
             done = true;
             clearTimeout(timer);
             if (cut) req.destroy();
-            const buf = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
-            let text: string;
+            let text: string | undefined;
             try {
-              text = new TextDecoder('utf-8', { fatal: true }).decode(buf);
+              text = new TextDecoder('utf-8', { fatal: true }).decode(bytes.buf.subarray(0, bytes.pos));
             } catch {
-              return reject(new Error(`${where}: the page is not UTF-8 text`));
+              text = undefined;
             }
+            bytes.reset();
+            if (idle.length < 2) idle.push(bytes);
+            if (text === undefined) return reject(new Error(`${where}: the page is not UTF-8 text`));
             resolve({ text, contentType: res.headers['content-type'], bytes: size, ...(cut ? { cut } : {}) });
           };
           res.on('data', (c: Buffer) => {
@@ -101,7 +112,7 @@ export function createPageFetcher(url: string, timeoutMs: number, maxBytes: numb
             size += c.length;
             if (size > maxBytes) return fail(`the page is over the ${maxBytes} byte limit`);
             if (hold && !hold.take(c.length)) return fail(`the page is over ${hold.what}`);
-            chunks.push(c);
+            bytes.raw(c);
             if (cut) finish();
           });
           res.on('error', (e) => fail(e.message));

@@ -10,7 +10,8 @@
  * integer attributes as int_value), and test/sinks.test.ts decodes both with
  * an independent decoder and compares them.
  */
-import type { Attributes, AttributeValue, Batch, HistogramValue } from '../core/metrics/model.js';
+import { ByteBuffer } from '../core/byte-buffer.js';
+import { isStable, type Attributes, type AttributeValue, type Batch, type HistogramValue, type Point } from '../core/metrics/model.js';
 import type { MetricDef } from '../core/metrics/registry.js';
 
 const CUMULATIVE = 2;
@@ -29,17 +30,7 @@ function varintSize(v: number): number {
  * guesses fit the messages this encoder writes), so no closure and no copy
  * per message.
  */
-class Writer {
-  buf = Buffer.allocUnsafe(64 * 1024);
-  pos = 0;
-
-  room(n: number): void {
-    if (this.pos + n <= this.buf.length) return;
-    const next = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + n));
-    this.buf.copy(next, 0, 0, this.pos);
-    this.buf = next;
-  }
-
+class Writer extends ByteBuffer {
   varint(v: number): void {
     this.room(10);
     while (v > 0x7f) {
@@ -74,12 +65,6 @@ class Writer {
     this.buf.writeUInt32LE(v >>> 0, this.pos);
     this.buf.writeUInt32LE((v / 0x100000000) >>> 0, this.pos + 4);
     this.pos += 8;
-  }
-
-  raw(b: Uint8Array): void {
-    this.room(b.length);
-    this.buf.set(b, this.pos);
-    this.pos += b.length;
   }
 
   int64(field: number, v: number): void {
@@ -126,9 +111,6 @@ class Writer {
     }
   }
 
-  bytes(): Buffer {
-    return Buffer.from(this.buf.subarray(0, this.pos));
-  }
 }
 
 /** ms since the epoch (fractions kept to the ns) -> ns, exactly. */
@@ -137,17 +119,49 @@ function nanos(ms: number): bigint {
   return BigInt(whole) * 1_000_000n + BigInt(Math.round((ms - whole) * 1e6));
 }
 
-/** A fixed64 field of ms as ns: tag and 8 bytes, computed once per distinct time of a request. */
-function timeField(cache: Map<number, Buffer>, field: number, ms: number): Buffer {
-  const key = ms * 16 + field;
-  let b = cache.get(key);
-  if (!b) {
-    b = Buffer.allocUnsafe(9);
-    b[0] = (field << 3) | 1;
-    b.writeBigUInt64LE(nanos(ms), 1);
-    cache.set(key, b);
+const EMPTY = Buffer.alloc(0);
+
+/**
+ * A point's start_time_unix_nano (field 2) and time_unix_nano (3) fields of
+ * ms as ns, tag and 8 bytes, each computed once per distinct time of a
+ * request. The last of each is compared first: a batch's points share their
+ * times, and a lookup by a time (a double, boxed to be a key) is a small
+ * object a point.
+ */
+class TimeFields {
+  private readonly cache = new Map<number, Buffer>();
+  private startMs = NaN;
+  private startBytes: Buffer = EMPTY;
+  private endMs = NaN;
+  private endBytes: Buffer = EMPTY;
+
+  start(ms: number): Buffer {
+    if (ms !== this.startMs) {
+      this.startBytes = this.field(2, ms);
+      this.startMs = ms;
+    }
+    return this.startBytes;
   }
-  return b;
+
+  end(ms: number): Buffer {
+    if (ms !== this.endMs) {
+      this.endBytes = this.field(3, ms);
+      this.endMs = ms;
+    }
+    return this.endBytes;
+  }
+
+  private field(field: number, ms: number): Buffer {
+    const key = ms * 16 + field;
+    let b = this.cache.get(key);
+    if (!b) {
+      b = Buffer.allocUnsafe(9);
+      b[0] = (field << 3) | 1;
+      b.writeBigUInt64LE(nanos(ms), 1);
+      this.cache.set(key, b);
+    }
+    return b;
+  }
 }
 
 function anyValue(w: Writer, v: AttributeValue): void {
@@ -169,7 +183,7 @@ const KV_CACHE_MAX = 8192;
 const KV_CACHE_LONGEST = 256;
 const kvCache = new Map<string, Map<AttributeValue, Buffer>>();
 let kvCached = 0;
-const scratch = new Writer();
+const scratch = new Writer(1024);
 
 function keyValueBytes(k: string, v: AttributeValue): Buffer {
   let byValue = kvCache.get(k);
@@ -181,12 +195,12 @@ function keyValueBytes(k: string, v: AttributeValue): Buffer {
     byValue = undefined;
   }
   if (!byValue) kvCache.set(k, (byValue = new Map()));
-  scratch.pos = 0;
+  scratch.reset();
   scratch.string(1, k);
   const m = scratch.begin(2, 1);
   anyValue(scratch, v);
   scratch.end(m);
-  b = Buffer.from(scratch.buf.subarray(0, scratch.pos));
+  b = scratch.bytes();
   // a long value (a job name, a command line) is written each time: the cache stays a few hundred KiB at most
   if (b.length > KV_CACHE_LONGEST) return b;
   byValue.set(v, b);
@@ -201,6 +215,26 @@ function keyValues(w: Writer, field: number, a: Attributes): void {
     w.varint(kv.length);
     w.raw(kv);
   }
+}
+
+/**
+ * The encoded attributes of stable attributes (an engine's series: the same
+ * object every interval), field by field (7: a number point's, 9: a
+ * histogram point's): a copy per point instead of a lookup per attribute.
+ */
+const blocks = new Map<number, WeakMap<Attributes, Buffer>>([[7, new WeakMap()], [9, new WeakMap()]]);
+const block = new Writer(1024);
+
+function pointAttributes(w: Writer, field: number, a: Attributes): void {
+  if (!isStable(a)) return keyValues(w, field, a);
+  const kept = blocks.get(field)!;
+  let b = kept.get(a);
+  if (!b) {
+    block.reset();
+    keyValues(block, field, a);
+    kept.set(a, (b = block.bytes()));
+  }
+  w.raw(b);
 }
 
 /**
@@ -224,22 +258,71 @@ function histogramFields(w: Writer, h: HistogramValue): void {
   }
 }
 
+/** The request of the batches, as a Buffer of its own. */
 export function encodeMetricsRequest(batches: readonly Batch[], resource: Attributes, defaultStart: number, scopeVersion: string): Buffer {
-  // one Metric per registry metric, its points in batch order
-  const byMetric = new Map<MetricDef, { attributes: Attributes; value: number; start: number; end: number; hist: HistogramValue | undefined }[]>();
+  return encodeMetricsRequestWith(batches, resource, defaultStart, scopeVersion, (bytes) => Buffer.from(bytes));
+}
+
+/** One writer for every request: encoding is synchronous, and a request's bytes are taken before the next. Up to 4 MiB kept. */
+const request = new Writer(64 * 1024, 4 << 20);
+
+/**
+ * A request's points by metric, in batch order, as lists linked through
+ * arrays used again from request to request (a request of thousands of points
+ * makes no object a point): point g is points[g], of a batch of time ends[g],
+ * and the next point of its metric is next[g] (-1: none).
+ */
+const order = { points: [] as (Point | undefined)[], ends: new Float64Array(1024), next: new Int32Array(1024) };
+
+function ordered(g: number, p: Point, end: number): void {
+  if (g === order.next.length) {
+    const ends = new Float64Array(g * 2);
+    ends.set(order.ends);
+    const next = new Int32Array(g * 2);
+    next.set(order.next);
+    order.ends = ends;
+    order.next = next;
+  }
+  order.points[g] = p;
+  order.ends[g] = end;
+  order.next[g] = -1;
+}
+
+/**
+ * The request of the batches, handed to `take` as a view of a buffer written
+ * over by the next request (take copies it, or compresses it): no buffer per
+ * request besides what take makes.
+ */
+export function encodeMetricsRequestWith<T>(batches: readonly Batch[], resource: Attributes, defaultStart: number, scopeVersion: string, take: (bytes: Buffer) => T): T {
+  // one Metric per registry metric, its points in batch order (the first and last of each, linked through `order`)
+  const byMetric = new Map<MetricDef, { first: number; last: number }>();
+  let n = 0;
   for (const b of batches) {
-    for (const p of b.points) {
+    for (let i = 0; i < b.points.length; i++) {
+      const p = b.points[i]!;
       // a histogram metric's point without buckets is a plugin's mistake, not a histogram: left out, as by every sink
       if (p.metric.kind === 'histogram' && !p.hist) continue;
-      let pts = byMetric.get(p.metric);
-      if (!pts) byMetric.set(p.metric, (pts = []));
-      // gauges: start = end (OTLP ignores it); sums and histograms: the series' start
-      const start = p.metric.kind === 'gauge' ? b.time : (p.start ?? defaultStart);
-      pts.push({ attributes: p.attributes, value: p.value, start, end: b.time, hist: p.hist });
+      ordered(n, p, b.time);
+      const m = byMetric.get(p.metric);
+      if (m) {
+        order.next[m.last] = n;
+        m.last = n;
+      } else byMetric.set(p.metric, { first: n, last: n });
+      n++;
     }
   }
-  const times = new Map<number, Buffer>();
-  const w = new Writer();
+  try {
+    return writeRequest(byMetric, resource, defaultStart, scopeVersion, take);
+  } finally {
+    // the points are not held until the next request
+    order.points.fill(undefined, 0, n);
+  }
+}
+
+function writeRequest<T>(byMetric: Map<MetricDef, { first: number }>, resource: Attributes, defaultStart: number, scopeVersion: string, take: (bytes: Buffer) => T): T {
+  const times = new TimeFields();
+  const w = request;
+  w.reset();
   const rm = w.begin(1, 3);
   const res = w.begin(1, 1);
   keyValues(w, 1, resource);
@@ -252,23 +335,28 @@ export function encodeMetricsRequest(batches: readonly Batch[], resource: Attrib
   w.string(1, 'l9gpu');
   w.string(2, scopeVersion);
   w.end(scope);
-  for (const [def, pts] of byMetric) {
+  const { points, ends, next } = order;
+  for (const [def, { first }] of byMetric) {
     const metric = w.begin(2, 2);
     w.string(1, def.name);
     w.string(2, def.description);
     if (def.unit) w.string(3, def.unit);
     const hist = def.kind === 'histogram';
-    const data = w.begin(def.kind === 'gauge' ? 5 : hist ? 9 : 7, 2);
-    for (const p of pts) {
+    const gauge = def.kind === 'gauge';
+    const data = w.begin(gauge ? 5 : hist ? 9 : 7, 2);
+    for (let g = first; g !== -1; g = next[g]!) {
+      const p = points[g]!;
+      const end = ends[g]!;
       const point = w.begin(1, 2);
-      w.raw(timeField(times, 2, p.start));
-      w.raw(timeField(times, 3, p.end));
+      // gauges: start = end (OTLP ignores it); sums and histograms: the series' start
+      w.raw(times.start(gauge ? end : (p.start ?? defaultStart)));
+      w.raw(times.end(end));
       if (hist) {
         histogramFields(w, p.hist!);
-        keyValues(w, 9, p.attributes);
+        pointAttributes(w, 9, p.attributes);
       } else {
         w.double(4, p.value);
-        keyValues(w, 7, p.attributes);
+        pointAttributes(w, 7, p.attributes);
       }
       w.end(point);
     }
@@ -285,7 +373,9 @@ export function encodeMetricsRequest(batches: readonly Batch[], resource: Attrib
   }
   w.end(sm);
   w.end(rm);
-  return w.bytes();
+  const out = take(w.buf.subarray(0, w.pos));
+  w.reset();
+  return out;
 }
 
 /**

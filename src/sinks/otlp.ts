@@ -14,7 +14,7 @@ import type { Batch } from '../core/metrics/model.js';
 import { VERSION } from '../core/resource.js';
 import { DeliveryQueue } from './delivery-queue.js';
 import { createPoster, type Poster } from './http-post.js';
-import { decodeExportResponse, encodeMetricsRequest } from './otlp-proto.js';
+import { decodeExportResponse, encodeMetricsRequestWith } from './otlp-proto.js';
 import { tcpReachable } from '../core/probe.js';
 import { SinkStats, type Sink, type SinkContext, type SinkManifest } from '../core/sink.js';
 import { requireBuiltin } from '../core/builtin.js';
@@ -26,6 +26,7 @@ class OtlpSink implements Sink {
   readonly stats = new SinkStats();
   private pending: Batch[] = [];
   private pendingPoints = 0;
+  /** The request body of the batches (compressed when configured). */
   private encode!: (batches: Batch[]) => Buffer;
   private poster!: Poster;
   private queue!: DeliveryQueue;
@@ -50,6 +51,8 @@ class OtlpSink implements Sink {
   }
 
   async start(): Promise<void> {
+    // zlib at the first gzipped request, not with the sink (a light command that builds sinks never compresses)
+    const gzipSync = (b: Buffer): Buffer => (requireBuiltin('node:zlib') as typeof zlib).gzipSync(b);
     // protobuf: our own encoder (otlp-proto.ts); http/json, rarely used, through OpenTelemetry's serializer, loaded only then
     if (this.json) {
       const [t, { toResourceMetrics }] = await Promise.all([import('@opentelemetry/otlp-transformer'), import('./resource-metrics.js')]);
@@ -57,10 +60,12 @@ class OtlpSink implements Sink {
       this.encode = (batches) => {
         const raw = s.serializeRequest(toResourceMetrics(batches, this.ctx.resource, this.ctx.startTime, VERSION));
         if (!raw) throw new Error('serializer returned nothing');
-        return Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
+        const body = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
+        return this.gzip ? gzipSync(body) : body;
       };
     } else {
-      this.encode = (batches) => encodeMetricsRequest(batches, this.ctx.resource, this.ctx.startTime, VERSION);
+      // encoded into one buffer used again, which gzip reads (or a copy is taken of): a request makes only its body
+      this.encode = (batches) => encodeMetricsRequestWith(batches, this.ctx.resource, this.ctx.startTime, VERSION, (bytes) => (this.gzip ? gzipSync(bytes) : Buffer.from(bytes)));
     }
     const c = this.ctx.config;
     this.poster = createPoster(this.url, c.num('otlp', 'timeout')! * 1000);
@@ -89,8 +94,7 @@ class OtlpSink implements Sink {
     this.pending = [];
     this.pendingPoints = 0;
     try {
-      const buf = this.encode(batches);
-      this.queue.push({ body: this.gzip ? (requireBuiltin('node:zlib') as typeof zlib).gzipSync(buf) : buf, points });
+      this.queue.push({ body: this.encode(batches), points });
     } catch (e) {
       this.stats.errors++;
       this.stats.dropped += points;

@@ -20,6 +20,27 @@ export interface HistogramValue {
   readonly count: number;
 }
 
+/**
+ * Attributes objects a source hands again, unchanged, for the same series at
+ * every collection (an engine page's series: src/scrape/convert.ts; and what
+ * attribution makes of them): a stage or sink may keep what it derives from
+ * one (its encoded labels, the job's attributes added) for as long as the
+ * object lives, in a WeakMap. Objects made afresh per point are not in the
+ * set, and a sink's lookup of one costs nothing. One in the set is frozen:
+ * what was derived from it stays true.
+ */
+const stable = new WeakSet<Attributes>();
+
+/** Freezes `a` and marks it as handed again every collection (see `stable`). */
+export function stableAttributes(a: Attributes): Attributes {
+  stable.add(Object.freeze(a));
+  return a;
+}
+
+export function isStable(a: Attributes): boolean {
+  return stable.has(a);
+}
+
 export interface Point {
   readonly metric: MetricDef;
   /** A histogram's point: its count. */
@@ -86,8 +107,9 @@ export class PointBuffer implements Emitter {
       this.rejected.set(metric.name, { value, attributes });
       return;
     }
-    const [lo, hi] = validRange(metric);
-    if (value < lo || value > hi) {
+    // indexed, not destructured: a point each, and destructuring goes through an iterator
+    const range = validRange(metric);
+    if (value < range[0] || value > range[1]) {
       this.rejected.set(metric.name, { value, attributes });
       return;
     }
