@@ -103,8 +103,7 @@ interface LabelSet {
  * maxSamples), as copies, never slices of a page.
  *
  * A page lists its series in the same order each time: the set the last page
- * had next is compared in place first (nothing made); the text's lookup is
- * for the others.
+ * had next is compared first; the text's lookup is for the others.
  */
 export class LabelSets {
   private readonly sets = new Map<string, LabelSet>();
@@ -133,7 +132,8 @@ export class LabelSets {
   /** The labels at t[k] (a "{"), when they are the ones the last page had next; undefined: look them up. */
   next(t: string, k: number): LabelSet | undefined {
     const s = this.order[this.at];
-    if (s === undefined || !t.startsWith(s.text, k)) return undefined;
+    // a slice and === (one compare of the whole text): t.startsWith(text, k) measured half as fast on a page
+    if (s === undefined || t.slice(k, k + s.text.length) !== s.text) return undefined;
     s.round = this.round;
     this.at++;
     return s;
@@ -536,7 +536,7 @@ class Parser {
       let end = this.nextBrace < 0 || this.nextBrace > e ? e : this.nextBrace;
       if (this.nextSpace >= 0 && this.nextSpace < end) end = this.nextSpace;
       const last = this.lastName;
-      if (end - s === last.length && last && t.startsWith(last, s)) {
+      if (end - s === last.length && last && t.slice(s, end) === last) {
         name = last;
         i = end;
       } else {
