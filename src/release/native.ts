@@ -35,6 +35,22 @@ function run(cmd: string, args: string[], opts: { cwd: string; env?: NodeJS.Proc
   }
 }
 
+function withoutNpmConfig(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(env).filter(([k]) => !/^npm_config_/i.test(k)));
+}
+
+/** Fails unless the runtime's node loads the module (its ABI and the symbols it needs are the runtime's). */
+function loadsOn(node: string, module: string): void {
+  try {
+    execFileSync(node, ['-e', 'process.dlopen({ exports: {} }, process.argv[1])', module], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  } catch (e) {
+    const r = e as { stderr?: string; message: string };
+    const lines = (r.stderr ?? r.message).split('\n');
+    const why = lines.find((l) => l.includes('NODE_MODULE_VERSION')) ?? lines.find((l) => l.includes('Error')) ?? r.message;
+    throw new Error(`better-sqlite3 built for the bundled Node.js does not load on it (${module}): ${why.trim()}`);
+  }
+}
+
 /** The path of better_sqlite3.node for the runtime, built now unless already kept. */
 export function betterSqlite3For(root: string, runtime: Runtime): string {
   const src = join(root, 'node_modules', 'better-sqlite3');
@@ -45,7 +61,15 @@ export function betterSqlite3For(root: string, runtime: Runtime): string {
   for (const f of files) key.update(readFileSync(join(compat, f)));
   key.update(execFileSync('gcc', ['--version'], { encoding: 'utf8' }));
   const out = join(root, '.cache', 'native', `better-sqlite3-${version}-node-${runtime.version}-${runtime.platform}-${key.digest('hex').slice(0, 12)}`, 'better_sqlite3.node');
-  if (existsSync(out)) return out;
+  if (existsSync(out)) {
+    // a kept module from before a build setting was fixed is built again, not shipped
+    try {
+      loadsOn(join(runtime.dir, 'bin', 'node'), out);
+      return out;
+    } catch {
+      rmSync(dirname(out), { recursive: true, force: true });
+    }
+  }
 
   const work = `${dirname(out)}.tmp`;
   rmSync(work, { recursive: true, force: true });
@@ -55,7 +79,11 @@ export function betterSqlite3For(root: string, runtime: Runtime): string {
   run('gcc', ['-O2', '-fPIC', ...include, '-c', join(compat, 'glibc-compat.c'), '-o', 'glibc-compat.o'], { cwd: work });
   run('g++', ['-O2', '-fPIC', ...include, '-c', join(compat, 'libstdcxx-compat.cc'), '-o', 'libstdcxx-compat.o'], { cwd: work });
   const env = {
-    ...process.env,
+    ...withoutNpmConfig(process.env),
+    // node-gyp takes npm's settings from the environment over its own arguments: a
+    // site's `nodedir` in npmrc (npm run passes it on as npm_config_nodedir) would
+    // build against the development Node's headers
+    npm_config_nodedir: runtime.dir,
     CFLAGS: include.join(' '),
     CXXFLAGS: [...include, '-include', join(compat, 'node_object_wrap-24.18.1.h')].join(' '),
     LDFLAGS: `${join(work, 'glibc-compat.o')} ${join(work, 'libstdcxx-compat.o')}`,
@@ -64,8 +92,10 @@ export function betterSqlite3For(root: string, runtime: Runtime): string {
   run(node, [nodeGyp(), 'configure', '--release', `--nodedir=${runtime.dir}`], { cwd: work, env });
   // the module alone: the package has no use for better-sqlite3's test extension
   run('make', ['-C', 'build', `-j${availableParallelism()}`, 'BUILDTYPE=Release', 'better_sqlite3'], { cwd: work, env });
+  const built = join(work, 'build', 'Release', 'better_sqlite3.node');
+  loadsOn(node, built);
   mkdirSync(dirname(out), { recursive: true });
-  renameSync(join(work, 'build', 'Release', 'better_sqlite3.node'), out);
+  renameSync(built, out);
   rmSync(work, { recursive: true, force: true });
   return out;
 }
