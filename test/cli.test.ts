@@ -11,6 +11,7 @@ import { DaemonProcess, EMPTY_CONFIG, jsonKind, parseLines, runCli } from './hel
 import { freePort } from './helpers/net.js';
 import { ROOT, tempDir } from './helpers/paths.js';
 import { MAN_COMMANDS } from '../src/cli/help.js';
+import { COMMANDS, VERSION_ARGS } from '../src/cli/command-table.js';
 import { recordStart } from '../src/store/jobs.js';
 import { openStore } from '../src/store/open.js';
 
@@ -59,6 +60,17 @@ test('every command\'s --help reads like a man page: usage, description, an exam
     for (const h of ['USAGE', 'DESCRIPTION', 'EXAMPLES', 'EXIT STATUS', 'SEE ALSO']) assert.match(r.stdout, new RegExp(`^${h}$`, 'm'), `${id}: ${h}`);
     assert.match(r.stdout, /^EXAMPLES\n {2}\$ l9gpu /m, `${id}: an example`);
   }
+});
+
+test('bin/run.js starts each command as the command table says: dist/commands.json is the table\'s routes, and the oclif command files are its rows', () => {
+  const routes = JSON.parse(readFileSync(join(ROOT, 'dist', 'commands.json'), 'utf8')) as Record<string, string>;
+  const want = Object.fromEntries([...COMMANDS.map((c) => [c.id, c.entry]), ...VERSION_ARGS.map((a) => [a, 'light'])]);
+  assert.deepEqual(routes, want, 'dist/commands.json, written at build (src/cli/write-help.ts), against src/cli/command-table.ts');
+  const files = readdirSync(join(ROOT, 'dist', 'src', 'commands'), { recursive: true, encoding: 'utf8' })
+    .filter((f) => f.endsWith('.js'))
+    .map((f) => f.replace(/\.js$/, '').replace(/\/index$/, '').split('/').join(' '));
+  assert.deepEqual(files.sort(), COMMANDS.map((c) => c.id).sort(), 'one oclif command file per row of the table, none more');
+  for (const c of COMMANDS) assert.equal(c.run !== undefined, c.entry === 'light', `${c.id}: a light command has a body, and only a light one`);
 });
 
 test('help is printed from the texts written at build time, each the same as oclif renders it, for every command and topic', async () => {
