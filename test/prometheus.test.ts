@@ -1,6 +1,8 @@
 /** A real Prometheus 2.42 scrapes the daemon's pull endpoint and answers PromQL. */
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
+import http from 'node:http';
+import { gunzipSync } from 'node:zlib';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -73,4 +75,41 @@ test('the exposition page passes promtool check metrics and declares types, help
   assert.deepEqual(problems, ['system_cpu_logical_count non-histogram and non-summary metrics should not have "_count" suffix'], lint.output);
   const notFound = await fetch(`http://127.0.0.1:${port}/nope`);
   assert.equal(notFound.status, 404);
+});
+
+test('the page gzipped when the scraper asks (as Prometheus does on every scrape): the same series, a tenth of the bytes; identity when gzip is refused', async () => {
+  const get = (encoding: string | undefined, method = 'GET') =>
+    new Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }>((resolve, reject) => {
+      const req = http.request({ host: '127.0.0.1', port, path: '/metrics', method, headers: encoding === undefined ? {} : { 'accept-encoding': encoding } }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+  // series without their values: the page is rendered again at each batch, the series stay
+  const series = (page: string) => page.split('\n').filter((l) => l && !l.startsWith('#')).map((l) => l.slice(0, l.lastIndexOf(' '))).sort();
+  const plain = await waitFor('a page with the sim GPUs', async () => {
+    const r = await get(undefined);
+    return r.body.includes('gpu_utilization_ratio') ? r : undefined;
+  });
+  assert.equal(plain.headers['content-encoding'], undefined);
+  assert.equal(plain.headers.vary, 'accept-encoding');
+  const gz = await get('gzip, deflate');
+  assert.equal(gz.status, 200);
+  assert.equal(gz.headers['content-encoding'], 'gzip');
+  assert.equal(Number(gz.headers['content-length']), gz.body.length);
+  const unzipped = gunzipSync(gz.body).toString('utf8');
+  assert.deepEqual(series(unzipped), series(plain.body.toString('utf8')));
+  assert.ok(gz.body.length * 5 < plain.body.length, `gzipped ${gz.body.length} B of ${plain.body.length} B`);
+  const head = await get('gzip', 'HEAD');
+  assert.equal(head.headers['content-encoding'], 'gzip');
+  assert.equal(head.body.length, 0);
+  for (const refused of ['gzip;q=0', 'identity', 'br', '*;q=0, br', 'gzip;q=0, *']) {
+    const r = await get(refused);
+    assert.equal(r.headers['content-encoding'], undefined, refused);
+    assert.ok(r.body.toString('utf8').includes('# TYPE gpu_utilization_ratio gauge'), refused);
+  }
+  for (const taken of ['*', 'x-gzip', 'br;q=1, GZIP;q=0.5']) assert.equal((await get(taken)).headers['content-encoding'], 'gzip', taken);
 });
