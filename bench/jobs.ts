@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
-import { emptyRollup, step } from '../src/jobs/rollup.js';
+import { emptyRollup, step } from '../src/figures/rollup.js';
 import { listJobs } from '../src/jobs/list.js';
 import { findJob, reportFromStore } from '../src/jobs/report.js';
 import { openStore, openStoreReadOnly } from '../src/store/open.js';

@@ -1,7 +1,7 @@
 /** The rollup fold and the notes on exact inputs. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { emptyRollup, figures, step } from '../src/jobs/rollup.js';
+import { emptyRollup, figures, step } from '../src/figures/rollup.js';
 import { jobNotes } from '../src/jobs/notes.js';
 import { totalsOf } from '../src/jobs/report.js';
 import type { GpuRow, JobHeader } from '../src/jobs/report-model.js';

@@ -2,6 +2,7 @@
  * The layering of docs/architecture.md, enforced on the real import graph:
  * core <- services <- runtime | plugins/<name> | slurm | attribution/<name>
  * <- composition root (daemon/catalog.ts) <- CLI, bench, tests. No loops.
+ * Inside the services: src/figures <- src/ledger | src/jobs.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -57,5 +58,19 @@ test('src/nccl is a service: the nccl plugin and the job report both use it, and
   ];
   assert.deepEqual(violations(['plugins/nccl/aggregate.ts', 'src/jobs/communication.ts', 'src/nccl/straggler.ts'], edges), [
     'src/nccl/straggler.ts:1: imports plugins/nccl/aggregate.ts: services (rank 1) may not import plugins/nccl (rank 2)',
+  ]);
+});
+
+test('src/figures sits below the ledger and the job reports, which never import each other', () => {
+  const edges = [
+    ...importsOf('src/ledger/ledger.ts', "import { samplesFromPoints } from '../figures/samples.js';\n", '/r'),
+    ...importsOf('src/jobs/report.ts', "import { addBuckets } from '../figures/buckets.js';\nimport { x } from '../ledger/engine-rollup.js';\n", '/r'),
+    ...importsOf('src/ledger/cost-rate.ts', "import type { Prices } from '../jobs/prices.js';\n", '/r'),
+    ...importsOf('src/figures/samples.ts', "import type { Attributes } from '../core/metrics/model.js';\nimport type { Db } from '../store/open.js';\n", '/r'),
+  ];
+  assert.deepEqual(violations(['src/ledger/ledger.ts', 'src/jobs/report.ts', 'src/ledger/cost-rate.ts', 'src/figures/samples.ts'], edges), [
+    'src/jobs/report.ts:2: imports src/ledger/engine-rollup.ts: src/jobs and src/ledger share their figures through src/figures, never each other',
+    'src/ledger/cost-rate.ts:1: imports src/jobs/prices.ts: src/ledger and src/jobs share their figures through src/figures, never each other',
+    'src/figures/samples.ts:2: imports src/store/open.ts: src/figures imports the core alone',
   ]);
 });

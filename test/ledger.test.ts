@@ -15,7 +15,7 @@ import { openStore } from '../src/store/open.js';
 import { recordStart } from '../src/store/jobs.js';
 import { metric } from '../src/core/metrics/registry.js';
 import { inferenceOf } from '../src/jobs/report.js';
-import { addBuckets } from '../src/ledger/engine-rollup.js';
+import { addBuckets } from '../src/figures/buckets.js';
 import { tempDir } from './helpers/paths.js';
 
 const id = gpuAttributes({ index: 0, uuid: 'GPU-aaaa', model: 'NVIDIA H100 80GB HBM3', vendor: 'nvidia', pciBusId: '0000:18:00.0' });

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { decodeSummary, encodeSummary, isSummary, MAX_SUMMARY_CHARS, reportFromSummary } from '../src/jobs/summary.js';
-import { emptyRollup, figures, step } from '../src/jobs/rollup.js';
+import { emptyRollup, figures, step } from '../src/figures/rollup.js';
 import { headerOf } from '../src/jobs/report.js';
 import type { GpuRow, JobReport } from '../src/jobs/report-model.js';
 import { renderReport } from '../src/jobs/render.js';

@@ -11,7 +11,8 @@ import { viewer, type Viewer } from '../jobs/access.js';
 import { answerJobs, type JobsAnswer, type JobsRequest, type ListAnswer, type ListRequest, type Refusal, type ShowAnswer } from '../jobs/api.js';
 import { askJobsDaemon } from '../jobs/client.js';
 import { jobsSocketPath } from '../jobs/server.js';
-import type { JobReport, Prices } from '../jobs/report-model.js';
+import type { Prices } from '../figures/prices.js';
+import type { JobReport } from '../jobs/report-model.js';
 import { getMeta } from '../store/meta.js';
 import { LEARNED_NODE_KEY } from '../../slurm/node-name.js';
 

@@ -11,7 +11,8 @@ import type { Viewer } from './access.js';
 import { listJobs, type JobListRow } from './list.js';
 import { GROUP_BY, groupJobs, type GroupBy, type JobGroupRow } from './by.js';
 import { findJob, reportFromStore } from './report.js';
-import type { JobReport, Prices } from './report-model.js';
+import type { Prices } from '../figures/prices.js';
+import type { JobReport } from './report-model.js';
 
 /** `limit` caps the whole list (0: no cap); `offset` is where this page starts in it (the `next` of the page before). */
 export type ListRequest = { op: 'list'; user: string | null; account: string | null; partition: string | null; state: 'running' | 'completed' | 'all'; since: number | null; limit: number; by?: GroupBy | null; offset?: number };

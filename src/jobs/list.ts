@@ -1,8 +1,9 @@
 /** `l9gpu jobs`: one row per job from the store, filtered in SQL, newest first. */
 import type { Db } from '../store/open.js';
-import { figures, type GpuRollup } from './rollup.js';
+import { figures, type GpuRollup } from '../figures/rollup.js';
 import { displayId, headerOf, jobState, totalsOf } from './report.js';
-import type { GpuRow, Prices } from './report-model.js';
+import type { Prices } from '../figures/prices.js';
+import type { GpuRow } from './report-model.js';
 import { jobNotes } from './notes.js';
 
 export interface ListFilter {

@@ -15,10 +15,11 @@ import { printable } from '../core/printable.js';
 import { maskSecrets, redactText, redactUrl, urlSecrets } from '../core/redact.js';
 import { ATTRIBUTION_ATTRIBUTES, METRICS, SCOPE_ATTRIBUTES, findMetric, prometheusName } from '../core/metrics/registry.js';
 import type { Attributes } from '../core/metrics/model.js';
-import { emptyRollup, figures, step, type GpuRollup, type GpuSample } from './rollup.js';
-import { addToSample } from './samples.js';
+import { emptyRollup, figures, step, type GpuRollup, type GpuSample } from '../figures/rollup.js';
+import { addToSample } from '../figures/samples.js';
 import { headerOf, totalsOf } from './report.js';
-import type { GpuRow, JobReport, Prices } from './report-model.js';
+import type { Prices } from '../figures/prices.js';
+import type { GpuRow, JobReport } from './report-model.js';
 import { figureNotes } from './notes.js';
 import { communicationOf, type CommRow } from './communication.js';
 

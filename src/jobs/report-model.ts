@@ -1,5 +1,5 @@
 /** The shapes of a job report, shared by the store and PromQL sources, the notes and the renderers. */
-import type { GpuFigures } from './rollup.js';
+import type { GpuFigures } from '../figures/rollup.js';
 
 export interface Note {
   level: 'info' | 'warn';
@@ -129,20 +129,4 @@ export interface JobReport {
   /** Mean utilization of the job's GPUs per minute (ms, 0..1). */
   series: [number, number][];
   notes: Note[];
-}
-
-/** [jobs] prices (src/jobs/prices.ts reads and applies them). */
-export interface Prices {
-  perGpuHour: number | null;
-  perModel: [string, number][];
-  /** Exact partition names. */
-  perPartition?: [string, number][];
-  /** Node names or patterns (* for any characters). */
-  perNode?: [string, number][];
-  perKwh: number | null;
-  /** Grid carbon intensity, gCO2e per kWh. */
-  gCo2ePerKwh?: number | null;
-  /** Facility energy over IT energy (>= 1); 1 when unset. */
-  pue?: number;
-  currency: string;
 }

@@ -5,13 +5,13 @@
  */
 import type { Attributes } from '../core/metrics/model.js';
 import type { Db } from '../store/open.js';
-import { emptyRollup, figures, type GpuRollup } from './rollup.js';
+import { emptyRollup, figures, type GpuRollup } from '../figures/rollup.js';
 import { figureNotes } from './notes.js';
-import type { GpuRow, InferenceFigures, JobHeader, JobReport, Prices, Totals } from './report-model.js';
-import { addBuckets, type Buckets } from '../ledger/engine-rollup.js';
+import type { GpuRow, InferenceFigures, JobHeader, JobReport, Totals } from './report-model.js';
+import { addBuckets, type Buckets } from '../figures/buckets.js';
 import { quantileOf } from '../scrape/histogram-window.js';
 import { commRowsFromStore, communicationOf } from './communication.js';
-import { costPerMillionTokens, jobCost } from './prices.js';
+import { costPerMillionTokens, jobCost, type Prices } from '../figures/prices.js';
 
 /** Array tasks print as ARRAYID_TASKID, like squeue and sacct. */
 export function displayId(jobId: string, arrayJobId: string | null, arrayTaskId: string | null): string {

@@ -21,7 +21,7 @@ import type { Logger } from '../core/log.js';
 import { loadPeerCred, peerCred } from '../core/peer-cred.js';
 import { ViewerCache } from './access.js';
 import { parseJobsRequest, type JobsAnswer } from './api.js';
-import type { Prices } from './report-model.js';
+import type { Prices } from '../figures/prices.js';
 import { StoreAnswers } from './store-answers.js';
 
 export const JOBS_SOCKET = 'jobs.sock';

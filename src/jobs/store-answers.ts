@@ -2,7 +2,7 @@
 import { Worker } from 'node:worker_threads';
 import type { Viewer } from './access.js';
 import type { JobsAnswer, JobsRequest } from './api.js';
-import type { Prices } from './report-model.js';
+import type { Prices } from '../figures/prices.js';
 
 export interface StoreQuestion {
   id: number;

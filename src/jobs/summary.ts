@@ -11,8 +11,9 @@
  */
 import type zlib from 'node:zlib';
 import { requireBuiltin } from '../core/builtin.js';
-import type { CommunicationFigures, GpuRow, JobHeader, JobReport, Prices } from './report-model.js';
-import type { GpuFigures } from './rollup.js';
+import type { Prices } from '../figures/prices.js';
+import type { CommunicationFigures, GpuRow, JobHeader, JobReport } from './report-model.js';
+import type { GpuFigures } from '../figures/rollup.js';
 import { totalsOf } from './report.js';
 import { figureNotes } from './notes.js';
 

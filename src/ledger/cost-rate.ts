@@ -15,9 +15,8 @@ import { identityOf } from '../core/gpu-identity.js';
 import { GPU } from '../core/metrics/gpu-metrics.js';
 import type { Attributes, Batch, Point } from '../core/metrics/model.js';
 import { metric } from '../core/metrics/registry.js';
-import { gpuCost, hourlyRate, type Place } from '../jobs/prices.js';
-import type { Prices } from '../jobs/report-model.js';
-import type { GpuFigures } from '../jobs/rollup.js';
+import { gpuCost, hourlyRate, type Place, type Prices } from '../figures/prices.js';
+import type { GpuFigures } from '../figures/rollup.js';
 
 const COST = {
   rate: metric('gpu.cost.rate'),

@@ -14,13 +14,9 @@
  */
 import type { Attributes, HistogramValue, Point } from '../core/metrics/model.js';
 import type { InferenceRole } from '../core/metrics/registry.js';
+import { addBuckets, type Buckets } from '../figures/buckets.js';
 import type { Db } from '../store/open.js';
 import { increase, SeriesDeltas, type Seen } from './series-deltas.js';
-
-export interface Buckets {
-  bounds: number[];
-  counts: number[];
-}
 
 interface Acc {
   jobId: string;
@@ -41,26 +37,6 @@ function histDelta(a: HistogramValue, b: HistogramValue | undefined): Buckets {
     return { bounds: [...a.bounds], counts: a.counts.map((c, i) => c - b.counts[i]!) };
   }
   return { bounds: [...a.bounds], counts: [...a.counts] };
-}
-
-/**
- * Buckets added to buckets. Other bounds (two engines, or one upgraded
- * mid-job): the union of the bounds, each bucket's count under its own upper
- * bound, so no observation is lost (the interpolation inside a merged bucket
- * is coarser).
- */
-export function addBuckets(into: Buckets | undefined, d: Buckets): Buckets {
-  if (!into) return { bounds: [...d.bounds], counts: [...d.counts] };
-  if (into.bounds.length === d.bounds.length && into.bounds.every((x, i) => x === d.bounds[i])) return { bounds: into.bounds, counts: into.counts.map((c, i) => c + d.counts[i]!) };
-  const bounds = [...new Set([...into.bounds, ...d.bounds])].sort((a, b) => a - b);
-  const counts = new Array<number>(bounds.length + 1).fill(0);
-  for (const b of [into, d]) {
-    b.counts.forEach((c, i) => {
-      const at = i < b.bounds.length ? bounds.indexOf(b.bounds[i]!) : bounds.length;
-      counts[at] = counts[at]! + c;
-    });
-  }
-  return { bounds, counts };
 }
 
 export class EngineRollups {

@@ -11,7 +11,7 @@ import type { Logger } from '../core/log.js';
 import { GPU } from '../core/metrics/gpu-metrics.js';
 import type { Attributes, Batch, JobShare, Point } from '../core/metrics/model.js';
 import { metric } from '../core/metrics/registry.js';
-import { samplesFromPoints } from '../jobs/samples.js';
+import { samplesFromPoints } from '../figures/samples.js';
 import type { Db } from '../store/open.js';
 import { EngineRollups } from './engine-rollup.js';
 import { NcclRollups } from './nccl-rollup.js';

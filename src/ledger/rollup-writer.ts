@@ -5,7 +5,7 @@
  * without losing a job's figures).
  */
 import type { Attributes } from '../core/metrics/model.js';
-import { emptyRollup, figures, step, type GpuFigures, type GpuRollup, type GpuSample } from '../jobs/rollup.js';
+import { emptyRollup, figures, step, type GpuFigures, type GpuRollup, type GpuSample } from '../figures/rollup.js';
 import type { Db } from '../store/open.js';
 
 export interface RollupBinding {

@@ -3,7 +3,8 @@
  * (docs/architecture.md draws the same picture). A file may import its own
  * group and any lower rank; at rank 2 the groups are walled off from each
  * other (a plugin never imports another plugin, slurm/ or the daemon), and
- * only the CLI, bench and tests sit above the composition root.
+ * only the CLI, bench and tests sit above the composition root. Inside the
+ * services, the per-job figures go one way (WALLED).
  */
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
@@ -19,7 +20,7 @@ export function layerOf(path: string): Layer | undefined {
   const p = path.split(sep).join('/');
   if (p.startsWith('src/core/')) return { group: 'core', rank: 0 };
   // src/nccl: NCCL's figures (bandwidth factors, stragglers), shared by the nccl plugin and the job report
-  if (/^src\/(pipeline|sinks|store|ledger|jobs|scrape|health|nccl)\//.test(p)) return { group: 'services', rank: 1 };
+  if (serviceOf(p) !== undefined) return { group: 'services', rank: 1 };
   // the composition root, and its light half (the config schema and the providers the CLI reads a configuration with)
   if (p === 'daemon/catalog.ts' || p === 'daemon/schema.ts') return { group: 'root', rank: 3 };
   if (p.startsWith('daemon/')) return { group: 'runtime', rank: 2 };
@@ -33,6 +34,34 @@ export function layerOf(path: string): Layer | undefined {
   if (p.startsWith('src/release/')) return { group: 'release', rank: 4 };
   if (/^(bench|test)\//.test(p)) return { group: 'tools', rank: 5 };
   return undefined;
+}
+
+const SERVICES = ['pipeline', 'sinks', 'store', 'ledger', 'jobs', 'scrape', 'health', 'nccl', 'figures'];
+
+/** The service folder (src/<name>/) a path is in, or undefined. */
+function serviceOf(path: string): string | undefined {
+  const m = /^src\/([^/]+)\//.exec(path);
+  return m && SERVICES.includes(m[1]!) ? m[1] : undefined;
+}
+
+/**
+ * The services use each other freely but for the per-job figures, which go
+ * one way: src/figures (the rollup fold, its samples, prices, histogram
+ * buckets) imports the core alone; the ledger, which writes the figures, and
+ * the job reports, which read them, both import it and never each other.
+ */
+const WALLED: Readonly<Record<string, readonly string[]>> = {
+  figures: SERVICES.filter((s) => s !== 'figures'),
+  ledger: ['jobs'],
+  jobs: ['ledger'],
+};
+
+/** Why a service may not import another service's file, or undefined where it may. */
+function serviceWall(from: string, to: string): string | undefined {
+  const a = serviceOf(from);
+  const b = serviceOf(to);
+  if (a === undefined || b === undefined || !WALLED[a]?.includes(b)) return undefined;
+  return a === 'figures' ? 'src/figures imports the core alone' : `src/${a} and src/${b} share their figures through src/figures, never each other`;
 }
 
 export function allowed(from: Layer, to: Layer): boolean {
@@ -84,6 +113,10 @@ export function violations(files: readonly string[], edges: readonly Edge[]): st
     const b = layerOf(e.to);
     if (!a || !b) continue;
     if (!allowed(a, b)) out.push(`${e.from}:${e.line}: imports ${e.to}: ${a.group} (rank ${a.rank}) may not import ${b.group} (rank ${b.rank})`);
+    else {
+      const wall = serviceWall(e.from, e.to);
+      if (wall) out.push(`${e.from}:${e.line}: imports ${e.to}: ${wall}`);
+    }
   }
   return out;
 }
