@@ -123,3 +123,77 @@ test('latency buckets of other bounds (two engines, or one upgraded mid-job) mer
   assert.deepEqual(addBuckets({ bounds: [1, 2], counts: [1, 1, 0] }, { bounds: [1.5], counts: [2, 1] }), { bounds: [1, 1.5, 2], counts: [1, 2, 1, 1] });
   assert.deepEqual(addBuckets({ bounds: [1], counts: [1, 2] }, { bounds: [1], counts: [3, 4] }), { bounds: [1], counts: [4, 6] });
 });
+
+test('communication figures: operations, bytes and seconds added per communicator, collective, size and rank; a rank known by the Inspector\'s job id alone; a restart counted from its new count', () => {
+  const db = openStore(tempDir('l9gpu-ledger-nccl-'));
+  try {
+    recordStart(db, { jobId: '88', runKey: 'r0', user: 'alice', uid: 1001, partition: 'gpu' }, [], 'prolog');
+    const ledger = new JobLedger(db, createLogger('error', () => {}), { seriesMs: 1e12, jobsMs: 1e12 });
+    // the attributes plugins/nccl/aggregate.ts gives a rank's series
+    const at = (rank: number, job: Attributes): Attributes => ({ 'nccl.collective': 'AllReduce', 'nccl.ranks': 2, 'nccl.nodes': 1, 'nccl.comm.id': '0x5a1b', 'nccl.comm.name': 'dp', 'nccl.rank': rank, 'nccl.message.size': '64MiB', ...job });
+    const MIB64 = 64 * 2 ** 20;
+    const rank = (r: number, job: Attributes, ops: number, seconds: number): Point[] => [
+      { metric: metric('nccl.operations'), value: ops, attributes: at(r, job) },
+      { metric: metric('nccl.bytes'), value: ops * MIB64, attributes: at(r, job) },
+      { metric: metric('nccl.exec.time'), value: ops, attributes: at(r, job), hist: { bounds: [0.01, 0.1], counts: [0, ops, 0], sum: seconds, count: ops } },
+    ];
+    const tick = (time: number, r0: [number, number], r1: [number, number]) =>
+      ledger.observe({ source: 'nccl', time, intervalMs: 1000, points: [
+        ...rank(0, { 'slurm.job.id': '88' }, ...r0),
+        // attribution found no process of the job for rank 1: the job id the Inspector's file names stands for it
+        ...rank(1, { 'nccl.job.id': '88' }, ...r1),
+        // a rank of no job is nobody's
+        ...rank(5, {}, 7, 0.5),
+        // a gauge: not counted
+        { metric: metric('nccl.bandwidth.bus'), value: 1e9, attributes: at(0, { 'slurm.job.id': '88' }) },
+      ] } as Batch);
+    tick(1000, [10, 0.5], [10, 1.5]); // first records: whole (the rank's process is the job's)
+    tick(2000, [25, 1.25], [3, 0.25]); // rank 0: +15 operations, +0.75 s; rank 1 restarted: its new counts
+    const rows = db.prepare('SELECT comm, comm_name, collective, size, rank, n_ranks, n_nodes, first_time, last_time, ops, bytes, seconds FROM job_nccl WHERE job_id = ? AND run_key = ? ORDER BY rank').all('88', 'r0');
+    const row = { comm: '0x5a1b', comm_name: 'dp', collective: 'AllReduce', size: '64MiB', n_ranks: 2, n_nodes: 1, first_time: 1000, last_time: 2000 };
+    assert.deepEqual(rows, [
+      { ...row, rank: 0, ops: 25, bytes: 25 * MIB64, seconds: 1.25 },
+      { ...row, rank: 1, ops: 13, bytes: 13 * MIB64, seconds: 1.75 },
+    ]);
+    assert.equal((db.prepare('SELECT COUNT(*) AS n FROM job_nccl').get() as { n: number }).n, 2, 'no row for the rank without a job');
+  } finally {
+    db.close();
+  }
+});
+
+test('engine and NCCL figures while another writer holds the store: each kind says so once, and both are written again when the lock is gone', () => {
+  const dir = tempDir('l9gpu-ledger-locked-');
+  const db = openStore(dir, { busyTimeoutMs: 0 });
+  const other = openStore(dir, { busyTimeoutMs: 0 });
+  try {
+    recordStart(db, { jobId: '77', runKey: 'r0', user: 'alice', uid: 1001, partition: 'gpu' }, [], 'prolog');
+    const lines: string[] = [];
+    const ledger = new JobLedger(db, createLogger('error', (l) => lines.push(l)), { seriesMs: 1e12, jobsMs: 1e12 });
+    const job = { 'slurm.job.id': '77' };
+    const tick = (time: number, n: number) =>
+      ledger.observe({ source: 'x', time, intervalMs: 1000, points: [
+        { metric: metric('vllm.tokens.generation'), value: n, attributes: { 'server.address': '127.0.0.1', 'server.port': 8000, ...job } },
+        { metric: metric('nccl.operations'), value: n, attributes: { 'nccl.collective': 'AllReduce', 'nccl.ranks': 1, 'nccl.nodes': 1, 'nccl.comm.id': '0x1', 'nccl.rank': 0, 'nccl.message.size': '1MiB', ...job } },
+      ] } as Batch);
+    const last = () => [
+      (db.prepare('SELECT last_time FROM job_engine').get() as { last_time: number }).last_time,
+      (db.prepare('SELECT last_time FROM job_nccl').get() as { last_time: number }).last_time,
+    ];
+    tick(1000, 1);
+    assert.deepEqual(last(), [1000, 1000]);
+    other.exec('BEGIN IMMEDIATE');
+    tick(2000, 2);
+    tick(3000, 3);
+    other.exec('COMMIT');
+    assert.equal(lines.length, 2, lines.join(''));
+    assert.match(lines[0]!, /error \[l9gpu\] cannot update the jobs' inference figures: the engine samples of this tick are not in the job reports error=.*database is locked/);
+    assert.match(lines[1]!, /error \[l9gpu\] cannot update the jobs' communication figures: the NCCL records of this tick are not in the job reports error=.*database is locked/);
+    assert.deepEqual(last(), [1000, 1000], 'nothing written under the lock');
+    tick(4000, 4);
+    assert.deepEqual(last(), [4000, 4000]);
+    assert.equal(lines.length, 2);
+  } finally {
+    other.close();
+    db.close();
+  }
+});

@@ -12,11 +12,11 @@
  * labels), not the attributes attribution adds, which change as the job's
  * bindings load.
  */
-import type { Attributes, HistogramValue, Point } from '../core/metrics/model.js';
+import type { Attributes, HistogramValue } from '../core/metrics/model.js';
 import type { InferenceRole } from '../core/metrics/registry.js';
 import { addBuckets, type Buckets } from '../figures/buckets.js';
-import type { Db } from '../store/open.js';
-import { increase, SeriesDeltas, type Seen } from './series-deltas.js';
+import type { DeltaFigures } from './deltas-rollup.js';
+import { increase } from './series-deltas.js';
 
 interface Acc {
   jobId: string;
@@ -39,66 +39,45 @@ function histDelta(a: HistogramValue, b: HistogramValue | undefined): Buckets {
   return { bounds: [...a.bounds], counts: [...a.counts] };
 }
 
-export class EngineRollups {
-  private readonly deltas: SeriesDeltas;
-
-  constructor(private readonly db: Db) {
-    this.deltas = new SeriesDeltas(db);
-  }
-
-  /** Takes a batch's points; the engine points with a job add to that job's figures in the store. */
-  observe(points: readonly Point[], time: number): void {
-    const accs = new Map<string, Acc>();
-    const seen: Seen[] = [];
-    for (let i = 0; i < points.length; i++) {
-      const p = points[i]!;
-      const role: InferenceRole | undefined = p.metric.inference;
-      if (!role) continue;
-      const a: Attributes = p.attributes;
-      const jobId = a['slurm.job.id'] ?? a['k8s.pod.name'];
-      if (typeof jobId !== 'string') continue;
-      const runKey = this.deltas.runOf(jobId, time);
-      if (runKey === undefined) continue;
-      const prev = this.deltas.take(p, jobId, time, seen);
-      const engine = p.metric.name.slice(0, p.metric.name.indexOf('.'));
-      const endpoint = `${String(a['server.address'])}:${String(a['server.port'])}`;
-      const model = typeof a['gen_ai.request.model'] === 'string' ? a['gen_ai.request.model'] : '';
-      const ak = `${jobId}\u0001${runKey}\u0001${engine}\u0001${endpoint}\u0001${model}`;
-      let acc = accs.get(ak);
-      if (!acc) accs.set(ak, (acc = { jobId, runKey, engine, endpoint, model, requests: 0, prompt_tokens: null, generation_tokens: null }));
-      if (role === 'ttft' || role === 'itl') {
-        if (p.hist) acc[role] = addBuckets(acc[role], histDelta(p.hist, prev?.h));
-        continue;
-      }
-      // a token histogram (TGI's input and generated lengths) counts its sum: the tokens of its requests
-      const v = p.hist ? p.hist.sum : p.value;
-      const before = p.hist ? prev?.h?.sum : prev?.v;
-      acc[role] = (acc[role] ?? 0) + increase(v, before);
+export const ENGINE_FIGURES: DeltaFigures<Acc> = {
+  takes: (p) => p.metric.inference !== undefined,
+  jobOf(p) {
+    if (!p.metric.inference) return undefined;
+    const jobId = p.attributes['slurm.job.id'] ?? p.attributes['k8s.pod.name'];
+    return typeof jobId === 'string' ? jobId : undefined;
+  },
+  rowOf(p, jobId, runKey) {
+    const a: Attributes = p.attributes;
+    const engine = p.metric.name.slice(0, p.metric.name.indexOf('.'));
+    const endpoint = `${String(a['server.address'])}:${String(a['server.port'])}`;
+    const model = typeof a['gen_ai.request.model'] === 'string' ? a['gen_ai.request.model'] : '';
+    return { key: `${engine}\u0001${endpoint}\u0001${model}`, row: () => ({ jobId, runKey, engine, endpoint, model, requests: 0, prompt_tokens: null, generation_tokens: null }) };
+  },
+  add(acc, p, prev) {
+    const role: InferenceRole = p.metric.inference!;
+    if (role === 'ttft' || role === 'itl') {
+      if (p.hist) acc[role] = addBuckets(acc[role], histDelta(p.hist, prev?.h));
+      return;
     }
-    this.deltas.forget(time);
-    if (seen.length) this.write([...accs.values()], seen, time);
-  }
-
-  private write(accs: Acc[], seen: Seen[], time: number): void {
-    const get = this.db.prepare('SELECT requests, prompt_tokens, generation_tokens, ttft, itl, first_time FROM job_engine WHERE job_id = ? AND run_key = ? AND engine = ? AND endpoint = ? AND model = ?');
-    const put = this.db.prepare(`INSERT OR REPLACE INTO job_engine (job_id, run_key, engine, endpoint, model, first_time, last_time, requests, prompt_tokens, generation_tokens, ttft, itl)
-                                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+    // a token histogram (TGI's input and generated lengths) counts its sum: the tokens of its requests
+    const v = p.hist ? p.hist.sum : p.value;
+    const before = p.hist ? prev?.h?.sum : prev?.v;
+    acc[role] = (acc[role] ?? 0) + increase(v, before);
+  },
+  write(db, accs, time) {
+    const get = db.prepare('SELECT requests, prompt_tokens, generation_tokens, ttft, itl, first_time FROM job_engine WHERE job_id = ? AND run_key = ? AND engine = ? AND endpoint = ? AND model = ?');
+    const put = db.prepare(`INSERT OR REPLACE INTO job_engine (job_id, run_key, engine, endpoint, model, first_time, last_time, requests, prompt_tokens, generation_tokens, ttft, itl)
+                            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
     const add = (a: number | null, b: number | null | undefined): number | null => (a === null && (b === null || b === undefined) ? null : (a ?? 0) + (b ?? 0));
-    this.db.transaction(() => {
-      for (const a of accs) {
-        const had = get.get(a.jobId, a.runKey, a.engine, a.endpoint, a.model) as { requests: number; prompt_tokens: number | null; generation_tokens: number | null; ttft: string | null; itl: string | null; first_time: number } | undefined;
-        const merge = (old: string | null | undefined, d: Buckets | undefined) => {
-          const o = old ? (JSON.parse(old) as Buckets) : undefined;
-          const m = d ? addBuckets(o, d) : o;
-          return m ? JSON.stringify(m) : null;
-        };
-        put.run(a.jobId, a.runKey, a.engine, a.endpoint, a.model, had?.first_time ?? time, time, (had?.requests ?? 0) + a.requests, add(a.prompt_tokens, had?.prompt_tokens), add(a.generation_tokens, had?.generation_tokens), merge(had?.ttft, a.ttft), merge(had?.itl, a.itl));
-      }
-      this.deltas.save(seen, time);
-    }).immediate();
-  }
-
-  prune(now: number): void {
-    this.deltas.prune(now);
-  }
-}
+    for (const a of accs) {
+      const had = get.get(a.jobId, a.runKey, a.engine, a.endpoint, a.model) as { requests: number; prompt_tokens: number | null; generation_tokens: number | null; ttft: string | null; itl: string | null; first_time: number } | undefined;
+      const merge = (old: string | null | undefined, d: Buckets | undefined) => {
+        const o = old ? (JSON.parse(old) as Buckets) : undefined;
+        const m = d ? addBuckets(o, d) : o;
+        return m ? JSON.stringify(m) : null;
+      };
+      put.run(a.jobId, a.runKey, a.engine, a.endpoint, a.model, had?.first_time ?? time, time, (had?.requests ?? 0) + a.requests, add(a.prompt_tokens, had?.prompt_tokens), add(a.generation_tokens, had?.generation_tokens), merge(had?.ttft, a.ttft), merge(had?.itl, a.itl));
+    }
+  },
+  failure: 'cannot update the jobs\' inference figures: the engine samples of this tick are not in the job reports',
+};

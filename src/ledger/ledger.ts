@@ -13,8 +13,9 @@ import type { Attributes, Batch, JobShare, Point } from '../core/metrics/model.j
 import { metric } from '../core/metrics/registry.js';
 import { samplesFromPoints } from '../figures/samples.js';
 import type { Db } from '../store/open.js';
-import { EngineRollups } from './engine-rollup.js';
-import { NcclRollups } from './nccl-rollup.js';
+import { DeltaRollups } from './deltas-rollup.js';
+import { ENGINE_FIGURES } from './engine-rollup.js';
+import { NCCL_FIGURES } from './nccl-rollup.js';
 import { InventoryWriter } from './inventory.js';
 import { RollupWriter, type RollupBinding } from './rollup-writer.js';
 import { CostRates, type CostSource } from './cost-rate.js';
@@ -46,10 +47,8 @@ export class JobLedger {
   private lastPrune = 0;
   /** The error of the rollup writes while they fail ('' while they work). */
   private writeError = '';
-  private engineError = '';
-  private ncclError = '';
-  private readonly engines: EngineRollups;
-  private readonly nccl: NcclRollups;
+  /** The figures counted from the sources' own cumulative series: the inference engines', NCCL's. */
+  private readonly counted: readonly DeltaRollups<unknown>[];
   /** Cost rates and job-end cost and CO2e, with [jobs] prices (src/ledger/cost-rate.ts). */
   private readonly cost: CostRates | undefined;
 
@@ -61,31 +60,13 @@ export class JobLedger {
   ) {
     this.cost = cost && new CostRates(cost);
     this.rollups = new RollupWriter(db);
-    this.engines = new EngineRollups(db);
-    this.nccl = new NcclRollups(db);
+    this.counted = [new DeltaRollups(db, log, ENGINE_FIGURES), new DeltaRollups(db, log, NCCL_FIGURES)];
     this.inventory = new InventoryWriter(db, log);
   }
 
   /** Takes an attributed batch; returns the points to send with it (job-end summaries). */
   observe(batch: Batch): Point[] {
-    if (batch.points.some((p) => p.metric.inference !== undefined)) {
-      try {
-        this.engines.observe(batch.points, batch.time);
-      } catch (e) {
-        const msg = (e as Error).message;
-        if (msg !== this.engineError) this.log.error('cannot update the jobs\' inference figures: the engine samples of this tick are not in the job reports', { error: msg });
-        this.engineError = msg;
-      }
-    }
-    if (batch.points.some((p) => p.metric.scope === 'nccl')) {
-      try {
-        this.nccl.observe(batch.points, batch.time);
-      } catch (e) {
-        const msg = (e as Error).message;
-        if (msg !== this.ncclError) this.log.error('cannot update the jobs\' communication figures: the NCCL records of this tick are not in the job reports', { error: msg });
-        this.ncclError = msg;
-      }
-    }
+    for (const c of this.counted) c.observe(batch.points, batch.time);
     if (!batch.points.some((p) => p.metric.scope === 'gpu' && typeof p.attributes['gpu.uuid'] === 'string')) return [];
     this.inventory.observe(batch.points);
     const samples = samplesFromPoints(batch.points, batch.time, (p) => p.metric.name);
@@ -147,8 +128,7 @@ export class JobLedger {
     this.lastPrune = now;
     try {
       this.rollups.prune(this.retention.seriesMs, this.retention.jobsMs, now);
-      this.engines.prune(now);
-      this.nccl.prune(now);
+      for (const c of this.counted) c.prune(now);
     } catch (e) {
       this.log.once(`prune-${(e as Error).message}`, 'warn', 'cannot prune old jobs', { error: (e as Error).message });
     }

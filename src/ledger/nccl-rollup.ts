@@ -5,9 +5,9 @@
  * message-size bucket and rank on this node. Bandwidths and the slowest ranks
  * are worked out from these when the report is made (src/jobs/communication.ts).
  */
-import type { Attributes, Point } from '../core/metrics/model.js';
-import type { Db } from '../store/open.js';
-import { increase, SeriesDeltas, type Seen } from './series-deltas.js';
+import type { Attributes } from '../core/metrics/model.js';
+import type { DeltaFigures } from './deltas-rollup.js';
+import { increase } from './series-deltas.js';
 
 interface Acc {
   jobId: string;
@@ -26,54 +26,37 @@ interface Acc {
 
 const FIELD: Record<string, 'ops' | 'bytes' | 'seconds'> = { 'nccl.operations': 'ops', 'nccl.bytes': 'bytes', 'nccl.exec.time': 'seconds' };
 
-export class NcclRollups {
-  private readonly deltas: SeriesDeltas;
-
-  constructor(private readonly db: Db) {
-    this.deltas = new SeriesDeltas(db);
-  }
-
-  /** Takes a batch's points; the nccl points with a job add to that job's figures in the store. */
-  observe(points: readonly Point[], time: number): void {
-    const accs = new Map<string, Acc>();
-    const seen: Seen[] = [];
-    for (let i = 0; i < points.length; i++) {
-      const p = points[i]!;
-      const field = FIELD[p.metric.name];
-      if (!field) continue;
-      const a: Attributes = p.attributes;
-      const jobId = a['slurm.job.id'] ?? a['k8s.pod.name'] ?? a['nccl.job.id'];
-      if (typeof jobId !== 'string') continue;
-      const runKey = this.deltas.runOf(jobId, time);
-      if (runKey === undefined) continue;
-      const prev = this.deltas.take(p, jobId, time, seen);
-      const commName = typeof a['nccl.comm.name'] === 'string' ? a['nccl.comm.name'] : '';
-      // 2.30's interval files have no communicator id: its name stands for it
-      const comm = typeof a['nccl.comm.id'] === 'string' ? a['nccl.comm.id'] : commName;
-      const collective = String(a['nccl.collective']);
-      const size = String(a['nccl.message.size'] ?? '');
-      const rank = typeof a['nccl.rank'] === 'number' ? a['nccl.rank'] : -1;
-      const k = `${jobId}\u0001${runKey}\u0001${comm}\u0001${collective}\u0001${size}\u0001${rank}`;
-      let acc = accs.get(k);
-      if (!acc) accs.set(k, (acc = { jobId, runKey, comm, commName, collective, size, rank, nRanks: Number(a['nccl.ranks']) || 1, nNodes: Number(a['nccl.nodes']) || 1, ops: 0, bytes: 0, seconds: 0 }));
-      acc[field] += field === 'seconds' ? increase(p.hist?.sum ?? 0, prev?.h?.sum) : increase(p.value, prev?.v);
-    }
-    this.deltas.forget(time);
-    if (seen.length) this.write([...accs.values()], seen, time);
-  }
-
-  private write(accs: Acc[], seen: Seen[], time: number): void {
-    const put = this.db.prepare(`INSERT INTO job_nccl (job_id, run_key, comm, comm_name, collective, size, rank, n_ranks, n_nodes, first_time, last_time, ops, bytes, seconds)
-                                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                                 ON CONFLICT (job_id, run_key, comm, collective, size, rank) DO UPDATE SET
-                                   last_time = excluded.last_time, ops = ops + excluded.ops, bytes = bytes + excluded.bytes, seconds = seconds + excluded.seconds`);
-    this.db.transaction(() => {
-      for (const a of accs) put.run(a.jobId, a.runKey, a.comm, a.commName, a.collective, a.size, a.rank, a.nRanks, a.nNodes, time, time, a.ops, a.bytes, a.seconds);
-      this.deltas.save(seen, time);
-    }).immediate();
-  }
-
-  prune(now: number): void {
-    this.deltas.prune(now);
-  }
-}
+export const NCCL_FIGURES: DeltaFigures<Acc> = {
+  takes: (p) => p.metric.scope === 'nccl',
+  jobOf(p) {
+    if (!FIELD[p.metric.name]) return undefined;
+    const a: Attributes = p.attributes;
+    const jobId = a['slurm.job.id'] ?? a['k8s.pod.name'] ?? a['nccl.job.id'];
+    return typeof jobId === 'string' ? jobId : undefined;
+  },
+  rowOf(p, jobId, runKey) {
+    const a: Attributes = p.attributes;
+    const commName = typeof a['nccl.comm.name'] === 'string' ? a['nccl.comm.name'] : '';
+    // 2.30's interval files have no communicator id: its name stands for it
+    const comm = typeof a['nccl.comm.id'] === 'string' ? a['nccl.comm.id'] : commName;
+    const collective = String(a['nccl.collective']);
+    const size = String(a['nccl.message.size'] ?? '');
+    const rank = typeof a['nccl.rank'] === 'number' ? a['nccl.rank'] : -1;
+    return {
+      key: `${comm}\u0001${collective}\u0001${size}\u0001${rank}`,
+      row: () => ({ jobId, runKey, comm, commName, collective, size, rank, nRanks: Number(a['nccl.ranks']) || 1, nNodes: Number(a['nccl.nodes']) || 1, ops: 0, bytes: 0, seconds: 0 }),
+    };
+  },
+  add(acc, p, prev) {
+    const field = FIELD[p.metric.name]!;
+    acc[field] += field === 'seconds' ? increase(p.hist?.sum ?? 0, prev?.h?.sum) : increase(p.value, prev?.v);
+  },
+  write(db, accs, time) {
+    const put = db.prepare(`INSERT INTO job_nccl (job_id, run_key, comm, comm_name, collective, size, rank, n_ranks, n_nodes, first_time, last_time, ops, bytes, seconds)
+                            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                            ON CONFLICT (job_id, run_key, comm, collective, size, rank) DO UPDATE SET
+                              last_time = excluded.last_time, ops = ops + excluded.ops, bytes = bytes + excluded.bytes, seconds = seconds + excluded.seconds`);
+    for (const a of accs) put.run(a.jobId, a.runKey, a.comm, a.commName, a.collective, a.size, a.rank, a.nRanks, a.nNodes, time, time, a.ops, a.bytes, a.seconds);
+  },
+  failure: 'cannot update the jobs\' communication figures: the NCCL records of this tick are not in the job reports',
+};
