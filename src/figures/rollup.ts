@@ -128,6 +128,13 @@ export function step(r: GpuRollup, s: GpuSample, maxGapMs: number): void {
   r.shareN++;
 }
 
+/**
+ * A GPU held below this utilization is unused: the report's "did not use"
+ * note (src/jobs/notes.ts) and the daemon's idle cost rate
+ * (src/ledger/cost-rate.ts) draw the same line.
+ */
+export const UNUSED_UTIL = 0.01;
+
 /** The figures a report shows for one GPU of a job. */
 export interface GpuFigures {
   samples: number;

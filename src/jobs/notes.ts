@@ -6,9 +6,9 @@
  */
 import type { CommunicationFigures, GpuRow, JobHeader, Note, Totals } from './report-model.js';
 import { communicationNotes } from './communication.js';
+import { UNUSED_UTIL } from '../figures/rollup.js';
 
 const TOO_SHORT_S = 120;
-const UNUSED_UTIL = 0.01;
 const LOW_UTIL = 0.25;
 const SMALL_MEMORY = 0.25;
 const THROTTLED = 0.1;

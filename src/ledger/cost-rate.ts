@@ -16,7 +16,7 @@ import { GPU } from '../core/metrics/gpu-metrics.js';
 import type { Attributes, Batch, Point } from '../core/metrics/model.js';
 import { metric } from '../core/metrics/registry.js';
 import { gpuCost, hourlyRate, type Place, type Prices } from '../figures/prices.js';
-import type { GpuFigures } from '../figures/rollup.js';
+import { UNUSED_UTIL, type GpuFigures } from '../figures/rollup.js';
 
 const COST = {
   rate: metric('gpu.cost.rate'),
@@ -27,9 +27,6 @@ const COST = {
 
 /** Registry names of what CostRates emits (the ledger's, for docs/metrics.md). */
 export const COST_METRICS = Object.values(COST).map((d) => d.name);
-
-/** A held GPU below this utilization is unused: the threshold of the report's "did not use" note (src/jobs/notes.ts). */
-const UNUSED_UTIL = 0.01;
 
 export interface CostSource {
   /** [jobs] prices now; null: none. */
