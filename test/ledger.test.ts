@@ -161,14 +161,14 @@ test('communication figures: operations, bytes and seconds added per communicato
   }
 });
 
-test('engine and NCCL figures while another writer holds the store: each kind says so once, and both are written again when the lock is gone', () => {
+test('engine and NCCL figures while another writer holds the store: each kind says so once, and both are written again when the lock is gone, with what was counted meanwhile', () => {
   const dir = tempDir('l9gpu-ledger-locked-');
   const db = openStore(dir, { busyTimeoutMs: 0 });
   const other = openStore(dir, { busyTimeoutMs: 0 });
   try {
     recordStart(db, { jobId: '77', runKey: 'r0', user: 'alice', uid: 1001, partition: 'gpu' }, [], 'prolog');
     const lines: string[] = [];
-    const ledger = new JobLedger(db, createLogger('error', (l) => lines.push(l)), { seriesMs: 1e12, jobsMs: 1e12 });
+    const ledger = new JobLedger(db, createLogger('info', (l) => lines.push(l)), { seriesMs: 1e12, jobsMs: 1e12 });
     const job = { 'slurm.job.id': '77' };
     const tick = (time: number, n: number) =>
       ledger.observe({ source: 'x', time, intervalMs: 1000, points: [
@@ -186,12 +186,21 @@ test('engine and NCCL figures while another writer holds the store: each kind sa
     tick(3000, 3);
     other.exec('COMMIT');
     assert.equal(lines.length, 2, lines.join(''));
-    assert.match(lines[0]!, /error \[l9gpu\] cannot update the jobs' inference figures: the engine samples of this tick are not in the job reports error=.*database is locked/);
-    assert.match(lines[1]!, /error \[l9gpu\] cannot update the jobs' communication figures: the NCCL records of this tick are not in the job reports error=.*database is locked/);
+    assert.match(lines[0]!, /error \[l9gpu\] cannot update the jobs' inference figures: the engine counts since the last write go in at the next one error=.*database is locked/);
+    assert.match(lines[1]!, /error \[l9gpu\] cannot update the jobs' communication figures: the NCCL counts since the last write go in at the next one error=.*database is locked/);
     assert.deepEqual(last(), [1000, 1000], 'nothing written under the lock');
     tick(4000, 4);
     assert.deepEqual(last(), [4000, 4000]);
-    assert.equal(lines.length, 2);
+    // the two ticks under the lock are not lost: the counters went 1 -> 4, and 4 is what the figures hold
+    assert.deepEqual([
+      (db.prepare('SELECT generation_tokens FROM job_engine').get() as { generation_tokens: number }).generation_tokens,
+      (db.prepare('SELECT ops FROM job_nccl').get() as { ops: number }).ops,
+    ], [4, 4]);
+    assert.equal(lines.length, 4, lines.join(''));
+    assert.match(lines[2]!, /info \[l9gpu\] job ledger \(inference figures\): writing again after=.*database is locked/);
+    assert.match(lines[3]!, /info \[l9gpu\] job ledger \(communication figures\): writing again after=.*database is locked/);
+    tick(5000, 5);
+    assert.equal(lines.length, 4, 'said once');
   } finally {
     other.close();
     db.close();

@@ -29,6 +29,8 @@ export interface DeltaFigures<R> {
   write(db: Db, rows: readonly R[], time: number): void;
   /** What the log says when a batch's figures cannot be written. */
   readonly failure: string;
+  /** The figures' name in the log line saying they are written again. */
+  readonly kind: string;
 }
 
 export class DeltaRollups<R> {
@@ -49,6 +51,8 @@ export class DeltaRollups<R> {
     if (!points.some((p) => this.figures.takes(p))) return;
     try {
       this.count(points, time);
+      if (this.error) this.log.info(`${this.figures.kind}: writing again`, { after: this.error });
+      this.error = '';
     } catch (e) {
       const msg = (e as Error).message;
       if (msg !== this.error) this.log.error(this.figures.failure, { error: msg });
@@ -78,6 +82,7 @@ export class DeltaRollups<R> {
       this.figures.write(this.db, [...rows.values()], time);
       this.deltas.save(seen, time);
     }).immediate();
+    this.deltas.kept(seen, time);
   }
 
   prune(now: number): void {

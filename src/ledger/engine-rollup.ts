@@ -79,5 +79,6 @@ export const ENGINE_FIGURES: DeltaFigures<Acc> = {
       put.run(a.jobId, a.runKey, a.engine, a.endpoint, a.model, had?.first_time ?? time, time, (had?.requests ?? 0) + a.requests, add(a.prompt_tokens, had?.prompt_tokens), add(a.generation_tokens, had?.generation_tokens), merge(had?.ttft, a.ttft), merge(had?.itl, a.itl));
     }
   },
-  failure: 'cannot update the jobs\' inference figures: the engine samples of this tick are not in the job reports',
+  failure: 'cannot update the jobs\' inference figures: the engine counts since the last write go in at the next one',
+  kind: 'job ledger (inference figures)',
 };

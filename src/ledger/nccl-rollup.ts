@@ -58,5 +58,6 @@ export const NCCL_FIGURES: DeltaFigures<Acc> = {
                               last_time = excluded.last_time, ops = ops + excluded.ops, bytes = bytes + excluded.bytes, seconds = seconds + excluded.seconds`);
     for (const a of accs) put.run(a.jobId, a.runKey, a.comm, a.commName, a.collective, a.size, a.rank, a.nRanks, a.nNodes, time, time, a.ops, a.bytes, a.seconds);
   },
-  failure: 'cannot update the jobs\' communication figures: the NCCL records of this tick are not in the job reports',
+  failure: 'cannot update the jobs\' communication figures: the NCCL counts since the last write go in at the next one',
+  kind: 'job ledger (communication figures)',
 };

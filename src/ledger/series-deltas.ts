@@ -63,15 +63,24 @@ export class SeriesDeltas {
       const r = this.db.prepare('SELECT value, hist FROM engine_series WHERE key = ? AND job_id = ?').get(key, jobId) as { value: number; hist: string | null } | undefined;
       prev = r ? { v: r.value, ...(r.hist ? { h: JSON.parse(r.hist) as HistogramValue } : {}) } : undefined;
     }
-    this.last.set(key, { jobId, v: p.value, ...(p.hist ? { h: p.hist } : {}), seen: time });
     seen.push([key, jobId, p.value, p.hist]);
     return prev;
   }
 
-  /** Writes the values taken; inside the caller's transaction, with the figures they went into. */
+  /**
+   * Writes the values taken; inside the caller's transaction, with the figures
+   * they went into. Memory takes them only once the transaction is done
+   * (kept()): a write that failed leaves the last written values, so the next
+   * tick counts from them and adds what the failed one would have.
+   */
   save(seen: readonly Seen[], time: number): void {
     const put = this.db.prepare('INSERT OR REPLACE INTO engine_series (key, job_id, value, hist, seen) VALUES (?, ?, ?, ?, ?)');
     for (const [k, jobId, v, h] of seen) put.run(k, jobId, v, h ? JSON.stringify(h) : null, time);
+  }
+
+  /** The values save() wrote, now in the store: the ones the next tick counts from. */
+  kept(seen: readonly Seen[], time: number): void {
+    for (const [key, jobId, v, h] of seen) this.last.set(key, { jobId, v, ...(h ? { h } : {}), seen: time });
   }
 
   /** Forgets, in memory, the series not seen for a day. */
