@@ -1,7 +1,7 @@
 /** The [slurm] section: hooks, reconciliation and the node's identity in Slurm. */
-import type { SectionSpec } from '../src/core/config/schema.js';
+import { defineSection } from '../src/core/config/schema.js';
 
-export const SLURM_SECTION: SectionSpec = {
+export const SLURM_SECTION = defineSection({
   name: 'slurm',
   description: 'Slurm attribution: prolog/epilog hooks, reconciliation with squeue/scontrol/sacct.',
   keys: [
@@ -17,4 +17,4 @@ export const SLURM_SECTION: SectionSpec = {
     { key: 'hook_timeout', type: 'duration', default: 5, min: 0.5, max: 60, description: 'Hard deadline of a prolog/epilog run; keep it far below slurm.conf MessageTimeout.' },
     { key: 'hook_strict', type: 'bool', default: false, description: 'false: hooks always exit 0 (an error is logged; the job runs). true: a hook error exits 1, which makes Slurm drain the node.' },
   ],
-};
+});

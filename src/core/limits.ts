@@ -10,13 +10,13 @@
  * raise them.
  */
 import type { Config } from './config/load.js';
-import type { SectionSpec } from './config/schema.js';
+import { defineSection } from './config/schema.js';
 import type { Logger } from './log.js';
 import type { Emitter } from './metrics/model.js';
 import { metric } from './metrics/registry.js';
 
 
-export const LIMITS_SECTION: SectionSpec = {
+export const LIMITS_SECTION = defineSection({
   name: 'limits',
   description: 'Bounds on what local users can make the daemon (root) do: files followed in their folders, bytes read, series taken from their engines and NCCL communicators, label lengths, log lines, and requests on the jobs socket. A source past a bound loses what is past it, is counted in l9gpu.budget.exceeded{l9gpu.budget, user.name} and said once; nothing else of the daemon is affected.',
   keys: [
@@ -36,7 +36,7 @@ export const LIMITS_SECTION: SectionSpec = {
     { key: 'jobs_request_timeout', type: 'duration', default: 5, min: 0.1, max: 300, example: '5s', description: 'Whole time a jobs socket client has to send its request: bytes trickled in do not extend it.' },
     { key: 'jobs_rows', type: 'int', default: 1000, min: 1, description: 'Most jobs in one answer of the jobs socket (`l9gpu jobs` pages past it).' },
   ],
-};
+});
 
 export interface Limits {
   readonly filesPerUser: number;

@@ -1,9 +1,9 @@
 /** The [health] section: GPU health rules (docs/health.md), on every node whatever its scheduler. */
 import type { Config } from '../core/config/load.js';
-import type { SectionSpec } from '../core/config/schema.js';
+import { defineSection } from '../core/config/schema.js';
 import type { HealthOptions } from './tracker.js';
 
-export const HEALTH_SECTION: SectionSpec = {
+export const HEALTH_SECTION = defineSection({
   name: 'health',
   description: 'GPU health (docs/health.md): the daemon judges every GPU by the health rules, emits gpu.health and gpu.health.score, and keeps the facts in <state_dir>/health.json for `l9gpu health` and `l9gpu health --nhc` (Slurm HealthCheckProgram, NHC).',
   keys: [
@@ -14,7 +14,7 @@ export const HEALTH_SECTION: SectionSpec = {
     { key: 'throttle_window', type: 'duration', default: 600, min: 1, example: '10m', description: 'The window of the thermal and power-brake throttling shares.' },
     { key: 'stale_after', type: 'duration', default: 300, min: 1, example: '5m', description: '`l9gpu health`: a health file older than this (or than five collection intervals, whichever is longer) means the daemon is not judging: the state is unknown.' },
   ],
-};
+});
 
 export function healthOptions(cfg: Config): HealthOptions {
   return {

@@ -1,7 +1,7 @@
 /** The [jobs] section: the job ledger's retention, who sees what in reports, and the prices and grid carbon intensity behind costs and CO2e. */
-import { checkRequestHeaders, type SectionSpec } from '../core/config/schema.js';
+import { checkRequestHeaders, defineSection } from '../core/config/schema.js';
 
-export const JOBS_SECTION: SectionSpec = {
+export const JOBS_SECTION = defineSection({
   name: 'jobs',
   description: 'The job ledger (per job x GPU figures kept in the store under any attribution) and `l9gpu jobs` reports: retention, visibility and prices.',
   keys: [
@@ -23,4 +23,4 @@ export const JOBS_SECTION: SectionSpec = {
     { key: 'job_retention', type: 'duration', default: 365 * 86400, min: 86400, example: '365d', description: 'How long ended jobs and their figures are kept in the store.' },
     { key: 'site_notes', type: 'path', default: null, example: '/etc/l9gpu/site-notes.ini', description: 'A file of site-defined notes for `l9gpu jobs show`: one [name] section per note with when = a condition over the report\'s figures (util_mean < 0.2 and gpus >= 4), text = what to tell the user ({field} placeholders), and optional level = info|warn and link = a URL (docs/jobs.md lists the fields). Checked when read; an error names the file and line.' },
   ],
-};
+});

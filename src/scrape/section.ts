@@ -1,6 +1,5 @@
 /** A scraped plugin's config section, apart from its code: reading a configuration loads no HTTP client. */
 import { pluginSection } from '../core/config/sections.js';
-import type { SectionSpec } from '../core/config/schema.js';
 
 export interface ScrapedSpec {
   readonly name: string;
@@ -18,10 +17,12 @@ export interface Discovery {
 }
 
 /** The [name] section of a scraped plugin. */
-export function scrapedSection(s: ScrapedSpec): SectionSpec {
+export function scrapedSection(s: ScrapedSpec) {
   return pluginSection(s.name, s.description, [
     { key: 'endpoints', type: 'list', default: [...s.defaultEndpoints], description: `Metrics pages to scrape (http or https URLs), each a separate engine.${s.discover ? ' auto (alone or among URLs): also every engine running on this node, found by its process (command line) and the ports it listens on, looked for every 30 s; [daemon] engines = auto runs this plugin with endpoints = auto unless this key is set.' : ''}` },
     { key: 'max_page_size', type: 'bytes', default: 16 * 1024 * 1024, min: 1024, max: 256 * 1024 * 1024, description: 'Largest page read; a bigger one is that endpoint\'s error.' },
   ]);
 }
+
+export type ScrapedSection = ReturnType<typeof scrapedSection>;
 

@@ -1,5 +1,5 @@
 /** The sinks' configuration sections, apart from the sinks' code: reading a configuration loads no sink. */
-import { checkRequestHeaders, type ConfigValue, type SectionSpec } from '../core/config/schema.js';
+import { checkRequestHeaders, defineSection, type ConfigValue } from '../core/config/schema.js';
 
 const SIGNAL_PATH = '/v1/metrics';
 /** OTEL_EXPORTER_OTLP_ENDPOINT is a base URL: the spec appends the signal path. */
@@ -9,7 +9,7 @@ const msToDuration = (raw: string): string => {
   return `${raw.trim()}ms`;
 };
 
-export const OTLP_SECTION: SectionSpec = {
+export const OTLP_SECTION = defineSection({
   name: 'otlp',
   description: 'OTLP/HTTP export (VictoriaMetrics, Prometheus 3 OTLP receiver, Mimir, an OpenTelemetry Collector, Last9...).',
   keys: [
@@ -41,7 +41,7 @@ export const OTLP_SECTION: SectionSpec = {
     { key: 'export_interval', type: 'duration', default: 10, min: 0.05, max: 3600, description: 'How often buffered points are sent in one request.' },
     { key: 'max_queue_bytes', type: 'bytes', default: 16 * 1024 * 1024, min: 1024, description: 'Encoded data kept for retry while the endpoint is down; past it the oldest is dropped (l9gpu.sink.dropped).' },
   ],
-};
+});
 
 /** A request's path is matched as written: "metrics" would be a page no scrape asks for (every request would be 404). */
 function urlPath(v: ConfigValue): void {
@@ -50,7 +50,7 @@ function urlPath(v: ConfigValue): void {
   if (/[\s?#]/.test(p)) throw new Error(`"${p.slice(0, 80)}" is not a URL path: no spaces, ? or # (the query is not part of the page's path)`);
 }
 
-export const PROMETHEUS_SECTION: SectionSpec = {
+export const PROMETHEUS_SECTION = defineSection({
   name: 'prometheus',
   description: 'Prometheus pull endpoint (text exposition format 0.0.4).',
   keys: [
@@ -59,18 +59,18 @@ export const PROMETHEUS_SECTION: SectionSpec = {
     { key: 'path', type: 'string', required: true, default: '/metrics', check: urlPath, description: 'URL path of the metrics page: starts with /.' },
     { key: 'resource_labels', type: 'list', default: ['cluster.name', 'host.name'], description: 'Resource attributes added as labels to every series (target_info always carries all of them). The default puts cluster_name and host_name on every series, as an OTLP backend puts every resource attribute, so that one dashboard (dashboards/) selects a node the same way on both paths; empty: target_info alone.' },
   ],
-};
+});
 
-export const STDOUT_SECTION: SectionSpec = {
+export const STDOUT_SECTION = defineSection({
   name: 'stdout',
   description: 'One JSON object per data point per line on standard output.',
   keys: [
     { key: 'resource', type: 'bool', default: true, description: 'Include the resource attributes under "resource" on every line.' },
     { key: 'max_buffer_bytes', type: 'bytes', default: 8 * 1024 * 1024, min: 1024, description: 'Output waiting for a slow reader beyond which batches are dropped (counted).' },
   ],
-};
+});
 
-export const FILE_SECTION: SectionSpec = {
+export const FILE_SECTION = defineSection({
   name: 'file',
   description: 'JSON lines (the stdout format) appended to a file with size-based rotation.',
   keys: [
@@ -79,9 +79,9 @@ export const FILE_SECTION: SectionSpec = {
     { key: 'max_files', type: 'int', default: 5, min: 0, max: 100, description: 'Rotated files kept (path.1 is the newest); 0 truncates instead.' },
     { key: 'resource', type: 'bool', default: true, description: 'Include the resource attributes under "resource" on every line.' },
   ],
-};
+});
 
-export const WEBHOOK_SECTION: SectionSpec = {
+export const WEBHOOK_SECTION = defineSection({
   name: 'webhook',
   description: 'POST JSON batches to an HTTP endpoint.',
   keys: [
@@ -93,4 +93,4 @@ export const WEBHOOK_SECTION: SectionSpec = {
     { key: 'max_batch_points', type: 'int', default: 5000, min: 1, description: 'Points per request; larger batches are split.' },
     { key: 'max_queue_bytes', type: 'bytes', default: 16 * 1024 * 1024, min: 1024, description: 'Data kept for retry while the endpoint is down; past it the oldest is dropped.' },
   ],
-};
+});

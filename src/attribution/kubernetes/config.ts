@@ -1,9 +1,9 @@
 /** The [kubernetes] section: the kubelet's pod-resources socket and where pod metadata comes from. */
-import type { SectionSpec } from '../../core/config/schema.js';
+import { defineSection } from '../../core/config/schema.js';
 
 export const SERVICE_ACCOUNT = '/var/run/secrets/kubernetes.io/serviceaccount';
 
-export const KUBERNETES_SECTION: SectionSpec = {
+export const KUBERNETES_SECTION = defineSection({
   name: 'kubernetes',
   description: 'Kubernetes attribution: the kubelet pod-resources API (which container holds which GPU) and pod metadata from the API server or the kubelet.',
   keys: [
@@ -23,4 +23,4 @@ export const KUBERNETES_SECTION: SectionSpec = {
     { key: 'metadata_interval', type: 'duration', default: 60, min: 1, max: 3600, description: 'How often pod metadata is fetched again; a pod not seen before is looked up at once.' },
     { key: 'request_timeout', type: 'duration', default: 5, min: 0.1, max: 120, description: 'Longest one pod-resources call or metadata request may take.' },
   ],
-};
+});

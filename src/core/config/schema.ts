@@ -57,10 +57,21 @@ export interface KeySpec {
   readonly check?: (value: ConfigValue) => void;
 }
 
-export interface SectionSpec {
+/** K: the keys as declared (a tuple of literal specs through defineSection), from which read.ts types a section's values. */
+export interface SectionSpec<K extends readonly KeySpec[] = readonly KeySpec[]> {
   readonly name: string;
   readonly description: string;
-  readonly keys: readonly KeySpec[];
+  readonly keys: K;
+}
+
+/**
+ * A section as data, its keys' names, types and defaults kept literal (the
+ * `const` type parameter): readSection (read.ts) answers an object typed by
+ * them, where a misspelt key does not compile. The value is the one given:
+ * the loader, doctor and the docs read it as any other SectionSpec.
+ */
+export function defineSection<const K extends readonly KeySpec[]>(spec: SectionSpec<K>): SectionSpec<K> {
+  return spec;
 }
 
 export class ConfigError extends Error {

@@ -1,7 +1,9 @@
 /** The core [daemon] section and the keys every plugin section shares. */
 import { homedir, hostname } from 'node:os';
 import { join } from 'node:path';
-import type { KeySpec, SectionSpec } from './schema.js';
+import type { Config } from './load.js';
+import { readSection, type SectionValues } from './read.js';
+import { defineSection, type KeySpec, type SectionSpec } from './schema.js';
 
 export function defaultStateDir(env: NodeJS.ProcessEnv = process.env): string {
   if (process.getuid?.() === 0) return '/var/lib/l9gpu';
@@ -15,9 +17,20 @@ export interface KnownNames {
   readonly attributions: readonly string[];
 }
 
-export function daemonSection(names?: KnownNames): SectionSpec {
+/**
+ * [daemon] attribution: with the composition root's names an enum of them,
+ * without (the hooks, which read the file partially) any word but an empty
+ * one, as the daemon would take. Either reads as a string.
+ */
+function attributionKey(names?: KnownNames) {
+  return names
+    ? ({ key: 'attribution', type: 'enum', values: ['auto', ...names.attributions, 'none'], default: 'auto', description: `How GPU points get job attributes: auto = the first of ${names.attributions.join(', ')} whose scheduler is configured on this node, else none.` } as const satisfies KeySpec)
+    : ({ key: 'attribution', type: 'string', required: true, default: 'auto', description: 'How GPU points get job attributes.' } as const satisfies KeySpec);
+}
+
+export function daemonSection(names?: KnownNames) {
   const list = (l: readonly string[] | undefined, fallback: string) => (l ? l.join(', ') : fallback);
-  return {
+  return defineSection({
     name: 'daemon',
     description: 'The agent: what it runs, where it sends data, how it names itself.',
     keys: [
@@ -25,9 +38,7 @@ export function daemonSection(names?: KnownNames): SectionSpec {
       { key: 'sinks', type: 'list', default: ['prometheus'], env: [{ name: 'L9GPU_SINKS' }], description: `Where data goes: ${list(names?.sinks, 'see `l9gpu doctor`')} (several at once). --sink replaces this list for one run.` },
       { key: 'expect_gpus', type: 'int', default: null, min: 0, max: 4096, example: '8', unset: 'at least 1 where a GPU driver library or tool is installed or the store has seen GPUs', description: 'How many GPUs this node must have: fewer found is a problem (doctor, l9gpu gpus and daemon --once exit 1). Unset: at least one where a GPU vendor\'s driver library or tool is installed (libnvidia-ml.so.1, amd-smi, hl-smi) or the store\'s inventory has seen GPUs, else none; 0: none, whatever is installed (a login node with the driver\'s libraries).' },
       { key: 'interval', type: 'duration', default: 10, min: 0.05, max: 3600, description: 'Default collection interval of every plugin (a plugin section may set its own). --interval sets all of them for one run.' },
-      names
-        ? { key: 'attribution', type: 'enum', values: ['auto', ...names.attributions, 'none'], default: 'auto', description: `How GPU points get job attributes: auto = the first of ${names.attributions.join(', ')} whose scheduler is configured on this node, else none.` }
-        : { key: 'attribution', type: 'string', default: 'auto', description: 'How GPU points get job attributes.' },
+      attributionKey(names),
       { key: 'cluster', type: 'string', default: null, description: 'Cluster name, exported as the resource attribute cluster.name.' },
       { key: 'host_name', type: 'string', default: () => hostname(), example: '', env: [{ name: 'L9GPU_HOST_NAME' }], description: 'Exported as the resource attribute host.name (default: the system host name; in a pod that is the pod\'s name, so the DaemonSet sets $L9GPU_HOST_NAME to the node\'s).' },
       { key: 'service_name', type: 'string', default: 'l9gpu', env: [{ name: 'OTEL_SERVICE_NAME' }], description: 'Exported as the resource attribute service.name.' },
@@ -38,15 +49,23 @@ export function daemonSection(names?: KnownNames): SectionSpec {
       { key: 'emit_genai', type: 'bool', default: false, description: 'Also emit the engines\' latency histograms under the OpenTelemetry GenAI semantic conventions (gen_ai.server.time_to_first_token, .time_per_output_token, .request.duration; attribute gen_ai.provider.name), besides their own names. The conventions are still in Development.' },
       { key: 'shutdown_timeout', type: 'duration', default: 5, min: 0, max: 300, description: 'On SIGTERM: how long to keep delivering queued data before exiting.' },
     ],
-  };
+  });
 }
 
+/** [daemon] as every reader types it: its keys are the same with the composition root's names or without. */
+export const DAEMON_SECTION = daemonSection();
+
 /** Keys every plugin section has; null inherits from [daemon]. */
-export const PLUGIN_COMMON_KEYS: readonly KeySpec[] = [
+export const PLUGIN_COMMON_KEYS = [
   { key: 'interval', type: 'duration', default: null, min: 0.05, max: 3600, example: '10s', unset: '[daemon] interval', description: 'Collection interval of this plugin (default: [daemon] interval).' },
   { key: 'timeout', type: 'duration', default: null, min: 0.05, max: 3600, example: '10s', unset: 'the interval', description: 'A collection running longer than this counts as an error; its next ticks are skipped until it returns (default: the interval).' },
-];
+] as const satisfies readonly KeySpec[];
 
-export function pluginSection(name: string, description: string, keys: readonly KeySpec[] = []): SectionSpec {
+export function pluginSection<const K extends readonly KeySpec[]>(name: string, description: string, keys: K): SectionSpec<readonly [...typeof PLUGIN_COMMON_KEYS, ...K]> {
   return { name, description, keys: [...PLUGIN_COMMON_KEYS, ...keys] };
+}
+
+/** The keys every plugin section has, of a plugin known by name only (the agent runs them all alike). */
+export function readPluginCommon(cfg: Config, name: string): SectionValues<{ keys: typeof PLUGIN_COMMON_KEYS }> {
+  return readSection(cfg, { name, keys: PLUGIN_COMMON_KEYS });
 }
