@@ -16,6 +16,8 @@ import type { FlagValues } from './flag-spec.js';
 import { askJobsDaemon } from '../jobs/client.js';
 import { jobsSocketPath } from '../jobs/server.js';
 import { readHealthFile } from '../health/state-file.js';
+import { readSection } from '../core/config/read.js';
+import { DAEMON_SECTION } from '../core/config/sections.js';
 
 
 interface Check {
@@ -33,7 +35,7 @@ interface Check {
 /** Prints the report; resolves to the exit code (1: a problem was found). */
 export async function doctor(flags: FlagValues): Promise<number> {
   const cfg = loadCliConfig(flags.config as string | undefined);
-  const enabledSinks = new Set(cfg.list('daemon', 'sinks'));
+  const enabledSinks = new Set(readSection(cfg, DAEMON_SECTION).sinks);
   const ctx = pluginContext(cfg, createLogger('error'));
   const selection = await selectAgentPlugins(cfg, ctx);
   const [pluginManifests, sinkManifests] = await Promise.all([loadPlugins(), loadSinks()]);
@@ -55,7 +57,7 @@ export async function doctor(flags: FlagValues): Promise<number> {
   );
   const attribution = resolveAgentAttribution(cfg);
   const provider = attribution.manifest ? await attribution.manifest.doctor(cfg, process.env) : undefined;
-  const stateDir = cfg.str('daemon', 'state_dir')!;
+  const stateDir = readSection(cfg, DAEMON_SECTION).state_dir;
   const store = { path: join(stateDir, 'l9gpu.db'), ...dirWritable(stateDir) };
   const jobsSocket = attribution.manifest ? await jobsSocketCheck(stateDir) : null;
 
@@ -113,7 +115,7 @@ export async function doctor(flags: FlagValues): Promise<number> {
       const shown = 'means' in s ? `(${s.means})` : s.value;
       out.push(`    ${s.key} = ${shown}${' '.repeat(Math.max(1, 28 - s.key.length - shown.length))}(${s.source}${s.detail ? `: ${s.detail}` : ''})`);
     }
-    out.push('', `plugins${cfg.list('daemon', 'plugins').includes(AUTO) ? ` (auto: ${selection.names.join(', ')})` : ''}:`);
+    out.push('', `plugins${readSection(cfg, DAEMON_SECTION).plugins.includes(AUTO) ? ` (auto: ${selection.names.join(', ')})` : ''}:`);
     for (const c of plugins) out.push(`  ${mark(c)} ${c.name.padEnd(12)} ${c.enabled ? 'enabled ' : 'disabled'}  ${c.detail}`);
     out.push('', 'sinks:');
     for (const c of sinks) out.push(`  ${mark(c)} ${c.name.padEnd(12)} ${c.enabled ? 'enabled ' : 'disabled'}  ${c.describe}${c.enabled ? ` - ${c.detail}` : ''}`);

@@ -13,6 +13,9 @@ import { alignColumns, style } from '../core/text-table.js';
 import { assess, MISSING, STATE_NAMES, type GpuHealth, type HealthState } from '../health/rules.js';
 import { bootTime, isForgotten, readClears, readHealthFile, writeClears, xidSince } from '../health/state-file.js';
 import type { Config } from '../core/config/load.js';
+import { readSection } from '../core/config/read.js';
+import { DAEMON_SECTION } from '../core/config/sections.js';
+import { HEALTH_SECTION } from '../health/config.js';
 
 export interface HealthReport {
   node: string;
@@ -26,7 +29,8 @@ export interface HealthReport {
 
 /** The report from the health file at `now`. */
 export function healthReport(cfg: Config, now = Date.now()): HealthReport {
-  const dir = cfg.str('daemon', 'state_dir')!;
+  const dir = readSection(cfg, DAEMON_SECTION).state_dir;
+  const health = readSection(cfg, HEALTH_SECTION);
   const node = slurmNodeName(cfg);
   let file;
   try {
@@ -35,11 +39,11 @@ export function healthReport(cfg: Config, now = Date.now()): HealthReport {
     return { node, state: 'unknown', unknown: (e as Error).message, written: null, gpus: [] };
   }
   if (!file) return { node, state: 'unknown', unknown: `no health file in ${dir}: is the l9gpu daemon running here, with [health] enabled and this state_dir?`, written: null, gpus: [] };
-  const staleMs = Math.max(cfg.num('health', 'stale_after')! * 1000, 5 * file.interval_ms);
+  const staleMs = Math.max(health.stale_after * 1000, 5 * file.interval_ms);
   const age = now - file.written;
   const clears = readClears(dir);
   const boot = bootTime();
-  const windowMs = cfg.num('health', 'xid_window')! * 1000;
+  const windowMs = health.xid_window * 1000;
   // a GPU cleared while missing is gone here at once (the daemon drops it from the file at its next collection)
   const kept = file.gpus.filter((f) => !isForgotten(f, clears));
   const latest = Math.max(0, ...kept.map((g) => g.seen));
@@ -129,7 +133,7 @@ async function drainOrResume(cfg: Config, node: string, failed: boolean, line: s
  * monitored: else they fail the node for ever).
  */
 function clear(cfg: Config, which: string[]): number {
-  const dir = cfg.str('daemon', 'state_dir')!;
+  const dir = readSection(cfg, DAEMON_SECTION).state_dir;
   const names = which.flatMap((x) => x.split(',')).map((x) => x.trim()).filter(Boolean);
   if (!names.length) throw new CliError(`--clear: no GPU named in "${which.join(' ')}" (give a UUID, an index, or all)`, 2);
   const file = readHealthFile(dir);

@@ -15,6 +15,8 @@ import type { SacctJob } from '../jobs/accounting.js';
 import { accountingOnce, finishReport, firstReport, promqlSource, reportSettings, summarySource, type JobSource, type SourceName } from '../jobs/show.js';
 import { sacctJob } from '../../slurm/sacct-job.js';
 import { SLURM_DIRS, slurmCommand } from '../../slurm/tools.js';
+import { readSection } from '../core/config/read.js';
+import { SLURM_SECTION } from '../../slurm/config.js';
 
 export type ShowSource = 'auto' | SourceName;
 
@@ -26,7 +28,7 @@ export interface PromqlTarget {
 
 /** The job's accounting record, undefined where there is no sacct or no such job; errors of a present sacct are the caller's. */
 export async function accountingOf(ctx: JobsContext, jobId: string, cluster: string | null): Promise<SacctJob | undefined> {
-  const binDir = ctx.cfg.str('slurm', 'bin_dir');
+  const binDir = readSection(ctx.cfg, SLURM_SECTION).bin_dir;
   if (!findTool('sacct', SLURM_DIRS, binDir ? [binDir] : [])) return undefined;
   return sacctJob(jobId, { run: (c, a, e) => slurmCommand(ctx.cfg, c, a, e), cluster });
 }

@@ -14,6 +14,8 @@ import { style } from '../core/text-table.js';
 import { JOB_ID } from '../core/job-id.js';
 import { checkRequestHeaders } from '../core/config/schema.js';
 import { clip, printable } from '../core/printable.js';
+import { readSection } from '../core/config/read.js';
+import { JOBS_SECTION } from '../jobs/config.js';
 
 /** A pod as Kubernetes names it: a namespace (a DNS label, at most 63 characters) and a name (a DNS subdomain, at most 253). */
 const POD = /^(?=[^/]{1,63}\/)[a-z0-9](?:[-a-z0-9]*[a-z0-9])?\/(?=.{1,253}$)[a-z0-9](?:[-.a-z0-9]*[a-z0-9])?$/;
@@ -48,8 +50,9 @@ export async function jobsShow(jobid: string, f: FlagValues): Promise<void> {
   } catch (e) {
     throw new CliError(`--header: ${(e as Error).message}`, 2);
   }
-  const headers = { ...ctx.cfg.map('jobs', 'promql_headers'), ...given };
-  const url = (f.url as string | undefined) ?? ctx.cfg.str('jobs', 'promql_url');
+  const jobs = readSection(ctx.cfg, JOBS_SECTION);
+  const headers = { ...jobs.promql_headers, ...given };
+  const url = (f.url as string | undefined) ?? jobs.promql_url;
   const report = await showReport(ctx, jobid, f.source as ShowSource, (f.cluster as string | undefined) ?? null, { url, window: f.window as string, headers });
   if (f.json) process.stdout.write(JSON.stringify(report, null, 2) + '\n');
   else process.stdout.write(renderReport(report, color()));

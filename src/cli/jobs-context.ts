@@ -15,6 +15,9 @@ import type { Prices } from '../figures/prices.js';
 import type { JobReport } from '../jobs/report-model.js';
 import { getMeta } from '../store/meta.js';
 import { LEARNED_NODE_KEY } from '../../slurm/node-name.js';
+import { readSection } from '../core/config/read.js';
+import { DAEMON_SECTION } from '../core/config/sections.js';
+import { JOBS_SECTION } from '../jobs/config.js';
 
 export interface JobsContext {
   cfg: Config;
@@ -24,7 +27,7 @@ export interface JobsContext {
 
 export function jobsContext(configPath: string | undefined): JobsContext {
   const cfg = loadCliConfig(configPath);
-  return { cfg, viewer: viewer(trustedAdminGroup(cfg)), stateDir: cfg.str('daemon', 'state_dir')! };
+  return { cfg, viewer: viewer(trustedAdminGroup(cfg)), stateDir: readSection(cfg, DAEMON_SECTION).state_dir };
 }
 
 /**
@@ -33,7 +36,7 @@ export function jobsContext(configPath: string | undefined): JobsContext {
  * never from their own --config, L9GPU_CONFIG file or a flag.
  */
 export function trustedAdminGroup(cfg: Config, uid = process.getuid?.()): string | null {
-  const group = cfg.str('jobs', 'admin_group');
+  const group = readSection(cfg, JOBS_SECTION).admin_group;
   if (!group || uid === 0) return group;
   if (cfg.sourceOf('jobs', 'admin_group').source !== 'file' || !cfg.file) return null;
   try {

@@ -4,15 +4,18 @@ import { MANIFESTS } from '../../daemon/catalog.js';
 import { loadCliConfig } from './config.js';
 import { asCliError, printCliError } from './errors.js';
 import { exitProcess } from '../core/hard-exit.js';
-import { createLogger, type LogLevel } from '../core/log.js';
+import { createLogger } from '../core/log.js';
 import { flagOverrides, type DaemonFlags } from './daemon-flags.js';
+import { readSection } from '../core/config/read.js';
+import { DAEMON_SECTION } from '../core/config/sections.js';
 
 /** Never returns: the process ends with 0, 2 on a bad configuration, 1 when --once delivered nothing, a plugin it was asked for failed or GPUs the node must have were not read. */
 export async function runDaemon(flags: DaemonFlags): Promise<never> {
   const load = () => loadCliConfig(flags.config, flagOverrides(flags));
   try {
     const cfg = load();
-    const log = createLogger(cfg.str('daemon', 'log_level') as LogLevel);
+    const daemon = readSection(cfg, DAEMON_SECTION);
+    const log = createLogger(daemon.log_level);
     const agent = new Agent(cfg, log, MANIFESTS);
     if (flags.once) {
       const { blocked, undelivered, failed, shortfall } = await agent.once();
@@ -25,8 +28,8 @@ export async function runDaemon(flags: DaemonFlags): Promise<never> {
     log.info('l9gpu daemon started', {
       config: cfg.file ?? '(embedded defaults)',
       plugins: agent.pluginNames.join(','),
-      sinks: cfg.list('daemon', 'sinks').join(','),
-      attribution: cfg.str('daemon', 'attribution'),
+      sinks: daemon.sinks.join(','),
+      attribution: daemon.attribution,
     });
     let stopping = false;
     const stop = (sig: string): void => {

@@ -10,6 +10,7 @@
  * raise them.
  */
 import type { Config } from './config/load.js';
+import { readSection, sectionDefaults, type SectionValues } from './config/read.js';
 import { defineSection } from './config/schema.js';
 import type { Logger } from './log.js';
 import type { Emitter } from './metrics/model.js';
@@ -56,33 +57,33 @@ export interface Limits {
   readonly jobsRows: number;
 }
 
-/** The bounds from a key's value (its number as the schema parsed it). */
-function limitsOf(n: (key: string) => number): Limits {
+/** The bounds from the section's values (its numbers as the schema parsed them). */
+function limitsOf(n: SectionValues<typeof LIMITS_SECTION>): Limits {
   return {
-    filesPerUser: n('files_per_user'),
-    files: n('files'),
-    readBytes: n('read_bytes'),
-    seriesPerEndpoint: n('series_per_endpoint'),
-    seriesPerUser: n('series_per_user'),
-    enginePortsPerUser: n('engine_ports_per_user'),
-    pageBytesPerUser: n('page_bytes_per_user'),
-    seriesPerCommunicator: n('series_per_communicator'),
-    ncclSeriesPerUser: n('nccl_series_per_user'),
-    labelLength: n('label_length'),
-    logLinesPerMinute: n('log_lines_per_minute'),
-    jobsConnectionsPerUser: n('jobs_connections_per_user'),
-    jobsConnections: n('jobs_connections'),
-    jobsRequestTimeoutMs: n('jobs_request_timeout') * 1000,
-    jobsRows: n('jobs_rows'),
+    filesPerUser: n.files_per_user,
+    files: n.files,
+    readBytes: n.read_bytes,
+    seriesPerEndpoint: n.series_per_endpoint,
+    seriesPerUser: n.series_per_user,
+    enginePortsPerUser: n.engine_ports_per_user,
+    pageBytesPerUser: n.page_bytes_per_user,
+    seriesPerCommunicator: n.series_per_communicator,
+    ncclSeriesPerUser: n.nccl_series_per_user,
+    labelLength: n.label_length,
+    logLinesPerMinute: n.log_lines_per_minute,
+    jobsConnectionsPerUser: n.jobs_connections_per_user,
+    jobsConnections: n.jobs_connections,
+    jobsRequestTimeoutMs: n.jobs_request_timeout * 1000,
+    jobsRows: n.jobs_rows,
   };
 }
 
 export function limitsFrom(c: Config): Limits {
-  return limitsOf((k) => c.num('limits', k)!);
+  return limitsOf(readSection(c, LIMITS_SECTION));
 }
 
 /** The schema's defaults, for code run without a configuration (tests, the CLI's own tools): one place for each number. */
-export const DEFAULT_LIMITS: Limits = limitsOf((k) => LIMITS_SECTION.keys.find((s) => s.key === k)!.default as number);
+export const DEFAULT_LIMITS: Limits = limitsOf(sectionDefaults(LIMITS_SECTION));
 
 /** Budget names, as l9gpu.budget carries them. */
 export type BudgetName =

@@ -6,7 +6,9 @@
  * `l9gpu gpus` and the generated docs are all derived from them.
  */
 import type { Config } from './config/load.js';
+import { readSection } from './config/read.js';
 import type { SectionSpec } from './config/schema.js';
+import { DAEMON_SECTION } from './config/sections.js';
 import { BudgetLedger, limitsFrom, type Limits } from './limits.js';
 import type { Logger } from './log.js';
 import type { Emitter } from './metrics/model.js';
@@ -69,7 +71,7 @@ export function pluginContext(config: Config, log: Logger, o: { oneShot?: boolea
   return {
     config,
     log,
-    hostName: config.str('daemon', 'host_name') ?? '',
+    hostName: readSection(config, DAEMON_SECTION).host_name ?? '',
     ...(o.oneShot ? { oneShot: true } : {}),
     limits: limitsFrom(config),
     budgets: o.budgets ?? new BudgetLedger(log),

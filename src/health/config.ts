@@ -1,5 +1,7 @@
 /** The [health] section: GPU health rules (docs/health.md), on every node whatever its scheduler. */
 import type { Config } from '../core/config/load.js';
+import { readSection } from '../core/config/read.js';
+import { DAEMON_SECTION } from '../core/config/sections.js';
 import { defineSection } from '../core/config/schema.js';
 import type { HealthOptions } from './tracker.js';
 
@@ -17,11 +19,12 @@ export const HEALTH_SECTION = defineSection({
 });
 
 export function healthOptions(cfg: Config): HealthOptions {
+  const h = readSection(cfg, HEALTH_SECTION);
   return {
-    stateDir: cfg.str('daemon', 'state_dir')!,
-    xidWindowMs: cfg.num('health', 'xid_window')! * 1000,
-    trendWindowMs: cfg.num('health', 'ecc_trend_window')! * 1000,
-    replayWindowMs: cfg.num('health', 'replay_window')! * 1000,
-    throttleWindowMs: cfg.num('health', 'throttle_window')! * 1000,
+    stateDir: readSection(cfg, DAEMON_SECTION).state_dir,
+    xidWindowMs: h.xid_window * 1000,
+    trendWindowMs: h.ecc_trend_window * 1000,
+    replayWindowMs: h.replay_window * 1000,
+    throttleWindowMs: h.throttle_window * 1000,
   };
 }

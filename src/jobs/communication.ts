@@ -13,6 +13,8 @@
  * daemon's live nccl.rank.slowdown (src/nccl/straggler.ts).
  */
 import type { Config } from '../core/config/load.js';
+import { readSection } from '../core/config/read.js';
+import { JOBS_SECTION } from './config.js';
 import { binaryBytes } from '../core/binary-size.js';
 import { bandwidth } from '../nccl/bandwidth.js';
 import { rankFactors, type RankTime } from '../nccl/straggler.js';
@@ -44,8 +46,9 @@ const MINOR = 0.1;
 /** The fabric's peak bus bandwidth for a partition (B/s): [jobs] nccl_peak_bus_bandwidths, else nccl_peak_bus_bandwidth; null: not configured. */
 export function peakFor(cfg: Config | null, partition: string | null): number | null {
   if (!cfg) return null;
-  const per = cfg.map('jobs', 'nccl_peak_bus_bandwidths');
-  const gbs = (partition !== null && per[partition] !== undefined ? Number(per[partition]) : null) ?? cfg.num('jobs', 'nccl_peak_bus_bandwidth');
+  const j = readSection(cfg, JOBS_SECTION);
+  const per = j.nccl_peak_bus_bandwidths;
+  const gbs = (partition !== null && per[partition] !== undefined ? Number(per[partition]) : null) ?? j.nccl_peak_bus_bandwidth;
   return gbs !== null && Number.isFinite(gbs) && gbs > 0 ? gbs * 1e9 : null;
 }
 

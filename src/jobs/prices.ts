@@ -4,19 +4,22 @@
  * daemon's cost metrics).
  */
 import type { Config } from '../core/config/load.js';
+import { readSection } from '../core/config/read.js';
 import type { Prices } from '../figures/prices.js';
+import { JOBS_SECTION } from './config.js';
 
 export function pricesFrom(cfg: Config): Prices {
   // the values are numbers: the schema checks them at load (mapValues)
-  const numbers = (key: string): [string, number][] => Object.entries(cfg.map('jobs', key)).map(([k, v]) => [k, Number(v)]);
+  const numbers = (m: Record<string, string>): [string, number][] => Object.entries(m).map(([k, v]) => [k, Number(v)]);
+  const j = readSection(cfg, JOBS_SECTION);
   return {
-    perGpuHour: cfg.num('jobs', 'gpu_hour_price'),
-    perModel: numbers('gpu_hour_prices'),
-    perPartition: numbers('partition_gpu_hour_prices'),
-    perNode: numbers('node_gpu_hour_prices'),
-    perKwh: cfg.num('jobs', 'kwh_price'),
-    gCo2ePerKwh: cfg.num('jobs', 'carbon_intensity'),
-    pue: cfg.num('jobs', 'pue') ?? 1,
-    currency: cfg.str('jobs', 'currency') ?? 'USD',
+    perGpuHour: j.gpu_hour_price,
+    perModel: numbers(j.gpu_hour_prices),
+    perPartition: numbers(j.partition_gpu_hour_prices),
+    perNode: numbers(j.node_gpu_hour_prices),
+    perKwh: j.kwh_price,
+    gCo2ePerKwh: j.carbon_intensity,
+    pue: j.pue,
+    currency: j.currency ?? 'USD',
   };
 }

@@ -8,6 +8,8 @@
  */
 import { readFileSync, statSync } from 'node:fs';
 import type { Config } from '../core/config/load.js';
+import { readSection } from '../core/config/read.js';
+import { JOBS_SECTION } from './config.js';
 import { ConfigError, closest } from '../core/config/schema.js';
 import type { GpuRow, JobHeader, Note, Totals } from './report-model.js';
 
@@ -283,7 +285,7 @@ export function parseSiteNotes(text: string, file: string): SiteNote[] {
 
 /** [jobs] site_notes, read and checked; [] when unset. A missing or broken file is a ConfigError (exit 2). */
 export function siteNotesFrom(cfg: Config): SiteNote[] {
-  const file = cfg.str('jobs', 'site_notes');
+  const file = readSection(cfg, JOBS_SECTION).site_notes;
   if (!file) return [];
   let text: string;
   try {

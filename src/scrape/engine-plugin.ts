@@ -5,7 +5,9 @@
  * down, slow or serving garbage is that endpoint's error (said once, the
  * others go on); all of them failing is the collection's error.
  */
+import { readSection } from '../core/config/read.js';
 import type { SectionSpec } from '../core/config/schema.js';
+import { DAEMON_SECTION } from '../core/config/sections.js';
 import { PointBuffer, type Attributes, type Emitter } from '../core/metrics/model.js';
 import type { Plugin, PluginContext, PluginManifest } from '../core/plugin.js';
 import { redactUrl } from '../core/redact.js';
@@ -13,7 +15,7 @@ import { clip, printable } from '../core/printable.js';
 import { ConvertState, convertPage, familiesWithoutSamples, type EngineTable } from './convert.js';
 import { formatOf, LabelSets, parseExposition, parsePage, type Family } from './exposition.js';
 import { createPageFetcher, type PageFetcher } from './fetch-page.js';
-import type { Discovery, ScrapedSpec } from './section.js';
+import { scrapedSection, type Discovery, type ScrapedSpec } from './section.js';
 import { discoverListeners, type Listener } from './discover.js';
 import type { Logger } from '../core/log.js';
 import { isLocalHost, PortOwner } from './socket-owner.js';
@@ -32,9 +34,8 @@ export function endpointAttributes(url: string): Attributes {
   return { 'server.address': u.hostname.replace(/^\[|\]$/g, ''), 'server.port': port };
 }
 
-/** Reads the endpoints key, each checked to be an http(s) URL (an error names the key). */
-export function endpointsOf(ctx: PluginContext, section: string): string[] {
-  const list = ctx.config.list(section, 'endpoints') ?? [];
+/** The endpoints key's value, each checked to be an http(s) URL (an error names the key). */
+export function endpointsOf(section: string, list: string[]): string[] {
   for (const e of list) {
     if (e === 'auto') continue;
     let u: URL;
@@ -321,18 +322,21 @@ export class ScrapedPlugin implements Plugin {
 /** A scraped plugin's manifest from its spec, section and table. */
 export function scrapedPlugin(spec: ScrapedSpec, section: SectionSpec, table: EngineTable, metrics: readonly string[]): PluginManifest {
   const options = (ctx: PluginContext): ScrapedOptions => {
-    const interval = ctx.config.num(spec.name, 'interval') ?? ctx.config.num('daemon', 'interval')!;
-    const timeout = ctx.config.num(spec.name, 'timeout') ?? interval;
+    // the keys every scraped section has (dcgm's adds its own), typed from the spec's declaration
+    const own = readSection(ctx.config, scrapedSection(spec));
+    const daemon = readSection(ctx.config, DAEMON_SECTION);
+    const interval = own.interval ?? daemon.interval;
+    const timeout = own.timeout ?? interval;
     // [daemon] engines = auto: look for this engine unless its endpoints were set
     const set = ctx.config.sourceOf(spec.name, 'endpoints').source !== 'default';
-    const endpoints = !set && spec.discover && ctx.config.str('daemon', 'engines') === 'auto' ? ['auto'] : endpointsOf(ctx, spec.name);
+    const endpoints = !set && spec.discover && daemon.engines === 'auto' ? ['auto'] : endpointsOf(spec.name, own.endpoints);
     return {
       table,
       endpoints,
       // the fetch ends before the collection's own timeout, so that its error is the endpoint's, not a hung collection's
       timeoutMs: Math.max(50, timeout * 1000 * 0.9),
-      maxBytes: ctx.config.num(spec.name, 'max_page_size')!,
-      genai: ctx.config.bool('daemon', 'emit_genai') ?? false,
+      maxBytes: own.max_page_size,
+      genai: daemon.emit_genai,
       genaiAttributes: { 'gen_ai.provider.name': spec.name },
       hostNames: [ctx.hostName],
       ...(spec.discover ? { discover: spec.discover } : {}),

@@ -21,6 +21,7 @@ import { closeSync, constants, existsSync, fstatSync, ftruncateSync, lstatSync, 
 import { dirname } from 'node:path';
 import { ConfigError } from '../core/config/schema.js';
 import type { Config } from '../core/config/load.js';
+import { readSection } from '../core/config/read.js';
 import type { Batch } from '../core/metrics/model.js';
 import { pointJson } from './jsonl.js';
 import { makeDirs } from '../core/make-dirs.js';
@@ -95,12 +96,12 @@ class FileSink implements Sink {
   private readonly asRoot = process.getuid?.() === 0;
 
   constructor(private readonly ctx: SinkContext) {
-    const p = ctx.config.str('file', 'path');
-    if (!p) throw new ConfigError('[file] path: required when the file sink is enabled', { section: 'file', key: 'path' });
-    this.path = p;
-    this.maxBytes = ctx.config.num('file', 'max_bytes')!;
-    this.maxFiles = ctx.config.num('file', 'max_files')!;
-    this.withResource = ctx.config.bool('file', 'resource');
+    const s = readSection(ctx.config, FILE_SECTION);
+    if (!s.path) throw new ConfigError('[file] path: required when the file sink is enabled', { section: 'file', key: 'path' });
+    this.path = s.path;
+    this.maxBytes = s.max_bytes;
+    this.maxFiles = s.max_files;
+    this.withResource = s.resource;
   }
 
   /** A refusal throws: the agent retries the start with backoff. */
@@ -244,14 +245,14 @@ function countLines(data: Buffer, end: number): number {
 
 /** Doctor: the folder, and what is at the path now if anything (the checks the sink makes at every open). */
 function probe(c: Config): ProbeResult {
-  const path = c.str('file', 'path');
+  const { path, max_files } = readSection(c, FILE_SECTION);
   if (!path) return { ok: false, detail: '[file] path is not set' };
   const dir = dirWritable(dirname(path));
   if (!dir.ok) return dir;
   const asRoot = process.getuid?.() === 0;
   try {
     const st = lstatSync(path, { throwIfNoEntry: false });
-    const why = (st && unsafeFile(st, asRoot)) || (existsSync(dirname(path)) && unsafeFolder(path, asRoot, c.num('file', 'max_files')! > 0));
+    const why = (st && unsafeFile(st, asRoot)) || (existsSync(dirname(path)) && unsafeFolder(path, asRoot, max_files > 0));
     return why ? { ok: false, detail: `${path} would be refused: ${why}` } : dir;
   } catch (e) {
     return { ok: false, detail: `${path}: ${(e as Error).message}` };
@@ -263,6 +264,9 @@ export const fileSink: SinkManifest = {
   description: 'JSON lines appended to a file with size rotation',
   section: FILE_SECTION,
   create: (ctx) => new FileSink(ctx),
-  describe: (c: Config) => `${c.str('file', 'path') ?? '(no [file] path set)'} rotated at ${c.num('file', 'max_bytes')} bytes, ${c.num('file', 'max_files')} kept`,
+  describe: (c: Config) => {
+    const s = readSection(c, FILE_SECTION);
+    return `${s.path ?? '(no [file] path set)'} rotated at ${s.max_bytes} bytes, ${s.max_files} kept`;
+  },
   probe: async (c: Config) => probe(c),
 };

@@ -10,6 +10,7 @@ import { OTLP_SECTION } from './sections.js';
 import type zlib from 'node:zlib';
 import { ConfigError } from '../core/config/schema.js';
 import type { Config } from '../core/config/load.js';
+import { readSection } from '../core/config/read.js';
 import type { Batch } from '../core/metrics/model.js';
 import { VERSION } from '../core/resource.js';
 import { DeliveryQueue } from './delivery-queue.js';
@@ -37,13 +38,13 @@ class OtlpSink implements Sink {
   private readonly headers: Record<string, string>;
 
   constructor(private readonly ctx: SinkContext) {
-    const c = ctx.config;
-    this.url = c.str('otlp', 'endpoint') ?? '';
+    const s = readSection(ctx.config, OTLP_SECTION);
+    this.url = s.endpoint ?? '';
     if (!this.url) throw new ConfigError('[otlp] endpoint: required when the otlp sink is enabled', { section: 'otlp', key: 'endpoint' });
-    this.json = c.str('otlp', 'protocol') === 'http/json';
-    this.gzip = c.str('otlp', 'compression') === 'gzip';
+    this.json = s.protocol === 'http/json';
+    this.gzip = s.compression === 'gzip';
     this.headers = {
-      ...c.map('otlp', 'headers'),
+      ...s.headers,
       'content-type': this.json ? 'application/json' : 'application/x-protobuf',
       'user-agent': `l9gpu/${VERSION}`,
       ...(this.gzip ? { 'content-encoding': 'gzip' } : {}),
@@ -67,16 +68,16 @@ class OtlpSink implements Sink {
       // encoded into one buffer used again, which gzip reads (or a copy is taken of): a request makes only its body
       this.encode = (batches) => encodeMetricsRequestWith(batches, this.ctx.resource, this.ctx.startTime, VERSION, (bytes) => (this.gzip ? gzipSync(bytes) : Buffer.from(bytes)));
     }
-    const c = this.ctx.config;
-    this.poster = createPoster(this.url, c.num('otlp', 'timeout')! * 1000);
+    const s = readSection(this.ctx.config, OTLP_SECTION);
+    this.poster = createPoster(this.url, s.timeout * 1000);
     this.queue = new DeliveryQueue({
-      maxBytes: c.num('otlp', 'max_queue_bytes')!,
+      maxBytes: s.max_queue_bytes,
       send: (p) => this.poster.post(p.body, this.headers),
       rejected: (body) => this.rejectedPoints(body),
       stats: this.stats,
       log: this.ctx.log,
     });
-    this.timer = setInterval(() => this.encodePending(), c.num('otlp', 'export_interval')! * 1000);
+    this.timer = setInterval(() => this.encodePending(), s.export_interval * 1000);
     this.timer.unref();
   }
 
@@ -135,6 +136,9 @@ export const otlpSink: SinkManifest = {
   description: 'OTLP/HTTP (protobuf or JSON) push with gzip, headers, timeout and a bounded retry queue',
   section: OTLP_SECTION,
   create: (ctx) => new OtlpSink(ctx),
-  describe: (c: Config) => `${c.str('otlp', 'protocol')} to ${redactUrl(c.str('otlp', 'endpoint') ?? '')} every ${c.num('otlp', 'export_interval')}s (${c.str('otlp', 'compression')})`,
-  probe: (c: Config) => tcpReachable(c.str('otlp', 'endpoint') ?? 'http://localhost:4318'),
+  describe: (c: Config) => {
+    const s = readSection(c, OTLP_SECTION);
+    return `${s.protocol} to ${redactUrl(s.endpoint ?? '')} every ${s.export_interval}s (${s.compression})`;
+  },
+  probe: (c: Config) => tcpReachable(readSection(c, OTLP_SECTION).endpoint ?? 'http://localhost:4318'),
 };

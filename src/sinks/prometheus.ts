@@ -18,6 +18,7 @@ import http from 'node:http';
 import { gzipSync } from 'node:zlib';
 import type { AddressInfo } from 'node:net';
 import type { Config } from '../core/config/load.js';
+import { readSection } from '../core/config/read.js';
 import { ByteBuffer } from '../core/byte-buffer.js';
 import type { Attributes, Batch } from '../core/metrics/model.js';
 import type { MetricDef } from '../core/metrics/registry.js';
@@ -33,11 +34,12 @@ const SERVER = `l9gpu/${VERSION}`;
 
 /** Free, or held by a running l9gpu (a healthy node: the daemon serves it); anything else on it is a problem. */
 async function probePort(c: Config): Promise<ProbeResult> {
-  const host = c.str('prometheus', 'host') ?? '0.0.0.0';
-  const port = c.num('prometheus', 'port')!;
+  const s = readSection(c, PROMETHEUS_SECTION);
+  const host = s.host ?? '0.0.0.0';
+  const port = s.port;
   const free = await portFree(host, port);
   if (free.ok || !free.detail.includes('is in use')) return free;
-  const who = await serverHeader(host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host, port, c.str('prometheus', 'path') ?? '/metrics');
+  const who = await serverHeader(host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host, port, s.path);
   if (who?.startsWith('l9gpu/')) return { ok: true, detail: `${host}:${port} is served by a running l9gpu daemon (${who})` };
   return { ok: false, detail: `${host}:${port} is in use by another program${who ? ` (${who})` : ''} ([prometheus] port)` };
 }
@@ -112,12 +114,13 @@ class PrometheusSink implements Sink {
   constructor(private readonly ctx: SinkContext) {}
 
   async start(): Promise<void> {
-    const labels = this.ctx.config.list('prometheus', 'resource_labels');
+    const s = readSection(this.ctx.config, PROMETHEUS_SECTION);
+    const labels = s.resource_labels;
     const keep = labels.length ? new RegExp(`^(${labels.map((l) => l.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|')})$`) : undefined;
     this.constant = constantLabels(this.ctx.resource, keep);
-    const path = this.ctx.config.str('prometheus', 'path') ?? '/metrics';
-    const host = this.ctx.config.str('prometheus', 'host') ?? '0.0.0.0';
-    const port = this.ctx.config.num('prometheus', 'port')!;
+    const path = s.path;
+    const host = s.host ?? '0.0.0.0';
+    const port = s.port;
     const server = http.createServer((req, res) => {
       // says who serves the port: doctor tells a running l9gpu from another program on it
       res.setHeader('server', SERVER);
@@ -266,6 +269,9 @@ export const prometheusSink: SinkManifest = {
   description: 'Prometheus pull endpoint (default :9464/metrics)',
   section: PROMETHEUS_SECTION,
   create: (ctx) => new PrometheusSink(ctx),
-  describe: (c: Config) => `listening on http://${c.str('prometheus', 'host')}:${c.num('prometheus', 'port')}${c.str('prometheus', 'path')}`,
+  describe: (c: Config) => {
+    const s = readSection(c, PROMETHEUS_SECTION);
+    return `listening on http://${s.host}:${s.port}${s.path}`;
+  },
   probe: (c: Config) => probePort(c),
 };

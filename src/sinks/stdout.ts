@@ -1,5 +1,6 @@
 /** JSON lines on stdout (the contract in jsonl.ts); logs go to stderr. */
 import { STDOUT_SECTION } from './sections.js';
+import { readSection } from '../core/config/read.js';
 import type { Batch } from '../core/metrics/model.js';
 import { jsonLines } from './jsonl.js';
 import { SinkStats, type Sink, type SinkContext, type SinkManifest } from '../core/sink.js';
@@ -12,8 +13,9 @@ class StdoutSink implements Sink {
   private readonly maxBuffer: number;
 
   constructor(private readonly ctx: SinkContext, private readonly out: NodeJS.WriteStream = process.stdout) {
-    this.withResource = ctx.config.bool('stdout', 'resource');
-    this.maxBuffer = ctx.config.num('stdout', 'max_buffer_bytes')!;
+    const s = readSection(ctx.config, STDOUT_SECTION);
+    this.withResource = s.resource;
+    this.maxBuffer = s.max_buffer_bytes;
     // EPIPE (reader went away, e.g. `| head`) must not kill the daemon
     out.on('error', (e) => {
       this.broken = true;

@@ -7,6 +7,7 @@ import { WEBHOOK_SECTION } from './sections.js';
 import { readFileSync } from 'node:fs';
 import { ConfigError } from '../core/config/schema.js';
 import type { Config } from '../core/config/load.js';
+import { readSection } from '../core/config/read.js';
 import type { Batch } from '../core/metrics/model.js';
 import { VERSION } from '../core/resource.js';
 import { DeliveryQueue } from './delivery-queue.js';
@@ -25,11 +26,11 @@ class WebhookSink implements Sink {
   private readonly maxPoints: number;
 
   constructor(private readonly ctx: SinkContext) {
-    const c = ctx.config;
-    const url = c.str('webhook', 'url');
+    const s = readSection(ctx.config, WEBHOOK_SECTION);
+    const url = s.url;
     if (!url) throw new ConfigError('[webhook] url: required when the webhook sink is enabled', { section: 'webhook', key: 'url' });
-    let token = c.str('webhook', 'token');
-    const tokenFile = c.str('webhook', 'token_file');
+    let token = s.token;
+    const tokenFile = s.token_file;
     if (tokenFile) {
       try {
         token = readFileSync(tokenFile, 'utf8').trim();
@@ -38,16 +39,16 @@ class WebhookSink implements Sink {
       }
     }
     this.headers = {
-      ...c.map('webhook', 'headers'),
+      ...s.headers,
       'content-type': 'application/json',
       'user-agent': `l9gpu/${VERSION}`,
       ...(token ? { authorization: `Bearer ${token}` } : {}),
     };
     this.resourceJson = JSON.stringify(ctx.resource);
-    this.maxPoints = c.num('webhook', 'max_batch_points')!;
-    this.poster = createPoster(url, c.num('webhook', 'timeout')! * 1000);
+    this.maxPoints = s.max_batch_points;
+    this.poster = createPoster(url, s.timeout * 1000);
     this.queue = new DeliveryQueue({
-      maxBytes: c.num('webhook', 'max_queue_bytes')!,
+      maxBytes: s.max_queue_bytes,
       send: (p) => this.poster.post(p.body, this.headers),
       stats: this.stats,
       log: ctx.log,
@@ -77,6 +78,12 @@ export const webhookSink: SinkManifest = {
   description: 'POST JSON batches with a bearer token, timeout and retry',
   section: WEBHOOK_SECTION,
   create: (ctx) => new WebhookSink(ctx),
-  describe: (c: Config) => `POST to ${redactUrl(c.str('webhook', 'url') ?? '(no [webhook] url set)')}${c.str('webhook', 'token') || c.str('webhook', 'token_file') ? ' with a bearer token' : ''}`,
-  probe: async (c: Config) => (c.str('webhook', 'url') ? tcpReachable(c.str('webhook', 'url')!) : { ok: false, detail: '[webhook] url is not set' }),
+  describe: (c: Config) => {
+    const s = readSection(c, WEBHOOK_SECTION);
+    return `POST to ${redactUrl(s.url ?? '(no [webhook] url set)')}${s.token || s.token_file ? ' with a bearer token' : ''}`;
+  },
+  probe: async (c: Config) => {
+    const { url } = readSection(c, WEBHOOK_SECTION);
+    return url ? tcpReachable(url) : { ok: false, detail: '[webhook] url is not set' };
+  },
 };

@@ -1,6 +1,8 @@
 /** What doctor and `l9gpu gpus` say of Kubernetes attribution: the store's open pods, and live answers of the kubelet and the metadata source. */
 import type { DoctorSection } from '../../core/attribution.js';
 import type { Config } from '../../core/config/load.js';
+import { readSection } from '../../core/config/read.js';
+import { DAEMON_SECTION } from '../../core/config/sections.js';
 import { inventory, openBindings, type InventoryGpu, type OpenBinding } from '../../store/jobs.js';
 import { openStoreReadOnly, storePath } from '../../store/open.js';
 import { existsSync } from 'node:fs';
@@ -11,7 +13,7 @@ import { PodResourcesClient } from './podresources-client.js';
 import { kubeSettings } from './settings.js';
 
 function readStore<T>(cfg: Config, fn: (db: ReturnType<typeof openStoreReadOnly>) => T, empty: T): T {
-  const dir = cfg.str('daemon', 'state_dir')!;
+  const dir = readSection(cfg, DAEMON_SECTION).state_dir;
   if (!existsSync(storePath(dir))) return empty;
   const db = openStoreReadOnly(dir);
   try {

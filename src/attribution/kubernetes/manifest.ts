@@ -9,6 +9,7 @@
  */
 import { existsSync } from 'node:fs';
 import type { AttributionManifest, AttributionProvider } from '../../core/attribution.js';
+import { readSection } from '../../core/config/read.js';
 import type { Attributes } from '../../core/metrics/model.js';
 import type { OpenBinding } from '../../store/jobs.js';
 import { KUBERNETES_SECTION } from './config.js';
@@ -30,7 +31,7 @@ export const kubernetesAttribution: AttributionManifest = {
   metrics: Object.values(K8S_METRIC).map((d) => d.name),
 
   detect(cfg) {
-    const socket = cfg.str('kubernetes', 'socket')!;
+    const { socket } = readSection(cfg, KUBERNETES_SECTION);
     return existsSync(socket) ? { ok: true, detail: `kubelet pod-resources socket at ${socket}` } : { ok: false, detail: `no kubelet pod-resources socket at ${socket}` };
   },
 

@@ -7,7 +7,7 @@
  * reads.
  */
 import type { Config } from './load.js';
-import type { ConfigValue, KeySpec, SectionSpec } from './schema.js';
+import { defaultOf, type ConfigValue, type KeySpec, type SectionSpec } from './schema.js';
 
 /**
  * null where the loader can leave the key unset: a null default, or a string
@@ -40,6 +40,11 @@ function normalized(k: KeySpec, v: ConfigValue): ConfigValue {
   return k.type === 'list' ? [] : k.type === 'map' ? {} : null;
 }
 
+/** The one place where values become the typed object: keyed by the spec's keys, so the type's properties are the object's. */
+function valuesOf<S extends Pick<SectionSpec, 'keys'>>(spec: S, value: (k: KeySpec) => ConfigValue): SectionValues<S> {
+  return Object.fromEntries(spec.keys.map((k) => [k.key, normalized(k, value(k))])) as SectionValues<S>;
+}
+
 /**
  * The section's values from a loaded configuration. The spec gives the keys;
  * the values are the configuration's (flags > environment > file > defaults),
@@ -48,5 +53,10 @@ function normalized(k: KeySpec, v: ConfigValue): ConfigValue {
  */
 export function readSection<S extends Pick<SectionSpec, 'name' | 'keys'>>(cfg: Config, spec: Literal<S>): SectionValues<S> {
   const s = spec as S;
-  return Object.fromEntries(s.keys.map((k) => [k.key, normalized(k, cfg.get(s.name, k.key))])) as SectionValues<S>;
+  return valuesOf(s, (k) => cfg.get(s.name, k.key));
+}
+
+/** The section's defaults, typed alike: for code run without a configuration (tests, the CLI's own tools). */
+export function sectionDefaults<S extends Pick<SectionSpec, 'keys'>>(spec: Literal<S>): SectionValues<S> {
+  return valuesOf(spec as S, defaultOf);
 }
