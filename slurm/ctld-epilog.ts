@@ -25,6 +25,9 @@ import { jobEndCoverage, reportFromPromql, settledReport, type JobEndCoverage, t
 import { encodeSummary, isSummary } from '../src/jobs/summary.js';
 import { sacctJob } from './sacct-job.js';
 import { slurmCommand } from './tools.js';
+import { readSection } from '../src/core/config/read.js';
+import { DAEMON_SECTION } from '../src/core/config/sections.js';
+import { JOBS_SECTION } from '../src/jobs/config.js';
 
 /** A job with no GPU series after this long used no GPU that l9gpu saw: nothing to keep. */
 const NO_GPUS_AFTER_MS = 30_000;
@@ -57,7 +60,7 @@ export function epilogJob(env: NodeJS.ProcessEnv): CtldEpilogJob | undefined {
 export function startWorker(cfg: Config, job: CtldEpilogJob, cli: string, configArgs: readonly string[]): number | undefined {
   let out: number | 'ignore' = 'ignore';
   try {
-    const dir = cfg.str('daemon', 'state_dir')!;
+    const dir = readSection(cfg, DAEMON_SECTION).state_dir;
     makeDirs(dir);
     out = openSync(join(dir, 'ctld-epilog.log'), 'a', 0o640);
   } catch {
@@ -79,12 +82,13 @@ const log = (msg: string) => process.stdout.write(`${new Date().toISOString()} $
 
 /** The worker: waits for the nodes' job-end figures, then writes the summary. */
 export async function storeSummary(cfg: Config, job: CtldEpilogJob, o: { waitMs?: number; now?: () => number } = {}): Promise<SummaryResult> {
-  const url = cfg.str('jobs', 'promql_url');
+  const jobs = readSection(cfg, JOBS_SECTION);
+  const url = jobs.promql_url;
   if (!url) return { stored: false, detail: `job ${job.acctId}: [jobs] promql_url is not set: no backend to read the job's figures from` };
-  const q: PromqlOptions = { url, window: '30d', headers: cfg.map('jobs', 'promql_headers') };
+  const q: PromqlOptions = { url, window: '30d', headers: jobs.promql_headers };
   const now = o.now ?? Date.now;
   const start = now();
-  const deadline = start + (o.waitMs ?? cfg.num('jobs', 'summary_wait')! * 1000);
+  const deadline = start + (o.waitMs ?? jobs.summary_wait * 1000);
   let pause = 1000;
   let cov: JobEndCoverage = { gpus: 0, ended: 0, ends: new Map() };
   for (;;) {

@@ -20,6 +20,8 @@ import { LEARNED_NODE_KEY, slurmNodeName } from './node-name.js';
 import { setMeta } from '../src/store/meta.js';
 import { gresConfFor } from './paths.js';
 import { resolveGpus, storeInventory } from './resolve.js';
+import { readSection } from '../src/core/config/read.js';
+import { DAEMON_SECTION } from '../src/core/config/sections.js';
 
 export type HookKind = 'prolog' | 'epilog';
 const MAX_LOG_BYTES = 1 << 20;
@@ -81,7 +83,7 @@ export function hookConfig(env: NodeJS.ProcessEnv): Config {
  * one second after it.
  */
 export function runHook(kind: HookKind, env: NodeJS.ProcessEnv, cfg: Config, now = Date.now(), busyMs?: number): HookResult {
-  const stateDir = cfg.str('daemon', 'state_dir')!;
+  const stateDir = readSection(cfg, DAEMON_SECTION).state_dir;
   const job = jobFromEnv(env);
   const db = openStore(stateDir, {
     busyTimeoutMs: busyMs,
@@ -150,9 +152,10 @@ export function main(kind: HookKind, env: NodeJS.ProcessEnv = process.env): void
   let cfg: Config;
   try {
     cfg = hookConfig(env);
-    strict = cfg.bool('slurm', 'hook_strict');
-    stateDir = cfg.str('daemon', 'state_dir') ?? undefined;
-    timeoutS = cfg.num('slurm', 'hook_timeout')!;
+    const slurm = readSection(cfg, SLURM_SECTION);
+    strict = slurm.hook_strict;
+    stateDir = readSection(cfg, DAEMON_SECTION).state_dir;
+    timeoutS = slurm.hook_timeout;
   } catch (e) {
     // without a config there is no store to write: say it once, and let the job run
     logLine(undefined, `${new Date().toISOString()} l9gpu ${kind} job ${jobLabel(env)}: ${(e as Error).message}`);

@@ -9,6 +9,8 @@
  */
 import { existsSync } from 'node:fs';
 import type { AttributionManifest, AttributionProvider } from '../src/core/attribution.js';
+import { readSection } from '../src/core/config/read.js';
+import { DAEMON_SECTION } from '../src/core/config/sections.js';
 import { getMeta } from '../src/store/meta.js';
 import { SLURM_SECTION } from './config.js';
 import { SLURM_METRIC } from './metrics.js';
@@ -17,7 +19,6 @@ import { gresConfFor, slurmConfPath } from './paths.js';
 import { AUTODETECT_VENDOR, readGresLayout, type GresLayout } from './gres.js';
 import type { SlurmStoreStatus } from './status.js';
 import type { Attributes } from '../src/core/metrics/model.js';
-import type { ReconcileSource } from './reconciler.js';
 
 
 /**
@@ -59,6 +60,7 @@ export const slurmAttribution: AttributionManifest = {
   async create({ config: cfg, log, env, store, labelLength, budgets }): Promise<AttributionProvider> {
     const [{ SlurmAttribution }, { Reconciler }] = await Promise.all([import('./attribution.js'), import('./reconciler.js')]);
     const slog = log.child('slurm');
+    const s = readSection(cfg, SLURM_SECTION);
     const reconciler = new Reconciler({
       db: store,
       node: () => {
@@ -66,12 +68,12 @@ export const slurmAttribution: AttributionManifest = {
         return { name: r.name, guessed: r.source === 'host name' };
       },
       gresConf: gresConfFor(cfg, env),
-      binDir: cfg.str('slurm', 'bin_dir'),
+      binDir: s.bin_dir,
       slurmConf: slurmConfPath(cfg, env),
-      commandTimeoutMs: cfg.num('slurm', 'command_timeout')! * 1000,
-      source: cfg.str('slurm', 'reconcile_source') as ReconcileSource,
-      recheckMs: cfg.num('slurm', 'job_recheck')! * 1000,
-      graceMs: cfg.num('slurm', 'reconcile_grace')! * 1000,
+      commandTimeoutMs: s.command_timeout * 1000,
+      source: s.reconcile_source,
+      recheckMs: s.job_recheck * 1000,
+      graceMs: s.reconcile_grace * 1000,
       log: slog,
     });
     const transform = new SlurmAttribution(store, slog, () => reconciler.lastOk || undefined, { labelLength, budgets });
@@ -89,10 +91,10 @@ export const slurmAttribution: AttributionManifest = {
     // after a start or a reboot, bindings of jobs that died with the node are still open: reconcile before the
     // first batch is attributed, so no sample is credited to them; Slurm may be slow or down, so wait boundedly
     let bound: NodeJS.Timeout | undefined;
-    await Promise.race([tick(), new Promise<void>((r) => (bound = setTimeout(r, Math.min(5, cfg.num('slurm', 'command_timeout')!) * 1000)))]);
+    await Promise.race([tick(), new Promise<void>((r) => (bound = setTimeout(r, Math.min(5, s.command_timeout) * 1000)))]);
     clearTimeout(bound);
     // jittered: 10,000 nodes started together by one Ansible run must not ask slurmctld in the same second forever
-    const every = cfg.num('slurm', 'reconcile_interval')! * 1000;
+    const every = s.reconcile_interval * 1000;
     let timer: NodeJS.Timeout | undefined;
     let closed = false;
     const next = (): void => {
@@ -113,7 +115,7 @@ export const slurmAttribution: AttributionManifest = {
 
   async doctor(cfg, env) {
     const { slurmStoreStatus } = await import('./status.js');
-    const st = slurmStoreStatus(cfg.str('daemon', 'state_dir')!);
+    const st = slurmStoreStatus(readSection(cfg, DAEMON_SECTION).state_dir);
     const { name: node, source: nodeSource } = resolveNodeName(cfg, env, st.learnedNodeName);
     const conf = slurmConfPath(cfg, env);
     const gres = gresConfFor(cfg, env);
@@ -134,7 +136,7 @@ export const slurmAttribution: AttributionManifest = {
   async jobsByGpu(cfg) {
     const [{ slurmStoreStatus }, { jobAttributes }] = await Promise.all([import('./status.js'), import('./attribution.js')]);
     const m = new Map<string, Attributes[]>();
-    for (const b of slurmStoreStatus(cfg.str('daemon', 'state_dir')!).openBindings) {
+    for (const b of slurmStoreStatus(readSection(cfg, DAEMON_SECTION).state_dir).openBindings) {
       let l = m.get(b.gpuUuid);
       if (!l) m.set(b.gpuUuid, (l = []));
       l.push(jobAttributes(b));

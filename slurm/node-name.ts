@@ -12,13 +12,15 @@
  */
 import { hostname } from 'node:os';
 import type { Config } from '../src/core/config/load.js';
+import { readSection } from '../src/core/config/read.js';
+import { SLURM_SECTION } from './config.js';
 
 export const LEARNED_NODE_KEY = 'slurm.node_name';
 
 export type NodeNameSource = 'config' | 'environment' | 'learned' | 'host name';
 
 export function resolveNodeName(cfg: Config, env: NodeJS.ProcessEnv = process.env, learned: string | null = null): { name: string; source: NodeNameSource } {
-  const configured = cfg.str('slurm', 'node_name');
+  const configured = readSection(cfg, SLURM_SECTION).node_name;
   if (configured) return { name: configured, source: 'config' };
   if (env.SLURMD_NODENAME) return { name: env.SLURMD_NODENAME, source: 'environment' };
   if (learned) return { name: learned, source: 'learned' };

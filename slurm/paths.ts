@@ -2,6 +2,8 @@
 import { existsSync } from 'node:fs';
 import type { Config } from '../src/core/config/load.js';
 import { gresConfPath } from './gres.js';
+import { readSection } from '../src/core/config/read.js';
+import { SLURM_SECTION } from './config.js';
 
 /**
  * Where Slurm's own clients look, in their order (read_config.c): the default
@@ -12,10 +14,10 @@ export const SLURM_CONF_CANDIDATES = ['/etc/slurm/slurm.conf', '/etc/slurm-llnl/
 
 /** [slurm] slurm_conf (or $SLURM_CONF through it), else where Slurm's clients look. */
 export function slurmConfPath(cfg: Config, env: NodeJS.ProcessEnv = process.env, candidates: readonly string[] = SLURM_CONF_CANDIDATES): string | null {
-  return cfg.str('slurm', 'slurm_conf') ?? [env.SLURM_CONF, ...candidates].find((p): p is string => !!p && existsSync(p)) ?? null;
+  return readSection(cfg, SLURM_SECTION).slurm_conf ?? [env.SLURM_CONF, ...candidates].find((p): p is string => !!p && existsSync(p)) ?? null;
 }
 
 /** [slurm] gres_conf, else gres.conf next to slurm.conf. */
 export function gresConfFor(cfg: Config, env: NodeJS.ProcessEnv = process.env): string {
-  return gresConfPath(slurmConfPath(cfg, env) ?? undefined, cfg.str('slurm', 'gres_conf'));
+  return gresConfPath(slurmConfPath(cfg, env) ?? undefined, readSection(cfg, SLURM_SECTION).gres_conf);
 }
