@@ -6,6 +6,9 @@
  * store, ledger, jobs socket) is job-attribution.ts.
  */
 import type { Config } from '../src/core/config/load.js';
+import { readSection } from '../src/core/config/read.js';
+import { DAEMON_SECTION, readPluginCommon } from '../src/core/config/sections.js';
+import { HEALTH_SECTION } from '../src/health/config.js';
 import type { Logger } from '../src/core/log.js';
 import type { Batch } from '../src/core/metrics/model.js';
 import { pluginContext, type PluginContext, type PluginManifest } from '../src/core/plugin.js';
@@ -99,10 +102,11 @@ export class Agent {
 
   /** The health stage, rebuilt when [health] or the state folder changes (its Xid history is in the file it reloads). */
   private async buildHealth(): Promise<void> {
-    const key = JSON.stringify([this.cfg.section('health'), this.cfg.str('daemon', 'state_dir')]);
+    const health = readSection(this.cfg, HEALTH_SECTION);
+    const key = JSON.stringify([health, readSection(this.cfg, DAEMON_SECTION).state_dir]);
     if (key === this.healthKey) return;
     this.healthKey = key;
-    if (!this.cfg.bool('health', 'enabled')) {
+    if (!health.enabled) {
       this.pipeline.health = undefined;
       return;
     }
@@ -120,19 +124,22 @@ export class Agent {
     return JSON.stringify([c.section(section), resourceAttributes(c)]);
   }
 
+  /** A plugin's own interval, else [daemon]'s (the plugin is known by its section's name: the common keys are typed). */
   private intervalMs(section: string): number {
-    return (this.cfg.num(section, 'interval') ?? this.cfg.num('daemon', 'interval')!) * 1000;
+    return (readPluginCommon(this.cfg, section).interval ?? readSection(this.cfg, DAEMON_SECTION).interval) * 1000;
   }
 
   private timeoutMs(section: string): number {
-    return (this.cfg.num(section, 'timeout') ?? this.cfg.num(section, 'interval') ?? this.cfg.num('daemon', 'interval')!) * 1000;
+    const t = readPluginCommon(this.cfg, section).timeout;
+    return t === null ? this.intervalMs(section) : t * 1000;
   }
 
   /** Builds sinks and runners for the current config (keeping unchanged ones). */
   private async build(): Promise<void> {
     const cfg = this.cfg;
     await this.buildHealth();
-    const wantSinks = new Set(cfg.list('daemon', 'sinks'));
+    const daemon = readSection(cfg, DAEMON_SECTION);
+    const wantSinks = new Set(daemon.sinks);
     await dropChanged(this.sinks, wantSinks, (n) => this.fingerprint(n), (s) => s.close(Date.now() + 2000));
     for (const [name, t] of this.pendingSinks) {
       clearTimeout(t);
@@ -162,7 +169,7 @@ export class Agent {
     if (!this.oneShot) for (const f of this.manifests.plugins) if (selection.detected[f.name]?.ok === false) this.probeLater(f, ctx, REPROBE_FIRST_MS, gen);
 
     await this.selfRunner?.stop(Date.now());
-    const interval = cfg.num('daemon', 'interval')! * 1000;
+    const interval = daemon.interval * 1000;
     this.selfRunner = new PluginRunner(
       'self',
       () => selfMetricsPlugin(() => this.allRunners(), () => this.sinkList(), () => this.pipeline.attribution, this.budgets),
@@ -270,7 +277,7 @@ export class Agent {
     const blocked = await this.stop();
     const sinks = this.sinkList();
     const failedSinks = sinks.filter((s) => s.stats.errors > 0 || s.stats.dropped > 0 || s.stats.queueBytes > 0).map((s) => s.name);
-    const named = this.cfg.list('daemon', 'plugins').filter((n) => n !== AUTO);
+    const named = readSection(this.cfg, DAEMON_SECTION).plugins.filter((n) => n !== AUTO);
     const failed = named.filter((n) => (this.runners.get(n)?.item.stats.errors ?? 0) > 0);
     const expected = await expectGpus(this.manifests.plugins, pluginContext(this.cfg, this.log, { oneShot: true }));
     return { blocked, undelivered: sinks.some((s) => s.stats.exported > 0) ? [] : failedSinks, failed, shortfall: gpuShortfall(expected, this.gpusRead.size) };
@@ -281,7 +288,7 @@ export class Agent {
     this.cfg = cfg;
     await this.jobs.reload(prev, cfg);
     await this.build();
-    this.log.info('configuration reloaded', { file: cfg.file ?? '(none)', plugins: this.pluginNames.join(','), sinks: cfg.list('daemon', 'sinks').join(',') });
+    this.log.info('configuration reloaded', { file: cfg.file ?? '(none)', plugins: this.pluginNames.join(','), sinks: readSection(cfg, DAEMON_SECTION).sinks.join(',') });
   }
 
   /**
@@ -292,7 +299,7 @@ export class Agent {
     this.running = false;
     this.jobs.cancelRetry();
     this.dropProbes();
-    const budget = this.cfg.num('daemon', 'shutdown_timeout')! * 1000;
+    const budget = readSection(this.cfg, DAEMON_SECTION).shutdown_timeout * 1000;
     const deadline = Date.now() + budget;
     // a hung plugin may hold its runner: give collections at most half the budget, keep the rest for delivery
     const collectDeadline = Date.now() + Math.min(2000, budget / 2);

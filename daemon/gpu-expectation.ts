@@ -8,6 +8,8 @@
  */
 import { existsSync } from 'node:fs';
 import type { PluginContext, PluginManifest } from '../src/core/plugin.js';
+import { readSection } from '../src/core/config/read.js';
+import { DAEMON_SECTION } from '../src/core/config/sections.js';
 
 export interface GpuExpectation {
   /** GPUs the node must show (0: none expected). */
@@ -36,8 +38,8 @@ async function inventoryByVendor(stateDir: string): Promise<{ path: string; by: 
 }
 
 export async function expectGpus(plugins: readonly PluginManifest[], ctx: PluginContext): Promise<GpuExpectation> {
-  const stateDir = ctx.config.str('daemon', 'state_dir')!;
-  const store = await inventoryByVendor(stateDir);
+  const daemon = readSection(ctx.config, DAEMON_SECTION);
+  const store = await inventoryByVendor(daemon.state_dir);
   const why: string[] = [];
   const evidenced: string[] = [];
   for (const p of plugins) {
@@ -48,8 +50,8 @@ export async function expectGpus(plugins: readonly PluginManifest[], ctx: Plugin
     if (inInventory) why.push(`the store's inventory has seen ${inInventory} ${p.hardware.vendor} GPU(s) (${store.path})`);
     if (installed || inInventory) evidenced.push(p.name);
   }
-  const set = ctx.config.num('daemon', 'expect_gpus');
-  if (set !== null && set !== undefined) return { count: set, why: [`[daemon] expect_gpus = ${set}`], plugins: evidenced };
+  const set = daemon.expect_gpus;
+  if (set !== null) return { count: set, why: [`[daemon] expect_gpus = ${set}`], plugins: evidenced };
   return { count: why.length ? 1 : 0, why, plugins: evidenced };
 }
 

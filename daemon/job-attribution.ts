@@ -15,6 +15,9 @@ import type { Db } from '../src/store/open.js';
 import type { ViewerCache } from '../src/jobs/access.js';
 import type { JobsServer } from '../src/jobs/server.js';
 import { resolveAttribution, type Manifests } from './selection.js';
+import { readSection } from '../src/core/config/read.js';
+import { DAEMON_SECTION } from '../src/core/config/sections.js';
+import { JOBS_SECTION } from '../src/jobs/config.js';
 
 /**
  * How long one of the daemon's store writes waits for a lock someone else
@@ -64,7 +67,10 @@ export class JobAttribution {
   /** After a reload to `next`: swapped when [daemon] attribution, the state folder, [jobs] or a provider's sections changed. */
   async reload(prev: Config, next: Config): Promise<void> {
     const sections = ['jobs', ...this.o.manifests.attributions.flatMap((a) => a.sections.map((s) => s.name))];
-    const keys = (c: Config) => JSON.stringify([c.str('daemon', 'attribution'), c.str('daemon', 'state_dir'), ...sections.map((s) => c.section(s))]);
+    const keys = (c: Config) => {
+      const d = readSection(c, DAEMON_SECTION);
+      return JSON.stringify([d.attribution, d.state_dir, ...sections.map((s) => c.section(s))]);
+    };
     if (keys(next) !== keys(prev)) await this.swap();
   }
 
@@ -88,7 +94,8 @@ export class JobAttribution {
       const manifest = r.manifest;
       // prices read at every batch: a reload's new prices apply without a new ledger
       const cost = { prices: () => pricesFrom(this.o.config()), node: () => manifest.nodeName(this.o.config(), this.o.env, db) };
-      ledger = new JobLedger(db, this.o.log.child('ledger'), { seriesMs: cfg.num('jobs', 'series_retention')! * 1000, jobsMs: cfg.num('jobs', 'job_retention')! * 1000 }, cost);
+      const jobs = readSection(cfg, JOBS_SECTION);
+      ledger = new JobLedger(db, this.o.log.child('ledger'), { seriesMs: jobs.series_retention * 1000, jobsMs: jobs.job_retention * 1000 }, cost);
       const p = provider;
       // users' `l9gpu jobs`: the store is root's alone, the daemon answers them by their uid
       await this.serveJobs(() => manifest.nodeName(this.o.config(), this.o.env, db));
@@ -112,7 +119,7 @@ export class JobAttribution {
    */
   private async openStoreOrSay(): Promise<Db | undefined> {
     const { openStore, StoreUnusable } = await import('../src/store/open.js');
-    const dir = this.o.config().str('daemon', 'state_dir')!;
+    const dir = readSection(this.o.config(), DAEMON_SECTION).state_dir;
     try {
       const db = openStore(dir, { check: true, busyTimeoutMs: DAEMON_BUSY_MS, onRecovered: (m) => this.o.log.error(m) });
       if (this.storeProblem) this.o.log.info('job attribution on again: the store is usable', { store: dir });
@@ -142,7 +149,7 @@ export class JobAttribution {
     this.viewers ??= new ViewerCache();
     const cfg = this.o.config;
     const o = {
-      stateDir: cfg().str('daemon', 'state_dir')!, node, prices: () => pricesFrom(cfg()), adminGroup: () => cfg().str('jobs', 'admin_group'), log: this.o.log.child('jobs'),
+      stateDir: readSection(cfg(), DAEMON_SECTION).state_dir, node, prices: () => pricesFrom(cfg()), adminGroup: () => readSection(cfg(), JOBS_SECTION).admin_group, log: this.o.log.child('jobs'),
       limits: () => limitsFrom(cfg()), budgets: this.o.budgets, viewers: this.viewers,
     };
     if (this.jobsServer?.stateDir === o.stateDir) return this.jobsServer.retarget(o);

@@ -9,6 +9,8 @@ import type { Config } from '../src/core/config/load.js';
 import { ConfigError, closest } from '../src/core/config/schema.js';
 import type { PluginContext, PluginManifest, ProbeResult } from '../src/core/plugin.js';
 import type { SinkManifest } from '../src/core/sink.js';
+import { readSection } from '../src/core/config/read.js';
+import { DAEMON_SECTION } from '../src/core/config/sections.js';
 
 export interface Manifests {
   readonly plugins: readonly PluginManifest[];
@@ -28,7 +30,8 @@ export interface PluginSelection {
 
 /** Expands `auto` into the always-on plugins plus those whose source answers now. */
 export async function selectPlugins(m: Pick<Manifests, 'plugins'>, cfg: Config, ctx: PluginContext): Promise<PluginSelection> {
-  const listed = new Set(cfg.list('daemon', 'plugins'));
+  const daemon = readSection(cfg, DAEMON_SECTION);
+  const listed = new Set(daemon.plugins);
   const detected: Record<string, ProbeResult> = {};
   if (listed.delete(AUTO)) {
     await Promise.all(
@@ -42,7 +45,7 @@ export async function selectPlugins(m: Pick<Manifests, 'plugins'>, cfg: Config, 
         }),
     );
   }
-  if (cfg.str('daemon', 'engines') === 'auto') for (const p of m.plugins) if (p.engine) listed.add(p.name);
+  if (daemon.engines === 'auto') for (const p of m.plugins) if (p.engine) listed.add(p.name);
   return { names: m.plugins.filter((p) => listed.has(p.name)).map((p) => p.name), detected };
 }
 
@@ -57,7 +60,7 @@ export interface ResolvedAttribution {
 }
 
 export function resolveAttribution(m: Manifests, cfg: Config, env: NodeJS.ProcessEnv = process.env): ResolvedAttribution {
-  const mode = cfg.str('daemon', 'attribution')!;
+  const mode = readSection(cfg, DAEMON_SECTION).attribution;
   if (mode === 'none') return { mode, resolved: 'none', manifest: undefined, detail: 'configured' };
   if (mode !== AUTO) {
     const manifest = m.attributions.find((a) => a.name === mode)!;
@@ -74,7 +77,7 @@ export function resolveAttribution(m: Manifests, cfg: Config, env: NodeJS.Proces
 
 /** Every `[daemon] plugins` / `sinks` name must be one the root lists. */
 export function checkNames(cfg: Config, key: 'plugins' | 'sinks', known: readonly string[]): void {
-  for (const name of cfg.list('daemon', key)) {
+  for (const name of readSection(cfg, DAEMON_SECTION)[key]) {
     if (known.includes(name) || (key === 'plugins' && name === AUTO)) continue;
     const p = cfg.sourceOf('daemon', key);
     const where = p.source === 'default' ? '[daemon] ' + key : `${p.detail}${p.source === 'file' ? ` [daemon] ${key}` : ''}`;
