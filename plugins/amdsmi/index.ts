@@ -6,6 +6,7 @@
  */
 import { GPU } from '../../src/core/metrics/gpu-metrics.js';
 import { AMDSMI_SECTION } from './config.js';
+import { readSection } from '../../src/core/config/read.js';
 import type { Emitter } from '../../src/core/metrics/model.js';
 import type { Plugin, PluginContext, PluginManifest, ProbeResult } from '../../src/core/plugin.js';
 import { allInOrder, requireTool, runTool, toolInstalled } from '../../src/core/tool.js';
@@ -21,12 +22,12 @@ interface Opts {
 }
 
 function opts(ctx: Pick<PluginContext, 'config'>): Opts {
-  const c = ctx.config;
+  const c = readSection(ctx.config, AMDSMI_SECTION);
   return {
-    command: c.str('amdsmi', 'command') ?? 'amd-smi',
-    timeoutMs: c.num('amdsmi', 'command_timeout')! * 1000,
-    staticIntervalMs: c.num('amdsmi', 'static_interval')! * 1000,
-    processes: c.bool('amdsmi', 'processes'),
+    command: c.command ?? 'amd-smi',
+    timeoutMs: c.command_timeout * 1000,
+    staticIntervalMs: c.static_interval * 1000,
+    processes: c.processes,
   };
 }
 

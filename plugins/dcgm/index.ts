@@ -18,6 +18,8 @@ import { tableMetrics, type EngineTable, type SeriesRule } from '../../src/scrap
 import { scrapedPlugin } from '../../src/scrape/engine-plugin.js';
 import type { Labels } from '../../src/scrape/exposition.js';
 import { DCGM_SECTION, DCGM_SPEC } from './config.js';
+import { readSection } from '../../src/core/config/read.js';
+import { DAEMON_SECTION } from '../../src/core/config/sections.js';
 
 const MIB = 1024 * 1024;
 const PCT = 0.01;
@@ -87,9 +89,9 @@ export function dcgmTable(gpuFields: boolean): EngineTable {
 
 /** [dcgm] gpu_fields: auto = off when [daemon] plugins runs nvml (named, or auto). */
 export function dcgmGpuFields(ctx: PluginContext): boolean {
-  const v = ctx.config.str('dcgm', 'gpu_fields') ?? 'auto';
+  const v = readSection(ctx.config, DCGM_SECTION).gpu_fields;
   if (v !== 'auto') return v === 'always';
-  const plugins = ctx.config.list('daemon', 'plugins');
+  const plugins = readSection(ctx.config, DAEMON_SECTION).plugins;
   return !plugins.includes('nvml') && !plugins.includes('auto');
 }
 

@@ -5,6 +5,7 @@
  */
 import { GPU } from '../../src/core/metrics/gpu-metrics.js';
 import { HLSMI_SECTION } from './config.js';
+import { readSection } from '../../src/core/config/read.js';
 import type { Emitter } from '../../src/core/metrics/model.js';
 import type { Plugin, PluginContext, PluginManifest, ProbeResult } from '../../src/core/plugin.js';
 import { requireTool, runTool, toolInstalled } from '../../src/core/tool.js';
@@ -14,7 +15,8 @@ const EXTRA_DIRS = ['/usr/bin', '/usr/local/bin', '/opt/habanalabs/bin'];
 export const HL_ARGS = ['-Q', HL_FIELDS.join(','), '-f', 'csv'];
 
 function opts(ctx: Pick<PluginContext, 'config'>): { command: string; timeoutMs: number } {
-  return { command: ctx.config.str('hlsmi', 'command') ?? 'hl-smi', timeoutMs: ctx.config.num('hlsmi', 'command_timeout')! * 1000 };
+  const c = readSection(ctx.config, HLSMI_SECTION);
+  return { command: c.command ?? 'hl-smi', timeoutMs: c.command_timeout * 1000 };
 }
 
 const locate = (command: string): string => requireTool(command, EXTRA_DIRS, '[hlsmi] command');

@@ -7,6 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { HOST_SECTION } from './config.js';
+import { readSection } from '../../src/core/config/read.js';
 import { metric } from '../../src/core/metrics/registry.js';
 import type { Emitter } from '../../src/core/metrics/model.js';
 import type { Plugin, PluginManifest } from '../../src/core/plugin.js';
@@ -110,9 +111,9 @@ export const hostPlugin: PluginManifest = {
   auto: 'always',
   description: 'Host CPU utilization, memory and load average from /proc',
   section: HOST_SECTION,
-  create: (ctx) => new HostPlugin(ctx.config.str('host', 'proc_path') ?? '/proc'),
+  create: (ctx) => new HostPlugin(readSection(ctx.config, HOST_SECTION).proc_path),
   probe: async (ctx) => {
-    const p = ctx.config.str('host', 'proc_path') ?? '/proc';
+    const p = readSection(ctx.config, HOST_SECTION).proc_path;
     return existsSync(join(p, 'stat')) ? { ok: true, detail: `${p}/stat readable` } : { ok: false, detail: `${p}/stat not found` };
   },
 };

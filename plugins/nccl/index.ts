@@ -40,6 +40,7 @@ import { openUserFile, ownerAllowed, processOwner } from '../../src/core/user-fi
 import { processStart } from '../../src/core/process-start.js';
 import { Aggregator, type RecordSource } from './aggregate.js';
 import { NCCL_SECTION } from './config.js';
+import { readSection } from '../../src/core/config/read.js';
 import { jobFor, Locator, processAllows, type InspectorFile, type InspectorFolder } from './locate.js';
 import { bandwidth } from '../../src/nccl/bandwidth.js';
 import { parseInspectorLine, type InspectorRecord } from './parse.js';
@@ -499,13 +500,13 @@ export class NcclPlugin implements Plugin {
 const otherHostNames = (hosts: readonly string[]) => hosts.map((h) => printable(clip(h, 64))).join(',');
 
 export function ncclOptions(ctx: PluginContext): NcclOptions {
-  const c = ctx.config;
+  const c = readSection(ctx.config, NCCL_SECTION);
   return {
-    paths: c.list('nccl', 'paths'),
-    discover: c.bool('nccl', 'discover'),
-    maxFileAgeMs: (c.num('nccl', 'max_file_age') ?? 3600) * 1000,
-    maxSeries: c.num('nccl', 'max_series') ?? 20_000,
-    window: c.num('nccl', 'window') ?? 256,
+    paths: c.paths,
+    discover: c.discover,
+    maxFileAgeMs: c.max_file_age * 1000,
+    maxSeries: c.max_series,
+    window: c.window,
     hostNames: [ctx.hostName, hostname()],
   };
 }

@@ -8,6 +8,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { EVENT_TYPE } from './abi.js';
 import { DEFAULT_LIBRARY, NVML_SECTION } from './config.js';
+import { readSection } from '../../src/core/config/read.js';
 import { createLogger } from '../../src/core/log.js';
 import type { Emitter } from '../../src/core/metrics/model.js';
 import type { Plugin, PluginContext, PluginManifest, ProbeResult } from '../../src/core/plugin.js';
@@ -25,8 +26,8 @@ export interface NvmlOptions {
 }
 
 export function nvmlOptions(ctx: Pick<PluginContext, 'config'>): NvmlOptions {
-  const c = ctx.config;
-  return { library: c.str('nvml', 'library') ?? DEFAULT_LIBRARY, processes: c.bool('nvml', 'processes'), events: c.bool('nvml', 'events'), stateInterval: c.num('nvml', 'state_interval')! };
+  const c = readSection(ctx.config, NVML_SECTION);
+  return { library: c.library ?? DEFAULT_LIBRARY, processes: c.processes, events: c.events, stateInterval: c.state_interval };
 }
 
 class NvmlPlugin implements Plugin {

@@ -10,6 +10,7 @@
 import { gpuAttributes } from '../../src/core/gpu-identity.js';
 import { createHash } from 'node:crypto';
 import { SIM_SECTION } from './config.js';
+import { readSection } from '../../src/core/config/read.js';
 import { GPU } from '../../src/core/metrics/gpu-metrics.js';
 import type { Attributes, Emitter } from '../../src/core/metrics/model.js';
 import type { Plugin, PluginManifest } from '../../src/core/plugin.js';
@@ -139,9 +140,12 @@ export const simPlugin: PluginManifest = {
   description: 'Simulated GPUs (gpu.vendor=sim) for demos on machines without GPUs',
   section: SIM_SECTION,
   create: (ctx) => {
-    const c = ctx.config;
-    const seed = c.num('sim', 'seed') ?? createHash('sha1').update(ctx.hostName).digest().readUInt32LE(0);
-    return new SimPlugin(c.num('sim', 'gpus')!, c.str('sim', 'model') ?? 'sim', c.num('sim', 'memory')!, c.num('sim', 'power_limit')!, ctx.hostName, seed);
+    const c = readSection(ctx.config, SIM_SECTION);
+    const seed = c.seed ?? createHash('sha1').update(ctx.hostName).digest().readUInt32LE(0);
+    return new SimPlugin(c.gpus, c.model ?? 'sim', c.memory, c.power_limit, ctx.hostName, seed);
   },
-  probe: async (ctx) => ({ ok: true, gpus: ctx.config.num('sim', 'gpus')!, detail: `${ctx.config.num('sim', 'gpus')} simulated GPUs` }),
+  probe: async (ctx) => {
+    const { gpus } = readSection(ctx.config, SIM_SECTION);
+    return { ok: true, gpus, detail: `${gpus} simulated GPUs` };
+  },
 };
