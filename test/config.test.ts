@@ -7,6 +7,11 @@ import { displayValue } from '../src/core/config/load.js';
 import { ConfigError } from '../src/core/config/schema.js';
 import { resourceAttributes } from '../src/core/resource.js';
 import { tempDir } from './helpers/paths.js';
+import { readSection } from '../src/core/config/read.js';
+import { DAEMON_SECTION } from '../src/core/config/sections.js';
+import { HOST_SECTION } from '../plugins/host/config.js';
+import { SIM_SECTION } from '../plugins/sim/config.js';
+import { FILE_SECTION, OTLP_SECTION, PROMETHEUS_SECTION, STDOUT_SECTION } from '../src/sinks/sections.js';
 
 const dir = tempDir();
 function ini(name: string, text: string | Buffer): string {
@@ -20,11 +25,12 @@ test('embedded defaults when no file exists', () => {
   const c = loadAgentConfig({ ...NOFILE, env: {} });
   assert.equal(c.file, null);
   assert.equal(c.fileOrigin, 'none');
-  assert.deepEqual(c.list('daemon', 'plugins'), ['auto']);
-  assert.deepEqual(c.list('daemon', 'sinks'), ['prometheus']);
-  assert.equal(c.num('daemon', 'interval'), 10);
-  assert.equal(c.num('prometheus', 'port'), 9464);
-  assert.equal(c.str('otlp', 'protocol'), 'http/protobuf');
+  const daemon = readSection(c, DAEMON_SECTION);
+  assert.deepEqual(daemon.plugins, ['auto']);
+  assert.deepEqual(daemon.sinks, ['prometheus']);
+  assert.equal(daemon.interval, 10);
+  assert.equal(readSection(c, PROMETHEUS_SECTION).port, 9464);
+  assert.equal(readSection(c, OTLP_SECTION).protocol, 'http/protobuf');
   assert.equal(c.sourceOf('daemon', 'interval').source, 'default');
 });
 
@@ -37,23 +43,23 @@ test('precedence: flags > environment > file > defaults, with provenance', () =>
   });
   assert.equal(c.file, f);
   assert.equal(c.fileOrigin, 'flag');
-  assert.equal(c.num('daemon', 'interval'), 5);
+  assert.equal(readSection(c, DAEMON_SECTION).interval, 5);
   assert.deepEqual(c.sourceOf('daemon', 'interval'), { source: 'flag', detail: '--interval' });
-  assert.deepEqual(c.list('daemon', 'sinks'), ['stdout']);
+  assert.deepEqual(readSection(c, DAEMON_SECTION).sinks, ['stdout']);
   assert.deepEqual(c.sourceOf('daemon', 'sinks'), { source: 'file', detail: `${f}:3` });
   // the base endpoint gets the signal path appended; env beats the file
-  assert.equal(c.str('otlp', 'endpoint'), 'http://env.example:4318/v1/metrics');
+  assert.equal(readSection(c, OTLP_SECTION).endpoint, 'http://env.example:4318/v1/metrics');
   assert.deepEqual(c.sourceOf('otlp', 'endpoint'), { source: 'env', detail: 'OTEL_EXPORTER_OTLP_ENDPOINT' });
-  assert.equal(c.num('otlp', 'timeout'), 2.5, 'OTEL_EXPORTER_OTLP_TIMEOUT is milliseconds');
-  assert.equal(c.num('sim', 'gpus'), 3);
-  assert.equal(c.num('host', 'interval'), null, 'a plugin interval inherits from [daemon]');
+  assert.equal(readSection(c, OTLP_SECTION).timeout, 2.5, 'OTEL_EXPORTER_OTLP_TIMEOUT is milliseconds');
+  assert.equal(readSection(c, SIM_SECTION).gpus, 3);
+  assert.equal(readSection(c, HOST_SECTION).interval, null, 'a plugin interval inherits from [daemon]');
 });
 
 test('L9GPU_CONFIG selects the file when --config is absent', () => {
   const f = ini('envsel.ini', '[daemon]\ncluster = alps\n');
   const c = loadAgentConfig({ ...NOFILE, env: { L9GPU_CONFIG: f } });
   assert.equal(c.fileOrigin, 'env');
-  assert.equal(c.str('daemon', 'cluster'), 'alps');
+  assert.equal(readSection(c, DAEMON_SECTION).cluster, 'alps');
   assert.equal(resourceAttributes(c)['cluster.name'], 'alps');
 });
 
@@ -69,10 +75,11 @@ test('the signal-specific OTEL variables win over the generic ones', () => {
       OTEL_EXPORTER_OTLP_COMPRESSION: 'none',
     },
   });
-  assert.equal(c.str('otlp', 'endpoint'), 'http://specific:9999/custom/path');
-  assert.deepEqual(c.map('otlp', 'headers'), { authorization: 'Basic abc', 'x-scope-orgid': 'generic' });
-  assert.equal(c.str('otlp', 'protocol'), 'http/json');
-  assert.equal(c.str('otlp', 'compression'), 'none');
+  const otlp = readSection(c, OTLP_SECTION);
+  assert.equal(otlp.endpoint, 'http://specific:9999/custom/path');
+  assert.deepEqual(otlp.headers, { authorization: 'Basic abc', 'x-scope-orgid': 'generic' });
+  assert.equal(otlp.protocol, 'http/json');
+  assert.equal(otlp.compression, 'none');
   assert.equal(displayValue(c, 'otlp', 'headers'), 'authorization=***,x-scope-orgid=***', 'doctor masks secrets');
 });
 
@@ -134,9 +141,9 @@ test('what the ini package would take silently or misread is an error naming the
   const latin1 = ini('latin1.ini', Buffer.concat([Buffer.from('[daemon]\n; caf'), Buffer.from([0xe9]), Buffer.from('\ninterval = 5s\n')]));
   assert.throws(() => loadAgentConfig({ configPath: latin1, env: {} }), { message: `config file ${latin1}:2: not valid UTF-8` });
   const bom = ini('bom.ini', '\ufeff[daemon]\ninterval = 5s\n');
-  assert.equal(loadAgentConfig({ configPath: bom, env: {} }).num('daemon', 'interval'), 5);
+  assert.equal(readSection(loadAgentConfig({ configPath: bom, env: {} }), DAEMON_SECTION).interval, 5);
   // the same key in two sections is two keys
-  assert.equal(loadAgentConfig({ configPath: ini('two.ini', '[host]\ninterval = 5s\n[sim]\ninterval = 5s\n'), env: {} }).num('sim', 'interval'), 5);
+  assert.equal(readSection(loadAgentConfig({ configPath: ini('two.ini', '[host]\ninterval = 5s\n[sim]\ninterval = 5s\n'), env: {} }), SIM_SECTION).interval, 5);
 });
 
 test('OTLP headers an HTTP request cannot carry are refused at load (not at every export), never echoing a value', () => {
@@ -147,7 +154,7 @@ test('OTLP headers an HTTP request cannot carry are refused at load (not at ever
     message: 'environment OTEL_EXPORTER_OTLP_HEADERS (for [otlp] headers): the value of x-token has a character an HTTP header cannot carry (a control character, or beyond Latin-1)',
   });
   const ok = loadAgentConfig({ ...NOFILE, env: { OTEL_EXPORTER_OTLP_HEADERS: 'authorization=Basic%20dXNlcjpwYXNz, x-scope-orgid=tenant-1' } });
-  assert.deepEqual(ok.map('otlp', 'headers'), { authorization: 'Basic dXNlcjpwYXNz', 'x-scope-orgid': 'tenant-1' });
+  assert.deepEqual(readSection(ok, OTLP_SECTION).headers, { authorization: 'Basic dXNlcjpwYXNz', 'x-scope-orgid': 'tenant-1' });
 });
 
 test('headers the HTTP client writes itself (framing, hop-by-hop, the body\'s type and encoding) are refused in every header map, from the file or a variable', () => {
@@ -158,14 +165,14 @@ test('headers the HTTP client writes itself (framing, hop-by-hop, the body\'s ty
     message: /^environment OTEL_EXPORTER_OTLP_HEADERS \(for \[otlp\] headers\): header TE is not one to set/,
   });
   // the headers a backend wants are still taken, and resource attributes are no request headers
-  assert.deepEqual(loadAgentConfig({ configPath: ini('hdr-ok.ini', '[otlp]\nheaders = X-Scope-OrgID=t1,authorization=Basic%20x\n[daemon]\nresource_attributes = connection=ib0\n'), env: {} }).map('otlp', 'headers'), { 'X-Scope-OrgID': 't1', authorization: 'Basic x' });
+  assert.deepEqual(readSection(loadAgentConfig({ configPath: ini('hdr-ok.ini', '[otlp]\nheaders = X-Scope-OrgID=t1,authorization=Basic%20x\n[daemon]\nresource_attributes = connection=ib0\n'), env: {} }), OTLP_SECTION).headers, { 'X-Scope-OrgID': 't1', authorization: 'Basic x' });
 });
 
 test('[prometheus] path is a URL path: without its leading / (a page no scrape asks for) it is refused at load', () => {
   assert.equal(configError('[prometheus]\npath = metrics\n'), 'FILE:2 [prometheus] path: "metrics" is not a URL path: it starts with / (/metrics)');
   assert.equal(configError('[prometheus]\npath = /metrics?x=1\n'), 'FILE:2 [prometheus] path: "/metrics?x=1" is not a URL path: no spaces, ? or # (the query is not part of the page\'s path)');
   assert.equal(configError('[prometheus]\npath =\n'), 'FILE:2 [prometheus] path: empty: it needs a value; leave the key out for the default');
-  assert.equal(loadAgentConfig({ configPath: ini('prom-path.ini', '[prometheus]\npath = /l9gpu/metrics\n'), env: {} }).str('prometheus', 'path'), '/l9gpu/metrics');
+  assert.equal(readSection(loadAgentConfig({ configPath: ini('prom-path.ini', '[prometheus]\npath = /l9gpu/metrics\n'), env: {} }), PROMETHEUS_SECTION).path, '/l9gpu/metrics');
 });
 
 test('an empty state_dir, in the file or as L9GPU_STATE_DIR=, is a config error naming where it came from (not "unset": the store would be elsewhere, or nowhere)', () => {
@@ -174,7 +181,7 @@ test('an empty state_dir, in the file or as L9GPU_STATE_DIR=, is a config error 
     message: 'environment L9GPU_STATE_DIR (for [daemon] state_dir): empty: it needs a value (an absolute path); leave the key out for the default',
   });
   // an empty variable of a key that may be unset still means unset
-  assert.deepEqual(loadAgentConfig({ ...NOFILE, env: { L9GPU_PLUGINS: '', OTEL_EXPORTER_OTLP_HEADERS: '' } }).list('daemon', 'plugins'), ['auto']);
+  assert.deepEqual(readSection(loadAgentConfig({ ...NOFILE, env: { L9GPU_PLUGINS: '', OTEL_EXPORTER_OTLP_HEADERS: '' } }), DAEMON_SECTION).plugins, ['auto']);
 });
 
 test('a missing or oversized config file is an error, a missing default file is not', () => {
@@ -187,10 +194,11 @@ test('a missing or oversized config file is an error, a missing default file is 
 test('durations, sizes, lists and booleans parse in every documented spelling', () => {
   const f = ini('spell.ini', '[daemon]\ninterval = 500ms\nplugins = host sim\n[otlp]\nmax_queue_bytes = 2MiB\nexport_interval = 2m\n[file]\nmax_bytes = 1.5MB\n[stdout]\nresource = off\n');
   const c = loadAgentConfig({ configPath: f, env: {} });
-  assert.equal(c.num('daemon', 'interval'), 0.5);
-  assert.deepEqual(c.list('daemon', 'plugins'), ['host', 'sim']);
-  assert.equal(c.num('otlp', 'max_queue_bytes'), 2 * 1024 * 1024);
-  assert.equal(c.num('otlp', 'export_interval'), 120);
-  assert.equal(c.num('file', 'max_bytes'), 1_500_000);
-  assert.equal(c.bool('stdout', 'resource'), false);
+  const [daemon, otlp] = [readSection(c, DAEMON_SECTION), readSection(c, OTLP_SECTION)];
+  assert.equal(daemon.interval, 0.5);
+  assert.deepEqual(daemon.plugins, ['host', 'sim']);
+  assert.equal(otlp.max_queue_bytes, 2 * 1024 * 1024);
+  assert.equal(otlp.export_interval, 120);
+  assert.equal(readSection(c, FILE_SECTION).max_bytes, 1_500_000);
+  assert.equal(readSection(c, STDOUT_SECTION).resource, false);
 });

@@ -29,6 +29,9 @@ import { DAEMON_FLAGS, flagOverrides, type DaemonFlags } from '../src/cli/daemon
 import { parseArgsOptions } from '../src/cli/flag-spec.js';
 import { KUBERNETES_SECTION } from '../src/attribution/kubernetes/config.js';
 import { IMAGE_ENTRYPOINT, IMAGE_NAME } from '../src/release/image.js';
+import { readSection } from '../src/core/config/read.js';
+import { DAEMON_SECTION } from '../src/core/config/sections.js';
+import { OTLP_SECTION, PROMETHEUS_SECTION } from '../src/sinks/sections.js';
 
 /** The repository root: the first folder above this file holding l9gpu's package.json (works from dist/test and dist-*\/test). */
 function repoRoot(): string {
@@ -392,19 +395,20 @@ test('the ConfigMap\'s INI names only sections and keys of the schema, and the d
   const env = daemonEnv(file);
   const cfg = loadAgentConfig({ env, overrides: argOverrides() });
   assert.equal(cfg.file, file);
-  assert.equal(cfg.str('daemon', 'attribution'), 'kubernetes');
+  const [daemon, prometheus, kubernetes] = [readSection(cfg, DAEMON_SECTION), readSection(cfg, PROMETHEUS_SECTION), readSection(cfg, KUBERNETES_SECTION)];
+  assert.equal(daemon.attribution, 'kubernetes');
   assert.equal(cfg.sourceOf('daemon', 'attribution').source, 'flag');
-  assert.deepEqual(cfg.list('daemon', 'sinks'), ['otlp', 'prometheus']);
-  assert.ok(cfg.list('daemon', 'plugins').includes('nvml') || cfg.list('daemon', 'plugins').includes('auto'));
-  assert.equal(cfg.str('daemon', 'state_dir'), '/var/lib/l9gpu');
-  assert.equal(cfg.str('otlp', 'endpoint'), `${env.OTEL_EXPORTER_OTLP_ENDPOINT}/v1/metrics`);
-  assert.equal(cfg.num('prometheus', 'port'), MAIN.ports[0].containerPort, 'the prometheus sink listens on the container port');
-  assert.equal(cfg.str('prometheus', 'path'), MAIN.readinessProbe.httpGet.path, 'the probes ask the prometheus sink\'s page');
-  assert.equal(cfg.str('prometheus', 'host'), '0.0.0.0', 'reachable from the kubelet\'s probes and scrapers');
-  assert.equal(cfg.str('kubernetes', 'node_name'), 'gpu-node-17');
-  assert.equal(cfg.str('kubernetes', 'pods_source'), 'apiserver', 'the RBAC applied by default is the apiserver one');
-  assert.ok(cfg.list('kubernetes', 'labels').includes('app.kubernetes.io/name'));
-  const socket = cfg.str('kubernetes', 'socket')!;
+  assert.deepEqual(daemon.sinks, ['otlp', 'prometheus']);
+  assert.ok(daemon.plugins.includes('nvml') || daemon.plugins.includes('auto'));
+  assert.equal(daemon.state_dir, '/var/lib/l9gpu');
+  assert.equal(readSection(cfg, OTLP_SECTION).endpoint, `${env.OTEL_EXPORTER_OTLP_ENDPOINT}/v1/metrics`);
+  assert.equal(prometheus.port, MAIN.ports[0].containerPort, 'the prometheus sink listens on the container port');
+  assert.equal(prometheus.path, MAIN.readinessProbe.httpGet.path, 'the probes ask the prometheus sink\'s page');
+  assert.equal(prometheus.host, '0.0.0.0', 'reachable from the kubelet\'s probes and scrapers');
+  assert.equal(kubernetes.node_name, 'gpu-node-17');
+  assert.equal(kubernetes.pods_source, 'apiserver', 'the RBAC applied by default is the apiserver one');
+  assert.ok(kubernetes.labels.includes('app.kubernetes.io/name'));
+  const socket = kubernetes.socket;
   assert.equal(dirname(socket), (MAIN.volumeMounts as Obj[]).find((m) => m.name === 'pod-resources')!.mountPath);
   assert.equal(resolveAgentAttribution(cfg, env).resolved, 'kubernetes');
 });

@@ -27,6 +27,10 @@ import { findRuntime } from '../src/release/runtime.js';
 import { IMAGE_ENTRYPOINT, IMAGE_NAME } from '../src/release/image.js';
 import { h100 } from './helpers/fake-nvml.js';
 import { ROOT, tempDir } from './helpers/paths.js';
+import { readSection } from '../src/core/config/read.js';
+import { DAEMON_SECTION } from '../src/core/config/sections.js';
+import { JOBS_SECTION } from '../src/jobs/config.js';
+import { OTLP_SECTION } from '../src/sinks/sections.js';
 
 const BASES = '/var/cache/l9gpu-test';
 const RUNTIME = findRuntime(ROOT);
@@ -512,10 +516,10 @@ test('the Ansible role installs, configures and hooks a node, and a second run c
   const iniPath = join(root, 'etc/l9gpu/l9gpu.ini');
   assert.equal(readFileSync(iniPath, 'utf8'), EXPECTED_INI);
   const cfg = loadAgentConfig({ configPath: iniPath, env: {} });
-  assert.deepEqual(cfg.list('daemon', 'sinks'), ['otlp', 'prometheus']);
+  assert.deepEqual(readSection(cfg, DAEMON_SECTION).sinks, ['otlp', 'prometheus']);
   assert.equal(cfg.get('daemon', 'interval'), 5);
-  assert.deepEqual(cfg.map('jobs', 'gpu_hour_prices'), { H100: '3.2', A100: '1.8' });
-  assert.deepEqual(cfg.map('otlp', 'headers'), { 'X-Scope-OrgID': 'hpc team' });
+  assert.deepEqual(readSection(cfg, JOBS_SECTION).gpu_hour_prices, { H100: '3.2', A100: '1.8' });
+  assert.deepEqual(readSection(cfg, OTLP_SECTION).headers, { 'X-Scope-OrgID': 'hpc team' });
   assert.equal(statSync(iniPath).mode & 0o777, 0o644);
 
   // the secret header in the root-only drop-in, % escaped for systemd; the unit with it verifies

@@ -49,25 +49,15 @@ export class Config {
     private readonly provenance: Map<string, Provenance>,
   ) {}
 
+  /**
+   * One value, untyped: for code that walks the schema (doctor, the reload
+   * fingerprints). Code that reads its own settings uses readSection (read.ts),
+   * typed by the section's declaration.
+   */
   get(section: string, key: string): ConfigValue {
     const id = `${section}.${key}`;
     if (!this.values.has(id)) throw new Error(`config: no key ${id} in the schema`);
     return this.values.get(id)!;
-  }
-  str(section: string, key: string): string | null {
-    return this.get(section, key) as string | null;
-  }
-  num(section: string, key: string): number | null {
-    return this.get(section, key) as number | null;
-  }
-  bool(section: string, key: string): boolean {
-    return this.get(section, key) as boolean;
-  }
-  list(section: string, key: string): string[] {
-    return (this.get(section, key) as string[] | null) ?? [];
-  }
-  map(section: string, key: string): Record<string, string> {
-    return (this.get(section, key) as Record<string, string> | null) ?? {};
   }
   /** Every key of a section with its value: used to tell whether a plugin or sink must be rebuilt on reload. */
   section(name: string): Record<string, ConfigValue> {
