@@ -118,3 +118,11 @@ test('a section the configuration was not loaded with is an error naming the key
   const c = loadConfig({ sections: [DAEMON_SECTION], env: {}, ...NOFILE });
   assert.throws(() => readSection(c, NVML_SECTION), /config: no key nvml\.interval in the schema/);
 });
+
+test('[daemon] attribution read without the composition root\'s names (the hooks) is a word, never empty: as the daemon\'s enum', () => {
+  const f = join(dir, 'attr-empty.ini');
+  writeFileSync(f, '[daemon]\nattribution =\n');
+  assert.throws(() => loadConfig({ sections: [DAEMON_SECTION], configPath: f, env: {}, partial: true }), /\[daemon\] attribution: empty: it needs a value/);
+  assert.throws(() => loadAgentConfig({ configPath: f, env: {} }), /\[daemon\] attribution: "" is not one of auto, slurm, kubernetes, none/);
+  assert.equal(readSection(loadConfig({ sections: [DAEMON_SECTION], env: {}, ...NOFILE }), DAEMON_SECTION).attribution, 'auto');
+});
