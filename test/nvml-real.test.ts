@@ -65,6 +65,9 @@ const NEWER_THAN_HEADER: Record<string, string> = {
   NVML_VALUE_TYPE_UNSIGNED_SHORT: 'CUDA 12.8',
   nvmlTemperature_v1: 'CUDA 12.8 (nvmlDeviceGetTemperatureV)',
   nvmlTemperature_t: 'CUDA 12.8 (nvmlDeviceGetTemperatureV)',
+  // NVML v595 (NVIDIA's change log: "Added new GPM UTIL metric NVML_GPM_METRIC_DMMA_TENSOR_UTIL. Added new GPM raw
+  // metrics."; go-nvml's copy of CUDA 13.2.1's nvml.h has them, that of 13.1.2 not)
+  ...Object.fromEntries(Object.entries(abi.GPM_METRIC).filter(([, id]) => id === 8 || id >= 248).map(([k]) => [`NVML_GPM_METRIC_${k}`, 'CUDA 13.2 (NVML v595)'])),
 };
 
 function isLayout(v: unknown): v is abi.Layout {
@@ -129,7 +132,8 @@ test("every constant, raw-buffer layout and koffi struct the nvml plugin declare
   const newer = (c: Check) => Object.keys(NEWER_THAN_HEADER).some((n) => new RegExp(`\\b${n}\\b`).test(c.c));
   const all = abiChecks();
   const checks = all.filter((c) => !newer(c));
-  assert.deepEqual(all.filter(newer).map((c) => c.name).sort(), ['STRUCT_VERSION.nvmlTemperature_v1', 'VALUE_TYPE.UNSIGNED_SHORT', 'koffi nvmlTemperature_t size', 'koffi nvmlTemperature_t.sensorType', 'koffi nvmlTemperature_t.temperature', 'koffi nvmlTemperature_t.version'].sort());
+  const v595 = ['DMMA_TENSOR_UTIL', 'SM_CYCLES_ELAPSED', 'SM_CYCLES_ACTIVE', 'MMA_CYCLES_ACTIVE', 'DMMA_CYCLES_ACTIVE', 'HMMA_CYCLES_ACTIVE', 'IMMA_CYCLES_ACTIVE', 'DFMA_CYCLES_ACTIVE', 'PCIE_TX', 'PCIE_RX', 'INTEGER_CYCLES_ACTIVE', 'FP64_CYCLES_ACTIVE', 'FP32_CYCLES_ACTIVE', 'FP16_CYCLES_ACTIVE'].map((k) => `GPM_METRIC.${k}`);
+  assert.deepEqual(all.filter(newer).map((c) => c.name).sort(), ['STRUCT_VERSION.nvmlTemperature_v1', 'VALUE_TYPE.UNSIGNED_SHORT', 'koffi nvmlTemperature_t size', 'koffi nvmlTemperature_t.sensorType', 'koffi nvmlTemperature_t.temperature', 'koffi nvmlTemperature_t.version', ...v595].sort());
   const c = evaluate(header, checks);
   const show = (v: bigint | undefined) => (v !== undefined && v > 0xffffn ? `0x${v.toString(16)}` : String(v));
   const wrong = checks.filter((x) => c.get(x.name) !== x.plugin).map((x) => `${x.name}: the plugin has ${show(x.plugin)}, ${pkg}'s nvml.h ${x.c} = ${show(c.get(x.name))}`);

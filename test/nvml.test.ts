@@ -419,7 +419,7 @@ test('GPM on Hopper: SM, engine, tensor and DRAM activity over each interval fro
     assert.equal(await old.stop(), 0, old.stderr);
   }
   const doctor = await runCli(['doctor'], new FakeNvml({ devices: [h100(0)] }).env('r470'));
-  assert.match(doctor.stdout, /this library lacks [^\n]*gpm \(no SM\/engine\/tensor\/DRAM activity, no MIG instance utilization\)/, doctor.stdout);
+  assert.match(doctor.stdout, /this library lacks [^\n]*gpm \(no SM\/engine\/tensor\/pipe\/DRAM activity or NVLink traffic, no MIG instance utilization\)/, doctor.stdout);
 });
 
 test('GPM on a MIG GPU: each instance reports its GPU instance\'s activity, as gpu.utilization too (1 s bursts read every 2 s: the exact mean); a GI shared by two compute instances gives neither figures; a GI made again is a new window; samples are freed when a GI goes and when the GPU is lost', async () => {

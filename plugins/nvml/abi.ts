@@ -24,8 +24,20 @@ export const FIELD = {
   POWER_AVERAGE: 185, POWER_CURRENT_LIMIT: 190,
 } as const;
 
-/** nvmlGpmMetricId_t: NVML_GPM_METRIC_<key>. Percent (0..100), and PCIe traffic in MiB/s (20, 21). */
-export const GPM_METRIC = { GRAPHICS_UTIL: 1, SM_UTIL: 2, SM_OCCUPANCY: 3, ANY_TENSOR_UTIL: 5, DRAM_BW_UTIL: 10, PCIE_TX_PER_SEC: 20, PCIE_RX_PER_SEC: 21 } as const;
+/**
+ * nvmlGpmMetricId_t: NVML_GPM_METRIC_<key>. *_UTIL: percent (0..100) of the window; *_PER_SEC: MiB/s over the window
+ * (PCIe 20/21, NVLink all links 60/61). DMMA_TENSOR_UTIL and the cumulative counters from SM_CYCLES_ELAPSED (248) on came
+ * with NVML v595 (CUDA 13.2's header; NVIDIA's change log: "Added new GPM UTIL metric NVML_GPM_METRIC_DMMA_TENSOR_UTIL.
+ * Added new GPM raw metrics."): cycles, or bytes for PCIE_TX/RX, since the GPU's last reset ("since reboot").
+ */
+export const GPM_METRIC = {
+  GRAPHICS_UTIL: 1, SM_UTIL: 2, SM_OCCUPANCY: 3, INTEGER_UTIL: 4, ANY_TENSOR_UTIL: 5, DFMA_TENSOR_UTIL: 6, HMMA_TENSOR_UTIL: 7,
+  DMMA_TENSOR_UTIL: 8, IMMA_TENSOR_UTIL: 9, DRAM_BW_UTIL: 10, FP64_UTIL: 11, FP32_UTIL: 12, FP16_UTIL: 13,
+  PCIE_TX_PER_SEC: 20, PCIE_RX_PER_SEC: 21, NVLINK_TOTAL_RX_PER_SEC: 60, NVLINK_TOTAL_TX_PER_SEC: 61,
+  SM_CYCLES_ELAPSED: 248, SM_CYCLES_ACTIVE: 249, MMA_CYCLES_ACTIVE: 250, DMMA_CYCLES_ACTIVE: 251, HMMA_CYCLES_ACTIVE: 252,
+  IMMA_CYCLES_ACTIVE: 253, DFMA_CYCLES_ACTIVE: 254, PCIE_TX: 255, PCIE_RX: 256, INTEGER_CYCLES_ACTIVE: 257,
+  FP64_CYCLES_ACTIVE: 258, FP32_CYCLES_ACTIVE: 259, FP16_CYCLES_ACTIVE: 260,
+} as const;
 
 /** Clock event (throttle) reason bits: nvmlClocksThrottleReason<key> (12.2 renamed six of them nvmlClocksEventReason<key>, same bits). */
 export const CLOCK_REASON = {
@@ -129,8 +141,10 @@ export const SAMPLE = { struct: 'nvmlSample_t', size: 16, at: { timeStamp: 0, sa
 /** nvmlGpmSupport_t */
 export const GPM_SUPPORT = { struct: 'nvmlGpmSupport_t', size: 8, at: { version: 0, isSupportedDevice: 4 } } as const satisfies Layout;
 /**
- * nvmlGpmMetricsGet_t up to its metrics array (its size follows NVML_GPM_METRIC_MAX, 98 in 12.x headers and larger
- * in 13.x: GPM_MAX_METRICS, at least the header's NVML_GPM_METRIC_MAX, leaves room for the larger).
+ * nvmlGpmMetricsGet_t up to its metrics array (its size follows NVML_GPM_METRIC_MAX: 98 in CUDA 12.4's header, 210 in
+ * 12.9 to 13.1, 333 from 13.2, the version word 1 throughout: GPM_MAX_METRICS, at least the header's
+ * NVML_GPM_METRIC_MAX, leaves room for the largest). NVIDIA's R535 and R550 libraries refuse a numMetrics above 98
+ * (INVALID_ARGUMENT) and answer an id above 97 with that entry's nvmlReturn INVALID_ARGUMENT and a NaN value.
  */
 export const GPM_METRICS_GET = {
   struct: 'nvmlGpmMetricsGet_t',

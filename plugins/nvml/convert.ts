@@ -7,8 +7,9 @@
 import { gpuAttributes } from '../../src/core/gpu-identity.js';
 import { GPU } from '../../src/core/metrics/gpu-metrics.js';
 import type { Attributes, Emitter } from '../../src/core/metrics/model.js';
+import type { MetricDef } from '../../src/core/metrics/registry.js';
 import { CLOCK_REASON, ENUM, EVENT_TYPE } from './abi.js';
-import type { GpmValues } from './gpm.js';
+import { GPM_READ, type GpmKind, type GpmValues } from './gpm.js';
 import type { GpuSnapshot, Snapshot, XidEvent } from './snapshot.js';
 
 
@@ -94,7 +95,7 @@ export class NvmlConverter {
       if (g.utilGpuPct !== undefined) out.add(GPU.util, g.utilGpuPct / 100, a);
       if (g.utilGpuMaxPct !== undefined) out.add(GPU.utilMax, g.utilGpuMaxPct / 100, a);
       if (g.utilMemPct !== undefined) out.add(GPU.memUtil, g.utilMemPct / 100, a);
-      if (g.gpm) addGpm(g.gpm, a, out);
+      if (g.gpm) addGpm(g.gpm, a, (k, v) => this.with(g, k, v), out);
       if (g.memUsed !== undefined) out.add(GPU.memUsed, g.memUsed, a);
       if (g.memFree !== undefined) out.add(GPU.memFree, g.memFree, a);
       if (g.memTotal !== undefined) out.add(GPU.memTotal, g.memTotal, a);
@@ -151,7 +152,7 @@ export class NvmlConverter {
         if (mig.memFree !== undefined) out.add(GPU.memFree, mig.memFree, ma);
         if (mig.memTotal !== undefined) out.add(GPU.memTotal, mig.memTotal, ma);
         if (mig.gpm) {
-          addGpm(mig.gpm, ma, out);
+          addGpm(mig.gpm, ma, (k, v) => ({ ...ma, [k]: v }), out);
           // NVML has no utilization of a MIG instance: its GPU instance's engine activity is the figure (as jobstats takes
           // DCGM's GR_ENGINE_ACTIVE), so a MIG job's report and rollups have one. Only an instance alone in its GPU
           // instance gets figures (sampler.readGpm): a shared GI's activity is no one job's
@@ -191,11 +192,34 @@ export class NvmlConverter {
   }
 }
 
-/** GPM activity, percent -> ratio. */
-function addGpm(v: GpmValues, a: Attributes, out: Emitter): void {
-  if (v.graphics !== undefined) out.add(GPU.engineActive, v.graphics / 100, a);
-  if (v.sm !== undefined) out.add(GPU.smActive, v.sm / 100, a);
-  if (v.smOccupancy !== undefined) out.add(GPU.smOccupancy, v.smOccupancy / 100, a);
-  if (v.tensor !== undefined) out.add(GPU.tensorActive, v.tensor / 100, a);
-  if (v.dram !== undefined) out.add(GPU.dramActive, v.dram / 100, a);
+const MIB = 1024 * 1024;
+type Variant = (key: string, value: string) => Attributes;
+
+/**
+ * GPM values -> points: [value, metric, attribute key and value] (gpm.ts's kinds: percent -> ratio, MiB/s -> By/s,
+ * counts as they are). PCIe MiB/s is not here: it feeds gpu.pcie.throughput (the sampler prefers it to the 20 ms reading).
+ */
+const GPM_POINTS: readonly (readonly [keyof GpmValues, MetricDef, string?, string?])[] = [
+  ['graphics', GPU.engineActive], ['sm', GPU.smActive], ['smOccupancy', GPU.smOccupancy], ['tensor', GPU.tensorActive], ['dram', GPU.dramActive],
+  ['dfma', GPU.tensorPipeActive, 'gpu.tensor.pipe', 'dfma'], ['hmma', GPU.tensorPipeActive, 'gpu.tensor.pipe', 'hmma'],
+  ['imma', GPU.tensorPipeActive, 'gpu.tensor.pipe', 'imma'], ['dmma', GPU.tensorPipeActive, 'gpu.tensor.pipe', 'dmma'],
+  ['fp64', GPU.pipeActive, 'gpu.pipe', 'fp64'], ['fp32', GPU.pipeActive, 'gpu.pipe', 'fp32'], ['fp16', GPU.pipeActive, 'gpu.pipe', 'fp16'],
+  ['integer', GPU.pipeActive, 'gpu.pipe', 'integer'],
+  ['nvlinkTxMiBs', GPU.nvlink, 'network.io.direction', 'transmit'], ['nvlinkRxMiBs', GPU.nvlink, 'network.io.direction', 'receive'],
+  ['smCyclesElapsed', GPU.smCyclesElapsed], ['smCyclesActive', GPU.smCyclesActive], ['mmaCyclesActive', GPU.tensorCycles],
+  ['dfmaCyclesActive', GPU.tensorPipeCycles, 'gpu.tensor.pipe', 'dfma'], ['hmmaCyclesActive', GPU.tensorPipeCycles, 'gpu.tensor.pipe', 'hmma'],
+  ['immaCyclesActive', GPU.tensorPipeCycles, 'gpu.tensor.pipe', 'imma'], ['dmmaCyclesActive', GPU.tensorPipeCycles, 'gpu.tensor.pipe', 'dmma'],
+  ['fp64CyclesActive', GPU.pipeCycles, 'gpu.pipe', 'fp64'], ['fp32CyclesActive', GPU.pipeCycles, 'gpu.pipe', 'fp32'],
+  ['fp16CyclesActive', GPU.pipeCycles, 'gpu.pipe', 'fp16'], ['integerCyclesActive', GPU.pipeCycles, 'gpu.pipe', 'integer'],
+  ['pcieTxBytes', GPU.pcieIo, 'network.io.direction', 'transmit'], ['pcieRxBytes', GPU.pcieIo, 'network.io.direction', 'receive'],
+];
+const GPM_SCALE: Record<GpmKind, (v: number) => number> = { percent: (v) => v / 100, 'MiB/s': (v) => v * MIB, count: (v) => v };
+const GPM_KIND = new Map(GPM_READ.map(([key, , kind]) => [key, GPM_SCALE[kind]]));
+
+/** GPM values -> registry points; variant(key, value): the attributes plus one (cached for a whole GPU). */
+function addGpm(v: GpmValues, a: Attributes, variant: Variant, out: Emitter): void {
+  for (const [key, def, attr, value] of GPM_POINTS) {
+    const x = v[key];
+    if (x !== undefined) out.add(def, GPM_KIND.get(key)!(x), attr ? variant(attr, value!) : a);
+  }
 }

@@ -1,7 +1,9 @@
 /**
  * GPU Performance Monitoring (GPM, Hopper and later): SM, graphics-engine,
- * tensor and DRAM activity between two samples NVML takes of the GPU's
- * performance counters. The only per-MIG-instance activity NVML has
+ * tensor, FP and integer pipe, DRAM, PCIe and NVLink activity between two
+ * samples NVML takes of the GPU's performance counters, all in one
+ * nvmlGpmMetricsGet call a window (and, from NVML v595, the cumulative cycle
+ * counters the means come from). The only per-MIG-instance activity NVML has
  * (nvmlGpmMigSampleGet, by GPU instance), and finer than device utilization
  * on a whole GPU (which SMs were busy, not whether any kernel ran).
  *
@@ -14,29 +16,76 @@ import { performance } from 'node:perf_hooks';
 import { GPM_MAX_METRICS, GPM_METRIC, GPM_METRIC_ENTRY, GPM_METRICS_GET, GPM_SUPPORT, NVML, STRUCT_VERSION } from './abi.js';
 import type { Handle, NvmlGpm } from './binding.js';
 
-/** Means over the window as NVML gives them; a metric the GPU (or GPU instance) cannot count is absent. */
+/**
+ * What one window gives, as NVML gives it; a metric the GPU (or GPU instance) does not count, or that this driver's
+ * nvml.h lacks, is absent (never 0).
+ */
 export interface GpmValues {
-  /** Activity, percent (0..100). */
+  /** Activity over the window, percent (0..100): engine, SMs, occupancy, DRAM bandwidth. */
   graphics?: number;
   sm?: number;
   smOccupancy?: number;
-  tensor?: number;
   dram?: number;
-  /** PCIe traffic from / to the GPU, MiB/s. */
+  /** Share of the window the SMs spent in a kind of math, percent: any tensor op, each tensor op, non-tensor pipes. */
+  tensor?: number;
+  dfma?: number;
+  hmma?: number;
+  dmma?: number;
+  imma?: number;
+  integer?: number;
+  fp64?: number;
+  fp32?: number;
+  fp16?: number;
+  /** Traffic over the window, MiB/s: PCIe from / to the GPU, NVLink all links. */
   pcieTxMiBs?: number;
   pcieRxMiBs?: number;
+  nvlinkTxMiBs?: number;
+  nvlinkRxMiBs?: number;
+  /** Cumulative since the GPU's last reset, at the window's end (NVML v595 and later): SM cycles, and bytes for PCIe. */
+  smCyclesElapsed?: number;
+  smCyclesActive?: number;
+  mmaCyclesActive?: number;
+  dfmaCyclesActive?: number;
+  hmmaCyclesActive?: number;
+  dmmaCyclesActive?: number;
+  immaCyclesActive?: number;
+  integerCyclesActive?: number;
+  fp64CyclesActive?: number;
+  fp32CyclesActive?: number;
+  fp16CyclesActive?: number;
+  pcieTxBytes?: number;
+  pcieRxBytes?: number;
 }
 
-const READ: readonly [keyof GpmValues, number][] = [
-  ['graphics', GPM_METRIC.GRAPHICS_UTIL],
-  ['sm', GPM_METRIC.SM_UTIL],
-  ['smOccupancy', GPM_METRIC.SM_OCCUPANCY],
-  ['tensor', GPM_METRIC.ANY_TENSOR_UTIL],
-  ['dram', GPM_METRIC.DRAM_BW_UTIL],
-  ['pcieTxMiBs', GPM_METRIC.PCIE_TX_PER_SEC],
-  ['pcieRxMiBs', GPM_METRIC.PCIE_RX_PER_SEC],
+/** How NVML gives a metric: percent of the window, MiB/s over it, or a cumulative count. */
+export type GpmKind = 'percent' | 'MiB/s' | 'count';
+
+const M = GPM_METRIC;
+/**
+ * Every metric read, in the one nvmlGpmMetricsGet call a window: [value, id, kind, the NVML version whose header
+ * first has the id]. A driver older than that is not asked for it: R550 rejects ids above 97 entry by entry, but id 8
+ * lies inside the range it computes (its table has no counters for it), and what it would answer is not documented.
+ */
+export const GPM_READ: readonly (readonly [keyof GpmValues, number, GpmKind, number?])[] = [
+  ['graphics', M.GRAPHICS_UTIL, 'percent'], ['sm', M.SM_UTIL, 'percent'], ['smOccupancy', M.SM_OCCUPANCY, 'percent'],
+  ['integer', M.INTEGER_UTIL, 'percent'], ['tensor', M.ANY_TENSOR_UTIL, 'percent'], ['dfma', M.DFMA_TENSOR_UTIL, 'percent'],
+  ['hmma', M.HMMA_TENSOR_UTIL, 'percent'], ['dmma', M.DMMA_TENSOR_UTIL, 'percent', 595], ['imma', M.IMMA_TENSOR_UTIL, 'percent'],
+  ['dram', M.DRAM_BW_UTIL, 'percent'], ['fp64', M.FP64_UTIL, 'percent'], ['fp32', M.FP32_UTIL, 'percent'], ['fp16', M.FP16_UTIL, 'percent'],
+  ['pcieTxMiBs', M.PCIE_TX_PER_SEC, 'MiB/s'], ['pcieRxMiBs', M.PCIE_RX_PER_SEC, 'MiB/s'],
+  ['nvlinkRxMiBs', M.NVLINK_TOTAL_RX_PER_SEC, 'MiB/s'], ['nvlinkTxMiBs', M.NVLINK_TOTAL_TX_PER_SEC, 'MiB/s'],
+  ['smCyclesElapsed', M.SM_CYCLES_ELAPSED, 'count', 595], ['smCyclesActive', M.SM_CYCLES_ACTIVE, 'count', 595],
+  ['mmaCyclesActive', M.MMA_CYCLES_ACTIVE, 'count', 595], ['dmmaCyclesActive', M.DMMA_CYCLES_ACTIVE, 'count', 595],
+  ['hmmaCyclesActive', M.HMMA_CYCLES_ACTIVE, 'count', 595], ['immaCyclesActive', M.IMMA_CYCLES_ACTIVE, 'count', 595],
+  ['dfmaCyclesActive', M.DFMA_CYCLES_ACTIVE, 'count', 595], ['pcieTxBytes', M.PCIE_TX, 'count', 595], ['pcieRxBytes', M.PCIE_RX, 'count', 595],
+  ['integerCyclesActive', M.INTEGER_CYCLES_ACTIVE, 'count', 595], ['fp64CyclesActive', M.FP64_CYCLES_ACTIVE, 'count', 595],
+  ['fp32CyclesActive', M.FP32_CYCLES_ACTIVE, 'count', 595], ['fp16CyclesActive', M.FP16_CYCLES_ACTIVE, 'count', 595],
 ];
-const PERCENT = new Set<keyof GpmValues>(['graphics', 'sm', 'smOccupancy', 'tensor', 'dram']);
+
+/** The metrics a driver's nvml.h has, by its version ("550.54.15": branch 550); an unknown version: the oldest set. */
+export function gpmRequest(driverVersion: string): (typeof GPM_READ)[number][] {
+  const branch = Number.parseInt(driverVersion, 10);
+  return GPM_READ.filter(([, , , since]) => since === undefined || (Number.isFinite(branch) && branch >= since));
+}
 
 /**
  * NVML refreshes the counters about every 100 ms: a read sooner than this
@@ -62,11 +111,31 @@ export type GpmRead = { r: number; values?: GpmValues };
 
 export class GpmReader {
   private readonly windows = new Map<string, Window>();
+  /** One nvmlGpmMetricsGet_t, sized for the largest header; its metric ids are written once per driver. */
   private readonly request = Buffer.alloc(GPM_METRICS_GET.at.metrics + GPM_MAX_METRICS * GPM_METRIC_ENTRY.size);
+  private asked = gpmRequest('');
   private readonly support = Buffer.alloc(GPM_SUPPORT.size);
 
   /** minWindowMs: GPM_MIN_WINDOW_MS; the benchmark sets 0 to measure a full read every call. */
-  constructor(private readonly api: NvmlGpm, private readonly minWindowMs = GPM_MIN_WINDOW_MS) {}
+  constructor(private readonly api: NvmlGpm, private readonly minWindowMs = GPM_MIN_WINDOW_MS) {
+    this.setDriver('');
+  }
+
+  /** Asks for what this driver's nvml.h has (after each NVML init: the driver may have been replaced). */
+  setDriver(driverVersion: string): void {
+    this.asked = gpmRequest(driverVersion);
+    const b = this.request;
+    const { at } = GPM_METRICS_GET;
+    b.fill(0);
+    b.writeUInt32LE(STRUCT_VERSION.NVML_GPM_METRICS_GET_VERSION, at.version);
+    b.writeUInt32LE(this.asked.length, at.numMetrics);
+    this.asked.forEach(([, id], i) => b.writeUInt32LE(id, at.metrics + i * GPM_METRIC_ENTRY.size + GPM_METRIC_ENTRY.at.metricId));
+  }
+
+  /** The ids asked for, in order (what a tick's nvmlGpmMetricsGet carries). */
+  get metricIds(): number[] {
+    return this.asked.map(([, id]) => id);
+  }
 
   /** NVML's answer and whether the GPU has GPM (pre-Hopper: success with isSupportedDevice = 0). */
   async supported(h: Handle): Promise<{ r: number; supported: boolean }> {
@@ -117,25 +186,27 @@ export class GpmReader {
   private async metrics(start: Handle, end: Handle): Promise<GpmRead> {
     const b = this.request;
     const { at } = GPM_METRICS_GET;
-    const entry = (i: number): number => at.metrics + i * GPM_METRIC_ENTRY.size;
-    b.fill(0, 0, entry(READ.length));
-    b.writeUInt32LE(STRUCT_VERSION.NVML_GPM_METRICS_GET_VERSION, at.version);
-    b.writeUInt32LE(READ.length, at.numMetrics);
+    const E = GPM_METRIC_ENTRY;
+    const read = this.asked;
     b.writeBigUInt64LE(BigInt(start), at.sample1);
     b.writeBigUInt64LE(BigInt(end), at.sample2);
-    READ.forEach(([, id], i) => b.writeUInt32LE(id, entry(i) + GPM_METRIC_ENTRY.at.metricId));
+    // every entry's answer reset: an entry NVML leaves alone reads NaN (absent), never the last window's figure
+    for (let i = 0, o = at.metrics; i < read.length; i++, o += E.size) {
+      b.writeInt32LE(NVML.SUCCESS, o + E.at.nvmlReturn);
+      b.writeDoubleLE(Number.NaN, o + E.at.value);
+    }
     const r = this.api.metricsGet(b);
     if (r !== NVML.SUCCESS) return { r };
     const values: GpmValues = {};
-    for (let i = 0; i < READ.length; i++) {
-      const o = entry(i);
-      const mr = b.readInt32LE(o + GPM_METRIC_ENTRY.at.nvmlReturn);
+    for (let i = 0, o = at.metrics; i < read.length; i++, o += E.size) {
+      const mr = b.readInt32LE(o + E.at.nvmlReturn);
       // a lost GPU is the sampler's business; other per-metric codes (NOT_SUPPORTED on this GPU or instance) leave it out
       if (mr === NVML.GPU_IS_LOST) return { r: mr };
-      const v = b.readDoubleLE(o + GPM_METRIC_ENTRY.at.value);
-      const key = READ[i]![0];
+      const v = b.readDoubleLE(o + E.at.value);
+      if (mr !== NVML.SUCCESS || !Number.isFinite(v)) continue;
+      const [key, , kind] = read[i]!;
       // two counter reads a hair apart can put a ratio just past 100
-      if (mr === NVML.SUCCESS && Number.isFinite(v)) values[key] = PERCENT.has(key) ? Math.min(100, Math.max(0, v)) : Math.max(0, v);
+      values[key] = kind === 'percent' ? Math.min(100, Math.max(0, v)) : Math.max(0, v);
     }
     return { r: NVML.SUCCESS, values };
   }

@@ -58,7 +58,7 @@ class NvmlPlugin implements Plugin {
 /** What the daemon cannot report when the library lacks an optional entry point (binding variant names). */
 const LOSES: Record<string, string> = {
   events: 'no Xid counts',
-  gpm: 'no SM/engine/tensor/DRAM activity, no MIG instance utilization',
+  gpm: 'no SM/engine/tensor/pipe/DRAM activity or NVLink traffic, no MIG instance utilization',
   samples: 'one reading a tick instead of interval means',
   memory: 'reserved memory counted as used',
   temperature: 'no GPU temperature',
@@ -132,7 +132,7 @@ export async function probeNvml(opts: NvmlOptions): Promise<ProbeResult> {
 export const nvmlPlugin: PluginManifest = {
   name: 'nvml',
   reportsGpus: true,
-  metrics: [GPU.clock, GPU.ecc, GPU.energy, GPU.fan, GPU.info, GPU.link, GPU.linkIo, GPU.lost, GPU.memFree, GPU.memReserved, GPU.memTotal, GPU.memUsed, GPU.memUtil, GPU.pcie, GPU.power, GPU.powerLimit, GPU.powerMax, GPU.procCount, GPU.procMem, GPU.engineActive, GPU.smActive, GPU.smOccupancy, GPU.tensorActive, GPU.dramActive, GPU.pstate, GPU.remapFailed, GPU.remapPending, GPU.remapped, GPU.replays, GPU.retirePending, GPU.retired, GPU.temp, GPU.throttle, GPU.util, GPU.utilMax, GPU.xid].map((d) => d.name),
+  metrics: [GPU.clock, GPU.ecc, GPU.energy, GPU.fan, GPU.info, GPU.link, GPU.linkIo, GPU.lost, GPU.memFree, GPU.memReserved, GPU.memTotal, GPU.memUsed, GPU.memUtil, GPU.pcie, GPU.power, GPU.powerLimit, GPU.powerMax, GPU.procCount, GPU.procMem, GPU.engineActive, GPU.smActive, GPU.smOccupancy, GPU.tensorActive, GPU.dramActive, GPU.tensorPipeActive, GPU.pipeActive, GPU.nvlink, GPU.smCyclesElapsed, GPU.smCyclesActive, GPU.tensorCycles, GPU.tensorPipeCycles, GPU.pipeCycles, GPU.pcieIo, GPU.pstate, GPU.remapFailed, GPU.remapPending, GPU.remapped, GPU.replays, GPU.retirePending, GPU.retired, GPU.temp, GPU.throttle, GPU.util, GPU.utilMax, GPU.xid].map((d) => d.name),
   auto: 'detect',
   hardware: { vendor: 'nvidia', installed: (ctx) => nvmlInstalled(nvmlOptions(ctx).library) },
   description: 'NVIDIA GPUs through NVML (libnvidia-ml.so.1, bound with koffi)',

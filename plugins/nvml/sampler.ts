@@ -2,8 +2,8 @@
  * Reads every field of every GPU through the binding. Each call is a koffi
  * async call (binding.ts), made one after another: one sample at a time
  * (session.ts). Each costs a hop to a pool thread and back, so a tick makes
- * few: one field-values call for the counters, GPM for PCIe traffic, and the
- * GPU's state (MIG mode and instances, clocks that follow the performance
+ * few: one field-values call for the counters, one GPM read (activity, PCIe
+ * and NVLink traffic), and the GPU's state (MIG mode and instances, clocks that follow the performance
  * state, fan) every state interval rather than every tick. NOT_SUPPORTED (or
  * a symbol the driver lacks) removes the field for that GPU and is said once;
  * GPU_IS_LOST marks the GPU lost and stops reading it until NVML is
@@ -83,6 +83,7 @@ export class Sampler {
     const n = this.nvml;
     const v = Buffer.alloc(BUFFER_SIZE.SYSTEM_DRIVER_VERSION);
     this.driverVersion = await n.driverVersion(v) === NVML.SUCCESS ? cString(v) : '';
+    this.gpm?.setDriver(this.driverVersion);
     const count: [number] = [0];
     const r = await n.count(count);
     if (r !== NVML.SUCCESS) throw new Error(`nvmlDeviceGetCount_v2: ${n.errorString(r)} (${r})`);

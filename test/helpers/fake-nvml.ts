@@ -18,7 +18,7 @@ import { FIXTURES, tempDir } from './paths.js';
 const SRC = join(FIXTURES, 'fake-nvml', 'fake_nvml.c');
 const SYMBOLS = join(FIXTURES, 'fake-nvml', 'symbols');
 /** The fake's own entry points (call and CPU counters for tests and benchmarks), exported by every profile. */
-const FAKE_ONLY = ['fakeNvmlCalls', 'fakeNvmlCpuNs'];
+const FAKE_ONLY = ['fakeNvmlCalls', 'fakeNvmlCpuNs', 'fakeNvmlMisuses'];
 
 export interface ProfileSpec {
   /** The recorded symbol list it starts from: symbols/libnvidia-ml.so.<version>.txt. */
