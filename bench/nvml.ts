@@ -21,6 +21,7 @@ import { fileURLToPath } from 'node:url';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { loadNvml } from '../plugins/nvml/binding.js';
 import { NvmlConverter } from '../plugins/nvml/convert.js';
+import type { GpmValues } from '../plugins/nvml/gpm.js';
 import { Sampler } from '../plugins/nvml/sampler.js';
 import { NvmlSession } from '../plugins/nvml/session.js';
 import type { Snapshot } from '../plugins/nvml/snapshot.js';
@@ -30,10 +31,24 @@ import { PointBuffer } from '../src/core/metrics/model.js';
 const koffi = createRequire(import.meta.url)('koffi') as typeof import('koffi').default;
 const SRC = fileURLToPath(new URL('../../test/fixtures/fake-nvml/fake_nvml.c', import.meta.url));
 
-export function fakeDescription(gpus: number, mig = false): object {
+/** Every GPM metric the plugin reads, as a 595 driver answers them on an H100 (percent, MiB/s, raw counters per second). */
+const GPM_ALL = {
+  graphics: 85, sm: 70, sm_occupancy: 35, integer: 12, tensor: 40, dfma: 3, hmma: 30, dmma: 2, imma: 5, dram: 55, fp64: 4, fp32: 30, fp16: 6,
+  pcie_tx_mibs: 12, pcie_rx_mibs: 30, nvlink_rx_mibs: 100, nvlink_tx_mibs: 200,
+  sm_cycles_elapsed: 2_000_000, sm_cycles_active: 1_400_000, mma_cycles_active: 800_000, dmma_cycles_active: 40_000, hmma_cycles_active: 600_000,
+  imma_cycles_active: 100_000, dfma_cycles_active: 60_000, pcie_tx_bytes: 12_582_912, pcie_rx_bytes: 31_457_280, integer_cycles_active: 240_000,
+  fp64_cycles_active: 80_000, fp32_cycles_active: 600_000, fp16_cycles_active: 120_000,
+};
+/** What the plugin read before issue 33: five activities and PCIe traffic, from a 550 driver. */
+const GPM_BEFORE = { graphics: 85, sm: 70, sm_occupancy: 35, tensor: 40, dram: 55, pcie_tx_mibs: 12, pcie_rx_mibs: 30 };
+/** The seven metrics the baseline reads (GpmValues keys of GPM_BEFORE). */
+export const GPM_BEFORE_KEYS = ['graphics', 'sm', 'smOccupancy', 'tensor', 'dram', 'pcieTxMiBs', 'pcieRxMiBs'] as const;
+
+/** gpm 'all': a 595 driver answering every GPM metric the plugin reads; 'before': a 550 driver and the seven of before. */
+export function fakeDescription(gpus: number, mig = false, gpm: 'all' | 'before' = 'all'): object {
   const hex = (n: number) => n.toString(16).padStart(2, '0');
   return {
-    driver_version: '550.54.15',
+    driver_version: gpm === 'all' ? '595.0.0' : '550.54.15',
     devices: Array.from({ length: gpus }, (_, i) => ({
       uuid: `GPU-${hex(i)}a1b2c3-d4e5-f6a7-b8c9-d0e1f2a3b4${hex(i)}`, name: 'NVIDIA H100 80GB HBM3', pci_bus_id: `00000000:${hex(0x18 + i * 0x10)}:00.0`, minor: i,
       util_gpu: 87, util_mem: 40, mem_total: 85899345920, mem_used: 42949672960, mem_free: 42412802048, mem_reserved: 536870912,
@@ -43,7 +58,7 @@ export function fakeDescription(gpus: number, mig = false): object {
       pcie_tx_kbs: 1000, pcie_rx_kbs: 2000, pcie_replay: 3, fan: 30, pstate: 0, sample_period_ms: 0.05,
       processes: [{ pid: 4242 + i, used: 1048576000 }, { pid: 5000 + i, used: 2097152000 }],
       fields: { '82': { type: 1, value: 50 }, '138': { value: 1000 }, '139': { value: 2000 }, '31': { type: 1, value: 0 } },
-      gpm: { graphics: 85, sm: 70, sm_occupancy: 35, tensor: 40, dram: 55, pcie_tx_mibs: 12, pcie_rx_mibs: 30 },
+      gpm: gpm === 'all' ? GPM_ALL : GPM_BEFORE,
       mig_mode: mig ? 1 : 0, mig_max: 7,
       // an H100 as seven 1g.10gb instances, one GPU instance each
       mig: mig ? Array.from({ length: 7 }, (_, j) => ({ slot: j, uuid: `MIG-${hex(i)}${hex(j)}0000-1111-2222-3333-444444444444`, name: 'NVIDIA H100 80GB HBM3 MIG 1g.10gb', gi: 7 + j, ci: 0, mem_total: 10_737_418_240, mem_used: 1_048_576, mem_free: 10_736_369_664, gpm: { graphics: 40, sm: 30, sm_occupancy: 20, tensor: 10, dram: 5 } })) : [],
@@ -85,6 +100,12 @@ export interface NvmlBenchResult {
   /** GPUs in MIG mode, seven GPU instances each (GPM by GPU instance), between state reads. */
   mig: NvmlCost;
   /**
+   * Issue 33: between state reads, the seven GPM metrics read before (a 550 driver) and every one read now (30, a 595
+   * driver), the median of rounds that alternate the two; ratio: the median of the rounds' after/before own CPU;
+   * rounds: [before, after] own CPU per GPU of each round.
+   */
+  gpm: { before: NvmlCost; after: NvmlCost; ratio: number; rounds: [number, number][] };
+  /**
    * The baseline, measured in the same run: the CPU of one bare koffi async
    * call (fakeNvmlCalls, a counter read: no driver work) made back to back,
    * the hop to a libuv pool thread and back that every driver call pays.
@@ -110,9 +131,9 @@ export async function benchNvml(gpus = 8, iterations = 300): Promise<NvmlBenchRe
   const fake = koffi.load(lib);
   const fakeCalls = fake.func('unsigned long long fakeNvmlCalls()') as () => number | bigint;
   const fakeCpuNs = fake.func('unsigned long long fakeNvmlCpuNs()') as () => number | bigint;
-  const perGpu = async (stateIntervalMs: number): Promise<{ cost: NvmlCost; snap: Snapshot }> => {
+  const perGpu = async (stateIntervalMs: number, gpmOnly?: readonly (keyof GpmValues)[]): Promise<{ cost: NvmlCost; snap: Snapshot }> => {
     await nvml.init();
-    const sampler = new Sampler(nvml, true, 0, stateIntervalMs);
+    const sampler = new Sampler(nvml, true, 0, stateIntervalMs, gpmOnly);
     await sampler.enumerate();
     for (let i = 0; i < 50; i++) await sampler.sample();
     const n0 = Number(fakeCalls());
@@ -144,6 +165,23 @@ export async function benchNvml(gpus = 8, iterations = 300): Promise<NvmlBenchRe
   const hopBefore = await hop();
   const { cost: everyTick, snap } = await perGpu(0);
   const { cost: activity } = await perGpu(3_600_000);
+  // issue 33's goal: every GPM metric (30, a 595 driver) within 5 % of the seven read before (a 550 driver), between state
+  // reads, in rounds that alternate the two, so that a busy spell of this shared machine falls on both; the median of each
+  const beforeDesc = join(dir, 'nvml-gpm-before.json');
+  writeFileSync(beforeDesc, JSON.stringify(fakeDescription(gpus, false, 'before')));
+  const befores: NvmlCost[] = [];
+  const afters: NvmlCost[] = [];
+  for (let r = 0; r < 9; r++) {
+    process.env.FAKE_NVML_CONFIG = beforeDesc;
+    befores.push((await perGpu(3_600_000, GPM_BEFORE_KEYS)).cost);
+    process.env.FAKE_NVML_CONFIG = desc;
+    afters.push((await perGpu(3_600_000)).cost);
+  }
+  const median = (xs: NvmlCost[]): NvmlCost => [...xs].sort((a, b) => a.ownUs - b.ownUs)[xs.length >> 1]!;
+  const rounds = befores.map((b, i) => [b.ownUs, afters[i]!.ownUs] as [number, number]);
+  // the median of the rounds' ratios: each round's two halves ran seconds apart, under about the same load
+  const ratio = rounds.map(([b, a]) => a / b).sort((x, y) => x - y)[rounds.length >> 1]!;
+  const gpm = { before: median(befores), after: median(afters), ratio, rounds };
   const mix = (k: keyof NvmlCost): number => (5 * activity[k] + everyTick[k]) / 6;
   const amortized: NvmlCost = { totalUs: mix('totalUs'), fakeUs: mix('fakeUs'), ownUs: mix('ownUs'), calls: mix('calls'), wallUs: mix('wallUs') };
   const migDesc = join(dir, 'nvml-mig.json');
@@ -176,5 +214,5 @@ export async function benchNvml(gpus = 8, iterations = 300): Promise<NvmlBenchRe
   }
   h.disable();
   await client.close();
-  return { gpus, fieldsPerGpu: fields, everyTick, activity, amortized, mig, hopUs, usPerGpuConvert: convertUs, eventLoopLagMaxMs: h.max / 1e6, eventLoopLagP99Ms: h.percentile(99) / 1e6 };
+  return { gpus, fieldsPerGpu: fields, everyTick, activity, amortized, mig, gpm, hopUs, usPerGpuConvert: convertUs, eventLoopLagMaxMs: h.max / 1e6, eventLoopLagP99Ms: h.percentile(99) / 1e6 };
 }
