@@ -34,6 +34,9 @@ test('amd-smi {"gpu_data": [...]} output: every field in the registry unit, N/A 
     { 'gpu.index': 0, 'gpu.uuid': g0['gpu.uuid'], 'gpu.model': 'AMD Instinct MI300X', 'gpu.vendor': 'amd', 'gpu.pci.bus_id': '0000:0c:00.0' },
   );
   assert.equal(get(pts, 'gpu.utilization', g0), 0.93, 'percent -> ratio, the same as NVIDIA');
+  assert.equal(get(pts, 'gpu.engine.active', g0), 0.93, 'the graphics engine\'s busy share is GPM GRAPHICS_UTIL\'s meaning too');
+  // umc_activity is the memory controller's busy share, not bandwidth over the maximum: no gpu.dram.active; no SM or pipe figure at all
+  for (const name of ['gpu.dram.active', 'gpu.sm.active', 'gpu.sm.occupancy', 'gpu.tensor.active', 'gpu.pipe.active', 'gpu.pcie.throughput']) assert.equal(pts.filter((p) => p.name === name).length, 0, name);
   assert.equal(get(pts, 'gpu.memory.utilization', g0), 0.41);
   assert.equal(get(pts, 'gpu.memory.total', g0), 196592 * MiB, 'amd-smi MB is MiB');
   assert.equal(get(pts, 'gpu.memory.used', g0), 181203 * MiB);
@@ -60,7 +63,7 @@ test('amd-smi {"gpu_data": [...]} output: every field in the registry unit, N/A 
   for (const p of pts.filter((x) => x.name === 'gpu.energy.consumption' || x.name === 'gpu.ecc.errors')) assert.equal(p.kind, 'sum');
   assert.deepEqual(t.calls('amd-smi').sort(), ['list --json', 'metric --json', 'process --json', 'static --json']);
   assert.deepEqual([...new Set(pts.map((p) => p.name))].sort(), [
-    'gpu.clock.frequency', 'gpu.ecc.block.errors', 'gpu.ecc.errors', 'gpu.energy.consumption', 'gpu.health', 'gpu.health.score', 'gpu.memory.free', 'gpu.memory.total', 'gpu.memory.used',
+    'gpu.clock.frequency', 'gpu.ecc.block.errors', 'gpu.ecc.errors', 'gpu.energy.consumption', 'gpu.engine.active', 'gpu.health', 'gpu.health.score', 'gpu.memory.free', 'gpu.memory.total', 'gpu.memory.used',
     'gpu.memory.utilization', 'gpu.pcie.replays', 'gpu.power.draw', 'gpu.power.limit', 'gpu.process.count', 'gpu.process.memory.used', 'gpu.temperature', 'gpu.utilization',
   ], 'every metric amd-smi can give (fan is N/A on MI300X; asserted in the W7900 case), and the health the daemon judges from them');
 });

@@ -76,7 +76,7 @@ export async function probeAmdSmi(o: Opts): Promise<ProbeResult> {
 export const amdsmiPlugin: PluginManifest = {
   name: 'amdsmi',
   reportsGpus: true,
-  metrics: [GPU.clock, GPU.ecc, GPU.eccBlock, GPU.energy, GPU.fan, GPU.memFree, GPU.memTotal, GPU.memUsed, GPU.memUtil, GPU.power, GPU.powerLimit, GPU.procCount, GPU.procMem, GPU.replays, GPU.temp, GPU.util].map((d) => d.name),
+  metrics: [GPU.clock, GPU.ecc, GPU.eccBlock, GPU.energy, GPU.engineActive, GPU.fan, GPU.memFree, GPU.memTotal, GPU.memUsed, GPU.memUtil, GPU.power, GPU.powerLimit, GPU.procCount, GPU.procMem, GPU.replays, GPU.temp, GPU.util].map((d) => d.name),
   auto: 'detect',
   hardware: { vendor: 'amd', installed: (ctx) => toolInstalled(opts(ctx).command, EXTRA_DIRS) },
   description: 'AMD GPUs through amd-smi (metric, static, process, list --json)',

@@ -113,7 +113,10 @@ export function emitMetrics(text: string, ids: ReadonlyMap<number, AmdGpuIdentit
     const put = (def: (typeof GPU)[keyof typeof GPU], v: number | undefined, extra?: Attributes, start?: number): void => {
       if (v !== undefined) out.add(def, v, extra ? { ...a, ...extra } : a, start);
     };
-    put(GPU.util, read(at(e, 'usage', 'gfx_activity'), '1', `${w} usage.gfx_activity`));
+    // the graphics engine's busy share: NVML's device utilization and GPM GRAPHICS_UTIL alike (README: per field)
+    const gfx = read(at(e, 'usage', 'gfx_activity'), '1', `${w} usage.gfx_activity`);
+    put(GPU.util, gfx);
+    put(GPU.engineActive, gfx);
     put(GPU.memUtil, read(at(e, 'usage', 'umc_activity'), '1', `${w} usage.umc_activity`));
     put(GPU.memTotal, read(at(e, 'mem_usage', 'total_vram'), 'By', `${w} mem_usage.total_vram`));
     put(GPU.memUsed, read(at(e, 'mem_usage', 'used_vram'), 'By', `${w} mem_usage.used_vram`));
