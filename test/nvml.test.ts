@@ -17,6 +17,9 @@ import { tempDir } from './helpers/paths.js';
 import { slurmControllerDown } from './helpers/slurm-down.js';
 import { waitFor } from './helpers/wait.js';
 
+/** What GPM gives (two samples a window, Hopper and later; test/nvml-gpm.test.ts checks each value). */
+const GPM_NAMES = ['gpu.engine.active', 'gpu.sm.active', 'gpu.sm.occupancy', 'gpu.tensor.active', 'gpu.dram.active', 'gpu.tensor.pipe.active', 'gpu.pipe.active', 'gpu.nvlink.throughput', 'gpu.sm.cycles.elapsed', 'gpu.sm.cycles.active', 'gpu.tensor.cycles.active', 'gpu.tensor.pipe.cycles.active', 'gpu.pipe.cycles.active', 'gpu.pcie.io'];
+
 /** A configuration that reads each GPU's state (MIG mode, clocks that follow the performance state, fan) every tick. */
 function stateEveryTick(): string[] {
   const path = join(tempDir('l9gpu-nvml-conf-'), 'l9gpu.ini');
@@ -91,8 +94,7 @@ test('every NVML field arrives with the registry name and unit, converted exactl
   // one sample or an event (asserted in the Xid/NVLink, sample-buffer and GPM tests below), and
   // the two the Slurm attribution adds (gpu.job.*, outside_allocation: test/slurm.test.ts), dcgm-exporter's own (dcgm.*),
   // and the cost rates, which need prices (test/cost.test.ts); the health stage's gpu.health and gpu.health.score are in
-  const gpm = ['gpu.engine.active', 'gpu.sm.active', 'gpu.sm.occupancy', 'gpu.tensor.active', 'gpu.dram.active'];
-  const notNvml = ['gpu.ecc.block.errors', 'gpu.xid.errors', 'gpu.interconnect.throughput', 'gpu.utilization.max', 'gpu.power.draw.max', 'gpu.process.outside_allocation', ...gpm];
+  const notNvml = ['gpu.ecc.block.errors', 'gpu.xid.errors', 'gpu.interconnect.throughput', 'gpu.utilization.max', 'gpu.power.draw.max', 'gpu.process.outside_allocation', ...GPM_NAMES];
   const expected = METRICS.filter((m) => m.scope === 'gpu').map((m) => m.name).filter((n) => !notNvml.includes(n) && !n.startsWith('gpu.job.') && !n.startsWith('gpu.cost.') && !n.startsWith('dcgm.'));
   assert.deepEqual([...new Set(pts.filter((p) => p.name.startsWith('gpu.')).map((p) => p.name))].sort(), expected.sort());
   for (const p of pick(pts, 'gpu.energy.consumption')) assert.equal(p.kind, 'sum');
@@ -382,8 +384,6 @@ test('interval means from NVML\'s sample buffers: 1 s bursts read every 2 s give
     assert.equal(await d.stop(), 0, d.stderr);
   }
 });
-
-const GPM_NAMES = ['gpu.engine.active', 'gpu.sm.active', 'gpu.sm.occupancy', 'gpu.tensor.active', 'gpu.dram.active'];
 
 test('GPM on Hopper: SM, engine, tensor and DRAM activity over each interval from the second tick; a GPU without GPM and a library without it are skipped cleanly', async () => {
   const ampere = { ...h100(1, { name: 'NVIDIA A100-SXM4-80GB' }), gpm: undefined }; // before Hopper: the support query says no
