@@ -22,7 +22,7 @@ export interface MigSnapshot {
   memTotal?: number;
   memUsed?: number;
   memFree?: number;
-  /** GPM activity of the instance's GPU instance since the last tick (percent). */
+  /** GPM figures of the instance's GPU instance since the last tick (as NVML gives them: GpmValues). */
   gpm?: GpmValues;
 }
 
@@ -71,7 +71,7 @@ export interface GpuSnapshot {
   processes?: ProcessSnapshot[];
   migMode?: number;
   mig?: MigSnapshot[];
-  /** GPM activity since the last tick (percent; Hopper and later, not in MIG mode). */
+  /** GPM figures since the last tick (as NVML gives them: GpmValues; Hopper and later, not in MIG mode). */
   gpm?: GpmValues;
 }
 
