@@ -125,7 +125,7 @@ export class GpmReader {
    */
   private readonly i32 = new Int32Array(this.request.buffer, this.request.byteOffset, this.request.length >> 2);
   private readonly f64 = new Float64Array(this.request.buffer, this.request.byteOffset, this.request.length >> 3);
-  private asked = gpmRequest('');
+  private asked: ReturnType<typeof gpmRequest> = [];
   private readonly support = Buffer.alloc(GPM_SUPPORT.size);
 
   /**
