@@ -422,7 +422,7 @@ test('GPM on Hopper: SM, engine, tensor and DRAM activity over each interval fro
   assert.match(doctor.stdout, /this library lacks [^\n]*gpm \(no SM\/engine\/tensor\/pipe\/DRAM activity or NVLink traffic, no MIG instance utilization\)/, doctor.stdout);
 });
 
-test('GPM on a MIG GPU: each instance reports its GPU instance\'s activity, as gpu.utilization too (1 s bursts read every 2 s: the exact mean); a GI shared by two compute instances gives neither figures; a GI made again is a new window; samples are freed when a GI goes and when the GPU is lost', async () => {
+test('GPM on a MIG GPU: each instance reports its GPU instance\'s activity, as gpu.utilization too (1 s bursts read every 2 s of the GPU\'s time: the exact mean); a GI shared by two compute instances gives neither figures; a GI made again is a new window; samples are freed when a GI goes and when the GPU is lost', async () => {
   const mig = (slot: number, uuid: string, gi: number, ci: number, gpm?: Record<string, unknown>) => ({
     slot, uuid, name: 'NVIDIA H100 80GB HBM3 MIG 3g.40gb', gi, ci, mem_total: 42_949_672_960, mem_used: 1_000_000, mem_free: 42_948_672_960, ...(gpm ? { gpm } : {}),
   });
@@ -430,7 +430,8 @@ test('GPM on a MIG GPU: each instance reports its GPU instance\'s activity, as g
   const bursts = { graphics: { on_ms: 1000, off_ms: 1000, on: 100, off: 0 } };
   const parent = (instances: unknown[]) => h100(0, { mig_mode: 1, mig_max: 7, mig: instances });
   const fake = new FakeNvml({ devices: [parent([mig(0, A, 1, 0, { sm: 30, bursts }), mig(4, C, 2, 0, { graphics: 20, sm: 10 }), mig(5, B, 3, 0), mig(6, D, 3, 1, { graphics: 70 })])] });
-  const d = new DaemonProcess(['--plugin', 'nvml', '--sink', 'stdout', '--interval', '2s'], { ...fake.env(), FAKE_NVML_TRACE_GPM: '1' });
+  // the GPU's counters at twice the wall clock's pace: each 1 s tick is a 2 s window of the description's time
+  const d = new DaemonProcess(['--plugin', 'nvml', '--sink', 'stdout', '--interval', '1s'], { ...fake.env(), FAKE_NVML_TRACE_GPM: '1', FAKE_NVML_GPM_TIME_SCALE: '2' });
   const uuid = fake.desc.devices[0]!.uuid;
   const live = () => Number([...d.stderr.matchAll(/fake NVML: GPM samples live: (\d+)/g)].at(-1)?.[1]);
   try {
