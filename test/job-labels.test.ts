@@ -207,3 +207,33 @@ for (const mode of ['points', 'info'] as const) test(`a real daemon in ${mode} m
     await vm.stop();
   }
 });
+
+test('a reload (SIGHUP) switches job_labels: from points to info, the next GPU points carry no job and the share still does', async () => {
+  const d0 = tempDir('l9gpu-labels-reload-');
+  chmodSync(d0, 0o755);
+  const slurm = slurmControllerDown(d0, 'reloadnode');
+  const config = join(d0, 'l9gpu.ini');
+  const write = (mode: string) => writeFileSync(config, `[daemon]\n${slurm.daemon}plugins = sim\nsinks = stdout\ninterval = 200ms\nhost_name = reloadnode\n[attribution]\njob_labels = ${mode}\n[sim]\ngpus = 1\n${slurm.slurm}`);
+  write('points');
+  const db = openStore(slurm.state);
+  recordStart(db, { jobId: '7070', runKey: 'r0', user: 'alice', uid: 1001, partition: 'gpu' }, [{ uuid: simUuid('reloadnode', 0), shared: false }], 'prolog', Date.now());
+  db.close();
+  const d = new DaemonProcess(['--config', config]);
+  try {
+    const job = (name: string, from: number) => d.pointsSince(from).filter((p) => p.name === name).map((p) => p.attributes['slurm.job.id']);
+    await waitFor('a GPU point with the job', () => job('gpu.utilization', 0).includes('7070') || undefined);
+    write('info');
+    d.child.kill('SIGHUP');
+    await d.waitStderr(/configuration reloaded/);
+    // stdout and stderr are two pipes: a tick before the reload may still come after its line; the last two may not
+    const mark = d.stdout.length;
+    await waitFor('two ticks in info mode', () => {
+      const u = job('gpu.utilization', mark);
+      return (u.length >= 2 && u.slice(-2).every((j) => j === undefined)) || undefined;
+    });
+    const share = job('gpu.job.share', mark);
+    assert.ok(share.length >= 2 && share.every((j) => j === '7070'), JSON.stringify(share));
+  } finally {
+    assert.equal(await d.stop(), 0, d.stderr);
+  }
+});
