@@ -237,3 +237,39 @@ test('a reload (SIGHUP) switches job_labels: from points to info, the next GPU p
     assert.equal(await d.stop(), 0, d.stderr);
   }
 });
+
+test('info mode at size: a GPU\'s own series are read over the job\'s time only (two days of another job\'s samples before it stay on the backend), and a 400-GPU job\'s UUIDs are asked in queries VictoriaMetrics takes', async () => {
+  const vm = await new VictoriaMetrics().start();
+  try {
+    const STEP = 10_000;
+    const t0 = Math.floor(Date.now() / 1000) * 1000 - 3_600_000;
+    const ts = (from: number, n: number) => Array.from({ length: n }, (_, i) => from + i * STEP);
+    const job = (id: string) => ({ 'slurm.job.id': id, 'slurm.user': 'zoe', 'slurm.partition': 'gpu' });
+    const lines: object[] = [];
+    const gpu = (host: string, i: number, jobId: string, before: number) => {
+      const id = { 'host.name': host, 'gpu.uuid': simUuid(host, i), 'gpu.index': String(i), 'gpu.model': 'NVIDIA H100 80GB HBM3' };
+      const during = ts(t0, 60);
+      const earlier = ts(t0 - before * STEP, before);
+      lines.push(
+        { metric: { __name__: 'gpu.utilization', ...id }, values: [...earlier.map(() => 1), ...during.map(() => 0.25)], timestamps: [...earlier, ...during] },
+        { metric: { __name__: 'gpu.job.share', ...id, ...job(jobId) }, values: during.map(() => 1), timestamps: during },
+      );
+    };
+    // job 8080: one GPU, busy for two days (another job's) before it
+    gpu('longnode', 0, '8080', 2 * 8640);
+    // job 8081: 400 GPUs, ~16 kB of UUIDs in one regular expression
+    for (let i = 0; i < 400; i++) gpu('bignode', i, '8081', 0);
+    const r = await fetch(`${vm.url}/api/v1/import`, { method: 'POST', body: lines.map((l) => JSON.stringify(l)).join('\n') });
+    assert.ok(r.ok, await r.text());
+    await vm.flush();
+    // the two days are ~0.5 MB of answer: past this bound the report would stop reading
+    const one = await reportFromPromql({ url: vm.url, window: '3d', maxBytes: 64 << 10 }, '8080', null);
+    assert.deepEqual(one!.gpus.map((g) => [g.uuid, g.figures.samples, g.figures.utilMean]), [[simUuid('longnode', 0), 60, 0.25]]);
+    const big = await reportFromPromql({ url: vm.url, window: '3d' }, '8081', null);
+    assert.equal(big!.gpus.length, 400);
+    assert.ok(big!.gpus.every((g) => g.figures.samples === 60 && g.figures.utilMean === 0.25));
+    assert.equal(big!.job.user, 'zoe');
+  } finally {
+    await vm.stop();
+  }
+});

@@ -127,8 +127,9 @@ async function get(o: PromqlOptions, url: string, signal: AbortSignal): Promise<
   }
 }
 
-async function query(o: PromqlOptions, q: string): Promise<Series[]> {
-  const u = `${o.url.replace(/\/+$/, '')}/api/v1/query?${new URLSearchParams({ query: q })}`;
+/** An instant query, at `at` (ms since epoch; default: the backend's now). */
+async function query(o: PromqlOptions, q: string, at?: number): Promise<Series[]> {
+  const u = `${o.url.replace(/\/+$/, '')}/api/v1/query?${new URLSearchParams(at === undefined ? { query: q } : { query: q, time: (at / 1000).toFixed(3) })}`;
   const where = redactUrl(o.url);
   let r: Response;
   try {
@@ -157,6 +158,12 @@ function selector(name: string, naming: Naming, jobId: string): string {
   const def = findMetric(name)!;
   return `${prometheusName(def)}{slurm_job_id=${JSON.stringify(jobId)}}`;
 }
+
+/**
+ * UUIDs in one info-mode query: VictoriaMetrics refuses a query longer than
+ * 16 kB (-search.maxQueryLen), and a UUID is ~41 characters of it.
+ */
+const UUIDS_PER_QUERY = 128;
 
 /** A regular expression matching exactly these strings (RE2, as PromQL's =~ reads it). */
 const anyOf = (xs: readonly string[]): string => xs.map((x) => x.replace(/[\\.+*?()|[\]{}^$]/g, '\\$&')).join('|');
@@ -234,10 +241,17 @@ async function fetchJob(o: PromqlOptions, jobId: string): Promise<{ naming: Nami
   }
   if (times.size === 0) return { naming, series };
   const uuids = [...new Set(shares.filter((s) => times.has(gpuOf(s, naming)!)).map((s) => String(attributes(s.metric, naming)['gpu.uuid'])))];
+  // the GPUs' own series over the job's time only, not the whole window: a GPU's month is a month of every job's
+  // samples (a range selector is open at its start: one ms more)
+  let from = Infinity;
+  let to = 0;
+  for (const t of times.values()) for (const ms of t) [from, to] = [Math.min(from, ms), Math.max(to, ms)];
+  const span = `[${to - from + 1}ms]`;
+  const chunks = Array.from({ length: Math.ceil(uuids.length / UUIDS_PER_QUERY) }, (_, i) => uuids.slice(i * UUIDS_PER_QUERY, (i + 1) * UUIDS_PER_QUERY));
   await Promise.all(
     others.map(async (n) => {
       const got: Series[] = [];
-      for (const s of await query(o, range(gpuSelector(n, naming, uuids)))) {
+      for (const s of (await Promise.all(chunks.map((c) => query(o, `${gpuSelector(n, naming, c)}${span}`, to)))).flat()) {
         // a UUID is the GPU's own, but the node is checked all the same: the share's, not a namesake elsewhere
         const t = times.get(gpuOf(s, naming) ?? '');
         if (!t) continue;
