@@ -208,33 +208,48 @@ for (const mode of ['points', 'info'] as const) test(`a real daemon in ${mode} m
   }
 });
 
-test('a reload (SIGHUP) switches job_labels: from points to info, the next GPU points carry no job and the share still does', async () => {
+test('a reload (SIGHUP) switches job_labels from points to info mid-job: the next GPU points carry no job, the share still does, and the PromQL report of the job (points, then info) is the node\'s figures exactly', async () => {
   const d0 = tempDir('l9gpu-labels-reload-');
   chmodSync(d0, 0o755);
   const slurm = slurmControllerDown(d0, 'reloadnode');
+  const vm = await new VictoriaMetrics().start();
   const config = join(d0, 'l9gpu.ini');
-  const write = (mode: string) => writeFileSync(config, `[daemon]\n${slurm.daemon}plugins = sim\nsinks = stdout\ninterval = 200ms\nhost_name = reloadnode\n[attribution]\njob_labels = ${mode}\n[sim]\ngpus = 1\n${slurm.slurm}`);
+  const write = (mode: string) => writeFileSync(config, `[daemon]\n${slurm.daemon}plugins = sim\nsinks = stdout, otlp\ninterval = 200ms\nhost_name = reloadnode\n[attribution]\njob_labels = ${mode}\n[sim]\ngpus = 1\n[otlp]\nendpoint = ${vm.otlpEndpoint}\nexport_interval = 200ms\n${slurm.slurm}`);
   write('points');
   const db = openStore(slurm.state);
   recordStart(db, { jobId: '7070', runKey: 'r0', user: 'alice', uid: 1001, partition: 'gpu' }, [{ uuid: simUuid('reloadnode', 0), shared: false }], 'prolog', Date.now());
-  db.close();
   const d = new DaemonProcess(['--config', config]);
   try {
-    const job = (name: string, from: number) => d.pointsSince(from).filter((p) => p.name === name).map((p) => p.attributes['slurm.job.id']);
-    await waitFor('a GPU point with the job', () => job('gpu.utilization', 0).includes('7070') || undefined);
-    write('info');
-    d.child.kill('SIGHUP');
-    await d.waitStderr(/configuration reloaded/);
-    // stdout and stderr are two pipes: a tick before the reload may still come after its line; the last two may not
-    const mark = d.stdout.length;
-    await waitFor('two ticks in info mode', () => {
-      const u = job('gpu.utilization', mark);
-      return (u.length >= 2 && u.slice(-2).every((j) => j === undefined)) || undefined;
-    });
-    const share = job('gpu.job.share', mark);
-    assert.ok(share.length >= 2 && share.every((j) => j === '7070'), JSON.stringify(share));
+    try {
+      const job = (name: string, from: number) => d.pointsSince(from).filter((p) => p.name === name).map((p) => p.attributes['slurm.job.id']);
+      await waitFor('3 GPU points with the job', () => job('gpu.utilization', 0).filter((j) => j === '7070').length >= 3 || undefined);
+      write('info');
+      d.child.kill('SIGHUP');
+      await d.waitStderr(/configuration reloaded/);
+      // stdout and stderr are two pipes: a tick before the reload may still come after its line; the last three may not
+      const mark = d.stdout.length;
+      await waitFor('three ticks in info mode', () => {
+        const u = job('gpu.utilization', mark);
+        return (u.length >= 3 && u.slice(-3).every((j) => j === undefined)) || undefined;
+      });
+      const share = job('gpu.job.share', mark);
+      assert.ok(share.length >= 3 && share.every((j) => j === '7070'), JSON.stringify(share));
+      recordEnd(db, { jobId: '7070', runKey: 'r0' }, { endTime: Date.now(), state: 'COMPLETED', exitCode: 0 }, [], 'epilog');
+      await waitFor('the job-end summary', async () => {
+        await vm.flush();
+        return (await vm.exportRaw('{__name__="gpu.job.energy","slurm.job.id"="7070"}')).length === 1 || undefined;
+      }, 30_000);
+    } finally {
+      db.close();
+      assert.equal(await d.stop(), 0, d.stderr);
+    }
+    const node = JSON.parse((await runCli(['jobs', 'show', '7070', '--json', '--config', config])).stdout) as JobReport;
+    const q: PromqlOptions = { url: vm.url, window: '1h' };
+    const cov = await jobEndCoverage(q, '7070');
+    const report = await settledReport(() => reportFromPromql(q, '7070', null), cov.ends, { deadline: Date.now() + 30_000, settledAfterMs: 30_000, pauseMs: 200 });
+    assert.deepEqual(report!.gpus.map((g) => [g.uuid, g.figures]), node.gpus.map((g) => [g.uuid, g.figures]), 'the node\'s figures, exactly, across the switch');
   } finally {
-    assert.equal(await d.stop(), 0, d.stderr);
+    await vm.stop();
   }
 });
 

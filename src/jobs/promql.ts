@@ -217,8 +217,8 @@ function gpuOf(s: Series, naming: Naming): string | undefined {
 
 /**
  * Fetches the job's samples; the naming whose series exist wins. The series
- * labelled with the job (job_labels = points), then, for the job's GPUs that
- * have none (info), the GPUs' own series at the times of the job's share.
+ * labelled with the job (job_labels = points), then, for the times of the
+ * job's share that those do not cover (info), the GPUs' own series.
  */
 async function fetchJob(o: PromqlOptions, jobId: string): Promise<{ naming: Naming; series: Map<string, Series[]> } | undefined> {
   const range = (sel: string) => `${sel}[${o.window}]`;
@@ -228,16 +228,29 @@ async function fetchJob(o: PromqlOptions, jobId: string): Promise<{ naming: Nami
   const series = new Map<string, Series[]>([['gpu.job.share', shares]]);
   const others = USED.filter((n) => n !== 'gpu.job.share');
   await Promise.all(others.map(async (n) => series.set(n, await query(o, range(selector(n, naming, jobId))))));
-  const labelled = new Set(others.flatMap((n) => series.get(n)!.map((s) => gpuOf(s, naming))));
-  // the times (ms) each GPU's share was sampled, for the GPUs without a series labelled with the job: in info mode,
-  // the job's samples among the GPU's
+  // the times (ms) of each GPU's share samples that no series labelled with the job has: in info mode all of them
+  // (and after a reload switched a node to it, those since), the job's samples among the GPU's own
+  const covered = new Map<string, Set<number>>();
+  for (const n of others) {
+    for (const s of series.get(n)!) {
+      const k = gpuOf(s, naming);
+      if (k === undefined) continue;
+      let c = covered.get(k);
+      if (!c) covered.set(k, (c = new Set()));
+      for (const [ts] of s.values) c.add(Math.round(ts * 1000));
+    }
+  }
   const times = new Map<string, Set<number>>();
   for (const s of shares) {
     const k = gpuOf(s, naming);
-    if (k === undefined || labelled.has(k)) continue;
-    let t = times.get(k);
-    if (!t) times.set(k, (t = new Set()));
-    for (const [ts] of s.values) t.add(Math.round(ts * 1000));
+    if (k === undefined) continue;
+    for (const [ts] of s.values) {
+      const ms = Math.round(ts * 1000);
+      if (covered.get(k)?.has(ms)) continue;
+      let t = times.get(k);
+      if (!t) times.set(k, (t = new Set()));
+      t.add(ms);
+    }
   }
   if (times.size === 0) return { naming, series };
   const uuids = [...new Set(shares.filter((s) => times.has(gpuOf(s, naming)!)).map((s) => String(attributes(s.metric, naming)['gpu.uuid'])))];
