@@ -145,6 +145,34 @@ test('the same batches in points and info mode: every job\'s PromQL report (GPUs
   assert.equal(shared.gpus[0]!.figures.shareMean, 0.5);
 });
 
+/** The epilog while the daemon runs: the job's bindings closed, then its job-end summary waited for in VictoriaMetrics. */
+async function endJob(db: Db, vm: VictoriaMetrics, jobId: string): Promise<void> {
+  recordEnd(db, { jobId, runKey: 'r0' }, { endTime: Date.now(), state: 'COMPLETED', exitCode: 0 }, [], 'epilog');
+  await waitFor('the job-end summary', async () => {
+    await vm.flush();
+    return (await vm.exportRaw(`{__name__="gpu.job.energy","slurm.job.id"="${jobId}"}`)).length === 1 || undefined;
+  }, 30_000);
+}
+
+/**
+ * The job read as the ctld epilog's worker reads it (coverage until every GPU's summary is in, then the report until
+ * it agrees with them), held to the node's store report: the same figures, exactly. Returns the PromQL report.
+ */
+async function assertNodeFigures(config: string, vm: VictoriaMetrics, jobId: string): Promise<JobReport> {
+  const store = await runCli(['jobs', 'show', jobId, '--json', '--config', config]);
+  assert.equal(store.status, 0, store.stderr);
+  const node = JSON.parse(store.stdout) as JobReport;
+  assert.equal(node.source, 'store');
+  const q: PromqlOptions = { url: vm.url, window: '1h' };
+  const cov = await jobEndCoverage(q, jobId);
+  assert.deepEqual([cov.gpus, cov.ended], [node.gpus.length, node.gpus.length]);
+  const logged: string[] = [];
+  const report = await settledReport(() => reportFromPromql(q, jobId, null), cov.ends, { deadline: Date.now() + 30_000, settledAfterMs: 30_000, pauseMs: 200, log: (m) => logged.push(m) });
+  assert.deepEqual(logged, []);
+  assert.deepEqual(report!.gpus.map((g) => [g.uuid, g.figures]), node.gpus.map((g) => [g.uuid, g.figures]), 'the node\'s figures, exactly');
+  return report!;
+}
+
 for (const mode of ['points', 'info'] as const) test(`a real daemon in ${mode} mode: its GPU series ${mode === 'info' ? 'carry no job' : 'carry the job'}; the PromQL report from VictoriaMetrics (OTLP) is the node's figures exactly, read as the ctld epilog's worker reads it, and a real Prometheus scraping it finds the job too`, async () => {
   const d0 = tempDir(`l9gpu-${mode}-daemon-`);
   chmodSync(d0, 0o755);
@@ -166,12 +194,7 @@ for (const mode of ['points', 'info'] as const) test(`a real daemon in ${mode} m
         const scraped = Number((await prom.query('count_over_time(gpu_job_share_ratio{slurm_job_id="6161"}[1m])'))[0]?.value?.[1] ?? 0);
         return (n >= 8 && scraped >= 5) || undefined;
       }, 40_000);
-      // the epilog: the daemon, still running, sends the GPU's job-end summary
-      recordEnd(db, { jobId: '6161', runKey: 'r0' }, { endTime: Date.now(), state: 'COMPLETED', exitCode: 0 }, [], 'epilog');
-      await waitFor('the job-end summary', async () => {
-        await vm.flush();
-        return (await vm.exportRaw('{__name__="gpu.job.energy","slurm.job.id"="6161"}')).length === 1 || undefined;
-      }, 30_000);
+      await endJob(db, vm, '6161');
     } finally {
       db.close();
       assert.equal(await d.stop(), 0, d.stderr);
@@ -180,19 +203,8 @@ for (const mode of ['points', 'info'] as const) test(`a real daemon in ${mode} m
     assert.deepEqual(labelled.map((s) => [s.metric.__name__, s.metric['gpu.uuid'], s.metric['slurm.job.name']]).sort(), mode === 'info' ? [] : ['gpu.memory.used', 'gpu.power.draw', 'gpu.utilization'].map((n) => [n, uuid, undefined]));
     const [share] = await vm.exportRaw('{__name__="gpu.job.share","slurm.job.id"="6161"}');
     assert.equal(share!.metric['slurm.job.name'], 'train', 'the share keeps what points omit');
-    const store = await runCli(['jobs', 'show', '6161', '--json', '--config', config]);
-    assert.equal(store.status, 0, store.stderr);
-    const node = JSON.parse(store.stdout) as JobReport;
-    assert.equal(node.source, 'store');
-    // the ctld epilog's worker: coverage until every GPU's summary is in, then the report until it agrees with them
-    const q: PromqlOptions = { url: vm.url, window: '1h' };
-    const cov = await jobEndCoverage(q, '6161');
-    assert.deepEqual([cov.gpus, cov.ended], [1, 1]);
-    const logged: string[] = [];
-    const report = await settledReport(() => reportFromPromql(q, '6161', null), cov.ends, { deadline: Date.now() + 30_000, settledAfterMs: 30_000, pauseMs: 200, log: (m) => logged.push(m) });
-    assert.deepEqual(logged, []);
-    assert.deepEqual(report!.gpus.map((g) => [g.uuid, g.figures]), node.gpus.map((g) => [g.uuid, g.figures]), 'the node\'s figures, exactly');
-    assert.equal(report!.job.name, 'train');
+    const report = await assertNodeFigures(config, vm, '6161');
+    assert.equal(report.job.name, 'train');
     // the pull endpoint through a real Prometheus: the job's GPU and its samples (a scrape resamples: not exact)
     const r = await runCli(['jobs', 'show', '6161', '--json', '--config', config, '--source', 'promql', '--url', prom.url]);
     assert.equal(r.status, 0, r.stderr);
@@ -200,7 +212,7 @@ for (const mode of ['points', 'info'] as const) test(`a real daemon in ${mode} m
     assert.deepEqual(viaProm.gpus.map((g) => g.uuid), [uuid]);
     const f = viaProm.gpus[0]!.figures;
     assert.ok(f.samples >= 5 && f.utilMean !== null && f.shareMean === 1, JSON.stringify(f));
-    assert.equal(f.memTotal, node.gpus[0]!.figures.memTotal);
+    assert.equal(f.memTotal, report.gpus[0]!.figures.memTotal);
     assert.equal(viaProm.job.user, 'alice');
   } finally {
     await prom.stop();
@@ -234,20 +246,13 @@ test('a reload (SIGHUP) switches job_labels from points to info mid-job: the nex
       });
       const share = job('gpu.job.share', mark);
       assert.ok(share.length >= 3 && share.every((j) => j === '7070'), JSON.stringify(share));
-      recordEnd(db, { jobId: '7070', runKey: 'r0' }, { endTime: Date.now(), state: 'COMPLETED', exitCode: 0 }, [], 'epilog');
-      await waitFor('the job-end summary', async () => {
-        await vm.flush();
-        return (await vm.exportRaw('{__name__="gpu.job.energy","slurm.job.id"="7070"}')).length === 1 || undefined;
-      }, 30_000);
+      await endJob(db, vm, '7070');
     } finally {
       db.close();
       assert.equal(await d.stop(), 0, d.stderr);
     }
-    const node = JSON.parse((await runCli(['jobs', 'show', '7070', '--json', '--config', config])).stdout) as JobReport;
-    const q: PromqlOptions = { url: vm.url, window: '1h' };
-    const cov = await jobEndCoverage(q, '7070');
-    const report = await settledReport(() => reportFromPromql(q, '7070', null), cov.ends, { deadline: Date.now() + 30_000, settledAfterMs: 30_000, pauseMs: 200 });
-    assert.deepEqual(report!.gpus.map((g) => [g.uuid, g.figures]), node.gpus.map((g) => [g.uuid, g.figures]), 'the node\'s figures, exactly, across the switch');
+    // across the switch: points-mode samples, then info-mode ones
+    await assertNodeFigures(config, vm, '7070');
   } finally {
     await vm.stop();
   }
