@@ -10,6 +10,7 @@ import { noneProvider, type AttributionProvider } from '../src/core/attribution.
 import type { Config } from '../src/core/config/load.js';
 import type { Logger } from '../src/core/log.js';
 import { limitsFrom, type BudgetLedger } from '../src/core/limits.js';
+import { jobLabelsFrom } from '../src/core/job-labels.js';
 import type { Pipeline } from '../src/pipeline/pipeline.js';
 import type { Db } from '../src/store/open.js';
 import type { ViewerCache } from '../src/jobs/access.js';
@@ -64,9 +65,9 @@ export class JobAttribution {
     this.ready = true;
   }
 
-  /** After a reload to `next`: swapped when [daemon] attribution, the state folder, [jobs] or a provider's sections changed. */
+  /** After a reload to `next`: swapped when [daemon] attribution, the state folder, [jobs], [attribution] or a provider's sections changed. */
   async reload(prev: Config, next: Config): Promise<void> {
-    const sections = ['jobs', ...this.o.manifests.attributions.flatMap((a) => a.sections.map((s) => s.name))];
+    const sections = ['jobs', 'attribution', ...this.o.manifests.attributions.flatMap((a) => a.sections.map((s) => s.name))];
     const keys = (c: Config) => {
       const d = readSection(c, DAEMON_SECTION);
       return JSON.stringify([d.attribution, d.state_dir, ...sections.map((s) => c.section(s))]);
@@ -86,7 +87,7 @@ export class JobAttribution {
     if (r.manifest && db) {
       const [{ JobLedger }, { pricesFrom }] = await Promise.all([import('../src/ledger/ledger.js'), import('../src/jobs/prices.js')]);
       try {
-        provider = await r.manifest.create({ config: cfg, log: this.o.log, env: this.o.env, store: db, labelLength: limitsFrom(cfg).labelLength, budgets: this.o.budgets });
+        provider = await r.manifest.create({ config: cfg, log: this.o.log, env: this.o.env, store: db, labelLength: limitsFrom(cfg).labelLength, budgets: this.o.budgets, jobLabels: jobLabelsFrom(cfg) });
       } catch (e) {
         db.close();
         throw e;

@@ -16,6 +16,7 @@ import { daemonSection } from '../src/core/config/sections.js';
 import { JOBS_SECTION } from '../src/jobs/config.js';
 import { HEALTH_SECTION } from '../src/health/config.js';
 import { LIMITS_SECTION } from '../src/core/limits.js';
+import { ATTRIBUTION_SECTION } from '../src/core/job-labels.js';
 import { FILE_SECTION, OTLP_SECTION, PROMETHEUS_SECTION, STDOUT_SECTION, WEBHOOK_SECTION } from '../src/sinks/sections.js';
 import { AMDSMI_SECTION } from '../plugins/amdsmi/config.js';
 import { HLSMI_SECTION } from '../plugins/hlsmi/config.js';
@@ -91,6 +92,7 @@ export const ATTRIBUTION_NAMES = ATTRIBUTIONS.map((a) => a.name);
 export const ALL_SECTIONS: readonly SectionSpec[] = (() => {
   const all = [
     daemonSection({ plugins: PLUGIN_NAMES, sinks: SINK_NAMES, attributions: ATTRIBUTION_NAMES }),
+    ATTRIBUTION_SECTION,
     ...ATTRIBUTIONS.flatMap((a) => a.sections),
     JOBS_SECTION,
     HEALTH_SECTION,

@@ -57,7 +57,7 @@ export const slurmAttribution: AttributionManifest = {
     return conf ? { ok: true, detail: `Slurm configured at ${conf}` } : { ok: false, detail: 'no slurm.conf found' };
   },
 
-  async create({ config: cfg, log, env, store, labelLength, budgets }): Promise<AttributionProvider> {
+  async create({ config: cfg, log, env, store, labelLength, budgets, jobLabels }): Promise<AttributionProvider> {
     const [{ SlurmAttribution }, { Reconciler }] = await Promise.all([import('./attribution.js'), import('./reconciler.js')]);
     const slog = log.child('slurm');
     const s = readSection(cfg, SLURM_SECTION);
@@ -76,7 +76,7 @@ export const slurmAttribution: AttributionManifest = {
       graceMs: s.reconcile_grace * 1000,
       log: slog,
     });
-    const transform = new SlurmAttribution(store, slog, () => reconciler.lastOk || undefined, { labelLength, budgets });
+    const transform = new SlurmAttribution(store, slog, () => reconciler.lastOk || undefined, { labelLength, budgets, jobLabels });
     let running: Promise<void> | undefined;
     const tick = (): Promise<void> => {
       running ??= reconciler

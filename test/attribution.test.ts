@@ -206,3 +206,77 @@ test('a 120 kB SLURM_JOB_NAME, through the real prolog and the Slurm transform: 
     db.close();
   }
 });
+
+/** The nvml plugin's points of one GPU in one batch, with the process list: what a shared GPU's tick looks like. */
+function gpuTick(uuid: string, procs: [pid: number, bytes: number][]): Point[] {
+  return [
+    { metric: metric('gpu.utilization'), value: 0.6, attributes: identity(uuid) },
+    { metric: metric('gpu.memory.used'), value: 3e9, attributes: identity(uuid) },
+    { metric: metric('gpu.power.draw'), value: 300, attributes: identity(uuid) },
+    { metric: metric('gpu.process.count'), value: procs.length, attributes: identity(uuid) },
+    ...procs.map(([pid, bytes]): Point => ({ metric: metric('gpu.process.memory.used'), value: bytes, attributes: { ...identity(uuid), 'process.pid': pid } })),
+  ];
+}
+
+test('[attribution] job_labels = info: a shared GPU\'s own points go out once with its identity alone; gpu.job.share, per job, carries every attribute of the job; its processes\' points keep their job; batch.jobs is the same in both modes', () => {
+  const db = openStore(tempDir('l9gpu-attr-info-'));
+  const a = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { env: { ...process.env, SLURM_JOB_ID: '61' }, stdio: 'ignore' });
+  const b = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { env: { ...process.env, SLURM_JOB_ID: '62' }, stdio: 'ignore' });
+  try {
+    const uid = process.getuid!();
+    recordStart(db, { jobId: '61', runKey: 'r0', user: 'alice', uid, partition: 'gpu', name: 'train' }, [{ uuid: PARENT, shared: true }], 'prolog');
+    recordStart(db, { jobId: '62', runKey: 'r0', user: 'bob', uid, partition: 'gpu', name: 'eval' }, [{ uuid: PARENT, shared: true }], 'prolog');
+    const batch = { source: 'nvml', time: 1_700_000_000_000, intervalMs: 1000, points: gpuTick(PARENT, [[a.pid!, 3e9], [b.pid!, 1e9]]) } as Batch;
+    const points = new SlurmAttribution(db, log).attribute(batch);
+    const info = new SlurmAttribution(db, log, undefined, { jobLabels: { mode: 'info', omit: [] } }).attribute(batch);
+    const byName = (out: Batch, name: string) => out.points.filter((p) => p.metric.name === name);
+    // points: the GPU's series once per job; info: once, as the plugin sent it
+    assert.deepEqual(byName(points, 'gpu.utilization').map((p) => p.attributes['slurm.job.id']), ['61', '62']);
+    assert.deepEqual(byName(info, 'gpu.utilization').map((p) => p.attributes), [identity(PARENT)]);
+    assert.deepEqual(byName(info, 'gpu.power.draw').map((p) => p.attributes), [identity(PARENT)]);
+    // the share series is the same in both: the GPU's identity and the whole job, its share by process memory
+    for (const out of [points, info]) {
+      assert.deepEqual(byName(out, 'gpu.job.share').map((p) => [p.value, { ...p.attributes }]), [
+        [0.75, { ...identity(PARENT), 'slurm.job.id': '61', 'slurm.user': 'alice', 'slurm.partition': 'gpu', 'slurm.job.name': 'train' }],
+        [0.25, { ...identity(PARENT), 'slurm.job.id': '62', 'slurm.user': 'bob', 'slurm.partition': 'gpu', 'slurm.job.name': 'eval' }],
+      ]);
+      // a process's series is its job's anyway: it keeps the job in both modes
+      assert.deepEqual(byName(out, 'gpu.process.memory.used').map((p) => p.attributes['slurm.job.id']), ['61', '62']);
+    }
+    assert.deepEqual(info.jobs, points.jobs);
+    assert.equal(info.time, batch.time, 'the share goes out in the GPU points\' batch: one timestamp');
+  } finally {
+    a.kill();
+    b.kill();
+    db.close();
+  }
+});
+
+test('[attribution] omit_from_points: the named attributes leave every point (a GPU\'s, a process\'s, an engine\'s) but stay on gpu.job.share and batch.jobs; a 120 kB job name is cut on the share too', () => {
+  const db = openStore(tempDir('l9gpu-attr-omit-'));
+  const child = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { env: { ...process.env, SLURM_JOB_ID: '63' }, stdio: 'ignore' });
+  try {
+    const name = `train-${'x'.repeat(120_000)}`;
+    recordStart(db, { jobId: '63', runKey: 'r0', user: 'carol', uid: process.getuid!(), partition: 'gpu', name }, [{ uuid: PARENT, shared: false }], 'prolog');
+    const engine: Point = { metric: metric('vllm.requests.running'), value: 1, attributes: { 'server.address': '127.0.0.1', 'server.port': 8000, 'process.pid': child.pid! } };
+    const batch = { source: 'nvml', time: Date.now(), intervalMs: 1000, points: [...gpuTick(PARENT, [[child.pid!, 1e9]]), engine] } as Batch;
+    for (const mode of ['points', 'info'] as const) {
+      const out = new SlurmAttribution(db, log, undefined, { labelLength: 256, jobLabels: { mode, omit: ['slurm.job.name', 'slurm.user'] } }).attribute(batch);
+      const share = out.points.find((p) => p.metric.name === 'gpu.job.share')!;
+      assert.equal(share.attributes['slurm.job.name'], `${name.slice(0, 253)}...`, mode);
+      assert.equal(share.attributes['slurm.user'], 'carol', mode);
+      assert.equal(out.jobs!.get(PARENT)![0]!.attributes['slurm.user'], 'carol', mode);
+      for (const p of out.points.filter((q) => q.metric.name !== 'gpu.job.share')) {
+        assert.equal(p.attributes['slurm.user'], undefined, `${mode}: ${p.metric.name}`);
+        assert.equal(p.attributes['slurm.job.name'], undefined, `${mode}: ${p.metric.name}`);
+      }
+      const carry = out.points.filter((p) => p.attributes['slurm.job.id'] === '63').map((p) => p.metric.name);
+      assert.deepEqual(carry, mode === 'points' ? ['gpu.utilization', 'gpu.memory.used', 'gpu.power.draw', 'gpu.process.count', 'gpu.process.memory.used', 'vllm.requests.running', 'gpu.job.share'] : ['gpu.process.memory.used', 'vllm.requests.running', 'gpu.job.share']);
+      assert.equal(out.points.find((p) => p.metric.name === 'gpu.job.share')!.attributes['slurm.partition'], 'gpu');
+      assert.equal(out.points.find((p) => p.metric.name === 'vllm.requests.running')!.attributes['slurm.partition'], 'gpu');
+    }
+  } finally {
+    child.kill();
+    db.close();
+  }
+});

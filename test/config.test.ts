@@ -12,6 +12,7 @@ import { DAEMON_SECTION } from '../src/core/config/sections.js';
 import { HOST_SECTION } from '../plugins/host/config.js';
 import { SIM_SECTION } from '../plugins/sim/config.js';
 import { FILE_SECTION, OTLP_SECTION, PROMETHEUS_SECTION, STDOUT_SECTION } from '../src/sinks/sections.js';
+import { jobLabelsFrom } from '../src/core/job-labels.js';
 
 const dir = tempDir();
 function ini(name: string, text: string | Buffer): string {
@@ -201,4 +202,13 @@ test('durations, sizes, lists and booleans parse in every documented spelling', 
   assert.equal(otlp.export_interval, 120);
   assert.equal(readSection(c, FILE_SECTION).max_bytes, 1_500_000);
   assert.equal(readSection(c, STDOUT_SECTION).resource, false);
+});
+
+test('[attribution] omit_from_points: a run\'s id and a name attribution does not add are refused at load, naming the key; k8s.pod.label.* is a prefix', () => {
+  const load = (v: string) => loadAgentConfig({ configPath: ini('omit.ini', `[attribution]\njob_labels = info\nomit_from_points = ${v}\n`), env: {} });
+  assert.deepEqual(jobLabelsFrom(load('slurm.job.name, slurm.user, k8s.pod.label.*')), { mode: 'info', omit: ['slurm.job.name', 'slurm.user', 'k8s.pod.label.*'] });
+  assert.deepEqual(jobLabelsFrom(load('')), { mode: 'info', omit: [] });
+  assert.throws(() => load('slurm.user, slurm.job.id'), (e: Error) => e instanceof ConfigError && /omit_from_points/.test(e.message) && /slurm\.job\.id" names the run/.test(e.message));
+  assert.throws(() => load('slurm.jobname'), (e: Error) => e instanceof ConfigError && /"slurm\.jobname" is not a job attribute/.test(e.message));
+  assert.throws(() => load('k8s.*'), (e: Error) => e instanceof ConfigError && /"k8s\.\*" is not a job attribute/.test(e.message));
 });

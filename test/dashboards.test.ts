@@ -385,8 +385,9 @@ async function runDashboards(api: PromApi, set: Setting): Promise<{ failures: st
   return { failures, ran };
 }
 
-describe('on real backends fed by real daemons, a real Slurm 22.05 job holding GPUs', () => {
-  const dir = tempDir('l9gpu-dashboards-');
+// [attribution] job_labels: the job's attributes on every GPU series, or on its share series alone; the same panels, the same values
+for (const mode of ['points', 'info'] as const) describe(`on real backends fed by real daemons, a real Slurm 22.05 job holding GPUs, job_labels = ${mode}`, () => {
+  const dir = tempDir(`l9gpu-dashboards-${mode}-`);
   const configFile = join(dir, 'gpunode.ini');
   const ncclDir = join(dir, 'nccl');
   const fake = new FakeNvml({
@@ -422,6 +423,8 @@ cluster = ci
 host_name = node01
 attribution = slurm
 state_dir = ${join(dir, 'state')}
+[attribution]
+job_labels = ${mode}
 [slurm]
 reconcile_interval = 1s
 reconcile_source = local
@@ -463,6 +466,9 @@ ${sinks(gpuPort)}`);
     }, 30_000);
 
     const held = await prom.query(`gpu_job_share_ratio{slurm_job_id="${jobId}"}`);
+    // what the mode sends: the job on the GPU series too, or on its shares alone
+    const labelled = await prom.query(`count(gpu_utilization_ratio{slurm_job_id="${jobId}"})`);
+    assert.deepEqual(labelled.map((s) => s.value![1]), mode === 'points' ? ['2'] : []);
     // the cases the fleet panels count: an idle GPU held by the job, and an idle one no job holds
     assert.deepEqual(held.map((s) => UTIL[Number(s.metric.gpu_index)]).sort((a, b) => a! - b!), [UTIL[1], UTIL[0]], `the job holds GRES 0 and 1: ${JSON.stringify(held.map((s) => s.metric))}`);
     // the idle one, with its Xid: every panel of the GPU dashboard has data

@@ -61,6 +61,28 @@ describe('kubernetes attribution: daemon, kubelet stand-in, API server stand-in'
   /** The newest point per GPU UUID of a metric, from the stdout since `from`. */
   const latest = (d: DaemonProcess, name: string, from = 0): JsonPoint[] => d.pointsSince(from).filter((p) => p.name === name);
 
+  test('[attribution] job_labels = info: the GPUs\' points carry no pod; each GPU\'s gpu.job.share carries its pod whole (labels left off points included)', async () => {
+    const fake = await serveEightGpus(kubelet, api);
+    const d = new DaemonProcess(['--config', config('info', '[attribution]\njob_labels = info\nomit_from_points = k8s.pod.label.*\n'), '--interval', '200ms'], fake.env());
+    try {
+      const shares = await waitFor('a share for every GPU', () => {
+        const byGpu = new Map(latest(d, 'gpu.job.share').map((p) => [p.attributes['gpu.uuid'], p]));
+        return byGpu.size === 8 ? byGpu : undefined;
+      });
+      assert.deepEqual(
+        { pod: shares.get(uuid(3))!.attributes['k8s.pod.name'], ns: shares.get(uuid(3))!.attributes['k8s.namespace.name'], label: shares.get(uuid(3))!.attributes['k8s.pod.label.app.kubernetes.io/name'] },
+        { pod: 'vllm-serve-0', ns: 'inference', label: 'vllm-serve' },
+      );
+      const util = latest(d, 'gpu.utilization');
+      assert.ok(util.length >= 8);
+      assert.deepEqual(util.filter((p) => Object.keys(p.attributes).some((k) => k.startsWith('k8s.'))), []);
+    } finally {
+      assert.equal(await d.stop(), 0, d.stderr);
+      // the next test serves the node afresh
+      await kubelet.stop();
+    }
+  });
+
   test('8 GPUs: pod, namespace, container, uid, owners and labels on each GPU\'s points; a kubelet restart keeps them, a pod gone ends its run with a summary; time-slicing shares a GPU', async () => {
     const fake = await serveEightGpus(kubelet, api);
     const cfg = config('eight');

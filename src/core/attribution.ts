@@ -10,6 +10,7 @@ import type { Database } from 'better-sqlite3';
 import type { Config } from './config/load.js';
 import type { SectionSpec } from './config/schema.js';
 import type { BudgetLedger } from './limits.js';
+import type { JobLabels } from './job-labels.js';
 import type { Logger } from './log.js';
 import type { Attributes, Batch, Emitter } from './metrics/model.js';
 
@@ -42,6 +43,8 @@ export interface AttributionContext {
   /** [limits] label_length, and the agent's ledger: job names and pod labels are users' (default: 256, a ledger of its own). */
   readonly labelLength?: number;
   readonly budgets?: BudgetLedger;
+  /** [attribution]: whether GPU points carry the runs' attributes, and which (default: all, on every point). */
+  readonly jobLabels?: JobLabels;
 }
 
 export interface Detection {

@@ -6,6 +6,16 @@
  * same step() the daemon uses, so a single-node job gets the same figures as
  * the node's store.
  *
+ * Both of [attribution] job_labels: with points, the job's series are those
+ * labelled with its id; with info, a GPU's series carry no job and the job's
+ * gpu.job.share series (one per GPU it held, the same in both modes) says
+ * which GPUs and when: each of those GPUs' series is fetched by node and UUID
+ * and only its samples at the share's timestamps are kept. The share goes out
+ * in the batch of the GPU's points, with their timestamp (an OTLP point's
+ * time is its batch's; a scrape stamps the whole page at once), so those are
+ * exactly the samples points mode labels with the job, and the figures are
+ * the same.
+ *
  * Names: OTLP into VictoriaMetrics keeps dotted names and labels
  * (`gpu.utilization{"slurm.job.id"="42"}`); a Prometheus scrape of the pull
  * endpoint sanitizes them (`gpu_utilization{slurm_job_id="42"}`, counters
@@ -117,8 +127,9 @@ async function get(o: PromqlOptions, url: string, signal: AbortSignal): Promise<
   }
 }
 
-async function query(o: PromqlOptions, q: string): Promise<Series[]> {
-  const u = `${o.url.replace(/\/+$/, '')}/api/v1/query?${new URLSearchParams({ query: q })}`;
+/** An instant query, at `at` (ms since epoch; default: the backend's now). */
+async function query(o: PromqlOptions, q: string, at?: number): Promise<Series[]> {
+  const u = `${o.url.replace(/\/+$/, '')}/api/v1/query?${new URLSearchParams(at === undefined ? { query: q } : { query: q, time: (at / 1000).toFixed(3) })}`;
   const where = redactUrl(o.url);
   let r: Response;
   try {
@@ -148,6 +159,22 @@ function selector(name: string, naming: Naming, jobId: string): string {
   return `${prometheusName(def)}{slurm_job_id=${JSON.stringify(jobId)}}`;
 }
 
+/**
+ * UUIDs in one info-mode query: VictoriaMetrics refuses a query longer than
+ * 16 kB (-search.maxQueryLen), and a UUID is ~41 characters of it.
+ */
+const UUIDS_PER_QUERY = 128;
+
+/** A regular expression matching exactly these strings (RE2, as PromQL's =~ reads it). */
+const anyOf = (xs: readonly string[]): string => xs.map((x) => x.replace(/[\\.+*?()|[\]{}^$]/g, '\\$&')).join('|');
+
+/** The series of the GPUs `uuids` that carry no job (info mode's). */
+function gpuSelector(name: string, naming: Naming, uuids: readonly string[]): string {
+  const re = JSON.stringify(anyOf(uuids));
+  if (naming === 'otel') return `{__name__=${JSON.stringify(name)},"gpu.uuid"=~${re},"slurm.job.id"=""}`;
+  return `${prometheusName(findMetric(name)!)}{gpu_uuid=~${re},slurm_job_id=""}`;
+}
+
 function attributes(labels: Record<string, string>, naming: Naming): Attributes {
   const a: Attributes = {};
   for (const [k, v] of Object.entries(labels)) {
@@ -159,21 +186,22 @@ function attributes(labels: Record<string, string>, naming: Naming): Attributes 
 }
 
 /**
- * The job's gpu.utilization series under the naming that has them (dotted
- * OTLP names tried first), through `expr` (the range of samples, or only
- * each series' last one); undefined when neither naming has any.
+ * The job's gpu.job.share series (one per GPU it held, in both modes of
+ * [attribution] job_labels) under the naming that has them (dotted OTLP names
+ * tried first), through `expr` (the range of samples, or only each series'
+ * last one); undefined when neither naming has any.
  */
-async function probeJob(o: PromqlOptions, jobId: string, expr: (selector: string) => string): Promise<{ naming: Naming; used: Series[] } | undefined> {
+async function probeJob(o: PromqlOptions, jobId: string, expr: (selector: string) => string): Promise<{ naming: Naming; shares: Series[] } | undefined> {
   for (const naming of ['otel', 'prometheus'] as Naming[]) {
-    let used: Series[];
+    let shares: Series[];
     try {
-      used = await query(o, expr(selector('gpu.utilization', naming, jobId)));
+      shares = await query(o, expr(selector('gpu.job.share', naming, jobId)));
     } catch (e) {
       // a backend without quoted (UTF-8) label names rejects the otel selector: try the other naming
       if (naming === 'otel' && /parse|unexpected|bad_data|syntax/i.test((e as Error).message)) continue;
       throw e;
     }
-    if (used.length) return { naming, used };
+    if (shares.length) return { naming, shares };
   }
   return undefined;
 }
@@ -181,14 +209,72 @@ async function probeJob(o: PromqlOptions, jobId: string, expr: (selector: string
 /** The node a series comes from: the OTLP resource's host.name, or a scrape's instance. */
 const nodeOf = (a: Attributes): string => String(a['host.name'] ?? a.instance ?? '?');
 
-/** Fetches the job's samples; the naming whose series exist wins. */
+/** A series' GPU: its node and UUID (gpuKey); undefined without a UUID. */
+function gpuOf(s: Series, naming: Naming): string | undefined {
+  const a = attributes(s.metric, naming);
+  return typeof a['gpu.uuid'] === 'string' ? gpuKey(nodeOf(a), a['gpu.uuid']) : undefined;
+}
+
+/**
+ * Fetches the job's samples; the naming whose series exist wins. The series
+ * labelled with the job (job_labels = points), then, for the times of the
+ * job's share that those do not cover (info), the GPUs' own series.
+ */
 async function fetchJob(o: PromqlOptions, jobId: string): Promise<{ naming: Naming; series: Map<string, Series[]> } | undefined> {
   const range = (sel: string) => `${sel}[${o.window}]`;
   const found = await probeJob(o, jobId, range);
   if (!found) return undefined;
-  const series = new Map<string, Series[]>([['gpu.utilization', found.used]]);
-  await Promise.all(USED.filter((n) => n !== 'gpu.utilization').map(async (n) => series.set(n, await query(o, range(selector(n, found.naming, jobId))))));
-  return { naming: found.naming, series };
+  const { naming, shares } = found;
+  const series = new Map<string, Series[]>([['gpu.job.share', shares]]);
+  const others = USED.filter((n) => n !== 'gpu.job.share');
+  await Promise.all(others.map(async (n) => series.set(n, await query(o, range(selector(n, naming, jobId))))));
+  // the times (ms) of each GPU's share samples that no series labelled with the job has: in info mode all of them
+  // (and after a reload switched a node to it, those since), the job's samples among the GPU's own
+  const covered = new Map<string, Set<number>>();
+  for (const n of others) {
+    for (const s of series.get(n)!) {
+      const k = gpuOf(s, naming);
+      if (k === undefined) continue;
+      let c = covered.get(k);
+      if (!c) covered.set(k, (c = new Set()));
+      for (const [ts] of s.values) c.add(Math.round(ts * 1000));
+    }
+  }
+  const times = new Map<string, Set<number>>();
+  for (const s of shares) {
+    const k = gpuOf(s, naming);
+    if (k === undefined) continue;
+    for (const [ts] of s.values) {
+      const ms = Math.round(ts * 1000);
+      if (covered.get(k)?.has(ms)) continue;
+      let t = times.get(k);
+      if (!t) times.set(k, (t = new Set()));
+      t.add(ms);
+    }
+  }
+  if (times.size === 0) return { naming, series };
+  const uuids = [...new Set(shares.filter((s) => times.has(gpuOf(s, naming)!)).map((s) => String(attributes(s.metric, naming)['gpu.uuid'])))];
+  // the GPUs' own series over the job's time only, not the whole window: a GPU's month is a month of every job's
+  // samples (a range selector is open at its start: one ms more)
+  let from = Infinity;
+  let to = 0;
+  for (const t of times.values()) for (const ms of t) [from, to] = [Math.min(from, ms), Math.max(to, ms)];
+  const span = `[${to - from + 1}ms]`;
+  const chunks = Array.from({ length: Math.ceil(uuids.length / UUIDS_PER_QUERY) }, (_, i) => uuids.slice(i * UUIDS_PER_QUERY, (i + 1) * UUIDS_PER_QUERY));
+  await Promise.all(
+    others.map(async (n) => {
+      const got: Series[] = [];
+      for (const s of (await Promise.all(chunks.map((c) => query(o, `${gpuSelector(n, naming, c)}${span}`, to)))).flat()) {
+        // a UUID is the GPU's own, but the node is checked all the same: the share's, not a namesake elsewhere
+        const t = times.get(gpuOf(s, naming) ?? '');
+        if (!t) continue;
+        const values = s.values.filter(([ts]) => t.has(Math.round(ts * 1000)));
+        if (values.length) got.push({ metric: s.metric, values });
+      }
+      series.set(n, [...series.get(n)!, ...got]);
+    }),
+  );
+  return { naming, series };
 }
 
 /**
@@ -246,7 +332,8 @@ export async function reportFromPromql(o: PromqlOptions, jobId: string, prices: 
       const k = gpuKey(node, uuid);
       let g = gpus.get(k);
       if (!g) gpus.set(k, (g = { node, uuid, identity: a, samples: new Map() }));
-      if (name === 'gpu.utilization') labels = a;
+      // the share carries every attribute of the job in both modes (omit_from_points leaves some off the rest)
+      if (name === 'gpu.job.share') labels = a;
       for (const [ts, v] of s.values) {
         const t = Math.round(ts * 1000);
         let smp = g.samples.get(t);
@@ -336,7 +423,7 @@ export async function jobEndCoverage(o: PromqlOptions, jobId: string): Promise<J
     return gpuKey(nodeOf(a), String(a['gpu.uuid']));
   };
   const valueOf = (s: Series) => Number(s.values.at(-1)?.[1]);
-  const gpus = new Set(found.used.map(keyOf));
+  const gpus = new Set(found.shares.map(keyOf));
   const [energy, duration] = await Promise.all(['gpu.job.energy', 'gpu.job.duration'].map((n) => query(o, last(selector(n, found.naming, jobId)))));
   const ends = new Map<string, JobEnd>();
   for (const s of energy!) if (Number.isFinite(valueOf(s))) ends.set(keyOf(s), { energyJ: valueOf(s) });

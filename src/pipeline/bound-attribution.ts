@@ -11,6 +11,14 @@
  * the provider's reading of /proc), or 1/N without process data. A process
  * point belongs to exactly one run: the one owning its pid.
  *
+ * [attribution] job_labels = info: a GPU's own points go out once, with its
+ * identity alone, and gpu.job.share is the one series per (GPU, run) that
+ * carries the run's attributes (queries join on host.name and gpu.uuid); a
+ * process's, an engine's and an NCCL rank's points keep their run's, as their
+ * series are the process's anyway. omit_from_points leaves attributes off
+ * every point but the share: batch.jobs keeps them all, for the ledger's
+ * job-end summaries and cost rates.
+ *
  * It writes nothing: the job ledger downstream keeps rollups, inventory and
  * job-end summaries from the batch's `jobs`.
  */
@@ -25,11 +33,14 @@ import { openBindings, type OpenBinding } from '../store/jobs.js';
 import type { Db } from '../store/open.js';
 import { boundLabel } from '../core/bound-label.js';
 import { DEFAULT_LIMITS, type BudgetLedger } from '../core/limits.js';
+import { DEFAULT_JOB_LABELS, pointAttributes, type JobLabels } from '../core/job-labels.js';
 
-/** [limits] label_length on the runs' attributes, and the ledger counting the values cut (against the run's user). */
+/** [limits] label_length on the runs' attributes, and the ledger counting the values cut (against the run's user); [attribution]'s placing of them. */
 export interface LabelBound {
   readonly labelLength?: number;
   readonly budgets?: BudgetLedger;
+  /** Default: every attribute on every point. */
+  readonly jobLabels?: JobLabels;
 }
 
 export interface BoundAttributionOptions extends LabelBound {
@@ -51,7 +62,10 @@ export interface BoundAttributionOptions extends LabelBound {
 interface Bound {
   jobId: string;
   runKey: string;
+  /** Every attribute of the run: on gpu.job.share and batch.jobs. */
   attrs: Attributes;
+  /** Those its points carry (omit_from_points). */
+  pointAttrs: Attributes;
 }
 
 /** What one batch's point pass counts per GPU for the shares pass. */
@@ -67,7 +81,7 @@ interface GpuTally {
 export class BoundAttribution implements AttributionProvider {
   readonly name: string;
   private byGpu = new Map<string, Bound[]>();
-  /** Each open run's attributes and its GPUs on this node (for an engine's points: the engine's process is the run's). */
+  /** Each open run's attributes (those points carry) and its GPUs on this node (for an engine's points: the engine's process is the run's). */
   private byJob = new Map<string, { attrs: Attributes; gpus: string[] }>();
   /** "parent/GPU instance" -> the MIG device's UUID (null: ambiguous). */
   private migDevice = new Map<string, string | null>();
@@ -78,6 +92,9 @@ export class BoundAttribution implements AttributionProvider {
   private engineAdds = new Map<string, Attributes>();
   /** An engine series' attributes with its job's added, by the series' own (stable) attributes: made once, not every tick. */
   private readonly withJob = new WeakMap<Attributes, { add: Attributes; attributes: Attributes }>();
+  /** Whether a GPU's own points carry its runs' attributes (job_labels = points). */
+  private readonly onGpuPoints: boolean;
+  private readonly forPoints: (a: Attributes) => Attributes;
 
   constructor(
     private readonly db: Db,
@@ -85,6 +102,9 @@ export class BoundAttribution implements AttributionProvider {
     private readonly o: BoundAttributionOptions,
   ) {
     this.name = o.name;
+    const labels = o.jobLabels ?? DEFAULT_JOB_LABELS;
+    this.onGpuPoints = labels.mode === 'points';
+    this.forPoints = pointAttributes(labels.omit);
   }
 
   /** Forces a reload: a writer on this same connection (a reconciler) does not move data_version. */
@@ -103,9 +123,10 @@ export class BoundAttribution implements AttributionProvider {
       const attrs = this.bounded(b, this.o.attributesOf(b));
       let l = m.get(b.gpuUuid);
       if (!l) m.set(b.gpuUuid, (l = []));
-      if (!l.some((x) => x.jobId === b.jobId)) l.push({ jobId: b.jobId, runKey: b.runKey, attrs });
+      if (!l.some((x) => x.jobId === b.jobId)) l.push({ jobId: b.jobId, runKey: b.runKey, attrs, pointAttrs: this.forPoints(attrs) });
       let j = jobs.get(b.jobId);
-      if (!j) jobs.set(b.jobId, (j = { attrs: b.jobAttrs ? this.bounded(b, this.o.attributesOf({ ...b, bindingAttrs: null })) : attrs, gpus: [] }));
+      // what the job's processes' points (an engine's, an NCCL rank's) carry
+      if (!j) jobs.set(b.jobId, (j = { attrs: this.forPoints(b.jobAttrs ? this.bounded(b, this.o.attributesOf({ ...b, bindingAttrs: null })) : attrs), gpus: [] }));
       if (!j.gpus.includes(b.gpuUuid)) j.gpus.push(b.gpuUuid);
     }
     for (const j of jobs.values()) j.gpus.sort();
@@ -191,8 +212,8 @@ export class BoundAttribution implements AttributionProvider {
         emit(i, this.processJob(p, uuid, jobs, tally));
         continue;
       }
-      if (!jobs || jobs.length === 0) emit(i, p);
-      else for (const j of jobs) emit(i, { ...p, attributes: { ...p.attributes, ...j.attrs } });
+      if (!jobs || jobs.length === 0 || !this.onGpuPoints) emit(i, p);
+      else for (const j of jobs) emit(i, { ...p, attributes: { ...p.attributes, ...j.pointAttrs } });
     }
     return out ?? points;
   }
@@ -206,7 +227,7 @@ export class BoundAttribution implements AttributionProvider {
       let m = tally.procMem.get(uuid);
       if (!m) tally.procMem.set(uuid, (m = new Map()));
       m.set(bound.jobId, (m.get(bound.jobId) ?? 0) + p.value);
-      return { ...p, attributes: { ...p.attributes, ...bound.attrs } };
+      return { ...p, attributes: { ...p.attributes, ...bound.pointAttrs } };
     }
     tally.outside.set(uuid, (tally.outside.get(uuid) ?? 0) + 1);
     if (this.first(`${uuid}/${pid}/${job}`)) {

@@ -547,14 +547,21 @@ summary_wait = 60s
   });
 
 
-  /** Sets (or, with null, removes) a [slurm] key of the running daemon by a configuration reload (SIGHUP), as an admin would. */
-  async function reloadSlurm(key: string, value: string | null): Promise<void> {
+  /** Edits the running daemon's configuration file and reloads it (SIGHUP), as an admin would. */
+  async function reloadConfig(edit: (text: string) => string): Promise<void> {
     const reloads = () => daemon.stderr.match(/configuration reloaded/g)?.length ?? 0;
     const n = reloads();
-    const text = readFileSync(configFile, 'utf8').replace(new RegExp(`^${key} = .*\\n`, 'm'), '');
-    writeFileSync(configFile, value === null ? text : text.replace('[slurm]\n', `[slurm]\n${key} = ${value}\n`));
+    writeFileSync(configFile, edit(readFileSync(configFile, 'utf8')));
     daemon.child.kill('SIGHUP');
     await waitFor('configuration reloaded', () => reloads() > n);
+  }
+
+  /** Sets (or, with null, removes) a [slurm] key of the running daemon by a configuration reload. */
+  function reloadSlurm(key: string, value: string | null): Promise<void> {
+    return reloadConfig((t) => {
+      const text = t.replace(new RegExp(`^${key} = .*\\n`, 'm'), '');
+      return value === null ? text : text.replace('[slurm]\n', `[slurm]\n${key} = ${value}\n`);
+    });
   }
   const reconcileFrom = (source: 'local' | 'squeue'): Promise<void> => reloadSlurm('reconcile_source', source);
 
@@ -805,6 +812,38 @@ summary_wait = 60s
     const m = await runCli(['jobs', 'show', id, '--json', '--cluster', 'ci', '--config', login], cluster.clientEnv());
     assert.equal(m.status, 0, m.stderr);
     assert.equal((JSON.parse(m.stdout) as Report).source, 'sacct');
+  });
+
+  test(L + '[attribution] job_labels = info (a reload): a 2-GPU job\'s GPU series carry no job; jobs show --source promql and the EpilogSlurmctld summary in AdminComment are the node\'s figures', async () => {
+    await idle();
+    const INFO = '[attribution]\njob_labels = info\n';
+    await reloadConfig((t) => t + INFO);
+    try {
+      const id = await cluster.sbatch(['--gres=gpu:2', '-J', 'info', '-t', '30', '--wrap', 'sleep 3']);
+      await cluster.waitState(id, ['COMPLETED'], 60_000);
+      await waitFor('bindings closed', () => bindings(id).length === 2 && bindings(id).every((b) => b.end_time !== null));
+      await waitFor('state from sacct', () => job(id)?.state === 'COMPLETED', 30_000);
+      const onNode = await show(id);
+      await vm.flush();
+      assert.deepEqual(await vm.exportRaw(`{__name__="gpu.utilization","slurm.job.id"="${id}"}`), [], 'no GPU series names the job');
+      assert.equal((await vm.exportRaw(`{__name__="gpu.job.share","slurm.job.id"="${id}","slurm.job.name"="info"}`)).length, 2, 'its share on each GPU does');
+      const viaPromql = await waitFor('PromQL report complete', async () => {
+        await vm.flush();
+        const pr = await show(id, ['--source', 'promql', '--url', vm.url]).catch(() => undefined);
+        return pr && pr.gpus.length === 2 && pr.gpus.every((g, i) => g.figures.samples === onNode.gpus[i]!.figures.samples) ? pr : undefined;
+      });
+      assert.deepEqual(viaPromql.gpus.map((g) => [g.uuid, g.figures]), onNode.gpus.map((g) => [g.uuid, g.figures]), 'store and PromQL give the same figures');
+      await waitFor('the summary in AdminComment', async () => /^L9G1:/i.test((await cluster.cmd(['sacct', '-j', id, '-X', '-n', '-P', '-o', 'AdminComment'])).trim()) || undefined, 120_000, 1000);
+      const login = join(dir, 'login-info.ini');
+      writeFileSync(login, `[daemon]\nstate_dir = ${join(dir, 'login-info-state')}\n[slurm]\nslurm_conf = ${cluster.conf}\n`);
+      const r = await runCli(['jobs', 'show', id, '--json', '--config', login], cluster.clientEnv());
+      assert.equal(r.status, 0, r.stderr);
+      const fromAcct = JSON.parse(r.stdout) as Report;
+      assert.equal(fromAcct.source, 'sacct');
+      assert.deepEqual(fromAcct.gpus.map((g) => [g.uuid, g.figures]), onNode.gpus.map((g) => [g.uuid, g.figures]), 'the node\'s figures, GPU by GPU');
+    } finally {
+      await reloadConfig((t) => t.replace(INFO, ''));
+    }
   });
 
   test(L + 'NCCL Inspector logs written by a job\'s ranks: the series carry the job (from each rank\'s process), the slow rank is flagged, and jobs show has the communication section (store and PromQL)', async () => {

@@ -35,7 +35,7 @@ export const kubernetesAttribution: AttributionManifest = {
     return existsSync(socket) ? { ok: true, detail: `kubelet pod-resources socket at ${socket}` } : { ok: false, detail: `no kubelet pod-resources socket at ${socket}` };
   },
 
-  async create({ config: cfg, log, env, store, labelLength, budgets }): Promise<AttributionProvider> {
+  async create({ config: cfg, log, env, store, labelLength, budgets, jobLabels }): Promise<AttributionProvider> {
     const [{ PodResourcesClient }, { PodSync, SCHEDULER }, { BoundAttribution }, { PodPids }] = await Promise.all([
       import('./podresources-client.js'),
       import('./pod-sync.js'),
@@ -51,6 +51,7 @@ export const kubernetesAttribution: AttributionManifest = {
     const transform = new BoundAttribution(store, klog, {
       labelLength,
       budgets,
+      jobLabels,
       name: SCHEDULER,
       attributesOf: podAttributes,
       bareAttributes: bare,

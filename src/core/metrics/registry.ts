@@ -144,7 +144,7 @@ export const METRICS: readonly MetricDef[] = Object.freeze([
   m('gpu.health', '', 'gauge', 'gpu', 'The GPU\'s health by the rules of docs/health.md: 0 ok, 1 warning, 2 failed; gpu.health.reason lists the codes of the rules that hold (comma-separated, empty when none). `l9gpu health` says each reason in words and what to do.', ['gpu.health.reason']),
   m('gpu.health.score', '1', 'gauge', 'gpu', 'The GPU\'s health score, 0..1 (1 healthy): the product of the score factors of the rules that hold (docs/health.md); 0 when one of them is a failure.'),
 
-  m('gpu.job.share', '1', 'gauge', 'gpu', 'Share (0..1) of the GPU attributed to a job: 1 when the job holds it alone; on a shared GPU (shards, MPS) the job\'s part of the per-process memory, else 1/N. Multiply additive values (power, energy) by it.'),
+  m('gpu.job.share', '1', 'gauge', 'gpu', 'Share (0..1) of the GPU attributed to a job: 1 when the job holds it alone; on a shared GPU (shards, MPS) the job\'s part of the per-process memory, else 1/N. Multiply additive values (power, energy) by it. One series per GPU and job run, with every attribute of the job; with [attribution] job_labels = info the only series of the GPU that names the job (queries join on host.name and gpu.uuid).'),
   m('gpu.job.energy', 'J', 'gauge', 'gpu', 'Energy a job used on the GPU over its whole binding (energy counter delta times the job\'s share); exported once, when the binding closes.'),
   m('gpu.job.duration', 's', 'gauge', 'gpu', 'GPU time of a job on the GPU (sampled seconds times the job\'s share); exported once, when the binding closes.'),
   m('gpu.job.utilization', '1', 'gauge', 'gpu', 'Mean utilization (0..1) of the GPU over a job\'s binding; exported once, when the binding closes.'),
