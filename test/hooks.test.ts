@@ -1,7 +1,9 @@
 /**
  * The real hook executables (slurm/prolog, slurm/epilog) run the way slurmd
  * runs them: an environment with no PATH and no HOME, as root. Edge cases
- * the live-Slurm tests cannot force.
+ * the live-Slurm tests cannot force. Run twice by `npm test`: on this
+ * checkout, and in the bundled lane on a release tree and the Node.js it ships
+ * (PRODUCT, test/helpers/paths.ts).
  */
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
@@ -12,14 +14,9 @@ import Database from 'better-sqlite3';
 import { upsertInventory } from '../src/store/jobs.js';
 import { openStore } from '../src/store/open.js';
 import { slurmStoreStatus } from '../slurm/status.js';
-import { ROOT, tempDir } from './helpers/paths.js';
+import { PRODUCT, ROOT, tempDir } from './helpers/paths.js';
 import { runCli } from './helpers/daemon.js';
-
-function hook(kind: 'prolog' | 'epilog', env: Record<string, string>): { status: number | null; stderr: string } {
-  // slurmd's environment: no PATH, no HOME
-  const r = spawnSync(join(ROOT, 'slurm', kind), [], { env: { L9GPU_NODE: process.execPath, ...env }, encoding: 'utf8' });
-  return { status: r.status, stderr: r.stderr };
-}
+import { runHook as hook } from './helpers/hook.js';
 
 function setup(extraIni = ''): { state: string; env: Record<string, string>; rows: (sql: string, ...a: unknown[]) => Record<string, unknown>[] } {
   const d = tempDir('l9gpu-hooks-');
@@ -241,7 +238,7 @@ test('hooks racing a writer that commits every few ms (the daemon) all succeed: 
   const timer = setInterval(() => upsertInventory(writer, [inv(n++ % 8)]), 2);
   const run = (kind: 'prolog' | 'epilog', id: number) =>
     new Promise<number | null>((resolve) =>
-      spawn(join(ROOT, 'slurm', kind), [], { env: { L9GPU_NODE: process.execPath, ...env, SLURM_JOB_ID: String(id), CUDA_VISIBLE_DEVICES: `GPU-${id}`, SLURM_JOB_EXIT_CODE: '0' }, stdio: 'ignore' }).on('exit', resolve),
+      spawn(join(PRODUCT.root, 'slurm', kind), [], { env: { L9GPU_NODE: process.execPath, ...env, SLURM_JOB_ID: String(id), CUDA_VISIBLE_DEVICES: `GPU-${id}`, SLURM_JOB_EXIT_CODE: '0' }, stdio: 'ignore' }).on('exit', resolve),
     );
   try {
     const ids = Array.from({ length: 30 }, (_, i) => 7000 + i);
@@ -283,6 +280,8 @@ test('a store locked by another writer: the hook gives up within its deadline, e
   assert.deepEqual(rows('SELECT job_id FROM jobs ORDER BY job_id').map((x) => x.job_id), ['700'], 'nothing half-written');
 });
 
+// these two need a Node.js the wrapper finds by L9GPU_NODE, which only a checkout's does (a release tree's runs its node/):
+// the checkout's wrapper is the same file as the tree's
 test('a hook stuck where Node cannot time itself out is killed from outside: exit 0 (strict: 1), one line', () => {
   const d = tempDir('l9gpu-hookhang-');
   // stands in for a node process blocked in a system call (a hung NFS state dir): it never answers its own timer
@@ -403,7 +402,7 @@ test('a hostile hook environment: shell metacharacters, 100 KB values, 10,000 GP
   assert.deepEqual(rows("SELECT gpu_uuid FROM bindings WHERE job_id = '953'"), []);
   assert.deepEqual(rows("SELECT job_id FROM jobs WHERE job_id IN ('950','951','952')"), [], 'refused allocations are not written');
   // bytes that are not UTF-8 in a user name (slurmd passes them as they are): stored with U+FFFD, the hook exits 0
-  const raw = spawnSync('/bin/sh', ['-c', `SLURM_JOB_USER=$(printf 'al\\377\\376ice') exec "$0"`, join(ROOT, 'slurm', 'prolog')], { env: { L9GPU_NODE: process.execPath, ...env, SLURM_JOB_ID: '954', CUDA_VISIBLE_DEVICES: 'GPU-aaaa' }, encoding: 'utf8' });
+  const raw = spawnSync('/bin/sh', ['-c', `SLURM_JOB_USER=$(printf 'al\\377\\376ice') exec "$0"`, join(PRODUCT.root, 'slurm', 'prolog')], { env: { L9GPU_NODE: process.execPath, ...env, SLURM_JOB_ID: '954', CUDA_VISIBLE_DEVICES: 'GPU-aaaa' }, encoding: 'utf8' });
   assert.equal(raw.status, 0, raw.stderr);
   assert.deepEqual(rows("SELECT user FROM jobs WHERE job_id = '954'"), [{ user: 'al\ufffd\ufffdice' }]);
   assert.ok(readFileSync(join(state, 'hooks.log'), 'utf8').split('\n').every((l) => l.length <= 2100), 'every hooks.log line short');

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { lanesFor, relabel, UNIT_FILES } from './lanes.js';
+import { BUNDLED_FILES, lanesFor, relabel, UNIT_FILES } from './lanes.js';
 import { ROOT } from './helpers/paths.js';
 
 // what a unit file may import: Node's in-process modules and the helpers that start nothing and listen on nothing
@@ -24,11 +24,12 @@ test('a unit-lane file runs in the test process only: no child processes, socket
   }
 });
 
-test('every test file is in exactly one lane; a file no lane names runs in the serial system lane', () => {
+test('every test file is in exactly one of unit, slurm and system; a file no lane names runs in the serial system lane; the bundled lane runs its files again', () => {
   const files = readdirSync(join(ROOT, 'test')).filter((f) => f.endsWith('.test.ts')).map((f) => f.replace(/\.ts$/, '.js'));
-  for (const u of UNIT_FILES) assert.ok(files.includes(u), `the unit lane names ${u}, which does not exist`);
+  for (const u of [...UNIT_FILES, ...BUNDLED_FILES]) assert.ok(files.includes(u), `a lane names ${u}, which does not exist`);
   const lanes = lanesFor([...files, 'new.test.js']);
-  assert.deepEqual(lanes.flatMap((l) => l.files).sort(), [...files, 'new.test.js'].sort());
+  assert.deepEqual(lanes.filter((l) => l.name !== 'bundled').flatMap((l) => l.files).sort(), [...files, 'new.test.js'].sort());
+  assert.deepEqual(lanes.find((l) => l.name === 'bundled')!.files.sort(), [...BUNDLED_FILES].sort());
   const of = (f: string) => lanes.find((l) => l.files.includes(f))!;
   assert.equal(of('new.test.js').name, 'system');
   assert.equal(of('new.test.js').concurrency, 1);

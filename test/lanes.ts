@@ -7,6 +7,9 @@
  *   system  everything else (daemons, real components, fixed resources,
  *           root-only machine state): one file at a time, after the others,
  *           on a machine nothing else of the run loads.
+ *   bundled the product's own subset (BUNDLED_FILES) once more, last, its
+ *           hooks, CLI and daemon run from a release tree assembled as
+ *           `npm run package` does, on the Node.js the package ships.
  *
  * Each lane is its own `node --test` (TAP). Its output is printed whole when
  * it ends (lanes never interleave), its top-level tests numbered on from the
@@ -18,8 +21,8 @@
  * each in its lane.
  */
 import { spawn } from 'node:child_process';
-import { readdirSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -42,6 +45,14 @@ export const UNIT_FILES = [
 
 export const SLURM_FILES = /^slurm-\d+\.\d+\.test\.js$/;
 
+/**
+ * The bundled lane: files whose hooks, CLI and daemon children are the
+ * product under test (PRODUCT, test/helpers/paths.ts), run again on a release
+ * tree and its own Node.js (the test process stays on the machine's). The
+ * packages themselves are installed and run by rollout.test.ts.
+ */
+export const BUNDLED_FILES = ['hooks.test.js', 'smoke.test.js'];
+
 interface Lane {
   name: string;
   concurrency: number;
@@ -60,11 +71,12 @@ export function lanesFor(files: string[]): Lane[] {
     // process of another cluster's job), and a red CI costs more than the five minutes they would save
     { name: 'slurm', concurrency: Math.max(1, Math.min(slurm.length, Number(process.env.L9GPU_TEST_SLURM_AT_ONCE) || 1)), files: slurm },
     { name: 'system', concurrency: 1, files: system },
+    { name: 'bundled', concurrency: 1, files: files.filter((f) => BUNDLED_FILES.includes(basename(f))) },
   ];
 }
 
-/** Which lanes run side by side: first unit and slurm together, then system alone. */
-const PHASES = [['unit', 'slurm'], ['system']];
+/** Which lanes run side by side: first unit and slurm together, then system alone, then bundled alone. */
+const PHASES = [['unit', 'slurm'], ['system'], ['bundled']];
 
 const SUMMARY = ['tests', 'suites', 'pass', 'fail', 'cancelled', 'skipped', 'todo'] as const;
 type Counts = Record<(typeof SUMMARY)[number], number>;
@@ -76,11 +88,45 @@ interface LaneResult {
   ms: number;
 }
 
-function runLane(lane: Lane): Promise<LaneResult> {
+/**
+ * The release tree the bundled lane runs (src/release/release-tree.ts, as
+ * `npm run package` assembles it: the bundled Node.js, better-sqlite3 built
+ * for it), in a temporary folder.
+ */
+async function releaseTree(): Promise<string> {
+  const root = join(HERE, '..', '..');
+  const { assembleTree, readBuildInfo } = await import('../src/release/release-tree.js');
+  const { findRuntime } = await import('../src/release/runtime.js');
+  const runtime = findRuntime(root);
+  const tree = join(mkdtempSync(join(tmpdir(), 'l9gpu-bundled-')), 'l9gpu');
+  assembleTree(root, tree, readBuildInfo(root, runtime), runtime);
+  return tree;
+}
+
+async function runLane(lane: Lane): Promise<LaneResult> {
   const t0 = Date.now();
   process.stderr.write(`# lane ${lane.name}: ${lane.files.length} file(s), ${lane.concurrency} at a time\n`);
+  let env = process.env;
+  let tree: string | undefined;
+  if (lane.name === 'bundled') {
+    try {
+      tree = await releaseTree();
+    } catch (e) {
+      // no summary: the lane counts as failed
+      return { lane, code: 1, output: `not ok 1 - the release tree for the bundled lane\n# ${(e as Error).message.split('\n').join('\n# ')}\n`, ms: Date.now() - t0 };
+    }
+    env = { ...process.env, L9GPU_TEST_TREE: tree };
+  }
+  try {
+    return await runFiles(lane, env, t0);
+  } finally {
+    if (tree) rmSync(dirname(tree), { recursive: true, force: true });
+  }
+}
+
+function runFiles(lane: Lane, env: NodeJS.ProcessEnv, t0: number): Promise<LaneResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--test', `--test-concurrency=${lane.concurrency}`, '--test-reporter=tap', ...lane.files], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, ['--test', `--test-concurrency=${lane.concurrency}`, '--test-reporter=tap', ...lane.files], { env, stdio: ['ignore', 'pipe', 'inherit'] });
     let output = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (output += d));
     child.on('error', reject);

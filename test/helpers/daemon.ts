@@ -3,7 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, fstatSync, openSync, readFileSync, readSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { findMetric, type MetricKind } from '../../src/core/metrics/registry.js';
-import { CLI, tempDir } from './paths.js';
+import { PRODUCT, tempDir } from './paths.js';
 import { waitFor } from './wait.js';
 
 export interface JsonPoint {
@@ -48,7 +48,7 @@ export function runCli(args: string[], env: Record<string, string> = {}, timeout
   const e = cleanEnv(env);
   if (args.includes('--config') || args.includes('-c')) delete e.L9GPU_CONFIG;
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: e, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(PRODUCT.node, [PRODUCT.cli, ...args], { env: e, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
@@ -139,7 +139,7 @@ export class DaemonProcess {
   constructor(args: string[], env: Record<string, string> = {}) {
     const e = cleanEnv(env);
     if (args.includes('--config') || args.includes('-c')) delete e.L9GPU_CONFIG;
-    this.child = spawn(process.execPath, [CLI, 'daemon', ...args], { env: e, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.child = spawn(PRODUCT.node, [PRODUCT.cli, 'daemon', ...args], { env: e, stdio: ['ignore', 'pipe', 'pipe'] });
     this.child.stdout!.setEncoding('utf8').on('data', (d: string) => (this.stdout += d));
     this.child.stderr!.setEncoding('utf8').on('data', (d: string) => (this.stderr += d));
     this.exit = new Promise((r) => this.child.on('exit', (code) => r(code)));
