@@ -32,8 +32,10 @@ const shown = texts !== undefined && Object.hasOwn(texts, words.join(' '));
 // how the command starts, from the command table (dist/commands.json, src/cli/command-table.ts): the longest id its words name
 const entry = shown || help ? undefined : entryOf(args);
 if (shown) {
-  const ua = `l9gpu/${JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version} ${process.platform}-${process.arch} node-${process.version}`;
-  process.stdout.write(texts[words.join(' ')].split('\0UA\0').join(ua));
+  process.stdout.write(texts[words.join(' ')].split('\0UA\0').join(userAgent()));
+} else if (entry === 'version') {
+  // the line oclif prints, without loading any bundle for it
+  process.stdout.write(`${userAgent()}\n`);
 } else if (entry === 'hook') {
   // the hooks run on every job start and end: the single-file bundle, never the CLI framework (argv: the hook's kind after it)
   const hook = fileURLToPath(new URL('../dist/hook/hook.cjs', import.meta.url));
@@ -55,6 +57,11 @@ if (shown) {
   await execute({ dir: import.meta.url, args });
 }
 
+/** l9gpu/<version> <platform>-<arch> node-<version>: oclif's user agent, the version line. */
+function userAgent() {
+  return `l9gpu/${JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version} ${process.platform}-${process.arch} node-${process.version}`;
+}
+
 /** The texts of dist/help.json (src/cli/write-help.ts); undefined when the checkout is not built. */
 function helpTexts() {
   try {
@@ -64,7 +71,7 @@ function helpTexts() {
   }
 }
 
-/** The entry of the command the arguments name (light, daemon, hook), or undefined: oclif's. */
+/** The entry of the command the arguments name (light, daemon, hook; version for --version), or undefined: oclif's. */
 function entryOf(argv) {
   let routes;
   try {

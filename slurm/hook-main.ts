@@ -4,7 +4,7 @@
  * the hook logic as a library never runs a hook.
  */
 import { join } from 'node:path';
-import { useNativeBinding } from '../src/store/open.js';
+import { useNativeBinding } from '../src/store/native-binding.js';
 import { main } from './hook.js';
 
 const kind = process.argv[2];

@@ -64,7 +64,7 @@ test('every command\'s --help reads like a man page: usage, description, an exam
 
 test('bin/run.js starts each command as the command table says: dist/commands.json is the table\'s routes, and the oclif command files are its rows', () => {
   const routes = JSON.parse(readFileSync(join(ROOT, 'dist', 'commands.json'), 'utf8')) as Record<string, string>;
-  const want = Object.fromEntries([...COMMANDS.map((c) => [c.id, c.entry]), ...VERSION_ARGS.map((a) => [a, 'light'])]);
+  const want = Object.fromEntries([...COMMANDS.map((c) => [c.id, c.entry]), ...VERSION_ARGS.map((a) => [a, 'version'])]);
   assert.deepEqual(routes, want, 'dist/commands.json, written at build (src/cli/write-help.ts), against src/cli/command-table.ts');
   const files = readdirSync(join(ROOT, 'dist', 'src', 'commands'), { recursive: true, encoding: 'utf8' })
     .filter((f) => f.endsWith('.js'))
@@ -364,7 +364,7 @@ test('l9gpu help <command> and l9gpu version work as a newcomer types them; the 
   assert.match((await runCli(['help'])).stdout, /^ {2}slurm {2}Slurm prolog and epilog hooks/m);
 });
 
-test('--version and gpus load none of tls, https, child_process, zlib, the fs streams on the way to their output (start-up, docs/performance.md)', () => {
+test('--version and gpus load none of tls, http(s), child_process, zlib, the fs streams, fs/promises on the way to their output, though gpus loads every plugin\'s module (start-up, docs/performance.md)', () => {
   // Node's own record of the built-in modules a process loaded, written as it exits
   const preload = join(dir, 'loaded.cjs');
   writeFileSync(preload, "process.on('exit', () => require('node:fs').writeFileSync(process.env.LOADED_OUT, process.moduleLoadList.join('\\n')));\n");
@@ -374,7 +374,7 @@ test('--version and gpus load none of tls, https, child_process, zlib, the fs st
     const out = join(dir, `loaded-${cmd}.txt`);
     const r = spawnSync(process.execPath, ['-r', preload, join(ROOT, 'bin/run.js'), cmd], { env: { ...process.env, L9GPU_CONFIG: cfg, LOADED_OUT: out }, encoding: 'utf8' });
     assert.equal(r.status, 0, r.stderr);
-    const loaded = readFileSync(out, 'utf8').split('\n').filter((m) => /^NativeModule (tls|https|child_process|zlib|internal\/fs\/streams)$/.test(m));
+    const loaded = readFileSync(out, 'utf8').split('\n').filter((m) => /^NativeModule (tls|https?|child_process|zlib|internal\/fs\/streams|fs\/promises)$/.test(m));
     assert.deepEqual(loaded, [], `l9gpu ${cmd}`);
   }
 });

@@ -3,7 +3,7 @@
  * computed between two reads of /proc/stat; the first collection takes a
  * short baseline so that `--once` still reports it.
  */
-import { readFile } from 'node:fs/promises';
+import type { readFile as ReadFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { HOST_SECTION } from './config.js';
@@ -11,6 +11,10 @@ import { readSection } from '../../src/core/config/read.js';
 import { metric } from '../../src/core/metrics/registry.js';
 import type { Emitter } from '../../src/core/metrics/model.js';
 import type { Plugin, PluginManifest } from '../../src/core/plugin.js';
+import { requireBuiltin } from '../../src/core/builtin.js';
+
+// node:fs/promises (and the readline it loads) at the first read (src/core/builtin.ts): `gpus` and `doctor` load every plugin's module
+const readFile = ((...a: Parameters<typeof ReadFile>) => (requireBuiltin('node:fs/promises') as { readFile: typeof ReadFile }).readFile(...a)) as typeof ReadFile;
 
 const CPU_UTIL = metric('system.cpu.utilization');
 const CPU_COUNT = metric('system.cpu.logical.count');

@@ -12,7 +12,6 @@
  * NVML session that allocated it: release() frees every one before
  * nvmlShutdown, and nothing of an earlier session is ever freed.
  */
-import { performance } from 'node:perf_hooks';
 import { GPM_MAX_METRICS, GPM_METRIC, GPM_METRIC_ENTRY, GPM_METRICS_GET, GPM_SUPPORT, NVML, STRUCT_VERSION } from './abi.js';
 import type { Handle, NvmlGpm } from './binding.js';
 

@@ -8,13 +8,17 @@
  * lag, energy integrates power, and clocks drop when power nears the limit.
  */
 import { gpuAttributes } from '../../src/core/gpu-identity.js';
-import { createHash } from 'node:crypto';
+import type { createHash as CreateHash } from 'node:crypto';
 import { SIM_SECTION } from './config.js';
 import { readSection } from '../../src/core/config/read.js';
 import { GPU } from '../../src/core/metrics/gpu-metrics.js';
 import type { Attributes, Emitter } from '../../src/core/metrics/model.js';
 import type { Plugin, PluginManifest } from '../../src/core/plugin.js';
 import { rng } from '../../src/core/rng.js';
+import { requireBuiltin } from '../../src/core/builtin.js';
+
+// node:crypto at the first use (src/core/builtin.ts): `gpus` and `doctor` load every plugin's module, sim's too
+const createHash: typeof CreateHash = (...a) => (requireBuiltin('node:crypto') as { createHash: typeof CreateHash }).createHash(...a);
 
 const IDLE_W = 70;
 const MAX_SM_MHZ = 1980;

@@ -42,7 +42,7 @@ export interface CommandSpec {
   readonly run?: (flags: FlagValues, args: string[]) => Promise<number | void>;
 }
 
-/** Arguments the light entry answers with the version line (bin/run.js routes them there). */
+/** Arguments bin/run.js answers with the version line itself (their route in dist/commands.json: version). */
 export const VERSION_ARGS = ['--version', '-v'] as const;
 
 const CONFIG_FILE: [string, string] = ['/etc/l9gpu/l9gpu.ini', 'the configuration (--config, $L9GPU_CONFIG); every key: docs/l9gpu.example.ini'];

@@ -3,7 +3,7 @@
  * UUID, MIG instances under their parent), and a table for people.
  */
 import type { Point } from '../core/metrics/model.js';
-import { alignColumns, style } from '../core/text-table.js';
+import { alignColumns, byText, style } from '../core/text-table.js';
 
 export interface GpuRecord {
   index: number;
@@ -77,7 +77,7 @@ export function gpuView(points: readonly Point[]): GpuRecord[] {
     gpus.get(parent)?.mig.push(rest);
   }
   for (const g of gpus.values()) if (g.mig.length && g.utilization === null && !g.lost) g.notes.push(MIG_UTILIZATION);
-  return [...gpus.values()].sort((x, y) => x.vendor.localeCompare(y.vendor) || x.index - y.index);
+  return [...gpus.values()].sort((x, y) => byText(x.vendor, y.vendor) || x.index - y.index);
 }
 
 const GiB = 1024 ** 3;

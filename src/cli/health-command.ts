@@ -9,7 +9,7 @@ import { slurmNodeName } from '../../slurm/node-name.js';
 import { loadCliConfig } from './config.js';
 import { CliError } from './errors.js';
 import type { FlagValues } from './flag-spec.js';
-import { alignColumns, style } from '../core/text-table.js';
+import { alignColumns, byText, style } from '../core/text-table.js';
 import { assess, MISSING, STATE_NAMES, type GpuHealth, type HealthState } from '../health/rules.js';
 import { bootTime, isForgotten, readClears, readHealthFile, writeClears, xidSince } from '../health/state-file.js';
 import type { Config } from '../core/config/load.js';
@@ -51,7 +51,7 @@ export function healthReport(cfg: Config, now = Date.now()): HealthReport {
   const missingBefore = latest - 3 * file.interval_ms;
   const gpus = kept
     .map((f) => assess(f, { now, xidSince: xidSince(f.uuid, now, windowMs, boot, clears), missingBefore }))
-    .sort((a, b) => (a.index ?? 1e9) - (b.index ?? 1e9) || a.uuid.localeCompare(b.uuid))
+    .sort((a, b) => (a.index ?? 1e9) - (b.index ?? 1e9) || byText(a.uuid, b.uuid))
     .map((h) => ({ ...h, state_name: STATE_NAMES[h.state] }));
   const worst = Math.max(0, ...gpus.map((g) => g.state)) as HealthState;
   const stale = age > staleMs ? `the daemon last wrote ${file.gpus.length ? 'GPU health' : 'health'} ${Math.round(age / 1000)} s ago (stale after ${Math.round(staleMs / 1000)} s): is it running?` : null;

@@ -9,8 +9,6 @@ import { openStoreReadOnly, storePath } from '../store/open.js';
 import type { Db } from '../store/open.js';
 import { viewer, type Viewer } from '../jobs/access.js';
 import { answerJobs, type JobsAnswer, type JobsRequest, type ListAnswer, type ListRequest, type Refusal, type ShowAnswer } from '../jobs/api.js';
-import { askJobsDaemon } from '../jobs/client.js';
-import { jobsSocketPath } from '../jobs/server.js';
 import type { Prices } from '../figures/prices.js';
 import type { JobReport } from '../jobs/report-model.js';
 import { getMeta } from '../store/meta.js';
@@ -101,6 +99,8 @@ async function ask(ctx: JobsContext, req: JobsRequest, prices: Prices): Promise<
 }
 
 async function askDaemon(ctx: JobsContext, req: JobsRequest): Promise<JobsAnswer> {
+  // the socket's modules (node:net and the streams) only for a user's question: root's reads the store
+  const [{ askJobsDaemon }, { jobsSocketPath }] = await Promise.all([import('../jobs/client.js'), import('../jobs/server.js')]);
   try {
     return await askJobsDaemon(jobsSocketPath(ctx.stateDir), req);
   } catch (e) {

@@ -1,6 +1,6 @@
 /**
  * The light entry of the CLI, bundled by esbuild into dist/src/cli/light.cjs:
- * --version and every `light` row of the command table (command-table.ts: the
+ * every `light` row of the command table (command-table.ts: the
  * commands people type all day, and those Slurm runs) run from one
  * pre-bundled file without the CLI framework, so they start about as fast as
  * node itself. It runs a command only when every argument parses; anything
@@ -9,11 +9,10 @@
  */
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { useNativeBinding } from '../store/open.js';
-import { VERSION } from '../core/resource.js';
+import { useNativeBinding } from '../store/native-binding.js';
 import { asCliError, internalErrorLine, printCliError } from './errors.js';
 import { checkFlags, parseArgsOptions } from './flag-spec.js';
-import { COMMANDS as TABLE, VERSION_ARGS } from './command-table.js';
+import { COMMANDS as TABLE } from './command-table.js';
 
 // the command table's light rows, longest first: "jobs show" before "jobs"
 const COMMANDS = TABLE.filter((c) => c.entry === 'light')
@@ -23,11 +22,6 @@ const COMMANDS = TABLE.filter((c) => c.entry === 'light')
 /** Runs the command and resolves to its exit code, or to undefined: not one this entry takes (oclif does). */
 export async function runLight(argv: readonly string[]): Promise<number | undefined> {
   if (argv.includes('--help') || argv.includes('-h')) return undefined;
-  if (argv.length === 1 && (VERSION_ARGS as readonly string[]).includes(argv[0]!)) {
-    // the line oclif prints
-    process.stdout.write(`l9gpu/${VERSION} ${process.platform}-${process.arch} node-${process.version}\n`);
-    return 0;
-  }
   const cmd = COMMANDS.find((c) => c.words.every((w, i) => argv[i] === w));
   if (!cmd) return undefined;
   let parsed: ReturnType<typeof parseArgs>;

@@ -32,5 +32,5 @@ for (const id of ids) {
   texts[id.replace(/:/g, ' ')] = out.split(config.userAgent).join('\0UA\0');
 }
 writeFileSync(new URL('dist/help.json', root), JSON.stringify(texts));
-const routes: Record<string, string> = Object.fromEntries([...COMMANDS.map((c) => [c.id, c.entry]), ...VERSION_ARGS.map((a) => [a, 'light'])]);
+const routes: Record<string, string> = Object.fromEntries([...COMMANDS.map((c) => [c.id, c.entry]), ...VERSION_ARGS.map((a) => [a, 'version'])]);
 writeFileSync(new URL('dist/commands.json', root), JSON.stringify(routes));

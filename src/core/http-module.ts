@@ -1,5 +1,5 @@
-/** node:http or node:https for a URL, as its protocol says; node:https loaded only when a URL asks for it (builtin.ts). */
-import http from 'node:http';
+/** node:http or node:https for a URL, as its protocol says, each loaded at its first use (builtin.ts): every scraping plugin's module imports this, and `gpus` and `doctor` load them all. */
+import type http from 'node:http';
 import type https from 'node:https';
 import { requireBuiltin } from './builtin.js';
 
@@ -9,5 +9,5 @@ export function loadHttps(): typeof https {
 }
 
 export function httpModule(u: URL): typeof http | typeof https {
-  return u.protocol === 'https:' ? loadHttps() : http;
+  return u.protocol === 'https:' ? loadHttps() : (requireBuiltin('node:http') as typeof http);
 }

@@ -1,9 +1,14 @@
 /** Cheap, side-effect-free reachability checks for `l9gpu doctor`. */
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
-import http from 'node:http';
-import net from 'node:net';
+import type http from 'node:http';
+import type net from 'node:net';
 import { dirname } from 'node:path';
+import { requireBuiltin } from './builtin.js';
 import type { ProbeResult } from './plugin.js';
+
+// at their first use (builtin.ts): the plugins' manifests import this module, and the light commands load them all
+const loadNet = (): typeof net => requireBuiltin('node:net') as typeof net;
+const loadHttp = (): typeof http => requireBuiltin('node:http') as typeof http;
 
 /** Opens and closes a TCP connection: tells "listening" from "refused" without sending data. */
 export function tcpReachable(url: string, timeoutMs = 2000): Promise<ProbeResult> {
@@ -11,7 +16,7 @@ export function tcpReachable(url: string, timeoutMs = 2000): Promise<ProbeResult
   const port = Number(u.port || (u.protocol === 'https:' ? 443 : 80));
   const host = u.hostname.replace(/^\[|\]$/g, '');
   return new Promise((resolve) => {
-    const sock = net.connect({ host, port });
+    const sock = loadNet().connect({ host, port });
     const done = (r: ProbeResult): void => {
       sock.destroy();
       resolve(r);
@@ -25,7 +30,7 @@ export function tcpReachable(url: string, timeoutMs = 2000): Promise<ProbeResult
 /** The Server header of an HTTP answer at host:port/path (a HEAD request, 1 s), or undefined. */
 export function serverHeader(host: string, port: number, path: string, timeoutMs = 1000): Promise<string | undefined> {
   return new Promise((resolve) => {
-    const req = http.request({ host, port, path, method: 'HEAD', timeout: timeoutMs }, (res) => {
+    const req = loadHttp().request({ host, port, path, method: 'HEAD', timeout: timeoutMs }, (res) => {
       res.resume();
       resolve(typeof res.headers.server === 'string' ? res.headers.server : undefined);
     });
@@ -38,7 +43,7 @@ export function serverHeader(host: string, port: number, path: string, timeoutMs
 /** Whether a listener could bind host:port right now. */
 export function portFree(host: string, port: number): Promise<ProbeResult> {
   return new Promise((resolve) => {
-    const srv = net.createServer();
+    const srv = loadNet().createServer();
     srv.once('error', (e: NodeJS.ErrnoException) =>
       resolve({ ok: false, detail: e.code === 'EADDRINUSE' ? `${host}:${port} is in use (is the daemon already running?)` : `${host}:${port}: ${e.code ?? e.message}` }),
     );

@@ -12,6 +12,7 @@
 import type { JobListRow } from './list.js';
 
 import type { GpuRow } from './report-model.js';
+import { byText } from '../core/text-table.js';
 
 export const GROUP_BY = ['user', 'account', 'partition', 'name'] as const;
 export type GroupBy = (typeof GROUP_BY)[number];
@@ -65,7 +66,7 @@ export function groupJobs(rows: readonly JobListRow[], by: GroupBy, currency: st
       currency: a.cost === null ? null : currency,
       co2e_kg: a.co2e === null ? null : r6(a.co2e / 1000),
     }))
-    .sort((x, y) => y.idle_gpu_hours - x.idle_gpu_hours || y.gpu_hours - x.gpu_hours || (x.group ?? '').localeCompare(y.group ?? ''));
+    .sort((x, y) => y.idle_gpu_hours - x.idle_gpu_hours || y.gpu_hours - x.gpu_hours || byText(x.group ?? '', y.group ?? ''));
 }
 
 /** The rows as --json and --csv print them: the group under its dimension's name ("user": "alice"). */

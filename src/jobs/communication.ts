@@ -20,6 +20,7 @@ import { bandwidth } from '../nccl/bandwidth.js';
 import { rankFactors, type RankTime } from '../nccl/straggler.js';
 import type { CommunicationFigures, JobReport, Note } from './report-model.js';
 import type { Db } from '../store/open.js';
+import { byText } from '../core/text-table.js';
 
 export interface CommRow {
   node: string;
@@ -109,7 +110,7 @@ export function communicationOf(rows: readonly CommRow[], peak: number | null): 
     }
   }
   for (const c of collectives) c.share = total > 0 ? r3(c.time_s / total) : 0;
-  collectives.sort((a, b) => b.time_s - a.time_s || a.collective.localeCompare(b.collective));
+  collectives.sort((a, b) => b.time_s - a.time_s || byText(a.collective, b.collective));
   // one operation group is enough here: each is already the mean over the job
   const factors = rankFactors(ops, { minOperations: 1 });
   const slowest = factors.slice(0, 5).filter((x) => x.factor > 1).map((x) => ({ ...rankOf[x.rank]!, comm_name: rankOf[x.rank]!.comm_name || null, slowdown: x.factor, straggler: x.straggler }));

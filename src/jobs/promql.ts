@@ -32,6 +32,7 @@ import type { Prices } from '../figures/prices.js';
 import type { GpuRow, JobReport } from './report-model.js';
 import { figureNotes } from './notes.js';
 import { communicationOf, type CommRow } from './communication.js';
+import { byText } from '../core/text-table.js';
 
 const USED = ['gpu.utilization', 'gpu.memory.utilization', 'gpu.memory.used', 'gpu.memory.total', 'gpu.power.draw', 'gpu.energy.consumption', 'gpu.temperature', 'gpu.throttle.active', 'gpu.xid.errors', 'gpu.ecc.errors', 'gpu.job.share'];
 type Naming = 'otel' | 'prometheus';
@@ -365,7 +366,7 @@ export async function reportFromPromql(o: PromqlOptions, jobId: string, prices: 
     const f = figures(r);
     rows.push({ node: g.node, uuid: g.uuid, model: (g.identity['gpu.model'] as string) ?? null, index: typeof g.identity['gpu.index'] === 'number' ? g.identity['gpu.index'] : null, shared: f.shareMean < 1, figures: f });
   }
-  rows.sort((a, b) => a.node.localeCompare(b.node) || (a.index ?? 0) - (b.index ?? 0) || a.uuid.localeCompare(b.uuid));
+  rows.sort((a, b) => byText(a.node, b.node) || (a.index ?? 0) - (b.index ?? 0) || byText(a.uuid, b.uuid));
   const str = (k: string) => (typeof labels[k] === 'string' ? (labels[k] as string) : null);
   const interval = median(rows.map((g) => (g.figures.samples > 1 ? (g.figures.seconds * 1000) / (g.figures.samples - 1) : 0)));
   const running = now - last < 3 * Math.max(interval, 10_000);

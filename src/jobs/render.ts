@@ -1,7 +1,7 @@
 /** Text for people: the job list, and the one-job report with meters, a per-GPU table, a plot and notes. */
 import type { JobListRow } from './list.js';
 import { keyedGroups, type GroupBy, type JobGroupRow } from './by.js';
-import { alignColumns, type Style } from '../core/text-table.js';
+import { alignColumns, thousands, type Style } from '../core/text-table.js';
 import { totalsOf } from './report.js';
 import type { JobReport } from './report-model.js';
 import { printable, printableDeep } from '../core/printable.js';
@@ -141,7 +141,7 @@ export function renderReport(raw: JobReport, st: Style): string {
   const inf = r.inference;
   if (inf) {
     const s = (x: number | null) => (x === null ? '-' : x < 1 ? `${Math.round(x * 1000)} ms` : `${x.toFixed(2)} s`);
-    const n = (x: number | null) => (x === null ? '-' : Math.round(x).toLocaleString('en-US'));
+    const n = (x: number | null) => (x === null ? '-' : thousands(Math.round(x)));
     out.push('', st.bold('Inference') + st.dim(` (${inf.engines.map((e) => `${e.engine} ${e.endpoint}${e.model ? ` ${e.model}` : ''}`).join('; ')})`));
     out.push(`  requests ${n(inf.requests)}   tokens in ${n(inf.prompt_tokens)} / out ${n(inf.generation_tokens)}   over ${duration(Math.round(inf.serving_s))}`);
     out.push(`  time to first token  p50 ${s(inf.ttft_p50_s)}  p95 ${s(inf.ttft_p95_s)}   inter-token latency  p50 ${s(inf.itl_p50_s)}  p95 ${s(inf.itl_p95_s)}`);
@@ -156,7 +156,7 @@ export function renderReport(raw: JobReport, st: Style): string {
         [
           ['COMMUNICATOR', 'COLLECTIVE', 'SIZE', 'RANKS', 'OPS', 'TIME/RANK', 'SHARE', 'ALG GB/s', 'BUS GB/s', 'OF PEAK'],
           ...com.collectives.slice(0, 12).map((k) => [
-            k.comm_name ?? k.comm, k.collective, k.size, `${k.ranks_seen || '-'}/${k.ranks}`, Math.round(k.operations).toLocaleString('en-US'), `${k.time_s.toFixed(2)} s`,
+            k.comm_name ?? k.comm, k.collective, k.size, `${k.ranks_seen || '-'}/${k.ranks}`, thousands(Math.round(k.operations)), `${k.time_s.toFixed(2)} s`,
             pct(k.share), gbs(k.alg_bw_Bps), gbs(k.bus_bw_Bps), k.of_peak === null ? '-' : pct(k.of_peak),
           ]),
         ],

@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
 import { MIGRATIONS, SCHEMA_VERSION } from './schema.js';
+import { nativeBindingOption } from './native-binding.js';
 import { assertSafeStateDir } from './state-dir.js';
 
 export type Db = Database.Database;
@@ -19,15 +20,6 @@ const BUSY_TIMEOUT_MS = 2000;
 
 export function storePath(stateDir: string): string {
   return join(stateDir, STORE_FILE);
-}
-
-/**
- * better-sqlite3's own lookup of its .node file (the "bindings" package) walks
- * a dozen paths and a stack trace: the hooks, started on every job, name it.
- */
-let nativeBinding: string | undefined;
-export function useNativeBinding(path: string | undefined): void {
-  nativeBinding = path && existsSync(path) ? path : undefined;
 }
 
 /**
@@ -135,7 +127,7 @@ function openChecked(path: string, o: OpenOptions): Db {
 
 function openFile(path: string, busyTimeoutMs: number): Db {
   const fresh = !existsSync(path);
-  const db = new Database(path, { timeout: busyTimeoutMs, ...(nativeBinding ? { nativeBinding } : {}) });
+  const db = new Database(path, { timeout: busyTimeoutMs, ...nativeBindingOption() });
   try {
     // WAL is a property of the file: set once, at creation (one query less per hook run)
     if (fresh) db.pragma('journal_mode = WAL');
@@ -169,13 +161,13 @@ export function openStoreReadOnly(stateDir: string): Db {
   if (!existsSync(path)) throw new Error(`no l9gpu store at ${path}: is the daemon running on this node, and [daemon] state_dir the same?`);
   let db: Db;
   try {
-    db = new Database(path, { readonly: true, fileMustExist: true, timeout: BUSY_TIMEOUT_MS, ...(nativeBinding ? { nativeBinding } : {}) });
+    db = new Database(path, { readonly: true, fileMustExist: true, timeout: BUSY_TIMEOUT_MS, ...nativeBindingOption() });
     db.pragma('user_version', { simple: true });
   } catch (e) {
     if (!/readonly|unable to open/i.test((e as Error).message) || existsSync(`${path}-wal`)) throw e;
     const dir = mkdtempSync(join(tmpdir(), 'l9gpu-store-'));
     copyFileSync(path, join(dir, STORE_FILE));
-    db = new Database(join(dir, STORE_FILE), { fileMustExist: true, ...(nativeBinding ? { nativeBinding } : {}) });
+    db = new Database(join(dir, STORE_FILE), { fileMustExist: true, ...nativeBindingOption() });
     process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
   }
   const v = db.pragma('user_version', { simple: true }) as number;
