@@ -86,10 +86,12 @@ line(`${c.prologs} concurrent prologs: failed, jobs, bindings`, `${c.failed}, ${
 line(`${c.prologs} concurrent prologs: wall time`, ms(c.wallMs), '(info)', true);
 
 const st = benchPackageStartup(Number(process.env.BENCH_STARTUP_RUNS ?? 30));
-line(`[bundled Node.js ${st.node}] bare node -e 0: p50`, ms(st.bareMs), '(reference)', true);
+line(`[bundled Node.js ${st.node}] bare node -e 0: p50 wall / CPU`, `${ms(st.bare.wall)} / ${ms(st.bare.cpu)}`, '(reference)', true);
 for (const [cmd, { cached, uncached }] of Object.entries(st.commands)) {
-  const goal = cmd === 'prolog' || cmd === 'epilog' ? 1.2 : 1.3;
-  line(`[bundled] ${cmd}: p50 x bare, compile cache / none`, `${fmt(cached / st.bareMs, 2)}x / ${fmt(uncached / st.bareMs, 2)}x`, `<= ${goal}x`, cached / st.bareMs <= goal);
+  // the goals (issue 31) are for the wall time's p50 with the compile cache; the store held by the daemon, as on a node
+  const goal = cmd === 'prolog' || cmd === 'epilog' ? 1.2 : cmd.endsWith('no daemon') ? undefined : 1.3;
+  const x = (c: number, bare: number) => `${fmt(c / bare, 2)}x`;
+  line(`[bundled] ${cmd}: p50 x bare, wall (CPU); compile cache / none`, `${x(cached.wall, st.bare.wall)} (${x(cached.cpu, st.bare.cpu)}) / ${x(uncached.wall, st.bare.wall)} (${x(uncached.cpu, st.bare.cpu)})`, goal ? `<= ${goal}x` : '(info)', !goal || cached.wall / st.bare.wall <= goal);
 }
 
 const j = benchJobs(Number(process.env.BENCH_JOBS ?? 100_000));

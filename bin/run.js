@@ -10,15 +10,18 @@ import { fileURLToPath } from 'node:url';
 const { readFileSync, statSync } = createRequire(import.meta.url)('node:fs');
 
 // The package's compile cache (cache/ beside bin/: Node 22+ keeps V8's compiled code of what is
-// loaded next, so the bundles start without being parsed again). Used only when root owns it and
-// no one else can write it: the hooks and the daemon run what it holds as root. A checkout has none.
+// loaded next, so the daemon's and oclif's modules start without being parsed again; the bundles
+// keep theirs through code-cache.cjs). Used only when root owns it and no one else can write it:
+// the hooks and the daemon run what it holds as root. A checkout has none.
+const cache = fileURLToPath(new URL('../cache', import.meta.url));
 try {
-  const cache = fileURLToPath(new URL('../cache', import.meta.url));
   const s = statSync(cache);
   if (module.enableCompileCache && s.isDirectory() && s.uid === 0 && (s.mode & 0o022) === 0) module.enableCompileCache(cache);
 } catch {
   // no cache folder: nothing to use
 }
+/** A bundle's exports, run with the package's code cache (code-cache.cjs), loaded only for a bundle's command. */
+const loadBundle = (file, variant) => createRequire(import.meta.url)('./code-cache.cjs').loadBundle(file, cache, variant);
 
 let args = process.argv.slice(2);
 // `l9gpu help <command>` as `l9gpu <command> --help`; `l9gpu version` as `l9gpu --version`
@@ -30,7 +33,7 @@ const words = args.filter((a) => a !== '--help' && a !== '-h');
 const texts = (help || args.length === 0) && !words.some((w) => w.startsWith('-')) ? helpTexts() : undefined;
 const shown = texts !== undefined && Object.hasOwn(texts, words.join(' '));
 // how the command starts, from the command table (dist/commands.json, src/cli/command-table.ts): the longest id its words name
-const entry = shown || help ? undefined : entryOf(args);
+const [entry, id] = shown || help ? [] : routeOf(args);
 if (shown) {
   process.stdout.write(texts[words.join(' ')].split('\0UA\0').join(userAgent()));
 } else if (entry === 'version') {
@@ -40,12 +43,12 @@ if (shown) {
   // the hooks run on every job start and end: the single-file bundle, never the CLI framework (argv: the hook's kind after it)
   const hook = fileURLToPath(new URL('../dist/hook/hook.cjs', import.meta.url));
   process.argv.splice(1, 2, hook);
-  createRequire(import.meta.url)(hook);
+  loadBundle(hook, process.argv[2] ?? 'hook');
 } else if (entry === 'light') {
   // the commands people type all day, and those Slurm runs (health checks, the slurmctld epilog): one pre-bundled
   // file, no CLI framework (src/cli/light-main.ts);
   // what it does not take (a typo, an unknown flag) goes to oclif, which says what is wrong
-  const { runLight } = createRequire(import.meta.url)('../dist/src/cli/light.cjs');
+  const { runLight } = loadBundle(fileURLToPath(new URL('../dist/src/cli/light.cjs', import.meta.url)), id);
   const code = await runLight(args);
   if (code !== undefined) process.exitCode = code;
   else await (await import('@oclif/core')).execute({ dir: import.meta.url, args });
@@ -71,17 +74,17 @@ function helpTexts() {
   }
 }
 
-/** The entry of the command the arguments name (light, daemon, hook; version for --version), or undefined: oclif's. */
-function entryOf(argv) {
+/** The entry (light, daemon, hook; version for --version) and id of the command the arguments name, or []: oclif's. */
+function routeOf(argv) {
   let routes;
   try {
     routes = JSON.parse(readFileSync(new URL('../dist/commands.json', import.meta.url), 'utf8'));
   } catch {
-    return undefined; // not built by npm run build: oclif runs every command
+    return []; // not built by npm run build: oclif runs every command
   }
   for (let n = Math.min(argv.length, 2); n > 0; n--) {
     const id = argv.slice(0, n).join(' ');
-    if (Object.hasOwn(routes, id)) return routes[id];
+    if (Object.hasOwn(routes, id)) return [routes[id], id];
   }
-  return undefined;
+  return [];
 }

@@ -271,8 +271,9 @@ function smoke(root: string, what: string): void {
   // such runs abort (nodejs/node#65446); the package builds it with 24.18.1's (src/release/native/)
   const garbage = "const D = require('/opt/l9gpu/node_modules/better-sqlite3'); const d = new D(':memory:'); for (let i = 0; i < 20000; i++) d.prepare('select ' + i).get();";
   for (let i = 0; i < 5; i++) ok(inRoot(root, ['/opt/l9gpu/node/bin/node', '-e', garbage]), `${what}: statements collected at exit, run ${i + 1}`);
-  // the compile cache, filled by the install as root
-  assert.ok(readdirSync(join(root, 'opt/l9gpu/cache')).length > 0, `${what}: the compile cache was filled`);
+  // the compile cache, filled by the install as root: Node's for bin/run.js, the light commands' code cache (bin/code-cache.cjs)
+  const cached = readdirSync(join(root, 'opt/l9gpu/cache'));
+  assert.ok(cached.some((n) => /^v\d/.test(n)) && cached.some((n) => /^light\.cjs\..*\.jobs\.v8$/.test(n)), `${what}: the compile cache was filled: ${cached.join(' ')}`);
 
   // a (fake) NVIDIA driver: libnvidia-ml.so.1 built from the fixture with the package's glibc compat, so it loads on the older root too
   mkdirSync(join(root, 'opt/fake-nvml'), { recursive: true });

@@ -12,12 +12,16 @@ import { COMPILE_CACHE, CONFIG_DIR, NODE, PREFIX, STATE_DIR } from './release-tr
 export const MAKE_DIRS = `for d in ${STATE_DIR} ${CONFIG_DIR}; do [ -d "\${DESTDIR:-}$d" ] || install -d -m 0755 "\${DESTDIR:-}$d"; done`;
 
 /**
- * The compile cache (bin/run.js, slurm/hook-run): emptied, since the files it was made from
- * were replaced, and filled again by one run as root for the commands users type. The hooks
- * fill their own at the first job.
+ * The compile cache (bin/run.js, slurm/hook-run, bin/code-cache.cjs): emptied, since the files
+ * it was made from were replaced, and filled again as root for the commands users type: Node's
+ * own for bin/run.js by `--version`, the light bundle's by one read-only `jobs` (without a
+ * store it fails, still having compiled what the commands share: the configuration), which
+ * each other command starts from until root has run it. The hooks fill their own at the
+ * first job.
  */
 export const FILL_COMPILE_CACHE = `rm -rf ${COMPILE_CACHE}/*
-${NODE} ${PREFIX}/bin/run.js --version >/dev/null 2>&1 || true`;
+${NODE} ${PREFIX}/bin/run.js --version >/dev/null 2>&1 || true
+${NODE} ${PREFIX}/bin/run.js jobs --limit 1 >/dev/null 2>&1 || true`;
 
 export const EMPTY_COMPILE_CACHE = `rm -rf ${COMPILE_CACHE}/*`;
 
