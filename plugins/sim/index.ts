@@ -13,7 +13,7 @@ import { SIM_SECTION } from './config.js';
 import { readSection } from '../../src/core/config/read.js';
 import { GPU } from '../../src/core/metrics/gpu-metrics.js';
 import type { Attributes, Emitter } from '../../src/core/metrics/model.js';
-import type { Plugin, PluginManifest } from '../../src/core/plugin.js';
+import type { Plugin, PluginContext, PluginManifest } from '../../src/core/plugin.js';
 import { rng } from '../../src/core/rng.js';
 import { requireBuiltin } from '../../src/core/builtin.js';
 
@@ -49,9 +49,9 @@ class SimPlugin implements Plugin {
   private readonly rand: () => number;
   private last = 0;
 
-  constructor(count: number, private readonly model: string, private readonly memBytes: number, private readonly limitW: number, host: string, seed: number) {
+  constructor(count: number, private readonly model: string, private readonly memBytes: number, private readonly limitW: number, host: string, seed: number, private readonly clock: () => number) {
     this.rand = rng(seed);
-    const now = Date.now();
+    const now = clock();
     this.gpus = Array.from({ length: count }, (_, i) => {
       const energyJ = 1e6 * (1 + this.rand());
       return {
@@ -72,7 +72,7 @@ class SimPlugin implements Plugin {
   }
 
   collect(out: Emitter): void {
-    const now = Date.now();
+    const now = this.clock();
     const dt = this.last ? Math.min(300, (now - this.last) / 1000) : 0;
     this.last = now;
     for (const g of this.gpus) {
@@ -137,17 +137,24 @@ class SimPlugin implements Plugin {
 const clamp01 = (x: number): number => Math.min(1, Math.max(0, x));
 const round = (x: number, d: number): number => Math.round(x * 10 ** d) / 10 ** d;
 
+/**
+ * The plugin on a clock of the caller's: the GPUs move as that clock says
+ * (bench/churn.ts runs simulated days in minutes, its samples seconds apart
+ * in simulated time); the manifest's is the wall clock.
+ */
+export function simPluginOn(ctx: PluginContext, clock: () => number): Plugin {
+  const c = readSection(ctx.config, SIM_SECTION);
+  const seed = c.seed ?? createHash('sha1').update(ctx.hostName).digest().readUInt32LE(0);
+  return new SimPlugin(c.gpus, c.model ?? 'sim', c.memory, c.power_limit, ctx.hostName, seed, clock);
+}
+
 export const simPlugin: PluginManifest = {
   name: 'sim',
   reportsGpus: true,
   metrics: [GPU.clock, GPU.ecc, GPU.energy, GPU.link, GPU.memFree, GPU.memTotal, GPU.memUsed, GPU.memUtil, GPU.pcie, GPU.power, GPU.powerLimit, GPU.pstate, GPU.temp, GPU.throttle, GPU.util].map((d) => d.name),
   description: 'Simulated GPUs (gpu.vendor=sim) for demos on machines without GPUs',
   section: SIM_SECTION,
-  create: (ctx) => {
-    const c = readSection(ctx.config, SIM_SECTION);
-    const seed = c.seed ?? createHash('sha1').update(ctx.hostName).digest().readUInt32LE(0);
-    return new SimPlugin(c.gpus, c.model ?? 'sim', c.memory, c.power_limit, ctx.hostName, seed);
-  },
+  create: (ctx) => simPluginOn(ctx, Date.now),
   probe: async (ctx) => {
     const { gpus } = readSection(ctx.config, SIM_SECTION);
     return { ok: true, gpus, detail: `${gpus} simulated GPUs` };
