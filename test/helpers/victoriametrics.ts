@@ -2,6 +2,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { parseExposition, type Sample } from '../../src/scrape/exposition.js';
 import { freePort } from './net.js';
 import { stopProcess } from './process.js';
 import { ROOT, tempDir } from './paths.js';
@@ -52,9 +53,9 @@ export class VictoriaMetrics {
     return j.data;
   }
 
-  /** Instant query; VictoriaMetrics looks back 5 minutes for the latest point of each series. */
-  async query(promql: string): Promise<PromSample[]> {
-    return (await this.api<{ result: PromSample[] }>('/api/v1/query', { query: promql })).result;
+  /** Instant query (now, or at timeMs); VictoriaMetrics looks back 5 minutes for the latest point of each series. */
+  async query(promql: string, timeMs?: number): Promise<PromSample[]> {
+    return (await this.api<{ result: PromSample[] }>('/api/v1/query', { query: promql, ...(timeMs === undefined ? {} : { time: String(timeMs / 1000) }) })).result;
   }
 
   async series(match: string): Promise<Record<string, string>[]> {
@@ -70,6 +71,21 @@ export class VictoriaMetrics {
     const r = await fetch(`${this.url}/api/v1/export?${new URLSearchParams({ 'match[]': match, start: String(Math.floor(Date.now() / 1000) - 3600) })}`);
     const text = await r.text();
     return text.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  }
+
+  /**
+   * VictoriaMetrics' own /metrics (vm_new_timeseries_created_total, process_cpu_seconds_total...), every sample, as
+   * of this call: it makes the page at most once a second and answers the last one until then, so a page made
+   * after the first answer is waited for (a new page differs from the last: it counts the requests for /metrics).
+   */
+  async ownMetrics(): Promise<Sample[]> {
+    const page = async () => (await fetch(`${this.url}/metrics`)).text();
+    const cached = await page();
+    const text = await waitFor('a /metrics page made after the call', async () => {
+      const t = await page();
+      return t !== cached ? t : undefined;
+    }, 10_000, 100);
+    return parseExposition(text).flatMap((f) => f.samples);
   }
 
   /** Makes just-ingested data visible to queries. */
