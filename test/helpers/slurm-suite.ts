@@ -926,7 +926,8 @@ summary_wait = 60s
     // job_recheck is 5 minutes); the daemon is paused
     // meanwhile so that sdiag's counts are this reconciler's alone
     const MINUTES = 5;
-    const measure = async (source: ReconcileSource) => {
+    // the squeue source's dump of 5,000 jobs takes seconds a reconcile: two show it as well as five
+    const measure = async (source: ReconcileSource, minutes = MINUTES) => {
       const db = openStore(tempDir('l9gpu-reconcile-'));
       const r = new Reconciler({ db, node: () => ({ name: SLURM_NODE, guessed: false }), gresConf: join(cluster.base, 'etc', 'gres.conf'), binDir: join(cluster.base, 'bin'), slurmConf: cluster.conf, commandTimeoutMs: 60_000, source, log: createLogger('error', () => {}) });
       // sdiag counts every client's RPCs: a step left by an earlier case (slurmd killed under it) would be one more
@@ -938,8 +939,8 @@ summary_wait = 60s
         await r.reconcileOnce(t0); // the first learns the running job
         const before = await cluster.rpcCounts();
         const w0 = performance.now();
-        for (let i = 1; i <= MINUTES; i++) await r.reconcileOnce(t0 + i * 60_000);
-        const wallMs = (performance.now() - w0) / MINUTES;
+        for (let i = 1; i <= minutes; i++) await r.reconcileOnce(t0 + i * 60_000);
+        const wallMs = (performance.now() - w0) / minutes;
         const after = await cluster.rpcCounts();
         const byType: Record<string, number> = {};
         let us = 0;
@@ -951,7 +952,7 @@ summary_wait = 60s
           us += a.totalUs - (before.get(type)?.totalUs ?? 0);
         }
         assert.equal((db.prepare('SELECT COUNT(*) AS n FROM bindings WHERE job_id = ? AND end_time IS NULL').get(k) as { n: number }).n, 1, `${source}: the running job is bound`);
-        return { byType, perMinute: Object.values(byType).reduce((a, b) => a + b, 0) / MINUTES, wallMs, slurmctldMsPerMinute: us / MINUTES / 1000 };
+        return { byType, minutes, perMinute: Object.values(byType).reduce((a, b) => a + b, 0) / minutes, wallMs, slurmctldMsPerMinute: us / minutes / 1000 };
       } finally {
         daemon.child.kill('SIGCONT');
         db.close();
@@ -965,7 +966,7 @@ summary_wait = 60s
     t.diagnostic(`5,000 held jobs submitted in ${((Date.now() - s0) / 1000).toFixed(1)} s`);
     try {
       const local = await measure('local');
-      const whole = await measure('squeue');
+      const whole = await measure('squeue', 2);
       const fmt = (n: string, m: typeof local) => `${n}: ${m.perMinute} RPC/min ${JSON.stringify(m.byType)}, ${m.wallMs.toFixed(1)} ms a reconcile, slurmctld busy ${m.slurmctldMsPerMinute.toFixed(2)} ms/min`;
       t.diagnostic(fmt('local, empty queue', empty));
       t.diagnostic(fmt('local, 5,000 pending', local));
@@ -973,7 +974,7 @@ summary_wait = 60s
       assert.deepEqual(local.byType, empty.byType, 'the same RPCs whatever the queue');
       assert.equal(local.byType.REQUEST_JOB_INFO, undefined, 'no full-queue dump');
       assert.ok(local.perMinute <= 1, `at most one RPC a minute for one job: ${local.perMinute}`);
-      assert.ok((whole.byType.REQUEST_JOB_INFO ?? 0) >= MINUTES, `the squeue source dumps the queue at least once a reconcile (and sdiag sees it): ${JSON.stringify(whole.byType)}`);
+      assert.ok((whole.byType.REQUEST_JOB_INFO ?? 0) >= whole.minutes, `the squeue source dumps the queue at least once a reconcile (and sdiag sees it): ${JSON.stringify(whole.byType)}`);
     } finally {
       // never masks the case's own failure
       await cluster.cmd(['scancel', '--state=PENDING']).catch((e: Error) => t.diagnostic(`scancel: ${e.message}`));
