@@ -142,8 +142,17 @@ export class DaemonProcess {
     this.child = spawn(PRODUCT.node, [PRODUCT.cli, 'daemon', ...args], { env: e, stdio: ['ignore', 'pipe', 'pipe'] });
     this.child.stdout!.setEncoding('utf8').on('data', (d: string) => (this.stdout += d));
     this.child.stderr!.setEncoding('utf8').on('data', (d: string) => (this.stderr += d));
-    this.exit = new Promise((r) => this.child.on('exit', (code) => r(code)));
+    this.exit = new Promise((r) =>
+      this.child.on('exit', (code, signal) => {
+        // a daemon ended by a signal has no exit code: the assertions on it show stderr, which then says which
+        if (signal) this.stderr += `\n[test helper: the daemon was ended by ${signal}${this.stopping ? ` after the helper sent ${this.stopping}` : ''}]\n`;
+        r(code);
+      }),
+    );
   }
+
+  /** The signal stop() sent, if it did. */
+  private stopping: NodeJS.Signals | undefined;
 
   /**
    * Waits for a line matching re, written after `since` (an earlier stderr.length:
@@ -192,8 +201,12 @@ export class DaemonProcess {
 
   async stop(signal: NodeJS.Signals = 'SIGTERM', timeoutMs = 15_000): Promise<number | null> {
     if (this.child.exitCode !== null) return this.child.exitCode;
+    this.stopping = signal;
     this.child.kill(signal);
-    const t = setTimeout(() => this.child.kill('SIGKILL'), timeoutMs);
+    const t = setTimeout(() => {
+      this.stopping = 'SIGKILL';
+      this.child.kill('SIGKILL');
+    }, timeoutMs);
     const code = await this.exit;
     clearTimeout(t);
     return code;
