@@ -12,6 +12,7 @@ import type { FlagValues } from './flag-spec.js';
 import { epilogJob, startWorker, storeSummary } from '../../slurm/ctld-epilog.js';
 import { sacctJob } from '../../slurm/sacct-job.js';
 import { slurmCommand } from '../../slurm/tools.js';
+import { writeOut } from './out.js';
 
 
 export async function ctldEpilog(f: FlagValues): Promise<number> {
@@ -28,7 +29,7 @@ export async function ctldEpilog(f: FlagValues): Promise<number> {
       raw = s.jobIdRaw;
     }
     const r = await storeSummary(cfg, { rawId: raw, acctId: id });
-    process.stdout.write(`${f.worker ? `${new Date().toISOString()} ` : ''}${r.detail}\n`);
+    writeOut(`${f.worker ? `${new Date().toISOString()} ` : ''}${r.detail}\n`);
     return r.stored ? 0 : 1;
   }
   // as EpilogSlurmctld: whatever goes wrong (a bad config file too) is said on stderr, for slurmctld's log, and exits 0

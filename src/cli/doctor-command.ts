@@ -18,6 +18,7 @@ import { jobsSocketPath } from '../jobs/server.js';
 import { readHealthFile } from '../health/state-file.js';
 import { readSection } from '../core/config/read.js';
 import { DAEMON_SECTION } from '../core/config/sections.js';
+import { writeOut } from './out.js';
 
 
 interface Check {
@@ -98,7 +99,7 @@ export async function doctor(flags: FlagValues): Promise<number> {
   };
 
   if (flags.json) {
-    process.stdout.write(JSON.stringify(report, null, 2) + '\n');
+    writeOut(JSON.stringify(report, null, 2) + '\n');
   } else {
     const out: string[] = [];
     const mark = (c: { enabled: boolean; ok: boolean; problem?: boolean }): string => (c.problem ? ' FAIL' : !c.enabled ? '  -  ' : c.ok ? ' ok  ' : ' FAIL');
@@ -124,7 +125,7 @@ export async function doctor(flags: FlagValues): Promise<number> {
     out.push(`store: ${store.path} - ${store.detail}`);
     if (jobsSocket) out.push(`jobs socket: ${jobsSocket.path} - ${jobsSocket.ok ? '' : 'FAIL: '}${jobsSocket.detail}`);
     out.push('', problems === 0 ? 'no problems found' : `${problems} problem(s) found`);
-    process.stdout.write(out.join('\n') + '\n');
+    writeOut(out.join('\n') + '\n');
   }
   return problems > 0 ? 1 : 0;
 }

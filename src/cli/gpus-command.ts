@@ -11,6 +11,7 @@ import { pluginContext, type Plugin } from '../core/plugin.js';
 import { loadCliConfig } from './config.js';
 import { gpuView, renderGpuTable } from './gpus-view.js';
 import type { FlagValues } from './flag-spec.js';
+import { colorOut, writeOut } from './out.js';
 
 
 /** Samples the GPU plugins once and prints them; resolves to the exit code (1: no GPU could be read, or fewer than the node must have). */
@@ -60,12 +61,12 @@ export async function gpus(flags: FlagValues): Promise<number> {
     }
   }
   if (flags.json) {
-    process.stdout.write(JSON.stringify({ host: ctx.hostName, time: new Date().toISOString(), gpus: view, errors }, null, 2) + '\n');
+    writeOut(JSON.stringify({ host: ctx.hostName, time: new Date().toISOString(), gpus: view, errors }, null, 2) + '\n');
   } else {
     // what is wrong first, where it is seen
     for (const e of errors) process.stderr.write(`l9gpu: ${e.plugin ? `${e.plugin}: ` : ''}${printable(e.error)}\n`);
     if (gpuPlugins.length === 0 && !shortfall) process.stderr.write('l9gpu: no GPU plugin is enabled or detected (see l9gpu doctor)\n');
-    process.stdout.write(renderGpuTable(printableDeep(view), process.stdout.isTTY === true && !process.env.NO_COLOR));
+    writeOut(renderGpuTable(printableDeep(view), colorOut()));
   }
   return shortfall || (errors.length && view.length === 0) ? 1 : 0;
 }

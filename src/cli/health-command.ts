@@ -16,6 +16,7 @@ import type { Config } from '../core/config/load.js';
 import { readSection } from '../core/config/read.js';
 import { DAEMON_SECTION } from '../core/config/sections.js';
 import { HEALTH_SECTION } from '../health/config.js';
+import { colorOut, writeOut } from './out.js';
 
 export interface HealthReport {
   node: string;
@@ -100,16 +101,16 @@ export async function health(f: FlagValues): Promise<number> {
   if (f.drain && !f.nhc) throw new CliError('--drain goes with --nhc (HealthCheckProgram=... l9gpu health --nhc --drain)', 2);
   const r = healthReport(cfg);
   if (f.json) {
-    process.stdout.write(JSON.stringify(r, null, 2) + '\n');
+    writeOut(JSON.stringify(r, null, 2) + '\n');
     return 0;
   }
   if (!f.nhc) {
-    process.stdout.write(render(r, process.stdout.isTTY === true && !process.env.NO_COLOR));
+    writeOut(render(r, colorOut()));
     return 0;
   }
   const failed = r.state === 'failed' || (r.state === 'unknown' && f['unknown-fails'] === true);
   const line = nhcLine(r);
-  process.stdout.write(line + '\n');
+  writeOut(line + '\n');
   if (f.drain) await drainOrResume(cfg, r.node, failed, line);
   return failed ? 1 : 0;
 }
@@ -119,8 +120,8 @@ async function drainOrResume(cfg: Config, node: string, failed: boolean, line: s
   try {
     if (failed) {
       const d = await drainNode(cfg, node, line.slice(DRAIN_PREFIX.length).trim());
-      process.stdout.write(d === 'drained' ? `l9gpu: drained ${node}\n` : `l9gpu: ${node} is already drained (${d.state}: ${d.reason ?? 'no reason'})\n`);
-    } else if (await resumeIfOurs(cfg, node)) process.stdout.write(`l9gpu: resumed ${node}\n`);
+      writeOut(d === 'drained' ? `l9gpu: drained ${node}\n` : `l9gpu: ${node} is already drained (${d.state}: ${d.reason ?? 'no reason'})\n`);
+    } else if (await resumeIfOurs(cfg, node)) writeOut(`l9gpu: resumed ${node}\n`);
   } catch (e) {
     // the verdict stands (exit status); only the drain could not be done
     process.stderr.write(`l9gpu: cannot ${failed ? 'drain' : 'check or resume'} node ${node}: ${(e as Error).message}\n`);
@@ -169,8 +170,8 @@ function clear(cfg: Config, which: string[]): number {
     throw new CliError(`cannot write the clears in ${dir}: ${(e as Error).message}`, 1);
   }
   const cleared = [...(all ? ['every GPU'] : []), ...[...chosen.values()].filter((g) => !all && !missing.has(g.uuid)).map((g) => `GPU ${g.index ?? '?'} ${g.uuid}`)];
-  if (cleared.length) process.stdout.write(`cleared the Xid events so far of ${cleared.join(', ')}\n`);
-  if (forgot.length) process.stdout.write(`forgot ${forgot.join(', ')}: no longer collected, it no longer counts (it is judged afresh if it comes back)\n`);
+  if (cleared.length) writeOut(`cleared the Xid events so far of ${cleared.join(', ')}\n`);
+  if (forgot.length) writeOut(`forgot ${forgot.join(', ')}: no longer collected, it no longer counts (it is judged afresh if it comes back)\n`);
   return 0;
 }
 

@@ -16,11 +16,12 @@ import { checkRequestHeaders } from '../core/config/schema.js';
 import { clip, printable } from '../core/printable.js';
 import { readSection } from '../core/config/read.js';
 import { JOBS_SECTION } from '../jobs/config.js';
+import { colorOut, writeOut } from './out.js';
 
 /** A pod as Kubernetes names it: a namespace (a DNS label, at most 63 characters) and a name (a DNS subdomain, at most 253). */
 const POD = /^(?=[^/]{1,63}\/)[a-z0-9](?:[-a-z0-9]*[a-z0-9])?\/(?=.{1,253}$)[a-z0-9](?:[-.a-z0-9]*[a-z0-9])?$/;
 
-const color = () => style(process.stdout.isTTY === true && !process.env.NO_COLOR);
+const color = () => style(colorOut());
 
 export async function jobsList(f: FlagValues): Promise<void> {
   const ctx = jobsContext(f.config as string | undefined);
@@ -29,16 +30,16 @@ export async function jobsList(f: FlagValues): Promise<void> {
     state: f.state as 'all', since: f.since ? parseSince(f.since as string) : null, limit: f.limit as number, by: (f.by as GroupBy | undefined) ?? null,
   }, pricesFrom(ctx.cfg));
   if (by && groups) {
-    if (f.json) process.stdout.write(JSON.stringify(keyedGroups(by, groups), null, 2) + '\n');
-    else if (f.csv) process.stdout.write(renderByCsv(groups, by));
-    else if (groups.length === 0) process.stdout.write(`no jobs${user ? ` of ${user}` : ''} match on this node\n`);
-    else process.stdout.write(renderBy(groups, by, color()));
+    if (f.json) writeOut(JSON.stringify(keyedGroups(by, groups), null, 2) + '\n');
+    else if (f.csv) writeOut(renderByCsv(groups, by));
+    else if (groups.length === 0) writeOut(`no jobs${user ? ` of ${user}` : ''} match on this node\n`);
+    else writeOut(renderBy(groups, by, color()));
     return;
   }
-  if (f.json) process.stdout.write(JSON.stringify(rows, null, 2) + '\n');
-  else if (f.csv) process.stdout.write(renderCsv(rows));
-  else if (rows.length === 0) process.stdout.write(`no jobs${user ? ` of ${user}` : ''} match on this node\n`);
-  else process.stdout.write(renderList(rows, color()));
+  if (f.json) writeOut(JSON.stringify(rows, null, 2) + '\n');
+  else if (f.csv) writeOut(renderCsv(rows));
+  else if (rows.length === 0) writeOut(`no jobs${user ? ` of ${user}` : ''} match on this node\n`);
+  else writeOut(renderList(rows, color()));
 }
 
 export async function jobsShow(jobid: string, f: FlagValues): Promise<void> {
@@ -54,6 +55,6 @@ export async function jobsShow(jobid: string, f: FlagValues): Promise<void> {
   const headers = { ...jobs.promql_headers, ...given };
   const url = (f.url as string | undefined) ?? jobs.promql_url;
   const report = await showReport(ctx, jobid, f.source as ShowSource, (f.cluster as string | undefined) ?? null, { url, window: f.window as string, headers });
-  if (f.json) process.stdout.write(JSON.stringify(report, null, 2) + '\n');
-  else process.stdout.write(renderReport(report, color()));
+  if (f.json) writeOut(JSON.stringify(report, null, 2) + '\n');
+  else writeOut(renderReport(report, color()));
 }
