@@ -53,5 +53,6 @@ test('a job: prolog, the daemon\'s points carry it, epilog, jobs lists and shows
   const show = await runCli(['jobs', 'show', '42', '--json', '--config', config]);
   assert.equal(show.status, 0, show.stderr);
   const report = JSON.parse(show.stdout) as { gpus: { uuid: string; node: string }[] };
-  assert.deepEqual(report.gpus.map((g) => [g.uuid, g.node]).sort(), gpus.map((g) => [g, 'gpunode1']));
+  // the report lists a job's GPUs by UUID
+  assert.deepEqual(report.gpus.map((g) => [g.uuid, g.node]), [...gpus].sort().map((g) => [g, 'gpunode1']));
 });

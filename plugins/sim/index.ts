@@ -8,25 +8,24 @@
  * lag, energy integrates power, and clocks drop when power nears the limit.
  */
 import { gpuAttributes } from '../../src/core/gpu-identity.js';
-import type { createHash as CreateHash } from 'node:crypto';
 import { SIM_SECTION } from './config.js';
 import { readSection } from '../../src/core/config/read.js';
 import { GPU } from '../../src/core/metrics/gpu-metrics.js';
 import type { Attributes, Emitter } from '../../src/core/metrics/model.js';
 import type { Plugin, PluginContext, PluginManifest } from '../../src/core/plugin.js';
-import { rng } from '../../src/core/rng.js';
-import { requireBuiltin } from '../../src/core/builtin.js';
-
-// node:crypto at the first use (src/core/builtin.ts): `gpus` and `doctor` load every plugin's module, sim's too
-const createHash: typeof CreateHash = (...a) => (requireBuiltin('node:crypto') as { createHash: typeof CreateHash }).createHash(...a);
+import { hash32, rng } from '../../src/core/rng.js';
 
 const IDLE_W = 70;
 const MAX_SM_MHZ = 1980;
 const MEM_MHZ = 2619;
 
-/** A stable NVML-style UUID per (host, index): dashboards keep their series across restarts. */
+/**
+ * A stable NVML-style UUID per (host, index): dashboards keep their series across restarts.
+ * hash32, not node:crypto: `l9gpu gpus` on the sim plugin loaded crypto and node:stream for it.
+ */
 export function simUuid(host: string, index: number): string {
-  const h = createHash('sha1').update(`l9gpu-sim/${host}/${index}`).digest('hex');
+  const key = `l9gpu-sim/${host}/${index}`;
+  const h = [0, 1, 2, 3].map((salt) => hash32(key, salt).toString(16).padStart(8, '0')).join('');
   return `GPU-${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
 }
 
@@ -144,7 +143,7 @@ const round = (x: number, d: number): number => Math.round(x * 10 ** d) / 10 ** 
  */
 export function simPluginOn(ctx: PluginContext, clock: () => number): Plugin {
   const c = readSection(ctx.config, SIM_SECTION);
-  const seed = c.seed ?? createHash('sha1').update(ctx.hostName).digest().readUInt32LE(0);
+  const seed = c.seed ?? hash32(ctx.hostName);
   return new SimPlugin(c.gpus, c.model ?? 'sim', c.memory, c.power_limit, ctx.hostName, seed, clock);
 }
 
