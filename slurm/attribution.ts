@@ -12,18 +12,7 @@ import type { Db } from '../src/store/open.js';
 import { SLURM_METRIC } from './metrics.js';
 import { userName } from '../src/core/proc-owner.js';
 import { ownJobOfPid } from './proc-job.js';
-
-export function jobAttributes(b: OpenBinding): Attributes {
-  const a: Attributes = { 'slurm.job.id': b.jobId };
-  if (b.user) a['slurm.user'] = b.user;
-  if (b.account) a['slurm.account'] = b.account;
-  if (b.partition) a['slurm.partition'] = b.partition;
-  if (b.name) a['slurm.job.name'] = b.name;
-  if (b.arrayJobId) a['slurm.array.job.id'] = b.arrayJobId;
-  if (b.arrayTaskId) a['slurm.array.task.id'] = b.arrayTaskId;
-  if (b.cluster) a['slurm.cluster.name'] = b.cluster;
-  return a;
-}
+import { jobAttributes } from './job-attributes.js';
 
 /** Who the store has a job as (its latest run): what a job named by a user's process or file is checked against. */
 function jobOwnerOf(db: Db): (job: string) => { uid: number | null; user: string | null } | undefined {

@@ -18,6 +18,7 @@ import { LEARNED_NODE_KEY, resolveNodeName, slurmNodeName } from './node-name.js
 import { gresConfFor, slurmConfPath } from './paths.js';
 import { AUTODETECT_VENDOR, readGresLayout, type GresLayout } from './gres.js';
 import type { SlurmStoreStatus } from './status.js';
+import type { OpenBinding } from '../src/store/jobs.js';
 import type { Attributes } from '../src/core/metrics/model.js';
 
 
@@ -134,9 +135,21 @@ export const slurmAttribution: AttributionManifest = {
   },
 
   async jobsByGpu(cfg) {
-    const [{ slurmStoreStatus }, { jobAttributes }] = await Promise.all([import('./status.js'), import('./attribution.js')]);
+    // the open bindings alone, not doctor's status of the store (hooks.log, the inventory, the reconciler's marks)
+    const [{ openStoreReadOnly }, { openBindings }, { jobAttributes }] = await Promise.all([import('../src/store/open.js'), import('../src/store/jobs.js'), import('./job-attributes.js')]);
     const m = new Map<string, Attributes[]>();
-    for (const b of slurmStoreStatus(readSection(cfg, DAEMON_SECTION).state_dir).openBindings) {
+    let bindings: OpenBinding[] = [];
+    try {
+      const db = openStoreReadOnly(readSection(cfg, DAEMON_SECTION).state_dir);
+      try {
+        bindings = openBindings(db);
+      } finally {
+        db.close();
+      }
+    } catch {
+      // no store yet, or a user's run (the store is root's): no jobs to show
+    }
+    for (const b of bindings) {
       let l = m.get(b.gpuUuid);
       if (!l) m.set(b.gpuUuid, (l = []));
       l.push(jobAttributes(b));

@@ -19,7 +19,7 @@ import { ConvertState, convertPage } from '../src/scrape/convert.js';
 import { LabelSets, parsePage } from '../src/scrape/exposition.js';
 import { recordStart } from '../src/store/jobs.js';
 import { openStore } from '../src/store/open.js';
-import { jobAttributes } from '../slurm/attribution.js';
+import { jobAttributes } from '../slurm/job-attributes.js';
 import { VLLM_TABLE } from '../plugins/vllm/index.js';
 import { ROOT, tempDir } from './helpers/paths.js';
 

@@ -44,6 +44,12 @@ test('a job: prolog, the daemon\'s points carry it, epilog, jobs lists and shows
   const util = parseLines(daemon.stdout).filter((p) => p.name === 'gpu.utilization');
   assert.deepEqual(util.map((p) => [p.attributes['gpu.uuid'], p.attributes['slurm.job.id'], p.attributes['slurm.user']]), gpus.map((g) => [g, '42', 'alice']));
 
+  // gpus names the job beside each of its GPUs (slurm/manifest.ts jobsByGpu: the store's open bindings)
+  const shown = await runCli(['gpus', '--json', '--plugin', 'sim', '--config', config]);
+  assert.equal(shown.status, 0, shown.stderr);
+  const view = JSON.parse(shown.stdout) as { gpus: { uuid: string; jobs: Record<string, string>[] }[] };
+  assert.deepEqual(view.gpus.map((g) => [g.uuid, g.jobs.map((j) => [j['slurm.job.id'], j['slurm.user'], j['slurm.partition']])]), gpus.map((g) => [g, [['42', 'alice', 'gpu']]]));
+
   const epilog = runHook('epilog', { ...job, SLURM_JOB_EXIT_CODE: '0' });
   assert.deepEqual([epilog.status, epilog.stderr], [0, '']);
   const list = await runCli(['jobs', '--json', '--config', config]);
