@@ -1,8 +1,8 @@
 /**
  * The real daemon's footprint at a 10 s interval with the host plugin,
  * exporting to a loopback OTLP receiver and serving the Prometheus endpoint
- * (scraped every 15 s), on three paths: 8 sim GPUs; the nvml plugin (its
- * worker thread and koffi) on the fake libnvidia-ml with 8 GPUs; and the
+ * (scraped once per tick, gzip asked), on these paths: 8 sim GPUs; the nvml plugin (koffi's
+ * async calls) on the fake libnvidia-ml with 8 GPUs; and the
  * same with Slurm attribution (a running job on all 8 GPUs, the store, the
  * rollups, the reconciler and the jobs socket). CPU and RSS from /proc/<pid>.
  * `engine-at-budget` is the hostile suite's case of that name: a vLLM page of
@@ -10,7 +10,7 @@
  * second with Slurm attribution, and /metrics read ten times a second.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
+import { openSync, readdirSync, readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -27,13 +27,27 @@ import { DEFAULT_LIMITS } from '../src/core/limits.js';
 const CLI = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
 const TICK = Number(process.env.CLK_TCK ?? 100);
 
-/** A process's CPU time (s), RSS and peak RSS (kB), from /proc. */
+/**
+ * A process's CPU time (s), RSS and peak RSS (kB), from /proc. The CPU time is the scheduler's own
+ * count (`schedstat`, ns) summed over the process's threads: utime + stime in `stat` come in steps of
+ * the 10 ms clock tick, as coarse as a whole 10 s tick's work. A thread that ended is in `stat` alone,
+ * so where `stat` counts more (past one clock step) it is taken instead.
+ */
 export function procStat(pid: number): { cpuS: number; rssKb: number; hwmKb: number } {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = (k: string) => Number(new RegExp(`^${k}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? 0);
-  return { cpuS: (Number(f[11]) + Number(f[12])) / TICK, rssKb: kb('VmRSS'), hwmKb: kb('VmHWM') };
+  let ns = 0;
+  for (const t of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      ns += Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ')[0]);
+    } catch {
+      // the thread ended between the listing and the read: stat has it
+    }
+  }
+  const ticks = (Number(f[11]) + Number(f[12])) / TICK;
+  return { cpuS: ticks > ns / 1e9 + 1 / TICK ? ticks : ns / 1e9, rssKb: kb('VmRSS'), hwmKb: kb('VmHWM') };
 }
 
 export interface DaemonResult {
@@ -46,6 +60,20 @@ export interface DaemonResult {
   peakRssMb: number;
   bareNodePeakRssMb: number;
   otlpRequests: number;
+  /** The same-run baseline: an idle Node process with the daemon's timer (`setInterval` at the interval), measured over the same window. */
+  idleCpuMsPerTick: number;
+  idlePeakRssMb: number;
+}
+
+export interface DaemonOptions {
+  /** Node flags for the daemon (e.g. `--cpu-prof`). */
+  nodeArgs?: string[];
+  /** Extra environment for the daemon. */
+  env?: NodeJS.ProcessEnv;
+  /** Seconds after the start before the measured window (default 5: module loading is a one-off, not steady state). */
+  warmupS?: number;
+  /** A file for the daemon's stdout and stderr (V8's traces, its log); by default they are dropped. */
+  output?: string;
 }
 
 export type DaemonPath = 'sim' | 'nvml' | 'nvml+slurm' | 'nvml+engines' | 'engine-at-budget';
@@ -56,7 +84,7 @@ const ENGINE_PAGES: Record<string, string> = {
   triton: 'triton-datadog-fixture', nim: 'nim-llama-3.1-8b-datadog-fixture', dcgm: 'built-dcgm-4.5.3-4.8.2-k8s-mig',
 };
 
-export async function benchDaemon(seconds = 60, intervalS = 10, path: DaemonPath = 'sim'): Promise<DaemonResult> {
+export async function benchDaemon(seconds = 60, intervalS = 10, path: DaemonPath = 'sim', opts: DaemonOptions = {}): Promise<DaemonResult> {
   let requests = 0;
   const rx = http.createServer((req, res) => {
     req.resume();
@@ -65,6 +93,9 @@ export async function benchDaemon(seconds = 60, intervalS = 10, path: DaemonPath
       res.end();
     });
   });
+  // VictoriaMetrics keeps an idle connection a minute (-http.idleConnTimeout=1m), Node's server 5 s: at a 10 s
+  // export interval Node's default would make the daemon connect again for every request, as no backend does
+  rx.keepAliveTimeout = 60_000;
   await new Promise<void>((r) => rx.listen(0, '127.0.0.1', () => r()));
   const rxPort = (rx.address() as AddressInfo).port;
   const promPort = await freePort();
@@ -108,17 +139,29 @@ export async function benchDaemon(seconds = 60, intervalS = 10, path: DaemonPath
   }
   const plugins = path === 'sim' ? 'sim, host' : path === 'nvml+engines' ? `nvml, host, ${Object.keys(ENGINE_PAGES).join(', ')}` : path === 'engine-at-budget' ? 'nvml, host, vllm' : 'nvml, host';
   writeFileSync(cfg, `[daemon]\nplugins = ${plugins}\nsinks = otlp, prometheus\ninterval = ${intervalS}s\n${attribution}[sim]\ngpus = 8\n[otlp]\nendpoint = http://127.0.0.1:${rxPort}/v1/metrics\nexport_interval = ${intervalS}s\n[prometheus]\nhost = 127.0.0.1\nport = ${promPort}\n${slurm}${engines}`);
-  const child = spawn(process.execPath, [CLI, 'daemon', '--config', cfg], { stdio: 'ignore', env });
+  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), CLI, 'daemon', '--config', cfg], { stdio: opts.output ? ['ignore', openSync(opts.output, 'w'), openSync(opts.output, 'a')] : 'ignore', env: { ...env, ...opts.env } });
   const pid = child.pid!;
-  const scrape = setInterval(() => http.get(`http://127.0.0.1:${promPort}/metrics`, (r) => r.resume()).on('error', () => {}), path === 'engine-at-budget' ? 100 : 15_000);
+  // the baseline: what Node itself costs to keep a timer of this interval, beside the daemon in the same minutes
+  const idle = spawn(process.execPath, ['-e', `setInterval(() => {}, ${intervalS * 1000})`], { stdio: 'ignore' });
+  // scraped once per tick as Prometheus scrapes: gzip asked, the connection kept between scrapes (its client keeps
+  // idle connections 5 minutes; Node's default agent drops them after 5 s, which would connect again every scrape)
+  const scraper = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const scrape = setInterval(
+    () => http.get(`http://127.0.0.1:${promPort}/metrics`, { agent: scraper, headers: { 'accept-encoding': 'gzip' } }, (r) => r.resume()).on('error', () => {}),
+    path === 'engine-at-budget' ? 100 : intervalS * 1000,
+  );
   // measure after start-up (module loading is a one-off, not steady state)
-  await new Promise((r) => setTimeout(r, 5000));
+  await new Promise((r) => setTimeout(r, (opts.warmupS ?? 5) * 1000));
   const a = procStat(pid);
+  const ia = procStat(idle.pid!);
   const t0 = Date.now();
   await new Promise((r) => setTimeout(r, seconds * 1000));
   const b = procStat(pid);
+  const ib = procStat(idle.pid!);
   const wall = (Date.now() - t0) / 1000;
   clearInterval(scrape);
+  scraper.destroy();
+  idle.kill('SIGTERM');
   child.kill('SIGTERM');
   await new Promise((r) => child.once('exit', r));
   rx.close();
@@ -135,5 +178,7 @@ export async function benchDaemon(seconds = 60, intervalS = 10, path: DaemonPath
     peakRssMb: b.hwmKb / 1024,
     bareNodePeakRssMb: Number(bare.stdout.trim()) / 1024,
     otlpRequests: requests,
+    idleCpuMsPerTick: ((ib.cpuS - ia.cpuS) * 1000) / ticks,
+    idlePeakRssMb: ib.hwmKb / 1024,
   };
 }

@@ -51,7 +51,7 @@ line(`nccl: daemon CPU at 1,000 collectives/s (8 rank logs, 10 s), of one core`,
 line('nccl: daemon CPU, nccl plugin on an empty folder (baseline)', `${fmt(nd.idle.cpuPercentOfOneCore, 3)} %`, '(info)', true);
 line('nccl: daemon CPU at 1,000/s minus baseline (per tick), x baseline', `${fmt(nd.loaded.cpuPercentOfOneCore - nd.idle.cpuPercentOfOneCore, 3)} % (${fmt(nd.loaded.cpuMsPerTick - nd.idle.cpuMsPerTick)} ms), ${nd.idle.cpuPercentOfOneCore > 0 ? `${fmt(nd.loaded.cpuPercentOfOneCore / nd.idle.cpuPercentOfOneCore)}x` : 'n/a'}`, '(info)', true);
 line('nccl: daemon CPU per 1,000 lines (above baseline)', `${fmt(((nd.loaded.cpuMsPerTick - nd.idle.cpuMsPerTick) * 1000) / (nd.linesPerSecond * nd.intervalS), 1)} ms`, '(info)', true);
-line('nccl: daemon peak RSS at 1,000/s / baseline', `${fmt(nd.loaded.peakRssMb, 1)} / ${fmt(nd.idle.peakRssMb, 1)} MB`, '(info)', true);
+line('nccl: daemon peak RSS at 1,000/s / baseline', `${fmt(nd.loaded.peakRssMb, 1)} / ${fmt(nd.idle.peakRssMb, 1)} MB`, '<= 64 MB', nd.loaded.peakRssMb <= 64);
 line(`nccl: lines counted by the daemon / written (${fmt(nd.seconds)} s)`, `${fmt(nd.loaded.operations)} / ${fmt(nd.linesWritten)}`, '(info)', true);
 
 const n = await benchNvml(8);
@@ -124,12 +124,16 @@ const daemonPaths = [
   ['nvml+slurm', 'nvml + host + Slurm attribution'],
   ['nvml+engines', 'nvml + host + the six scraped plugins (recorded pages on loopback)'],
 ] as const;
+// BENCH_DAEMON_WARMUP: seconds before the window (default 5); the JIT compiles a 10 s tick's code over the first minutes
+const warmupS = Number(process.env.BENCH_DAEMON_WARMUP ?? 5);
 for (const [path, what] of daemonPaths) {
-  const d = await benchDaemon(Number(process.env.BENCH_DAEMON_SECONDS ?? 60), 10, path);
-  line(`daemon (${what}, 10 s): CPU of one core`, `${fmt(d.cpuPercentOfOneCore, 3)} %`, '<= 0.5 %', d.cpuPercentOfOneCore <= 0.5);
-  line(`daemon (${path}): CPU per tick`, `${fmt(d.cpuMsPerTick, 1)} ms`, '(info)', true);
+  const d = await benchDaemon(Number(process.env.BENCH_DAEMON_SECONDS ?? 60), 10, path, { warmupS });
+  // issue 34: <= 8 ms a tick for 8 GPUs with host, OTLP and Prometheus scraped every tick (sim and nvml)
+  const goal = path === 'sim' || path === 'nvml';
+  line(`daemon (${what}, 10 s): CPU of one core`, `${fmt(d.cpuPercentOfOneCore, 3)} %`, goal ? '<= 0.08 %' : '<= 0.5 %', d.cpuPercentOfOneCore <= (goal ? 0.08 : 0.5));
+  line(`daemon (${path}): CPU per tick / idle node with a 10 s timer`, `${fmt(d.cpuMsPerTick, 1)} / ${fmt(d.idleCpuMsPerTick, 2)} ms`, goal ? '<= 8 ms' : '(info)', !goal || d.cpuMsPerTick <= 8);
   line(`daemon (${path}): RSS after start-up`, `${fmt(d.rssMb, 1)} MB`, '<= 64 MB', d.rssMb <= 64);
-  line(`daemon (${path}): peak RSS`, `${fmt(d.peakRssMb, 1)} MB`, '<= 64 MB', d.peakRssMb <= 64);
+  line(`daemon (${path}): peak RSS / idle node's`, `${fmt(d.peakRssMb, 1)} / ${fmt(d.idlePeakRssMb, 1)} MB`, '<= 64 MB', d.peakRssMb <= 64);
   line(`daemon (${path}): OTLP requests in ${fmt(d.seconds)} s`, fmt(d.otlpRequests), '(info)', true);
   if (path === 'sim') line('bare `node -e 0`: peak RSS', `${fmt(d.bareNodePeakRssMb, 1)} MB`, '(reference)', true);
 }
