@@ -142,7 +142,8 @@ export async function benchDaemon(seconds = 60, intervalS = 10, path: DaemonPath
   const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), CLI, 'daemon', '--config', cfg], { stdio: opts.output ? ['ignore', openSync(opts.output, 'w'), openSync(opts.output, 'a')] : 'ignore', env: { ...env, ...opts.env } });
   const pid = child.pid!;
   // the baseline: what Node itself costs to keep a timer of this interval, beside the daemon in the same minutes
-  const idle = spawn(process.execPath, ['-e', `setInterval(() => {}, ${intervalS * 1000})`], { stdio: 'ignore' });
+  // (it ends itself once its parent is gone: a bench that throws leaves no timer running)
+  const idle = spawn(process.execPath, ['-e', `const p = process.ppid; setInterval(() => { try { process.kill(p, 0); } catch { process.exit(); } }, ${intervalS * 1000})`], { stdio: 'ignore' });
   // scraped once per tick as Prometheus scrapes: gzip asked, the connection kept between scrapes (its client keeps
   // idle connections 5 minutes; Node's default agent drops them after 5 s, which would connect again every scrape)
   const scraper = new http.Agent({ keepAlive: true, maxSockets: 1 });
