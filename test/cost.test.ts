@@ -23,6 +23,7 @@ import { answerJobs, parseJobsRequest, type JobsAnswer } from '../src/jobs/api.j
 import { keyedGroups } from '../src/jobs/by.js';
 import { renderBy, renderByCsv, renderReport } from '../src/jobs/render.js';
 import type { GpuRow } from '../src/jobs/report-model.js';
+import { NO_IDLE } from '../src/figures/rollup.js';
 import { style } from '../src/core/text-table.js';
 import { configFrom } from './helpers/config.js';
 import { runCli } from './helpers/daemon.js';
@@ -48,7 +49,7 @@ const PRICES: Prices = {
 function row(node: string, model = 'NVIDIA H100 80GB HBM3'): GpuRow {
   return {
     node, uuid: `GPU-${node}`, model, index: 0, shared: false,
-    figures: { samples: 721, seconds: 7200, gpuHours: 2, utilMean: 0.9, utilMax: 1, memUtilMean: 0.5, memUsedMax: 1e9, memTotal: 8e10, energyJ: 4.32e6, energySource: 'counter', powerMean: 600, powerMax: 700, tempMax: 70, throttledS: {}, xid: {}, eccCorrected: 0, eccUncorrected: 0, shareMean: 1 },
+    figures: { samples: 721, seconds: 7200, gpuHours: 2, utilMean: 0.9, utilMax: 1, memUtilMean: 0.5, memUsedMax: 1e9, memTotal: 8e10, energyJ: 4.32e6, energySource: 'counter', powerMean: 600, powerMax: 700, tempMax: 70, throttledS: {}, xid: {}, eccCorrected: 0, eccUncorrected: 0, shareMean: 1, gpm: null, idle: NO_IDLE },
   };
 }
 

@@ -1,7 +1,7 @@
 /** The rollup fold and the notes on exact inputs. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { emptyRollup, figures, step } from '../src/figures/rollup.js';
+import { emptyRollup, figures, NO_IDLE, step } from '../src/figures/rollup.js';
 import { jobNotes } from '../src/jobs/notes.js';
 import { totalsOf } from '../src/jobs/report.js';
 import type { GpuRow, JobHeader } from '../src/jobs/report-model.js';
@@ -64,7 +64,7 @@ const header: JobHeader = { id: '1', job_id: '1', run: 'r0', user: 'alice', uid:
 function gpu(uuid: string, over: Partial<GpuRow['figures']> = {}, shared = false): GpuRow {
   return {
     node: 'n1', uuid, model: 'H100', index: 0, shared,
-    figures: { samples: 360, seconds: 3600, gpuHours: 1, utilMean: 0.9, utilMax: 1, memUtilMean: 0.5, memUsedMax: 60 * G, memTotal: 80 * G, energyJ: 2e6, energySource: 'counter', powerMean: 550, powerMax: 700, tempMax: 70, throttledS: {}, xid: {}, eccCorrected: 0, eccUncorrected: 0, shareMean: 1, ...over },
+    figures: { samples: 360, seconds: 3600, gpuHours: 1, utilMean: 0.9, utilMax: 1, memUtilMean: 0.5, memUsedMax: 60 * G, memTotal: 80 * G, energyJ: 2e6, energySource: 'counter', powerMean: 550, powerMax: 700, tempMax: 70, throttledS: {}, xid: {}, eccCorrected: 0, eccUncorrected: 0, shareMean: 1, gpm: null, idle: NO_IDLE, ...over },
   };
 }
 const codes = (gpus: GpuRow[], h = header) => jobNotes(h, gpus, totalsOf(gpus, null)).map((n) => n.code);

@@ -10,18 +10,12 @@
  * count, or that the driver's nvml.h lacks, is absent, and so is a NaN.
  */
 import assert from 'node:assert/strict';
-import { createRequire } from 'node:module';
 import { after, before, test } from 'node:test';
-import { loadNvml } from '../plugins/nvml/binding.js';
-import { NvmlConverter } from '../plugins/nvml/convert.js';
 import { GPM_READ, gpmRequest } from '../plugins/nvml/gpm.js';
-import { Sampler } from '../plugins/nvml/sampler.js';
-import { PointBuffer, type Point } from '../src/core/metrics/model.js';
-import { FakeNvml, fakeNvmlLibraries, h100, type FakeNvmlDescription } from './helpers/fake-nvml.js';
-import { waitFor } from './helpers/wait.js';
+import type { Point } from '../src/core/metrics/model.js';
+import { FakeNvml, h100, type FakeNvmlDescription } from './helpers/fake-nvml.js';
+import { gpmWindows } from './helpers/gpm-windows.js';
 
-const koffi = createRequire(import.meta.url)('koffi') as typeof import('koffi').default;
-const HOUR = 3_600_000;
 const MIB = 1024 * 1024;
 const MIG = 'MIG-77777777-1111-2222-3333-444444444444';
 /** A driver of the 595 branch (NVML v595: the first with DMMA_TENSOR_UTIL and the raw counters). */
@@ -57,36 +51,8 @@ before(() => {
   process.env.FAKE_NVML_GPM_REFRESH_US = '1000000';
 });
 
-/** Ticks of the sampler, each just after a second begins: the first takes the start samples, each next one a window of one refresh. */
-async function windows(driver: string, n: number): Promise<Point[][]> {
-  fake.write(description(driver));
-  const lib = fakeNvmlLibraries().r550;
-  // the fake says misuse (an id this driver's nvml.h lacks, a sample freed twice ...) on stderr and counts it
-  const misuses = koffi.load(lib).func('unsigned long long fakeNvmlMisuses()') as () => number | bigint;
-  const misused = Number(misuses());
-  const nvml = loadNvml(lib);
-  assert.equal(await nvml.init(), 0);
-  const s = new Sampler(nvml, false, 0, HOUR);
-  const c = new NvmlConverter();
-  const out: Point[][] = [];
-  try {
-    await s.enumerate();
-    for (let i = 0; i <= n; i++) {
-      const next = Math.floor(Date.now() / 1000) * 1000 + 1000 + 50;
-      await waitFor('the next second', () => Date.now() >= next, 5_000, 5);
-      const { gpus } = await s.sample();
-      const b = new PointBuffer();
-      c.convert({ driverVersion: driver, time: Date.now(), gpus, notes: [] }, b);
-      assert.equal(b.rejected.size, 0, `no value out of range: ${[...b.rejected.keys()].join(', ')}`);
-      if (i > 0) out.push(b.points);
-    }
-  } finally {
-    await s.release();
-    await nvml.shutdown();
-  }
-  assert.equal(Number(misuses()) - misused, 0, 'no misuse of the fake (stderr says which)');
-  return out;
-}
+/** The points of n one-second windows (test/helpers/gpm-windows.ts). */
+const windows = async (driver: string, n: number): Promise<Point[][]> => (await gpmWindows(fake, description(driver), n)).map((w) => w.points);
 
 /** The values of one metric (and attribute) on one GPU, window by window. */
 function series(ws: Point[][], name: string, uuid: string, attr?: [string, string]): (number | undefined)[] {

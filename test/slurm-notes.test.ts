@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { totalsOf } from '../src/jobs/report.js';
 import type { GpuRow, JobHeader } from '../src/jobs/report-model.js';
+import { NO_IDLE } from '../src/figures/rollup.js';
 import { evaluate, parseCondition, parseSiteNotes, siteNotes, siteNotesFrom } from '../src/jobs/site-notes.js';
 import { migGpuOf, migProfileFor, slurmDuration, slurmNotes } from '../src/jobs/slurm-notes.js';
 import { configFrom } from './helpers/config.js';
@@ -19,7 +20,7 @@ const job = (over: Partial<JobHeader> = {}): JobHeader => ({
 function gpu(over: Partial<GpuRow['figures']> = {}, model = 'NVIDIA H100 80GB HBM3', uuid = 'GPU-a'): GpuRow {
   return {
     node: 'n1', uuid, model, index: 0, shared: false,
-    figures: { samples: 360, seconds: 3600, gpuHours: 1, utilMean: 0.9, utilMax: 1, memUtilMean: 0.5, memUsedMax: 60 * G, memTotal: 79.6 * G, energyJ: 2e6, energySource: 'counter', powerMean: 550, powerMax: 700, tempMax: 70, throttledS: {}, xid: {}, eccCorrected: 0, eccUncorrected: 0, shareMean: 1, ...over },
+    figures: { samples: 360, seconds: 3600, gpuHours: 1, utilMean: 0.9, utilMax: 1, memUtilMean: 0.5, memUsedMax: 60 * G, memTotal: 79.6 * G, energyJ: 2e6, energySource: 'counter', powerMean: 550, powerMax: 700, tempMax: 70, throttledS: {}, xid: {}, eccCorrected: 0, eccUncorrected: 0, shareMean: 1, gpm: null, idle: NO_IDLE, ...over },
   };
 }
 const notes = (h: JobHeader, gpus: GpuRow[] = [gpu()]) => slurmNotes(h, gpus, totalsOf(gpus, null), []);

@@ -4,7 +4,12 @@
  * backend returns (see promql.ts).
  */
 import type { Attributes } from '../core/metrics/model.js';
-import type { GpuSample } from './rollup.js';
+import type { GpmKey, GpuSample } from './rollup.js';
+
+/** GPM activities by metric name (gpu.pipe.active by its gpu.pipe); the NVLink and PCIe rates add up their directions. */
+const GPM_MEANS: Record<string, GpmKey> = { 'gpu.sm.active': 'smActive', 'gpu.sm.occupancy': 'smOccupancy', 'gpu.tensor.active': 'tensorActive', 'gpu.dram.active': 'dramActive' };
+const PIPES: Record<string, GpmKey> = { fp64: 'fp64Active', fp32: 'fp32Active', fp16: 'fp16Active' };
+const RATES: Record<string, GpmKey> = { 'gpu.nvlink.throughput': 'nvlinkBps', 'gpu.pcie.throughput': 'pcieBps' };
 
 export interface SamplePoint {
   name: string;
@@ -30,8 +35,23 @@ export function addToSample(s: GpuSample, p: SamplePoint): boolean {
       if (a['error.type'] === 'corrected') s.eccCorrected = p.value;
       else if (a['error.type'] === 'uncorrected') s.eccUncorrected = p.value;
       return true;
-    default:
-      return false;
+    case 'gpu.pipe.active': {
+      const k = PIPES[String(a['gpu.pipe'])];
+      if (k) (s.gpm ??= {})[k] = p.value;
+      return k !== undefined;
+    }
+    default: {
+      const mean = GPM_MEANS[p.name];
+      if (mean) {
+        (s.gpm ??= {})[mean] = p.value;
+        return true;
+      }
+      const rate = RATES[p.name];
+      if (!rate) return false;
+      const g = (s.gpm ??= {});
+      g[rate] = (g[rate] ?? 0) + p.value;
+      return true;
+    }
   }
 }
 

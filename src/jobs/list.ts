@@ -1,6 +1,6 @@
 /** `l9gpu jobs`: one row per job from the store, filtered in SQL, newest first. */
 import type { Db } from '../store/open.js';
-import { figures, type GpuRollup } from '../figures/rollup.js';
+import { figures, loadRollup } from '../figures/rollup.js';
 import { displayId, headerOf, jobState, totalsOf } from './report.js';
 import type { Prices } from '../figures/prices.js';
 import type { GpuRow } from './report-model.js';
@@ -64,7 +64,7 @@ export function listJobs(db: Db, f: ListFilter, node: string, prices: Prices | n
     .all(JSON.stringify(jobs.map((j) => [j.job_id, j.run_key]))) as { job_id: string; run_key: string; gpu_uuid: string; shared: number; model: string | null; state: string | null }[];
   const byRun = new Map<string, GpuRow[]>();
   for (const r of gpuRows) {
-    const f = r.state ? figures(JSON.parse(r.state) as GpuRollup) : null;
+    const f = r.state ? figures(loadRollup(r.state)) : null;
     if (!f) continue;
     const k = `${r.job_id}/${r.run_key}`;
     if (!byRun.has(k)) byRun.set(k, []);

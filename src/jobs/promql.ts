@@ -34,7 +34,11 @@ import { figureNotes } from './notes.js';
 import { communicationOf, type CommRow } from './communication.js';
 import { byText } from '../core/text-table.js';
 
-const USED = ['gpu.utilization', 'gpu.memory.utilization', 'gpu.memory.used', 'gpu.memory.total', 'gpu.power.draw', 'gpu.energy.consumption', 'gpu.temperature', 'gpu.throttle.active', 'gpu.xid.errors', 'gpu.ecc.errors', 'gpu.job.share'];
+const USED = [
+  'gpu.utilization', 'gpu.memory.utilization', 'gpu.memory.used', 'gpu.memory.total', 'gpu.power.draw', 'gpu.energy.consumption', 'gpu.temperature', 'gpu.throttle.active', 'gpu.xid.errors', 'gpu.ecc.errors', 'gpu.job.share',
+  // the GPM figures of the efficiency section (src/figures/samples.ts)
+  'gpu.sm.active', 'gpu.sm.occupancy', 'gpu.tensor.active', 'gpu.dram.active', 'gpu.pipe.active', 'gpu.nvlink.throughput', 'gpu.pcie.throughput',
+];
 type Naming = 'otel' | 'prometheus';
 
 interface Series {

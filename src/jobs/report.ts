@@ -5,7 +5,7 @@
  */
 import type { Attributes } from '../core/metrics/model.js';
 import type { Db } from '../store/open.js';
-import { emptyRollup, figures, type GpuRollup } from '../figures/rollup.js';
+import { emptyRollup, figures, loadRollup } from '../figures/rollup.js';
 import { figureNotes } from './notes.js';
 import type { GpuRow, InferenceFigures, JobHeader, JobReport, Totals } from './report-model.js';
 import { addBuckets, type Buckets } from '../figures/buckets.js';
@@ -102,7 +102,7 @@ export function reportFromStore(db: Db, row: JobRow, runs: number, node: string,
   const gpus: GpuRow[] = rows.map((r) => {
     const identity = r.identity ? (JSON.parse(r.identity) as Attributes) : {};
     const known = inv.get(r.uuid) as { model: string | null; idx: number | null } | undefined;
-    const f = r.state ? figures(JSON.parse(r.state) as GpuRollup) : figures(emptyRollup());
+    const f = r.state ? figures(loadRollup(r.state)) : figures(emptyRollup());
     return {
       node,
       uuid: r.uuid,

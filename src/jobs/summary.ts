@@ -13,7 +13,7 @@ import type zlib from 'node:zlib';
 import { requireBuiltin } from '../core/builtin.js';
 import type { Prices } from '../figures/prices.js';
 import type { CommunicationFigures, GpuRow, JobHeader, JobReport } from './report-model.js';
-import type { GpuFigures } from '../figures/rollup.js';
+import { NO_IDLE, type GpmFigures, type GpuFigures, type IdleFigures } from '../figures/rollup.js';
 import { totalsOf } from './report.js';
 import { figureNotes } from './notes.js';
 
@@ -77,6 +77,7 @@ export function decodeSummary(comment: string, where: string): JobSummary | unde
   // what the report reads of it, checked here: a field of the wrong kind is this one line, not a TypeError deep in the report
   const why = summaryProblem(s);
   if (why) throw damaged(why);
+  for (const g of s.gpus) g.figures = { ...g.figures, gpm: g.figures.gpm ?? null, idle: g.figures.idle ?? NO_IDLE };
   return s;
 }
 
@@ -86,11 +87,17 @@ type SlowRank = CommunicationFigures['slowest_ranks'][number];
 
 // every field of each shape (a field added to the type and not here does not compile)
 const GPU_ROW: Record<Exclude<keyof GpuRow, 'figures'>, Kind> = { node: 'string', uuid: 'string', model: 'string?', index: 'number?', shared: 'boolean' };
-const FIGURES: Record<keyof GpuFigures, Kind> = {
+const FIGURES: Record<Exclude<keyof GpuFigures, 'gpm' | 'idle'>, Kind> = {
   samples: 'number', seconds: 'number', gpuHours: 'number', utilMean: 'number?', utilMax: 'number?', memUtilMean: 'number?', memUsedMax: 'number?', memTotal: 'number?',
   energyJ: 'number', energySource: 'string', powerMean: 'number?', powerMax: 'number?', tempMax: 'number?', throttledS: 'counts', xid: 'counts',
   eccCorrected: 'number', eccUncorrected: 'number', shareMean: 'number',
 };
+// a summary written before the GPM figures has neither: its GPUs read as without GPM, idleness not judged
+const GPM: Record<keyof GpmFigures, Kind> = {
+  seconds: 'number', smActive: 'number?', smOccupancy: 'number?', tensorActive: 'number?', dramActive: 'number?', fp64Active: 'number?', fp32Active: 'number?', fp16Active: 'number?',
+  nvlinkBytes: 'number?', pcieBytes: 'number?',
+};
+const IDLE: Record<keyof IdleFigures, Kind> = { basis: 'string', seconds: 'number', longestS: 'number', longestFrom: 'number?' };
 const COLLECTIVE: Record<keyof Collective, Kind> = {
   comm: 'string', comm_name: 'string?', collective: 'string', size: 'string', ranks: 'number', nodes: 'number', ranks_seen: 'number', operations: 'number',
   time_s: 'number', share: 'number', alg_bw_Bps: 'number?', bus_bw_Bps: 'number?', of_peak: 'number?',
@@ -125,10 +132,18 @@ function listProblem(v: unknown, path: string, each: (x: unknown, at: string) =>
   return undefined;
 }
 
+function figuresProblem(f: GpuFigures, at: string): string | undefined {
+  return (
+    fieldProblem(f, FIGURES, at) ??
+    (f.gpm === undefined || f.gpm === null ? undefined : fieldProblem(f.gpm, GPM, `${at}.gpm`)) ??
+    (f.idle === undefined ? undefined : fieldProblem(f.idle, IDLE, `${at}.idle`))
+  );
+}
+
 function summaryProblem(s: JobSummary): string | undefined {
   return (
     (typeof s.made === 'string' ? undefined : 'made is not a string') ??
-    listProblem(s.gpus, 'gpus', (g, at) => fieldProblem(g, GPU_ROW, at) ?? fieldProblem((g as GpuRow).figures, FIGURES, `${at}.figures`)) ??
+    listProblem(s.gpus, 'gpus', (g, at) => fieldProblem(g, GPU_ROW, at) ?? figuresProblem((g as GpuRow).figures, `${at}.figures`)) ??
     listProblem(s.series, 'series', (p, at) => (Array.isArray(p) && p.length === 2 && p.every(isNumber) ? undefined : `${at} is not a [time, utilization] pair`)) ??
     (s.communication === null
       ? undefined

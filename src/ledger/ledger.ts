@@ -10,7 +10,8 @@ import { identityOf } from '../core/gpu-identity.js';
 import type { Logger } from '../core/log.js';
 import { GPU } from '../core/metrics/gpu-metrics.js';
 import type { Attributes, Batch, JobShare, Point } from '../core/metrics/model.js';
-import { metric } from '../core/metrics/registry.js';
+import { metric, type MetricDef } from '../core/metrics/registry.js';
+import type { GpmFigures } from '../figures/rollup.js';
 import { samplesFromPoints } from '../figures/samples.js';
 import type { Db } from '../store/open.js';
 import { DeltaRollups } from './deltas-rollup.js';
@@ -27,8 +28,27 @@ const SUMMARY = {
   mem: metric('gpu.job.memory.peak'),
 };
 
+/** The GPM means and bytes of a binding's end, by GpmFigures field: the metric and, for a pipe, its gpu.pipe. */
+const GPM_SUMMARY: readonly [Exclude<keyof GpmFigures, 'seconds'>, MetricDef, Attributes][] = [
+  ['smActive', metric('gpu.job.sm.active'), {}],
+  ['smOccupancy', metric('gpu.job.sm.occupancy'), {}],
+  ['tensorActive', metric('gpu.job.tensor.active'), {}],
+  ['dramActive', metric('gpu.job.dram.active'), {}],
+  ['fp64Active', metric('gpu.job.pipe.active'), { 'gpu.pipe': 'fp64' }],
+  ['fp32Active', metric('gpu.job.pipe.active'), { 'gpu.pipe': 'fp32' }],
+  ['fp16Active', metric('gpu.job.pipe.active'), { 'gpu.pipe': 'fp16' }],
+  ['nvlinkBytes', metric('gpu.job.nvlink.io'), {}],
+  ['pcieBytes', metric('gpu.job.pcie.io'), {}],
+];
+
 /** Registry names of what the ledger emits. */
-export const LEDGER_METRICS = Object.values(SUMMARY).map((d) => d.name);
+export const LEDGER_METRICS = [...new Set([...Object.values(SUMMARY), ...GPM_SUMMARY.map(([, d]) => d)].map((d) => d.name))];
+
+/** A binding's GPM summary points: the figures the GPU counted (none without GPM). */
+function gpmSummary(f: GpmFigures | null, a: Attributes): Point[] {
+  if (!f) return [];
+  return GPM_SUMMARY.flatMap(([k, d, extra]) => (f[k] === null ? [] : [{ metric: d, value: f[k], attributes: { ...a, ...extra } }]));
+}
 
 const PRUNE_EVERY_MS = 3_600_000;
 
@@ -114,6 +134,7 @@ export class JobLedger {
           { metric: SUMMARY.duration, value: f.figures.seconds * f.figures.shareMean, attributes: a },
           ...(f.figures.utilMean !== null ? [{ metric: SUMMARY.util, value: f.figures.utilMean, attributes: a }] : []),
           ...(f.figures.memUsedMax !== null ? [{ metric: SUMMARY.mem, value: f.figures.memUsedMax, attributes: a }] : []),
+          ...gpmSummary(f.figures.gpm, a),
           ...(this.cost?.jobEnd(f.figures, a) ?? []),
         );
       }

@@ -5,7 +5,7 @@
  * without losing a job's figures).
  */
 import type { Attributes } from '../core/metrics/model.js';
-import { emptyRollup, figures, step, type GpuFigures, type GpuRollup, type GpuSample } from '../figures/rollup.js';
+import { emptyRollup, figures, loadRollup, step, type GpuFigures, type GpuRollup, type GpuSample } from '../figures/rollup.js';
 import type { Db } from '../store/open.js';
 
 export interface RollupBinding {
@@ -27,6 +27,18 @@ export interface Finished {
   figures: GpuFigures;
 }
 
+/** The GPM columns of job_gpu (schema migration 6), from a rollup's figures. */
+const GPM_COLUMNS = ['gpm_s', 'sm_active', 'sm_occupancy', 'tensor_active', 'dram_active', 'fp64_active', 'fp32_active', 'fp16_active', 'nvlink_bytes', 'pcie_bytes', 'idle_s'] as const;
+
+function gpmColumns(f: GpuFigures): Record<(typeof GPM_COLUMNS)[number], number | null> {
+  const g = f.gpm;
+  return {
+    gpm_s: g?.seconds ?? null, sm_active: g?.smActive ?? null, sm_occupancy: g?.smOccupancy ?? null, tensor_active: g?.tensorActive ?? null, dram_active: g?.dramActive ?? null,
+    fp64_active: g?.fp64Active ?? null, fp32_active: g?.fp32Active ?? null, fp16_active: g?.fp16Active ?? null, nvlink_bytes: g?.nvlinkBytes ?? null, pcie_bytes: g?.pcieBytes ?? null,
+    idle_s: f.idle.basis === 'none' ? null : f.idle.seconds,
+  };
+}
+
 const key = (job: string, run: string, uuid: string) => `${job}\u0000${run}\u0000${uuid}`;
 
 export class RollupWriter {
@@ -38,11 +50,12 @@ export class RollupWriter {
   constructor(private readonly db: Db) {
     this.load = db.prepare('SELECT state, identity FROM job_gpu WHERE job_id = ? AND run_key = ? AND gpu_uuid = ?');
     this.upsert = db.prepare(
-      `INSERT INTO job_gpu (job_id, run_key, gpu_uuid, model, identity, samples, covered_s, gpu_hours, util_mean, mem_used_max, mem_total, energy_j, state, updated_at)
-       VALUES (@job, @run, @uuid, @model, @identity, @samples, @covered, @gpuHours, @util, @mem, @memTotal, @energy, @state, @now)
+      `INSERT INTO job_gpu (job_id, run_key, gpu_uuid, model, identity, samples, covered_s, gpu_hours, util_mean, mem_used_max, mem_total, energy_j, state, updated_at, ${GPM_COLUMNS.join(', ')})
+       VALUES (@job, @run, @uuid, @model, @identity, @samples, @covered, @gpuHours, @util, @mem, @memTotal, @energy, @state, @now, ${GPM_COLUMNS.map((c) => `@${c}`).join(', ')})
        ON CONFLICT (job_id, run_key, gpu_uuid) DO UPDATE SET model = excluded.model, identity = excluded.identity, samples = excluded.samples,
          covered_s = excluded.covered_s, gpu_hours = excluded.gpu_hours, util_mean = excluded.util_mean, mem_used_max = excluded.mem_used_max,
-         mem_total = excluded.mem_total, energy_j = excluded.energy_j, state = excluded.state, updated_at = excluded.updated_at`,
+         mem_total = excluded.mem_total, energy_j = excluded.energy_j, state = excluded.state, updated_at = excluded.updated_at,
+         ${GPM_COLUMNS.map((c) => `${c} = excluded.${c}`).join(', ')}`,
     );
     this.series = db.prepare(
       `INSERT INTO job_gpu_series (job_id, run_key, gpu_uuid, minute, util_sum, power_sum, mem_used_max, n) VALUES (?, ?, ?, ?, ?, ?, ?, 1)
@@ -56,7 +69,7 @@ export class RollupWriter {
     let h = this.held.get(k);
     if (!h) {
       const row = this.load.get(job, run, uuid) as { state: string; identity: string | null } | undefined;
-      h = { r: row ? (JSON.parse(row.state) as GpuRollup) : emptyRollup(), identity: row?.identity ? (JSON.parse(row.identity) as Attributes) : identity };
+      h = { r: row ? loadRollup(row.state) : emptyRollup(), identity: row?.identity ? (JSON.parse(row.identity) as Attributes) : identity };
       this.held.set(k, h);
     }
     h.identity = identity;
@@ -81,7 +94,7 @@ export class RollupWriter {
           this.upsert.run({
             job: b.jobId, run: b.runKey, uuid, model: (identity['gpu.model'] as string) ?? null, identity: JSON.stringify(identity),
             samples: f.samples, covered: f.seconds, gpuHours: f.gpuHours, util: f.utilMean, mem: f.memUsedMax, memTotal: f.memTotal, energy: f.energyJ,
-            state: JSON.stringify(h.r), now,
+            state: JSON.stringify(h.r), now, ...gpmColumns(f),
           });
           this.series.run(b.jobId, b.runKey, uuid, Math.floor(s.t / 60_000), s.util ?? 0, s.power ?? 0, s.memUsed ?? null);
         }

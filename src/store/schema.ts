@@ -153,6 +153,22 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE jobs ADD COLUMN attrs TEXT;
   ALTER TABLE bindings ADD COLUMN attrs TEXT;
   `,
+  // 6: a (job run x GPU)'s GPM means (src/figures/rollup.ts): SM, occupancy, tensor, DRAM and FP64/32/16 activity over the
+  // seconds GPM covered, NVLink and PCIe bytes, and the idle seconds, for roll-ups across jobs (jobs --by, --waste) without
+  // parsing each rollup's state; NULL where the GPU has no GPM, and for rows written before (their state has no GPM sums)
+  `
+  ALTER TABLE job_gpu ADD COLUMN gpm_s REAL;
+  ALTER TABLE job_gpu ADD COLUMN sm_active REAL;
+  ALTER TABLE job_gpu ADD COLUMN sm_occupancy REAL;
+  ALTER TABLE job_gpu ADD COLUMN tensor_active REAL;
+  ALTER TABLE job_gpu ADD COLUMN dram_active REAL;
+  ALTER TABLE job_gpu ADD COLUMN fp64_active REAL;
+  ALTER TABLE job_gpu ADD COLUMN fp32_active REAL;
+  ALTER TABLE job_gpu ADD COLUMN fp16_active REAL;
+  ALTER TABLE job_gpu ADD COLUMN nvlink_bytes REAL;
+  ALTER TABLE job_gpu ADD COLUMN pcie_bytes REAL;
+  ALTER TABLE job_gpu ADD COLUMN idle_s REAL;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
