@@ -19,6 +19,7 @@ import { reportFromPromql } from '../src/jobs/promql.js';
 import { findJob, reportFromStore } from '../src/jobs/report.js';
 import type { JobReport } from '../src/jobs/report-model.js';
 import { decodeSummary, encodeSummary, reportFromSummary } from '../src/jobs/summary.js';
+import { finishReport, reportSettings } from '../src/jobs/show.js';
 import { recordStart } from '../src/store/jobs.js';
 import { openStore, STORE_FILE } from '../src/store/open.js';
 import { MIGRATIONS } from '../src/store/schema.js';
@@ -132,6 +133,32 @@ test('the store, the AdminComment summary and PromQL (both namings) give the sam
   const gpm = (r: JobReport) => r.gpus.map((g) => [g.uuid, g.figures.gpm, g.figures.idle]);
   assert.deepEqual(gpm(summary), gpm(store));
   for (const r of promql) assert.deepEqual(gpm(r), gpm(store), r.source);
+});
+
+test('the Efficiency section, as `jobs show` lays it on (the reader\'s [jobs] thresholds), is the same from the store, the summary and PromQL; the job\'s means are exact', () => {
+  const settings = reportSettings(configFrom({}));
+  // the job's owner reads it: the access rule passes every source
+  const finished = (r: JobReport) => {
+    const done = finishReport(r, undefined, settings, { name: 'alice', privileged: false });
+    assert.ok('report' in done, JSON.stringify(done));
+    return done.report;
+  };
+  const fromStore = finished(store);
+  const e = fromStore.efficiency!;
+  assert.deepEqual(finished(summary).efficiency, e);
+  for (const r of promql) assert.deepEqual(finished(r).efficiency, e, r.source);
+  // GPU 0 0.5 and GPU 1 0.6 over 6 s each; FP64 GPU 1's alone; bytes added up
+  assert.deepEqual(e.job.means, {
+    gpm_s: 12, sm_active: 0.55, sm_occupancy: 0.3, tensor_active: 0.45, dram_active: 0.375, fp64_active: 0.25, fp32_active: 0.175, fp16_active: 0.1,
+    nvlink_bytes: 300 * MIB * 6, pcie_bytes: 42 * MIB * 6 + 3000 * 1024 * 6,
+  });
+  assert.equal(e.gpus_with_gpm, 2);
+  // GPU 0: DRAM 55 %; GPU 1: tensor 50 %; the A100: no counters
+  assert.deepEqual(e.gpus.map((g) => g.class), ['memory-bound', 'tensor-bound', 'no-gpm']);
+  assert.deepEqual(e.job.imbalance, { max: 0.6, min: 0.5, ratio: 1.2, max_gpu: uuid(1), min_gpu: uuid(0) });
+  // over the job DRAM 37.5 % and tensor 45 %: neither at its threshold, occupancy 30 % not low
+  assert.equal(e.job.class, 'mixed');
+  assert.equal(e.job.score, Math.round(((0.5 + 0.55) / 2 + (0.6 + 0.5) / 2) / 2 * 1e4) / 1e4);
 });
 
 test('idle stretches: gaps with SM activity below 1 % (by utilization where the GPU has no GPM), the total, the longest and when it began; a gap past the cap counts only the cap', () => {

@@ -16,12 +16,17 @@ const GiB = 1024 ** 3;
 const pct = (x: number) => `${Math.round(x * 100)}%`;
 const short = (uuid: string) => uuid.slice(0, 12);
 
+/** Too few seconds or samples for notes on how the GPUs were used. */
+export function tooShortToJudge(gpus: readonly GpuRow[]): boolean {
+  return gpus.length === 0 || Math.max(...gpus.map((g) => g.figures.seconds)) < TOO_SHORT_S || Math.max(...gpus.map((g) => g.figures.samples)) < 3;
+}
+
 export function jobNotes(job: JobHeader, gpus: readonly GpuRow[], totals: Totals): Note[] {
   const notes: Note[] = [];
   if (gpus.length === 0) return [{ level: 'info', code: 'no-gpus', text: 'this job held no GPU on this node' }];
   const sampled = Math.max(...gpus.map((g) => g.figures.seconds));
   const samples = Math.max(...gpus.map((g) => g.figures.samples));
-  const tooShort = sampled < TOO_SHORT_S || samples < 3;
+  const tooShort = tooShortToJudge(gpus);
   if (tooShort) notes.push({ level: 'info', code: 'too-short', text: `too short to judge: ${Math.round(sampled)} s sampled over ${samples} sample(s)${job.state === 'RUNNING' ? ' so far' : ''}` });
   const unused = gpus.filter((g) => g.figures.samples > 0 && (g.figures.utilMax ?? 0) < UNUSED_UTIL);
   if (!tooShort && unused.length > 0) {

@@ -4,6 +4,7 @@ import { keyedGroups, type GroupBy, type JobGroupRow } from './by.js';
 import { alignColumns, thousands, type Style } from '../core/text-table.js';
 import { totalsOf } from './report.js';
 import type { JobReport } from './report-model.js';
+import type { EfficiencyMeans, EfficiencySection } from './efficiency.js';
 import { printable, printableDeep } from '../core/printable.js';
 
 const GiB = 1024 ** 3;
@@ -138,6 +139,7 @@ export function renderReport(raw: JobReport, st: Style): string {
       st,
     ).map((l) => `  ${l}`),
   );
+  if (r.efficiency) out.push('', ...renderEfficiency(r.efficiency, st));
   const inf = r.inference;
   if (inf) {
     const s = (x: number | null) => (x === null ? '-' : x < 1 ? `${Math.round(x * 1000)} ms` : `${x.toFixed(2)} s`);
@@ -176,6 +178,32 @@ export function renderReport(raw: JobReport, st: Style): string {
   if (r.notes.length === 0) out.push('  none: the GPUs were well used');
   for (const n of r.notes) out.push(n.level === 'warn' ? st.warn(`  ! ${n.text}`) : `  - ${n.text}`);
   return out.join('\n') + '\n';
+}
+
+const gb = (x: number | null) => (x === null ? '-' : (x / 1e9).toFixed(1));
+
+/** The Efficiency section: the GPUs' own counters per GPU and for the job, the class and its rule, imbalance and idle stretches. */
+function renderEfficiency(e: EfficiencySection, st: Style): string[] {
+  const j = e.job;
+  const out = [st.bold('Efficiency') + st.dim(e.gpus_with_gpm ? ` (GPU counters, GPM: ${e.gpus_with_gpm} of ${e.gpus.length} GPUs)` : ' (no GPU of the job has GPM counters: utilization only)')];
+  out.push(`  job            ${j.class}${j.score !== null ? `   score ${j.score.toFixed(2)}` : ''}   ${st.dim(j.rule)}`);
+  const cells = (m: EfficiencyMeans | null) =>
+    m ? [pct(m.sm_active), pct(m.sm_occupancy), pct(m.tensor_active), pct(m.dram_active), pct(m.fp64_active), pct(m.fp32_active), pct(m.fp16_active), gb(m.nvlink_bytes), gb(m.pcie_bytes)] : Array<string>(9).fill('-');
+  out.push(
+    ...table(
+      [
+        ['NODE', 'GPU', 'SM', 'OCC', 'TENSOR', 'DRAM', 'FP64', 'FP32', 'FP16', 'NVLINK GB', 'PCIE GB', 'IDLE', 'CLASS', 'SCORE'],
+        ...e.gpus.map((g) => [g.node, g.index === null ? g.uuid.slice(0, 12) : String(g.index), ...cells(g.means), duration(g.idle.seconds), g.class, g.score === null ? '-' : g.score.toFixed(2)]),
+        ...(e.gpus.length > 1 ? [['job', '', ...cells(j.means), duration(j.idle.seconds), j.class, j.score === null ? '-' : j.score.toFixed(2)]] : []),
+      ],
+      st,
+    ).map((l) => `  ${l}`),
+  );
+  if (j.imbalance) out.push(`  imbalance      SM active ${pct(j.imbalance.max)} (${j.imbalance.max_gpu.slice(0, 12)}) / ${pct(j.imbalance.min)} (${j.imbalance.min_gpu.slice(0, 12)})${j.imbalance.ratio === null ? '' : ` = ${j.imbalance.ratio.toFixed(2)}x`}`);
+  if (j.idle.basis !== 'none') {
+    out.push(`  idle           ${duration(j.idle.seconds)} GPU-time${j.idle.basis === 'util' ? ' (by utilization)' : ' (SM active < 1%)'}${j.idle.longest_gpu ? `; longest ${duration(j.idle.longest_s)} on ${j.idle.longest_gpu.slice(0, 12)} from ${j.idle.longest_start}` : ''}`);
+  }
+  return out;
 }
 
 function csvCell(v: unknown): string {

@@ -1,5 +1,6 @@
 /** The shapes of a job report, shared by the store and PromQL sources, the notes and the renderers. */
 import type { GpuFigures } from '../figures/rollup.js';
+import type { EfficiencySection } from './efficiency.js';
 
 export interface Note {
   level: 'info' | 'warn';
@@ -129,4 +130,9 @@ export interface JobReport {
   /** Mean utilization of the job's GPUs per minute (ms, 0..1). */
   series: [number, number][];
   notes: Note[];
+  /**
+   * What the GPUs' own counters (GPM) say of the job, with the reader's [jobs] thresholds (src/jobs/efficiency.ts):
+   * laid on by finishReport (src/jobs/show.ts), whatever the source; absent from a raw source's report.
+   */
+  efficiency?: EfficiencySection | null;
 }

@@ -19,6 +19,8 @@ import { headerFromSacct, withSacct } from './slurm-header.js';
 import { slurmNotes } from './slurm-notes.js';
 import { siteNotesFrom, type SiteNote } from './site-notes.js';
 import { decodeSummary, reportFromSummary } from './summary.js';
+import { efficiencyNotes, efficiencyOf, efficiencyThresholds, type EfficiencyThresholds } from './efficiency.js';
+import { tooShortToJudge } from './notes.js';
 
 export type SourceName = 'store' | 'sacct' | 'promql';
 
@@ -29,11 +31,13 @@ export interface ReportSettings {
   peak: (partition: string | null) => number | null;
   /** [jobs] site_notes, read when a report is there to note (a job not found is said first, and the file is never opened). */
   siteNotes: () => readonly SiteNote[];
+  /** [jobs] efficiency_* thresholds of the Efficiency section. */
+  efficiency: EfficiencyThresholds;
 }
 
 export function reportSettings(cfg: Config): ReportSettings {
   let site: SiteNote[] | undefined;
-  return { prices: pricesFrom(cfg), peak: (partition) => peakFor(cfg, partition), siteNotes: () => (site ??= siteNotesFrom(cfg)) };
+  return { prices: pricesFrom(cfg), peak: (partition) => peakFor(cfg, partition), siteNotes: () => (site ??= siteNotesFrom(cfg)), efficiency: efficiencyThresholds(cfg) };
 }
 
 /**
@@ -134,7 +138,9 @@ export async function firstReport(jobId: string, sources: readonly JobSource[], 
  * the header (state, exit code, QOS, CPU cores, memory, time limit; a report
  * from the summary has its header from accounting already), then the access
  * rule on that header (this node's store answered under its own), then the
- * fabric's peak with its communication notes, the Slurm and the site notes.
+ * fabric's peak with its communication notes, the Efficiency section (the
+ * GPUs' own counters, with the reader's thresholds) and its notes, the Slurm
+ * and the site notes.
  * The figures' own notes (figureNotes, src/jobs/notes.ts) come with the raw
  * report: the daemon's socket answers a report with them.
  */
@@ -143,5 +149,7 @@ export function finishReport(raw: JobReport, accounting: SacctJob | undefined, s
   const denied = report.source === 'store' ? undefined : accessError(report, who);
   if (denied) return { denied };
   report = withPeak(report, settings.peak(report.job.partition));
-  return { report: { ...report, notes: [...report.notes, ...slurmNotes(report.job, report.gpus, report.totals, settings.siteNotes())] } };
+  const efficiency = efficiencyOf(report.gpus, settings.efficiency);
+  const notes = [...report.notes, ...efficiencyNotes(efficiency, report.gpus, tooShortToJudge(report.gpus), settings.efficiency), ...slurmNotes(report.job, report.gpus, report.totals, settings.siteNotes())];
+  return { report: { ...report, efficiency, notes } };
 }
