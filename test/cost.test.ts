@@ -193,11 +193,11 @@ test('the cost metrics: units, and their Prometheus names', () => {
 
 const NODE = 'n1';
 const STORE_PRICES: Prices = { perGpuHour: 2, perModel: [], perPartition: [['gpu', 3], ['debug', 1]], perNode: [['n9', 10]], perKwh: 0.2, gCo2ePerKwh: 400, pue: 1.25, currency: 'EUR' };
-/** Jobs of the store: who, and per GPU its constant utilization and energy over one hour (J). */
-const JOBS = [
-  { id: '101', user: 'alice', account: 'phys', partition: 'gpu', gpus: [{ uuid: 'GPU-a', util: 0.8, energyJ: 3.24e6 }, { uuid: 'GPU-b', util: 0, energyJ: 0.648e6 }] },
+/** Jobs of the store: who, and per GPU its constant utilization, energy over one hour (J) and SM activity (GPM; GPU-c has none). */
+const JOBS: { id: string; user: string; account: string; partition: string; gpus: { uuid: string; util: number; energyJ: number; sm?: number }[] }[] = [
+  { id: '101', user: 'alice', account: 'phys', partition: 'gpu', gpus: [{ uuid: 'GPU-a', util: 0.8, energyJ: 3.24e6, sm: 0.3 }, { uuid: 'GPU-b', util: 0, energyJ: 0.648e6, sm: 0 }] },
   { id: '102', user: 'alice', account: 'bio', partition: 'debug', gpus: [{ uuid: 'GPU-c', util: 0.5, energyJ: 1.296e6 }] },
-  { id: '103', user: 'bob', account: 'phys', partition: 'gpu', gpus: [{ uuid: 'GPU-d', util: 1, energyJ: 3.888e6 }] },
+  { id: '103', user: 'bob', account: 'phys', partition: 'gpu', gpus: [{ uuid: 'GPU-d', util: 1, energyJ: 3.888e6, sm: 0.9 }] },
 ];
 const T0 = Date.parse('2026-11-16T08:00:00Z');
 
@@ -215,6 +215,7 @@ function buildStore(): { db: ReturnType<typeof openStore>; ends: Point[]; dir: s
         { metric: GPU.util, value: g.util, attributes: a },
         { metric: GPU.memUsed, value: 2e9, attributes: a },
         { metric: GPU.energy, value: (g.energyJ / 60) * minute, attributes: a },
+        ...(g.sm === undefined ? [] : [{ metric: GPU.smActive, value: g.sm, attributes: a }]),
       ];
     });
     return ledger.observe({ source: 'nvml', time: T0 + minute * 60_000, intervalMs: 60_000, points, ...(held ? { jobs: new Map(gpus.map((g) => [g.uuid, [g.job]])) } : {}) });
@@ -263,16 +264,16 @@ test('jobs --by user and --by account over the store; a user sees only their own
   const root = { name: 'root', privileged: true };
   try {
     // alice: 101 (2 GPU-h, idle 0.2 + 1.0) + 102 (1 GPU-h, idle 0.5); utilization (2 x 0.4 + 1 x 0.5) / 3;
-    // 1.08 + 0.36 kWh; 6.27 + 1.09 EUR; 540 + 180 g
+    // 1.08 + 0.36 kWh; 6.27 + 1.09 EUR; 540 + 180 g; by SM activity (GPM, 101's GPUs only): 1 x 0.3 + 1 x 0, idle 0.7 + 1
     const byUser = groups(answerJobs(db, NODE, STORE_PRICES, root, list({ by: 'user' })));
     assert.deepEqual(byUser, [
-      { group: 'alice', jobs: 2, gpu_hours: 3, idle_gpu_hours: 1.7, util_mean: 0.433333, energy_kwh: 1.44, cost: 7.36, currency: 'EUR', co2e_kg: 0.72 },
-      { group: 'bob', jobs: 1, gpu_hours: 1, idle_gpu_hours: 0, util_mean: 1, energy_kwh: 1.08, cost: 3.27, currency: 'EUR', co2e_kg: 0.54 },
+      { group: 'alice', jobs: 2, gpu_hours: 3, idle_gpu_hours: 1.7, util_mean: 0.433333, gpm_gpu_hours: 2, sm_gpu_hours: 0.3, sm_idle_gpu_hours: 1.7, energy_kwh: 1.44, cost: 7.36, currency: 'EUR', co2e_kg: 0.72 },
+      { group: 'bob', jobs: 1, gpu_hours: 1, idle_gpu_hours: 0, util_mean: 1, gpm_gpu_hours: 1, sm_gpu_hours: 0.9, sm_idle_gpu_hours: 0.1, energy_kwh: 1.08, cost: 3.27, currency: 'EUR', co2e_kg: 0.54 },
     ]);
     const byAccount = groups(answerJobs(db, NODE, STORE_PRICES, root, list({ by: 'account' })));
     assert.deepEqual(byAccount, [
-      { group: 'phys', jobs: 2, gpu_hours: 3, idle_gpu_hours: 1.2, util_mean: 0.6, energy_kwh: 2.16, cost: 9.54, currency: 'EUR', co2e_kg: 1.08 },
-      { group: 'bio', jobs: 1, gpu_hours: 1, idle_gpu_hours: 0.5, util_mean: 0.5, energy_kwh: 0.36, cost: 1.09, currency: 'EUR', co2e_kg: 0.18 },
+      { group: 'phys', jobs: 2, gpu_hours: 3, idle_gpu_hours: 1.2, util_mean: 0.6, gpm_gpu_hours: 3, sm_gpu_hours: 1.2, sm_idle_gpu_hours: 1.8, energy_kwh: 2.16, cost: 9.54, currency: 'EUR', co2e_kg: 1.08 },
+      { group: 'bio', jobs: 1, gpu_hours: 1, idle_gpu_hours: 0.5, util_mean: 0.5, gpm_gpu_hours: null, sm_gpu_hours: null, sm_idle_gpu_hours: null, energy_kwh: 0.36, cost: 1.09, currency: 'EUR', co2e_kg: 0.18 },
     ]);
     assert.deepEqual(groups(answerJobs(db, NODE, STORE_PRICES, root, list({ by: 'partition' }))).map((g) => [g.group, g.jobs, g.cost]), [['gpu', 2, 9.54], ['debug', 1, 1.09]]);
     // --limit caps the groups, not the jobs they add up
@@ -282,7 +283,7 @@ test('jobs --by user and --by account over the store; a user sees only their own
     // bob, not privileged: his own job alone, in its account; asking for alice's is refused
     const bob = { name: 'bob', privileged: false };
     assert.deepEqual(groups(answerJobs(db, NODE, STORE_PRICES, bob, list({ by: 'account' }))), [
-      { group: 'phys', jobs: 1, gpu_hours: 1, idle_gpu_hours: 0, util_mean: 1, energy_kwh: 1.08, cost: 3.27, currency: 'EUR', co2e_kg: 0.54 },
+      { group: 'phys', jobs: 1, gpu_hours: 1, idle_gpu_hours: 0, util_mean: 1, gpm_gpu_hours: 1, sm_gpu_hours: 0.9, sm_idle_gpu_hours: 0.1, energy_kwh: 1.08, cost: 3.27, currency: 'EUR', co2e_kg: 0.54 },
     ]);
     assert.deepEqual(groups(answerJobs(db, NODE, STORE_PRICES, bob, list({ by: 'user' }))).map((g) => g.group), ['bob']);
     const refused = answerJobs(db, NODE, STORE_PRICES, bob, list({ by: 'user', user: 'alice' }));
@@ -293,14 +294,17 @@ test('jobs --by user and --by account over the store; a user sees only their own
     assert.ok(jobs.ok && jobs.op === 'list');
     const rows = (jobs as Extract<JobsAnswer, { op: 'list' }>).rows;
     assert.deepEqual(rows.map((r) => [r.id, r.idle_gpu_hours, r.cost, r.co2e_g]).sort(), [['101', 1.2, 6.27, 540], ['102', 0.5, 1.09, 180], ['103', 0, 3.27, 540]]);
+    assert.deepEqual(rows.map((r) => [r.id, r.gpm_gpu_hours, r.sm_gpu_hours, r.sm_idle_gpu_hours]).sort(), [['101', 2, 0.3, 1.7], ['102', null, null, null], ['103', 1, 0.9, 0.1]]);
 
     // text, --json and --csv
     const text = renderBy(byUser, 'user', style(false)).split('\n');
-    assert.match(text[0]!, /^USER +JOBS +GPU-H +IDLE GPU-H +UTIL +ENERGY kWh +COST EUR +CO2e kg$/);
-    assert.match(text[1]!, /^alice +2 +3\.00 +1\.70 +43% +1\.440 +7\.36 +0\.720$/);
-    assert.match(text[2]!, /^bob +1 +1\.00 +0\.00 +100% +1\.080 +3\.27 +0\.540$/);
-    assert.deepEqual(keyedGroups('account', byAccount)[1], { account: 'bio', jobs: 1, gpu_hours: 1, idle_gpu_hours: 0.5, util_mean: 0.5, energy_kwh: 0.36, cost: 1.09, currency: 'EUR', co2e_kg: 0.18 });
-    assert.equal(renderByCsv(byAccount, 'account'), 'account,jobs,gpu_hours,idle_gpu_hours,util_mean,energy_kwh,cost,currency,co2e_kg\nphys,2,3,1.2,0.6,2.16,9.54,EUR,1.08\nbio,1,1,0.5,0.5,0.36,1.09,EUR,0.18\n');
+    assert.match(text[0]!, /^USER +JOBS +GPU-H +IDLE GPU-H +UTIL +GPM GPU-H +SM GPU-H +SM-IDLE GPU-H +ENERGY kWh +COST EUR +CO2e kg$/);
+    assert.match(text[1]!, /^alice +2 +3\.00 +1\.70 +43% +2\.00 +0\.30 +1\.70 +1\.440 +7\.36 +0\.720$/);
+    assert.match(text[2]!, /^bob +1 +1\.00 +0\.00 +100% +1\.00 +0\.90 +0\.10 +1\.080 +3\.27 +0\.540$/);
+    assert.deepEqual(keyedGroups('account', byAccount)[1], { account: 'bio', jobs: 1, gpu_hours: 1, idle_gpu_hours: 0.5, util_mean: 0.5, gpm_gpu_hours: null, sm_gpu_hours: null, sm_idle_gpu_hours: null, energy_kwh: 0.36, cost: 1.09, currency: 'EUR', co2e_kg: 0.18 });
+    assert.equal(renderByCsv(byAccount, 'account'), 'account,jobs,gpu_hours,idle_gpu_hours,util_mean,gpm_gpu_hours,sm_gpu_hours,sm_idle_gpu_hours,energy_kwh,cost,currency,co2e_kg\nphys,2,3,1.2,0.6,3,1.2,1.8,2.16,9.54,EUR,1.08\nbio,1,1,0.5,0.5,,,,0.36,1.09,EUR,0.18\n');
+    // a group none of whose jobs had GPM: no SM columns in the text
+    assert.doesNotMatch(renderBy(byAccount.slice(1), 'account', style(false)), /SM GPU-H/);
   } finally {
     db.close();
   }
@@ -320,11 +324,11 @@ test('l9gpu jobs --by account through the CLI: text, --json and --csv from the s
   writeFileSync(cfg, `[daemon]\nstate_dir = ${dir}\n[jobs]\ngpu_hour_price = 2\npartition_gpu_hour_prices = gpu=3,debug=1\nkwh_price = 0.2\npue = 1.25\ncarbon_intensity = 400\ncurrency = EUR\n`);
   const text = await runCli(['jobs', '--by', 'account', '--config', cfg]);
   assert.equal(text.status, 0, text.stderr);
-  assert.match(text.stdout, /^ACCOUNT +JOBS +GPU-H +IDLE GPU-H +UTIL +ENERGY kWh +COST EUR +CO2e kg\nphys +2 +3\.00 +1\.20 +60% +2\.160 +9\.54 +1\.080\nbio +1 +1\.00 +0\.50 +50% +0\.360 +1\.09 +0\.180\n$/);
+  assert.match(text.stdout, /^ACCOUNT +JOBS +GPU-H +IDLE GPU-H +UTIL +GPM GPU-H +SM GPU-H +SM-IDLE GPU-H +ENERGY kWh +COST EUR +CO2e kg\nphys +2 +3\.00 +1\.20 +60% +3\.00 +1\.20 +1\.80 +2\.160 +9\.54 +1\.080\nbio +1 +1\.00 +0\.50 +50% +- +- +- +0\.360 +1\.09 +0\.180\n$/);
   const json = await runCli(['jobs', '--by', 'account', '--json', '--config', cfg]);
-  assert.deepEqual(JSON.parse(json.stdout)[0], { account: 'phys', jobs: 2, gpu_hours: 3, idle_gpu_hours: 1.2, util_mean: 0.6, energy_kwh: 2.16, cost: 9.54, currency: 'EUR', co2e_kg: 1.08 });
+  assert.deepEqual(JSON.parse(json.stdout)[0], { account: 'phys', jobs: 2, gpu_hours: 3, idle_gpu_hours: 1.2, util_mean: 0.6, gpm_gpu_hours: 3, sm_gpu_hours: 1.2, sm_idle_gpu_hours: 1.8, energy_kwh: 2.16, cost: 9.54, currency: 'EUR', co2e_kg: 1.08 });
   const csv = await runCli(['jobs', '--by', 'user', '--csv', '--config', cfg]);
-  assert.equal(csv.stdout, 'user,jobs,gpu_hours,idle_gpu_hours,util_mean,energy_kwh,cost,currency,co2e_kg\nalice,2,3,1.7,0.433333,1.44,7.36,EUR,0.72\nbob,1,1,0,1,1.08,3.27,EUR,0.54\n');
+  assert.equal(csv.stdout, 'user,jobs,gpu_hours,idle_gpu_hours,util_mean,gpm_gpu_hours,sm_gpu_hours,sm_idle_gpu_hours,energy_kwh,cost,currency,co2e_kg\nalice,2,3,1.7,0.433333,2,0.3,1.7,1.44,7.36,EUR,0.72\nbob,1,1,0,1,1,0.9,0.1,1.08,3.27,EUR,0.54\n');
   const bad = await runCli(['jobs', '--by', 'qos', '--config', cfg]);
   assert.equal(bad.status, 2, 'oclif refuses a dimension it does not know');
   assert.match(bad.stderr, /Expected --by=qos to be one of: user, account, partition/);

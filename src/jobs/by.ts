@@ -8,6 +8,11 @@
  * utilization reading counts none (nothing says it was idle). A group's mean
  * utilization is its jobs' means weighted by their GPU-hours, so that where
  * every GPU had readings, idle = GPU-hours x (1 - mean).
+ *
+ * Where GPUs have GPM, the same by SM activity (utilization counts a kernel
+ * on one SM as busy): the GPU-hours GPM covered, those weighted by SM activity
+ * and those idle by it (src/jobs/list.ts smGpuHours); null for a group none
+ * of whose jobs had GPM.
  */
 import type { JobListRow } from './list.js';
 
@@ -24,6 +29,9 @@ export interface JobGroupRow {
   gpu_hours: number;
   idle_gpu_hours: number;
   util_mean: number | null;
+  gpm_gpu_hours: number | null;
+  sm_gpu_hours: number | null;
+  sm_idle_gpu_hours: number | null;
   /** The sum of the jobs' known energy; null: no job's is known. */
   energy_kwh: number | null;
   /** The sum of the jobs' costs; null: none has one. */
@@ -33,15 +41,17 @@ export interface JobGroupRow {
 }
 
 const r6 = (x: number) => Math.round(x * 1e6) / 1e6;
+const SM_HOURS = ['gpm_gpu_hours', 'sm_gpu_hours', 'sm_idle_gpu_hours'] as const;
+type SmHours = Pick<JobGroupRow, (typeof SM_HOURS)[number]>;
 
 
 /** One row per group, most idle GPU-hours first (then most GPU-hours, then by name). */
 export function groupJobs(rows: readonly JobListRow[], by: GroupBy, currency: string | null): JobGroupRow[] {
-  const acc = new Map<string | null, { jobs: number; gh: number; idle: number; utilGh: number; utilW: number; kwh: number | null; cost: number | null; co2e: number | null }>();
+  const acc = new Map<string | null, { jobs: number; gh: number; idle: number; utilGh: number; utilW: number; kwh: number | null; cost: number | null; co2e: number | null; gpm: SmHours }>();
   for (const r of rows) {
     const key = r[by];
     let a = acc.get(key);
-    if (!a) acc.set(key, (a = { jobs: 0, gh: 0, idle: 0, utilGh: 0, utilW: 0, kwh: null, cost: null, co2e: null }));
+    if (!a) acc.set(key, (a = { jobs: 0, gh: 0, idle: 0, utilGh: 0, utilW: 0, kwh: null, cost: null, co2e: null, gpm: { gpm_gpu_hours: null, sm_gpu_hours: null, sm_idle_gpu_hours: null } }));
     a.jobs++;
     a.gh += r.gpu_hours;
     a.idle += r.idle_gpu_hours;
@@ -52,6 +62,7 @@ export function groupJobs(rows: readonly JobListRow[], by: GroupBy, currency: st
     if (r.energy_kwh !== null) a.kwh = (a.kwh ?? 0) + r.energy_kwh;
     if (r.cost !== null) a.cost = (a.cost ?? 0) + r.cost;
     if (r.co2e_g !== null) a.co2e = (a.co2e ?? 0) + r.co2e_g;
+    for (const k of SM_HOURS) if (r[k] !== null) a.gpm[k] = (a.gpm[k] ?? 0) + r[k];
   }
   return [...acc]
     .map(([group, a]) => ({
@@ -60,6 +71,7 @@ export function groupJobs(rows: readonly JobListRow[], by: GroupBy, currency: st
       gpu_hours: r6(a.gh),
       idle_gpu_hours: r6(a.idle),
       util_mean: a.utilGh > 0 ? r6(a.utilW / a.utilGh) : null,
+      ...(Object.fromEntries(SM_HOURS.map((k) => [k, a.gpm[k] === null ? null : r6(a.gpm[k])])) as SmHours),
       energy_kwh: a.kwh === null ? null : r6(a.kwh),
       // the sum of the listed costs, to the cent: the roll-up adds up to the list
       cost: a.cost === null ? null : Math.round(a.cost * 100) / 100,

@@ -34,6 +34,10 @@ export interface JobListRow {
   /** GPU-hours not used: each GPU's GPU-hours x (1 - its mean utilization) (src/jobs/by.ts). */
   idle_gpu_hours: number;
   util_mean: number | null;
+  /** GPU-hours GPM covered, and of them those weighted by SM activity and those idle by it (smGpuHours); null without GPM. */
+  gpm_gpu_hours: number | null;
+  sm_gpu_hours: number | null;
+  sm_idle_gpu_hours: number | null;
   mem_peak_bytes: number | null;
   /** null: unknown (no GPU of the job measured it). */
   energy_kwh: number | null;
@@ -88,6 +92,7 @@ export function listJobs(db: Db, f: ListFilter, node: string, prices: Prices | n
       gpu_hours: totals.gpu_hours,
       idle_gpu_hours: idleGpuHours(gpus),
       util_mean: totals.util_mean,
+      ...smGpuHours(gpus),
       mem_peak_bytes: totals.mem_peak_bytes,
       energy_kwh: totals.energy_kwh,
       cost: totals.cost,
@@ -102,4 +107,27 @@ export function idleGpuHours(gpus: readonly GpuRow[]): number {
   let idle = 0;
   for (const g of gpus) if (g.figures.utilMean !== null) idle += g.figures.gpuHours * (1 - g.figures.utilMean);
   return Math.round(idle * 1e6) / 1e6;
+}
+
+/**
+ * A job's GPU-hours by SM activity (GPM), what jobs --by sums: of each GPU's
+ * GPU-hours the part GPM covered (its GPM seconds of its sampled seconds),
+ * that times its mean SM activity (SM-weighted), and that times the rest
+ * (idle by SM activity). All null when no GPU of the job has GPM: nothing
+ * says how its SMs were used.
+ */
+export function smGpuHours(gpus: readonly GpuRow[]): Pick<JobListRow, 'gpm_gpu_hours' | 'sm_gpu_hours' | 'sm_idle_gpu_hours'> {
+  let gh = 0;
+  let sm = 0;
+  let any = false;
+  for (const g of gpus) {
+    const f = g.figures;
+    if (f.gpm?.smActive === null || f.gpm?.smActive === undefined || f.seconds <= 0) continue;
+    any = true;
+    const covered = f.gpuHours * Math.min(1, f.gpm.seconds / f.seconds);
+    gh += covered;
+    sm += covered * f.gpm.smActive;
+  }
+  const r6 = (x: number) => Math.round(x * 1e6) / 1e6;
+  return any ? { gpm_gpu_hours: r6(gh), sm_gpu_hours: r6(sm), sm_idle_gpu_hours: r6(gh - sm) } : { gpm_gpu_hours: null, sm_gpu_hours: null, sm_idle_gpu_hours: null };
 }

@@ -224,12 +224,16 @@ export function renderBy(raw: readonly JobGroupRow[], by: GroupBy, st: Style): s
   const anyCost = rows.some((r) => r.cost !== null);
   const anyCo2e = rows.some((r) => r.co2e_kg !== null);
   const currency = rows.find((r) => r.currency !== null)?.currency;
+  // GPU-hours by SM activity, where any job had GPM
+  const anyGpm = rows.some((r) => r.gpm_gpu_hours !== null);
+  const h = (x: number | null) => (x === null ? '-' : x.toFixed(2));
   return (
     table(
       [
-        [by.toUpperCase(), 'JOBS', 'GPU-H', 'IDLE GPU-H', 'UTIL', 'ENERGY kWh', ...(anyCost ? [`COST ${currency}`] : []), ...(anyCo2e ? ['CO2e kg'] : [])],
+        [by.toUpperCase(), 'JOBS', 'GPU-H', 'IDLE GPU-H', 'UTIL', ...(anyGpm ? ['GPM GPU-H', 'SM GPU-H', 'SM-IDLE GPU-H'] : []), 'ENERGY kWh', ...(anyCost ? [`COST ${currency}`] : []), ...(anyCo2e ? ['CO2e kg'] : [])],
         ...rows.map((r) => [
-          r.group ?? '-', String(r.jobs), r.gpu_hours.toFixed(2), r.idle_gpu_hours.toFixed(2), pct(r.util_mean), kwh(r.energy_kwh),
+          r.group ?? '-', String(r.jobs), r.gpu_hours.toFixed(2), r.idle_gpu_hours.toFixed(2), pct(r.util_mean),
+          ...(anyGpm ? [h(r.gpm_gpu_hours), h(r.sm_gpu_hours), h(r.sm_idle_gpu_hours)] : []), kwh(r.energy_kwh),
           ...(anyCost ? [r.cost === null ? '-' : r.cost.toFixed(2)] : []), ...(anyCo2e ? [r.co2e_kg === null ? '-' : r.co2e_kg.toFixed(3)] : []),
         ]),
       ],
@@ -240,6 +244,6 @@ export function renderBy(raw: readonly JobGroupRow[], by: GroupBy, st: Style): s
 
 export function renderByCsv(rows: readonly JobGroupRow[], by: GroupBy): string {
   const keyed = keyedGroups(by, rows);
-  const cols = [by, 'jobs', 'gpu_hours', 'idle_gpu_hours', 'util_mean', 'energy_kwh', 'cost', 'currency', 'co2e_kg'];
+  const cols = [by, 'jobs', 'gpu_hours', 'idle_gpu_hours', 'util_mean', 'gpm_gpu_hours', 'sm_gpu_hours', 'sm_idle_gpu_hours', 'energy_kwh', 'cost', 'currency', 'co2e_kg'];
   return [cols.join(','), ...keyed.map((r) => cols.map((c) => csvCell(r[c])).join(','))].join('\n') + '\n';
 }
