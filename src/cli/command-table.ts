@@ -64,8 +64,14 @@ const JOBS_FLAGS: readonly FlagSpec[] = [
   { name: 'limit', type: 'integer', default: 100, min: 0, description: 'At most this many jobs, or groups with --by (0: all).' },
   {
     name: 'by', type: 'string', options: GROUP_BY, helpValue: 'user|account|partition|name',
-    description: 'One row per user, account, partition or job name (in Kubernetes mode: namespace = account, workload = name) over every matching job (--limit caps the groups): jobs, GPU-hours, idle GPU-hours (each GPU\'s GPU-hours x (1 - its mean utilization)), mean utilization, energy, cost, CO2e.',
+    description: 'One row per user, account, partition or job name (in Kubernetes mode: namespace = account, workload = name) over every matching job (--limit caps the groups): jobs, GPU-hours, idle GPU-hours (each GPU\'s GPU-hours x (1 - its mean utilization)), mean utilization, GPU-hours by SM activity where GPM exists, energy, cost, CO2e.',
   },
+  {
+    name: 'waste', type: 'boolean', exclusive: ['by'],
+    description: 'The jobs that wasted GPU-hours, one row per job and class (Princeton Job Defense Shield\'s: unused-gpus, low-activity, fewer-gpus, mig-slice, time-limit; docs/jobs.md), most wasted first, with the GPU-hours wasted; time limits from Slurm accounting where sacct answers.',
+  },
+  { name: 'source', type: 'string', options: ['store', 'promql'], default: 'store', description: 'With --waste: this node\'s store, or the cluster\'s ended jobs from their job-end summary metrics in the PromQL backend (--url or [jobs] promql_url; --since is the window, default 7d).' },
+  { name: 'url', type: 'string', helpValue: 'URL', description: 'With --waste --source promql: the PromQL API base URL (default: [jobs] promql_url).' },
 ];
 
 const JOBS_SHOW_FLAGS: readonly FlagSpec[] = [
@@ -192,6 +198,8 @@ For one job in detail: l9gpu jobs show <jobid>.`,
       '<%= config.bin %> jobs --state running',
       '<%= config.bin %> jobs --since 7d --account physics --csv > gpu-usage.csv',
       '<%= config.bin %> jobs --by user --since 7d',
+      '<%= config.bin %> jobs --waste --since 7d --csv',
+      '<%= config.bin %> jobs --waste --source promql --url http://victoria:8428',
       '<%= config.bin %> jobs --user alice --json | jq \'.[] | select(.problems | length > 0)\'',
     ],
     flags: JOBS_FLAGS,

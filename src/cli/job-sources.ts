@@ -26,10 +26,15 @@ export interface PromqlTarget {
   headers: Record<string, string>;
 }
 
+/** Whether this machine has a sacct to ask ([slurm] bin_dir, then Slurm's usual places). */
+export async function hasSacct(ctx: JobsContext): Promise<boolean> {
+  const binDir = readSection(ctx.cfg, SLURM_SECTION).bin_dir;
+  return !!findTool('sacct', SLURM_DIRS, binDir ? [binDir] : []);
+}
+
 /** The job's accounting record, undefined where there is no sacct or no such job; errors of a present sacct are the caller's. */
 export async function accountingOf(ctx: JobsContext, jobId: string, cluster: string | null): Promise<SacctJob | undefined> {
-  const binDir = readSection(ctx.cfg, SLURM_SECTION).bin_dir;
-  if (!findTool('sacct', SLURM_DIRS, binDir ? [binDir] : [])) return undefined;
+  if (!(await hasSacct(ctx))) return undefined;
   return sacctJob(jobId, { run: (c, a, e) => slurmCommand(ctx.cfg, c, a, e), cluster });
 }
 

@@ -5,10 +5,13 @@
  */
 import { CliError } from './errors.js';
 import type { FlagValues } from './flag-spec.js';
-import { askList, jobsContext, parseSince } from './jobs-context.js';
-import { showReport, type ShowSource } from './job-sources.js';
+import { askList, jobsContext, parseSince, type JobsContext } from './jobs-context.js';
+import { accountingOf, hasSacct, showReport, type ShowSource } from './job-sources.js';
+import { wasteRows, wasteThresholds, type WasteInput } from '../jobs/waste.js';
+import { wasteInputsFromPromql } from '../jobs/waste-promql.js';
+import { redactUrl } from '../core/redact.js';
 import { pricesFrom } from '../jobs/prices.js';
-import { renderBy, renderByCsv, renderCsv, renderList, renderReport } from '../jobs/render.js';
+import { renderBy, renderByCsv, renderCsv, renderList, renderReport, renderWaste, renderWasteCsv } from '../jobs/render.js';
 import { keyedGroups, type GroupBy } from '../jobs/by.js';
 import { style } from '../core/text-table.js';
 import { JOB_ID } from '../core/job-id.js';
@@ -25,6 +28,7 @@ const color = () => style(colorOut());
 
 export async function jobsList(f: FlagValues): Promise<void> {
   const ctx = jobsContext(f.config as string | undefined);
+  if (f.waste) return jobsWaste(ctx, f);
   const { rows, user, by, groups } = await askList(ctx, {
     op: 'list', user: (f.user as string) ?? null, account: (f.account as string) ?? null, partition: (f.partition as string) ?? null,
     state: f.state as 'all', since: f.since ? parseSince(f.since as string) : null, limit: f.limit as number, by: (f.by as GroupBy | undefined) ?? null,
@@ -57,4 +61,48 @@ export async function jobsShow(jobid: string, f: FlagValues): Promise<void> {
   const report = await showReport(ctx, jobid, f.source as ShowSource, (f.cluster as string | undefined) ?? null, { url, window: f.window as string, headers });
   if (f.json) writeOut(JSON.stringify(report, null, 2) + '\n');
   else writeOut(renderReport(report, color()));
+}
+
+/** `l9gpu jobs --waste`: the fold's inputs from the store (or the cluster's from PromQL), their time limits from accounting, folded. */
+async function jobsWaste(ctx: JobsContext, f: FlagValues): Promise<void> {
+  const since = f.since ? parseSince(f.since as string) : null;
+  let inputs: WasteInput[];
+  let where = 'on this node';
+  if (f.source === 'promql') {
+    const jobs = readSection(ctx.cfg, JOBS_SECTION);
+    const url = (f.url as string | undefined) ?? jobs.promql_url;
+    if (!url) throw new CliError('--waste --source promql needs --url (the PromQL API base URL) or [jobs] promql_url', 2);
+    const from = since ?? Date.now() - 7 * 86_400_000;
+    const window = `${Math.max(60, Math.ceil((Date.now() - from) / 1000))}s`;
+    try {
+      inputs = await wasteInputsFromPromql({ url, window, headers: jobs.promql_headers }, ctx.viewer);
+    } catch (e) {
+      throw new CliError((e as Error).message, 1);
+    }
+    where = `at ${redactUrl(url)}`;
+  } else {
+    const a = await askList(ctx, {
+      op: 'list', user: (f.user as string) ?? null, account: (f.account as string) ?? null, partition: (f.partition as string) ?? null,
+      state: f.state as 'all', since, limit: f.limit as number, waste: true,
+    }, pricesFrom(ctx.cfg));
+    inputs = a.waste ?? [];
+  }
+  // a time limit is Slurm accounting's alone: asked per ended job where there is a sacct (none, or one that fails: no time-limit class)
+  const ended = inputs.filter((j) => j.state !== 'RUNNING');
+  if (ended.length && (await hasSacct(ctx))) {
+    for (const j of ended) {
+      try {
+        j.time_limit_s = (await accountingOf(ctx, j.id, null))?.timeLimitS ?? null;
+      } catch (e) {
+        // a sacct that cannot reach accounting answers no other job either
+        process.stderr.write(`l9gpu: no time-limit class: ${(e as Error).message.replace(/\s+/g, ' ').trim()}\n`);
+        break;
+      }
+    }
+  }
+  const rows = wasteRows(inputs, wasteThresholds(ctx.cfg));
+  if (f.json) process.stdout.write(JSON.stringify(rows, null, 2) + '\n');
+  else if (f.csv) process.stdout.write(renderWasteCsv(rows));
+  else if (rows.length === 0) process.stdout.write(`no job wasted GPU-hours ${where}${inputs.length ? ` (${inputs.length} job(s) looked at)` : ''}\n`);
+  else process.stdout.write(renderWaste(rows, color()));
 }

@@ -68,7 +68,7 @@ export async function askList(ctx: JobsContext, req: ListRequest, prices: Prices
       a = more;
       break;
     }
-    a = { ...more, rows: [...a.rows, ...more.rows], ...(a.groups ? { groups: [...a.groups, ...(more.groups ?? [])] } : {}) };
+    a = { ...more, rows: [...a.rows, ...more.rows], ...(a.groups ? { groups: [...a.groups, ...(more.groups ?? [])] } : {}), ...(a.waste ? { waste: [...a.waste, ...(more.waste ?? [])] } : {}) };
   }
   return answered(a) as ListAnswer;
 }

@@ -8,14 +8,15 @@
 import type { Db } from '../store/open.js';
 import { JOB_ID } from '../core/job-id.js';
 import type { Viewer } from './access.js';
-import { listJobs, type JobListRow } from './list.js';
+import { listJobs, listWasteInputs, type JobListRow } from './list.js';
+import type { WasteInput } from './waste.js';
 import { GROUP_BY, groupJobs, type GroupBy, type JobGroupRow } from './by.js';
 import { findJob, reportFromStore } from './report.js';
 import type { Prices } from '../figures/prices.js';
 import type { JobReport } from './report-model.js';
 
 /** `limit` caps the whole list (0: no cap); `offset` is where this page starts in it (the `next` of the page before). */
-export type ListRequest = { op: 'list'; user: string | null; account: string | null; partition: string | null; state: 'running' | 'completed' | 'all'; since: number | null; limit: number; by?: GroupBy | null; offset?: number };
+export type ListRequest = { op: 'list'; user: string | null; account: string | null; partition: string | null; state: 'running' | 'completed' | 'all'; since: number | null; limit: number; by?: GroupBy | null; offset?: number; waste?: boolean };
 export type ShowRequest = { op: 'show'; jobId: string };
 export type JobsRequest = ListRequest | ShowRequest;
 
@@ -24,7 +25,7 @@ export type JobsRequest = ListRequest | ShowRequest;
  * (the socket's answers hold at most [limits] jobs_rows), ask again from there.
  * `denied`: the asker may not see it, and is told nothing more.
  */
-export type ListAnswer = { ok: true; op: 'list'; user: string | null; rows: JobListRow[]; by?: GroupBy; groups?: JobGroupRow[]; next?: number };
+export type ListAnswer = { ok: true; op: 'list'; user: string | null; rows: JobListRow[]; by?: GroupBy; groups?: JobGroupRow[]; next?: number; waste?: WasteInput[] };
 export type ShowAnswer = { ok: true; op: 'show'; report: JobReport };
 export type Refusal = { ok: false; error: string; code: number; denied?: true };
 export type JobsAnswer = ListAnswer | ShowAnswer | Refusal;
@@ -54,10 +55,12 @@ export function parseJobsRequest(text: string): JobsRequest {
   if (!Number.isInteger(r.limit) || (r.limit as number) < 0 || (r.limit as number) > 1_000_000) throw new Error('limit: not an integer from 0 to 1000000');
   if (r.since !== null && r.since !== undefined && !Number.isFinite(r.since)) throw new Error('since: not a time in ms');
   if (r.by !== null && r.by !== undefined && !GROUP_BY.includes(r.by as GroupBy)) throw new Error('by: not user, account, partition or name');
+  if (r.waste !== undefined && typeof r.waste !== 'boolean') throw new Error('waste: not true or false');
+  if (r.waste === true && r.by !== null && r.by !== undefined) throw new Error('waste and by: one or the other');
   if (r.offset !== undefined && (!Number.isInteger(r.offset) || (r.offset as number) < 0 || (r.offset as number) > 1_000_000_000)) throw new Error('offset: not an integer from 0 to 1000000000');
   return {
     op: 'list', user: name(r.user, 'user'), account: name(r.account, 'account'), partition: name(r.partition, 'partition'), state: r.state as ListRequest['state'], since: (r.since as number | null) ?? null, limit: r.limit as number,
-    by: (r.by as GroupBy | null | undefined) ?? null, offset: (r.offset as number | undefined) ?? 0,
+    by: (r.by as GroupBy | null | undefined) ?? null, offset: (r.offset as number | undefined) ?? 0, ...(r.waste === true ? { waste: true } : {}),
   };
 }
 
@@ -85,7 +88,12 @@ export function answerJobs(db: Db, node: string, prices: Prices | null, who: Vie
       const groups = groupsMemo(() => groupJobs(listJobs(db, { ...req, user, limit: 0 }, node, prices), by, prices?.currency ?? null)).slice(p.offset);
       return { ok: true, op: 'list', user, rows: [], by: req.by, groups: groups.slice(0, p.size), ...next(groups.length) };
     }
-    if (p.size === 0) return { ok: true, op: 'list', user, rows: [] };
+    if (p.size === 0) return { ok: true, op: 'list', user, rows: [], ...(req.waste ? { waste: [] } : {}) };
+    if (req.waste) {
+      // the fold's inputs, a page of jobs at a time: the asker's CLI adds the time limits from Slurm accounting and folds them (src/jobs/waste.ts)
+      const inputs = listWasteInputs(db, { ...req, user, limit: p.size === Infinity ? 0 : p.size + (p.capped ? 1 : 0), offset: p.offset }, node);
+      return { ok: true, op: 'list', user, rows: [], waste: inputs.slice(0, p.size), ...next(inputs.length) };
+    }
     // one row past the page says whether there is a next one
     const rows = listJobs(db, { ...req, user, limit: p.size === Infinity ? 0 : p.size + (p.capped ? 1 : 0), offset: p.offset }, node, prices);
     return { ok: true, op: 'list', user, rows: rows.slice(0, p.size), ...next(rows.length) };

@@ -5,6 +5,7 @@ import { displayId, headerOf, jobState, totalsOf } from './report.js';
 import type { Prices } from '../figures/prices.js';
 import type { GpuRow } from './report-model.js';
 import { jobNotes } from './notes.js';
+import { wasteGpusOf, type WasteInput } from './waste.js';
 
 export interface ListFilter {
   user?: string | null;
@@ -46,7 +47,15 @@ export interface JobListRow {
   problems: string[];
 }
 
-export function listJobs(db: Db, f: ListFilter, node: string, prices: Prices | null, now = Date.now()): JobListRow[] {
+/** A run of the list with its GPUs' report rows and how many GPUs it was bound to. */
+interface ListedRun {
+  job: Parameters<typeof headerOf>[0];
+  gpus: GpuRow[];
+  bound: number;
+}
+
+/** The runs that match, newest first, each with its GPUs' figures (the rows of list, the inputs of --waste). */
+function listRuns(db: Db, f: ListFilter, node: string): ListedRun[] {
   const where: string[] = [];
   const args: unknown[] = [];
   if (f.user) (where.push('j.user = ?'), args.push(f.user));
@@ -76,8 +85,11 @@ export function listJobs(db: Db, f: ListFilter, node: string, prices: Prices | n
   }
   const bound = new Map<string, number>();
   for (const r of gpuRows) bound.set(`${r.job_id}/${r.run_key}`, (bound.get(`${r.job_id}/${r.run_key}`) ?? 0) + 1);
-  return jobs.map((j) => {
-    const gpus = byRun.get(`${j.job_id}/${j.run_key}`) ?? [];
+  return jobs.map((job) => ({ job, gpus: byRun.get(`${job.job_id}/${job.run_key}`) ?? [], bound: bound.get(`${job.job_id}/${job.run_key}`) ?? 0 }));
+}
+
+export function listJobs(db: Db, f: ListFilter, node: string, prices: Prices | null, now = Date.now()): JobListRow[] {
+  return listRuns(db, f, node).map(({ job: j, gpus, bound }) => {
     const totals = totalsOf(gpus, prices, j.partition);
     const header = headerOf(j, 1, [node], now);
     return {
@@ -88,7 +100,7 @@ export function listJobs(db: Db, f: ListFilter, node: string, prices: Prices | n
       state: jobState(j),
       start: header.start,
       elapsed_s: header.elapsed_s,
-      gpus: bound.get(`${j.job_id}/${j.run_key}`) ?? 0,
+      gpus: bound,
       gpu_hours: totals.gpu_hours,
       idle_gpu_hours: idleGpuHours(gpus),
       util_mean: totals.util_mean,
@@ -98,6 +110,17 @@ export function listJobs(db: Db, f: ListFilter, node: string, prices: Prices | n
       cost: totals.cost,
       co2e_g: totals.co2e_g,
       problems: jobNotes(header, gpus, totals).filter((n) => n.level === 'warn').map((n) => n.code),
+    };
+  });
+}
+
+/** The inputs of `jobs --waste` (src/jobs/waste.ts) for the runs that match; their time limits are Slurm accounting's to fill. */
+export function listWasteInputs(db: Db, f: ListFilter, node: string, now = Date.now()): WasteInput[] {
+  return listRuns(db, f, node).map(({ job: j, gpus }) => {
+    const header = headerOf(j, 1, [node], now);
+    return {
+      id: header.id, user: j.user, account: j.account, partition: j.partition, state: header.state, start: header.start, elapsed_s: header.elapsed_s, time_limit_s: null,
+      gpus: wasteGpusOf(gpus),
     };
   });
 }

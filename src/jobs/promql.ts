@@ -390,6 +390,47 @@ export async function reportFromPromql(o: PromqlOptions, jobId: string, prices: 
   return { source: 'promql', job, gpus: rows, totals, inference: null, communication, series, notes: figureNotes(job, rows, totals, communication) };
 }
 
+/** One job-end summary point as the backend keeps it: its metric, the labels as attributes, the last value in the window. */
+export interface SummaryPoint {
+  name: string;
+  attributes: Attributes;
+  node: string;
+  value: number;
+}
+
+/**
+ * Every job's job-end summary points of these metrics (gpu.job.*) in the
+ * window, for cluster-wide roll-ups (`jobs --waste --source promql`): each
+ * series' last value, under the naming whose gpu.job.duration exists (dotted
+ * OTLP names tried first).
+ */
+export async function jobEndSummaries(o: PromqlOptions, names: readonly string[]): Promise<SummaryPoint[]> {
+  const sel = (name: string, naming: Naming) => (naming === 'otel' ? `{__name__=${JSON.stringify(name)}}` : prometheusName(findMetric(name)!));
+  const last = (name: string, naming: Naming) => query(o, `last_over_time(${sel(name, naming)}[${o.window}])`);
+  for (const naming of ['otel', 'prometheus'] as Naming[]) {
+    let probe: Series[];
+    try {
+      probe = await last('gpu.job.duration', naming);
+    } catch (e) {
+      if (naming === 'otel' && /parse|unexpected|bad_data|syntax/i.test((e as Error).message)) continue;
+      throw e;
+    }
+    if (probe.length === 0) continue;
+    const out: SummaryPoint[] = [];
+    const all = await Promise.all(names.map(async (name) => [name, name === 'gpu.job.duration' ? probe : await last(name, naming)] as const));
+    for (const [name, list] of all) {
+      for (const s of list) {
+        const value = Number(s.values.at(-1)?.[1]);
+        if (!Number.isFinite(value)) continue;
+        const a = attributes(s.metric, naming);
+        out.push({ name, attributes: a, node: nodeOf(a), value });
+      }
+    }
+    return out;
+  }
+  return [];
+}
+
 /** A GPU's job-end summary as its node sent it: the node's own figures of the binding. */
 export interface JobEnd {
   energyJ: number;

@@ -5,6 +5,7 @@ import { alignColumns, thousands, type Style } from '../core/text-table.js';
 import { totalsOf } from './report.js';
 import type { JobReport } from './report-model.js';
 import type { EfficiencyMeans, EfficiencySection } from './efficiency.js';
+import type { WasteRow } from './waste.js';
 import { printable, printableDeep } from '../core/printable.js';
 
 const GiB = 1024 ** 3;
@@ -215,6 +216,28 @@ function csvCell(v: unknown): string {
 
 export function renderCsv(rows: readonly JobListRow[]): string {
   const cols = ['id', 'user', 'account', 'partition', 'state', 'start', 'elapsed_s', 'gpus', 'gpu_hours', 'idle_gpu_hours', 'util_mean', 'mem_peak_bytes', 'energy_kwh', 'cost', 'co2e_g', 'problems'] as const;
+  return [cols.join(','), ...rows.map((r) => cols.map((c) => csvCell(r[c])).join(','))].join('\n') + '\n';
+}
+
+/** `l9gpu jobs --waste`: one line per job and class, most GPU-hours wasted first, and the sum per class. */
+export function renderWaste(raw: readonly WasteRow[], st: Style): string {
+  const rows = printableDeep(raw);
+  const per = new Map<string, number>();
+  for (const r of rows) per.set(r.class, (per.get(r.class) ?? 0) + r.wasted_gpu_hours);
+  return (
+    table(
+      [
+        ['JOBID', 'USER', 'ACCOUNT', 'PARTITION', 'STATE', 'GPUS', 'GPU-H', 'CLASS', 'WASTED GPU-H', 'WHY'],
+        ...rows.map((r) => [r.id, r.user ?? '-', r.account ?? '-', r.partition ?? '-', r.state, String(r.gpus), r.gpu_hours.toFixed(2), r.class, r.wasted_gpu_hours.toFixed(2), r.detail]),
+      ],
+      st,
+    ).join('\n') +
+    `\nwasted GPU-hours by class (a job may be in several): ${[...per].map(([c, h]) => `${c} ${h.toFixed(2)}`).join(', ')}\n`
+  );
+}
+
+export function renderWasteCsv(rows: readonly WasteRow[]): string {
+  const cols = ['id', 'user', 'account', 'partition', 'state', 'start', 'elapsed_s', 'gpus', 'gpu_hours', 'class', 'wasted_gpu_hours', 'detail'] as const;
   return [cols.join(','), ...rows.map((r) => cols.map((c) => csvCell(r[c])).join(','))].join('\n') + '\n';
 }
 
