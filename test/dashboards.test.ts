@@ -305,6 +305,8 @@ const ALL = '$__all';
 // one idle; of the free ones one is idle too. Xid 94 (contained ECC error: a warning) on GPU 1, Xid 79 (fell off the
 // bus: failed) on GPU 3; an Xid is NVML event type 8 (critical error) with the code as its data.
 const UTIL = [70, 0, 0, 50];
+/** GPM (Hopper): the busy GPUs' SMs, tensor, DRAM and FP64 pipes at work, the idle ones' at 0 (the job's efficiency row and the waste table). */
+const GPM = UTIL.map((u) => ({ graphics: u, sm: u, sm_occupancy: u / 2, tensor: u / 2, dram: u / 2, fp64: u / 5 }));
 const WATTS = [400, 80, 75, 300];
 const XIDS = [{ device: 1, type: 8, data: 94 }, { device: 3, type: 8, data: 79 }];
 
@@ -327,6 +329,8 @@ const EXPECTED: [string, string, string, number][] = [
   ['l9gpu-gpu', 'Health', 'A', 1],
   ['l9gpu-job', 'GPUs', 'A', 2],
   ['l9gpu-job', 'Mean utilization', 'A', (UTIL[0]! + UTIL[1]!) / 200],
+  ['l9gpu-job', 'Mean SM active', 'A', (GPM[0]!.sm + GPM[1]!.sm) / 200],
+  ['l9gpu-job', 'Mean FP64 active', 'A', (GPM[0]!.fp64 + GPM[1]!.fp64) / 200],
   ['l9gpu-usage', 'By account', 'C', (UTIL[0]! + UTIL[1]!) / 200],
   ['l9gpu-nccl', 'Stragglers in range', 'A', 1],
 ];
@@ -392,7 +396,7 @@ for (const mode of ['points', 'info'] as const) describe(`on real backends fed b
   const ncclDir = join(dir, 'nccl');
   const fake = new FakeNvml({
     driver_version: '550.54.15', energy_t0_s: Math.floor(Date.now() / 1000),
-    devices: UTIL.map((u, i) => h100(i, { util_gpu: u, power_mw: WATTS[i]! * 1000, energy_mj: 10_000_000, energy_mj_per_s: WATTS[i]! * 1000 })),
+    devices: UTIL.map((u, i) => h100(i, { util_gpu: u, power_mw: WATTS[i]! * 1000, energy_mj: 10_000_000, energy_mj_per_s: WATTS[i]! * 1000, gpm: GPM[i] })),
     events: XIDS,
   });
   const servers: http.Server[] = [];

@@ -6,6 +6,7 @@
  * only UUID keying gets it right), reconciles with squeue/sacct, and exports
  * points to a file. Each case asserts the store and the exported slurm.*.
  */
+import type { EfficiencySection } from '../../src/jobs/efficiency.js';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -412,7 +413,7 @@ summary_wait = 60s
   });
 
   interface Fig { samples: number; seconds: number; gpuHours: number; utilMean: number | null; utilMax: number | null; memUsedMax: number | null; energyJ: number; energySource: string; powerMean: number | null; shareMean: number }
-  interface Report { source: string; job: { id: string; user: string; state: string; nodes: string[] }; gpus: { uuid: string; node: string; shared: boolean; figures: Fig }[]; totals: { gpu_hours: number; util_mean: number | null; energy_j: number; mem_peak_bytes: number | null }; notes: { code: string }[] }
+  interface Report { source: string; job: { id: string; user: string; state: string; nodes: string[] }; gpus: { uuid: string; node: string; shared: boolean; figures: Fig }[]; totals: { gpu_hours: number; util_mean: number | null; energy_j: number; mem_peak_bytes: number | null }; notes: { code: string }[]; efficiency?: EfficiencySection | null }
   const show = async (id: string, extra: string[] = []): Promise<Report> => {
     const r = await runCli(['jobs', 'show', id, '--json', '--config', configFile, ...extra], { ...fake.env(), ...cluster.clientEnv() });
     assert.equal(r.status, 0, r.stderr);
@@ -473,6 +474,11 @@ summary_wait = 60s
       assert.deepEqual(p.gpus.map((g) => [g.uuid, g.figures]), r.gpus.map((g) => [g.uuid, g.figures]), `${j}: store and PromQL give the same figures`);
       assert.deepEqual(p.totals, r.totals);
       assert.deepEqual(p.job.nodes, [NODE]);
+      // the Efficiency section: the fake H100s' GPM (SM activity 70 %, DRAM 55 %, on every GPU), the same from PromQL
+      const e = r.efficiency!;
+      assert.equal(e.gpus_with_gpm, r.gpus.length, `${j}: every GPU has GPM`);
+      assert.deepEqual([e.job.means!.sm_active, e.job.means!.dram_active, e.job.means!.tensor_active, e.job.class], [0.7, 0.55, 0.4, 'memory-bound']);
+      assert.deepEqual(p.efficiency, e, `${j}: store and PromQL give the same Efficiency section`);
     }
     const m = await show(multi);
     const idleGpu = m.gpus.find((g) => g.figures.utilMax === 0);
@@ -805,9 +811,13 @@ summary_wait = 60s
     assert.ok((fromAcct.job.cpus ?? 0) >= 1);
     // the notes are worked out again from the kept figures and sacct's header: the node's report's, word for word
     assert.deepEqual(fromAcct.notes, onNode.notes);
+    // and the Efficiency section, from the GPM means the summary keeps
+    assert.equal(onNode.efficiency!.gpus_with_gpm, 2);
+    assert.deepEqual(fromAcct.efficiency, onNode.efficiency);
     assert.ok(fromAcct.notes.some((n) => n.code === 'too-short'), 'a 3 s job is too short to judge');
     const text = await runCli(['jobs', 'show', id, '--config', login], cluster.clientEnv());
     assert.match(text.stdout, new RegExp(`^Job ${id} \\(kept\\)`));
+    assert.match(text.stdout, /\nEfficiency \(GPU counters, GPM: 2 of 2 GPUs\)\n {2}job +memory-bound +score 0\.63 /);
     // --cluster names the accounting cluster, as Slurm's own -M
     const m = await runCli(['jobs', 'show', id, '--json', '--cluster', 'ci', '--config', login], cluster.clientEnv());
     assert.equal(m.status, 0, m.stderr);
