@@ -103,6 +103,7 @@ const { bare, ...cli } = j.cliWallMs as { bare: number } & Record<string, number
 line('bare `node -e 0` wall time', ms(bare), '(reference)', true);
 for (const [cmd, t] of Object.entries(cli)) line(`l9gpu ${cmd}: wall time, x bare node`, `${ms(t)} ${fmt(t / bare, 2)}x`, '<= 1.5x', t / bare <= 1.5);
 line('rollup: per tick, 8 GPUs with a job each', ms(j.rollupTickMs), '< 2 ms', j.rollupTickMs < 2);
+line('rollup: per tick, the same with the GPM efficiency means (9 figures a sample, idle stretches)', `${fmt(j.rollupGpmTickMs, 3)} ms (without: ${fmt(j.rollupTickMs, 3)} ms, ${j.rollupGpmTickMs >= j.rollupTickMs ? '+' : ''}${Math.round((j.rollupGpmTickMs / j.rollupTickMs - 1) * 100)} %)`, '< 2 ms', j.rollupGpmTickMs < 2);
 line('health: per tick, 8 GPUs (judge, emit, write health.json when changed)', ms(j.healthTickMs), '(info)', true);
 const js = await benchJobsSocket(Number(process.env.BENCH_JOBS ?? 100_000));
 const delay = (c: LoopCost) => `${fmt(c.delayP99Ms, 1)} / ${fmt(c.delayMaxMs)} ms`;
