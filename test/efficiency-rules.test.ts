@@ -7,8 +7,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { NO_IDLE, type GpmFigures, type GpuFigures } from '../src/figures/rollup.js';
-import { classify, efficiencyNotes, efficiencyOf, efficiencyThresholds, type EfficiencyMeans } from '../src/jobs/efficiency.js';
-import type { GpuRow, JobReport } from '../src/jobs/report-model.js';
+import { classify, efficiencyNotes, efficiencyOf, efficiencyThresholds } from '../src/jobs/efficiency.js';
+import type { EfficiencyMeans, GpuRow, JobReport } from '../src/jobs/report-model.js';
 import { renderReport } from '../src/jobs/render.js';
 import { style } from '../src/core/text-table.js';
 import { configFrom } from './helpers/config.js';

@@ -2,7 +2,8 @@
  * A job's efficiency figures from the GPU's own counters (issue 33): GPM
  * windows from the fake libnvidia-ml.so.1 through the production sampler and
  * converter, folded by the job ledger into the store, sent over OTLP to real
- * VictoriaMetrics (both namings), and kept in an AdminComment summary. The
+ * VictoriaMetrics (both namings; job labels on the GPU series, or on the
+ * share series alone), and kept in an AdminComment summary. The
  * fake's patterns are known (SM activity alternating 0.2 and 0.8 each second,
  * DRAM constant, FP64 only on one GPU, an A100 without GPM), so each source's
  * means are the exact values, and the three reports agree.
@@ -14,6 +15,8 @@ import Database from 'better-sqlite3';
 import { createLogger } from '../src/core/log.js';
 import type { Attributes, Batch, JobShare, Point } from '../src/core/metrics/model.js';
 import { JobLedger } from '../src/ledger/ledger.js';
+import { identityOf } from '../src/core/gpu-identity.js';
+import { metric } from '../src/core/metrics/registry.js';
 import { otlpSink } from '../src/sinks/otlp.js';
 import { reportFromPromql } from '../src/jobs/promql.js';
 import { findJob, reportFromStore } from '../src/jobs/report.js';
@@ -49,6 +52,7 @@ const desc: FakeNvmlDescription = {
 const uuid = (i: number) => h100(i).uuid;
 const slurm: Attributes = { 'slurm.job.id': JOB, 'slurm.user': 'alice', 'slurm.account': 'physics', 'slurm.partition': 'gpu' };
 const held: JobShare[] = [{ jobId: JOB, runKey: 'r0', share: 1, attributes: slurm }];
+const SHARE = metric('gpu.job.share');
 
 const fake = new FakeNvml(desc);
 const vm = new VictoriaMetrics();
@@ -62,10 +66,18 @@ after(async () => {
   await Promise.all([vm.stop(), vmProm.stop()]);
 });
 
-/** A window as the attribution stage hands it on: the GPU points carry the job's attributes, the batch its holders. */
-function attributed(w: GpmWindow, jobs: readonly JobShare[]): Batch {
-  const points = w.points.map((p): Point => (jobs.length && typeof p.attributes['gpu.uuid'] === 'string' ? { ...p, attributes: { ...p.attributes, ...slurm } } : p));
-  return { source: 'nvml', time: w.second, intervalMs: 1000, points: points.map((p) => ({ ...p, time: w.second })), ...(jobs.length ? { jobs: new Map([0, 1, 2].map((i) => [uuid(i), jobs])) } : {}) };
+/**
+ * A window as the attribution stage hands it on (src/pipeline/bound-attribution.ts): one gpu.job.share point per
+ * GPU and job with the job's attributes, the batch its holders; with job_labels = points the GPU points carry the
+ * job's attributes too, with info they keep the GPU's identity alone.
+ */
+function attributed(w: GpmWindow, jobs: readonly JobShare[], mode: 'points' | 'info' = 'points'): Batch {
+  const labelled = w.points.map((p): Point => (mode === 'points' && jobs.length && typeof p.attributes['gpu.uuid'] === 'string' ? { ...p, attributes: { ...p.attributes, ...slurm } } : p));
+  const shares = [0, 1, 2].flatMap((i): Point[] => {
+    const util = w.points.find((p) => p.metric.name === 'gpu.utilization' && p.attributes['gpu.uuid'] === uuid(i))!;
+    return jobs.map((j) => ({ metric: SHARE, value: j.share, attributes: { ...identityOf(util.attributes), ...j.attributes } }));
+  });
+  return { source: 'nvml', time: w.second, intervalMs: 1000, points: [...labelled, ...shares].map((p) => ({ ...p, time: w.second })), ...(jobs.length ? { jobs: new Map([0, 1, 2].map((i) => [uuid(i), jobs])) } : {}) };
 }
 
 let store: JobReport;
@@ -82,6 +94,8 @@ test('the ledger folds the GPM windows of a job into exact time-weighted means: 
   const ledger = new JobLedger(db, createLogger('error', () => {}), { seriesMs: 86_400_000, jobsMs: 86_400_000 });
   const batches = ws.slice(0, 7).map((w) => attributed(w, held));
   for (const b of batches) assert.deepEqual(ledger.observe(b), []);
+  // job_labels = info: the GPU series without the job, joined through its shares
+  const infoBatches = ws.slice(0, 7).map((w) => attributed(w, held, 'info'));
   ends = ledger.observe(attributed(ws[7]!, []));
   const found = findJob(db, JOB)!;
   store = reportFromStore(db, found.row, found.runs, NODE, null);
@@ -113,11 +127,12 @@ test('the ledger folds the GPM windows of a job into exact time-weighted means: 
   // the AdminComment summary carries the figures whole
   summary = reportFromSummary(decodeSummary(encodeSummary(store), `job ${JOB}`)!, store.job, null);
 
-  // OTLP into VictoriaMetrics, both namings: the PromQL report folds the same samples with the same step()
-  for (const backend of [vm, vmProm]) {
+  // OTLP into VictoriaMetrics, both namings (the second fed as job_labels = info sends): the PromQL report folds the
+  // same samples with the same step()
+  for (const [backend, sent] of [[vm, batches], [vmProm, infoBatches]] as const) {
     const otlp = otlpSink.create({ config: configFrom({ otlp: { endpoint: backend.otlpEndpoint } }), log: createLogger('error'), resource: { 'service.name': 'l9gpu', 'host.name': NODE }, startTime: t0 });
     await otlp.start!();
-    for (const b of batches) otlp.write(b);
+    for (const b of sent) otlp.write(b);
     await otlp.close(Date.now() + 15_000);
     assert.equal(otlp.stats.errors, 0);
     const report = await waitFor('the job in VictoriaMetrics', async () => {
@@ -129,7 +144,7 @@ test('the ledger folds the GPM windows of a job into exact time-weighted means: 
   }
 });
 
-test('the store, the AdminComment summary and PromQL (both namings) give the same GPM figures and idleness, GPU by GPU', () => {
+test('the store, the AdminComment summary and PromQL (both namings, both job_labels modes) give the same GPM figures and idleness, GPU by GPU', () => {
   const gpm = (r: JobReport) => r.gpus.map((g) => [g.uuid, g.figures.gpm, g.figures.idle]);
   assert.deepEqual(gpm(summary), gpm(store));
   for (const r of promql) assert.deepEqual(gpm(r), gpm(store), r.source);

@@ -10,7 +10,7 @@ import type { Config } from '../core/config/load.js';
 import { readSection } from '../core/config/read.js';
 import type { GpmFigures, IdleBasis } from '../figures/rollup.js';
 import { JOBS_SECTION } from './config.js';
-import type { GpuRow, Note } from './report-model.js';
+import type { EfficiencyClass, EfficiencyIdle, EfficiencyMeans, EfficiencySection, EfficiencyVerdict, GpuEfficiency, GpuRow, Note } from './report-model.js';
 
 export interface EfficiencyThresholds {
   /** SM activity below this: idle. */
@@ -38,64 +38,6 @@ export function efficiencyThresholds(cfg: Config): EfficiencyThresholds {
     computeBoundPipe: j.efficiency_compute_bound_pipe,
     lowOccupancy: j.efficiency_low_occupancy,
     imbalance: j.efficiency_imbalance,
-  };
-}
-
-export const CLASSES = ['idle', 'input-bound', 'memory-bound', 'tensor-bound', 'fp64-bound', 'fp32-bound', 'low-occupancy', 'mixed', 'no-gpm'] as const;
-export type EfficiencyClass = (typeof CLASSES)[number];
-
-/** The means of a GPU or of the job (snake_case, as the report's JSON is). */
-export interface EfficiencyMeans {
-  /** Seconds with GPM (summed over the GPUs for the job). */
-  gpm_s: number;
-  sm_active: number | null;
-  sm_occupancy: number | null;
-  tensor_active: number | null;
-  dram_active: number | null;
-  fp64_active: number | null;
-  fp32_active: number | null;
-  fp16_active: number | null;
-  nvlink_bytes: number | null;
-  pcie_bytes: number | null;
-}
-
-export interface EfficiencyIdle {
-  basis: IdleBasis;
-  /** Idle seconds (GPU-seconds for the job). */
-  seconds: number;
-  longest_s: number;
-  /** ISO time the longest stretch began; null without one. */
-  longest_start: string | null;
-}
-
-export interface EfficiencyVerdict {
-  class: EfficiencyClass;
-  /** The rule that matched, with the figures it compared. */
-  rule: string;
-  /** 0..1 (docs/jobs.md); null without GPM. */
-  score: number | null;
-}
-
-export interface GpuEfficiency extends EfficiencyVerdict {
-  node: string;
-  uuid: string;
-  index: number | null;
-  util_mean: number | null;
-  means: EfficiencyMeans | null;
-  idle: EfficiencyIdle;
-}
-
-export interface EfficiencySection {
-  /** GPUs of the job with GPM figures, of all its GPUs. */
-  gpus_with_gpm: number;
-  gpus: GpuEfficiency[];
-  job: EfficiencyVerdict & {
-    util_mean: number | null;
-    /** Means over the GPUs with GPM, each weighted by its GPM seconds; bytes added up. */
-    means: EfficiencyMeans | null;
-    idle: EfficiencyIdle & { longest_gpu: string | null };
-    /** SM activity across the job's GPUs with GPM (two or more): max over min; ratio null when the least is 0. */
-    imbalance: { max: number; min: number; ratio: number | null; max_gpu: string; min_gpu: string } | null;
   };
 }
 

@@ -3,8 +3,7 @@ import type { JobListRow } from './list.js';
 import { keyedGroups, type GroupBy, type JobGroupRow } from './by.js';
 import { alignColumns, thousands, type Style } from '../core/text-table.js';
 import { totalsOf } from './report.js';
-import type { JobReport } from './report-model.js';
-import type { EfficiencyMeans, EfficiencySection } from './efficiency.js';
+import type { EfficiencyMeans, EfficiencySection, JobReport } from './report-model.js';
 import type { WasteRow } from './waste.js';
 import { printable, printableDeep } from '../core/printable.js';
 

@@ -6,7 +6,7 @@
  * only UUID keying gets it right), reconciles with squeue/sacct, and exports
  * points to a file. Each case asserts the store and the exported slurm.*.
  */
-import type { EfficiencySection } from '../../src/jobs/efficiency.js';
+import type { EfficiencySection } from '../../src/jobs/report-model.js';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
