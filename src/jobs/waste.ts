@@ -12,7 +12,7 @@ import type { Config } from '../core/config/load.js';
 import { readSection } from '../core/config/read.js';
 import { UNUSED_UTIL } from '../figures/rollup.js';
 import { JOBS_SECTION } from './config.js';
-import type { GpuRow } from './report-model.js';
+import type { GpuRow, JobHeader } from './report-model.js';
 
 /** What the fold needs of one GPU of a job. */
 export interface WasteGpu {
@@ -26,15 +26,11 @@ export interface WasteGpu {
   mem_total_bytes: number | null;
 }
 
+/** A job run as the rows name it: the report header's fields. */
+type WasteJob = Pick<JobHeader, 'id' | 'user' | 'account' | 'partition' | 'state' | 'start' | 'elapsed_s'>;
+
 /** What the fold needs of one job run. */
-export interface WasteInput {
-  id: string;
-  user: string | null;
-  account: string | null;
-  partition: string | null;
-  state: string;
-  start: string | null;
-  elapsed_s: number | null;
+export interface WasteInput extends WasteJob {
   /** From Slurm accounting where it answers; null: unknown (no time-limit class). */
   time_limit_s: number | null;
   gpus: WasteGpu[];
@@ -43,14 +39,7 @@ export interface WasteInput {
 export const WASTE_CLASSES = ['unused-gpus', 'low-activity', 'fewer-gpus', 'mig-slice', 'time-limit'] as const;
 export type WasteClass = (typeof WASTE_CLASSES)[number];
 
-export interface WasteRow {
-  id: string;
-  user: string | null;
-  account: string | null;
-  partition: string | null;
-  state: string;
-  start: string | null;
-  elapsed_s: number | null;
+export interface WasteRow extends WasteJob {
   gpus: number;
   gpu_hours: number;
   class: WasteClass;
