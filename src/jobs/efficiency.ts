@@ -116,7 +116,7 @@ export function efficiencyOf(gpus: readonly GpuRow[], t: EfficiencyThresholds): 
   if (gpus.length === 0) return null;
   const rows: GpuEfficiency[] = gpus.map((g) => {
     const means = g.figures.gpm ? meansOf(g.figures.gpm) : null;
-    return { node: g.node, uuid: g.uuid, index: g.index, util_mean: g.figures.utilMean, means, idle: idleOf(g), ...classify(means, g.figures.utilMean, t) };
+    return { uuid: g.uuid, index: g.index, util_mean: g.figures.utilMean, means, idle: idleOf(g), ...classify(means, g.figures.utilMean, t) };
   });
   const hasGpm = (r: GpuEfficiency) => r.means !== null && r.means.sm_active !== null;
   const gpm = rows.filter(hasGpm);

@@ -139,7 +139,7 @@ export function renderReport(raw: JobReport, st: Style): string {
       st,
     ).map((l) => `  ${l}`),
   );
-  if (r.efficiency) out.push('', ...renderEfficiency(r.efficiency, st));
+  if (r.efficiency) out.push('', ...renderEfficiency(r.efficiency, new Map(r.gpus.map((g) => [g.uuid, g.node])), st));
   const inf = r.inference;
   if (inf) {
     const s = (x: number | null) => (x === null ? '-' : x < 1 ? `${Math.round(x * 1000)} ms` : `${x.toFixed(2)} s`);
@@ -183,7 +183,7 @@ export function renderReport(raw: JobReport, st: Style): string {
 const gb = (x: number | null) => (x === null ? '-' : (x / 1e9).toFixed(1));
 
 /** The Efficiency section: the GPUs' own counters per GPU and for the job, the class and its rule, imbalance and idle stretches. */
-function renderEfficiency(e: EfficiencySection, st: Style): string[] {
+function renderEfficiency(e: EfficiencySection, nodes: ReadonlyMap<string, string>, st: Style): string[] {
   const j = e.job;
   const out = [st.bold('Efficiency') + st.dim(e.gpus_with_gpm ? ` (GPU counters, GPM: ${e.gpus_with_gpm} of ${e.gpus.length} GPUs)` : ' (no GPU of the job has GPM counters: utilization only)')];
   out.push(`  job            ${j.class}${j.score !== null ? `   score ${j.score.toFixed(2)}` : ''}   ${st.dim(j.rule)}`);
@@ -193,7 +193,7 @@ function renderEfficiency(e: EfficiencySection, st: Style): string[] {
     ...table(
       [
         ['NODE', 'GPU', 'SM', 'OCC', 'TENSOR', 'DRAM', 'FP64', 'FP32', 'FP16', 'NVLINK GB', 'PCIE GB', 'IDLE', 'CLASS', 'SCORE'],
-        ...e.gpus.map((g) => [g.node, g.index === null ? g.uuid.slice(0, 12) : String(g.index), ...cells(g.means), duration(g.idle.seconds), g.class, g.score === null ? '-' : g.score.toFixed(2)]),
+        ...e.gpus.map((g) => [nodes.get(g.uuid) ?? '-', g.index === null ? g.uuid.slice(0, 12) : String(g.index), ...cells(g.means), duration(g.idle.seconds), g.class, g.score === null ? '-' : g.score.toFixed(2)]),
         ...(e.gpus.length > 1 ? [['job', '', ...cells(j.means), duration(j.idle.seconds), j.class, j.score === null ? '-' : j.score.toFixed(2)]] : []),
       ],
       st,

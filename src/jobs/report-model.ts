@@ -171,8 +171,8 @@ export interface EfficiencyVerdict {
   score: number | null;
 }
 
+/** A GPU's part of the section: by UUID (its node is the report's GPU row's, which each source names its own way). */
 export interface GpuEfficiency extends EfficiencyVerdict {
-  node: string;
   uuid: string;
   index: number | null;
   util_mean: number | null;
