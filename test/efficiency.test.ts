@@ -27,6 +27,7 @@ import { recordStart } from '../src/store/jobs.js';
 import { openStore, STORE_FILE } from '../src/store/open.js';
 import { MIGRATIONS } from '../src/store/schema.js';
 import { emptyRollup, figures, loadRollup, step, type GpuSample } from '../src/figures/rollup.js';
+import { samplesFromPoints } from '../src/figures/samples.js';
 import { configFrom } from './helpers/config.js';
 import { FakeNvml, h100, type FakeNvmlDescription } from './helpers/fake-nvml.js';
 import { gpmWindows, type GpmWindow } from './helpers/gpm-windows.js';
@@ -213,4 +214,16 @@ test('a rollup an older daemon stored (no GPM sums) goes on from its figures, an
   const next: GpuSample = { t: 21_000, util: 0.5, gpm: { smActive: 0.4 } };
   step(again, next, 25_000);
   assert.deepEqual([figures(again).seconds, figures(again).utilMean, figures(again).gpm!.smActive, figures(again).gpm!.seconds], [20, 0.5, 0.4, 10]);
+});
+
+test('a GPU shared by two jobs has each point twice in a batch (one per job): its NVLink and PCIe rates are each direction once, not twice', () => {
+  const id = { 'gpu.uuid': 'GPU-a' };
+  const rate = (name: string, direction: string, value: number, job: string) => ({ name, value, attributes: { ...id, 'network.io.direction': direction, 'slurm.job.id': job } });
+  const points = ['1', '2'].flatMap((job) => [
+    rate('gpu.pcie.throughput', 'transmit', 12 * MIB, job), rate('gpu.pcie.throughput', 'receive', 30 * MIB, job),
+    rate('gpu.nvlink.throughput', 'transmit', 200 * MIB, job), rate('gpu.nvlink.throughput', 'receive', 100 * MIB, job),
+    { name: 'gpu.sm.active', value: 0.5, attributes: { ...id, 'slurm.job.id': job } },
+  ]);
+  const s = samplesFromPoints(points, 1000, (p) => p.name).get('GPU-a')!;
+  assert.deepEqual([s.gpm!.pcieBps, s.gpm!.nvlinkBps, s.gpm!.smActive], [42 * MIB, 300 * MIB, 0.5]);
 });

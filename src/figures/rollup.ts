@@ -38,6 +38,8 @@ export interface GpuSample {
   share?: number;
   /** GPM interval means (0..1) and rates (By/s) of the window ending at t (src/figures/samples.ts). */
   gpm?: Partial<Record<GpmKey, number>>;
+  /** The NVLink and PCIe rates by direction, whose sum is their gpm figure (src/figures/samples.ts). */
+  rateDirs?: Partial<Record<GpmKey, Record<string, number>>>;
 }
 
 /** The GPM figures a job's report keeps: activities (0..1) and the NVLink and PCIe rates (By/s, both directions). */

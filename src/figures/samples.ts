@@ -48,8 +48,10 @@ export function addToSample(s: GpuSample, p: SamplePoint): boolean {
       }
       const rate = RATES[p.name];
       if (!rate) return false;
-      const g = (s.gpm ??= {});
-      g[rate] = (g[rate] ?? 0) + p.value;
+      // by direction, each once: a GPU shared by two jobs has each of its points twice in a batch (one per job's attributes)
+      const dirs = ((s.rateDirs ??= {})[rate] ??= {});
+      dirs[String(a['network.io.direction'])] = p.value;
+      (s.gpm ??= {})[rate] = Object.values(dirs).reduce((x, y) => x + y, 0);
       return true;
     }
   }
