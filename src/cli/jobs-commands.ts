@@ -101,8 +101,8 @@ async function jobsWaste(ctx: JobsContext, f: FlagValues): Promise<void> {
     }
   }
   const rows = wasteRows(inputs, wasteThresholds(ctx.cfg));
-  if (f.json) process.stdout.write(JSON.stringify(rows, null, 2) + '\n');
-  else if (f.csv) process.stdout.write(renderWasteCsv(rows));
-  else if (rows.length === 0) process.stdout.write(`no job wasted GPU-hours ${where}${inputs.length ? ` (${inputs.length} job(s) looked at)` : ''}\n`);
-  else process.stdout.write(renderWaste(rows, color()));
+  if (f.json) writeOut(JSON.stringify(rows, null, 2) + '\n');
+  else if (f.csv) writeOut(renderWasteCsv(rows));
+  else if (rows.length === 0) writeOut(`no job wasted GPU-hours ${where}${inputs.length ? ` (${inputs.length} job(s) looked at)` : ''}\n`);
+  else writeOut(renderWaste(rows, color()));
 }
