@@ -10,13 +10,33 @@
 import { fstatSync, statSync, writeSync } from 'node:fs';
 import { requireBuiltin } from '../core/builtin.js';
 
+/** Set once the reader of stdout is gone (EPIPE): what is left to write has nobody to read it. */
+let readerGone = false;
+
+/**
+ * `l9gpu jobs | head -1`: head exits, and the next write fails with EPIPE
+ * (Node ignores SIGPIPE, which would end a C program there, quietly). The
+ * output stops as a C program's would, without a word and without failing
+ * the command; the command's exit status stays its own.
+ */
 export function writeOut(text: string): void {
+  if (readerGone) return;
   const buf = Buffer.from(text);
   let off = 0;
   try {
     while (off < buf.length) off += writeSync(1, buf, off);
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'EAGAIN') throw e;
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'EPIPE') {
+      readerGone = true;
+      return;
+    }
+    if (code !== 'EAGAIN') throw e;
+    // the stream says EPIPE as an event, not a throw
+    process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EPIPE') throw err;
+      readerGone = true;
+    });
     process.stdout.write(buf.subarray(off));
   }
 }
