@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { SACCT_JOB_ENV, SACCT_JOB_FIELDS, parseSacctJob, sacctJob, sacctJobArgs } from '../slurm/sacct-job.js';
+import { SACCT_JOB_ENV, SACCT_JOB_FIELDS, parseSacctJob, sacctJob, sacctJobArgs, sacctJobs } from '../slurm/sacct-job.js';
 import { headerFromSacct, withSacct } from '../src/jobs/slurm-header.js';
 import { headerOf } from '../src/jobs/report.js';
 import { ROOT } from './helpers/paths.js';
@@ -123,6 +123,26 @@ test('sacctJob: the arguments, the environment and -M, through the runner it is 
   assert.deepEqual(SACCT_JOB_ENV, { SLURM_TIME_FORMAT: '%s' });
   await assert.rejects(sacctJob('1;rm', { run }), /"1;rm" is not a job id/);
   await assert.rejects(sacctJob('4100', { run: async () => '4100|x\n' }), /^Error: sacct -j 4100: line 1: 2 fields/);
+});
+
+test('sacctJobs: 250 jobs in three sacct calls of at most 100 ids, each id its own record as sacctJob gives it, undefined where accounting has none', async () => {
+  // what sacct -j a,b,... prints: each asked job's lines (its runs and steps), here the fixtures' of 4100 and 4102
+  const lines = [read('completed-multistep.psv'), read('timeout.psv')].join('\n').split('\n').filter((l) => l.trim() !== '');
+  const calls: string[][] = [];
+  const run = async (_c: string, a: readonly string[]) => {
+    const asked = new Set(a[a.indexOf('-j') + 1]!.split(','));
+    calls.push([...asked]);
+    return lines.filter((l) => asked.has(l.split(/[|\x1f]/)[0]!.split('.')[0]!)).join('\n') + '\n';
+  };
+  const ids = Array.from({ length: 250 }, (_, i) => String(4000 + i));
+  const got = await sacctJobs([...ids, '4100'], { run });
+  assert.deepEqual(calls.map((c) => c.length), [100, 100, 50], 'one call per 100 ids, each id asked once');
+  assert.deepEqual(got.get('4100'), parseSacctJob(read('completed-multistep.psv'), '4100'));
+  assert.deepEqual([got.get('4102')!.state, got.get('4102')!.timeLimitS], ['TIMEOUT', 3600]);
+  assert.equal(got.get('4001'), undefined);
+  assert.equal(got.size, 250);
+  await assert.rejects(sacctJobs(['1', '2;rm'], { run }), /"2;rm" is not a job id/);
+  await assert.rejects(sacctJobs(['4100'], { run: async () => '4100|x\n' }), /^Error: sacct -j 4100: line 1: 2 fields/);
 });
 
 test('the header from sacct: over a store header, and alone', () => {

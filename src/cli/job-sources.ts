@@ -13,7 +13,7 @@ import { findTool } from '../core/tool.js';
 import type { JobReport } from '../jobs/report-model.js';
 import type { SacctJob } from '../jobs/accounting.js';
 import { accountingOnce, finishReport, firstReport, promqlSource, reportSettings, summarySource, type JobSource, type SourceName } from '../jobs/show.js';
-import { sacctJob } from '../../slurm/sacct-job.js';
+import { sacctJob, sacctJobs } from '../../slurm/sacct-job.js';
 import { SLURM_DIRS, slurmCommand } from '../../slurm/tools.js';
 import { readSection } from '../core/config/read.js';
 import { SLURM_SECTION } from '../../slurm/config.js';
@@ -36,6 +36,11 @@ export async function hasSacct(ctx: JobsContext): Promise<boolean> {
 export async function accountingOf(ctx: JobsContext, jobId: string, cluster: string | null): Promise<SacctJob | undefined> {
   if (!(await hasSacct(ctx))) return undefined;
   return sacctJob(jobId, { run: (c, a, e) => slurmCommand(ctx.cfg, c, a, e), cluster });
+}
+
+/** The accounting records of many jobs, in a few sacct calls (sacctJobs); the caller has checked there is a sacct. */
+export function accountingOfMany(ctx: JobsContext, jobIds: readonly string[]): Promise<Map<string, SacctJob | undefined>> {
+  return sacctJobs(jobIds, { run: (c, a, e) => slurmCommand(ctx.cfg, c, a, e), cluster: null });
 }
 
 /** This node's store: a job it does not know (or a daemon that does not answer) is a miss; a job the asker may not see ends the search. */

@@ -6,7 +6,7 @@
 import { CliError } from './errors.js';
 import type { FlagValues } from './flag-spec.js';
 import { askList, jobsContext, parseSince, type JobsContext } from './jobs-context.js';
-import { accountingOf, hasSacct, showReport, type ShowSource } from './job-sources.js';
+import { accountingOfMany, hasSacct, showReport, type ShowSource } from './job-sources.js';
 import { wasteRows, wasteThresholds, type WasteInput } from '../jobs/waste.js';
 import { wasteInputsFromPromql } from '../jobs/waste-promql.js';
 import { redactUrl } from '../core/redact.js';
@@ -87,17 +87,15 @@ async function jobsWaste(ctx: JobsContext, f: FlagValues): Promise<void> {
     }, pricesFrom(ctx.cfg));
     inputs = a.waste ?? [];
   }
-  // a time limit is Slurm accounting's alone: asked per ended job where there is a sacct (none, or one that fails: no time-limit class)
+  // a time limit is Slurm accounting's alone: asked for the ended jobs together where there is a sacct (none, or one
+  // that fails: no time-limit class)
   const ended = inputs.filter((j) => j.state !== 'RUNNING');
   if (ended.length && (await hasSacct(ctx))) {
-    for (const j of ended) {
-      try {
-        j.time_limit_s = (await accountingOf(ctx, j.id, null))?.timeLimitS ?? null;
-      } catch (e) {
-        // a sacct that cannot reach accounting answers no other job either
-        process.stderr.write(`l9gpu: no time-limit class: ${(e as Error).message.replace(/\s+/g, ' ').trim()}\n`);
-        break;
-      }
+    try {
+      const acct = await accountingOfMany(ctx, ended.map((j) => j.id));
+      for (const j of ended) j.time_limit_s = acct.get(j.id)?.timeLimitS ?? null;
+    } catch (e) {
+      process.stderr.write(`l9gpu: no time-limit class: ${(e as Error).message.replace(/\s+/g, ' ').trim()}\n`);
     }
   }
   const rows = wasteRows(inputs, wasteThresholds(ctx.cfg));

@@ -829,10 +829,15 @@ summary_wait = 60s
     const INFO = '[attribution]\njob_labels = info\n';
     await reloadConfig((t) => t + INFO);
     try {
-      const id = await cluster.sbatch(['--gres=gpu:2', '-J', 'info', '-t', '30', '--wrap', 'sleep 3']);
+      // a 2 h limit for 3 s of work: jobs --waste's time-limit class, its limit from sacct
+      const id = await cluster.sbatch(['--gres=gpu:2', '-J', 'info', '-t', '120', '--wrap', 'sleep 3']);
       await cluster.waitState(id, ['COMPLETED'], 60_000);
       await waitFor('bindings closed', () => bindings(id).length === 2 && bindings(id).every((b) => b.end_time !== null));
       await waitFor('state from sacct', () => job(id)?.state === 'COMPLETED', 30_000);
+      const waste = await runCli(['jobs', '--waste', '--json', '--config', configFile], cluster.clientEnv());
+      assert.equal(waste.status, 0, waste.stderr);
+      const limit = (JSON.parse(waste.stdout) as { id: string; class: string; wasted_gpu_hours: number }[]).find((r) => r.id === id && r.class === 'time-limit');
+      assert.ok(limit && limit.wasted_gpu_hours > 3.9, `jobs --waste: the time-limit class of ${id} from sacct (2 GPUs x ~2 h unused): ${waste.stdout.slice(0, 1500)} ${waste.stderr}`);
       const onNode = await show(id);
       await vm.flush();
       assert.deepEqual(await vm.exportRaw(`{__name__="gpu.utilization","slurm.job.id"="${id}"}`), [], 'no GPU series names the job');
