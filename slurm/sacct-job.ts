@@ -75,6 +75,9 @@ class Line {
   bytes(f: Field, bare: number): number | null {
     const v = this.row[f];
     if (v === '') return null;
+    // Slurm's NO_VAL64 / INFINITE64 printed as a number (2^64 as a double, "18446744073709551616.00M" in 22.05's
+    // ReqMem of a job that asked for no memory figure): no value, not a size
+    if (/^1844674407370955\d{4}(?:\.\d+)?[KMGTPE]?$/.test(v)) return null;
     const m = /^(\d{1,15}(?:\.\d+)?)([KMGTPE]?)$/.exec(v);
     if (!m) return this.fail(f, 'is not a size');
     return Math.round(Number(m[1]) * (m[2] ? 1024 ** (UNITS.indexOf(m[2]) + 1) : bare));
@@ -243,6 +246,8 @@ export interface SacctJobOptions {
   run: (command: string, args: readonly string[], env: Record<string, string>) => Promise<string>;
   /** -M: the cluster to ask (Slurm's multi-cluster flag); unset: the local one. */
   cluster?: string | null;
+  /** sacctJobs: a job whose lines do not parse (it counts as without a record); unset: passed over. */
+  onError?: (id: string, e: Error) => void;
 }
 
 /** Job ids one sacct call asks for: a short command line, and a query slurmdbd answers in one go. */
@@ -263,7 +268,15 @@ export async function sacctJobs(ids: readonly string[], o: SacctJobOptions): Pro
     const list = chunk.join(',');
     const text = await o.run('sacct', sacctJobArgs(list, o.cluster), { ...SACCT_JOB_ENV });
     const where = `sacct -j ${chunk.length > 3 ? `${chunk.slice(0, 3).join(',')},... (${chunk.length} jobs)` : list}${o.cluster ? ` -M ${o.cluster}` : ''}`;
-    for (const id of chunk) out.set(id, parseSacctJob(text, id, where));
+    for (const id of chunk) {
+      // one job's line sacct printed wrong is that job's problem, not its 99 neighbours'
+      try {
+        out.set(id, parseSacctJob(text, id, where));
+      } catch (e) {
+        o.onError?.(id, e as Error);
+        out.set(id, undefined);
+      }
+    }
   }
   return out;
 }

@@ -142,7 +142,28 @@ test('sacctJobs: 250 jobs in three sacct calls of at most 100 ids, each id its o
   assert.equal(got.get('4001'), undefined);
   assert.equal(got.size, 250);
   await assert.rejects(sacctJobs(['1', '2;rm'], { run }), /"2;rm" is not a job id/);
-  await assert.rejects(sacctJobs(['4100'], { run: async () => '4100|x\n' }), /^Error: sacct -j 4100: line 1: 2 fields/);
+  const said: string[] = [];
+  const unreadable = await sacctJobs(['4100'], { run: async () => '4100|x\n', onError: (id, e) => said.push(`${id}: ${e.message}`) });
+  assert.equal(unreadable.get('4100'), undefined);
+  assert.equal(said.length, 1);
+  assert.match(said[0]!, /^4100: sacct -j 4100: line 1: 2 fields, expected 22/);
+});
+
+test('sacct: ReqMem as Slurm 22.05 prints NO_VAL64 (2^64 as a double) is no value, not a size error; sacctJobs: one job\'s bad line is that job\'s alone', async () => {
+  const withReqMem = (text: string, v: string) => text.replace(/^(4100(?:\|[^|\n]*){15}\|)131072M\|/m, `$1${v}|`);
+  const sentinel = withReqMem(read('completed-multistep.psv'), '18446744073709551616.00M');
+  assert.notEqual(sentinel, read('completed-multistep.psv'), 'the allocation line\'s ReqMem replaced');
+  const j = parseSacctJob(sentinel, '4100')!;
+  assert.equal(j.memReqBytes, null);
+  assert.equal(j.timeLimitS, 240 * 60);
+  const bad = withReqMem(read('completed-multistep.psv'), '12Q');
+  assert.throws(() => parseSacctJob(bad, '4100'), /ReqMem "12Q" is not a size/);
+  const errors: string[] = [];
+  const got = await sacctJobs(['4100', '4102'], { run: async () => `${bad.trimEnd()}\n${read('timeout.psv')}`, onError: (id, e) => errors.push(`${id}: ${e.message}`) });
+  assert.equal(got.get('4100'), undefined);
+  assert.equal(got.get('4102')!.timeLimitS, 3600, 'its neighbour in the same answer is read');
+  assert.equal(errors.length, 1);
+  assert.match(errors[0]!, /^4100: sacct -j 4100,4102: line \d+: ReqMem "12Q" is not a size/);
 });
 
 test('the header from sacct: over a store header, and alone', () => {

@@ -39,8 +39,8 @@ export async function accountingOf(ctx: JobsContext, jobId: string, cluster: str
 }
 
 /** The accounting records of many jobs, in a few sacct calls (sacctJobs); the caller has checked there is a sacct. */
-export function accountingOfMany(ctx: JobsContext, jobIds: readonly string[]): Promise<Map<string, SacctJob | undefined>> {
-  return sacctJobs(jobIds, { run: (c, a, e) => slurmCommand(ctx.cfg, c, a, e), cluster: null });
+export function accountingOfMany(ctx: JobsContext, jobIds: readonly string[], onError?: (id: string, e: Error) => void): Promise<Map<string, SacctJob | undefined>> {
+  return sacctJobs(jobIds, { run: (c, a, e) => slurmCommand(ctx.cfg, c, a, e), cluster: null, ...(onError ? { onError } : {}) });
 }
 
 /** This node's store: a job it does not know (or a daemon that does not answer) is a miss; a job the asker may not see ends the search. */

@@ -92,8 +92,14 @@ async function jobsWaste(ctx: JobsContext, f: FlagValues): Promise<void> {
   const ended = inputs.filter((j) => j.state !== 'RUNNING');
   if (ended.length && (await hasSacct(ctx))) {
     try {
-      const acct = await accountingOfMany(ctx, ended.map((j) => j.id));
+      // a job whose accounting lines do not parse has no time-limit class; each different reason said once
+      const unread = new Map<string, string[]>();
+      const acct = await accountingOfMany(ctx, ended.map((j) => j.id), (id, e) => {
+        const why = e.message.replace(/\s+/g, ' ').trim();
+        unread.set(why, [...(unread.get(why) ?? []), id]);
+      });
       for (const j of ended) j.time_limit_s = acct.get(j.id)?.timeLimitS ?? null;
+      for (const [why, ids] of unread) process.stderr.write(`l9gpu: no time-limit class for job(s) ${ids.slice(0, 5).join(', ')}${ids.length > 5 ? ` and ${ids.length - 5} more` : ''}: ${why}\n`);
     } catch (e) {
       process.stderr.write(`l9gpu: no time-limit class: ${(e as Error).message.replace(/\s+/g, ' ').trim()}\n`);
     }
