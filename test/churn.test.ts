@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import { createLogger } from '../src/core/log.js';
 import { BudgetLedger, DEFAULT_LIMITS } from '../src/core/limits.js';
 import { PointBuffer } from '../src/core/metrics/model.js';
-import { LEDGER_METRICS } from '../src/ledger/ledger.js';
+import { SUMMARY_METRICS_WITHOUT_GPM } from '../src/ledger/ledger.js';
 import { HEALTH_METRICS } from '../src/health/tracker.js';
 import { simPlugin } from '../plugins/sim/index.js';
 import { simulateChurn, type ChurnResult } from '../bench/churn.js';
@@ -36,7 +36,8 @@ test('churn simulator: VictoriaMetrics creates exactly the series the nodes sent
     assert.equal(r.totalSeries, r.sentSeries, `${mode}: VictoriaMetrics' series are the ones sent`);
     assert.equal(r.warmupSeries, o.nodes * o.gpusPerNode * perGpu, `${mode}: the first tick, every GPU in a job`);
     const perStart = (mode === 'points' ? sim : 0) + 1;
-    assert.equal(r.newSeries, r.gpuJobStarts * perStart + r.gpuJobEnds * LEDGER_METRICS.length, mode);
+    // sim GPUs have no GPM: their job-end summaries are the plain ones
+    assert.equal(r.newSeries, r.gpuJobStarts * perStart + r.gpuJobEnds * SUMMARY_METRICS_WITHOUT_GPM.length, mode);
   }
   const [points, info] = runs as [ChurnResult, ChurnResult];
   // the same jobs and samples in both modes: only their labels differ

@@ -41,6 +41,9 @@ const GPM_SUMMARY: readonly [Exclude<keyof GpmFigures, 'seconds'>, MetricDef, At
   ['pcieBytes', metric('gpu.job.pcie.io'), {}],
 ];
 
+/** The job-end summaries of a GPU without GPM (the GPM means and bytes are emitted only where the GPU counted them). */
+export const SUMMARY_METRICS_WITHOUT_GPM = [...new Set(Object.values(SUMMARY).map((d) => d.name))];
+
 /** Registry names of what the ledger emits. */
 export const LEDGER_METRICS = [...new Set([...Object.values(SUMMARY), ...GPM_SUMMARY.map(([, d]) => d)].map((d) => d.name))];
 
