@@ -260,9 +260,17 @@ const IDS_PER_CALL = 100;
  * sacctJob gives it, undefined where accounting has none.
  */
 export async function sacctJobs(ids: readonly string[], o: SacctJobOptions): Promise<Map<string, SacctJob | undefined>> {
-  for (const id of ids) if (!JOB_ID.test(id)) throw new Error(`"${printable(clip(id, 40))}" is not a job id (123 or 122_4)`);
   const out = new Map<string, SacctJob | undefined>();
-  const unique = [...new Set(ids)];
+  const unique: string[] = [];
+  for (const id of new Set(ids)) {
+    // an id from a metric label (--source promql) is anyone's text: never on sacct's command line, and never its
+    // neighbours' loss
+    if (JOB_ID.test(id)) unique.push(id);
+    else {
+      o.onError?.(id, new Error(`"${printable(clip(id, 40))}" is not a job id (123 or 122_4)`));
+      out.set(id, undefined);
+    }
+  }
   for (let i = 0; i < unique.length; i += IDS_PER_CALL) {
     const chunk = unique.slice(i, i + IDS_PER_CALL);
     const list = chunk.join(',');

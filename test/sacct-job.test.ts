@@ -141,7 +141,11 @@ test('sacctJobs: 250 jobs in three sacct calls of at most 100 ids, each id its o
   assert.deepEqual([got.get('4102')!.state, got.get('4102')!.timeLimitS], ['TIMEOUT', 3600]);
   assert.equal(got.get('4001'), undefined);
   assert.equal(got.size, 250);
-  await assert.rejects(sacctJobs(['1', '2;rm'], { run }), /"2;rm" is not a job id/);
+  const refused: string[] = [];
+  const mixed = await sacctJobs(['4100', '2;rm'], { run, onError: (id, e) => refused.push(`${id}: ${e.message}`) });
+  assert.deepEqual(refused, ['2;rm: "2;rm" is not a job id (123 or 122_4)'], 'a bad id is said and never on the command line');
+  assert.deepEqual(calls.at(-1), ['4100']);
+  assert.equal(mixed.get('4100')!.jobId, '4100', 'its neighbour is read');
   const said: string[] = [];
   const unreadable = await sacctJobs(['4100'], { run: async () => '4100|x\n', onError: (id, e) => said.push(`${id}: ${e.message}`) });
   assert.equal(unreadable.get('4100'), undefined);
