@@ -3,8 +3,8 @@
  * libnvidia-ml with 8 GPUs and every field set (read once: FAKE_NVML_STATIC),
  * GPM included (a full two-sample read every call: no minimum window, and the
  * fake's counters refresh every µs), the same for GPUs in MIG mode with seven
- * GPU instances each, and the daemon's event-loop lag while an event wait is
- * in progress.
+ * GPU instances each, and the daemon's event-loop lag while samples run (the
+ * event set read at the end of each).
  *
  * Ticks run back to back, so the fake's driver samples every 50 µs: each tick
  * then finds a buffer's worth of new samples, as a 10 s tick finds with the
@@ -203,10 +203,10 @@ export async function benchNvml(gpus = 8, iterations = 300): Promise<NvmlBenchRe
   }
   const convertUs = ((performance.now() - t0) * 1000) / iterations / gpus;
 
-  // event-loop lag while the event wait (1 s at a time) is pending and samples run
-  const client = new NvmlSession({ library: lib, processes: true, events: true, eventWaitMs: 1000, stateInterval: 60 }, createLogger('error'), () => {});
+  // event-loop lag while samples run, each ending with a read of the event set
+  const client = new NvmlSession({ library: lib, processes: true, events: true, stateInterval: 60 }, createLogger('error'), () => {});
   const h = monitorEventLoopDelay({ resolution: 1 });
-  await client.sample(new AbortController().signal); // init + the first wait starts
+  await client.sample(new AbortController().signal); // init, the event set created
   h.enable();
   const end = Date.now() + 3000;
   while (Date.now() < end) {

@@ -68,8 +68,8 @@ line('nvml: the same, every GPM metric (30, 595 driver), alternating rounds of t
 line(`nvml: sampling CPU per GPU in MIG mode (7 GPU instances, GPM each), own`, cost(n.mig), '(info)', true);
 line(`nvml: the same per device (the GPU and its 7 instances), own`, `${fmt(n.mig.ownUs / 8, 1)} us`, '<= 200 us', n.mig.ownUs / 8 <= 200);
 line(`nvml: conversion to ${fmt(n.fieldsPerGpu)} points per GPU`, `${fmt(n.usPerGpuConvert, 1)} us`, '(info)', true);
-line('nvml: event-loop lag during event wait, max', `${fmt(n.eventLoopLagMaxMs, 2)} ms`, '< 5 ms', n.eventLoopLagMaxMs < 5);
-line('nvml: event-loop lag during event wait, p99', `${fmt(n.eventLoopLagP99Ms, 2)} ms`, '(info)', true);
+line('nvml: event-loop lag while sampling, max', `${fmt(n.eventLoopLagMaxMs, 2)} ms`, '< 5 ms', n.eventLoopLagMaxMs < 5);
+line('nvml: event-loop lag while sampling, p99', `${fmt(n.eventLoopLagP99Ms, 2)} ms`, '(info)', true);
 
 const ms = (x: number) => `${fmt(x, 1)} ms`;
 const hookRuns = Number(process.env.BENCH_HOOK_RUNS ?? 200);

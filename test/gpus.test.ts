@@ -22,7 +22,7 @@ test('gpus --json: NVIDIA (with MIG and processes), AMD and Gaudi together, dete
   const tools = new FakeTools().amd('mi300x').hl('units');
   const r = await runCli(['gpus', '--json'], { ...nv.env(), ...tools.env(), FAKE_NVML_TRACE_EVENTS: '1' });
   assert.equal(r.status, 0, r.stderr);
-  // a one-shot does not start the Xid event wait (it sees only later events, and closing waits for it: 1 s)
+  // a one-shot does not create the Xid event set (it would see only events after it starts)
   assert.doesNotMatch(r.stderr, /fake NVML: event set created/);
   const out = JSON.parse(r.stdout) as { gpus: Record<string, unknown>[]; errors: unknown[] };
   assert.deepEqual(out.errors, []);

@@ -2,7 +2,7 @@
  * NVML snapshot -> registry points, with NVML's units converted in this one
  * place: percent -> ratio, mW -> W, mJ -> J, KB/s -> By/s (NVML's KB is KiB),
  * KiB counters -> By. Also keeps what needs two samples: NVLink rates, energy
- * counter resets, and the Xid counts from the event wait.
+ * counter resets, and the Xid counts from the event set.
  */
 import { gpuAttributes } from '../../src/core/gpu-identity.js';
 import { GPU } from '../../src/core/metrics/gpu-metrics.js';

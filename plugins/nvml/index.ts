@@ -37,7 +37,7 @@ class NvmlPlugin implements Plugin {
   last: Snapshot | undefined;
 
   constructor(opts: NvmlOptions, private readonly ctx: PluginContext) {
-    this.client = new NvmlSession({ ...opts, eventWaitMs: 1000, oneShot: ctx.oneShot }, ctx.log, (e) => {
+    this.client = new NvmlSession({ ...opts, oneShot: ctx.oneShot }, ctx.log, (e) => {
       this.converter.addEvent(e);
       if (e.eventType & EVENT_TYPE.XidCriticalError) ctx.log.warn('Xid error', { gpu: e.uuid, xid: e.data });
     });
@@ -112,7 +112,7 @@ export async function probeNvml(opts: NvmlOptions): Promise<ProbeResult> {
     return { ok: false, detail: `${opts.library} not found by the dynamic loader (LD_LIBRARY_PATH, /etc/ld.so.cache, /usr/lib): no NVIDIA driver ([nvml] library or L9GPU_NVML_LIBRARY)` };
   }
   // the probe's notes (NOT_SUPPORTED fields...) are the daemon's business, not doctor's
-  const client = new NvmlSession({ ...opts, events: false, eventWaitMs: 100, oneShot: true }, createLogger('error', () => {}), () => {});
+  const client = new NvmlSession({ ...opts, events: false, oneShot: true }, createLogger('error', () => {}), () => {});
   const ac = new AbortController();
   const t = setTimeout(() => ac.abort(), 5000);
   try {
@@ -137,7 +137,7 @@ export const nvmlPlugin: PluginManifest = {
   hardware: { vendor: 'nvidia', installed: (ctx) => nvmlInstalled(nvmlOptions(ctx).library) },
   description: 'NVIDIA GPUs through NVML (libnvidia-ml.so.1, bound with koffi)',
   section: NVML_SECTION,
-  // a one-shot has no use for the Xid event wait (it sees only events after it starts) and would wait for it at close
+  // a one-shot has no use for the Xid event set: it sees only events after it starts
   create: (ctx) => {
     const o = nvmlOptions(ctx);
     return new NvmlPlugin({ ...o, events: o.events && !ctx.oneShot }, ctx);

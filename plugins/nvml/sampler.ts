@@ -126,7 +126,7 @@ export class Sampler {
     return this.gpus.length;
   }
 
-  /** The handle -> UUID map the event wait uses. */
+  /** The handle -> UUID map the event set is read with. */
   handles(): Map<bigint, string> {
     // a GPU lost at re-init has only an earlier session's handle: never passed to NVML again
     return new Map(this.gpus.filter((g) => !g.lost).map((g) => [BigInt(g.handle), g.uuid]));

@@ -7,8 +7,8 @@
  * At most one sample is in flight: a sample whose calls are stuck in a
  * wedged driver makes the next requests fail at once ("still waiting"), so
  * stuck calls never pile up on libuv's pool (4 threads, shared with file
- * and zlib work). The XID/ECC event wait runs as an async call with a
- * bounded timeout, in a loop, beside it.
+ * and zlib work). The XID/ECC events are read as part of each sample,
+ * without waiting (drainEvents).
  *
  * Failure handling: a library that cannot load or an init that fails
  * (DRIVER_NOT_LOADED after a driver reload) is tried again with backoff
@@ -28,8 +28,6 @@ export interface SessionOptions {
   library: string;
   processes: boolean;
   events: boolean;
-  /** Longest single event wait (ms): bounds shutdown and re-init latency. */
-  eventWaitMs: number;
   /** Seconds between reads of a GPU's state (MIG mode, clocks that follow the performance state, fan). */
   stateInterval: number;
   /** One sample, then close (`l9gpu gpus`, doctor, `daemon --once`): an error does not promise a retry. */
@@ -49,6 +47,15 @@ function binding(library: string): NvmlBinding {
   return b;
 }
 const BACKOFF_MAX_MS = 60_000;
+/** Events read in one sample at most: a flood (single-bit ECC) is read on over the next ticks, never holding one up. */
+const EVENTS_PER_SAMPLE = 256;
+
+/** The session's event set, with what reading it needs. */
+interface EventSet {
+  set: Handle;
+  data: Buffer;
+  byHandle: Map<bigint, string>;
+}
 
 /**
  * What to do about an init that failed, in nvidia-smi's words where it has
@@ -68,9 +75,7 @@ export class NvmlSession {
   private nextTry = 0;
   private backoff = 1000;
   private lastError = '';
-  /** Bumped to end the event loop: on every shutdown, and before a re-init (so that the re-init need not wait for the wait). */
-  private eventGeneration = 0;
-  private eventWaitDone: Promise<void> = Promise.resolve();
+  private events: EventSet | undefined;
   private stopping: Promise<void> = Promise.resolve();
   private missing: string[] = [];
   private saidNoEvents = false;
@@ -81,7 +86,6 @@ export class NvmlSession {
   /** While a GPU is lost: when NVML is re-initialised next, and the wait after that one. */
   private reinitAt = 0;
   private lostBackoff = 1000;
-  private reinitTimer: NodeJS.Timeout | undefined;
   private reinitialised = false;
 
   constructor(
@@ -123,7 +127,7 @@ export class NvmlSession {
   }
 
   private async sampleNow(): Promise<Snapshot> {
-    // a session being ended (its event wait returning) is ended before another starts
+    // a session being ended (its event set and GPM samples freed, nvmlShutdown) is ended before another starts
     await this.stopping;
     const time = Date.now();
     try {
@@ -136,6 +140,7 @@ export class NvmlSession {
       await this.ensureInit();
       const sampler = this.sampler!;
       const { gpus, anyLost } = await sampler.sample();
+      await this.drainEvents(sampler);
       if (!anyLost) {
         this.lostBackoff = 1000;
         if (this.reinitialised) sampler.note('info', 'NVML is back: every GPU answers again');
@@ -143,10 +148,6 @@ export class NvmlSession {
       } else if (!this.reinitAt) {
         this.reinitAt = Date.now() + this.lostBackoff;
         this.lostBackoff = Math.min(BACKOFF_MAX_MS, this.lostBackoff * 2);
-        // the event wait ends before the re-init (its set is freed when it returns), so the re-init waits for nothing
-        clearTimeout(this.reinitTimer);
-        this.reinitTimer = setTimeout(() => this.eventGeneration++, Math.max(0, this.reinitAt - Date.now() - this.opts.eventWaitMs - 100));
-        this.reinitTimer.unref();
       }
       return { driverVersion: sampler.driverVersion, missing: this.missing, time, gpus, notes: sampler.takeNotes() };
     } catch (e) {
@@ -187,20 +188,22 @@ export class NvmlSession {
   }
 
   /**
-   * Ends this NVML session. The event loop frees its set once its wait
-   * returns (within eventWaitMs) and sees its generation ended, and the
-   * sampler frees its GPM samples: that must happen before nvmlShutdown,
-   * never after it, and never in a later session.
+   * Ends this NVML session: the event set and the sampler's GPM samples are
+   * freed before nvmlShutdown, never after it, and never in a later session.
+   * Only ever called between samples (from a sample's own re-init, or by
+   * close() once the sample in flight has settled), so no call of this
+   * session is in flight.
    */
   private shutdown(): Promise<void> {
     if (!this.initialized) return this.stopping;
     this.initialized = false;
-    this.eventGeneration++;
-    const events = this.eventWaitDone;
-    return (this.stopping = events.then(async () => {
+    const events = this.events;
+    this.events = undefined;
+    return (this.stopping = (async () => {
+      if (events) await this.nvml!.events!.eventSetFree(events.set).catch(() => NVML.SUCCESS);
       await this.sampler?.release();
       await this.nvml!.shutdown();
-    }));
+    })());
   }
 
   private async startEvents(): Promise<void> {
@@ -213,7 +216,6 @@ export class NvmlSession {
       this.saidNoEvents = true;
       return;
     }
-    const gen = this.eventGeneration;
     const set: [Handle | null] = [null];
     if ((await n.eventSetCreate(set)) !== NVML.SUCCESS) {
       sampler.note('warn', 'nvmlEventSetCreate failed: Xid errors will not be counted');
@@ -231,46 +233,52 @@ export class NvmlSession {
       await n.eventSetFree(set[0]!);
       return;
     }
-    const byHandle = sampler.handles();
-    const data = Buffer.alloc(EVENT_DATA.size);
-    this.eventWaitDone = new Promise<void>((done) => {
-      const free = (): void => void n.eventSetFree(set[0]!).then(() => done(), () => done());
-      const loop = (): void => {
-        if (gen !== this.eventGeneration) return free();
-        n.eventWait.async(set[0]!, data, this.opts.eventWaitMs, (err: Error | null, r: number) => {
-          if (err || gen !== this.eventGeneration) {
-            if (err && gen === this.eventGeneration) this.log.warn(`nvmlEventSetWait_v2: ${err.message}`);
-            return free();
-          }
-          if (r === NVML.SUCCESS) {
-            const uuid = byHandle.get(data.readBigUInt64LE(EVENT_DATA.at.device));
-            const gi = data.readUInt32LE(EVENT_DATA.at.gpuInstanceId);
-            const ci = data.readUInt32LE(EVENT_DATA.at.computeInstanceId);
-            if (uuid) {
-              const event: XidEvent = { uuid, eventType: Number(data.readBigUInt64LE(EVENT_DATA.at.eventType)), data: Number(data.readBigUInt64LE(EVENT_DATA.at.eventData)), time: Date.now() };
-              if (gi !== NO_INSTANCE) event.gi = gi;
-              if (ci !== NO_INSTANCE) event.ci = ci;
-              this.onEvent(event);
-            }
-            setImmediate(loop);
-          } else if (r === NVML.TIMEOUT) {
-            setImmediate(loop);
-          } else {
-            // GPU_IS_LOST and friends: the sampler sees it too and re-initialises
-            sampler.note('warn', `nvmlEventSetWait_v2: ${nvml.errorString(r)} (${r})`);
-            setTimeout(loop, 1000);
-          }
-        });
-      };
-      loop();
-    });
+    this.events = { set: set[0]!, data: Buffer.alloc(EVENT_DATA.size), byHandle: sampler.handles() };
   }
 
-  /** Ends the session: waits for the sample in flight and the event wait, then shuts NVML down; gives up after timeoutMs (a call stuck in the driver). */
+  /**
+   * Reads the events the driver queued in the set since the last sample,
+   * without waiting (a timeout of 0, as DCGM's event thread does: the set
+   * keeps its events until they are read). An event is therefore counted by
+   * the first sample that ends after it, one tick late at most. A loop of 1 s waits
+   * beside the samples cost ten pool-thread calls and event-loop turns a 10 s
+   * tick (~2 ms of CPU, docs/performance.md), and a stop or re-init had to
+   * wait for the wait to return.
+   */
+  private async drainEvents(sampler: Sampler): Promise<void> {
+    const ev = this.events;
+    const n = this.nvml!.events;
+    if (!ev || !n) return;
+    for (let i = 0; i < EVENTS_PER_SAMPLE; i++) {
+      let r: number;
+      try {
+        r = await new Promise<number>((resolve, reject) => n.eventWait.async(ev.set, ev.data, 0, (err: Error | null, rc: number) => (err ? reject(err) : resolve(rc))));
+      } catch (e) {
+        sampler.note('warn', `nvmlEventSetWait_v2: ${(e as Error).message}`);
+        return;
+      }
+      if (r === NVML.TIMEOUT) return;
+      if (r !== NVML.SUCCESS) {
+        // GPU_IS_LOST and friends: the sampler sees it too and re-initialises
+        sampler.note('warn', `nvmlEventSetWait_v2: ${this.nvml!.errorString(r)} (${r})`);
+        return;
+      }
+      const d = ev.data;
+      const uuid = ev.byHandle.get(d.readBigUInt64LE(EVENT_DATA.at.device));
+      if (!uuid) continue;
+      const event: XidEvent = { uuid, eventType: Number(d.readBigUInt64LE(EVENT_DATA.at.eventType)), data: Number(d.readBigUInt64LE(EVENT_DATA.at.eventData)), time: Date.now() };
+      const gi = d.readUInt32LE(EVENT_DATA.at.gpuInstanceId);
+      const ci = d.readUInt32LE(EVENT_DATA.at.computeInstanceId);
+      if (gi !== NO_INSTANCE) event.gi = gi;
+      if (ci !== NO_INSTANCE) event.ci = ci;
+      this.onEvent(event);
+    }
+  }
+
+  /** Ends the session: waits for the sample in flight, then shuts NVML down; gives up after timeoutMs (a call stuck in the driver). */
   async close(timeoutMs = 3000): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    clearTimeout(this.reinitTimer);
     let t: NodeJS.Timeout | undefined;
     const ended = (async () => {
       await this.inFlight;
