@@ -5,7 +5,7 @@
  * cluster; the CLI's text, --json and --csv; and the access rule.
  */
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { createLogger } from '../src/core/log.js';
@@ -174,6 +174,15 @@ test('the CLI: text, --json and --csv from the store; --source promql from the b
   const promql = await runCli(['jobs', '--waste', '--json', '--source', 'promql', '--since', '1d', '--config', cfg]);
   assert.equal(promql.status, 0, promql.stderr);
   assert.deepEqual(brief(JSON.parse(promql.stdout) as WasteRow[]), EXPECTED);
+  // a sacct that answers without these jobs (slurmdbd not told yet, or purged): said, not silent
+  const bin = join(dir, 'bin-empty-sacct');
+  mkdirSync(bin, { recursive: true });
+  writeFileSync(join(bin, 'sacct'), '#!/bin/sh\nexit 0\n', { mode: 0o755 });
+  writeFileSync(join(dir, 'empty-sacct.ini'), `[daemon]\nstate_dir = ${dir}\n[slurm]\nbin_dir = ${bin}\n`);
+  const unknown = await runCli(['jobs', '--waste', '--json', '--config', join(dir, 'empty-sacct.ini')]);
+  assert.equal(unknown.status, 0, unknown.stderr);
+  assert.deepEqual(brief(JSON.parse(unknown.stdout) as WasteRow[]), EXPECTED);
+  assert.match(unknown.stderr, /^l9gpu: no time-limit class for job\(s\) 206, 205, 204, 203, 202 and 1 more: not in Slurm accounting \(slurmdbd may not have the record yet\)$/m);
   const none = await runCli(['jobs', '--waste', '--source', 'promql', '--config', join(dir, 'none.ini')]);
   assert.notEqual(none.status, 0);
   const both = await runCli(['jobs', '--waste', '--by', 'user', '--config', cfg]);

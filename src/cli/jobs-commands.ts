@@ -98,7 +98,15 @@ async function jobsWaste(ctx: JobsContext, f: FlagValues): Promise<void> {
         const why = e.message.replace(/\s+/g, ' ').trim();
         unread.set(why, [...(unread.get(why) ?? []), id]);
       });
-      for (const j of ended) j.time_limit_s = acct.get(j.id)?.timeLimitS ?? null;
+      const unknown: string[] = [];
+      const said = new Set([...unread.values()].flat());
+      for (const j of ended) {
+        const a = acct.get(j.id);
+        j.time_limit_s = a?.timeLimitS ?? null;
+        // not in accounting: slurmdbd not told yet (slurmctld sends job records behind), purged, or not Slurm's
+        if (a === undefined && !said.has(j.id)) unknown.push(j.id);
+      }
+      if (unknown.length) unread.set('not in Slurm accounting (slurmdbd may not have the record yet)', unknown);
       for (const [why, ids] of unread) process.stderr.write(`l9gpu: no time-limit class for job(s) ${ids.slice(0, 5).join(', ')}${ids.length > 5 ? ` and ${ids.length - 5} more` : ''}: ${why}\n`);
     } catch (e) {
       process.stderr.write(`l9gpu: no time-limit class: ${(e as Error).message.replace(/\s+/g, ' ').trim()}\n`);

@@ -113,12 +113,25 @@ export function slurmSuite(release: SlurmRelease): void {
     return parseListPids(out);
   }
 
+  /**
+   * The job's own processes as `scontrol listpids` names them, kept only when
+   * the process's environment says it is the job's: proctrack/linuxproc
+   * answers from a walk of /proc, and a pid it named was once, by the time
+   * the case used it, another cluster's slurmscriptd (a pid taken again).
+   */
   async function pidsOf(jobId: string): Promise<number[]> {
-    const out = await waitFor(`pids of ${jobId}`, async () => {
+    const mine = (pid: number): boolean => {
+      try {
+        return readFileSync(`/proc/${pid}/environ`, 'latin1').split('\0').includes(`SLURM_JOB_ID=${jobId}`);
+      } catch {
+        return false;
+      }
+    };
+    return waitFor(`pids of ${jobId}`, async () => {
       const o = await cluster.cmd(['scontrol', 'listpids', jobId]).catch(() => '');
-      return /\n\s*\d+\s/.test(o) ? o : undefined;
+      const pids = o.split('\n').slice(1).map((l) => Number(l.trim().split(/\s+/)[0])).filter((n) => n > 0 && mine(n));
+      return pids.length ? pids : undefined;
     });
-    return out.split('\n').slice(1).map((l) => Number(l.trim().split(/\s+/)[0])).filter((n) => n > 0);
   }
 
   before(async () => {
@@ -848,6 +861,9 @@ summary_wait = 60s
       await cluster.waitState(id, ['COMPLETED'], 60_000);
       await waitFor('bindings closed', () => bindings(id).length === 2 && bindings(id).every((b) => b.end_time !== null));
       await waitFor('state from sacct', () => job(id)?.state === 'COMPLETED', 30_000);
+      // the store may have the end from scontrol before slurmctld has sent slurmdbd the job's record (seen with three
+      // clusters at once): --waste says so and gives no time-limit class, so the case waits for accounting first
+      await waitFor(`job ${id}'s time limit in accounting`, async () => /2:00:00/.test(await cluster.cmd(['sacct', '-n', '-X', '-j', id, '-o', 'timelimit'])), 30_000);
       const waste = await runCli(['jobs', '--waste', '--json', '--config', configFile], cluster.clientEnv());
       assert.equal(waste.status, 0, waste.stderr);
       const limit = (JSON.parse(waste.stdout) as { id: string; class: string; wasted_gpu_hours: number }[]).find((r) => r.id === id && r.class === 'time-limit');
