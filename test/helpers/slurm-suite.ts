@@ -376,8 +376,11 @@ summary_wait = 60s
     const [mine] = (await gresIdx(k)).map(uuidOfGres);
     const other = gpus.find((g) => g.uuid !== mine)!.uuid;
     const [pid] = await pidsOf(k);
-    // the job a process's environment names counts once the store knows it as that process's user's: from its prolog
-    await waitFor(`job ${k} bound by its prolog`, () => bindings(k).some((b) => b.source === 'prolog' && b.end_time === null));
+    // the job a process's environment names counts once the store knows it as that process's user's: from its prolog,
+    // or from the reconciler where it polled the job first (under load, with three clusters at once)
+    await waitFor(`job ${k} in the store, bound`, () => job(k) !== undefined && bindings(k).some((b) => b.end_time === null)).catch((e: Error) => {
+      throw new Error(`${e.message}: store ${JSON.stringify(q('SELECT job_id, run_key, uid, user, source, start_time, end_time FROM jobs WHERE job_id = ?', k))}, bindings ${JSON.stringify(bindings(k))}; ${cluster.logLines(k)}`);
+    });
     fake.write({ ...fake.desc, devices: gpus.map((g) => (g.uuid === other ? { ...g, processes: [{ pid, used: 2 ** 30 }] } : g)) });
     await waitFor('outside_allocation = 1 on the other GPU', () => points().some((p) => p.name === 'gpu.process.outside_allocation' && p.attributes['gpu.uuid'] === other && p.value === 1));
     await daemon.waitStderr(new RegExp(`process on a GPU outside its allocation gpu=${other} pid=${pid} job=${k}`)).catch((e: Error) => {
