@@ -916,10 +916,15 @@ summary_wait = 60s
         throw new Error(`${e.message}; last nccl.operations: ${seen.join(' ') || 'none'}; the folder holds ${readdirSync(work, { recursive: true }).join(', ')}; stderr: ${d.stderr.slice(-1500)}`);
       });
       // flushed on every look: an export that arrives after one flush is searchable only after the next
+      // every rank, each as its series (the figures of the PromQL report below are checked exactly)
+      let seen: { metric: Record<string, string> }[] = [];
       await waitFor('the ranks\' series in VictoriaMetrics', async () => {
         await vm.flush();
-        return (await vm.exportRaw('{__name__="nccl.operations"}')).filter((x) => x.metric['slurm.job.id'] === id).length === 4 || undefined;
-      }, 15_000);
+        seen = (await vm.exportRaw('{__name__="nccl.operations"}')).filter((x) => x.metric['slurm.job.id'] === id);
+        return new Set(seen.map((x) => x.metric['nccl.rank'])).size === 4 || undefined;
+      }, 30_000).catch((e: Error) => {
+        throw new Error(`${e.message}: the job's nccl.operations series there: ${JSON.stringify(seen.map((x) => x.metric)).slice(0, 2000)}; the second daemon's stderr: ${d.stderr.slice(-1500)}`);
+      });
     } finally {
       assert.equal(await d.stop(), 0, d.stderr);
       await cluster.cmd(['scancel', id]);
