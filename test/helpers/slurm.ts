@@ -307,7 +307,12 @@ export class SlurmCluster {
     const acct = this.o.withDbd
       ? `AccountingStorageType=accounting_storage/slurmdbd\nAccountingStorageHost=127.0.0.1\nAccountingStoragePort=${ports.dbd}\nAccountingStoragePass=${ms}\nAccountingStorageTRES=gres/gpu\nJobAcctGatherType=jobacct_gather/linux`
       : 'AccountingStorageType=accounting_storage/none\nJobAcctGatherType=jobacct_gather/none';
+    // job ids of their own per port slot (1, 100001, 200001 ...): clusters side by side on one machine must not share
+    // ids, since the daemon's NCCL discovery reads every process's environment on the machine, as on a real node,
+    // and another cluster's job 23 would be credited to this cluster's job 23
+    const firstJobId = 1 + 100_000 * ((ports.ctld - PORT_BASE) / 10);
     writeFileSync(this.conf, `ClusterName=ci
+FirstJobId=${firstJobId}
 SlurmctldHost=${NODE}(127.0.0.1)
 SlurmUser=root
 AuthType=auth/munge
