@@ -112,8 +112,8 @@ export interface NvmlGpm {
 export interface NvmlEvents {
   eventSetCreate(out: Out<Handle | null>): Promise<number>;
   registerEvents(h: Handle, types: number | bigint, set: Handle): Promise<number>;
-  /** Blocks up to timeoutMs: call it with .async. */
-  eventWait: KoffiFn;
+  /** Waits up to its timeout (ms) for an event in the set; the session reads with 0 (never waits). */
+  eventWait(set: Handle, data: Buffer, timeoutMs: number): Promise<number>;
   eventSetFree(set: Handle): Promise<number>;
 }
 
@@ -199,7 +199,7 @@ export function loadNvml(path: string): NvmlBinding {
   const ev = {
     eventSetCreate: maybe('int nvmlEventSetCreate(_Out_ nvmlEventSet_t *)'),
     registerEvents: maybe('int nvmlDeviceRegisterEvents(nvmlDevice_t, uint64, nvmlEventSet_t)'),
-    eventWait: maybeSync('int nvmlEventSetWait_v2(nvmlEventSet_t, void *, uint)'),
+    eventWait: maybe('int nvmlEventSetWait_v2(nvmlEventSet_t, void *, uint)'),
     eventSetFree: maybe('int nvmlEventSetFree(nvmlEventSet_t)'),
   };
   const missingEvents = Object.entries(ev).filter(([, f]) => !f).map(([k]) => k);

@@ -252,7 +252,7 @@ export class NvmlSession {
     for (let i = 0; i < EVENTS_PER_SAMPLE; i++) {
       let r: number;
       try {
-        r = await new Promise<number>((resolve, reject) => n.eventWait.async(ev.set, ev.data, 0, (err: Error | null, rc: number) => (err ? reject(err) : resolve(rc))));
+        r = await n.eventWait(ev.set, ev.data, 0);
       } catch (e) {
         sampler.note('warn', `nvmlEventSetWait_v2: ${(e as Error).message}`);
         return;
