@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { emptyRollup, figures, NO_IDLE, step } from '../src/figures/rollup.js';
 import { jobNotes } from '../src/jobs/notes.js';
+import { timeLimitNotes } from '../src/jobs/waste.js';
 import { totalsOf } from '../src/jobs/report.js';
 import type { GpuRow, JobHeader } from '../src/jobs/report-model.js';
 import { chmodSync, chownSync, writeFileSync } from 'node:fs';
@@ -211,4 +212,14 @@ test('answerJobs pages: a limit past jobs_rows in pages that end at the limit; n
   assert.ok(by.ok && by.op === 'list');
   assert.deepEqual([by.groups!.length, by.next], [1, undefined]);
   db.close();
+});
+
+test('jobs --waste: the ids a time-limit note names are printable and short (a --source promql id is a metric label, anyone\'s text), five a reason', () => {
+  const hostile = `\u001b]0;owned\u0007${'9'.repeat(200)}`;
+  const lines = timeLimitNotes(new Map([['"x" is not a job id (123 or 122_4)', [hostile]], ['not in Slurm accounting (slurmdbd may not have the record yet)', ['1', '2', '3', '4', '5', '6', '7']]]));
+  assert.equal(lines.length, 2);
+  assert.doesNotMatch(lines[0]!, /[\u0000-\u0008\u000b-\u001f\u007f]/, 'no control character reaches the terminal');
+  assert.ok(lines[0]!.length < 200, `cut short: ${lines[0]!.length} characters`);
+  assert.match(lines[0]!, /^l9gpu: no time-limit class for job\(s\) \?\]0;owned\?9+/);
+  assert.equal(lines[1], 'l9gpu: no time-limit class for job(s) 1, 2, 3, 4, 5 and 2 more: not in Slurm accounting (slurmdbd may not have the record yet)\n');
 });

@@ -7,7 +7,7 @@ import { CliError } from './errors.js';
 import type { FlagValues } from './flag-spec.js';
 import { askList, jobsContext, parseSince, type JobsContext } from './jobs-context.js';
 import { accountingOfMany, hasSacct, showReport, type ShowSource } from './job-sources.js';
-import { wasteRows, wasteThresholds, type WasteInput } from '../jobs/waste.js';
+import { timeLimitNotes, wasteRows, wasteThresholds, type WasteInput } from '../jobs/waste.js';
 import { wasteInputsFromPromql } from '../jobs/waste-promql.js';
 import { redactUrl } from '../core/redact.js';
 import { pricesFrom } from '../jobs/prices.js';
@@ -107,7 +107,7 @@ async function jobsWaste(ctx: JobsContext, f: FlagValues): Promise<void> {
         if (a === undefined && !said.has(j.id)) unknown.push(j.id);
       }
       if (unknown.length) unread.set('not in Slurm accounting (slurmdbd may not have the record yet)', unknown);
-      for (const [why, ids] of unread) process.stderr.write(`l9gpu: no time-limit class for job(s) ${ids.slice(0, 5).join(', ')}${ids.length > 5 ? ` and ${ids.length - 5} more` : ''}: ${why}\n`);
+      for (const line of timeLimitNotes(unread)) process.stderr.write(line);
     } catch (e) {
       process.stderr.write(`l9gpu: no time-limit class: ${(e as Error).message.replace(/\s+/g, ' ').trim()}\n`);
     }

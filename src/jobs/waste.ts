@@ -12,6 +12,7 @@ import type { Config } from '../core/config/load.js';
 import { readSection } from '../core/config/read.js';
 import { UNUSED_UTIL } from '../figures/rollup.js';
 import { JOBS_SECTION } from './config.js';
+import { clip, printable } from '../core/printable.js';
 import type { GpuRow, JobHeader } from './report-model.js';
 
 /** What the fold needs of one GPU of a job. */
@@ -124,4 +125,13 @@ export function wasteGpusOf(gpus: readonly GpuRow[]): WasteGpu[] {
     node: g.node, uuid: g.uuid, gpu_hours: g.figures.gpuHours, util_mean: g.figures.utilMean, sm_active: g.figures.gpm?.smActive ?? null,
     mem_peak_bytes: g.figures.memUsedMax, mem_total_bytes: g.figures.memTotal,
   }));
+}
+
+/**
+ * The lines saying which jobs got no time-limit class, one per reason, five
+ * ids each at most. An id from `--source promql` is a metric label, anyone's
+ * text: shown printable and short, as every other place shows it.
+ */
+export function timeLimitNotes(unread: ReadonlyMap<string, readonly string[]>): string[] {
+  return [...unread].map(([why, ids]) => `l9gpu: no time-limit class for job(s) ${ids.slice(0, 5).map((id) => printable(clip(id, 40))).join(', ')}${ids.length > 5 ? ` and ${ids.length - 5} more` : ''}: ${why}\n`);
 }
