@@ -148,6 +148,7 @@ test('the ledger folds the GPM windows of a job into exact time-weighted means: 
 test('the store, the AdminComment summary and PromQL (both namings, both job_labels modes) give the same GPM figures and idleness, GPU by GPU', () => {
   const gpm = (r: JobReport) => r.gpus.map((g) => [g.uuid, g.figures.gpm, g.figures.idle]);
   assert.deepEqual(gpm(summary), gpm(store));
+  assert.equal(promql.length, 2, 'both namings (the second fed as job_labels = info sends)');
   for (const r of promql) assert.deepEqual(gpm(r), gpm(store), r.source);
 });
 

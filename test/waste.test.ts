@@ -183,8 +183,11 @@ test('the CLI: text, --json and --csv from the store; --source promql from the b
   assert.equal(unknown.status, 0, unknown.stderr);
   assert.deepEqual(brief(JSON.parse(unknown.stdout) as WasteRow[]), EXPECTED);
   assert.match(unknown.stderr, /^l9gpu: no time-limit class for job\(s\) 206, 205, 204, 203, 202 and 1 more: not in Slurm accounting \(slurmdbd may not have the record yet\)$/m);
+  // a config that names no PromQL backend (the file exists: the refusal is about the URL, not a missing file)
+  writeFileSync(join(dir, 'none.ini'), `[daemon]\nstate_dir = ${dir}\n`);
   const none = await runCli(['jobs', '--waste', '--source', 'promql', '--config', join(dir, 'none.ini')]);
-  assert.notEqual(none.status, 0);
+  assert.equal(none.status, 2, none.stderr);
+  assert.match(none.stderr, /--waste --source promql needs --url \(the PromQL API base URL\) or \[jobs\] promql_url/);
   const both = await runCli(['jobs', '--waste', '--by', 'user', '--config', cfg]);
   assert.equal(both.status, 2, 'one or the other');
 });

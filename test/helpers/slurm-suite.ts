@@ -28,6 +28,8 @@ import type { JobReport } from '../../src/jobs/report-model.js';
 import { isNoSteps, parseListPids } from '../../slurm/local-jobs.js';
 import { isDrained, parseNodeState } from '../../slurm/node-drain.js';
 
+const CONFIGLESS_AT: Record<SlurmRelease, 'early' | 'middle' | 'late'> = { bookworm: 'early', trixie: 'middle', sid: 'late' };
+
 export function slurmSuite(release: SlurmRelease): void {
   const L = `[Slurm ${SLURM_VERSION[release]}] `;
   const dir = tempDir('l9gpu-slurmtest-');
@@ -198,7 +200,8 @@ summary_wait = 60s
   /**
    * The configless case holds a machine-wide lock (it links /run/slurm/conf, a fixed path): registered at another
    * place in each release's suite, so that the three suites side by side do not queue for it (22.05's, the
-   * slowest suite, waited 56 s when all three reached it together).
+   * slowest suite, waited 56 s when all three reached it together). A Record of every release: a new one must be
+   * given its place, or the suite does not compile.
    */
   const configlessCase = (): void => {
     test(L + 'configless Slurm: slurmd fetches its config; told nothing, the hooks and the daemon find slurm.conf and gres.conf in /run/slurm/conf', async () => {
@@ -329,7 +332,7 @@ summary_wait = 60s
     assert.deepEqual(gpusOut.gpus.find((g) => g.uuid === u1)!.jobs.map((j) => j['slurm.job.id']), [j1], 'l9gpu gpus shows the job on its GPU');
   });
 
-  if (release === 'bookworm') configlessCase();
+  if (CONFIGLESS_AT[release] === 'early') configlessCase();
 
   test(L + 'a prolog that never ran: the reconciler opens the binding from squeue', async () => {
     const id = await cluster.sbatch(['--gres=gpu:1', '--wrap', 'sleep 20']);
@@ -730,7 +733,7 @@ summary_wait = 60s
     await cluster.restartSlurmd();
   });
 
-  if (release === 'trixie') configlessCase();
+  if (CONFIGLESS_AT[release] === 'middle') configlessCase();
 
   test(L + 'an inference engine inside a job: its points carry the job (slurm.*, from the listening process) and the job\'s GPUs (gpu.uuids)', async () => {
     await idle();
@@ -981,7 +984,7 @@ summary_wait = 60s
     }
   });
 
-  if (release === 'sid') configlessCase();
+  if (CONFIGLESS_AT[release] === 'late') configlessCase();
 
   test(L + '5,000 pending jobs: a reconcile costs slurmctld the same RPCs as with an empty queue, and no full-queue dump', async (t) => {
     // an empty queue, pending jobs included: one that starts mid-measure would be one more job to ask about
