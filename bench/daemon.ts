@@ -10,7 +10,7 @@
  * second with Slurm attribution, and /metrics read ten times a second.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { openSync, readdirSync, readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -139,7 +139,10 @@ export async function benchDaemon(seconds = 60, intervalS = 10, path: DaemonPath
   }
   const plugins = path === 'sim' ? 'sim, host' : path === 'nvml+engines' ? `nvml, host, ${Object.keys(ENGINE_PAGES).join(', ')}` : path === 'engine-at-budget' ? 'nvml, host, vllm' : 'nvml, host';
   writeFileSync(cfg, `[daemon]\nplugins = ${plugins}\nsinks = otlp, prometheus\ninterval = ${intervalS}s\n${attribution}[sim]\ngpus = 8\n[otlp]\nendpoint = http://127.0.0.1:${rxPort}/v1/metrics\nexport_interval = ${intervalS}s\n[prometheus]\nhost = 127.0.0.1\nport = ${promPort}\n${slurm}${engines}`);
-  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), CLI, 'daemon', '--config', cfg], { stdio: opts.output ? ['ignore', openSync(opts.output, 'w'), openSync(opts.output, 'a')] : 'ignore', env: { ...env, ...opts.env } });
+  // stdout and stderr through one descriptor: two opened on the file would write over each other's lines
+  const out = opts.output ? openSync(opts.output, 'w') : undefined;
+  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), CLI, 'daemon', '--config', cfg], { stdio: out === undefined ? 'ignore' : ['ignore', out, out], env: { ...env, ...opts.env } });
+  if (out !== undefined) closeSync(out);
   const pid = child.pid!;
   // the baseline: what Node itself costs to keep a timer of this interval, beside the daemon in the same minutes
   // (it ends itself once its parent is gone: a bench that throws leaves no timer running)
