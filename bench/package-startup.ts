@@ -31,6 +31,8 @@ export interface Cost {
 export interface StartupResult {
   node: string;
   bare: Cost;
+  /** The machine's own Node.js (the one running the bench: what a node needed before the package had a runtime), bare. */
+  machine: { node: string; bare: Cost };
   /** Each command with the compile cache and without. */
   commands: Record<string, { cached: Cost; uncached: Cost }>;
 }
@@ -89,10 +91,12 @@ export function benchPackageStartup(runs = 30): StartupResult {
   const off = join(tree, 'cache.off');
   for (const [k, c] of Object.entries(commands)) run(k, c(0)); // as the install and the first job do: fill the cache, warm the page cache
   const bare: Cost[] = [];
+  const machineBare: Cost[] = [];
   const t: Record<string, { cached: Cost[]; uncached: Cost[] }> = Object.fromEntries(Object.keys(commands).map((k) => [k, { cached: [], uncached: [] }]));
   try {
     for (let i = 1; i <= runs; i++) {
       bare.push(time([node, ['-e', '0'], {}]));
+      machineBare.push(time([process.execPath, ['-e', '0'], {}]));
       for (const [k, c] of Object.entries(commands)) t[k]!.cached.push(run(k, c(i)));
       renameSync(cache, off);
       for (const [k, c] of Object.entries(commands)) t[k]!.uncached.push(run(k, c(i)));
@@ -106,6 +110,7 @@ export function benchPackageStartup(runs = 30): StartupResult {
   return {
     node: runtime.version,
     bare: p50(bare),
+    machine: { node: process.version, bare: p50(machineBare) },
     commands: Object.fromEntries(Object.entries(t).map(([k, v]) => [k, { cached: p50(v.cached), uncached: p50(v.uncached) }])),
   };
 }
