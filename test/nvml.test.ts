@@ -166,9 +166,11 @@ test('MIG: instances with their own UUID, memory and ids, and the parent UUID', 
 test('Xid events are counted per code as a monotonic sum; NVLink gets a rate between samples', async () => {
   const gpus = [h100(0), h100(1)];
   const fake = new FakeNvml({ devices: gpus, events: [] });
-  const d = new DaemonProcess(['--plugin', 'nvml', '--sink', 'stdout', '--interval', '200ms'], fake.env());
+  const d = new DaemonProcess(['--plugin', 'nvml', '--sink', 'stdout', '--interval', '200ms'], { ...fake.env(), FAKE_NVML_TRACE_EVENTS: '1' });
   try {
     await waitFor('first samples', () => pick(d.points(), 'gpu.utilization').length >= 2);
+    // Xid alone: ECC events would queue ahead of the Xids (the ECC counters count those errors)
+    assert.deepEqual([...d.stderr.matchAll(/fake NVML: device (\d+) registered event types (\S+)/g)].map((m) => [m[1], m[2]]), [['0', '0x8'], ['1', '0x8']]);
     fake.write({
       devices: [h100(0, { fields: { '138': { value: 5000 }, '139': { value: 9000 } } }), h100(1)],
       events: [{ device: 1, type: 8, data: 79 }, { device: 1, type: 1, data: 0 }, { device: 1, type: 8, data: 79 }, { device: 0, type: 8, data: 13 }],
@@ -209,6 +211,26 @@ test('a lost GPU is reported and NVML re-initialised with backoff; the GPU comes
   }
   // the fake says what the real library would punish: a set freed after nvmlShutdown, or in a later session
   assert.doesNotMatch(d.stderr, /fake NVML: misuse/, 'the event set is freed before nvmlShutdown, on re-init and on stop');
+});
+
+test('Xids a healthy GPU queued after the last sample are read before a re-init frees the event set', async () => {
+  const gpus = [h100(0), h100(1)];
+  const fake = new FakeNvml({ devices: gpus, events: [] });
+  // 2 s ticks: the re-init (1 s after the loss was seen) is the first thing the next tick does
+  const d = new DaemonProcess(['--plugin', 'nvml', '--sink', 'stdout', '--interval', '2s'], fake.env());
+  try {
+    await waitFor('first samples', () => pick(d.points(), 'gpu.utilization').length >= 2, 15_000);
+    fake.write({ devices: [h100(0), h100(1, { lost: true })], events: [] });
+    // said after that tick's sample and event read
+    await d.waitStderr(/GPU 1 \(GPU-01\S+\) is lost \(NVML_ERROR_GPU_IS_LOST\)/, 15_000);
+    // queued before the next tick, whose re-init frees the set (the fake drops what a freed set held, as the driver does)
+    fake.write({ devices: [h100(0), h100(1, { lost: true })], events: [{ device: 0, type: 8, data: 13 }] });
+    await waitFor('Xid 13 on GPU 0', () => pick(d.points(), 'gpu.xid.errors', { 'gpu.uuid': gpus[0]!.uuid, 'gpu.xid.code': '13' }).length > 0, 15_000);
+    assert.match(d.stderr, /Xid error gpu=GPU-00\S* xid=13/);
+  } finally {
+    assert.equal(await d.stop(), 0);
+  }
+  assert.doesNotMatch(d.stderr, /fake NVML: misuse/);
 });
 
 test('a call blocked in the driver: the event loop goes on (host points every tick), the sample times out, no calls pile up behind the blocked one, and sampling resumes when the driver answers', async () => {

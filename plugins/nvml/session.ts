@@ -47,7 +47,7 @@ function binding(library: string): NvmlBinding {
   return b;
 }
 const BACKOFF_MAX_MS = 60_000;
-/** Events read in one sample at most: a flood (single-bit ECC) is read on over the next ticks, never holding one up. */
+/** Xids read in one sample at most: a flood is read on over the next ticks, never holding a sample up. */
 const EVENTS_PER_SAMPLE = 256;
 
 /** The session's event set, with what reading it needs. */
@@ -135,6 +135,8 @@ export class NvmlSession {
       if (this.initialized && this.reinitAt && time >= this.reinitAt) {
         this.reinitAt = 0;
         this.reinitialised = true;
+        // what the healthy GPUs queued since the last sample is read before the set is freed with the session
+        await this.drainEvents(this.sampler!);
         await this.shutdown();
       }
       await this.ensureInit();
@@ -223,9 +225,9 @@ export class NvmlSession {
     }
     let registered = 0;
     for (const { handle, uuid } of sampler.eventHandles()) {
-      let r = await n.registerEvents(handle, EVENT_TYPE.XidCriticalError | EVENT_TYPE.SingleBitEccError | EVENT_TYPE.DoubleBitEccError, set[0]!);
-      // GPUs without ECC refuse the ECC types: Xid alone is what matters most
-      if (r === NVML.NOT_SUPPORTED) r = await n.registerEvents(handle, EVENT_TYPE.XidCriticalError, set[0]!);
+      // Xid alone: ECC errors are counted from the ECC counters, and ECC events in the set would queue ahead of
+      // the Xids (a degrading HBM stack raises corrected errors by the thousand) past what one sample reads
+      const r = await n.registerEvents(handle, EVENT_TYPE.XidCriticalError, set[0]!);
       if (r === NVML.SUCCESS) registered++;
       else sampler.note('warn', `${uuid}: nvmlDeviceRegisterEvents: ${nvml.errorString(r)} (${r}): Xid errors of this GPU will not be counted`);
     }
@@ -240,7 +242,8 @@ export class NvmlSession {
    * Reads the events the driver queued in the set since the last sample,
    * without waiting (a timeout of 0, as DCGM's event thread does: the set
    * keeps its events until they are read). An event is therefore counted by
-   * the first sample that ends after it, one tick late at most. A loop of 1 s waits
+   * the first sample that ends after it, one tick late at most (up to
+   * EVENTS_PER_SAMPLE Xids a sample: the set holds Xids alone). A loop of 1 s waits
    * beside the samples cost ten pool-thread calls and event-loop turns a 10 s
    * tick (~2 ms of CPU, docs/performance.md), and a stop or re-init had to
    * wait for the wait to return.
@@ -282,6 +285,8 @@ export class NvmlSession {
     let t: NodeJS.Timeout | undefined;
     const ended = (async () => {
       await this.inFlight;
+      // the Xids queued since the last sample are logged before the set is freed (a reload starts a new one)
+      if (this.initialized && this.sampler) await this.drainEvents(this.sampler);
       await this.shutdown();
     })();
     await Promise.race([ended, new Promise<void>((r) => (t = setTimeout(r, timeoutMs)))]);
