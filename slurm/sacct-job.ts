@@ -14,9 +14,16 @@ import { JOB_ID, RAW_JOB_ID } from '../src/core/job-id.js';
 import { clip, printable } from '../src/core/printable.js';
 import { slurmTime } from './jobs-query.js';
 
-/** AdminComment last: free text that may hold the delimiter, so a line is split at the first N-1 only. */
+/**
+ * AdminComment last: free text that may hold the delimiter, so a line is split at the first N-1 only.
+ * No field a user writes: sacct prints every field unescaped, and slurmctld takes any byte in a job
+ * name (job_mgr.c tests its length alone), so `sbatch -J $'x\x1f...'` or a name with a newline
+ * could shift or add fields on a line and make its job another user's, another state, another time
+ * limit. AdminComment is written by operators and the slurmctld epilog only; the name is asked
+ * for in a call of its own (sacctJobNameArgs).
+ */
 export const SACCT_JOB_FIELDS = [
-  'JobID', 'JobIDRaw', 'JobName', 'User', 'UID', 'Account', 'Partition', 'QOS', 'Cluster', 'State', 'ExitCode',
+  'JobID', 'JobIDRaw', 'User', 'UID', 'Account', 'Partition', 'QOS', 'Cluster', 'State', 'ExitCode',
   'Start', 'End', 'ElapsedRaw', 'TimelimitRaw', 'AllocCPUS', 'ReqMem', 'MaxRSS', 'NNodes', 'NodeList', 'AllocTRES', 'AdminComment',
 ] as const;
 type Field = (typeof SACCT_JOB_FIELDS)[number];
@@ -44,6 +51,40 @@ export function sacctJobArgs(id: string, cluster?: string | null): string[] {
   return ['-j', id, '-D', '-P', '-n', `--delimiter=${SACCT_DELIMITER}`, '--noconvert', `--format=${SACCT_JOB_FIELDS.join(',')}`, ...(cluster ? ['-M', cluster] : [])];
 }
 
+/** The name's own call: allocation lines only (-X), every run (-D), the name last, where a delimiter in it stays in it. */
+export function sacctJobNameArgs(id: string, cluster?: string | null): string[] {
+  return ['-j', id, '-X', '-D', '-P', '-n', `--delimiter=${SACCT_DELIMITER}`, '--format=JobIDRaw,JobID,JobName', ...(cluster ? ['-M', cluster] : [])];
+}
+
+/**
+ * The job's name from sacctJobNameArgs' output: the latest run's, null where
+ * sacct has none. A name may hold the delimiter (kept: the name is the last
+ * field) and newlines (a line that does not start with two job ids goes on
+ * the name before it). A name can forge no other field, and only its own
+ * job's name: the call asks for that job alone.
+ */
+export function parseSacctJobName(text: string, requestedId: string): string | null {
+  const byJobId = /^\d+_\d+$/.test(requestedId);
+  const sep = text.includes(SACCT_DELIMITER) ? SACCT_DELIMITER : '|';
+  let name: string | null = null;
+  let current: { mine: boolean; name: string } | undefined;
+  const finish = () => {
+    if (current?.mine) name = current.name === '' || current.name === '(null)' ? null : current.name;
+  };
+  for (const raw of text.replace(/\n$/, '').split('\n')) {
+    const s = raw.replace(/\r$/, '');
+    const a = s.indexOf(sep);
+    const b = a < 0 ? -1 : s.indexOf(sep, a + 1);
+    const [rawId, jobId] = b < 0 ? [] : [s.slice(0, a), s.slice(a + 1, b)];
+    if (rawId !== undefined && RAW_JOB_ID.test(rawId) && ALLOC_ID.test(jobId!)) {
+      finish();
+      current = { mine: (byJobId ? jobId : rawId) === requestedId, name: s.slice(b + 1) };
+    } else if (current) current.name += `\n${s}`;
+  }
+  finish();
+  return name;
+}
+
 const UNITS = 'KMGTPE';
 const MiB = 1024 ** 2;
 
@@ -52,7 +93,8 @@ type Row = Record<Field, string>;
 class Line {
   constructor(readonly row: Row, readonly n: number, readonly where: string) {}
   fail(field: Field, why: string): never {
-    throw new Error(`${this.where}: line ${this.n}: ${field} "${this.row[field].slice(0, 60)}" ${why}`);
+    // the value is sacct's, so anyone's (a job name, a comment): quoted printable, as it reaches a terminal or a log
+    throw new Error(`${this.where}: line ${this.n}: ${field} "${printable(this.row[field].slice(0, 60))}" ${why}`);
   }
   str(f: Field): string | null {
     const v = this.row[f];
@@ -214,7 +256,8 @@ export function parseSacctJob(text: string, requestedId: string, where = `sacct 
     jobIdRaw: a.row.JobIDRaw,
     arrayJobId: arr ? arr[1]! : null,
     arrayTaskId: arr ? arr[2]! : null,
-    name: a.str('JobName'),
+    // asked for apart (sacctJobNameArgs): sacctJob({ name: true }) fills it in
+    name: null,
     user: a.str('User'),
     uid: a.int('UID'),
     account: a.str('Account'),
@@ -248,6 +291,8 @@ export interface SacctJobOptions {
   cluster?: string | null;
   /** sacctJobs: a job whose lines do not parse (it counts as without a record); unset: passed over. */
   onError?: (id: string, e: Error) => void;
+  /** sacctJob: the job's name too (a second sacct call: the name is a user's text, never on the record's line). */
+  name?: boolean;
 }
 
 /** Job ids one sacct call asks for: a short command line, and a query slurmdbd answers in one go. */
@@ -293,5 +338,7 @@ export async function sacctJobs(ids: readonly string[], o: SacctJobOptions): Pro
 export async function sacctJob(id: string, o: SacctJobOptions): Promise<SacctJob | undefined> {
   if (!JOB_ID.test(id)) throw new Error(`"${printable(clip(id, 40))}" is not a job id (123 or 122_4)`);
   const text = await o.run('sacct', sacctJobArgs(id, o.cluster), { ...SACCT_JOB_ENV });
-  return parseSacctJob(text, id, `sacct -j ${id}${o.cluster ? ` -M ${o.cluster}` : ''}`);
+  const job = parseSacctJob(text, id, `sacct -j ${id}${o.cluster ? ` -M ${o.cluster}` : ''}`);
+  if (job && o.name) job.name = parseSacctJobName(await o.run('sacct', sacctJobNameArgs(id, o.cluster), { ...SACCT_JOB_ENV }), id);
+  return job;
 }

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { SACCT_JOB_ENV, SACCT_JOB_FIELDS, parseSacctJob, sacctJob, sacctJobArgs, sacctJobs } from '../slurm/sacct-job.js';
+import { SACCT_JOB_ENV, SACCT_JOB_FIELDS, parseSacctJob, parseSacctJobName, sacctJob, sacctJobArgs, sacctJobNameArgs, sacctJobs } from '../slurm/sacct-job.js';
 import { headerFromSacct, withSacct } from '../src/jobs/slurm-header.js';
 import { headerOf } from '../src/jobs/report.js';
 import { ROOT } from './helpers/paths.js';
@@ -16,7 +16,7 @@ const MiB = 1024 ** 2;
 test('sacct: a completed 2-node job with four steps, every field', () => {
   const j = parseSacctJob(read('completed-multistep.psv'), '4100')!;
   assert.deepEqual(j, {
-    jobId: '4100', jobIdRaw: '4100', arrayJobId: null, arrayTaskId: null, name: 'train-llm', user: 'alice', uid: 1001, account: 'physics',
+    jobId: '4100', jobIdRaw: '4100', arrayJobId: null, arrayTaskId: null, name: null, user: 'alice', uid: 1001, account: 'physics',
     partition: 'gpu', qos: 'normal', cluster: 'alps', state: 'COMPLETED', exitCode: 0, exitSignal: 0, start: S * 1000, end: (S + 3725) * 1000,
     elapsedS: 3725, timeLimitS: 240 * 60, cpus: 32, memReqBytes: 131072 * MiB, maxRssBytes: 24 * GiB, nodes: ['gpu01', 'gpu02'], gpus: 8, restarts: 0,
     adminComment: 'l9gpu1:H4sIAAAAAAAAA6tWKkktLlGyUlAqS8wpTVWqBQBk7sYQEgAAAA==',
@@ -59,9 +59,9 @@ test('sacct: a running job with an UNLIMITED time limit; Partition_Limit is no n
   assert.equal(parseSacctJob(read('admin-comment-separators.usv'), '4106')!.timeLimitS, null);
 });
 
-test('sacct: a job name and an AdminComment holding | and = survive (unit separator, and | with the comment last)', () => {
+test('sacct: an AdminComment holding | and = survives (unit separator, and | with the comment last)', () => {
   const j = parseSacctJob(read('admin-comment-separators.usv'), '4106')!;
-  assert.deepEqual([j.name, j.adminComment, j.state, j.exitCode, j.gpus, j.maxRssBytes], ['x|y', 'site=alps|l9gpu=v1|gpus=0|b64=AAB==', 'FAILED', 3, 0, null]);
+  assert.deepEqual([j.adminComment, j.state, j.exitCode, j.gpus, j.maxRssBytes], ['site=alps|l9gpu=v1|gpus=0|b64=AAB==', 'FAILED', 3, 0, null]);
   const piped = read('completed-multistep.psv').split('\n')[0]!.replace(/\|[^|]*$/, '|a=b|c||d=');
   assert.equal(parseSacctJob(piped, '4100')!.adminComment, 'a=b|c||d=');
   const multiline = `${read('completed-multistep.psv').split('\n')[0]!}\nsecond line of the comment\n`;
@@ -97,8 +97,8 @@ test('sacct: bad input is an error naming the field and the line', () => {
   assert.throws(() => parseSacctJob(bad(0, 'State', 'completed?'), '4100'), /line 1: State "completed\?" is not a job state/);
   assert.throws(() => parseSacctJob(bad(0, 'JobID', '41x00'), '4100'), /line 1: JobID "41x00" is not a job id/);
   assert.throws(() => parseSacctJob(good.slice(1).join('\n'), '4100'), /line 1: JobID "4100.batch" is a step of no allocation line before it/);
-  assert.throws(() => parseSacctJob('4100|4100|x\n', '4100'), { message: `sacct -j 4100: line 1: 3 fields, expected 22 (${SACCT_JOB_FIELDS.join(',')})` });
-  assert.throws(() => parseSacctJob(`JobID|JobIDRaw|State\n${good[0]}`, '4100'), /line 1: the header is not JobID\|JobIDRaw\|JobName/);
+  assert.throws(() => parseSacctJob('4100|4100|x\n', '4100'), { message: `sacct -j 4100: line 1: 3 fields, expected 21 (${SACCT_JOB_FIELDS.join(',')})` });
+  assert.throws(() => parseSacctJob(`JobID|JobIDRaw|State\n${good[0]}`, '4100'), /line 1: the header is not JobID\|JobIDRaw\|User/);
   const legacy = read('reqmem-legacy.psv').split('\n')[0]!.split('|');
   legacy[SACCT_JOB_FIELDS.indexOf('AllocCPUS')] = '';
   assert.throws(() => parseSacctJob(legacy.join('|'), '300'), /line 1: AllocCPUS "" is needed to total ReqMem 4000Mc/);
@@ -123,6 +123,29 @@ test('sacctJob: the arguments, the environment and -M, through the runner it is 
   assert.deepEqual(SACCT_JOB_ENV, { SLURM_TIME_FORMAT: '%s' });
   await assert.rejects(sacctJob('1;rm', { run }), /"1;rm" is not a job id/);
   await assert.rejects(sacctJob('4100', { run: async () => '4100|x\n' }), /^Error: sacct -j 4100: line 1: 2 fields/);
+  // the name on request, from a call of its own
+  calls.length = 0;
+  const named = await sacctJob('4102', { run: async (c, a, e) => (calls.push([c, a, e]), a.includes('-X') ? '4102\x1f4102\x1ftrain\x1fllm\n' : read('timeout.psv')), cluster: 'alps', name: true });
+  assert.equal(named!.name, 'train\x1fllm');
+  assert.deepEqual(calls.map((c) => c[1]), [sacctJobArgs('4102', 'alps'), sacctJobNameArgs('4102', 'alps')]);
+  assert.deepEqual(sacctJobNameArgs('4102', 'alps'), ['-j', '4102', '-X', '-D', '-P', '-n', '--delimiter=\x1f', '--format=JobIDRaw,JobID,JobName', '-M', 'alps']);
+});
+
+test('sacct: a job name is never on the record\'s line: one holding the delimiter or a newline cannot make its job another user\'s, another state or another time limit', () => {
+  // slurmctld takes any byte in a name (job_mgr.c tests its length alone), and sacct prints it as it is
+  for (const f of ['JobName', 'Comment', 'WCKey', 'SubmitLine', 'WorkDir', 'Constraints', 'Reason', 'SystemComment']) assert.ok(!(SACCT_JOB_FIELDS as readonly string[]).includes(f), `${f} is a user's text`);
+  // the name's own call: the name is the last field, so the delimiter and newlines stay in it
+  const forged = 'train\x1fmallory\x1f0\x1facct\x1fgpu\x1fnormal\x1falps\x1fCOMPLETED\nforged';
+  assert.equal(parseSacctJobName(`4106\x1f4106\x1f${forged}\n`, '4106'), forged);
+  assert.equal(parseSacctJobName('4106\x1f4106\x1fx|y\n', '4106'), 'x|y');
+  // -D: the latest run's; an array task by its array id; nothing, or "(null)", is no name
+  assert.equal(parseSacctJobName('4105\x1f4105\x1fold\n4105\x1f4105\x1fnew\n', '4105'), 'new');
+  assert.equal(parseSacctJobName('5012\x1f5000_7\x1fsweep\n', '5000_7'), 'sweep');
+  assert.equal(parseSacctJobName('5012\x1f5000_7\x1fsweep\n', '5012'), 'sweep');
+  assert.equal(parseSacctJobName('', '1'), null);
+  assert.equal(parseSacctJobName('4106\x1f4106\x1f\n', '4106'), null);
+  // a name that starts another job's line forges nothing for this one
+  assert.equal(parseSacctJobName('4106\x1f4106\x1fa\n999\x1f999\x1fevil\n', '4106'), 'a');
 });
 
 test('sacctJobs: 250 jobs in three sacct calls of at most 100 ids, each id its own record as sacctJob gives it, undefined where accounting has none', async () => {
@@ -150,11 +173,11 @@ test('sacctJobs: 250 jobs in three sacct calls of at most 100 ids, each id its o
   const unreadable = await sacctJobs(['4100'], { run: async () => '4100|x\n', onError: (id, e) => said.push(`${id}: ${e.message}`) });
   assert.equal(unreadable.get('4100'), undefined);
   assert.equal(said.length, 1);
-  assert.match(said[0]!, /^4100: sacct -j 4100: line 1: 2 fields, expected 22/);
+  assert.match(said[0]!, /^4100: sacct -j 4100: line 1: 2 fields, expected 21/);
 });
 
 test('sacct: ReqMem as Slurm 22.05 prints NO_VAL64 (2^64 as a double) is no value, not a size error; sacctJobs: one job\'s bad line is that job\'s alone', async () => {
-  const withReqMem = (text: string, v: string) => text.replace(/^(4100(?:\|[^|\n]*){15}\|)131072M\|/m, `$1${v}|`);
+  const withReqMem = (text: string, v: string) => text.replace(/^(4100(?:\|[^|\n]*){14}\|)131072M\|/m, `$1${v}|`);
   const sentinel = withReqMem(read('completed-multistep.psv'), '18446744073709551616.00M');
   assert.notEqual(sentinel, read('completed-multistep.psv'), 'the allocation line\'s ReqMem replaced');
   const j = parseSacctJob(sentinel, '4100')!;
@@ -171,7 +194,8 @@ test('sacct: ReqMem as Slurm 22.05 prints NO_VAL64 (2^64 as a double) is no valu
 });
 
 test('the header from sacct: over a store header, and alone', () => {
-  const s = parseSacctJob(read('completed-multistep.psv'), '4100')!;
+  // the name as sacctJob({ name: true }) adds it from its own call
+  const s = { ...parseSacctJob(read('completed-multistep.psv'), '4100')!, name: 'train-llm' };
   const store = headerOf(
     { job_id: '4100', run_key: 'r0', user: 'alice', uid: 1001, account: null, partition: 'gpu', qos: null, name: null, cluster: null, array_job_id: null, array_task_id: null, start_time: S * 1000, end_time: (S + 3700) * 1000, state: null, exit_code: null },
     1, ['gpu01'],

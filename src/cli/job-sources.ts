@@ -35,7 +35,7 @@ export async function hasSacct(ctx: JobsContext): Promise<boolean> {
 /** The job's accounting record, undefined where there is no sacct or no such job; errors of a present sacct are the caller's. */
 export async function accountingOf(ctx: JobsContext, jobId: string, cluster: string | null): Promise<SacctJob | undefined> {
   if (!(await hasSacct(ctx))) return undefined;
-  return sacctJob(jobId, { run: (c, a, e) => slurmCommand(ctx.cfg, c, a, e), cluster });
+  return sacctJob(jobId, { run: (c, a, e) => slurmCommand(ctx.cfg, c, a, e), cluster, name: true });
 }
 
 /** The accounting records of many jobs, in a few sacct calls (sacctJobs); the caller has checked there is a sacct. */
