@@ -175,33 +175,72 @@ export function parseSqueueJson(text: string): SlurmJob[] {
   });
 }
 
-/** `scontrol show job -d` text: blank-line separated records of Key=Value tokens. */
+/**
+ * A record whose text a user's own text has made ambiguous: a job's name, comment, command, working
+ * directory and output paths are printed raw (slurmctld takes any byte in them), so one holding
+ * " UserId=root(0)", or a newline and a line of fields, or a blank line and a record, could
+ * otherwise be read as the job's (or another job's) user, account, nodes or GPUs.
+ */
+export class AmbiguousJobRecord extends Error {}
+
+/** Keys each record prints exactly once (slurm_sprint_job_info, 22.05 to 26.05): a record without one was cut short. */
+const ONCE = ['UserId', 'JobState', 'StartTime', 'EndTime', 'Partition', 'NodeList'];
+
+/**
+ * `scontrol show job -d` text: blank-line separated records of Key=Value tokens.
+ * Every key read must appear once in its record, and the per-node GRES lines
+ * are read only where slurmctld prints them (right after JOB_GRES=, or after
+ * NodeList= where there is no JOB_GRES line): anything else is a user's text
+ * posing as fields, and the output is refused (AmbiguousJobRecord), naming
+ * the job, rather than read wrong.
+ */
 export function parseScontrolJobs(text: string): SlurmJob[] {
   const records = text.split(/\n\s*\n/).map((r) => r.trim()).filter((r) => r.startsWith('JobId='));
-  return records.map((rec) => {
+  const jobs = records.map((rec) => {
+    const first = /^JobId=(\d{1,10})(?:\s|$)/.exec(rec)?.[1] ?? '?';
+    const where = `scontrol show job ${first}`;
+    const ambiguous = (why: string): never => {
+      throw new AmbiguousJobRecord(`${where}: ${why} (a job name, comment or path holding a newline or Key= text?): the record is not read`);
+    };
+    const count = (key: string) => rec.match(new RegExp(`(?:^|\\s)${key.replace('/', '\\/')}=`, 'g'))?.length ?? 0;
+    for (const key of ONCE) if (count(key) !== 1) ambiguous(`${key}= is printed ${count(key)} times, once in a record`);
     const kv = (key: string): string | null => {
+      const n = count(key);
+      if (n > 1) ambiguous(`${key}= is printed ${n} times`);
       const m = new RegExp(`(?:^|\\s)${key}=(\\S*)`).exec(rec);
       return m ? jstr(m[1]) : null;
     };
+    if (count('JobId') !== 1) ambiguous(`JobId= is printed ${count('JobId')} times`);
+    // the array and het ids are printed before the name on its line (an absent one cannot be added by a name after it)
+    const head = rec.slice(0, Math.max(0, rec.search(/\sJobName=/))) || rec.split('\n')[0]!;
+    const headKv = (key: string): string | null => jstr(new RegExp(`\\s${key}=(\\S*)`).exec(head)?.[1]);
     const gpuIdx: Record<string, number[]> = {};
     const sharedIdx: Record<string, number[]> = {};
-    // per-node lines: "Nodes=n[1-2] CPU_IDs=0-7 Mem=0 GRES=gpu:h100:2(IDX:0-1)"; before 19.05 "GRES_IDX="
-    const where = `scontrol show job ${(kv('JobId') ?? '?').slice(0, 40)}`;
-    for (const m of rec.matchAll(/^\s*Nodes=(\S+)\s.*?\bGRES(?:_IDX)?=(\S+)/gm)) {
+    // per-node lines: "Nodes=n[1-2] CPU_IDs=0-7 Mem=0 GRES=gpu:h100:2(IDX:0-1)"; before 19.05 "GRES_IDX="; only in the run of
+    // lines slurmctld prints them in
+    const lines = rec.split('\n');
+    const gresAt = lines.findIndex((l) => /^\s*JOB_GRES=/.test(l));
+    if (count('JOB_GRES') > 1) ambiguous(`JOB_GRES= is printed ${count('JOB_GRES')} times`);
+    const from = (gresAt >= 0 ? gresAt : lines.findIndex((l) => /^\s*NodeList=/.test(l))) + 1;
+    let to = from;
+    while (to < lines.length && /^\s*Nodes=/.test(lines[to]!)) to++;
+    if (lines.some((l, i) => (i < from || i >= to) && /^\s*Nodes=\S+\s.*?\bGRES(?:_IDX)?=/.test(l))) ambiguous('a per-node GRES line is outside the lines that hold them');
+    for (const m of lines.slice(from, to).join('\n').matchAll(/^\s*Nodes=(\S+)\s.*?\bGRES(?:_IDX)?=(\S+)/gm)) {
       const g = named(`${where} GRES`, () => parseGresDetail(m[2]!));
       for (const node of named(`${where} Nodes`, () => expandHostlist(m[1]!))) {
         gpuIdx[node] = [...(gpuIdx[node] ?? []), ...g.idx];
         if (g.shared.length) sharedIdx[node] = [...(sharedIdx[node] ?? []), ...g.shared];
       }
     }
-    const user = /UserId=([^(\s]+)\((\d+)\)/.exec(rec);
-    const exit = /ExitCode=(\d+):(\d+)/.exec(rec);
+    const user = /(?:^|\s)UserId=([^(\s]+)\((\d+)\)/.exec(rec);
+    if (count('ExitCode') > 1) ambiguous(`ExitCode= is printed ${count('ExitCode')} times`);
+    const exit = /(?:^|\s)ExitCode=(\d+):(\d+)/.exec(rec);
     return {
       jobId: kv('JobId') ?? '',
-      arrayJobId: kv('ArrayJobId'),
-      arrayTaskId: kv('ArrayTaskId'),
-      hetJobId: kv('HetJobId'),
-      hetJobOffset: kv('HetJobOffset'),
+      arrayJobId: headKv('ArrayJobId'),
+      arrayTaskId: headKv('ArrayTaskId'),
+      hetJobId: headKv('HetJobId'),
+      hetJobOffset: headKv('HetJobOffset'),
       user: user ? user[1]! : null,
       uid: user ? int(user[2]) : null,
       account: kv('Account'),
@@ -220,6 +259,13 @@ export function parseScontrolJobs(text: string): SlurmJob[] {
       exitCode: exit ? int(exit[1]) : null,
     };
   });
+  // a blank line in a user's text starts a record of its own: one id twice is one record forged
+  const seen = new Set<string>();
+  for (const j of jobs) {
+    if (seen.has(j.jobId)) throw new AmbiguousJobRecord(`scontrol show job ${j.jobId}: two records of one job (a job name, comment or path holding a blank line?): not read`);
+    seen.add(j.jobId);
+  }
+  return jobs;
 }
 
 export interface SacctRecord {

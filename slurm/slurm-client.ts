@@ -56,6 +56,10 @@ export class SlurmClient {
       if (/not found in PATH/.test(msg)) throw e;
       source = 'scontrol show job -d';
       jobs = parseScontrolJobs(await this.run('scontrol', ['show', 'job', '-d']));
+      // a blank line in a job's comment or path could add a whole record of a job that does not exist: only the ids
+      // squeue lists (numbers, no user's text; asked after, so a job started in between is in both) are read
+      const ids = new Set((await this.run('squeue', ['--noheader', '--format=%A'])).split('\n').map((l) => l.trim()).filter((l) => /^\d+$/.test(l)));
+      jobs = jobs.filter((j) => ids.has(j.jobId));
     }
     return { jobs: jobs.filter((j) => j.nodes.includes(node)), source };
   }

@@ -294,7 +294,7 @@ test('what the fuzz suite found, kept as cases: each input a value or a named er
   const sacctHead = 'JobIDRaw|JobID|State|ExitCode|DerivedExitCode|Start|End|Elapsed|User|Account|Partition|JobName|AllocTRES|NodeList';
   // a garbled time: unknown (null), never NaN
   assert.deepEqual(parseSacct(`${sacctHead}\n1|1|COMPLETED|0:0|0:0|2026-11-21T08:33:57|2026-11\ud81e\udd9eT08:34:27|00:00:30|root|root|gpu|myjob|billing=1|vm\n`).map((r) => [r.start, r.end]), [[Date.parse('2026-11-21T08:33:57'), null]]);
-  assert.equal(parseScontrolJobs('JobId=4249 JobName=x\n   StartTime=2026-11-2x1T08:33:20 EndTime=Unknown\n')[0]!.startTime, null);
+  assert.equal(parseScontrolJobs('JobId=4249 JobName=x\n   UserId=a(1) JobState=RUNNING Partition=gpu NodeList=n1\n   StartTime=2026-11-2x1T08:33:20 EndTime=Unknown\n')[0]!.startTime, null);
   // a time of 1e308 s: no time
   assert.equal(parseSqueueJson(JSON.stringify({ jobs: [{ job_id: 1, end_time: { set: true, infinite: false, number: 1e308 } }] }))[0]!.endTime, null);
   // null, and a null job: named errors, not TypeErrors

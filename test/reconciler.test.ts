@@ -19,7 +19,7 @@ import { ROOT, tempDir } from './helpers/paths.js';
 
 const TD = join(ROOT, 'slurm', 'testdata');
 
-function fakeSlurm(opts: { sacct: 'disabled' | 'recorded'; steps?: 'none' | 'job 1' }): { bin: string; calls: (tool: string) => string[] } {
+function fakeSlurm(opts: { sacct: 'disabled' | 'recorded'; steps?: 'none' | 'job 1'; job1?: (record: string) => string }): { bin: string; calls: (tool: string) => string[] } {
   const d = tempDir('l9gpu-fake-slurm-');
   const bin = join(d, 'bin');
   mkdirSync(bin);
@@ -39,7 +39,7 @@ function fakeSlurm(opts: { sacct: 'disabled' | 'recorded'; steps?: 'none' | 'job
     `[ "$1" = listjobs ] && { echo 'invalid keyword: listjobs' >&2; exit 1; }`,
     opts.steps === 'job 1' ? `[ "$1" = listpids ] && { cat '${join(TD, 'scontrol-listpids-22.05.txt')}'; exit 0; }` : `[ "$1" = listpids ] && { echo 'No job steps exist on this node.' >&2; exit 1; }`,
     `if [ "$1 $2" = "show node" ]; then [ "$4" = gpunode9 ] && { echo 'NodeName=gpunode9 Arch=x86_64 CoresPerSocket=1 CPUAlloc=0 CPUTot=16 State=IDLE'; exit 0; }; echo "Node $4 not found"; exit 1; fi`,
-    ...(opts.steps === 'job 1' ? [`[ "$*" = "show job 1" -o "$*" = "show job -d 1" ] && { sed -e 's/=vm$/=gpunode9/; s/Nodes=vm /Nodes=gpunode9 /' '${join(TD, 'scontrol-show-job-d-22.05.txt')}' | awk 'NR == 1, /^$/'; exit 0; }`] : []),
+    ...(opts.steps === 'job 1' ? [`[ "$*" = "show job 1" -o "$*" = "show job -d 1" ] && { cat '${job1Record(d, opts.job1)}'; exit 0; }`] : []),
     `for a; do last=$a; done; sed -e 's/JobState=RUNNING/JobState=COMPLETED/' -e "s/^JobId=1 /JobId=$last /" '${join(TD, 'scontrol-show-job-d-22.05.txt')}' | awk 'NR == 1, /^$/'`,
   ].join('\n'));
   const calls = (t: string) => {
@@ -50,6 +50,14 @@ function fakeSlurm(opts: { sacct: 'disabled' | 'recorded'; steps?: 'none' | 'job
     }
   };
   return { bin, calls };
+}
+
+/** Job 1's recorded record as running on gpunode9 (its first record: up to the blank line), as edit makes it. */
+function job1Record(d: string, edit: (record: string) => string = (r) => r): string {
+  const recorded = readFileSync(join(TD, 'scontrol-show-job-d-22.05.txt'), 'utf8');
+  const first = recorded.slice(0, recorded.indexOf('\n\n') + 1).replace(/=vm$/gm, '=gpunode9').replace(/Nodes=vm /g, 'Nodes=gpunode9 ');
+  writeFileSync(join(d, 'job1.txt'), `${edit(first)}\n`);
+  return join(d, 'job1.txt');
 }
 
 function reconciler(bin: string, source: ReconcileSource = 'local') {
@@ -169,6 +177,28 @@ test('local source on 22.05: a prolog record without a GPU binding is repaired w
   const b = db.prepare('SELECT gpu_uuid, source FROM bindings WHERE job_id = ? ORDER BY gpu_uuid').all('1');
   // no gres.conf here: the recorded IDX:0-1 stay GRES indices until one says which GPUs they are
   assert.deepEqual(b, [{ gpu_uuid: 'gres:0', source: 'poll' }, { gpu_uuid: 'gres:1', source: 'poll' }]);
+  db.close();
+});
+
+test('local source on 22.05: a job name posing as fields (a newline, a GRES line, another user) is not read: the prolog\'s record stands, the job is said once a recheck, the other jobs are asked on', async () => {
+  // slurmctld takes any byte in a job name and scontrol prints it raw
+  const slurm = fakeSlurm({ sacct: 'recorded', steps: 'job 1', job1: (r) => r.replace('JobName=myjob\n', 'JobName=x\n     Nodes=gpunode9 CPU_IDs=0 Mem=0 GRES=gpu:8(IDX:0-7)\n   UserId=mallory(666) GroupId=mallory(666) MCS_label=N/A\n') });
+  const lines: string[] = [];
+  const db = openStore(tempDir());
+  const r = new Reconciler({ db, node: () => ({ name: 'gpunode9', guessed: false }), gresConf: '/nonexistent/gres.conf', binDir: slurm.bin, slurmConf: null, commandTimeoutMs: 5000, source: 'local', log: createLogger('warn', (l) => lines.push(l)) });
+  const now = Date.now();
+  // no GPU in the prolog's environment: the record's GPU indices would be read (show job -d)
+  recordStart(db, { jobId: '1', runKey: 'r0', user: 'root' }, [], 'prolog', now - 60_000);
+  recordStart(db, { jobId: '6000', runKey: 'r0' }, [], 'prolog', now - 3_600_000);
+  await r.reconcileOnce(now);
+  assert.deepEqual(db.prepare('SELECT gpu_uuid FROM bindings WHERE job_id = ?').all('1'), [], 'no GPU from the name\'s GRES line');
+  assert.deepEqual(db.prepare('SELECT user, end_time FROM jobs WHERE job_id = ?').get('1'), { user: 'root', end_time: null }, 'the prolog\'s user; the run left open');
+  assert.equal((db.prepare('SELECT end_time FROM jobs WHERE job_id = ?').get('6000') as { end_time: number | null }).end_time !== null, true, 'the next job was asked and closed');
+  const said = lines.filter((l) => l.includes("a job's record in Slurm is not read"));
+  assert.equal(said.length, 1, lines.join('\n'));
+  assert.match(said[0]!, /job=1 .*scontrol show job 1: UserId= is printed 2 times/);
+  await r.reconcileOnce(now + 1000);
+  assert.equal(lines.filter((l) => l.includes("a job's record in Slurm is not read")).length, 1, 'not asked again before job_recheck');
   db.close();
 });
 

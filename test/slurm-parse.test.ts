@@ -7,7 +7,7 @@ import { gresConfPath, parseGresLayout } from '../slurm/gres.js';
 import { SLURM_CONF_CANDIDATES, slurmConfPath } from '../slurm/paths.js';
 import { configFrom } from './helpers/config.js';
 import { expandHostlist, expandIndexList, hostlistContains } from '../slurm/hostlist.js';
-import { jobState, parseGresDetail, parseSacct, parseScontrolJobs, parseSqueueJson } from '../slurm/jobs-query.js';
+import { AmbiguousJobRecord, jobState, parseGresDetail, parseSacct, parseScontrolJobs, parseSqueueJson } from '../slurm/jobs-query.js';
 import { ROOT, tempDir } from './helpers/paths.js';
 import { isNoSteps, isUnknownKeyword, parseListJobs, parseListPids } from '../slurm/local-jobs.js';
 
@@ -157,6 +157,27 @@ test('scontrol show job -d text: 22.05 recorded, multi-node GRES lines, het and 
   assert.deepEqual(old!.gpuIdx, { gpu02: [0], gpu03: [0] });
   assert.equal(old!.exitCode, 2);
   assert.equal(old!.state, 'COMPLETED');
+});
+
+test('scontrol show job -d text: a user\'s text posing as fields is refused, naming the job, never read as the job\'s', () => {
+  // slurmctld takes any byte in a job name, comment, working directory or output path, and scontrol prints them raw
+  const recorded = read('scontrol-show-job-d-22.05.txt');
+  const first = recorded.slice(0, recorded.indexOf('\n\n') + 1);
+  const named = (name: string) => first.replace('JobName=myjob\n', `JobName=${name}\n`);
+  const refused = (text: string, why: RegExp) => assert.throws(() => parseScontrolJobs(text), (e: Error) => e instanceof AmbiguousJobRecord && why.test(e.message) && /^scontrol show job 1: /.test(e.message));
+  refused(named('x UserId=mallory(0)'), /UserId= is printed 2 times/);
+  refused(named('x\n   Priority=1 Nice=0 Account=other QOS=normal'), /Account= is printed 2 times/);
+  refused(named('x\n     Nodes=vm CPU_IDs=0 Mem=0 GRES=gpu:8(IDX:0-7)'), /a per-node GRES line is outside the lines that hold them/);
+  refused(named('x\n   JOB_GRES=gpu:8'), /JOB_GRES= is printed 2 times/);
+  refused(named('x\n\nJobId=2 JobName=y'), /UserId= is printed 0 times/);
+  // a blank line late in the record (an output path) and a whole record after it: one job twice
+  refused(first.replace('StdOut=/dev/null', `StdOut=/tmp/a\n\n${first.trim()}`), /two records of one job/);
+  refused(first.replace('ExitCode=0:0', 'ExitCode=0:0 Reboot=0 ExitCode=1:0'), /ExitCode= is printed 2 times/);
+  // text that only looks like a key inside a word is a value: DerivedExitCode, ReqNodeList, a name "xUserId=y"
+  // ids a name could add where the job has none: read only where scontrol prints them, before the name
+  assert.deepEqual(parseScontrolJobs(named('x ArrayJobId=999 ArrayTaskId=0 HetJobId=7')).map((j) => [j.arrayJobId, j.arrayTaskId, j.hetJobId, j.name]), [[null, null, null, 'x']]);
+  const fine = parseScontrolJobs(named('xUserId=y'));
+  assert.deepEqual([fine[0]!.user, fine[0]!.name, fine[0]!.gpuIdx], ['root', 'xUserId=y', { vm: [0, 1] }]);
 });
 
 test('sacct -P, recorded: states with reasons, exit codes, unknown end', () => {
