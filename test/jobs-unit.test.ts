@@ -6,11 +6,15 @@ import { jobNotes } from '../src/jobs/notes.js';
 import { timeLimitNotes } from '../src/jobs/waste.js';
 import { totalsOf } from '../src/jobs/report.js';
 import type { GpuRow, JobHeader } from '../src/jobs/report-model.js';
-import { chmodSync, chownSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadAgentConfig } from '../daemon/catalog.js';
 import { parseSince, trustedAdminGroup } from '../src/cli/jobs-context.js';
-import { tempDir } from './helpers/paths.js';
+import { ROOT, tempDir } from './helpers/paths.js';
+import { parseSacctJob } from '../slurm/sacct-job.js';
+import { CliError, printCliError } from '../src/cli/errors.js';
+
+const read = (path: string) => readFileSync(join(ROOT, path), 'utf8');
 import { renderReport, sparkline } from '../src/jobs/render.js';
 import { style } from '../src/core/text-table.js';
 import { ViewerCache } from '../src/jobs/access.js';
@@ -222,4 +226,22 @@ test('jobs --waste: the ids a time-limit note names are printable and short (a -
   assert.ok(lines[0]!.length < 200, `cut short: ${lines[0]!.length} characters`);
   assert.match(lines[0]!, /^l9gpu: no time-limit class for job\(s\) \?\]0;owned\?9+/);
   assert.equal(lines[1], 'l9gpu: no time-limit class for job(s) 1, 2, 3, 4, 5 and 2 more: not in Slurm accounting (slurmdbd may not have the record yet)\n');
+  // the reason quotes sacct's output, which quotes a job's fields: printable too
+  const why = timeLimitNotes(new Map([['sacct -j 7: line 1: State "\u001b]52;c;ZWNobw==\u0007\u001b[2J" is not a job state', ['7']]]));
+  assert.doesNotMatch(why[0]!, /[\u0000-\u0008\u000b-\u001f\u007f]/);
+});
+
+test('sacct\'s quoted field in a parse error and a CLI error on stderr: no escape sequence reaches the terminal, line breaks kept', () => {
+  const line = read('slurm/testdata/sacct/timeout.psv').split('\n')[0]!.split('|');
+  line[8] = '\u001b]52;c;ZWNobw==\u0007\u001b[2J';
+  assert.throws(() => parseSacctJob(line.join('|'), '4102'), (e: Error) => /State "\?\]52;c;ZWNobw==\?\?\[2J" is not a job state/.test(e.message));
+  const written: string[] = [];
+  const write = process.stderr.write;
+  process.stderr.write = ((s: string) => (written.push(s), true)) as typeof process.stderr.write;
+  try {
+    printCliError(new CliError('two matches:\n  GPU-1\n  \u001b[31mGPU-2\u202e', 2));
+  } finally {
+    process.stderr.write = write;
+  }
+  assert.deepEqual(written, ['l9gpu: two matches:\n  GPU-1\n  ?[31mGPU-2?\n']);
 });

@@ -1,6 +1,6 @@
 /** One error path for every command: a CliError (or a ConfigError, exit 2) is one line on stderr and an exit code. */
 import { ConfigError } from '../core/config/schema.js';
-import { clip, printable } from '../core/printable.js';
+import { clip, printable, printableLines } from '../core/printable.js';
 
 export class CliError extends Error {
   constructor(
@@ -26,7 +26,8 @@ export function asCliError(e: unknown): CliError | undefined {
 }
 
 export function printCliError(e: CliError): void {
-  process.stderr.write(`l9gpu: ${e.message}\n`);
+  // a message may quote what a user wrote (a job name sacct printed, a label a backend returned): no escape reaches the terminal
+  process.stderr.write(`l9gpu: ${printableLines(e.message)}\n`);
 }
 
 /**

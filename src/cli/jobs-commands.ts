@@ -109,7 +109,7 @@ async function jobsWaste(ctx: JobsContext, f: FlagValues): Promise<void> {
       if (unknown.length) unread.set('not in Slurm accounting (slurmdbd may not have the record yet)', unknown);
       for (const line of timeLimitNotes(unread)) process.stderr.write(line);
     } catch (e) {
-      process.stderr.write(`l9gpu: no time-limit class: ${(e as Error).message.replace(/\s+/g, ' ').trim()}\n`);
+      process.stderr.write(`l9gpu: no time-limit class: ${printable(clip((e as Error).message.replace(/\s+/g, ' ').trim(), 300))}\n`);
     }
   }
   const rows = wasteRows(inputs, wasteThresholds(ctx.cfg));

@@ -13,6 +13,11 @@ export function printable(s: string): string {
   return s.replace(/[\p{Cc}\p{Cf}\u2028\u2029]/gu, '?');
 }
 
+/** printable() keeping line breaks and tabs: a message of several lines (an error listing what matched) for a terminal. */
+export function printableLines(s: string): string {
+  return s.replace(/[\p{Cc}\p{Cf}\u2028\u2029]/gu, (c) => (c === '\n' || c === '\t' ? c : '?'));
+}
+
 /** printable() on every string of a plain value (objects, arrays), the rest as is. */
 export function printableDeep<T>(v: T): T {
   if (typeof v === 'string') return printable(v) as T;

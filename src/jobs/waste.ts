@@ -133,5 +133,5 @@ export function wasteGpusOf(gpus: readonly GpuRow[]): WasteGpu[] {
  * text: shown printable and short, as every other place shows it.
  */
 export function timeLimitNotes(unread: ReadonlyMap<string, readonly string[]>): string[] {
-  return [...unread].map(([why, ids]) => `l9gpu: no time-limit class for job(s) ${ids.slice(0, 5).map((id) => printable(clip(id, 40))).join(', ')}${ids.length > 5 ? ` and ${ids.length - 5} more` : ''}: ${why}\n`);
+  return [...unread].map(([why, ids]) => `l9gpu: no time-limit class for job(s) ${ids.slice(0, 5).map((id) => printable(clip(id, 40))).join(', ')}${ids.length > 5 ? ` and ${ids.length - 5} more` : ''}: ${printable(clip(why.replace(/\s+/g, ' ').trim(), 300))}\n`);
 }
