@@ -174,7 +174,8 @@ export function main(kind: HookKind, env: NodeJS.ProcessEnv = process.env): void
     clearTimeout(timer);
     process.exit(0);
   } catch (e) {
-    logLine(stateDir, `${new Date().toISOString()} l9gpu ${kind} job ${jobLabel(env)}: ${(e as Error).message}`);
+    // how far into its deadline it gave up: a lock waited out, a slow disk (the time counts from the process's start)
+    logLine(stateDir, `${new Date().toISOString()} l9gpu ${kind} job ${jobLabel(env)}: ${(e as Error).message} (after ${Date.now() - started} ms of ${timeoutS} s)`);
     clearTimeout(timer);
     process.exit(strict ? 1 : 0);
   }
