@@ -187,85 +187,127 @@ export class AmbiguousJobRecord extends Error {}
 const ONCE = ['UserId', 'JobState', 'StartTime', 'EndTime', 'Partition', 'NodeList'];
 
 /**
- * `scontrol show job -d` text: blank-line separated records of Key=Value tokens.
- * Every key read must appear once in its record, and the per-node GRES lines
- * are read only where slurmctld prints them (right after JOB_GRES=, or after
- * NodeList= where there is no JOB_GRES line): anything else is a user's text
- * posing as fields, and the output is refused (AmbiguousJobRecord), naming
- * the job, rather than read wrong.
+ * `scontrol show job [-d]` text: blank-line separated records of Key=Value
+ * tokens, each read only when nothing in it can be a user's text posing as
+ * fields. In a record, every key read must be printed once, the per-node GRES
+ * lines only where slurmctld prints them (right after JOB_GRES=, or after
+ * NodeList= where there is no JOB_GRES line, and never without -d), the array
+ * and het ids only before the name. Across records, a piece that does not
+ * start a record, a record of a job `known` (squeue's ids: numbers, no one's
+ * text) does not list, and a job's second record are a user's text after a
+ * blank line: the records before them, and every record of that id, are not
+ * read. A record not read is in `unreadable` (id -> why, no user text in it),
+ * never in `jobs`.
  */
-export function parseScontrolJobs(text: string): SlurmJob[] {
-  const records = text.split(/\n\s*\n/).map((r) => r.trim()).filter((r) => r.startsWith('JobId='));
-  const jobs = records.map((rec) => {
-    const first = /^JobId=(\d{1,10})(?:\s|$)/.exec(rec)?.[1] ?? '?';
-    const where = `scontrol show job ${first}`;
-    const ambiguous = (why: string): never => {
-      throw new AmbiguousJobRecord(`${where}: ${why} (a job name, comment or path holding a newline or Key= text?): the record is not read`);
-    };
-    const count = (key: string) => rec.match(new RegExp(`(?:^|\\s)${key.replace('/', '\\/')}=`, 'g'))?.length ?? 0;
-    for (const key of ONCE) if (count(key) !== 1) ambiguous(`${key}= is printed ${count(key)} times, once in a record`);
-    const kv = (key: string): string | null => {
-      const n = count(key);
-      if (n > 1) ambiguous(`${key}= is printed ${n} times`);
-      const m = new RegExp(`(?:^|\\s)${key}=(\\S*)`).exec(rec);
-      return m ? jstr(m[1]) : null;
-    };
-    if (count('JobId') !== 1) ambiguous(`JobId= is printed ${count('JobId')} times`);
-    // the array and het ids are printed before the name on its line (an absent one cannot be added by a name after it)
-    const head = rec.slice(0, Math.max(0, rec.search(/\sJobName=/))) || rec.split('\n')[0]!;
-    const headKv = (key: string): string | null => jstr(new RegExp(`\\s${key}=(\\S*)`).exec(head)?.[1]);
-    const gpuIdx: Record<string, number[]> = {};
-    const sharedIdx: Record<string, number[]> = {};
-    // per-node lines: "Nodes=n[1-2] CPU_IDs=0-7 Mem=0 GRES=gpu:h100:2(IDX:0-1)"; before 19.05 "GRES_IDX="; only in the run of
-    // lines slurmctld prints them in
-    const lines = rec.split('\n');
-    const gresAt = lines.findIndex((l) => /^\s*JOB_GRES=/.test(l));
-    if (count('JOB_GRES') > 1) ambiguous(`JOB_GRES= is printed ${count('JOB_GRES')} times`);
-    const from = (gresAt >= 0 ? gresAt : lines.findIndex((l) => /^\s*NodeList=/.test(l))) + 1;
-    let to = from;
-    while (to < lines.length && /^\s*Nodes=/.test(lines[to]!)) to++;
-    if (lines.some((l, i) => (i < from || i >= to) && /^\s*Nodes=\S+\s.*?\bGRES(?:_IDX)?=/.test(l))) ambiguous('a per-node GRES line is outside the lines that hold them');
-    for (const m of lines.slice(from, to).join('\n').matchAll(/^\s*Nodes=(\S+)\s.*?\bGRES(?:_IDX)?=(\S+)/gm)) {
-      const g = named(`${where} GRES`, () => parseGresDetail(m[2]!));
-      for (const node of named(`${where} Nodes`, () => expandHostlist(m[1]!))) {
-        gpuIdx[node] = [...(gpuIdx[node] ?? []), ...g.idx];
-        if (g.shared.length) sharedIdx[node] = [...(sharedIdx[node] ?? []), ...g.shared];
-      }
+export function parseScontrolRecords(text: string, o: { detail?: boolean; known?: ReadonlySet<string> } = {}): { jobs: SlurmJob[]; unreadable: Map<string, string> } {
+  const unreadable = new Map<string, string>();
+  const blame = (id: string | undefined, why: string) => {
+    if (id !== undefined && !unreadable.has(id)) unreadable.set(id, `scontrol show job ${id}: ${why} (a job name, comment or path holding a blank line?): the record is not read`);
+  };
+  const recs: { id: string; text: string; prev: string | undefined }[] = [];
+  const at = new Map<string, number>();
+  let prev: string | undefined;
+  for (const piece of text.split(/\n\s*\n/).map((r) => r.trim()).filter((r) => r !== '')) {
+    const id = /^JobId=(\d{1,10})(?:\s|$)/.exec(piece)?.[1];
+    // before the first record: scontrol's own words ("No jobs in the system")
+    if (id === undefined) blame(prev, 'its record goes on after a blank line');
+    else if (o.known && !o.known.has(id)) blame(prev, `a record of job ${id}, which squeue does not list, follows it`);
+    else if (at.has(id)) {
+      blame(id, 'two records of one job');
+      blame(recs[at.get(id)!]!.prev, `a second record of job ${id} follows the first one after it`);
+      blame(prev, `a second record of job ${id} follows it`);
+    } else {
+      at.set(id, recs.length);
+      recs.push({ id, text: piece, prev });
+      prev = id;
     }
-    const user = /(?:^|\s)UserId=([^(\s]+)\((\d+)\)/.exec(rec);
-    if (count('ExitCode') > 1) ambiguous(`ExitCode= is printed ${count('ExitCode')} times`);
-    const exit = /(?:^|\s)ExitCode=(\d+):(\d+)/.exec(rec);
-    return {
-      jobId: kv('JobId') ?? '',
-      arrayJobId: headKv('ArrayJobId'),
-      arrayTaskId: headKv('ArrayTaskId'),
-      hetJobId: headKv('HetJobId'),
-      hetJobOffset: headKv('HetJobOffset'),
-      user: user ? user[1]! : null,
-      uid: user ? int(user[2]) : null,
-      account: kv('Account'),
-      partition: kv('Partition'),
-      qos: kv('QOS'),
-      name: kv('JobName'),
-      cluster: null,
-      state: kv('JobState') ?? '',
-      startTime: slurmTime(kv('StartTime')),
-      endTime: slurmTime(kv('EndTime')),
-      restarts: int(kv('Restarts')) ?? 0,
-      sluid: kv('SLUID') ?? null,
-      nodes: named(`${where} NodeList`, () => expandHostlist(kv('NodeList') ?? '')),
-      gpuIdx,
-      sharedIdx,
-      exitCode: exit ? int(exit[1]) : null,
-    };
-  });
-  // a blank line in a user's text starts a record of its own: one id twice is one record forged
-  const seen = new Set<string>();
-  for (const j of jobs) {
-    if (seen.has(j.jobId)) throw new AmbiguousJobRecord(`scontrol show job ${j.jobId}: two records of one job (a job name, comment or path holding a blank line?): not read`);
-    seen.add(j.jobId);
   }
+  const jobs: SlurmJob[] = [];
+  for (const r of recs) {
+    if (unreadable.has(r.id)) continue;
+    try {
+      jobs.push(scontrolRecord(r.text, o.detail ?? true));
+    } catch (e) {
+      if (!(e instanceof AmbiguousJobRecord)) throw e;
+      unreadable.set(r.id, e.message);
+    }
+  }
+  return { jobs, unreadable };
+}
+
+/** Every record of `scontrol show job -d` text (parseScontrolRecords), or AmbiguousJobRecord naming the first not read. */
+export function parseScontrolJobs(text: string): SlurmJob[] {
+  const { jobs, unreadable } = parseScontrolRecords(text);
+  const why = unreadable.values().next();
+  if (!why.done) throw new AmbiguousJobRecord(why.value);
   return jobs;
+}
+
+/** One record; AmbiguousJobRecord where a user's text may pose as its fields. */
+function scontrolRecord(rec: string, detail: boolean): SlurmJob {
+  const where = `scontrol show job ${/^JobId=(\d{1,10})(?:\s|$)/.exec(rec)?.[1] ?? '?'}`;
+  const ambiguous = (why: string): never => {
+    throw new AmbiguousJobRecord(`${where}: ${why} (a job name, comment or path holding a newline or Key= text?): the record is not read`);
+  };
+  const count = (key: string) => rec.match(new RegExp(`(?:^|\\s)${key.replace('/', '\\/')}=`, 'g'))?.length ?? 0;
+  for (const key of ONCE) if (count(key) !== 1) ambiguous(`${key}= is printed ${count(key)} times, once in a record`);
+  const kv = (key: string): string | null => {
+    const n = count(key);
+    if (n > 1) ambiguous(`${key}= is printed ${n} times`);
+    const m = new RegExp(`(?:^|\\s)${key}=(\\S*)`).exec(rec);
+    return m ? jstr(m[1]) : null;
+  };
+  if (count('JobId') !== 1) ambiguous(`JobId= is printed ${count('JobId')} times`);
+  // the array and het ids are printed before the name on its line (an absent one cannot be added by a name after it)
+  const head = rec.slice(0, Math.max(0, rec.search(/\sJobName=/))) || rec.split('\n')[0]!;
+  const headKv = (key: string): string | null => jstr(new RegExp(`\\s${key}=(\\S*)`).exec(head)?.[1]);
+  const gpuIdx: Record<string, number[]> = {};
+  const sharedIdx: Record<string, number[]> = {};
+  // per-node lines: "Nodes=n[1-2] CPU_IDs=0-7 Mem=0 GRES=gpu:h100:2(IDX:0-1)"; before 19.05 "GRES_IDX="; only in the run of
+  // lines slurmctld prints them in
+  const lines = rec.split('\n');
+  // without -d slurmctld prints no GRES detail: such a line is a user's
+  if (!detail && lines.some((l) => /^\s*(?:JOB_GRES|Nodes)=/.test(l))) ambiguous('a GRES detail line in a record asked for without -d');
+  const gresAt = lines.findIndex((l) => /^\s*JOB_GRES=/.test(l));
+  if (count('JOB_GRES') > 1) ambiguous(`JOB_GRES= is printed ${count('JOB_GRES')} times`);
+  const from = (gresAt >= 0 ? gresAt : lines.findIndex((l) => /^\s*NodeList=/.test(l))) + 1;
+  let to = from;
+  while (to < lines.length && /^\s*Nodes=/.test(lines[to]!)) to++;
+  if (lines.some((l, i) => (i < from || i >= to) && /^\s*Nodes=\S+\s.*?\bGRES(?:_IDX)?=/.test(l))) ambiguous('a per-node GRES line is outside the lines that hold them');
+  for (const m of lines.slice(from, to).join('\n').matchAll(/^\s*Nodes=(\S+)\s.*?\bGRES(?:_IDX)?=(\S+)/gm)) {
+    const g = named(`${where} GRES`, () => parseGresDetail(m[2]!));
+    for (const node of named(`${where} Nodes`, () => expandHostlist(m[1]!))) {
+      gpuIdx[node] = [...(gpuIdx[node] ?? []), ...g.idx];
+      if (g.shared.length) sharedIdx[node] = [...(sharedIdx[node] ?? []), ...g.shared];
+    }
+  }
+  const user = /(?:^|\s)UserId=([^(\s]+)\((\d+)\)/.exec(rec);
+  if (count('ExitCode') > 1) ambiguous(`ExitCode= is printed ${count('ExitCode')} times`);
+  const exit = /(?:^|\s)ExitCode=(\d+):(\d+)/.exec(rec);
+  return {
+    jobId: kv('JobId') ?? '',
+    arrayJobId: headKv('ArrayJobId'),
+    arrayTaskId: headKv('ArrayTaskId'),
+    hetJobId: headKv('HetJobId'),
+    hetJobOffset: headKv('HetJobOffset'),
+    user: user ? user[1]! : null,
+    uid: user ? int(user[2]) : null,
+    account: kv('Account'),
+    partition: kv('Partition'),
+    qos: kv('QOS'),
+    name: kv('JobName'),
+    cluster: null,
+    state: kv('JobState') ?? '',
+    startTime: slurmTime(kv('StartTime')),
+    endTime: slurmTime(kv('EndTime')),
+    restarts: int(kv('Restarts')) ?? 0,
+    // printed with -d alone (25.11+), on the line after the first
+    sluid: detail && /^\s+SLUID=\S+\s*$/.test(lines[1] ?? '') ? kv('SLUID') : null,
+    nodes: named(`${where} NodeList`, () => expandHostlist(kv('NodeList') ?? '')),
+    gpuIdx,
+    sharedIdx,
+    exitCode: exit ? int(exit[1]) : null,
+  };
 }
 
 export interface SacctRecord {

@@ -76,6 +76,8 @@ export class Reconciler {
   private confirmed = { name: '', until: 0 };
   /** Local source: when slurmctld last answered about a job id (ms), whether it ran here then, and whether a step here listed it. */
   private readonly answered = new Map<string, { at: number; here: boolean; listed: boolean }>();
+  /** Jobs whose unreadable text record the whole-queue source last said, and when. */
+  private readonly saidUnreadable = new Map<string, number>();
   private readonly slurm: SlurmClient;
 
   private readonly graceMs: number;
@@ -274,8 +276,15 @@ export class Reconciler {
     const inv = storeInventory(db);
     for (const j of running) this.recordRunning(j, node, now, gres, inv);
 
+    // a job whose record a user's text made unreadable is neither read nor taken for ended; said once a recheck period
+    for (const [id, why] of listed.unreadable) {
+      if (now - (this.saidUnreadable.get(id) ?? -Infinity) < (this.o.recheckMs ?? 300_000)) continue;
+      this.saidUnreadable.set(id, now);
+      this.o.log.warn('a job\'s record in Slurm is not read', { job: id, error: why });
+    }
+    for (const id of this.saidUnreadable.keys()) if (!listed.unreadable.has(id)) this.saidUnreadable.delete(id);
     // runs with open bindings that Slurm no longer lists as running here: their epilog never ran
-    const alive = new Set(running.map((j) => j.jobId));
+    const alive = new Set([...running.map((j) => j.jobId), ...listed.unreadable.keys()]);
     const stale = runsBoundSince(db, now - this.graceMs);
     let closed = 0;
     for (const s of stale) {

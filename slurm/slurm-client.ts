@@ -8,7 +8,7 @@
  */
 import type { Logger } from '../src/core/log.js';
 import { requireTool, runTool } from '../src/core/tool.js';
-import { SACCT_FIELDS, parseSacct, parseScontrolJobs, parseSqueueJson, type SacctRecord, type SlurmJob } from './jobs-query.js';
+import { AmbiguousJobRecord, SACCT_FIELDS, parseSacct, parseScontrolRecords, parseSqueueJson, type SacctRecord, type SlurmJob } from './jobs-query.js';
 import { isNoSteps, isUnknownKeyword, parseListJobs, parseListPids } from './local-jobs.js';
 import { SLURM_DIRS } from './tools.js';
 
@@ -45,9 +45,15 @@ export class SlurmClient {
     return runTool(requireTool(name, SLURM_DIRS, '[slurm] bin_dir', this.o.binDir ? [this.o.binDir] : []), args, this.o.commandTimeoutMs, undefined, this.o.slurmConf ? { SLURM_CONF: this.o.slurmConf } : {});
   }
 
-  /** Every job of the cluster on this node from squeue --json, else scontrol's text (Slurm without JSON support). */
-  async jobsOnNode(node: string): Promise<{ jobs: SlurmJob[]; source: ListSource }> {
+  /**
+   * Every job of the cluster on this node from squeue --json, else scontrol's
+   * text (Slurm without JSON support). unreadable: jobs whose text record a
+   * user's text made ambiguous (parseScontrolRecords): neither read nor to be
+   * taken for ended.
+   */
+  async jobsOnNode(node: string): Promise<{ jobs: SlurmJob[]; source: ListSource; unreadable: Map<string, string> }> {
     let jobs: SlurmJob[];
+    let unreadable = new Map<string, string>();
     let source: ListSource = 'squeue --json';
     try {
       jobs = parseSqueueJson(await this.run('squeue', ['--json']));
@@ -55,13 +61,21 @@ export class SlurmClient {
       const msg = (e as Error).message;
       if (/not found in PATH/.test(msg)) throw e;
       source = 'scontrol show job -d';
-      jobs = parseScontrolJobs(await this.run('scontrol', ['show', 'job', '-d']));
-      // a blank line in a job's comment or path could add a whole record of a job that does not exist: only the ids
-      // squeue lists (numbers, no user's text; asked after, so a job started in between is in both) are read
-      const ids = new Set((await this.run('squeue', ['--noheader', '--format=%A'])).split('\n').map((l) => l.trim()).filter((l) => /^\d+$/.test(l)));
-      jobs = jobs.filter((j) => ids.has(j.jobId));
+      const text = await this.run('scontrol', ['show', 'job', '-d']);
+      // the ids slurmctld holds (numbers, no one's text; asked after, so a job started in between is in both)
+      ({ jobs, unreadable } = parseScontrolRecords(text, { detail: true, known: await this.knownIds([]) }));
     }
-    return { jobs: jobs.filter((j) => j.nodes.includes(node)), source };
+    return { jobs: jobs.filter((j) => j.nodes.includes(node)), source, unreadable };
+  }
+
+  /** Job ids as squeue lists them, every state slurmctld still holds, array tasks one a line (`-j`: those jobs only). */
+  private async knownIds(jobs: string[]): Promise<Set<string>> {
+    const out = await this.run('squeue', ['--noheader', '--states=all', '--array', '--format=%A', ...(jobs.length ? ['--jobs', jobs.join(',')] : [])]).catch((e: Error) => {
+      // a job slurmctld forgot since scontrol answered
+      if (/Invalid job id/i.test(e.message)) return '';
+      throw e;
+    });
+    return new Set(out.split('\n').map((l) => l.trim()).filter((l) => /^\d+$/.test(l)));
   }
 
   /** Job ids with a step on this node, from the step daemons (no slurmctld RPC). */
@@ -111,12 +125,18 @@ export class SlurmClient {
         this.can.jobJson = false;
       }
     }
+    let text: string;
     try {
-      return pick(parseScontrolJobs(await this.run('scontrol', ['--local', 'show', 'job', ...(detail ? ['-d'] : []), id])));
+      text = await this.run('scontrol', ['--local', 'show', 'job', ...(detail ? ['-d'] : []), id]);
     } catch (e) {
       if (/Invalid job id/i.test((e as Error).message)) return null;
       throw e;
     }
+    // text (22.05): a record a user's text could have forged is not read (one more RPC: squeue of this id alone)
+    const { jobs, unreadable } = parseScontrolRecords(text, { detail, known: await this.knownIds([id]) });
+    const why = unreadable.get(id);
+    if (why !== undefined) throw new AmbiguousJobRecord(why);
+    return pick(jobs);
   }
 
   /** Every node of the cluster with its NodeHostName (`scontrol show node -o`), in Slurm's order. */

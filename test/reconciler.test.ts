@@ -28,19 +28,25 @@ function fakeSlurm(opts: { sacct: 'disabled' | 'recorded'; steps?: 'none' | 'job
     chmodSync(join(bin, name), 0o755);
   };
   // recorded on a 22.05 node named vm: no job runs on the node these tests reconcile
-  tool('squeue', `cat '${join(TD, 'squeue-22.05-v0.0.38.json')}'`);
+  // squeue's ids (--format=%A): the one job asked for (--jobs), else job 1
+  tool('squeue', [
+    `case " $* " in *" --format=%A "*) for a; do last=$a; done; case " $* " in *" --jobs "*) echo "$last" ;; *) echo 1 ;; esac; exit 0 ;; esac`,
+    `cat '${join(TD, 'squeue-22.05-v0.0.38.json')}'`,
+  ].join('\n'));
   tool('sacct', opts.sacct === 'disabled' ? `echo 'sacct: error: Slurm accounting storage is disabled' >&2; exit 1` : `tail -n +2 '${join(TD, 'sacct-22.05.psv')}'`);
   // 22.05's scontrol: no listjobs; listpids prints the recorded steps (job 1) or else the recorded "no steps"
   // answer; `show node -o NAME` answers for the one node this stand-in cluster has; job 1 is the recorded record
   // of a job running here when its step runs, and any other id gets that record as a finished job of its id
+  // without -d, as slurmctld, no GRES detail lines
   tool('scontrol', [
     `[ "$1" = --local ] && shift`,
+    `detail() { case " $* " in *" -d "*) cat ;; *) grep -v -E '^[[:space:]]*(JOB_GRES|Nodes)=' ;; esac; }`,
     `[ "$1" = --json ] && { echo "scontrol: unrecognized option '--json'" >&2; echo 'Try "scontrol --help" for more information' >&2; exit 1; }`,
     `[ "$1" = listjobs ] && { echo 'invalid keyword: listjobs' >&2; exit 1; }`,
     opts.steps === 'job 1' ? `[ "$1" = listpids ] && { cat '${join(TD, 'scontrol-listpids-22.05.txt')}'; exit 0; }` : `[ "$1" = listpids ] && { echo 'No job steps exist on this node.' >&2; exit 1; }`,
     `if [ "$1 $2" = "show node" ]; then [ "$4" = gpunode9 ] && { echo 'NodeName=gpunode9 Arch=x86_64 CoresPerSocket=1 CPUAlloc=0 CPUTot=16 State=IDLE'; exit 0; }; echo "Node $4 not found"; exit 1; fi`,
-    ...(opts.steps === 'job 1' ? [`[ "$*" = "show job 1" -o "$*" = "show job -d 1" ] && { cat '${job1Record(d, opts.job1)}'; exit 0; }`] : []),
-    `for a; do last=$a; done; sed -e 's/JobState=RUNNING/JobState=COMPLETED/' -e "s/^JobId=1 /JobId=$last /" '${join(TD, 'scontrol-show-job-d-22.05.txt')}' | awk 'NR == 1, /^$/'`,
+    ...(opts.steps === 'job 1' ? [`[ "$*" = "show job 1" -o "$*" = "show job -d 1" ] && { detail "$@" < '${job1Record(d, opts.job1)}'; exit 0; }`] : []),
+    `for a; do last=$a; done; sed -e 's/JobState=RUNNING/JobState=COMPLETED/' -e "s/^JobId=1 /JobId=$last /" '${join(TD, 'scontrol-show-job-d-22.05.txt')}' | awk 'NR == 1, /^$/' | detail "$@"`,
   ].join('\n'));
   const calls = (t: string) => {
     try {
@@ -153,7 +159,7 @@ test('local source: a job no step shows is asked about alone, at most 10 a recon
   assert.equal(showJob(slurm).length, 25, 'a job confirmed running here is not asked again before job_recheck (300 s)');
   await r.reconcileOnce(now + 303_000);
   assert.deepEqual(showJob(slurm).slice(25), ['--local show job 1'], 'one RPC: no -d (and its node table) for a job already bound');
-  assert.equal(slurm.calls('squeue').length, 0, 'never the whole queue');
+  assert.deepEqual(slurm.calls('squeue').filter((c) => !/ --jobs \d+$/.test(c)), [], 'never the whole queue (squeue of one job: the ids its text answer may hold)');
   db.close();
 });
 
@@ -243,5 +249,38 @@ test('24.11+: an empty --json answer is not taken for "job gone" (slurmctld down
   recordStart(db, { jobId: '9', runKey: 'r0' }, [{ uuid: 'GPU-9', shared: false }], 'prolog', Date.now() - 3_600_000);
   await assert.rejects(r.reconcileOnce(), /scontrol --local show job 9: exit code 1: slurm_load_jobs error: Unable to contact slurm controller/);
   assert.equal((db.prepare('SELECT end_time FROM bindings WHERE job_id = ?').get('9') as { end_time: number | null }).end_time, null);
+  db.close();
+});
+
+test('squeue source on a Slurm without squeue --json: a job whose text record a name made ambiguous is neither read nor closed, said once; the others are reconciled', async () => {
+  const d = tempDir('l9gpu-fake-slurm-');
+  const bin = join(d, 'bin');
+  mkdirSync(bin);
+  const recorded = readFileSync(join(TD, 'scontrol-show-job-d-22.05.txt'), 'utf8');
+  const first = recorded.slice(0, recorded.indexOf('\n\n') + 1).replace(/=vm$/gm, '=gpunode9').replace(/Nodes=vm /g, 'Nodes=gpunode9 ');
+  // job 7: a name that forges a whole record and cuts the real rest off after a blank line; job 8: an honest record
+  const forged = 'x\n   UserId=root(0) GroupId=root(0)\n   Account=root QOS=normal\n   JobState=RUNNING\n   StartTime=2020-01-01T00:00:00 EndTime=Unknown\n   Partition=gpu\n   NodeList=gpunode9\n   JOB_GRES=gpu:8\n     Nodes=gpunode9 CPU_IDs=0 Mem=0 GRES=gpu:8(IDX:0-7)';
+  writeFileSync(join(d, 'jobs.txt'), `${first.replace('JobId=1 JobName=myjob\n', `JobId=7 JobName=${forged}\n\nz\n`)}\n${first.replace('JobId=1 ', 'JobId=8 ')}`);
+  const tool = (name: string, body: string) => writeFileSync(join(bin, name), `#!/bin/sh\n${body}\n`, { mode: 0o755 });
+  tool('squeue', [`[ "$1" = --json ] && { echo "squeue: unrecognized option '--json'" >&2; exit 1; }`, `printf '7\\n8\\n'`].join('\n'));
+  tool('scontrol', [
+    `[ "$2 $3" = "show node" ] && { echo 'NodeName=gpunode9 Arch=x86_64 CoresPerSocket=1 State=IDLE'; exit 0; }`,
+    `[ "$*" = "show job -d" ] && { cat '${join(d, 'jobs.txt')}'; exit 0; }`,
+    `exit 1`,
+  ].join('\n'));
+  const lines: string[] = [];
+  const db = openStore(tempDir());
+  const r = new Reconciler({ db, node: () => ({ name: 'gpunode9', guessed: false }), gresConf: '/nonexistent/gres.conf', binDir: bin, slurmConf: null, commandTimeoutMs: 5000, source: 'squeue', log: createLogger('warn', (l) => lines.push(l)) });
+  const long = Date.now() - 3_600_000;
+  recordStart(db, { jobId: '7', runKey: 'r0', user: 'mallory' }, [{ uuid: 'gres:1', shared: false }], 'prolog', long);
+  recordStart(db, { jobId: '9', runKey: 'r0' }, [{ uuid: 'gres:3', shared: false }], 'prolog', long);
+  await r.reconcileOnce();
+  await r.reconcileOnce();
+  const open = db.prepare('SELECT job_id, user FROM jobs WHERE end_time IS NULL ORDER BY job_id').all();
+  assert.deepEqual(open, [{ job_id: '7', user: 'mallory' }, { job_id: '8', user: 'root' }], 'job 7 as its prolog wrote it, not closed; job 8 read; job 9, listed nowhere, closed');
+  assert.deepEqual(db.prepare('SELECT gpu_uuid FROM bindings WHERE job_id = ? ORDER BY gpu_uuid').all('7'), [{ gpu_uuid: 'gres:1' }], 'none of the name\'s GPUs');
+  const said = lines.filter((l) => l.includes("a job's record in Slurm is not read"));
+  assert.equal(said.length, 1, 'said once, not every reconcile');
+  assert.match(said[0]!, /job=7 .*its record goes on after a blank line/);
   db.close();
 });

@@ -7,7 +7,7 @@ import { gresConfPath, parseGresLayout } from '../slurm/gres.js';
 import { SLURM_CONF_CANDIDATES, slurmConfPath } from '../slurm/paths.js';
 import { configFrom } from './helpers/config.js';
 import { expandHostlist, expandIndexList, hostlistContains } from '../slurm/hostlist.js';
-import { AmbiguousJobRecord, jobState, parseGresDetail, parseSacct, parseScontrolJobs, parseSqueueJson } from '../slurm/jobs-query.js';
+import { AmbiguousJobRecord, jobState, parseGresDetail, parseSacct, parseScontrolJobs, parseScontrolRecords, parseSqueueJson } from '../slurm/jobs-query.js';
 import { ROOT, tempDir } from './helpers/paths.js';
 import { isNoSteps, isUnknownKeyword, parseListJobs, parseListPids } from '../slurm/local-jobs.js';
 
@@ -172,6 +172,27 @@ test('scontrol show job -d text: a user\'s text posing as fields is refused, nam
   refused(named('x\n\nJobId=2 JobName=y'), /UserId= is printed 0 times/);
   // a blank line late in the record (an output path) and a whole record after it: one job twice
   refused(first.replace('StdOut=/dev/null', `StdOut=/tmp/a\n\n${first.trim()}`), /two records of one job/);
+  // a whole record forged in the name, the real rest cut off after a blank line: a piece that starts no record
+  const forged = 'x\n   UserId=root(0) GroupId=root(0)\n   Account=root QOS=normal\n   JobState=RUNNING\n   StartTime=2020-01-01T00:00:00 EndTime=Unknown\n   Partition=gpu\n   NodeList=vm\n   JOB_GRES=gpu:8\n     Nodes=vm CPU_IDs=0 Mem=0 GRES=gpu:8(IDX:0-7)';
+  refused(named(`${forged}\n\nz`), /its record goes on after a blank line/);
+  // ... or the real rest as a job of an id squeue does not list: the record before it is not read
+  const pushed = parseScontrolRecords(named(`${forged}\n\nJobId=4000000000 JobName=y`), { known: new Set(['1']) });
+  assert.deepEqual([pushed.jobs, [...pushed.unreadable.keys()]], [[], ['1']]);
+  assert.match(pushed.unreadable.get('1')!, /^scontrol show job 1: a record of job 4000000000, which squeue does not list, follows it/);
+  // ... or as another job's id: that job and the records before both of its records are not read, the others are
+  const two = `${recorded.trim()}\n\n`;
+  const other = parseScontrolRecords(two.replace('JobName=myjob\n', `JobName=${forged}\n\nJobId=3 JobName=y\n`), { known: new Set(['1', '2', '3']) });
+  assert.deepEqual([...other.unreadable.keys()].sort(), ['1', '3']);
+  assert.deepEqual(other.jobs.map((j) => j.jobId), ['2']);
+  // without -d slurmctld prints no GRES detail: the name's lines are refused there too
+  const plain = first.split('\n').filter((l) => !/^\s*(?:JOB_GRES|Nodes)=/.test(l)).join('\n');
+  const plainNamed = plain.replace('JobName=myjob\n', 'JobName=x\n   JOB_GRES=gpu:8\n     Nodes=vm CPU_IDs=0 Mem=0 GRES=gpu:8(IDX:0-7)\n');
+  assert.deepEqual([...parseScontrolRecords(plainNamed, { detail: false }).unreadable.values()], [
+    'scontrol show job 1: a GRES detail line in a record asked for without -d (a job name, comment or path holding a newline or Key= text?): the record is not read',
+  ]);
+  assert.deepEqual(parseScontrolRecords(plain, { detail: false }).jobs.map((j) => [j.jobId, j.user, j.gpuIdx]), [['1', 'root', {}]], 'an honest record without -d');
+  // SLUID: with -d, on the line after the first (25.11+); a name's is not read
+  assert.equal(parseScontrolRecords(named('x SLUID=sFORGED')).jobs[0]!.sluid, null);
   refused(first.replace('ExitCode=0:0', 'ExitCode=0:0 Reboot=0 ExitCode=1:0'), /ExitCode= is printed 2 times/);
   // text that only looks like a key inside a word is a value: DerivedExitCode, ReqNodeList, a name "xUserId=y"
   // ids a name could add where the job has none: read only where scontrol prints them, before the name
