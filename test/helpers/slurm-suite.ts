@@ -876,6 +876,53 @@ summary_wait = 60s
     assert.equal((JSON.parse(m.stdout) as Report).source, 'sacct');
   });
 
+  test(L + 'a job named to pose as fields (sbatch -J with the delimiter, newlines, a GRES line, another user, a blank line and a record): bound to its own GPU as its own user; jobs show from sacct reads the name as a name', async () => {
+    await idle();
+    // slurmctld stores any byte of a name, and sacct and scontrol's text print it raw
+    const hostile = `x\x1fmallory\x1f0\n   UserId=mallory(666) GroupId=mallory(666) MCS_label=N/A\n     Nodes=${SLURM_NODE} CPU_IDs=0 Mem=0 GRES=gpu:4(IDX:0-3)\n\nJobId=999999 JobName=y`;
+    const work = gate();
+    const id = await cluster.sbatch(['--gres=gpu:1', '-J', hostile, '--wrap', work.script], TEST_USER);
+    try {
+      await hostileNameCase(id, hostile);
+    } finally {
+      work.release();
+    }
+  });
+
+  /** The job named `hostile`, running: what the reconciler makes of it, then what jobs show reads once it ended. */
+  async function hostileNameCase(id: string, hostile: string): Promise<void> {
+    const t0 = Date.now();
+    await cluster.waitState(id, ['RUNNING']);
+    // its GPU as slurmctld holds it: the per-node line after JOB_GRES (gresIdx() would take the name's line first)
+    const detail = await cluster.cmd(['scontrol', 'show', 'job', '-d', id]);
+    const own = [uuidOfGres(Number(/\n\s*JOB_GRES=\S*\n\s+Nodes=\S+ .*?GRES=gpu[^(]*\(IDX:(\d+)\)/.exec(detail)?.[1] ?? NaN))];
+    await waitFor('bound by its prolog', () => bindings(id).length === 1);
+    // the reconciler asks about every run it has not confirmed (its name): two whole reconciles after the prolog
+    for (let i = 0; i < 2; i++) {
+      const mark = Date.now();
+      await waitFor('a whole reconcile', () => Number(q<{ value: string }>(`SELECT value FROM meta WHERE key = 'reconcile.last_ok'`)[0]?.value) > mark);
+    }
+    assert.deepEqual(bindings(id).map((b) => b.gpu_uuid), own, 'its own GPU, none of the name\'s GRES line');
+    assert.equal(job(id)!.user, TEST_USER);
+    assert.equal(job('999999'), undefined, 'no job from the name\'s record');
+    // 22.05 answers in text: the record is refused and said; 24.11 and later answer in JSON, the name whole
+    if (release === 'bookworm') assert.match(daemon.stderr, new RegExp(`a job's record in Slurm is not read job=${id} error="scontrol show job ${id}: `));
+    else assert.equal(job(id)!.name, hostile);
+    await cluster.cmd(['scancel', id]);
+    await cluster.waitState(id, ['CANCELLED'], 60_000);
+    // the node's report with the header from accounting (sacct: the record, then the name in a call of its own)
+    const shown = await waitFor('the ended job in accounting', async () => {
+      const r = await runCli(['jobs', 'show', id, '--json', '--config', configFile], cluster.clientEnv());
+      const rep = r.status === 0 ? (JSON.parse(r.stdout) as Report & { job: { name: string | null; user: string | null; state: string | null; cluster: string | null; start: string | null } }) : undefined;
+      // this job's record: a cluster whose slurmctld lost its state (an earlier case) gave its id to an earlier job too,
+      // which accounting has until this one's record arrives
+      return rep?.job.state === 'CANCELLED' && rep.job.cluster === 'ci' && Date.parse(rep.job.start ?? '') >= t0 - 2000 ? rep : undefined;
+    }, 60_000, 1000);
+    assert.deepEqual([shown.job.name, shown.job.user], [hostile, TEST_USER]);
+    const text = await runCli(['jobs', 'show', id, '--config', configFile], cluster.clientEnv());
+    assert.doesNotMatch(text.stdout, /[\u0000-\u0008\u000b-\u001f\u007f]/, 'the name printable on a terminal');
+  }
+
   test(L + '[attribution] job_labels = info (a reload): a 2-GPU job\'s GPU series carry no job; jobs show --source promql and the EpilogSlurmctld summary in AdminComment are the node\'s figures', async () => {
     await idle();
     const INFO = '[attribution]\njob_labels = info\n';

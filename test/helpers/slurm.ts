@@ -365,11 +365,13 @@ ${(this.o.extraConf ?? '').replaceAll('$BASE', b)}
   private async startDbd(ms: string): Promise<void> {
     const b = this.base;
     const my = join(b, 'mysql');
-    mkdirSync(my, { recursive: true });
-    spawnSync('chown', ['mysql:mysql', my]);
-    const r = spawnSync('mariadb-install-db', ['--user=mysql', `--datadir=${my}/data`, '--auth-root-authentication-method=normal', '--skip-test-db'], { encoding: 'utf8' });
+    // a temporary folder of its own: clusters started side by side bootstrapped in the one /tmp and one removed the
+    // other's temporary table ("Could not remove temporary table: '/tmp/#sql-temptable-1ab6-1-3'", Aborting)
+    mkdirSync(join(my, 'tmp'), { recursive: true });
+    spawnSync('chown', ['-R', 'mysql:mysql', my]);
+    const r = spawnSync('mariadb-install-db', ['--user=mysql', `--datadir=${my}/data`, `--tmpdir=${my}/tmp`, '--auth-root-authentication-method=normal', '--skip-test-db'], { encoding: 'utf8' });
     if (r.status !== 0) throw new Error(`mariadb-install-db: ${r.stderr}`);
-    spawn('mariadbd', ['--user=mysql', `--datadir=${my}/data`, `--socket=${my}/sock`, `--pid-file=${my}/pid`, '--bind-address=127.0.0.1', `--port=${this.ports.mariadb}`, `--log-error=${my}/err.log`], { stdio: 'ignore', detached: true }).unref();
+    spawn('mariadbd', ['--user=mysql', `--datadir=${my}/data`, `--tmpdir=${my}/tmp`, `--socket=${my}/sock`, `--pid-file=${my}/pid`, '--bind-address=127.0.0.1', `--port=${this.ports.mariadb}`, `--log-error=${my}/err.log`], { stdio: 'ignore', detached: true }).unref();
     await waitFor('MariaDB', () => spawnSync('mariadb-admin', [`--socket=${my}/sock`, 'ping'], { encoding: 'utf8' }).status === 0, 30_000, 100);
     const sql = spawnSync('mariadb', [`--socket=${my}/sock`, '-uroot', '-e', "CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY 'slurm'; GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';"], { encoding: 'utf8' });
     if (sql.status !== 0) throw new Error(`mariadb: ${sql.stderr}`);
