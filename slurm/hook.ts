@@ -175,7 +175,7 @@ export function main(kind: HookKind, env: NodeJS.ProcessEnv = process.env): void
     process.exit(0);
   } catch (e) {
     // how far into its deadline it gave up: a lock waited out, a slow disk (the time counts from the process's start)
-    logLine(stateDir, `${new Date().toISOString()} l9gpu ${kind} job ${jobLabel(env)}: ${(e as Error).message} (after ${Date.now() - started} ms of ${timeoutS} s)`);
+    logLine(stateDir, `${new Date().toISOString()} l9gpu ${kind} job ${jobLabel(env)}: ${(e as Error).message} (after ${Math.round(Date.now() - started)} ms of ${timeoutS} s)`);
     clearTimeout(timer);
     process.exit(strict ? 1 : 0);
   }
