@@ -7,7 +7,7 @@
  * At most one sample is in flight: a sample whose calls are stuck in a
  * wedged driver makes the next requests fail at once ("still waiting"), so
  * stuck calls never pile up on libuv's pool (4 threads, shared with file
- * and zlib work). The XID/ECC events are read as part of each sample,
+ * and zlib work). The Xid events are read as part of each sample,
  * without waiting (drainEvents).
  *
  * Failure handling: a library that cannot load or an init that fails
