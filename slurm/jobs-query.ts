@@ -5,6 +5,7 @@
  * `scontrol show job -d` text (no JSON before 23.02), and `sacct -P`.
  */
 import { expandHostlist, expandIndexList } from './hostlist.js';
+import { clip, printable } from '../src/core/printable.js';
 
 export interface SlurmJob {
   jobId: string;
@@ -197,9 +198,10 @@ const ONCE = ['UserId', 'JobState', 'StartTime', 'EndTime', 'Partition', 'NodeLi
  * text) does not list, and a job's second record are a user's text after a
  * blank line: the records before them, and every record of that id, are not
  * read. A record not read is in `unreadable` (id -> why, no user text in it),
- * never in `jobs`.
+ * never in `jobs`. sluid: whether this Slurm prints SLUID= (25.11+), else it
+ * is never read.
  */
-export function parseScontrolRecords(text: string, o: { detail?: boolean; known?: ReadonlySet<string> } = {}): { jobs: SlurmJob[]; unreadable: Map<string, string> } {
+export function parseScontrolRecords(text: string, o: { detail?: boolean; known?: ReadonlySet<string>; sluid?: boolean } = {}): { jobs: SlurmJob[]; unreadable: Map<string, string> } {
   const unreadable = new Map<string, string>();
   const blame = (id: string | undefined, why: string) => {
     if (id !== undefined && !unreadable.has(id)) unreadable.set(id, `scontrol show job ${id}: ${why} (a job name, comment or path holding a blank line?): the record is not read`);
@@ -226,10 +228,10 @@ export function parseScontrolRecords(text: string, o: { detail?: boolean; known?
   for (const r of recs) {
     if (unreadable.has(r.id)) continue;
     try {
-      jobs.push(scontrolRecord(r.text, o.detail ?? true));
+      jobs.push(scontrolRecord(r.text, o.detail ?? true, o.sluid ?? true));
     } catch (e) {
-      if (!(e instanceof AmbiguousJobRecord)) throw e;
-      unreadable.set(r.id, e.message);
+      // any record's error is its own (a forged NodeList of 10^8 nodes is a hostlist error): never the other jobs'
+      unreadable.set(r.id, e instanceof AmbiguousJobRecord ? e.message : `scontrol show job ${r.id}: ${printable(clip((e as Error).message, 200))}`);
     }
   }
   return { jobs, unreadable };
@@ -244,7 +246,7 @@ export function parseScontrolJobs(text: string): SlurmJob[] {
 }
 
 /** One record; AmbiguousJobRecord where a user's text may pose as its fields. */
-function scontrolRecord(rec: string, detail: boolean): SlurmJob {
+function scontrolRecord(rec: string, detail: boolean, sluidPrinted: boolean): SlurmJob {
   const where = `scontrol show job ${/^JobId=(\d{1,10})(?:\s|$)/.exec(rec)?.[1] ?? '?'}`;
   const ambiguous = (why: string): never => {
     throw new AmbiguousJobRecord(`${where}: ${why} (a job name, comment or path holding a newline or Key= text?): the record is not read`);
@@ -301,8 +303,9 @@ function scontrolRecord(rec: string, detail: boolean): SlurmJob {
     startTime: slurmTime(kv('StartTime')),
     endTime: slurmTime(kv('EndTime')),
     restarts: int(kv('Restarts')) ?? 0,
-    // printed with -d alone (25.11+), on the line after the first
-    sluid: detail && /^\s+SLUID=\S+\s*$/.test(lines[1] ?? '') ? kv('SLUID') : null,
+    // printed with -d alone, on the line after the first, by 25.11 and later only: where the release prints none, a
+    // name's newline could put one there
+    sluid: detail && sluidPrinted && /^\s+SLUID=\S+\s*$/.test(lines[1] ?? '') ? kv('SLUID') : null,
     nodes: named(`${where} NodeList`, () => expandHostlist(kv('NodeList') ?? '')),
     gpuIdx,
     sharedIdx,

@@ -76,8 +76,10 @@ export class Reconciler {
   private confirmed = { name: '', until: 0 };
   /** Local source: when slurmctld last answered about a job id (ms), whether it ran here then, and whether a step here listed it. */
   private readonly answered = new Map<string, { at: number; here: boolean; listed: boolean }>();
-  /** Jobs whose unreadable text record the whole-queue source last said, and when. */
-  private readonly saidUnreadable = new Map<string, number>();
+  /** When the whole-queue source last said which job records it could not read. */
+  private saidUnreadableAt = -Infinity;
+  /** Jobs whose record the whole queue's text did not give, and when each was last asked about alone. */
+  private readonly unreadableAsked = new Map<string, number>();
   private readonly slurm: SlurmClient;
 
   private readonly graceMs: number;
@@ -237,11 +239,12 @@ export class Reconciler {
       try {
         a = await this.askJob(id, node, now, run, listed.ids.has(id));
       } catch (e) {
-        if (!(e instanceof AmbiguousJobRecord)) throw e;
-        // its owner's text poses as fields (22.05's text answer): nothing of it is read, the store keeps what the
-        // hooks wrote, the other jobs are asked on; said again, and asked again, after a recheck period
+        // its owner's text poses as fields (22.05's text answer), or its answer is over the tool runner's bound (an
+        // array's thousands of split tasks with long names): nothing of it is read, the store keeps what the hooks
+        // wrote, the other jobs are asked on; said again, and asked again, after a recheck period
+        if (!(e instanceof AmbiguousJobRecord) && !/: output larger than \d+ bytes$/.test((e as Error).message)) throw e;
         this.answered.set(id, { at: now, here: true, listed: listed.ids.has(id) });
-        this.o.log.warn('a job\'s record in Slurm is not read', { job: id, error: e.message });
+        this.o.log.warn('a job\'s record in Slurm is not read', { job: id, error: (e as Error).message });
         continue;
       }
       if (a.here) {
@@ -276,16 +279,42 @@ export class Reconciler {
     const inv = storeInventory(db);
     for (const j of running) this.recordRunning(j, node, now, gres, inv);
 
-    // a job whose record a user's text made unreadable is neither read nor taken for ended; said once a recheck period
-    for (const [id, why] of listed.unreadable) {
-      if (now - (this.saidUnreadable.get(id) ?? -Infinity) < (this.o.recheckMs ?? 300_000)) continue;
-      this.saidUnreadable.set(id, now);
-      this.o.log.warn('a job\'s record in Slurm is not read', { job: id, error: why });
+    // records a user's text made unreadable (its own, or a neighbour's posing as another job): said in one line once a
+    // recheck period, however many
+    if (listed.unreadable.size && now - this.saidUnreadableAt >= (this.o.recheckMs ?? 300_000)) {
+      this.saidUnreadableAt = now;
+      const [first, why] = listed.unreadable.entries().next().value!;
+      this.o.log.warn("job records in Slurm's answer are not read", { jobs: listed.unreadable.size, first, error: why });
     }
-    for (const id of this.saidUnreadable.keys()) if (!listed.unreadable.has(id)) this.saidUnreadable.delete(id);
     // runs with open bindings that Slurm no longer lists as running here: their epilog never ran
-    const alive = new Set([...running.map((j) => j.jobId), ...listed.unreadable.keys()]);
+    const alive = new Set(running.map((j) => j.jobId));
     const stale = runsBoundSince(db, now - this.graceMs);
+    // an unreadable job is asked about alone (its own answer holds no other job's text): one with a run open here
+    // first, every reconcile, then the others once a recheck period, at most SCONTROL_PER_TICK in all; a run not asked
+    // yet, and one whose own answer is ambiguous too, is kept
+    const staleIds = new Set(stale.map((s) => s.jobId));
+    const recheck = this.o.recheckMs ?? 300_000;
+    for (const id of this.unreadableAsked.keys()) if (!listed.unreadable.has(id)) this.unreadableAsked.delete(id);
+    const ask = [...listed.unreadable.keys()]
+      .filter((id) => staleIds.has(id) || now - (this.unreadableAsked.get(id) ?? -Infinity) >= recheck)
+      .sort((a, b) => Number(staleIds.has(b)) - Number(staleIds.has(a)));
+    for (const [k, id] of ask.entries()) {
+      if (k >= SCONTROL_PER_TICK) {
+        if (staleIds.has(id)) alive.add(id);
+        continue;
+      }
+      this.unreadableAsked.set(id, now);
+      try {
+        const j = await this.slurm.queryJob(id, true);
+        if (j && ACTIVE.has(j.state) && j.nodes.includes(node)) {
+          this.recordRunning(j, node, now, gres, inv);
+          alive.add(id);
+        }
+      } catch (e) {
+        if (!(e instanceof AmbiguousJobRecord)) throw e;
+        alive.add(id);
+      }
+    }
     let closed = 0;
     for (const s of stale) {
       // a running job's older runs (requeue) were closed by recordStart above

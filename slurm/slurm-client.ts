@@ -61,11 +61,25 @@ export class SlurmClient {
       const msg = (e as Error).message;
       if (/not found in PATH/.test(msg)) throw e;
       source = 'scontrol show job -d';
+      // the ids slurmctld holds (numbers, no one's text), asked first: a job submitted in between has a record squeue
+      // did not list (the record before it is then not read), never a listed id without its own record
+      const known = await this.knownIds([]);
       const text = await this.run('scontrol', ['show', 'job', '-d']);
-      // the ids slurmctld holds (numbers, no one's text; asked after, so a job started in between is in both)
-      ({ jobs, unreadable } = parseScontrolRecords(text, { detail: true, known: await this.knownIds([]) }));
+      ({ jobs, unreadable } = parseScontrolRecords(text, { detail: true, known, sluid: await this.printsSluid() }));
     }
     return { jobs: jobs.filter((j) => j.nodes.includes(node)), source, unreadable };
+  }
+
+  private sluidPrinted: Promise<boolean> | undefined;
+  /** Whether this Slurm prints SLUID= in `scontrol show job -d` (25.11+): `scontrol --version`, no RPC, asked once. */
+  private printsSluid(): Promise<boolean> {
+    return (this.sluidPrinted ??= this.run('scontrol', ['--version']).then(
+      (v) => {
+        const m = /slurm[- ](\d+)\.(\d+)/i.exec(v);
+        return !!m && Number(m[1]) * 100 + Number(m[2]) >= 2511;
+      },
+      () => false,
+    ));
   }
 
   /** Job ids as squeue lists them, every state slurmctld still holds, array tasks one a line (`-j`: those jobs only). */
@@ -133,7 +147,7 @@ export class SlurmClient {
       throw e;
     }
     // text (22.05): a record a user's text could have forged is not read (one more RPC: squeue of this id alone)
-    const { jobs, unreadable } = parseScontrolRecords(text, { detail, known: await this.knownIds([id]) });
+    const { jobs, unreadable } = parseScontrolRecords(text, { detail, known: await this.knownIds([id]), sluid: await this.printsSluid() });
     const why = unreadable.get(id);
     if (why !== undefined) throw new AmbiguousJobRecord(why);
     return pick(jobs);

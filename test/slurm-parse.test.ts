@@ -191,8 +191,13 @@ test('scontrol show job -d text: a user\'s text posing as fields is refused, nam
     'scontrol show job 1: a GRES detail line in a record asked for without -d (a job name, comment or path holding a newline or Key= text?): the record is not read',
   ]);
   assert.deepEqual(parseScontrolRecords(plain, { detail: false }).jobs.map((j) => [j.jobId, j.user, j.gpuIdx]), [['1', 'root', {}]], 'an honest record without -d');
-  // SLUID: with -d, on the line after the first (25.11+); a name's is not read
+  // SLUID: with -d, on the line after the first, where the release prints it (25.11+); a name's is not read
   assert.equal(parseScontrolRecords(named('x SLUID=sFORGED')).jobs[0]!.sluid, null);
+  assert.equal(parseScontrolRecords(named('x\n   SLUID=sFORGED'), { sluid: false }).jobs[0]!.sluid, null, '22.05 prints none: a line a name put there');
+  // a record's own error is its own: a forged NodeList past the hostlist bound does not fail the other records
+  const huge = parseScontrolRecords(`${two.replace('NodeList=vm\n', 'NodeList=gpu[1-99999999]\n')}`);
+  assert.deepEqual([[...huge.unreadable.keys()], huge.jobs.map((j) => j.jobId)], [['1'], ['3', '2']]);
+  assert.match(huge.unreadable.get('1')!, /^scontrol show job 1: /);
   refused(first.replace('ExitCode=0:0', 'ExitCode=0:0 Reboot=0 ExitCode=1:0'), /ExitCode= is printed 2 times/);
   // text that only looks like a key inside a word is a value: DerivedExitCode, ReqNodeList, a name "xUserId=y"
   // ids a name could add where the job has none: read only where scontrol prints them, before the name
