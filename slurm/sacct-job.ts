@@ -51,14 +51,15 @@ export function sacctJobArgs(id: string, cluster?: string | null): string[] {
   return ['-j', id, '-D', '-P', '-n', `--delimiter=${SACCT_DELIMITER}`, '--noconvert', `--format=${SACCT_JOB_FIELDS.join(',')}`, ...(cluster ? ['-M', cluster] : [])];
 }
 
-/** The name's own call: allocation lines only (-X), every run (-D), the name last, where a delimiter in it stays in it. */
+/** The name's own call: allocation lines only (-X), every run (-D) with its start, the name last, where a delimiter in it stays in it. */
 export function sacctJobNameArgs(id: string, cluster?: string | null): string[] {
-  return ['-j', id, '-X', '-D', '-P', '-n', `--delimiter=${SACCT_DELIMITER}`, '--format=JobIDRaw,JobID,JobName', ...(cluster ? ['-M', cluster] : [])];
+  return ['-j', id, '-X', '-D', '-P', '-n', `--delimiter=${SACCT_DELIMITER}`, '--format=JobIDRaw,JobID,Start,JobName', ...(cluster ? ['-M', cluster] : [])];
 }
 
 /**
- * The job's name from sacctJobNameArgs' output: the latest run's, null where
- * sacct has none. A name may hold the delimiter (kept: the name is the last
+ * The job's name from sacctJobNameArgs' output (SACCT_JOB_ENV: epoch
+ * seconds): the name of the run that started last, as parseSacctJob picks
+ * it, null where sacct has none. A name may hold the delimiter (kept: the name is the last
  * field) and newlines (a line that does not start with two job ids goes on
  * the name before it). A name can forge no other field, and only its own
  * job's name: the call asks for that job alone.
@@ -66,23 +67,22 @@ export function sacctJobNameArgs(id: string, cluster?: string | null): string[] 
 export function parseSacctJobName(text: string, requestedId: string): string | null {
   const byJobId = /^\d+_\d+$/.test(requestedId);
   const sep = text.includes(SACCT_DELIMITER) ? SACCT_DELIMITER : '|';
-  let name: string | null = null;
-  let current: { mine: boolean; name: string } | undefined;
+  let best: { start: number; name: string } | undefined;
+  let current: { mine: boolean; start: number; name: string } | undefined;
   const finish = () => {
-    if (current?.mine) name = current.name === '' || current.name === '(null)' ? null : current.name;
+    if (current?.mine && (!best || current.start >= best.start)) best = current;
   };
   for (const raw of text.replace(/\n$/, '').split('\n')) {
     const s = raw.replace(/\r$/, '');
-    const a = s.indexOf(sep);
-    const b = a < 0 ? -1 : s.indexOf(sep, a + 1);
-    const [rawId, jobId] = b < 0 ? [] : [s.slice(0, a), s.slice(a + 1, b)];
-    if (rawId !== undefined && RAW_JOB_ID.test(rawId) && ALLOC_ID.test(jobId!)) {
+    const f = s.split(sep, 3);
+    const at = f.length === 3 ? f[0]!.length + f[1]!.length + f[2]!.length + 3 * sep.length : -1;
+    if (at >= 0 && at <= s.length && RAW_JOB_ID.test(f[0]!) && ALLOC_ID.test(f[1]!) && /^(?:\d{1,12}|Unknown|None)$/.test(f[2]!)) {
       finish();
-      current = { mine: (byJobId ? jobId : rawId) === requestedId, name: s.slice(b + 1) };
+      current = { mine: (byJobId ? f[1] : f[0]) === requestedId, start: /^\d+$/.test(f[2]!) ? Number(f[2]) : Infinity, name: s.slice(at) };
     } else if (current) current.name += `\n${s}`;
   }
   finish();
-  return name;
+  return best && best.name !== '' && best.name !== '(null)' ? best.name : null;
 }
 
 const UNITS = 'KMGTPE';
@@ -203,6 +203,9 @@ function splitLines(text: string, where: string): Line[] {
   return out;
 }
 
+/** When a run started, for the newest: not started yet (Unknown, None) is the newest of all. */
+const startKey = (r: Run): number => r.alloc.time('Start') ?? Infinity;
+
 /** An allocation line's id ("123", "122_4", "123+0"); a step's is "<that>.<step>". */
 const ALLOC_ID = /^\d{1,10}(?:_\d{1,10}|_\[[^\]]*\]|\+\d{1,6})?$/;
 
@@ -233,9 +236,11 @@ export function parseSacctJob(text: string, requestedId: string, where = `sacct 
   const clusters = [...new Set(mine.map((r) => r.alloc.row.Cluster))];
   // -M a,b (or all) can find one id on two clusters: two different jobs
   if (clusters.length > 1) throw new Error(`${where}: job ${requestedId} is in clusters ${clusters.join(', ')}: name one with --cluster`);
-  const latest = mine[mine.length - 1]!;
+  // the run that started last (one not started yet is the newest): sacct's order is not that where slurmctld lost its
+  // state and gave the id again (22.05 printed the older job last)
+  const latest = mine.reduce((a, b) => (startKey(b) >= startKey(a) ? b : a));
   // earlier runs of a requeued job are REQUEUED (job_state_string); other rows of the id are resizes or an id Slurm reused
-  const restarts = mine.slice(0, -1).filter((r) => /^REQUEUE/.test(r.alloc.row.State)).length;
+  const restarts = mine.filter((r) => r !== latest && /^REQUEUE/.test(r.alloc.row.State)).length;
   const a = latest.alloc;
   const arr = /^(\d+)_(\d+)$/.exec(a.row.JobID);
   const state = a.row.State.split(' ')[0]!;
