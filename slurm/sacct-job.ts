@@ -51,15 +51,15 @@ export function sacctJobArgs(id: string, cluster?: string | null): string[] {
   return ['-j', id, '-D', '-P', '-n', `--delimiter=${SACCT_DELIMITER}`, '--noconvert', `--format=${SACCT_JOB_FIELDS.join(',')}`, ...(cluster ? ['-M', cluster] : [])];
 }
 
-/** The name's own call: allocation lines only (-X), every run (-D) with its start, the name last, where a delimiter in it stays in it. */
+/** The name's own call: allocation lines only (-X), every run (-D) with its start and end, the name last, where a delimiter in it stays in it. */
 export function sacctJobNameArgs(id: string, cluster?: string | null): string[] {
-  return ['-j', id, '-X', '-D', '-P', '-n', `--delimiter=${SACCT_DELIMITER}`, '--format=JobIDRaw,JobID,Start,JobName', ...(cluster ? ['-M', cluster] : [])];
+  return ['-j', id, '-X', '-D', '-P', '-n', `--delimiter=${SACCT_DELIMITER}`, '--format=JobIDRaw,JobID,Start,End,JobName', ...(cluster ? ['-M', cluster] : [])];
 }
 
 /**
  * The job's name from sacctJobNameArgs' output (SACCT_JOB_ENV: epoch
- * seconds): the name of the run that started last, as parseSacctJob picks
- * it, null where sacct has none. A name may hold the delimiter (kept: the name is the last
+ * seconds): the name of the run that began last, as parseSacctJob picks it
+ * (its start, else its end, else still pending), null where sacct has none. A name may hold the delimiter (kept: the name is the last
  * field) and newlines (a line that does not start with two job ids goes on
  * the name before it). A name can forge no other field, and only its own
  * job's name: the call asks for that job alone.
@@ -74,11 +74,13 @@ export function parseSacctJobName(text: string, requestedId: string): string | n
   };
   for (const raw of text.replace(/\n$/, '').split('\n')) {
     const s = raw.replace(/\r$/, '');
-    const f = s.split(sep, 3);
-    const at = f.length === 3 ? f[0]!.length + f[1]!.length + f[2]!.length + 3 * sep.length : -1;
-    if (at >= 0 && at <= s.length && RAW_JOB_ID.test(f[0]!) && ALLOC_ID.test(f[1]!) && /^(?:\d{1,12}|Unknown|None)$/.test(f[2]!)) {
+    const f = s.split(sep, 4);
+    const at = f.length === 4 ? f.reduce((n, x) => n + x.length, 0) + 4 * sep.length : -1;
+    const when = (v: string): number | null | undefined => (/^\d{1,12}$/.test(v) && Number(v) > 0 ? Number(v) : /^(?:Unknown|None|0)$/.test(v) ? null : undefined);
+    const [start, end] = f.length === 4 ? [when(f[2]!), when(f[3]!)] : [];
+    if (at >= 0 && at <= s.length && RAW_JOB_ID.test(f[0]!) && ALLOC_ID.test(f[1]!) && start !== undefined && end !== undefined) {
       finish();
-      current = { mine: (byJobId ? f[1] : f[0]) === requestedId, start: /^\d+$/.test(f[2]!) ? Number(f[2]) : Infinity, name: s.slice(at) };
+      current = { mine: (byJobId ? f[1] : f[0]) === requestedId, start: start ?? end ?? Infinity, name: s.slice(at) };
     } else if (current) current.name += `\n${s}`;
   }
   finish();
@@ -203,8 +205,8 @@ function splitLines(text: string, where: string): Line[] {
   return out;
 }
 
-/** When a run started, for the newest: not started yet (Unknown, None) is the newest of all. */
-const startKey = (r: Run): number => r.alloc.time('Start') ?? Infinity;
+/** When a run began, for the newest: its start, else its end (cancelled before it started), else now (still pending). */
+const startKey = (r: Run): number => r.alloc.time('Start') ?? r.alloc.time('End') ?? Infinity;
 
 /** An allocation line's id ("123", "122_4", "123+0"); a step's is "<that>.<step>". */
 const ALLOC_ID = /^\d{1,10}(?:_\d{1,10}|_\[[^\]]*\]|\+\d{1,6})?$/;
@@ -236,8 +238,8 @@ export function parseSacctJob(text: string, requestedId: string, where = `sacct 
   const clusters = [...new Set(mine.map((r) => r.alloc.row.Cluster))];
   // -M a,b (or all) can find one id on two clusters: two different jobs
   if (clusters.length > 1) throw new Error(`${where}: job ${requestedId} is in clusters ${clusters.join(', ')}: name one with --cluster`);
-  // the run that started last (one not started yet is the newest): sacct's order is not that where slurmctld lost its
-  // state and gave the id again (22.05 printed the older job last)
+  // the run that began last (startKey): sacct's order is not that where slurmctld lost its state and gave the id again
+  // (22.05 printed the older job, cancelled before it started, after the newer one)
   const latest = mine.reduce((a, b) => (startKey(b) >= startKey(a) ? b : a));
   // earlier runs of a requeued job are REQUEUED (job_state_string); other rows of the id are resizes or an id Slurm reused
   const restarts = mine.filter((r) => r !== latest && /^REQUEUE/.test(r.alloc.row.State)).length;

@@ -106,10 +106,14 @@ test('sacct: bad input is an error naming the field and the line', () => {
 
 test('sacct: an id slurmctld gave again (its state lost) and printed before the older job: the job that started last', () => {
   const newer = read('timeout.psv').trimEnd();
-  const older = read('cancelled-by-uid.psv').trimEnd().replace(/4103/g, '4102').replace(/\|1795248000\|/g, '|1795240000|');
+  const older = read('cancelled-by-uid.psv').trimEnd().replace(/4103/g, '4102').replace(/\|17952480(00|42|43)(?=\|)/g, '|17952400$1');
   const j = parseSacctJob(`${newer}\n${older}\n`, '4102')!;
   assert.deepEqual([j.state, j.user, j.restarts], ['TIMEOUT', parseSacctJob(newer, '4102')!.user, 0]);
   assert.ok(parseSacctJob(newer, '4102')!.start! > parseSacctJob(older, '4102')!.start!, 'the fixture pair: TIMEOUT started after');
+  // the older job cancelled before it started (Start Unknown): as old as its end
+  const never = older.replace(/^(4102\|4102\|(?:[^|]*\|){8})1795240000\|/m, '$1Unknown|');
+  assert.notEqual(never, older);
+  assert.equal(parseSacctJob(`${newer}\n${never}\n`, '4102')!.state, 'TIMEOUT');
 });
 
 test('sacct: one id on two clusters (-M a,b) is ambiguous; an unknown job is undefined', () => {
@@ -133,10 +137,10 @@ test('sacctJob: the arguments, the environment and -M, through the runner it is 
   await assert.rejects(sacctJob('4100', { run: async () => '4100|x\n' }), /^Error: sacct -j 4100: line 1: 2 fields/);
   // the name on request, from a call of its own
   calls.length = 0;
-  const named = await sacctJob('4102', { run: async (c, a, e) => (calls.push([c, a, e]), a.includes('-X') ? '4102\x1f4102\x1f1795248000\x1ftrain\x1fllm\n' : read('timeout.psv')), cluster: 'alps', name: true });
+  const named = await sacctJob('4102', { run: async (c, a, e) => (calls.push([c, a, e]), a.includes('-X') ? '4102\x1f4102\x1f1795248000\x1f1795251630\x1ftrain\x1fllm\n' : read('timeout.psv')), cluster: 'alps', name: true });
   assert.equal(named!.name, 'train\x1fllm');
   assert.deepEqual(calls.map((c) => c[1]), [sacctJobArgs('4102', 'alps'), sacctJobNameArgs('4102', 'alps')]);
-  assert.deepEqual(sacctJobNameArgs('4102', 'alps'), ['-j', '4102', '-X', '-D', '-P', '-n', '--delimiter=\x1f', '--format=JobIDRaw,JobID,Start,JobName', '-M', 'alps']);
+  assert.deepEqual(sacctJobNameArgs('4102', 'alps'), ['-j', '4102', '-X', '-D', '-P', '-n', '--delimiter=\x1f', '--format=JobIDRaw,JobID,Start,End,JobName', '-M', 'alps']);
 });
 
 test('sacct: a job name is never on the record\'s line: one holding the delimiter or a newline cannot make its job another user\'s, another state or another time limit', () => {
@@ -144,19 +148,21 @@ test('sacct: a job name is never on the record\'s line: one holding the delimite
   for (const f of ['JobName', 'Comment', 'WCKey', 'SubmitLine', 'WorkDir', 'Constraints', 'Reason', 'SystemComment']) assert.ok(!(SACCT_JOB_FIELDS as readonly string[]).includes(f), `${f} is a user's text`);
   // the name's own call: the name is the last field, so the delimiter and newlines stay in it
   const forged = 'train\x1fmallory\x1f0\x1facct\x1fgpu\x1fnormal\x1falps\x1fCOMPLETED\nforged';
-  assert.equal(parseSacctJobName(`4106\x1f4106\x1f1795248000\x1f${forged}\n`, '4106'), forged);
-  assert.equal(parseSacctJobName('4106\x1f4106\x1f1795248000\x1fx|y\n', '4106'), 'x|y');
+  assert.equal(parseSacctJobName(`4106\x1f4106\x1f1795248000\x1f1795248100\x1f${forged}\n`, '4106'), forged);
+  assert.equal(parseSacctJobName('4106\x1f4106\x1f1795248000\x1f1795248100\x1fx|y\n', '4106'), 'x|y');
   // -D: the latest run's; an array task by its array id; nothing, or "(null)", is no name
-  assert.equal(parseSacctJobName('4105\x1f4105\x1f1795248000\x1fold\n4105\x1f4105\x1f1795248400\x1fnew\n', '4105'), 'new');
+  assert.equal(parseSacctJobName('4105\x1f4105\x1f1795248000\x1f1795248100\x1fold\n4105\x1f4105\x1f1795248400\x1f1795248500\x1fnew\n', '4105'), 'new');
   // the run that started last, whatever sacct's order (an id slurmctld gave again after losing its state); not started yet: the newest
-  assert.equal(parseSacctJobName('4105\x1f4105\x1f1795248400\x1fnew\n4105\x1f4105\x1f1795248000\x1fold\n', '4105'), 'new');
-  assert.equal(parseSacctJobName('4105\x1f4105\x1f1795248400\x1fran\n4105\x1f4105\x1fUnknown\x1fpending\n', '4105'), 'pending');
-  assert.equal(parseSacctJobName('5012\x1f5000_7\x1f1795248000\x1fsweep\n', '5000_7'), 'sweep');
-  assert.equal(parseSacctJobName('5012\x1f5000_7\x1f1795248000\x1fsweep\n', '5012'), 'sweep');
+  assert.equal(parseSacctJobName('4105\x1f4105\x1f1795248400\x1f1795248500\x1fnew\n4105\x1f4105\x1f1795248000\x1f1795248100\x1fold\n', '4105'), 'new');
+  assert.equal(parseSacctJobName('4105\x1f4105\x1f1795248400\x1f1795248500\x1fran\n4105\x1f4105\x1fUnknown\x1fUnknown\x1fpending\n', '4105'), 'pending');
+  // one cancelled before it started (no start: its end) is as old as its end
+  assert.equal(parseSacctJobName('4105\x1f4105\x1f1795248400\x1fUnknown\x1fnew\n4105\x1f4105\x1fNone\x1f1795240000\x1fold\n', '4105'), 'new');
+  assert.equal(parseSacctJobName('5012\x1f5000_7\x1f1795248000\x1f1795248100\x1fsweep\n', '5000_7'), 'sweep');
+  assert.equal(parseSacctJobName('5012\x1f5000_7\x1f1795248000\x1f1795248100\x1fsweep\n', '5012'), 'sweep');
   assert.equal(parseSacctJobName('', '1'), null);
-  assert.equal(parseSacctJobName('4106\x1f4106\x1f1795248000\x1f\n', '4106'), null);
+  assert.equal(parseSacctJobName('4106\x1f4106\x1f1795248000\x1f1795248100\x1f\n', '4106'), null);
   // a name that starts another job's line forges nothing for this one
-  assert.equal(parseSacctJobName('4106\x1f4106\x1f1795248000\x1fa\n999\x1f999\x1f1795248000\x1fevil\n', '4106'), 'a');
+  assert.equal(parseSacctJobName('4106\x1f4106\x1f1795248000\x1f1795248100\x1fa\n999\x1f999\x1f1795248000\x1f1795248100\x1fevil\n', '4106'), 'a');
 });
 
 test('sacctJobs: 250 jobs in three sacct calls of at most 100 ids, each id its own record as sacctJob gives it, undefined where accounting has none', async () => {
