@@ -228,7 +228,7 @@ export function parseScontrolRecords(text: string, o: { detail?: boolean; known?
   for (const r of recs) {
     if (unreadable.has(r.id)) continue;
     try {
-      jobs.push(scontrolRecord(r.text, o.detail ?? true, o.sluid ?? true));
+      jobs.push(scontrolRecord(r.id, r.text, o.detail ?? true, o.sluid ?? true));
     } catch (e) {
       // any record's error is its own (a forged NodeList of 10^8 nodes is a hostlist error): never the other jobs'
       unreadable.set(r.id, e instanceof AmbiguousJobRecord ? e.message : `scontrol show job ${r.id}: ${printable(clip((e as Error).message, 200))}`);
@@ -246,12 +246,12 @@ export function parseScontrolJobs(text: string): SlurmJob[] {
 }
 
 /** One record; AmbiguousJobRecord where a user's text may pose as its fields. */
-function scontrolRecord(rec: string, detail: boolean, sluidPrinted: boolean): SlurmJob {
-  const where = `scontrol show job ${/^JobId=(\d{1,10})(?:\s|$)/.exec(rec)?.[1] ?? '?'}`;
+function scontrolRecord(id: string, rec: string, detail: boolean, sluidPrinted: boolean): SlurmJob {
+  const where = `scontrol show job ${id}`;
   const ambiguous = (why: string): never => {
     throw new AmbiguousJobRecord(`${where}: ${why} (a job name, comment or path holding a newline or Key= text?): the record is not read`);
   };
-  const count = (key: string) => rec.match(new RegExp(`(?:^|\\s)${key.replace('/', '\\/')}=`, 'g'))?.length ?? 0;
+  const count = (key: string) => rec.match(new RegExp(`(?:^|\\s)${key}=`, 'g'))?.length ?? 0;
   for (const key of ONCE) if (count(key) !== 1) ambiguous(`${key}= is printed ${count(key)} times, once in a record`);
   const kv = (key: string): string | null => {
     const n = count(key);

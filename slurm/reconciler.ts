@@ -31,6 +31,7 @@ import { hostname } from 'node:os';
 import { LEARNED_NODE_KEY } from './node-name.js';
 import { readGresLayout, type GresLayout } from './gres.js';
 import { AmbiguousJobRecord, type SlurmJob } from './jobs-query.js';
+import { ToolOutputTooLarge } from '../src/core/tool.js';
 import { gresIndicesToGpus, storeInventory } from './resolve.js';
 import { SlurmClient, type ListSource } from './slurm-client.js';
 
@@ -242,7 +243,7 @@ export class Reconciler {
         // its owner's text poses as fields (22.05's text answer), or its answer is over the tool runner's bound (an
         // array's thousands of split tasks with long names): nothing of it is read, the store keeps what the hooks
         // wrote, the other jobs are asked on; said again, and asked again, after a recheck period
-        if (!(e instanceof AmbiguousJobRecord) && !/: output larger than \d+ bytes$/.test((e as Error).message)) throw e;
+        if (!(e instanceof AmbiguousJobRecord) && !(e instanceof ToolOutputTooLarge)) throw e;
         this.answered.set(id, { at: now, here: true, listed: listed.ids.has(id) });
         this.o.log.warn('a job\'s record in Slurm is not read', { job: id, error: (e as Error).message });
         continue;

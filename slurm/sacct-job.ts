@@ -59,14 +59,17 @@ export function sacctJobNameArgs(id: string, cluster?: string | null): string[] 
 /**
  * The job's name from sacctJobNameArgs' output (SACCT_JOB_ENV: epoch
  * seconds): the name of the run that began last, as parseSacctJob picks it
- * (its start, else its end, else still pending), null where sacct has none. A name may hold the delimiter (kept: the name is the last
- * field) and newlines (a line that does not start with two job ids goes on
- * the name before it). A name can forge no other field, and only its own
+ * (its start, else its end, else still pending), null where sacct has none.
+ * A name may hold the delimiter (kept: the name is the last field) and
+ * newlines (a line that does not start with two job ids and two times goes
+ * on the name before it). A name can forge no other field, and only its own
  * job's name: the call asks for that job alone.
  */
 export function parseSacctJobName(text: string, requestedId: string): string | null {
   const byJobId = /^\d+_\d+$/.test(requestedId);
   const sep = text.includes(SACCT_DELIMITER) ? SACCT_DELIMITER : '|';
+  // epoch seconds; Unknown, None: no time; anything else: not a time, so not a record's line
+  const when = (v: string): number | null | undefined => (/^\d{1,12}$/.test(v) && Number(v) > 0 ? Number(v) : /^(?:Unknown|None|0)$/.test(v) ? null : undefined);
   let best: { start: number; name: string } | undefined;
   let current: { mine: boolean; start: number; name: string } | undefined;
   const finish = () => {
@@ -76,7 +79,6 @@ export function parseSacctJobName(text: string, requestedId: string): string | n
     const s = raw.replace(/\r$/, '');
     const f = s.split(sep, 4);
     const at = f.length === 4 ? f.reduce((n, x) => n + x.length, 0) + 4 * sep.length : -1;
-    const when = (v: string): number | null | undefined => (/^\d{1,12}$/.test(v) && Number(v) > 0 ? Number(v) : /^(?:Unknown|None|0)$/.test(v) ? null : undefined);
     const [start, end] = f.length === 4 ? [when(f[2]!), when(f[3]!)] : [];
     if (at >= 0 && at <= s.length && RAW_JOB_ID.test(f[0]!) && ALLOC_ID.test(f[1]!) && start !== undefined && end !== undefined) {
       finish();
@@ -238,8 +240,8 @@ export function parseSacctJob(text: string, requestedId: string, where = `sacct 
   const clusters = [...new Set(mine.map((r) => r.alloc.row.Cluster))];
   // -M a,b (or all) can find one id on two clusters: two different jobs
   if (clusters.length > 1) throw new Error(`${where}: job ${requestedId} is in clusters ${clusters.join(', ')}: name one with --cluster`);
-  // the run that began last (startKey): sacct's order is not that where slurmctld lost its state and gave the id again
-  // (22.05 printed the older job, cancelled before it started, after the newer one)
+  // the run that began last (startKey), not the line sacct printed last: the two differ where a run was cancelled before
+  // it started, or slurmctld lost its state and gave the id again
   const latest = mine.reduce((a, b) => (startKey(b) >= startKey(a) ? b : a));
   // earlier runs of a requeued job are REQUEUED (job_state_string); other rows of the id are resizes or an id Slurm reused
   const restarts = mine.filter((r) => r !== latest && /^REQUEUE/.test(r.alloc.row.State)).length;

@@ -208,6 +208,22 @@ test('local source on 22.05: a job name posing as fields (a newline, a GRES line
   db.close();
 });
 
+test('local source: an answer over the tool runner\'s bound (an array\'s thousands of split tasks with long names) is that job\'s alone: left as the hooks wrote it, said, the other jobs asked on', async () => {
+  // 17 MiB of a comment's text after the record, as scontrol would print it for thousands of tasks
+  const slurm = fakeSlurm({ sacct: 'recorded', steps: 'job 1', job1: (r) => `${r}   Comment=${'x'.repeat(17 * 1024 * 1024)}\n` });
+  const lines: string[] = [];
+  const db = openStore(tempDir());
+  const r = new Reconciler({ db, node: () => ({ name: 'gpunode9', guessed: false }), gresConf: '/nonexistent/gres.conf', binDir: slurm.bin, slurmConf: null, commandTimeoutMs: 20_000, source: 'local', log: createLogger('warn', (l) => lines.push(l)) });
+  const now = Date.now();
+  recordStart(db, { jobId: '1', runKey: 'r0', user: 'root' }, [{ uuid: 'GPU-1', shared: false }], 'prolog', now - 60_000);
+  recordStart(db, { jobId: '6000', runKey: 'r0' }, [], 'prolog', now - 3_600_000);
+  await r.reconcileOnce(now);
+  assert.equal((db.prepare('SELECT end_time FROM jobs WHERE job_id = ?').get('1') as { end_time: number | null }).end_time, null, 'job 1 left open');
+  assert.notEqual((db.prepare('SELECT end_time FROM jobs WHERE job_id = ?').get('6000') as { end_time: number | null }).end_time, null, 'the next job asked and closed');
+  assert.match(lines.join('\n'), /a job's record in Slurm is not read job=1 .*output larger than 16777216 bytes/);
+  db.close();
+});
+
 test("requeue: a late epilog of the killed run closed the new run; its steps run and slurmctld says RUNNING: reopened, with its GPUs; an epilog after the question is believed", async () => {
   const slurm = fakeSlurm({ sacct: 'recorded', steps: 'job 1' });
   const { db, r } = reconciler(slurm.bin);

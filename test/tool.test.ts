@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { runTool } from '../src/core/tool.js';
+import { runTool, ToolOutputTooLarge } from '../src/core/tool.js';
 import { tempDir } from './helpers/paths.js';
 import { waitFor } from './helpers/wait.js';
 
@@ -54,7 +54,7 @@ test('a collection given up (abort signal) kills the tool; output over 16 MiB is
   ac.abort();
   await assert.rejects(p, { message: `${t} : cancelled` });
   const big = script('big', 'head -c 17000000 /dev/zero');
-  await assert.rejects(runTool(big, [], 30_000), /big : output larger than 16777216 bytes/);
+  await assert.rejects(runTool(big, [], 30_000), (e: Error) => e instanceof ToolOutputTooLarge && /big : output larger than 16777216 bytes/.test(e.message));
 });
 
 test('a wrapper whose child keeps the pipes open: the timeout kills the whole process group; a tool that exits leaving such a child answers with what it wrote', async () => {

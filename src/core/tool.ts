@@ -13,6 +13,9 @@ import { requireBuiltin } from './builtin.js';
 
 const MAX_OUTPUT = 16 * 1024 * 1024;
 
+/** A tool's answer over MAX_OUTPUT: the answer's own size (a caller may pass over that one question), not the tool's failure. */
+export class ToolOutputTooLarge extends Error {}
+
 /** Finds a command in PATH plus extra folders (slurmd and systemd give a short PATH). */
 export function findTool(command: string, extraDirs: readonly string[] = [], firstDirs: readonly string[] = []): string | undefined {
   if (command.includes('/')) return existsSync(command) ? command : undefined;
@@ -78,7 +81,7 @@ export function runTool(path: string, args: readonly string[], timeoutMs: number
     child.on('error', (e) => finish(new Error(`${cmd}: ${e.message}`)));
     child.stdout.on('data', (d: Buffer) => {
       outBytes += d.length;
-      if (outBytes > MAX_OUTPUT) return finish(new Error(`${cmd}: output larger than ${MAX_OUTPUT} bytes`));
+      if (outBytes > MAX_OUTPUT) return finish(new ToolOutputTooLarge(`${cmd}: output larger than ${MAX_OUTPUT} bytes`));
       out.push(d);
     });
     child.stderr.setEncoding('utf8').on('data', (d: string) => {
