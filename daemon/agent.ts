@@ -119,9 +119,27 @@ export class Agent {
   }
 
   /** Every sink section fingerprint also covers [daemon] resource keys: the resource is baked into sinks. */
-  private fingerprint(section: string): string {
-    const c = this.cfg;
+  private fingerprint(section: string, c: Config = this.cfg): string {
     return JSON.stringify([c.section(section), resourceAttributes(c)]);
+  }
+
+  /**
+   * The sinks `cfg` wants that are not held as they are (new, or their
+   * section changed), made before anything of the running agent changes: a
+   * sink that refuses its settings (a TLS file that cannot be read, a
+   * web_config that does not parse) throws its ConfigError here, and a reload
+   * keeps the running configuration whole.
+   */
+  private makeSinks(cfg: Config): Map<string, Sink> {
+    const want = new Set(readSection(cfg, DAEMON_SECTION).sinks);
+    const made = new Map<string, Sink>();
+    for (const f of this.manifests.sinks) {
+      if (!want.has(f.name)) continue;
+      const held = this.sinks.get(f.name);
+      if (held && held.fingerprint === this.fingerprint(f.name, cfg)) continue;
+      made.set(f.name, f.create({ config: cfg, log: this.log.child(f.name), resource: resourceAttributes(cfg), startTime: this.startTime }));
+    }
+    return made;
   }
 
   /** A plugin's own interval, else [daemon]'s (the plugin is known by its section's name: the common keys are typed). */
@@ -134,8 +152,8 @@ export class Agent {
     return t === null ? this.intervalMs(section) : t * 1000;
   }
 
-  /** Builds sinks and runners for the current config (keeping unchanged ones). */
-  private async build(): Promise<void> {
+  /** Builds sinks and runners for the current config (keeping unchanged ones); `made`: makeSinks(this.cfg). */
+  private async build(made: Map<string, Sink>): Promise<void> {
     const cfg = this.cfg;
     await this.buildHealth();
     const daemon = readSection(cfg, DAEMON_SECTION);
@@ -145,11 +163,7 @@ export class Agent {
       clearTimeout(t);
       this.pendingSinks.delete(name);
     }
-    for (const f of this.manifests.sinks) {
-      if (!wantSinks.has(f.name) || this.sinks.has(f.name)) continue;
-      const sink = f.create({ config: cfg, log: this.log.child(f.name), resource: resourceAttributes(cfg), startTime: this.startTime });
-      await this.startSink(f.name, sink, 0);
-    }
+    for (const [name, sink] of made) await this.startSink(name, sink, 0);
 
     const ctx: PluginContext = pluginContext(cfg, this.log, { oneShot: this.oneShot, budgets: this.budgets });
     // the earlier build's probes end here, before anything here waits: none may start a plugin this build is deciding on
@@ -257,8 +271,9 @@ export class Agent {
   }
 
   async start(): Promise<void> {
+    const made = this.makeSinks(this.cfg);
     await this.jobs.init();
-    await this.build();
+    await this.build(made);
     this.running = true;
     for (const r of this.allRunners()) r.start();
   }
@@ -270,8 +285,9 @@ export class Agent {
    */
   async once(): Promise<{ blocked: string[]; undelivered: string[] } & OnceProblems> {
     this.oneShot = true;
+    const made = this.makeSinks(this.cfg);
     await this.jobs.init();
-    await this.build();
+    await this.build(made);
     await Promise.all([...this.runners.values()].map((h) => h.item.collectOnce()));
     await this.selfRunner!.collectOnce();
     const blocked = await this.stop();
@@ -283,11 +299,13 @@ export class Agent {
     return { blocked, undelivered: sinks.some((s) => s.stats.exported > 0) ? [] : failedSinks, failed, shortfall: gpuShortfall(expected, this.gpusRead.size) };
   }
 
+  /** Throws (a ConfigError) with nothing changed when a sink refuses the new settings. */
   async reload(cfg: Config): Promise<void> {
+    const made = this.makeSinks(cfg);
     const prev = this.cfg;
     this.cfg = cfg;
     await this.jobs.reload(prev, cfg);
-    await this.build();
+    await this.build(made);
     this.log.info('configuration reloaded', { file: cfg.file ?? '(none)', plugins: this.pluginNames.join(','), sinks: readSection(cfg, DAEMON_SECTION).sinks.join(',') });
   }
 

@@ -40,9 +40,14 @@ test('the reader types each key from its spec, and a misspelt key does not compi
   void nvml.stat_interval;
 
   const otlp = readSection(c, OTLP_SECTION);
-  typed<'http/protobuf' | 'http/json'>(otlp.protocol);
+  typed<'http/protobuf' | 'http/json' | 'grpc'>(otlp.protocol);
   // @ts-expect-error an enum is the union of its values, not any string
-  typed<'grpc'>(otlp.protocol);
+  typed<'http/thrift'>(otlp.protocol);
+  // keys spread from a shared declaration (tlsClientKeys, secretFileKeys) keep their literal names and types
+  typed<string | null>(otlp.certificate);
+  typed<string | null>(otlp.headers_file);
+  // @ts-expect-error a spread key misspelt
+  void otlp.client_cert;
   typed<Record<string, string>>(otlp.headers);
   // @ts-expect-error a URL written empty is unset, whatever its default
   typed<string>(otlp.endpoint);

@@ -3,10 +3,13 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createLogger } from '../src/core/log.js';
 import { DeliveryQueue } from '../src/sinks/delivery-queue.js';
-import { createPoster } from '../src/sinks/http-post.js';
+import { createPoster, MAX_RESPONSE_BYTES } from '../src/sinks/http-post.js';
+import { createHttpClient } from '../src/core/net/http-client.js';
 import { SinkStats } from '../src/core/sink.js';
 import { HttpCapture } from './helpers/http-capture.js';
 import { waitFor } from './helpers/wait.js';
+
+const posterTo = (url: string, timeoutMs: number) => createPoster(createHttpClient({ url, timeoutMs, maxResponseBytes: MAX_RESPONSE_BYTES }), { ca: 'ca', cert: 'cert', endpoint: 'endpoint' });
 
 const payload = (i: number) => ({ body: Buffer.from(`payload-${String(i).padStart(3, '0')}-${'x'.repeat(88)}`), points: 10 });
 
@@ -18,7 +21,7 @@ test('while the peer fails, the queue keeps the newest data within max_queue_byt
     if (up) accepted.push(n - 1);
     return up ? 200 : 503;
   };
-  const poster = createPoster(`${rx.url}/x`, 2000);
+  const poster = posterTo(`${rx.url}/x`, 2000);
   const stats = new SinkStats();
   const lines: string[] = [];
   const q = new DeliveryQueue({ maxBytes: 1000, send: (p) => poster.post(p.body, {}), stats, log: createLogger('info', (l) => lines.push(l)), minBackoffMs: 20, maxBackoffMs: 40 });
@@ -47,7 +50,7 @@ test('while the peer fails, the queue keeps the newest data within max_queue_byt
 test('shutdown delivers what it can before the deadline and counts the rest as dropped', async () => {
   const rx = await new HttpCapture().start();
   rx.status = 503;
-  const poster = createPoster(`${rx.url}/x`, 500);
+  const poster = posterTo(`${rx.url}/x`, 500);
   const stats = new SinkStats();
   const lines: string[] = [];
   const q = new DeliveryQueue({ maxBytes: 1 << 20, send: (p) => poster.post(p.body, {}), stats, log: createLogger('info', (l) => lines.push(l)), minBackoffMs: 10 });

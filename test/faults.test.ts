@@ -12,7 +12,8 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { makeDirs } from '../src/core/make-dirs.js';
 import { redactUrl, urlSecrets } from '../src/core/redact.js';
-import { createPoster } from '../src/sinks/http-post.js';
+import { createPoster, MAX_RESPONSE_BYTES } from '../src/sinks/http-post.js';
+import { createHttpClient } from '../src/core/net/http-client.js';
 import { DaemonProcess, parseLines, runCli, type JsonPoint } from './helpers/daemon.js';
 import { freePort } from './helpers/net.js';
 import { tempDir } from './helpers/paths.js';
@@ -289,5 +290,5 @@ test('the secret parts of a URL, raw and decoded, a stray % kept as written (it 
   const url = 'http://us%zz:p%40ss@127.0.0.1:1/v1/metrics?token=a%2Bb&x=c+d&bad=%zz';
   assert.deepEqual(urlSecrets(new URL(url)).sort(), ['%zz', 'a%2Bb', 'a+b', 'c d', 'c+d', 'p%40ss', 'p@ss', 'us%zz'].sort());
   assert.equal(redactUrl(url), 'http://***:***@127.0.0.1:1/v1/metrics?token=***&x=***&bad=***');
-  createPoster(url, 1000).close();
+  createPoster(createHttpClient({ url, timeoutMs: 1000, maxResponseBytes: MAX_RESPONSE_BYTES }), { ca: 'ca', cert: 'cert', endpoint: 'endpoint' }).close();
 });

@@ -8,6 +8,7 @@ import { createLogger } from '../core/log.js';
 import { flagOverrides, type DaemonFlags } from './daemon-flags.js';
 import { readSection } from '../core/config/read.js';
 import { DAEMON_SECTION } from '../core/config/sections.js';
+import { ConfigError } from '../core/config/schema.js';
 
 /** Never returns: the process ends with 0, 2 on a bad configuration, 1 when --once delivered nothing, a plugin it was asked for failed or GPUs the node must have were not read. */
 export async function runDaemon(flags: DaemonFlags): Promise<never> {
@@ -55,7 +56,7 @@ export async function runDaemon(flags: DaemonFlags): Promise<never> {
         log.error('reload failed: keeping the running configuration', { error: (e as Error).message });
         return;
       }
-      agent.reload(next).catch((e: Error) => log.error('reload failed', { error: e.message }));
+      agent.reload(next).catch((e: Error) => log.error(e instanceof ConfigError ? 'reload failed: keeping the running configuration' : 'reload failed', { error: e.message }));
     });
     // runs until a signal: stop() ends the process
     return await new Promise<never>(() => {});

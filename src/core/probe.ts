@@ -3,12 +3,55 @@ import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import type http from 'node:http';
 import type net from 'node:net';
 import { dirname } from 'node:path';
+import type tls from 'node:tls';
 import { requireBuiltin } from './builtin.js';
 import type { ProbeResult } from './plugin.js';
+import { hasTls, readTlsMaterial, tlsProblem, type TlsFiles } from './net/tls-files.js';
 
 // at their first use (builtin.ts): the plugins' manifests import this module, and the light commands load them all
 const loadNet = (): typeof net => requireBuiltin('node:net') as typeof net;
 const loadHttp = (): typeof http => requireBuiltin('node:http') as typeof http;
+const loadTls = (): typeof tls => requireBuiltin('node:tls') as typeof tls;
+
+/**
+ * Whether a client could reach an endpoint: for http://, a TCP connection;
+ * for https://, a TLS handshake with the configured files (nothing sent over
+ * it), so that a certificate the client cannot verify, a client certificate
+ * refused, or no TLS on the port is said with the setting that fixes it
+ * (`keys`), not taken for a reachable endpoint.
+ */
+export async function endpointReachable(url: string, files: TlsFiles | undefined, keys: { ca: string; cert: string; endpoint: string }, timeoutMs = 2000): Promise<ProbeResult> {
+  const u = new URL(url);
+  if (u.protocol !== 'https:') return tcpReachable(url, timeoutMs);
+  let material;
+  try {
+    material = hasTls(files) ? readTlsMaterial(files) : {};
+  } catch (e) {
+    return { ok: false, detail: (e as Error).message };
+  }
+  const port = Number(u.port || 443);
+  const host = u.hostname.replace(/^\[|\]$/g, '');
+  return new Promise((resolve) => {
+    const sock = loadTls().connect({ host, port, servername: /^[\d.]+$|:/.test(host) ? undefined : host, ...material, ALPNProtocols: ['http/1.1'] });
+    const done = (r: ProbeResult): void => {
+      sock.destroy();
+      resolve(r);
+    };
+    sock.setTimeout(timeoutMs, () => done({ ok: false, detail: `${host}:${port} did not finish a TLS handshake within ${timeoutMs} ms` }));
+    sock.once('secureConnect', () => {
+      // TLS 1.3: a server that refuses the client's certificate says so after the handshake, with its first record
+      sock.once('error', (e: NodeJS.ErrnoException) => {
+        const p = tlsProblem(e);
+        done(p ? { ok: false, detail: `${p.reason}: fix ${keys[p.fix]}` } : { ok: true, detail: `${host}:${port} accepts TLS (${sock.getProtocol()})` });
+      });
+      setTimeout(() => done({ ok: true, detail: `${host}:${port} accepts TLS (${sock.getProtocol()}), its certificate verified${material.cert ? ', the client certificate taken' : ''}` }), 200).unref();
+    });
+    sock.once('error', (e: NodeJS.ErrnoException) => {
+      const p = tlsProblem(e);
+      done({ ok: false, detail: p ? `${p.reason}: fix ${keys[p.fix]}` : `${host}:${port}: ${e.code ?? e.message}` });
+    });
+  });
+}
 
 /** Opens and closes a TCP connection: tells "listening" from "refused" without sending data. */
 export function tcpReachable(url: string, timeoutMs = 2000): Promise<ProbeResult> {

@@ -1,5 +1,6 @@
 /** The [jobs] section: the job ledger's retention, who sees what in reports, and the prices and grid carbon intensity behind costs and CO2e. */
 import { checkRequestHeaders, defineSection } from '../core/config/schema.js';
+import { secretFileKeys, tlsClientKeys } from '../core/config/client-keys.js';
 
 export const JOBS_SECTION = defineSection({
   name: 'jobs',
@@ -26,7 +27,9 @@ export const JOBS_SECTION = defineSection({
     { key: 'waste_low_activity', type: 'number', default: 0.25, min: 0, max: 1, description: '`l9gpu jobs --waste` (docs/jobs.md): a job whose used GPUs\' mean SM activity (GPM; utilization without it) is below this is in the low-activity class.' },
     { key: 'waste_time_limit_factor', type: 'number', default: 3, min: 1, example: '4', description: '`l9gpu jobs --waste`: an ended job whose Slurm time limit is at least this many times its run time (and an hour or more above it) is in the time-limit class.' },
     { key: 'promql_url', type: 'url', default: null, example: 'http://victoria:8428', description: 'PromQL API base URL of the metrics backend the daemons export to (Prometheus, VictoriaMetrics, Mimir, Last9): where the slurmctld epilog (`l9gpu slurm ctld-epilog`) reads a finished job\'s figures, and the default of `l9gpu jobs show --source promql`.' },
-    { key: 'promql_headers', type: 'map', default: {}, check: checkRequestHeaders, example: 'X-Scope-OrgID=hpc', description: 'HTTP headers sent with every PromQL query (Authorization=Bearer ..., X-Scope-OrgID=...).' },
+    { key: 'promql_headers', type: 'map', default: {}, secret: true, check: checkRequestHeaders, example: 'X-Scope-OrgID=hpc', description: 'HTTP headers sent with every PromQL query to promql_url (Authorization=Bearer ..., X-Scope-OrgID=...); never to a URL given with --url at another origin. Prefer promql_headers_file for a secret: l9gpu.ini is read by every user\'s l9gpu.' },
+    ...secretFileKeys('promql_', 'promql_url'),
+    ...tlsClientKeys('promql_', 'the PromQL backend'),
     { key: 'summary_wait', type: 'duration', default: 600, min: 1, max: 86400, example: '10m', description: 'How long the slurmctld epilog waits for every node\'s job-end figures to reach the backend before it stores the job\'s summary in AdminComment (it stores what it has then, and says which GPUs are missing).' },
     { key: 'series_retention', type: 'duration', default: 30 * 86400, min: 3600, example: '30d', description: 'How long the per-minute utilization/memory/power series of ended jobs are kept (for `l9gpu jobs show` plots).' },
     { key: 'job_retention', type: 'duration', default: 365 * 86400, min: 86400, example: '365d', description: 'How long ended jobs and their figures are kept in the store.' },

@@ -29,6 +29,8 @@ export class DeliveryQueue {
   private timer: NodeJS.Timeout | undefined;
   private backoff: number;
   private downSince = 0;
+  /** The configuration problem said last (a TLS failure), until a delivery goes through. */
+  configProblem: string | undefined;
   private closed = false;
   private readonly minBackoff: number;
   private readonly maxBackoff: number;
@@ -123,8 +125,9 @@ export class DeliveryQueue {
       this.o.stats.exported += head.points - rejected;
       this.o.stats.dropped += rejected;
       if (this.downSince) {
-        this.o.log.info('endpoint is back: delivering queued data', { down_seconds: Math.round((Date.now() - this.downSince) / 1000), queued: this.items.length });
+        this.o.log.info(this.configProblem ? 'the configuration problem is mended: delivering queued data' : 'endpoint is back: delivering queued data', { down_seconds: Math.round((Date.now() - this.downSince) / 1000), queued: this.items.length });
         this.downSince = 0;
+        this.configProblem = undefined;
       }
       this.backoff = this.minBackoff;
       return true;
@@ -136,6 +139,17 @@ export class DeliveryQueue {
       this.o.stats.dropped += head.points;
       this.o.log.error('endpoint rejected data (not retried)', { reason: r.reason, points: head.points });
       return true;
+    }
+    if (r.config) {
+      // not an outage: the same request fails the same way until the operator mends the setting (a CA file
+      // rotated on disk is taken at the next try), so it is said once as what it is and tried again slowly
+      if (this.configProblem !== r.reason) {
+        this.configProblem = r.reason;
+        this.o.log.error(`cannot deliver: a configuration problem, not an outage: fix ${r.config} (the data waits in the queue, tried again every ${Math.round(this.maxBackoff / 1000)} s)`, { reason: r.reason });
+      }
+      if (!this.downSince) this.downSince = Date.now();
+      this.backoff = this.maxBackoff;
+      return false;
     }
     if (!this.downSince) {
       this.downSince = Date.now();

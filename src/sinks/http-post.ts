@@ -1,10 +1,16 @@
-/** One HTTP(S) POST with a hard timeout, classified for the retry queue. */
-import { httpModule } from '../core/http-module.js';
-import { maskSecrets, urlSecrets } from '../core/redact.js';
+/** One POST of a push sink through the core's HTTP client, its answer classified for the retry queue. */
+import { HttpFailure, type HttpClient } from '../core/net/http-client.js';
 
 export type SendResult =
   | { ok: true; status: number; body: Buffer }
-  | { ok: false; retryable: boolean; reason: string; retryAfterMs?: number };
+  | {
+      ok: false;
+      retryable: boolean;
+      reason: string;
+      retryAfterMs?: number;
+      /** A configuration problem (a certificate not verified, a client certificate refused): the setting that fixes it. */
+      config?: string;
+    };
 
 const MAX_RESPONSE_BYTES = 1 << 20;
 
@@ -16,73 +22,41 @@ export interface Poster {
   close(): void;
 }
 
-/** Headers that carry no secret: the rest (authorization, api keys, tenant ids) are masked where an answer echoes them. */
-const PLAIN_HEADERS = new Set(['content-type', 'content-encoding', 'content-length', 'user-agent', 'accept']);
+export { MAX_RESPONSE_BYTES };
 
-
-export function createPoster(url: string, timeoutMs: number): Poster {
-  const u = new URL(url);
-  // what a backend's error answer may echo back (the request line, its credentials): never into a log line
-  const inUrl = urlSecrets(u);
-  const mod = httpModule(u);
-  // keep-alive: one connection reused every interval costs less CPU than a handshake per export
-  const agent = new mod.Agent({ keepAlive: true, maxSockets: 1 });
+/**
+ * `tlsKeys`: the settings that fix each kind of TLS failure, as messages name
+ * them (`[otlp] certificate`, `[otlp] client_certificate`, `[otlp] endpoint`).
+ */
+export function createPoster(client: HttpClient, tlsKeys: { ca: string; cert: string; endpoint: string }): Poster {
   return {
-    close: () => agent.destroy(),
-    post: (body, headers) =>
-      new Promise<SendResult>((resolve) => {
-        let done = false;
-        const finish = (r: SendResult): void => {
-          if (done) return;
-          done = true;
-          clearTimeout(timer);
-          resolve(r);
-        };
-        /** A 2xx status line came: the backend has the data, whatever happens to the rest of its answer. */
-        let accepted: number | undefined;
-        /** The status of a refusal, once its status line came. */
-        let refused: number | undefined;
-        const req = mod.request(u, { method: 'POST', agent, headers: { ...headers, 'content-length': String(body.length) } }, (res) => {
-          const status = res.statusCode ?? 0;
-          if (status >= 200 && status < 300) accepted = status;
-          else refused = status;
-          const chunks: Buffer[] = [];
-          let size = 0;
-          // a body not read in full: accepted data is not sent again (that would duplicate it at the backend), only
-          // its partial-success detail is lost; a refusal stays a refusal
-          const unread = (why: string): void => {
-            if (accepted !== undefined) finish({ ok: true, status, body: Buffer.alloc(0) });
-            else finish({ ok: false, retryable: retryableStatus(status), reason: `HTTP ${status} (${why})` });
-            res.destroy();
-          };
-          res.on('data', (c: Buffer) => {
-            size += c.length;
-            if (size > MAX_RESPONSE_BYTES) return unread('an answer larger than 1 MiB');
-            chunks.push(c);
-          });
-          res.on('error', (e) => unread(e.message));
-          res.on('end', () => {
-            const text = Buffer.concat(chunks);
-            if (accepted !== undefined) return finish({ ok: true, status, body: text });
-            const ra = Number(res.headers['retry-after']);
-            // masked before it is cut: half a secret is still a leak
-            const secrets = [...inUrl, ...Object.entries(headers).filter(([k]) => !PLAIN_HEADERS.has(k.toLowerCase())).flatMap(([, v]) => [v, ...v.split(/\s+/)])];
-            const snippet = maskSecrets(text.toString('utf8', 0, Math.min(text.length, 4096)), secrets).slice(0, 200).replace(/\s+/g, ' ').trim();
-            finish({
-              ok: false,
-              retryable: retryableStatus(status),
-              reason: `HTTP ${status}${snippet ? `: ${snippet}` : ''}`,
-              ...(Number.isFinite(ra) && ra > 0 ? { retryAfterMs: Math.min(ra, 300) * 1000 } : {}),
-            });
-          });
-        });
-        const timer = setTimeout(() => {
-          if (accepted !== undefined) finish({ ok: true, status: accepted, body: Buffer.alloc(0) });
-          else if (refused !== undefined) finish({ ok: false, retryable: retryableStatus(refused), reason: `HTTP ${refused} (its answer did not end within ${timeoutMs} ms)` });
-          req.destroy(new Error(`timed out after ${timeoutMs} ms`));
-        }, timeoutMs);
-        req.on('error', (e: NodeJS.ErrnoException) => finish({ ok: false, retryable: true, reason: e.code ? `${e.code} ${u.host}` : e.message }));
-        req.end(body);
-      }),
+    close: () => client.close(),
+    post: async (body, headers) => {
+      let res;
+      try {
+        res = await client.request({ method: 'POST', body, headers });
+      } catch (e) {
+        if (e instanceof HttpFailure && e.kind === 'tls' && e.tls) {
+          return { ok: false, retryable: true, reason: e.message, config: tlsKeys[e.tls.fix] };
+        }
+        return { ok: false, retryable: true, reason: (e as Error).message };
+      }
+      const status = res.status;
+      // a 2xx status line came: the backend has the data, whatever happens to the rest of its answer (sending it
+      // again would duplicate it there); only its partial-success detail is lost
+      if (status >= 200 && status < 300) return { ok: true, status, body: res.cut ? Buffer.alloc(0) : res.body };
+      if (res.cut === 'too-large' || res.cut === 'timeout' || res.cut === 'error') {
+        return { ok: false, retryable: retryableStatus(status), reason: `HTTP ${status} (${res.cut === 'too-large' ? 'an answer larger than 1 MiB' : res.cutReason ?? res.cut})` };
+      }
+      const ra = Number(res.headers['retry-after']);
+      // masked before it is cut: half a secret is still a leak
+      const snippet = client.mask(res.body.toString('utf8', 0, Math.min(res.body.length, 4096))).slice(0, 200).replace(/\s+/g, ' ').trim();
+      return {
+        ok: false,
+        retryable: retryableStatus(status),
+        reason: `HTTP ${status}${snippet ? `: ${snippet}` : ''}`,
+        ...(Number.isFinite(ra) && ra > 0 ? { retryAfterMs: Math.min(ra, 300) * 1000 } : {}),
+      };
+    },
   };
 }

@@ -1,9 +1,13 @@
 /**
- * OTLP/HTTP sink. Protobuf requests are encoded by otlp-proto.ts (the
- * OpenTelemetry serializer's messages, without its memory), http/json ones by
- * @opentelemetry/otlp-transformer, loaded only for them; delivery is ours: a
+ * OTLP sink: OTLP/HTTP (protobuf or JSON) or OTLP/gRPC. Protobuf requests are
+ * encoded by otlp-proto.ts (the OpenTelemetry serializer's messages, without
+ * its memory), the same bytes for HTTP and for gRPC's Export call
+ * (otlp-grpc.ts, loaded only for it); http/json ones by
+ * @opentelemetry/otlp-transformer, loaded only for them. Delivery is ours: a
  * bounded retry queue, because the stock exporter drops data once a few
- * quick retries fail.
+ * quick retries fail. TLS (a private CA, a client certificate) and the
+ * secrets kept in files come through the core's HTTP client and
+ * secret-files.ts, for both transports.
  */
 import { redactUrl } from '../core/redact.js';
 import { OTLP_SECTION } from './sections.js';
@@ -14,9 +18,13 @@ import { readSection } from '../core/config/read.js';
 import type { Batch } from '../core/metrics/model.js';
 import { VERSION } from '../core/resource.js';
 import { DeliveryQueue } from './delivery-queue.js';
-import { createPoster, type Poster } from './http-post.js';
+import { createPoster, MAX_RESPONSE_BYTES, type Poster } from './http-post.js';
 import { decodeExportResponse, encodeMetricsRequestWith } from './otlp-proto.js';
-import { tcpReachable } from '../core/probe.js';
+import { endpointReachable } from '../core/probe.js';
+import { createHttpClient } from '../core/net/http-client.js';
+import { SecretHeaders } from '../core/net/secret-files.js';
+import { secretSourcesOf, tlsFilesOf } from '../core/config/client-keys.js';
+import { hasTls, readTlsMaterial, type TlsFiles } from '../core/net/tls-files.js';
 import { SinkStats, type Sink, type SinkContext, type SinkManifest } from '../core/sink.js';
 import { requireBuiltin } from '../core/builtin.js';
 
@@ -29,26 +37,39 @@ class OtlpSink implements Sink {
   private pendingPoints = 0;
   /** The request body of the batches (compressed when configured). */
   private encode!: (batches: Batch[]) => Buffer;
-  private poster!: Poster;
+  private poster: Poster | undefined;
   private queue!: DeliveryQueue;
   private timer: NodeJS.Timeout | undefined;
   private readonly url: string;
   private readonly json: boolean;
+  private readonly grpc: boolean;
   private readonly gzip: boolean;
+  /** The request's own headers (no secret: those are the client's credentials). */
   private readonly headers: Record<string, string>;
+  private readonly secrets: SecretHeaders;
+  private readonly tls: TlsFiles;
 
   constructor(private readonly ctx: SinkContext) {
     const s = readSection(ctx.config, OTLP_SECTION);
-    this.url = s.endpoint ?? '';
+    this.url = otlpEndpoint(ctx.config);
     if (!this.url) throw new ConfigError('[otlp] endpoint: required when the otlp sink is enabled', { section: 'otlp', key: 'endpoint' });
     this.json = s.protocol === 'http/json';
+    this.grpc = s.protocol === 'grpc';
     this.gzip = s.compression === 'gzip';
     this.headers = {
-      ...s.headers,
       'content-type': this.json ? 'application/json' : 'application/x-protobuf',
       'user-agent': `l9gpu/${VERSION}`,
-      ...(this.gzip ? { 'content-encoding': 'gzip' } : {}),
+      ...(this.gzip && !this.grpc ? { 'content-encoding': 'gzip' } : {}),
     };
+    // the files are read (and checked) here: one that cannot be read is a configuration error naming its key
+    this.secrets = new SecretHeaders(secretSourcesOf('otlp', '', s, { headers: s.headers }));
+    this.tls = tlsFilesOf('otlp', '', s);
+    if (this.grpc) {
+      // the gRPC poster is loaded at start; its TLS files are checked now, as the HTTP client checks them
+      if (hasTls(this.tls) && !s.insecure && this.url.startsWith('https:')) readTlsMaterial(this.tls);
+    } else {
+      this.poster = createPoster(createHttpClient({ url: this.url, what: '[otlp] endpoint', timeoutMs: s.timeout * 1000, maxResponseBytes: MAX_RESPONSE_BYTES, credentials: this.secrets.credentials, tls: this.tls }), TLS_KEYS);
+    }
   }
 
   async start(): Promise<void> {
@@ -65,14 +86,19 @@ class OtlpSink implements Sink {
         return this.gzip ? gzipSync(body) : body;
       };
     } else {
-      // encoded into one buffer used again, which gzip reads (or a copy is taken of): a request makes only its body
-      this.encode = (batches) => encodeMetricsRequestWith(batches, this.ctx.resource, this.ctx.startTime, VERSION, (bytes) => (this.gzip ? gzipSync(bytes) : Buffer.from(bytes)));
+      // encoded into one buffer used again, which gzip reads (or a copy is taken of): a request makes only its body;
+      // gRPC compresses its messages itself
+      const gzip = this.gzip && !this.grpc;
+      this.encode = (batches) => encodeMetricsRequestWith(batches, this.ctx.resource, this.ctx.startTime, VERSION, (bytes) => (gzip ? gzipSync(bytes) : Buffer.from(bytes)));
     }
     const s = readSection(this.ctx.config, OTLP_SECTION);
-    this.poster = createPoster(this.url, s.timeout * 1000);
+    if (this.grpc) {
+      const { createGrpcPoster } = await import('./otlp-grpc.js');
+      this.poster = createGrpcPoster({ url: this.url, insecure: s.insecure, tls: this.tls, credentials: this.secrets.credentials, timeoutMs: s.timeout * 1000, gzip: this.gzip, tlsKeys: TLS_KEYS });
+    }
     this.queue = new DeliveryQueue({
       maxBytes: s.max_queue_bytes,
-      send: (p) => this.poster.post(p.body, this.headers),
+      send: (p) => this.poster!.post(p.body, this.headers),
       rejected: (body) => this.rejectedPoints(body),
       stats: this.stats,
       log: this.ctx.log,
@@ -127,18 +153,38 @@ class OtlpSink implements Sink {
     clearInterval(this.timer);
     this.encodePending();
     await this.queue.shutdown(deadline);
-    this.poster.close();
+    this.poster?.close();
   }
+}
+
+/** The settings that fix each kind of TLS failure. */
+const TLS_KEYS = { ca: '[otlp] certificate', cert: '[otlp] client_certificate', endpoint: '[otlp] endpoint' };
+
+/**
+ * Where the sink sends: the endpoint as configured; for gRPC its origin alone
+ * (the method's path is the service's), and port 4317 when the endpoint was
+ * left at the OTLP/HTTP default.
+ */
+export function otlpEndpoint(c: Config): string {
+  const s = readSection(c, OTLP_SECTION);
+  if (!s.endpoint || s.protocol !== 'grpc') return s.endpoint ?? '';
+  if (c.sourceOf('otlp', 'endpoint').source === 'default') return 'http://localhost:4317';
+  return new URL(s.endpoint).origin;
 }
 
 export const otlpSink: SinkManifest = {
   name: 'otlp',
-  description: 'OTLP/HTTP (protobuf or JSON) push with gzip, headers, timeout and a bounded retry queue',
+  description: 'OTLP/HTTP (protobuf or JSON) or OTLP/gRPC push with gzip, headers, TLS (private CA, client certificate), timeout and a bounded retry queue',
   section: OTLP_SECTION,
   create: (ctx) => new OtlpSink(ctx),
   describe: (c: Config) => {
     const s = readSection(c, OTLP_SECTION);
-    return `${s.protocol} to ${redactUrl(s.endpoint ?? '')} every ${s.export_interval}s (${s.compression})`;
+    const tls = [s.certificate && 'private CA', s.client_certificate && 'client certificate'].filter(Boolean).join(', ');
+    return `${s.protocol} to ${redactUrl(otlpEndpoint(c))} every ${s.export_interval}s (${s.compression}${tls ? `, ${tls}` : ''})`;
   },
-  probe: (c: Config) => tcpReachable(readSection(c, OTLP_SECTION).endpoint ?? 'http://localhost:4318'),
+  probe: (c: Config) => {
+    const s = readSection(c, OTLP_SECTION);
+    const plain = s.protocol === 'grpc' && s.insecure;
+    return endpointReachable(otlpEndpoint(c) || 'http://localhost:4318', plain ? undefined : tlsFilesOf('otlp', '', s), TLS_KEYS);
+  },
 };

@@ -1,5 +1,6 @@
 /** The sinks' configuration sections, apart from the sinks' code: reading a configuration loads no sink. */
 import { checkRequestHeaders, defineSection, type ConfigValue } from '../core/config/schema.js';
+import { secretFileKeys, tlsClientKeys } from '../core/config/client-keys.js';
 
 const SIGNAL_PATH = '/v1/metrics';
 /** OTEL_EXPORTER_OTLP_ENDPOINT is a base URL: the spec appends the signal path. */
@@ -9,6 +10,8 @@ const msToDuration = (raw: string): string => {
   return `${raw.trim()}ms`;
 };
 
+const OTLP_ENV = (what: string) => [`OTEL_EXPORTER_OTLP_METRICS_${what}`, `OTEL_EXPORTER_OTLP_${what}`];
+
 export const OTLP_SECTION = defineSection({
   name: 'otlp',
   description: 'OTLP/HTTP export (VictoriaMetrics, Prometheus 3 OTLP receiver, Mimir, an OpenTelemetry Collector, Last9...).',
@@ -16,12 +19,12 @@ export const OTLP_SECTION = defineSection({
     {
       key: 'endpoint', type: 'url', default: 'http://localhost:4318/v1/metrics',
       env: [{ name: 'OTEL_EXPORTER_OTLP_METRICS_ENDPOINT' }, { name: 'OTEL_EXPORTER_OTLP_ENDPOINT', map: basePlusSignal }],
-      description: 'Full URL metrics are POSTed to (OTEL_EXPORTER_OTLP_ENDPOINT is a base URL: /v1/metrics is appended).',
+      description: 'Full URL metrics are POSTed to (OTEL_EXPORTER_OTLP_ENDPOINT is a base URL: /v1/metrics is appended). With protocol = grpc only its scheme, host and port count (http:// plaintext, https:// TLS; unset: http://localhost:4317).',
     },
     {
-      key: 'protocol', type: 'enum', values: ['http/protobuf', 'http/json'], default: 'http/protobuf',
+      key: 'protocol', type: 'enum', values: ['http/protobuf', 'http/json', 'grpc'], default: 'http/protobuf',
       env: [{ name: 'OTEL_EXPORTER_OTLP_METRICS_PROTOCOL' }, { name: 'OTEL_EXPORTER_OTLP_PROTOCOL' }],
-      description: 'Wire encoding (grpc is not supported: use http/protobuf on port 4318).',
+      description: 'Wire encoding: OTLP/HTTP with protobuf (port 4318) or JSON, or OTLP/gRPC (port 4317: opentelemetry.proto.collector.metrics.v1.MetricsService/Export).',
     },
     {
       key: 'compression', type: 'enum', values: ['gzip', 'none'], default: 'gzip',
@@ -31,7 +34,13 @@ export const OTLP_SECTION = defineSection({
     {
       key: 'headers', type: 'map', default: {}, secret: true, example: 'authorization=Basic%20dXNlcjpwYXNz', check: checkRequestHeaders,
       env: [{ name: 'OTEL_EXPORTER_OTLP_METRICS_HEADERS' }, { name: 'OTEL_EXPORTER_OTLP_HEADERS' }],
-      description: 'Extra request headers, key=value,key2=value2 (values percent-encoded), e.g. an Authorization header.',
+      description: 'Extra request headers (gRPC: metadata), key=value,key2=value2 (values percent-encoded), e.g. an Authorization header. Prefer headers_file: l9gpu.ini is read by every user\'s l9gpu.',
+    },
+    ...secretFileKeys('', 'the OTLP endpoint'),
+    ...tlsClientKeys('', 'the OTLP endpoint', { ca: OTLP_ENV('CERTIFICATE'), cert: OTLP_ENV('CLIENT_CERTIFICATE'), key: OTLP_ENV('CLIENT_KEY') }),
+    {
+      key: 'insecure', type: 'bool', default: false, env: OTLP_ENV('INSECURE').map((name) => ({ name })),
+      description: 'protocol = grpc with an https:// endpoint: send in plaintext (h2c) all the same, as OTEL_EXPORTER_OTLP_INSECURE asks. An http:// endpoint is always plaintext.',
     },
     {
       key: 'timeout', type: 'duration', default: 10, min: 0.1, max: 300,
@@ -87,8 +96,9 @@ export const WEBHOOK_SECTION = defineSection({
   keys: [
     { key: 'url', type: 'url', default: null, example: 'https://hooks.example.com/l9gpu', description: 'Endpoint (required when the webhook sink is enabled).' },
     { key: 'token', type: 'string', default: null, secret: true, env: [{ name: 'L9GPU_WEBHOOK_TOKEN' }], description: 'Sent as "Authorization: Bearer <token>". Prefer token_file.' },
-    { key: 'token_file', type: 'path', default: null, description: 'File holding the bearer token (read at start and on reload).' },
-    { key: 'headers', type: 'map', default: {}, secret: true, check: checkRequestHeaders, description: 'Extra request headers, key=value,key2=value2.' },
+    { key: 'headers', type: 'map', default: {}, secret: true, check: checkRequestHeaders, description: 'Extra request headers, key=value,key2=value2. Prefer headers_file.' },
+    ...secretFileKeys('', 'the webhook'),
+    ...tlsClientKeys('', 'the webhook'),
     { key: 'timeout', type: 'duration', default: 10, min: 0.1, max: 300, description: 'Per-request timeout.' },
     { key: 'max_batch_points', type: 'int', default: 5000, min: 1, description: 'Points per request; larger batches are split.' },
     { key: 'max_queue_bytes', type: 'bytes', default: 16 * 1024 * 1024, min: 1024, description: 'Data kept for retry while the endpoint is down; past it the oldest is dropped.' },

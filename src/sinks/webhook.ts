@@ -4,16 +4,18 @@
  */
 import { redactUrl } from '../core/redact.js';
 import { WEBHOOK_SECTION } from './sections.js';
-import { readFileSync } from 'node:fs';
 import { ConfigError } from '../core/config/schema.js';
 import type { Config } from '../core/config/load.js';
 import { readSection } from '../core/config/read.js';
 import type { Batch } from '../core/metrics/model.js';
 import { VERSION } from '../core/resource.js';
 import { DeliveryQueue } from './delivery-queue.js';
-import { createPoster, type Poster } from './http-post.js';
+import { createPoster, MAX_RESPONSE_BYTES, type Poster } from './http-post.js';
 import { pointJson } from './jsonl.js';
-import { tcpReachable } from '../core/probe.js';
+import { endpointReachable } from '../core/probe.js';
+import { createHttpClient } from '../core/net/http-client.js';
+import { SecretHeaders } from '../core/net/secret-files.js';
+import { secretSourcesOf, tlsFilesOf } from '../core/config/client-keys.js';
 import { SinkStats, type Sink, type SinkContext, type SinkManifest } from '../core/sink.js';
 
 class WebhookSink implements Sink {
@@ -29,24 +31,13 @@ class WebhookSink implements Sink {
     const s = readSection(ctx.config, WEBHOOK_SECTION);
     const url = s.url;
     if (!url) throw new ConfigError('[webhook] url: required when the webhook sink is enabled', { section: 'webhook', key: 'url' });
-    let token = s.token;
-    const tokenFile = s.token_file;
-    if (tokenFile) {
-      try {
-        token = readFileSync(tokenFile, 'utf8').trim();
-      } catch (e) {
-        throw new ConfigError(`[webhook] token_file: cannot read ${tokenFile}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { section: 'webhook', key: 'token_file' });
-      }
-    }
-    this.headers = {
-      ...s.headers,
-      'content-type': 'application/json',
-      'user-agent': `l9gpu/${VERSION}`,
-      ...(token ? { authorization: `Bearer ${token}` } : {}),
-    };
+    // the token and headers files are read (and checked) here, and again when they change
+    const secrets = new SecretHeaders(secretSourcesOf('webhook', '', s, { headers: s.headers, token: s.token }));
+    this.headers = { 'content-type': 'application/json', 'user-agent': `l9gpu/${VERSION}` };
     this.resourceJson = JSON.stringify(ctx.resource);
     this.maxPoints = s.max_batch_points;
-    this.poster = createPoster(url, s.timeout * 1000);
+    const client = createHttpClient({ url, what: '[webhook] url', timeoutMs: s.timeout * 1000, maxResponseBytes: MAX_RESPONSE_BYTES, credentials: secrets.credentials, tls: tlsFilesOf('webhook', '', s) });
+    this.poster = createPoster(client, TLS_KEYS);
     this.queue = new DeliveryQueue({
       maxBytes: s.max_queue_bytes,
       send: (p) => this.poster.post(p.body, this.headers),
@@ -73,6 +64,8 @@ class WebhookSink implements Sink {
   }
 }
 
+const TLS_KEYS = { ca: '[webhook] certificate', cert: '[webhook] client_certificate', endpoint: '[webhook] url' };
+
 export const webhookSink: SinkManifest = {
   name: 'webhook',
   description: 'POST JSON batches with a bearer token, timeout and retry',
@@ -83,7 +76,7 @@ export const webhookSink: SinkManifest = {
     return `POST to ${redactUrl(s.url ?? '(no [webhook] url set)')}${s.token || s.token_file ? ' with a bearer token' : ''}`;
   },
   probe: async (c: Config) => {
-    const { url } = readSection(c, WEBHOOK_SECTION);
-    return url ? tcpReachable(url) : { ok: false, detail: '[webhook] url is not set' };
+    const s = readSection(c, WEBHOOK_SECTION);
+    return s.url ? endpointReachable(s.url, tlsFilesOf('webhook', '', s), TLS_KEYS) : { ok: false, detail: '[webhook] url is not set' };
   },
 };

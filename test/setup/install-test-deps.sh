@@ -6,7 +6,12 @@
 #     26.05 (Debian unstable) in chroots made by mmdebstrap under /var/cache/l9gpu-test
 #     (~20 s and ~200 MB each the first time)
 #   - gcc (the fake libnvidia-ml.so.1), systemd-analyze, a user for jobs that are not root's
-#   - openssl (the certificate of the tests' API server and kubelet stand-ins)
+#   - openssl (the certificates of the tests' API server and kubelet stand-ins, and of every TLS test)
+#   - from Debian unstable, unpacked into .cache/sid-peers/ without installing: node_exporter 1.11
+#     (prometheus-node-exporter: exporter-toolkit's --web.config.file, the reference the web_config
+#     conformance table runs against, and the CPU/RSS peer of the bench) and Prometheus 3.5 (a
+#     Prometheus 3 scraper: UTF-8 names, its Accept header, https with basic auth and client certificates)
+#   - apache2-utils (htpasswd: the bcrypt hashes of the web_config tests, as sites make them)
 #   - NVIDIA's own NVML without a GPU (Debian non-free): libnvidia-ml1 of bookworm (R535) and of trixie (R550)
 #     and trixie's libnvidia-ml-dev (nvml.h), at whatever versions the mirror has, unpacked into
 #     .cache/nvidia-ml/<suite>/ with a `packages` file naming them (test/nvml-real.test.ts)
@@ -42,6 +47,7 @@ command -v ansible-lint >/dev/null || packages+=(ansible-lint)
 command -v unshare >/dev/null || packages+=(util-linux)
 command -v rpmbuild >/dev/null || packages+=(rpm)
 command -v umoci >/dev/null || packages+=(umoci)
+command -v htpasswd >/dev/null || packages+=(apache2-utils)
 releases=()
 for release in trixie sid; do
   [ -x "$chroots/slurm-$release/usr/sbin/slurmctld" ] && [ -x "$chroots/slurm-$release/usr/sbin/slurmdbd" ] || releases+=("$release")
@@ -51,6 +57,8 @@ declare -A roots=([bookworm-minbase]="" [bullseye-minbase]="" [bookworm-ansible]
 for r in "${!roots[@]}"; do [ -x "$chroots/$r/usr/bin/apt-get" ] && [ -e "$chroots/$r/.complete" ] && unset "roots[$r]"; done
 other=()
 [ -x "$vm" ] || other+=("VictoriaMetrics 1.112")
+sid_peers="$cache/sid-peers"
+[ -e "$sid_peers/packages" ] || other+=("node_exporter 1.11 and Prometheus 3.5 (Debian unstable)")
 id l9gputest >/dev/null 2>&1 || other+=("user l9gputest")
 # NVIDIA's NVML: suite -> packages
 declare -A nvml=([bookworm]="libnvidia-ml1" [trixie]="libnvidia-ml1 libnvidia-ml-dev")
@@ -116,9 +124,11 @@ apt_download() {
   local d="$cache/apt-$suite"
   rm -rf "$d"; mkdir -p "$d/lists/partial" "$d/dl/partial"
   echo "deb http://deb.debian.org/debian $suite main contrib non-free" > "$d/sources.list"
-  # no installed-package state (any version the mirror has is a candidate); downloads as root (no _apt sandbox warning)
+  # no installed-package state (any version the mirror has is a candidate); downloads as root (no _apt sandbox warning);
+  # the unstable mirror's Release file may be past its Valid-Until date
   local o=(-o "Dir::Etc::sourcelist=$d/sources.list" -o "Dir::Etc::sourceparts=-" -o "Dir::State::Lists=$d/lists"
-    -o "Dir::Cache::archives=$d/dl" -o "Dir::State::status=/dev/null" -o "APT::Sandbox::User=root")
+    -o "Dir::Cache::archives=$d/dl" -o "Dir::State::status=/dev/null" -o "APT::Sandbox::User=root"
+    -o "Acquire::Check-Valid-Until=false")
   apt-get "${o[@]}" update -qq
   (cd "$d/dl" && apt-get "${o[@]}" download "$@" >/dev/null)
 }
@@ -129,6 +139,20 @@ if [ ! -x "$vm" ]; then
   dpkg -x "$d"/dl/victoria-metrics_*.deb "$cache/victoria-metrics"
   rm -rf "$d"
   echo "VictoriaMetrics: $("$vm" -version)" >&2
+fi
+
+# node_exporter and Prometheus 3 from unstable, unpacked; `packages` is written last: it marks the folder complete
+if [ ! -e "$sid_peers/packages" ]; then
+  apt_download sid prometheus-node-exporter prometheus
+  d="$cache/apt-sid"
+  rm -rf "$sid_peers"; mkdir -p "$sid_peers"
+  for deb in "$d"/dl/*.deb; do
+    dpkg-deb -x "$deb" "$sid_peers"
+    echo "$(dpkg-deb -f "$deb" Package) $(dpkg-deb -f "$deb" Version)" >> "$sid_peers/packages.tmp"
+  done
+  mv "$sid_peers/packages.tmp" "$sid_peers/packages"
+  rm -rf "$d"
+  echo "Debian unstable peers: $(paste -sd, "$sid_peers/packages" | sed 's/,/, /g')" >&2
 fi
 
 # NVIDIA's libraries and header, unpacked; `packages` (name and version of each) is written last: it marks the

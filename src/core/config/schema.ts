@@ -16,6 +16,13 @@ const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
  */
 const CLIENT_HEADERS = ['connection', 'content-encoding', 'content-length', 'content-type', 'expect', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade'];
 
+/** A header a request can carry and that is not the client's own: throws a message naming what is wrong (never the value: it may be a secret). */
+export function checkHeader(name: string, value: string): void {
+  if (!HEADER_NAME.test(name)) throw new Error(`header name "${name.slice(0, 40)}" is not an HTTP token (letters, digits and !#$%&'*+-.^_\`|~)`);
+  if (!HEADER_VALUE.test(value)) throw new Error(`the value of ${name} has a character an HTTP header cannot carry (a control character, or beyond Latin-1)`);
+  if (CLIENT_HEADERS.includes(name.toLowerCase())) throw new Error(`header ${name} is not one to set: the HTTP client writes it itself (${CLIENT_HEADERS.join(', ')} are its own)`);
+}
+
 /** KeySpec.check of a map of request headers: none the client writes itself. */
 export function checkRequestHeaders(v: ConfigValue): void {
   for (const name of Object.keys(v as Record<string, string>)) {
