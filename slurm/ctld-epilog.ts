@@ -21,7 +21,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Config } from '../src/core/config/load.js';
 import { RAW_JOB_ID, jobIdVariableError } from '../src/core/job-id.js';
 import { makeDirs } from '../src/core/make-dirs.js';
-import { jobEndCoverage, reportFromPromql, settledReport, type JobEndCoverage, type PromqlOptions } from '../src/jobs/promql.js';
+import { jobEndCoverage, reportFromPromql, settledReport, type JobEndCoverage } from '../src/jobs/promql.js';
+import { promqlOptions } from '../src/jobs/promql-client.js';
+import { redactUrl } from '../src/core/redact.js';
 import { encodeSummary, isSummary } from '../src/jobs/summary.js';
 import { sacctJob } from './sacct-job.js';
 import { slurmCommand } from './tools.js';
@@ -83,9 +85,8 @@ const log = (msg: string) => process.stdout.write(`${new Date().toISOString()} $
 /** The worker: waits for the nodes' job-end figures, then writes the summary. */
 export async function storeSummary(cfg: Config, job: CtldEpilogJob, o: { waitMs?: number; now?: () => number } = {}): Promise<SummaryResult> {
   const jobs = readSection(cfg, JOBS_SECTION);
-  const url = jobs.promql_url;
-  if (!url) return { stored: false, detail: `job ${job.acctId}: [jobs] promql_url is not set: no backend to read the job's figures from` };
-  const q: PromqlOptions = { url, window: '30d', headers: jobs.promql_headers };
+  const q = promqlOptions(cfg, { window: '30d' });
+  if (!q) return { stored: false, detail: `job ${job.acctId}: [jobs] promql_url is not set: no backend to read the job's figures from` };
   const now = o.now ?? Date.now;
   const start = now();
   const deadline = start + (o.waitMs ?? jobs.summary_wait * 1000);
@@ -98,7 +99,7 @@ export async function storeSummary(cfg: Config, job: CtldEpilogJob, o: { waitMs?
       log(`job ${job.acctId}: ${(e as Error).message}: trying again`);
     }
     if (cov.gpus > 0 && cov.ended === cov.gpus) break;
-    if (cov.gpus === 0 && now() - start >= Math.min(NO_GPUS_AFTER_MS, deadline - start)) return { stored: false, detail: `job ${job.acctId}: no GPU metrics of the job at ${url}: nothing to keep` };
+    if (cov.gpus === 0 && now() - start >= Math.min(NO_GPUS_AFTER_MS, deadline - start)) return { stored: false, detail: `job ${job.acctId}: no GPU metrics of the job at ${redactUrl(q.url)}: nothing to keep` };
     if (now() >= deadline) {
       log(`job ${job.acctId}: ${cov.gpus - cov.ended} of ${cov.gpus} GPU(s) still without their job-end figures after ${Math.round((now() - start) / 1000)} s: keeping what there is`);
       break;
@@ -111,7 +112,7 @@ export async function storeSummary(cfg: Config, job: CtldEpilogJob, o: { waitMs?
   const report = await settledReport(() => reportFromPromql(q, job.rawId, null), cov.ends, {
     deadline, settledAfterMs: SETTLED_AFTER_MS, pauseMs: 1000, now, sleep, log: (m) => log(`job ${job.acctId}: ${m}`),
   });
-  if (!report) return { stored: false, detail: `job ${job.acctId}: its metrics went from ${url} while it was read` };
+  if (!report) return { stored: false, detail: `job ${job.acctId}: its metrics went from ${redactUrl(q.url)} while it was read` };
   const text = encodeSummary(report);
   // accounting gets the job's end from slurmctld a moment after the epilog starts: retry until its record is there
   for (;;) {

@@ -16,15 +16,13 @@ import { accountingOnce, finishReport, firstReport, promqlSource, reportSettings
 import { sacctJob, sacctJobs } from '../../slurm/sacct-job.js';
 import { SLURM_DIRS, slurmCommand } from '../../slurm/tools.js';
 import { readSection } from '../core/config/read.js';
+import type { PromqlOptions } from '../jobs/promql-client.js';
 import { SLURM_SECTION } from '../../slurm/config.js';
 
 export type ShowSource = 'auto' | SourceName;
 
-export interface PromqlTarget {
-  url: string | null;
-  window: string;
-  headers: Record<string, string>;
-}
+/** The PromQL backend to ask (promqlOptions), or none configured. */
+export type PromqlTarget = PromqlOptions | { url: null; window: string };
 
 /** Whether this machine has a sacct to ask ([slurm] bin_dir, then Slurm's usual places). */
 export async function hasSacct(ctx: JobsContext): Promise<boolean> {
@@ -67,7 +65,7 @@ export async function showReport(ctx: JobsContext, jobId: string, source: ShowSo
     // --cluster names another cluster's job: this node's store has none of it
     store: source === 'auto' && cluster ? null : storeSource(ctx),
     sacct: summarySource(accounting, cluster),
-    promql: promql.url ? promqlSource({ url: promql.url, window: promql.window, headers: promql.headers }) : null,
+    promql: promql.url !== null ? promqlSource(promql as PromqlOptions) : null,
   };
   const sources = (source === 'auto' ? Object.values(all) : [all[source]]).filter((s): s is JobSource => s !== null);
   const found = await firstReport(jobId, sources, settings);

@@ -17,8 +17,7 @@ import { style } from '../core/text-table.js';
 import { JOB_ID } from '../core/job-id.js';
 import { checkRequestHeaders } from '../core/config/schema.js';
 import { clip, printable } from '../core/printable.js';
-import { readSection } from '../core/config/read.js';
-import { JOBS_SECTION } from '../jobs/config.js';
+import { promqlOptions } from '../jobs/promql-client.js';
 import { colorOut, writeOut } from './out.js';
 
 /** A pod as Kubernetes names it: a namespace (a DNS label, at most 63 characters) and a name (a DNS subdomain, at most 253). */
@@ -55,10 +54,9 @@ export async function jobsShow(jobid: string, f: FlagValues): Promise<void> {
   } catch (e) {
     throw new CliError(`--header: ${(e as Error).message}`, 2);
   }
-  const jobs = readSection(ctx.cfg, JOBS_SECTION);
-  const headers = { ...jobs.promql_headers, ...given };
-  const url = (f.url as string | undefined) ?? jobs.promql_url;
-  const report = await showReport(ctx, jobid, f.source as ShowSource, (f.cluster as string | undefined) ?? null, { url, window: f.window as string, headers });
+  // the configured credentials go to promql_url's origin alone: a --url elsewhere gets only its --header values
+  const promql = promqlOptions(ctx.cfg, { url: f.url as string | undefined, window: f.window as string, headers: given, optional: true });
+  const report = await showReport(ctx, jobid, f.source as ShowSource, (f.cluster as string | undefined) ?? null, promql ?? { url: null, window: f.window as string });
   if (f.json) writeOut(JSON.stringify(report, null, 2) + '\n');
   else writeOut(renderReport(report, color()));
 }
@@ -69,17 +67,16 @@ async function jobsWaste(ctx: JobsContext, f: FlagValues): Promise<void> {
   let inputs: WasteInput[];
   let where = 'on this node';
   if (f.source === 'promql') {
-    const jobs = readSection(ctx.cfg, JOBS_SECTION);
-    const url = (f.url as string | undefined) ?? jobs.promql_url;
-    if (!url) throw new CliError('--waste --source promql needs --url (the PromQL API base URL) or [jobs] promql_url', 2);
     const from = since ?? Date.now() - 7 * 86_400_000;
     const window = `${Math.max(60, Math.ceil((Date.now() - from) / 1000))}s`;
+    const promql = promqlOptions(ctx.cfg, { url: f.url as string | undefined, window, optional: true });
+    if (!promql) throw new CliError('--waste --source promql needs --url (the PromQL API base URL) or [jobs] promql_url', 2);
     try {
-      inputs = await wasteInputsFromPromql({ url, window, headers: jobs.promql_headers }, ctx.viewer);
+      inputs = await wasteInputsFromPromql(promql, ctx.viewer);
     } catch (e) {
       throw new CliError((e as Error).message, 1);
     }
-    where = `at ${redactUrl(url)}`;
+    where = `at ${redactUrl(promql.url)}`;
   } else {
     const a = await askList(ctx, {
       op: 'list', user: (f.user as string) ?? null, account: (f.account as string) ?? null, partition: (f.partition as string) ?? null,

@@ -22,7 +22,6 @@
  * with _total). Both are tried.
  */
 import { printable } from '../core/printable.js';
-import { maskSecrets, redactText, redactUrl, urlSecrets } from '../core/redact.js';
 import { ATTRIBUTION_ATTRIBUTES, METRICS, SCOPE_ATTRIBUTES, findMetric, prometheusName } from '../core/metrics/registry.js';
 import type { Attributes } from '../core/metrics/model.js';
 import { emptyRollup, figures, step, type GpuRollup, type GpuSample } from '../figures/rollup.js';
@@ -33,6 +32,9 @@ import type { GpuRow, JobReport } from './report-model.js';
 import { figureNotes } from './notes.js';
 import { communicationOf, type CommRow } from './communication.js';
 import { byText } from '../core/text-table.js';
+import { query, type PromqlOptions, type Series } from './promql-client.js';
+
+export type { PromqlOptions } from './promql-client.js';
 
 const USED = [
   'gpu.utilization', 'gpu.memory.utilization', 'gpu.memory.used', 'gpu.memory.total', 'gpu.power.draw', 'gpu.energy.consumption', 'gpu.temperature', 'gpu.throttle.active', 'gpu.xid.errors', 'gpu.ecc.errors', 'gpu.job.share',
@@ -41,122 +43,12 @@ const USED = [
 ];
 type Naming = 'otel' | 'prometheus';
 
-interface Series {
-  metric: Record<string, string>;
-  values: [number, string][];
-}
-
-export interface PromqlOptions {
-  url: string;
-  window: string;
-  headers?: Record<string, string>;
-  timeoutMs?: number;
-  /** The largest answer read (default 64 MiB). */
-  maxBytes?: number;
-}
-
 /** Every attribute key l9gpu emits, by its Prometheus-sanitized spelling. */
 const KEYS = (() => {
   const all = new Set<string>(['host.name', 'cluster.name', 'service.name', ...ATTRIBUTION_ATTRIBUTES, ...Object.values(SCOPE_ATTRIBUTES).flatMap((s) => [...s.required, ...s.optional])]);
   for (const m of METRICS) for (const a of m.attributes) all.add(a);
   return new Map([...all].map((k) => [k.replace(/[^a-zA-Z0-9_]/g, '_'), k]));
 })();
-
-/** The text with the configured headers' values and the URL's credentials masked, where an answer echoes them. */
-const masked = (text: string, o: PromqlOptions): string => maskSecrets(text, [...urlSecrets(new URL(o.url)), ...Object.values(o.headers ?? {}).flatMap((v) => [v, ...v.split(/\s+/)])]);
-
-/** A week of 15 s samples of every GPU metric of a 64-GPU job is a few MB of JSON: far beyond that is not an answer to read. */
-const MAX_ANSWER_BYTES = 64 << 20;
-
-/** The body as text, or undefined once it passes max bytes (the rest is not read: memory stays bounded). */
-async function readBounded(r: Response, max: number): Promise<string | undefined> {
-  if (Number(r.headers.get('content-length') ?? 0) > max) {
-    await r.body?.cancel();
-    return undefined;
-  }
-  if (!r.body) return '';
-  const reader = r.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > max) {
-      await reader.cancel();
-      return undefined;
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks).toString('utf8');
-}
-
-/** Same-origin redirects followed at most (a proxy's trailing-slash or path rewrite); the next is an error. */
-const MAX_REDIRECTS = 5;
-
-/**
- * One GET, following redirects only within the configured origin (scheme,
- * host and port): promql_headers (Authorization, X-Scope-OrgID) are that
- * backend's and must not reach a host it redirects to. fetch's own following
- * drops Authorization across origins but sends every other header on.
- */
-async function get(o: PromqlOptions, url: string, signal: AbortSignal): Promise<Response> {
-  const base = new URL(o.url);
-  const origin = base.origin;
-  // fetch refuses a URL with user information (and names it, password and all, in its error): it goes as the
-  // Basic credential a browser would send
-  const headers: Record<string, string> = { ...o.headers };
-  const first = new URL(url);
-  if (first.username && !Object.keys(headers).some((k) => k.toLowerCase() === 'authorization')) {
-    headers.authorization = `Basic ${Buffer.from(`${decodeURIComponent(first.username)}:${decodeURIComponent(first.password)}`).toString('base64')}`;
-  }
-  first.username = '';
-  first.password = '';
-  let at = first.href;
-  for (let hops = 0; ; hops++) {
-    const r = await fetch(at, { headers, signal, redirect: 'manual' });
-    if (r.status < 300 || r.status > 399 || !r.headers.has('location')) return r;
-    await r.body?.cancel();
-    let next: URL;
-    try {
-      next = new URL(r.headers.get('location')!, at);
-      next.username = '';
-      next.password = '';
-    } catch {
-      throw new Error(`PromQL ${redactUrl(o.url)}: HTTP ${r.status} redirects to an unreadable location`);
-    }
-    // an origin carries no user information: it may be shown
-    if (next.origin !== origin) throw new Error(`PromQL ${redactUrl(o.url)}: HTTP ${r.status} redirects to another origin (${next.origin}): not followed, the request's headers are only for ${origin}; set [jobs] promql_url to where the API is`);
-    if (hops >= MAX_REDIRECTS) throw new Error(`PromQL ${redactUrl(o.url)}: more than ${MAX_REDIRECTS} redirects`);
-    at = next.href;
-  }
-}
-
-/** An instant query, at `at` (ms since epoch; default: the backend's now). */
-async function query(o: PromqlOptions, q: string, at?: number): Promise<Series[]> {
-  const u = `${o.url.replace(/\/+$/, '')}/api/v1/query?${new URLSearchParams(at === undefined ? { query: q } : { query: q, time: (at / 1000).toFixed(3) })}`;
-  const where = redactUrl(o.url);
-  let r: Response;
-  try {
-    r = await get(o, u, AbortSignal.timeout(o.timeoutMs ?? 30_000));
-  } catch (e) {
-    if ((e as Error).message.startsWith('PromQL ')) throw e;
-    throw new Error(`PromQL ${where}: ${redactText((e as Error).cause ? String((e as { cause: Error }).cause.message) : (e as Error).message)}`);
-  }
-  const text = await readBounded(r, o.maxBytes ?? MAX_ANSWER_BYTES);
-  if (text === undefined) throw new Error(`PromQL ${where}: the answer is larger than ${((o.maxBytes ?? MAX_ANSWER_BYTES) / 1048576).toFixed(0)} MiB (query: ${q}): stopped reading it; a shorter --window asks for less`);
-  let j: { status?: string; error?: string; data?: { resultType: string; result: (Series & { value?: [number, string] })[] } };
-  try {
-    j = JSON.parse(text);
-  } catch {
-    // the answer of a backend (or a proxy before it) may echo the request's credentials
-    throw new Error(`PromQL ${where}: HTTP ${r.status}, not a PromQL API answer: ${printable(masked(text, o).slice(0, 120))}`);
-  }
-  if (j.status !== 'success') throw new Error(`PromQL ${where}: ${j.error === undefined ? `HTTP ${r.status}` : masked(String(j.error), o)} (query: ${q})`);
-  if (j.data?.resultType === 'matrix') return j.data.result;
-  // an instant vector (last_over_time): one sample a series
-  return j.data?.resultType === 'vector' ? j.data.result.map((r) => ({ metric: r.metric, values: r.value ? [r.value] : [] })) : [];
-}
 
 function selector(name: string, naming: Naming, jobId: string): string {
   if (naming === 'otel') return `{__name__=${JSON.stringify(name)},"slurm.job.id"=${JSON.stringify(jobId)}}`;

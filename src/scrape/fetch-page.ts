@@ -1,10 +1,10 @@
 /**
- * One GET of a /metrics page, bounded: a deadline for the whole answer (an
- * engine that sends headers and then stalls is as dead as one that never
- * answers), a size limit, 200 only, text only. A keep-alive agent per target:
- * one connection reused every interval.
+ * One GET of a /metrics page through the core's HTTP client (a deadline for
+ * the whole answer, a size limit, a keep-alive connection per target reused
+ * every interval): 200 only, UTF-8 text only, cut at a number of lines, its
+ * bytes taken from a budget as they come.
  */
-import { httpModule } from '../core/http-module.js';
+import { createHttpClient, type HttpFailure } from '../core/net/http-client.js';
 import { ByteBuffer } from '../core/byte-buffer.js';
 import { clip } from '../core/printable.js';
 import { redactUrl } from '../core/redact.js';
@@ -56,51 +56,25 @@ const ACCEPT = 'application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;
 export function createPageFetcher(url: string, timeoutMs: number, maxBytes: number): PageFetcher {
   const u = new URL(url);
   if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error(`${redactUrl(url)}: only http and https are scraped`);
-  const mod = httpModule(u);
-  const agent = new mod.Agent({ keepAlive: true, maxSockets: 1 });
-  const where = redactUrl(url);
+  // a page is bounded by maxBytes, and by a hold; a page's own Content-Length over maxBytes is refused unread
+  const client = createHttpClient({ url, timeoutMs, maxResponseBytes: maxBytes });
+  const where = client.where;
   return {
-    close: () => agent.destroy(),
-    get: (signal, hold, maxLines = Infinity) =>
-      new Promise<Page>((resolve, reject) => {
-        let done = false;
-        const fail = (why: string): void => {
-          if (done) return;
-          done = true;
-          clearTimeout(timer);
-          req.destroy();
-          reject(new Error(`${where}: ${why}`));
-        };
-        const req = mod.request(u, { method: 'GET', agent, headers: { accept: ACCEPT, 'accept-encoding': 'identity' }, signal }, (res) => {
-          const status = res.statusCode ?? 0;
-          if (status !== 200) {
-            res.resume();
-            return fail(`HTTP ${status}${res.statusMessage ? ` ${clip(res.statusMessage, 60)}` : ''}`);
-          }
-          const declared = Number(res.headers['content-length']);
-          if (declared > maxBytes) return fail(`the page is ${declared} bytes, over the ${maxBytes} limit`);
-          const bytes = idle.pop() ?? new ByteBuffer();
-          let size = 0;
-          let lines = 0;
-          let cut = false;
-          const finish = (): void => {
-            if (done) return;
-            done = true;
-            clearTimeout(timer);
-            if (cut) req.destroy();
-            let text: string | undefined;
-            try {
-              text = new TextDecoder('utf-8', { fatal: true }).decode(bytes.buf.subarray(0, bytes.pos));
-            } catch {
-              text = undefined;
-            }
-            bytes.reset();
-            if (idle.length < 2) idle.push(bytes);
-            if (text === undefined) return reject(new Error(`${where}: the page is not UTF-8 text`));
-            resolve({ text, contentType: res.headers['content-type'], bytes: size, ...(cut ? { cut } : {}) });
-          };
-          res.on('data', (c: Buffer) => {
-            if (done) return;
+    close: () => client.close(),
+    get: async (signal, hold, maxLines = Infinity) => {
+      const bytes = idle.pop() ?? new ByteBuffer();
+      const give = (): void => {
+        bytes.reset();
+        if (idle.length < 2) idle.push(bytes);
+      };
+      let lines = 0;
+      let cut = false;
+      let res;
+      try {
+        res = await client.request({
+          headers: { accept: ACCEPT, 'accept-encoding': 'identity' },
+          signal,
+          onData: (c) => {
             if (maxLines !== Infinity) {
               let at = -1;
               while (lines < maxLines && (at = c.indexOf(10, at + 1)) >= 0) lines++;
@@ -109,18 +83,35 @@ export function createPageFetcher(url: string, timeoutMs: number, maxBytes: numb
                 cut = true;
               }
             }
-            size += c.length;
-            if (size > maxBytes) return fail(`the page is over the ${maxBytes} byte limit`);
-            if (hold && !hold.take(c.length)) return fail(`the page is over ${hold.what}`);
+            if (hold && !hold.take(c.length)) return `the page is over ${hold.what}`;
             bytes.raw(c);
-            if (cut) finish();
-          });
-          res.on('error', (e) => fail(e.message));
-          res.on('end', finish);
+            return cut;
+          },
         });
-        const timer = setTimeout(() => fail(`no whole answer within ${timeoutMs} ms`), timeoutMs);
-        req.on('error', (e: NodeJS.ErrnoException) => fail(e.code === 'ABORT_ERR' ? 'aborted' : e.code ? `${e.code} ${u.host}` : e.message));
-        req.end();
-      }),
+      } catch (e) {
+        give();
+        const f = e as HttpFailure;
+        throw new Error(f.kind === 'aborted' ? `${where}: aborted` : f.kind === 'timeout' ? `${where}: no whole answer within ${timeoutMs} ms` : f.message.startsWith(where) ? f.message : `${where}: ${f.message}`);
+      }
+      if (res.status !== 200) {
+        give();
+        throw new Error(`${where}: HTTP ${res.status}${res.statusMessage ? ` ${clip(res.statusMessage, 60)}` : ''}`);
+      }
+      if (res.cut && res.cut !== 'stopped') {
+        give();
+        const why = res.cut === 'too-large' ? (res.cutReason ?? '').replace(/^the answer/, 'the page') : res.cut === 'timeout' ? `no whole answer within ${timeoutMs} ms` : (res.cutReason ?? 'the answer broke off');
+        throw new Error(`${where}: ${why}`);
+      }
+      let text: string | undefined;
+      try {
+        text = new TextDecoder('utf-8', { fatal: true }).decode(bytes.buf.subarray(0, bytes.pos));
+      } catch {
+        text = undefined;
+      }
+      const size = bytes.pos;
+      give();
+      if (text === undefined) throw new Error(`${where}: the page is not UTF-8 text`);
+      return { text, contentType: res.headers['content-type'], bytes: size, ...(cut ? { cut } : {}) };
+    },
   };
 }

@@ -5,9 +5,9 @@
  * only. The answer is untrusted input: bounded in size and checked field by
  * field; a pod it cannot read is left out with the reason, not the whole list.
  */
-import { readFileSync } from 'node:fs';
 import type { Attributes } from '../../core/metrics/model.js';
-import { loadHttps } from '../../core/http-module.js';
+import { createHttpClient, type HttpClient } from '../../core/net/http-client.js';
+import { SecretHeaders } from '../../core/net/secret-files.js';
 
 export interface PodMeta {
   readonly namespace: string;
@@ -26,6 +26,8 @@ export interface PodSource {
   readonly url: URL;
   readonly tokenFile: string | null;
   readonly caFile: string | null;
+  /** The key that names caFile, for errors (ca_file, kubelet_ca_file). */
+  readonly caKey: string;
   readonly insecure: boolean;
   readonly timeoutMs: number;
   /** Pod labels to promote to k8s.pod.label.<name>. */
@@ -124,46 +126,46 @@ export function parsePodList(body: string, promote: readonly string[]): { pods: 
   return { pods, skipped };
 }
 
-/** GETs the pod list; rejects with an error naming the URL and what went wrong. */
-export function fetchPodList(src: PodSource): Promise<string> {
-  let token: string | undefined;
-  let ca: Buffer | undefined;
-  try {
-    token = src.tokenFile ? readFileSync(src.tokenFile, 'utf8').trim() : undefined;
-    ca = src.caFile && !src.insecure ? readFileSync(src.caFile) : undefined;
-  } catch (e) {
-    return Promise.reject(new Error(`cannot read the service account's ${(e as NodeJS.ErrnoException).path ?? 'files'}: ${(e as Error).message}`));
-  }
-  const where = `${src.url.origin}${src.url.pathname}`;
-  return new Promise((resolve, reject) => {
-    const req = loadHttps().request(
-      src.url,
-      {
-        method: 'GET',
-        headers: { accept: 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
-        ...(ca ? { ca } : {}),
-        rejectUnauthorized: !src.insecure,
-        timeout: src.timeoutMs,
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        let size = 0;
-        res.on('data', (c: Buffer) => {
-          size += c.length;
-          if (size > MAX_BODY) req.destroy(new Error(`${where}: the answer is larger than ${MAX_BODY / 1024 / 1024} MiB`));
-          else chunks.push(c);
-        });
-        res.on('end', () => {
-          const body = Buffer.concat(chunks).toString('utf8');
-          if (res.statusCode === 200) return resolve(body);
-          const hint = res.statusCode === 401 ? ' (the token was refused)' : res.statusCode === 403 ? ' (RBAC: the service account may not list these pods; see the ClusterRole in deploy/)' : '';
-          reject(new Error(`${where}: HTTP ${res.statusCode}${hint}: ${body.slice(0, 200).replace(/\s+/g, ' ')}`));
-        });
-        res.on('error', reject);
-      },
-    );
-    req.on('timeout', () => req.destroy(new Error(`${where}: no answer within ${src.timeoutMs} ms`)));
-    req.on('error', (e) => reject(e.message.startsWith(where) ? e : new Error(`${where}: ${e.message}`)));
-    req.end();
+/** One client per source (its connection kept open between fetches), made at the first fetch. */
+const clients = new WeakMap<PodSource, HttpClient>();
+
+function clientOf(src: PodSource): HttpClient {
+  let c = clients.get(src);
+  if (c) return c;
+  // projected service account tokens rotate: the file is read again when it changes
+  const token = src.tokenFile ? new SecretHeaders({ section: 'kubernetes', tokenFile: { key: 'token_file', path: src.tokenFile } }) : undefined;
+  c = createHttpClient({
+    url: src.url.href,
+    timeoutMs: src.timeoutMs,
+    maxResponseBytes: MAX_BODY,
+    ...(token ? { credentials: token.credentials } : {}),
+    ...(src.caFile && !src.insecure ? { tls: { section: 'kubernetes', keys: { ca: src.caKey, cert: 'client_certificate', key: 'client_key' }, ca: src.caFile, cert: null, key: null } } : {}),
+    insecureSkipVerify: src.insecure,
   });
+  clients.set(src, c);
+  return c;
+}
+
+/** GETs the pod list; rejects with an error naming the URL and what went wrong. */
+export async function fetchPodList(src: PodSource): Promise<string> {
+  const where = `${src.url.origin}${src.url.pathname}`;
+  let client: HttpClient;
+  try {
+    client = clientOf(src);
+  } catch (e) {
+    throw new Error(`cannot read the service account's files: ${(e as Error).message}`);
+  }
+  let res;
+  try {
+    res = await client.request({ headers: { accept: 'application/json' } });
+  } catch (e) {
+    const m = (e as Error).message;
+    throw new Error(m.includes(src.url.origin) || m.includes(src.url.host) ? m : `${where}: ${m}`);
+  }
+  if (res.cut === 'too-large') throw new Error(`${where}: the answer is larger than ${MAX_BODY / 1024 / 1024} MiB`);
+  if (res.cut) throw new Error(`${where}: ${res.cutReason ?? res.cut}`);
+  const body = res.body.toString('utf8');
+  if (res.status === 200) return body;
+  const hint = res.status === 401 ? ' (the token was refused)' : res.status === 403 ? ' (RBAC: the service account may not list these pods; see the ClusterRole in deploy/)' : '';
+  throw new Error(`${where}: HTTP ${res.status}${hint}: ${client.mask(body.slice(0, 200)).replace(/\s+/g, ' ')}`);
 }

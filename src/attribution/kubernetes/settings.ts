@@ -34,12 +34,12 @@ export function kubeSettings(cfg: Config, env: NodeJS.ProcessEnv): KubeSettings 
     else {
       const url = new URL(`${api.replace(/\/$/, '')}/api/v1/pods`);
       url.searchParams.set('fieldSelector', `spec.nodeName=${nodeName}`);
-      pods = { ...base, url, caFile: k.ca_file, insecure: false };
+      pods = { ...base, url, caFile: k.ca_file, caKey: 'ca_file', insecure: false };
     }
   } else if (source === 'kubelet') {
     const kubelet = k.kubelet_url ?? (env.NODE_IP ? hostPort(env.NODE_IP, '10250') : undefined);
     if (!kubelet) problem = 'pods_source = kubelet, but neither [kubernetes] kubelet_url nor $NODE_IP is set';
-    else pods = { ...base, url: new URL(`${kubelet.replace(/\/$/, '')}/pods`), caFile: k.kubelet_ca_file ?? k.ca_file, insecure: k.insecure_skip_tls_verify };
+    else pods = { ...base, url: new URL(`${kubelet.replace(/\/$/, '')}/pods`), caFile: k.kubelet_ca_file ?? k.ca_file, caKey: k.kubelet_ca_file ? 'kubelet_ca_file' : 'ca_file', insecure: k.insecure_skip_tls_verify };
   }
   return {
     socket: k.socket,

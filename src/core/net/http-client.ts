@@ -41,6 +41,8 @@ export interface HttpClientOptions {
   readonly maxSockets?: number;
   /** Same-origin redirects followed (GET and HEAD only; default 0). */
   readonly redirects?: number;
+  /** Do not check the server's certificate (a kubelet's self-signed serving certificate, where the operator says so). */
+  readonly insecureSkipVerify?: boolean;
 }
 
 export interface RequestOptions {
@@ -162,7 +164,9 @@ export class HttpClient {
     this.agent?.destroy();
     this.tlsVersion = this.tls?.version ?? 0;
     const common = { keepAlive: true, maxSockets: this.o.maxSockets ?? 1 };
-    this.agent = this.https ? new (loadHttps().Agent)({ ...common, ...(material?.ca ? { ca: material.ca } : {}), ...(material?.cert ? { cert: material.cert, key: material.key } : {}) }) : new (loadHttp().Agent)(common);
+    this.agent = this.https
+      ? new (loadHttps().Agent)({ ...common, ...(material?.ca ? { ca: material.ca } : {}), ...(material?.cert ? { cert: material.cert, key: material.key } : {}), ...(this.o.insecureSkipVerify ? { rejectUnauthorized: false } : {}) })
+      : new (loadHttp().Agent)(common);
     return this.agent;
   }
 
