@@ -19,7 +19,7 @@ const RSS = metric('l9gpu.process.memory.rss');
 const CPU = metric('l9gpu.process.cpu.time');
 
 /** Registry names of what the agent reports about itself. */
-export const SELF_METRICS = [DURATION, POINTS, ERRORS, SKIPPED, EXPORTED, DROPPED, SINK_ERRORS, QUEUE, RSS, CPU, metric('l9gpu.budget.exceeded')].map((d) => d.name);
+export const SELF_METRICS = [DURATION, POINTS, ERRORS, SKIPPED, EXPORTED, DROPPED, SINK_ERRORS, QUEUE, RSS, CPU, metric('l9gpu.budget.exceeded'), metric('l9gpu.listener.connections'), metric('l9gpu.listener.refused')].map((d) => d.name);
 
 export function selfMetricsPlugin(runners: () => Iterable<PluginRunner>, sinks: () => Iterable<Sink>, attribution: () => AttributionProvider, budgets?: BudgetLedger): Plugin {
   return {
@@ -37,6 +37,7 @@ export function selfMetricsPlugin(runners: () => Iterable<PluginRunner>, sinks: 
         out.add(DROPPED, s.stats.dropped, a);
         out.add(SINK_ERRORS, s.stats.errors, a);
         out.add(QUEUE, s.stats.queueBytes, a);
+        s.collectSelf?.(out);
       }
       attribution().collectSelf?.(out);
       budgets?.collect(out);

@@ -29,9 +29,9 @@ test('a bad config is one line on stderr and exit code 2', async () => {
   const r = await runCli(['daemon', '--once', '--plugin', 'sim', '--interval', 'soon']);
   assert.equal(r.status, 2);
   assert.equal(r.stderr, 'l9gpu: --interval: "soon" is not a duration (examples: 10, 10s, 500ms, 2m)\n');
-  const e = await runCli(['daemon', '--once', '--sink', 'otlp'], { OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' });
+  const e = await runCli(['daemon', '--once', '--sink', 'otlp'], { OTEL_EXPORTER_OTLP_PROTOCOL: 'thrift' });
   assert.equal(e.status, 2);
-  assert.equal(e.stderr, 'l9gpu: environment OTEL_EXPORTER_OTLP_PROTOCOL (for [otlp] protocol): "grpc" is not one of http/protobuf, http/json\n');
+  assert.equal(e.stderr, 'l9gpu: environment OTEL_EXPORTER_OTLP_PROTOCOL (for [otlp] protocol): "thrift" is not one of http/protobuf, http/json, grpc\n');
   const w = await runCli(['daemon', '--once', '--sink', 'webhook']);
   assert.equal(w.status, 2);
   assert.equal(w.stderr, 'l9gpu: [webhook] url: required when the webhook sink is enabled\n');

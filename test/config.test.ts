@@ -110,7 +110,7 @@ test('unknown sections, keys and bad values name the file, line, section and key
   assert.equal(configError('[deamon]\ninterval = 5\n'), 'FILE:1 [deamon]: unknown section (did you mean [daemon]?)');
   assert.equal(configError('interval = 5\n'), 'FILE: key "interval" is outside any section (put it under [daemon])');
   assert.equal(configError('[otlp]\ntimeout = abc\n'), 'FILE:2 [otlp] timeout: "abc" is not a duration (examples: 10, 10s, 500ms, 2m)');
-  assert.equal(configError('[otlp]\n\nprotocol = grpc\n'), 'FILE:3 [otlp] protocol: "grpc" is not one of http/protobuf, http/json');
+  assert.equal(configError('[otlp]\n\nprotocol = thrift\n'), 'FILE:3 [otlp] protocol: "thrift" is not one of http/protobuf, http/json, grpc');
   assert.equal(configError('[otlp]\nendpoint = localhost:4318\n'), 'FILE:2 [otlp] endpoint: "localhost:4318" is not an http(s) URL');
   assert.equal(configError('[prometheus]\nport = 70000\n'), 'FILE:2 [prometheus] port: 70000 is above the maximum 65535');
   assert.equal(configError('[prometheus]\nport = 9464.5\n'), 'FILE:2 [prometheus] port: "9464.5" is not an integer');

@@ -12,7 +12,7 @@ import { toResourceMetrics } from '../src/sinks/resource-metrics.js';
 import { ROOT } from './helpers/paths.js';
 
 // '': a 0/1 state or an info metric (always 1), which is no ratio
-const UCUM = new Set(['', '{binding}', '{device}', '1', 'By', 'By/s', 'Cel', 'W', 'J', 'MHz', 's', '{error}', '{state}', '{cpu}', '{thread}', '{point}', '{tick}', '{row}', '{page}', '{replay}', '{process}', '{request}', '{token}', '{token}/s', '{preemption}', '{inference}', '{execution}', '{operation}', '{line}', '{event}', 'g', '{currency}', '{currency}/h', '{cycle}']);
+const UCUM = new Set(['', '{binding}', '{device}', '1', 'By', 'By/s', 'Cel', 'W', 'J', 'MHz', 's', '{error}', '{state}', '{cpu}', '{thread}', '{point}', '{tick}', '{row}', '{page}', '{replay}', '{process}', '{request}', '{token}', '{token}/s', '{preemption}', '{inference}', '{execution}', '{operation}', '{line}', '{event}', 'g', '{currency}', '{currency}/h', '{cycle}', '{connection}']);
 
 test('every metric has a known UCUM unit, a kind, a description and a dotted lower-case name', () => {
   for (const d of METRICS) {

@@ -18,9 +18,10 @@ const loadTls = (): typeof tls => requireBuiltin('node:tls') as typeof tls;
  * for https://, a TLS handshake with the configured files (nothing sent over
  * it), so that a certificate the client cannot verify, a client certificate
  * refused, or no TLS on the port is said with the setting that fixes it
- * (`keys`), not taken for a reachable endpoint.
+ * (`keys`), not taken for a reachable endpoint. `alpn`: the protocols the
+ * handshake offers (a gRPC server refuses one that does not offer h2).
  */
-export async function endpointReachable(url: string, files: TlsFiles | undefined, keys: { ca: string; cert: string; endpoint: string }, timeoutMs = 2000): Promise<ProbeResult> {
+export async function endpointReachable(url: string, files: TlsFiles | undefined, keys: { ca: string; cert: string; endpoint: string }, timeoutMs = 2000, alpn: string[] = ['http/1.1']): Promise<ProbeResult> {
   const u = new URL(url);
   if (u.protocol !== 'https:') return tcpReachable(url, timeoutMs);
   let material;
@@ -32,7 +33,7 @@ export async function endpointReachable(url: string, files: TlsFiles | undefined
   const port = Number(u.port || 443);
   const host = u.hostname.replace(/^\[|\]$/g, '');
   return new Promise((resolve) => {
-    const sock = loadTls().connect({ host, port, servername: /^[\d.]+$|:/.test(host) ? undefined : host, ...material, ALPNProtocols: ['http/1.1'] });
+    const sock = loadTls().connect({ host, port, servername: /^[\d.]+$|:/.test(host) ? undefined : host, ...material, ALPNProtocols: alpn });
     const done = (r: ProbeResult): void => {
       sock.destroy();
       resolve(r);
@@ -44,6 +45,8 @@ export async function endpointReachable(url: string, files: TlsFiles | undefined
         const p = tlsProblem(e);
         done(p ? { ok: false, detail: `${p.reason}: fix ${keys[p.fix]}` } : { ok: true, detail: `${host}:${port} accepts TLS (${sock.getProtocol()})` });
       });
+      // a Node.js server (a grpc-js one) refuses a client certificate it cannot verify by closing, without an alert
+      sock.once('close', () => done({ ok: false, detail: `${host}:${port} closed the connection right after the TLS handshake${material.cert ? `: it did not take the client certificate: fix ${keys.cert}` : ''}` }));
       setTimeout(() => done({ ok: true, detail: `${host}:${port} accepts TLS (${sock.getProtocol()}), its certificate verified${material.cert ? ', the client certificate taken' : ''}` }), 200).unref();
     });
     sock.once('error', (e: NodeJS.ErrnoException) => {

@@ -2,7 +2,7 @@
 import type { Config } from './config/load.js';
 import type { SectionSpec } from './config/schema.js';
 import type { Logger } from './log.js';
-import type { Attributes, Batch } from './metrics/model.js';
+import type { Attributes, Batch, Emitter } from './metrics/model.js';
 import type { ProbeResult } from './plugin.js';
 
 /** Counters a sink keeps for the self-metrics and doctor. */
@@ -31,6 +31,8 @@ export interface Sink {
   /** Delivers what is buffered, giving up at the deadline (ms since epoch). */
   flush(deadline: number): Promise<void>;
   close(deadline: number): Promise<void>;
+  /** The sink's own figures for the self-metrics (the pull endpoint's connections and refusals). */
+  collectSelf?(out: Emitter): void;
 }
 
 export interface SinkManifest {

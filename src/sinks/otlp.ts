@@ -20,7 +20,7 @@ import { VERSION } from '../core/resource.js';
 import { DeliveryQueue } from './delivery-queue.js';
 import { createPoster, MAX_RESPONSE_BYTES, type Poster } from './http-post.js';
 import { decodeExportResponse, encodeMetricsRequestWith } from './otlp-proto.js';
-import { endpointReachable } from '../core/probe.js';
+import { endpointReachable, tcpReachable } from '../core/probe.js';
 import { createHttpClient } from '../core/net/http-client.js';
 import { SecretHeaders } from '../core/net/secret-files.js';
 import { secretSourcesOf, tlsFilesOf } from '../core/config/client-keys.js';
@@ -184,7 +184,9 @@ export const otlpSink: SinkManifest = {
   },
   probe: (c: Config) => {
     const s = readSection(c, OTLP_SECTION);
-    const plain = s.protocol === 'grpc' && s.insecure;
-    return endpointReachable(otlpEndpoint(c) || 'http://localhost:4318', plain ? undefined : tlsFilesOf('otlp', '', s), TLS_KEYS);
+    const url = otlpEndpoint(c) || 'http://localhost:4318';
+    if (s.protocol !== 'grpc') return endpointReachable(url, tlsFilesOf('otlp', '', s), TLS_KEYS);
+    // gRPC: TLS offering h2 alone, as grpc-js does; insecure: plaintext whatever the scheme
+    return s.insecure ? tcpReachable(url) : endpointReachable(url, tlsFilesOf('otlp', '', s), TLS_KEYS, undefined, ['h2']);
   },
 };

@@ -29,7 +29,10 @@ const escape = (s: string): string => s.replace(/\\/g, '\\\\').replace(/\n/g, '\
 /**
  * Attribute keys as label names, each worked out once: the same few dozen
  * keys are on every point. Bounded (an engine page's label names are its
- * user's): cleared when it holds LABEL_NAMES_MAX of them.
+ * user's): cleared when it holds LABEL_NAMES_MAX of them. A name is
+ * [a-zA-Z_][a-zA-Z0-9_]*: other characters become _, runs of _ one (no
+ * name starts with the reserved __), and one that would start with a digit
+ * gets the key_ prefix OpenTelemetry's Prometheus translation gives it.
  */
 const LABEL_NAMES_MAX = 4096;
 const labelNames = new Map<string, string>();
@@ -37,36 +40,89 @@ function labelName(k: string): string {
   let n = labelNames.get(k);
   if (n === undefined) {
     if (labelNames.size >= LABEL_NAMES_MAX) labelNames.clear();
-    labelNames.set(k, (n = k.replace(/[^a-z0-9_]/gi, '_').replace(/_{2,}/g, '_')));
+    n = k.replace(/[^a-z0-9_]/gi, '_').replace(/_{2,}/g, '_');
+    if (n === '' || (n.charCodeAt(0) >= 48 && n.charCodeAt(0) <= 57)) n = `key_${n}`;
+    labelNames.set(k, n);
   }
   return n;
 }
 
-// a value with none of \ " and newline (nearly all) is its own label value: no copies through three replace()s
-const NEEDS_ESCAPE = /[\\\n"]/;
+/**
+ * What a label value may not hold raw: the three the format escapes (\\, ",
+ * newline), and the control and invisible format characters (C0 but tab, DEL,
+ * C1, Unicode Cf, the line and paragraph separators), which the format has
+ * no escape for: a user's engine page writing ESC or BEL there would run its
+ * escape sequences in the terminal of an admin who curls the node's page.
+ * They become U+FFFD.
+ */
+const NEEDS_ESCAPE = /[\\\n"\u0000-\u0008\u000b-\u001f\u007f-\u009f\p{Cf}\u2028\u2029]/u;
+const UNSAFE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\p{Cf}\u2028\u2029]/gu;
 function labelValue(v: unknown): string {
   const s = typeof v === 'string' ? v : JSON.stringify(v);
-  return NEEDS_ESCAPE.test(s) ? escape(s).replace(/"/g, '\\"') : s;
+  // nearly every value has none of them: no copies through the replaces
+  return NEEDS_ESCAPE.test(s) ? escape(s).replace(/"/g, '\\"').replace(UNSAFE, '\ufffd') : s;
 }
 
 const valueText = (v: number): string => (v === Infinity ? '+Inf' : v === -Infinity ? '-Inf' : `${v}`);
 
-function labels(a: Attributes, extra: string): string {
+/**
+ * A point's labels, unique by name: two attributes whose names sanitize to
+ * one label (an engine page's x and _x, both vllm_x) would make a series
+ * Prometheus refuses, and with it the node's whole page: the later gets
+ * _1, _2... A constant label (a resource attribute) the point has a label
+ * of the same name for is left to the point's. `hide`: attribute keys left
+ * off ([prometheus] personal_labels).
+ */
+function labels(a: Attributes, extra: Constant, hide?: ReadonlySet<string>): string {
   let s = '';
-  for (const k in a) s += `${s ? ',' : ''}${labelName(k)}="${labelValue(a[k])}"`;
-  if (extra) s += s ? `,${extra}` : extra;
+  let used: Set<string> | undefined;
+  let first: string | undefined;
+  for (const k in a) {
+    if (hide?.has(k)) continue;
+    let n = labelName(k);
+    // le is a histogram bucket's own label
+    if (n === 'le') n = 'le_1';
+    // a set is made only from the second label on: most points have a handful, all distinct
+    if (first === undefined) first = n;
+    else {
+      if (!used) used = new Set([first]);
+      if (used.has(n)) {
+        let i = 1;
+        while (used.has(`${n}_${i}`)) i++;
+        n = `${n}_${i}`;
+      }
+      used.add(n);
+    }
+    s += `${s ? ',' : ''}${n}="${labelValue(a[k])}"`;
+  }
+  if (extra.text) {
+    if (first !== undefined && extra.names.some((n) => n === first || used?.has(n))) {
+      const own = used ?? new Set([first]);
+      const kept = extra.parts.filter((_, i) => !own.has(extra.names[i]!));
+      if (kept.length) s += `${s ? ',' : ''}${kept.join(',')}`;
+    } else s += s ? `,${extra.text}` : extra.text;
+  }
   return s ? `{${s}}` : '';
 }
+
+/** The labels every series carries after its own (resource attributes): their text, and each label's name and text. */
+export interface Constant {
+  readonly text: string;
+  readonly names: readonly string[];
+  readonly parts: readonly string[];
+}
+
+const NO_CONSTANT: Constant = { text: '', names: [], parts: [] };
 
 /**
  * A point's label set, `{...}` with the constant labels: for attributes a
  * source hands again every collection (isStable), made once and kept in
  * `cache` for as long as they live.
  */
-function labelsOf(a: Attributes, constant: string, cache: WeakMap<Attributes, string> | undefined): string {
-  if (!cache || !isStable(a)) return labels(a, constant);
+function labelsOf(a: Attributes, constant: Constant, cache: WeakMap<Attributes, string> | undefined, hide: ReadonlySet<string> | undefined): string {
+  if (!cache || !isStable(a)) return labels(a, constant, hide);
   let l = cache.get(a);
-  if (l === undefined) cache.set(a, (l = labels(a, constant)));
+  if (l === undefined) cache.set(a, (l = labels(a, constant, hide)));
   return l;
 }
 
@@ -87,15 +143,24 @@ function histogramLines(w: ByteBuffer, name: string, l: string, h: HistogramValu
 }
 
 /** The resource attributes `keep` picks, as the labels every series carries after its own. */
-export function constantLabels(resource: Attributes, keep?: RegExp): string {
-  let constant = '';
-  if (keep) for (const k in resource) if (keep.test(k)) constant += `${constant ? ',' : ''}${labelName(k)}="${labelValue(resource[k])}"`;
-  return constant;
+export function constantLabels(resource: Attributes, keep?: RegExp): Constant {
+  const names: string[] = [];
+  const parts: string[] = [];
+  if (keep) {
+    for (const k in resource) {
+      if (!keep.test(k)) continue;
+      const n = labelName(k);
+      if (names.includes(n)) continue;
+      names.push(n);
+      parts.push(`${n}="${labelValue(resource[k])}"`);
+    }
+  }
+  return { text: parts.join(','), names, parts };
 }
 
 /** The page's first lines: the resource as target_info. */
 export function targetInfo(resource: Attributes): string {
-  return `# HELP target_info Target metadata\n# TYPE target_info gauge\ntarget_info${labels(resource, '')} 1\n`;
+  return `# HELP target_info Target metadata\n# TYPE target_info gauge\ntarget_info${labels(resource, NO_CONSTANT)} 1\n`;
 }
 
 /** A metric's HELP, UNIT and TYPE lines. */
@@ -107,14 +172,26 @@ export function metricHeader(def: MetricDef): string {
 /** What a page without a point says after target_info (the exporter's words). */
 export const NO_METRICS = '# no registered metrics';
 
+export interface LineOptions {
+  /** The label sets of stable attributes, kept across batches (labelsOf). */
+  readonly cache?: WeakMap<Attributes, string>;
+  /** Attribute keys left off. */
+  readonly hide?: ReadonlySet<string> | undefined;
+  /** A point whose metric and labels an earlier point of the batch had: left out (Prometheus would refuse the sample), counted here. */
+  readonly duplicate?: () => void;
+}
+
 /**
  * One batch's lines, written into `w` (from its start), by metric in the
  * order the batch first has each: views of w's buffer, good until w is
- * written again. `constant`: constantLabels(); `cache`: the label sets of
- * stable attributes, kept across batches (labelsOf).
+ * written again. `constant`: constantLabels(). Every series is written
+ * once: a second point of one metric with the same labels (two source
+ * series whose label names sanitize alike, values that differed only in
+ * replaced characters, or labels left off) is left out.
  */
-export function batchLines(b: Batch, w: ByteBuffer, constant: string, cache?: WeakMap<Attributes, string>): Map<MetricDef, Buffer> {
+export function batchLines(b: Batch, w: ByteBuffer, constant: Constant, o: LineOptions = {}): Map<MetricDef, Buffer> {
   w.reset();
+  const seen = new Map<MetricDef, Set<string>>();
   // where each run of one metric's points starts and ends in w: a metric's points are mostly one run
   const runs: { def: MetricDef; start: number; end: number }[] = [];
   let def: MetricDef | undefined;
@@ -131,7 +208,14 @@ export function batchLines(b: Batch, w: ByteBuffer, constant: string, cache?: We
       name = prometheusName(def);
       start = w.pos;
     }
-    const l = labelsOf(p.attributes, constant, cache);
+    const l = labelsOf(p.attributes, constant, o.cache, o.hide);
+    let series = seen.get(def);
+    if (!series) seen.set(def, (series = new Set()));
+    if (series.has(l)) {
+      o.duplicate?.();
+      continue;
+    }
+    series.add(l);
     if (hist) histogramLines(w, name, l, p.hist!);
     else {
       w.text(name);
@@ -174,8 +258,8 @@ export function pagePieces(head: Buffer, parts: readonly ReadonlyMap<MetricDef, 
 }
 
 /** keep: which resource attributes every series carries as labels too. */
-export function renderExposition(batches: readonly Batch[], resource: Attributes, keep?: RegExp): string {
+export function renderExposition(batches: readonly Batch[], resource: Attributes, keep?: RegExp, hide?: ReadonlySet<string>): string {
   const constant = constantLabels(resource, keep);
-  const parts = batches.map((b) => batchLines(b, new ByteBuffer(), constant));
+  const parts = batches.map((b) => batchLines(b, new ByteBuffer(), constant, { hide }));
   return Buffer.concat(pagePieces(Buffer.from(targetInfo(resource)), parts, (def) => Buffer.from(metricHeader(def)), Buffer.from(NO_METRICS))).toString('utf8');
 }

@@ -14,21 +14,55 @@
  * once no response is writing it.
  */
 import { PROMETHEUS_SECTION } from './sections.js';
-import http from 'node:http';
+import type http from 'node:http';
 import { gzipSync } from 'node:zlib';
-import type { AddressInfo } from 'node:net';
 import type { Config } from '../core/config/load.js';
 import { readSection } from '../core/config/read.js';
+import { ConfigError } from '../core/config/schema.js';
 import { ByteBuffer } from '../core/byte-buffer.js';
-import type { Attributes, Batch } from '../core/metrics/model.js';
-import type { MetricDef } from '../core/metrics/registry.js';
-import { batchLines, constantLabels, metricHeader, NO_METRICS, pagePieces, targetInfo } from './prom-text.js';
+import type { Attributes, Batch, Emitter } from '../core/metrics/model.js';
+import { metric, PERSONAL_ATTRIBUTES, type MetricDef } from '../core/metrics/registry.js';
+import { batchLines, constantLabels, metricHeader, NO_METRICS, pagePieces, targetInfo, type Constant } from './prom-text.js';
+import { BoundedListener, REFUSAL_REASONS } from './web/listener.js';
+import { WebState } from './web/web-state.js';
+import { WebConfigError } from './web/web-config.js';
 import { portFree, serverHeader } from '../core/probe.js';
 import { VERSION } from '../core/resource.js';
 import type { ProbeResult } from '../core/plugin.js';
 import { SinkStats, type Sink, type SinkContext, type SinkManifest } from '../core/sink.js';
 
 const STALE_INTERVALS = 3;
+/** A peer's new connections a second (twice that in a burst): a scraper opens one and keeps it. */
+const NEW_PER_PEER_PER_SECOND = 20;
+
+const LISTENER_CONNECTIONS = metric('l9gpu.listener.connections');
+const LISTENER_REFUSED = metric('l9gpu.listener.refused');
+
+/** Where only this machine's programs can connect. */
+export function loopbackOnly(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host) || /^::ffff:127\./i.test(host);
+}
+
+/**
+ * Whether the page leaves off the labels that name people: `auto` hides them
+ * on a page served beyond loopback to anyone who connects (no basic auth, no
+ * verified client certificate).
+ */
+export function hidesPersonal(mode: 'auto' | 'show' | 'hide', host: string, authenticated: boolean): boolean {
+  return mode === 'hide' || (mode === 'auto' && !authenticated && !loopbackOnly(host));
+}
+
+/** The web_config of a section, read (and checked) as the sink would: a ConfigError naming the key. */
+function webStateOf(c: Config, log: SinkContext['log']): WebState | undefined {
+  const file = readSection(c, PROMETHEUS_SECTION).web_config;
+  if (!file) return undefined;
+  try {
+    return new WebState(file, log);
+  } catch (e) {
+    if (e instanceof WebConfigError) throw new ConfigError(`[prometheus] web_config: ${e.message}`, { section: 'prometheus', key: 'web_config' });
+    throw e;
+  }
+}
 
 const SERVER = `l9gpu/${VERSION}`;
 
@@ -104,72 +138,148 @@ class PrometheusSink implements Sink {
   private readonly idle: PageBuffer[] = [];
   private readonly headers = new Map<MetricDef, Buffer>();
   /** The label sets of stable attributes (an engine's series), made once for as long as they live. */
-  private readonly labelSets = new WeakMap<Attributes, string>();
+  private labelSets = new WeakMap<Attributes, string>();
   private head: Buffer | undefined;
-  private constant = '';
-  private server: http.Server | undefined;
+  private constant: Constant = constantLabels({});
+  private listener: BoundedListener | undefined;
+  /** The web_config in effect (TLS, users, headers), if one is configured. */
+  private readonly web: WebState | undefined;
+  /** The attribute keys left off the page, while they are (personal_labels). */
+  private hide: ReadonlySet<string> | undefined;
+  private webVersion = -1;
   /** The port actually bound (differs from the config when it says 0). */
   port = 0;
 
-  constructor(private readonly ctx: SinkContext) {}
+  constructor(private readonly ctx: SinkContext) {
+    // read here: a web_config that cannot be used is a configuration error before anything listens
+    this.web = webStateOf(ctx.config, ctx.log);
+    this.privacy();
+  }
+
+  /** Whether the labels that name people are left off now (they follow a web_config changed on disk). */
+  private privacy(): void {
+    const version = this.web?.version ?? 0;
+    if (version === this.webVersion) return;
+    this.webVersion = version;
+    const s = readSection(this.ctx.config, PROMETHEUS_SECTION);
+    const hide = hidesPersonal(s.personal_labels, s.host ?? '0.0.0.0', this.web?.authenticated ?? false) ? new Set<string>(PERSONAL_ATTRIBUTES) : undefined;
+    if ((hide === undefined) === (this.hide === undefined)) return;
+    this.hide = hide;
+    // the rendered lines and cached label sets were made the other way: every source's next batch is rendered anew
+    for (const [source, l] of this.latest) if (!l.batch) this.latest.delete(source);
+    this.rendered.clear();
+    this.labelSets = new WeakMap();
+    this.drop();
+  }
+
+  collectSelf(out: Emitter): void {
+    if (!this.listener) return;
+    out.add(LISTENER_CONNECTIONS, this.listener.open, {});
+    for (const r of REFUSAL_REASONS) out.add(LISTENER_REFUSED, this.listener.counts.get(r) ?? 0, { 'l9gpu.listener.reason': r });
+  }
 
   async start(): Promise<void> {
     const s = readSection(this.ctx.config, PROMETHEUS_SECTION);
     const labels = s.resource_labels;
     const keep = labels.length ? new RegExp(`^(${labels.map((l) => l.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|')})$`) : undefined;
     this.constant = constantLabels(this.ctx.resource, keep);
-    const path = s.path;
     const host = s.host ?? '0.0.0.0';
-    const port = s.port;
-    const server = http.createServer((req, res) => {
-      // says who serves the port: doctor tells a running l9gpu from another program on it
-      res.setHeader('server', SERVER);
-      const url = (req.url ?? '/').split('?')[0];
-      if (req.method !== 'GET' && req.method !== 'HEAD') {
-        res.writeHead(405, { allow: 'GET, HEAD' }).end();
-      } else if (url === path) {
-        let page: Page;
-        try {
-          // HEAD asks whether the page is there: nothing is exported to it
-          page = this.render(req.method === 'GET');
-        } catch (e) {
-          this.stats.errors++;
-          res.writeHead(500, { 'content-type': 'text/plain' }).end(`l9gpu: ${(e as Error).message}\n`);
-          return;
-        }
-        const type = { 'content-type': 'text/plain; version=0.0.4; charset=utf-8', vary: 'accept-encoding' };
-        if (acceptsGzip(req.headers['accept-encoding'])) {
-          // its own bytes, not a view of the page's buffer: nothing to hold while it is written
-          const gz = (page.gzip ??= gzipSync(page.bytes));
-          res.writeHead(200, { ...type, 'content-encoding': 'gzip', 'content-length': gz.length });
-          res.end(req.method === 'HEAD' ? undefined : gz);
-          return;
-        }
-        res.writeHead(200, { ...type, 'content-length': page.bytes.length });
-        if (req.method === 'HEAD') {
-          res.end();
-          return;
-        }
-        // the page's buffer is not put a page in again until this response is done with it
-        const held = page.in;
-        held.readers++;
-        res.once('close', () => this.release(held));
-        res.end(page.bytes);
-      } else {
-        res.writeHead(404, { 'content-type': 'text/plain' }).end(`l9gpu metrics are at ${path}\n`);
-      }
+    const web = this.web;
+    const listener = new BoundedListener(
+      {
+        maxConnections: s.max_connections,
+        maxPerPeer: s.max_connections_per_peer,
+        newPerPeerPerSecond: NEW_PER_PEER_PER_SECOND,
+        headerTimeoutMs: s.header_timeout * 1000,
+        requestTimeoutMs: s.request_timeout * 1000,
+        idleTimeoutMs: s.idle_timeout * 1000,
+        maxHeaderBytes: s.max_header_bytes,
+      },
+      (req, res, peer) => this.serve(req, res, peer),
+      () => {
+        web?.refresh();
+        return web?.tls ?? null;
+      },
+      this.ctx.log,
+    );
+    try {
+      this.port = await listener.listen(s.port, host);
+    } catch (e) {
+      const err = e as NodeJS.ErrnoException;
+      await listener.close();
+      throw new Error(err.code === 'EADDRINUSE' ? `cannot listen on ${host}:${s.port}: the port is in use ([prometheus] port)` : `cannot listen on ${host}:${s.port}: ${err.message}`);
+    }
+    this.listener = listener;
+    const scheme = web?.tls ? 'https' : 'http';
+    this.ctx.log.info('prometheus endpoint listening', {
+      url: `${scheme}://${host}:${this.port}${s.path}`,
+      ...(web ? { web_config: web.file, auth: web.config.users.size ? 'basic' : web.config.tls?.clientAuth === 'RequireAndVerifyClientCert' ? 'client certificate' : 'none' } : {}),
+      ...(this.hide ? { personal_labels: 'hidden (served beyond loopback without authentication: docs/security.md)' } : {}),
     });
-    server.keepAliveTimeout = 65_000;
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', (e: NodeJS.ErrnoException) =>
-        reject(new Error(e.code === 'EADDRINUSE' ? `cannot listen on ${host}:${port}: the port is in use ([prometheus] port)` : `cannot listen on ${host}:${port}: ${e.message}`)),
-      );
-      server.listen(port, host, () => resolve());
+  }
+
+  /** One request: the web_config's headers, rate limit and basic auth first, then the page. */
+  private serve(req: http.IncomingMessage, res: http.ServerResponse, peer: string): void {
+    // says who serves the port: doctor tells a running l9gpu from another program on it
+    res.setHeader('server', SERVER);
+    const web = this.web;
+    if (!web) return this.answer(req, res);
+    web.refresh();
+    this.privacy();
+    for (const [k, v] of Object.entries(web.config.headers)) res.setHeader(k, v);
+    if (!web.allow()) {
+      this.listener?.refused('rate_limited');
+      res.writeHead(429, { 'content-type': 'text/plain; charset=utf-8', 'x-content-type-options': 'nosniff' }).end('Too Many Requests\n');
+      return;
+    }
+    if (!web.auth.enabled) return this.answer(req, res);
+    void web.auth.check(req.headers.authorization, peer).then((r) => {
+      if (r === 'ok') return this.answer(req, res);
+      this.listener?.refused(r === 'throttled' ? 'auth_throttled' : 'auth');
+      if (res.destroyed) return;
+      res.writeHead(401, { 'www-authenticate': 'Basic', 'content-type': 'text/plain; charset=utf-8', 'x-content-type-options': 'nosniff' }).end('Unauthorized\n');
     });
-    server.on('error', (e) => this.ctx.log.error('prometheus endpoint error', { error: e.message }));
-    this.server = server;
-    this.port = (server.address() as AddressInfo).port;
-    this.ctx.log.info('prometheus endpoint listening', { url: `http://${host}:${this.port}${path}` });
+  }
+
+  private answer(req: http.IncomingMessage, res: http.ServerResponse): void {
+    const path = readSection(this.ctx.config, PROMETHEUS_SECTION).path;
+    const url = (req.url ?? '/').split('?')[0];
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      this.listener?.refused('method');
+      res.writeHead(405, { allow: 'GET, HEAD' }).end();
+      return;
+    }
+    if (url !== path) {
+      res.writeHead(404, { 'content-type': 'text/plain' }).end(`l9gpu metrics are at ${path}\n`);
+      return;
+    }
+    let page: Page;
+    try {
+      // HEAD asks whether the page is there: nothing is exported to it
+      page = this.render(req.method === 'GET');
+    } catch (e) {
+      this.stats.errors++;
+      res.writeHead(500, { 'content-type': 'text/plain' }).end(`l9gpu: ${(e as Error).message}\n`);
+      return;
+    }
+    const type = { 'content-type': 'text/plain; version=0.0.4; charset=utf-8', vary: 'accept-encoding' };
+    if (acceptsGzip(req.headers['accept-encoding'])) {
+      // its own bytes, not a view of the page's buffer: nothing to hold while it is written
+      const gz = (page.gzip ??= gzipSync(page.bytes));
+      res.writeHead(200, { ...type, 'content-encoding': 'gzip', 'content-length': gz.length });
+      res.end(req.method === 'HEAD' ? undefined : gz);
+      return;
+    }
+    res.writeHead(200, { ...type, 'content-length': page.bytes.length });
+    if (req.method === 'HEAD') {
+      res.end();
+      return;
+    }
+    // the page's buffer is not put a page in again until this response is done with it
+    const held = page.in;
+    held.readers++;
+    res.once('close', () => this.release(held));
+    res.end(page.bytes);
   }
 
   write(batch: Batch): void {
@@ -228,7 +338,7 @@ class PrometheusSink implements Sink {
         let into = this.rendered.get(source);
         if (!into) this.rendered.set(source, (into = new ByteBuffer(16 * 1024, 4 << 20)));
         // no otel_scope_* labels: one scope (l9gpu), they would only add noise to every series
-        l.lines = batchLines(l.batch, into, this.constant, this.labelSets);
+        l.lines = batchLines(l.batch, into, this.constant, { cache: this.labelSets, hide: this.hide, duplicate: () => this.stats.dropped++ });
         l.batch = undefined;
       }
       parts.push(l.lines!);
@@ -254,13 +364,10 @@ class PrometheusSink implements Sink {
   async flush(): Promise<void> {}
 
   async close(): Promise<void> {
-    const s = this.server;
-    if (!s) return;
-    this.server = undefined;
-    await new Promise<void>((r) => {
-      s.close(() => r());
-      s.closeAllConnections();
-    });
+    this.web?.close();
+    const l = this.listener;
+    this.listener = undefined;
+    await l?.close();
   }
 }
 

@@ -63,6 +63,15 @@ export const ATTRIBUTION_ATTRIBUTES = [
   'k8s.owner.kind', 'k8s.owner.name',
 ] as const;
 
+/**
+ * Attributes that name people or carry their text: a user, an account (often
+ * a PI's or a group's name), a job's name (anything its user typed), a
+ * process's owner, the user a [limits] event names. The pull page leaves
+ * them off where anyone who reaches it can read it ([prometheus]
+ * personal_labels, docs/security.md).
+ */
+export const PERSONAL_ATTRIBUTES: readonly string[] = ['slurm.user', 'slurm.account', 'slurm.job.name', 'process.owner', 'user.name'];
+
 /** Attributes whose names a configuration adds: promoted pod labels, k8s.pod.label.<label>. */
 export const ATTRIBUTION_ATTRIBUTE_PREFIXES = ['k8s.pod.label.'] as const;
 
@@ -297,6 +306,8 @@ export const METRICS: readonly MetricDef[] = Object.freeze([
   m('l9gpu.kubernetes.unmatched', '{device}', 'gauge', 'agent', 'GPU device ids the kubelet allocated to pods that match no GPU of this node (see l9gpu doctor).'),
   m('l9gpu.budget.exceeded', '{event}', 'sum', 'agent', 'Times a local user or source hit one of the [limits] bounds (files followed, bytes read, series per endpoint or communicator, label length, log lines, jobs socket connections and rows), or offered what is not theirs to give (a link or FIFO, a file of another user\'s job): what was past the bound is left out and the first hit of each budget and user is logged.', ['l9gpu.budget', 'user.name']),
   m('l9gpu.process.cpu.time', 's', 'sum', 'agent', 'CPU time used by the agent process.', ['cpu.mode']),
+  m('l9gpu.listener.connections', '{connection}', 'updown', 'agent', 'Connections the Prometheus pull endpoint holds open.'),
+  m('l9gpu.listener.refused', '{event}', 'sum', 'agent', 'Connections or requests of the Prometheus pull endpoint closed or refused at one of its bounds, by reason: per_peer, connection_rate, total (max_connections reached, all busy), evicted (the connection idle longest closed for a new one), header_timeout, request_timeout, idle_timeout, header_too_large (431), body (413), bad_request (400), tls_handshake, plain_http (HTTP on the TLS port), client_cert, auth (401), auth_throttled (401 without a bcrypt comparison: a peer past its budget of them), rate_limited (429, web_config rate_limit), method (405).', ['l9gpu.listener.reason']),
 ]);
 
 const byName = new Map(METRICS.map((d) => [d.name, d]));
