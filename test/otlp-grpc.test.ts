@@ -30,32 +30,13 @@ import { freePort } from './helpers/net.js';
 import { attrs, type OtlpRequest } from './helpers/otlp-decode.js';
 import { OtlpGrpcReceiver, statusWithRetryInfo, type ReceiverTls } from './helpers/otlp-grpc-receiver.js';
 import { tempDir } from './helpers/paths.js';
+import { makePki } from './helpers/certs.js';
 import { VictoriaMetrics } from './helpers/victoriametrics.js';
 import { waitFor } from './helpers/wait.js';
 
 const dir = tempDir('l9gpu-grpc-');
 
-/** A private CA, a second CA that signed nothing the receiver holds, the receiver's certificate for 127.0.0.1, client certificates of each CA. */
-function makePki(): Record<'ca' | 'ca2' | 'server' | 'serverKey' | 'client' | 'clientKey' | 'client2' | 'client2Key', string> {
-  const openssl = (...args: string[]): void => void execFileSync('openssl', args, { stdio: 'pipe' });
-  const p = (n: string): string => join(dir, n);
-  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-  for (const ca of ['ca', 'ca2']) openssl('req', '-x509', ...ec, '-keyout', p(`${ca}-key.pem`), '-out', p(`${ca}.pem`), '-days', '2', '-subj', `/CN=l9gpu test ${ca}`);
-  const leaf = (name: string, ca: string, ext: string): void => {
-    openssl('req', ...ec, '-keyout', p(`${name}-key.pem`), '-out', p(`${name}.csr`), '-subj', `/CN=l9gpu test ${name}`);
-    writeFileSync(p(`${name}.ext`), ext);
-    openssl('x509', '-req', '-in', p(`${name}.csr`), '-CA', p(`${ca}.pem`), '-CAkey', p(`${ca}-key.pem`), '-CAcreateserial', '-out', p(`${name}.pem`), '-days', '2', '-extfile', p(`${name}.ext`));
-    chmodSync(p(`${name}-key.pem`), 0o600);
-  };
-  leaf('server', 'ca', 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n');
-  leaf('client', 'ca', 'extendedKeyUsage=clientAuth\n');
-  leaf('client2', 'ca2', 'extendedKeyUsage=clientAuth\n');
-  return {
-    ca: p('ca.pem'), ca2: p('ca2.pem'), server: p('server.pem'), serverKey: p('server-key.pem'),
-    client: p('client.pem'), clientKey: p('client-key.pem'), client2: p('client2.pem'), client2Key: p('client2-key.pem'),
-  };
-}
-const pki = makePki();
+const pki = makePki(dir);
 const serverTls = (mtls: boolean): ReceiverTls => ({ cert: readFileSync(pki.server), key: readFileSync(pki.serverKey), ...(mtls ? { clientCa: readFileSync(pki.ca) } : {}) });
 
 const TOKEN = 'grpc-t0ken-9f2c1a77e4';

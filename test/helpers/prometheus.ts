@@ -4,12 +4,25 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { freePort } from './net.js';
 import { stopProcess } from './process.js';
-import { tempDir } from './paths.js';
+import { ROOT, tempDir } from './paths.js';
 import type { PromSample } from './victoriametrics.js';
 import { waitFor } from './wait.js';
 
 export const PROMETHEUS_BIN = process.env.L9GPU_TEST_PROMETHEUS_BIN ?? '/usr/bin/prometheus';
 export const PROMTOOL_BIN = process.env.L9GPU_TEST_PROMTOOL_BIN ?? '/usr/bin/promtool';
+/** Prometheus 3.5 (Debian unstable's package, unpacked by test/setup/install-test-deps.sh): UTF-8 names, its own Accept header. */
+export const PROMETHEUS3_BIN = process.env.L9GPU_TEST_PROMETHEUS3_BIN ?? join(ROOT, '.cache', 'sid-peers', 'usr', 'bin', 'prometheus');
+
+/** How a scrape reaches the target beyond plain HTTP: Prometheus' scrape_config keys. */
+export interface ScrapeOptions {
+  /** The Prometheus to run: 2.42 (Debian 12) or 3.5 (Debian unstable). */
+  readonly version?: 2 | 3;
+  readonly scheme?: 'http' | 'https';
+  readonly basicAuth?: { readonly username: string; readonly password: string };
+  /** tls_config: the CA the target's certificate is checked against, the client certificate. */
+  readonly tls?: { readonly ca?: string; readonly cert?: string; readonly key?: string; readonly serverName?: string };
+  readonly metricsPath?: string;
+}
 
 /**
  * The Prometheus HTTP query API, which Prometheus, VictoriaMetrics and Mimir
@@ -52,13 +65,23 @@ export class Prometheus {
   log = '';
 
   /** Scrapes the targets (host:port of pull endpoints) as one job, l9gpu. */
-  async start(targets: string | string[], scrapeInterval = '1s'): Promise<this> {
+  async start(targets: string | string[], scrapeInterval = '1s', o: ScrapeOptions = {}): Promise<this> {
     this.port = await freePort();
     this.dir = tempDir('l9gpu-prom-');
     const cfg = join(this.dir, 'prometheus.yml');
     const list = (Array.isArray(targets) ? targets : [targets]).map((t) => `'${t}'`).join(', ');
-    writeFileSync(cfg, `global:\n  scrape_interval: ${scrapeInterval}\n  scrape_timeout: ${scrapeInterval}\nscrape_configs:\n  - job_name: l9gpu\n    static_configs:\n      - targets: [${list}]\n`);
-    this.proc = spawn(PROMETHEUS_BIN, [`--config.file=${cfg}`, `--storage.tsdb.path=${join(this.dir, 'data')}`, `--web.listen-address=127.0.0.1:${this.port}`, '--log.level=warn'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let job = `  - job_name: l9gpu\n    static_configs:\n      - targets: [${list}]\n`;
+    if (o.scheme) job += `    scheme: ${o.scheme}\n`;
+    if (o.metricsPath) job += `    metrics_path: ${o.metricsPath}\n`;
+    if (o.basicAuth) job += `    basic_auth:\n      username: ${JSON.stringify(o.basicAuth.username)}\n      password: ${JSON.stringify(o.basicAuth.password)}\n`;
+    if (o.tls) {
+      job += '    tls_config:\n';
+      if (o.tls.ca) job += `      ca_file: ${o.tls.ca}\n`;
+      if (o.tls.cert) job += `      cert_file: ${o.tls.cert}\n      key_file: ${o.tls.key}\n`;
+      if (o.tls.serverName) job += `      server_name: ${o.tls.serverName}\n`;
+    }
+    writeFileSync(cfg, `global:\n  scrape_interval: ${scrapeInterval}\n  scrape_timeout: ${scrapeInterval}\nscrape_configs:\n${job}`);
+    this.proc = spawn(o.version === 3 ? PROMETHEUS3_BIN : PROMETHEUS_BIN, [`--config.file=${cfg}`, `--storage.tsdb.path=${join(this.dir, 'data')}`, `--web.listen-address=127.0.0.1:${this.port}`, '--log.level=warn'], { stdio: ['ignore', 'pipe', 'pipe'] });
     this.proc.on('error', (e) => (this.log += `spawn failed: ${e.message}\n`));
     this.proc.stdout!.on('data', (d: Buffer) => (this.log += d.toString()));
     this.proc.stderr!.on('data', (d: Buffer) => (this.log += d.toString()));
