@@ -19,6 +19,11 @@ import { readHealthFile } from '../health/state-file.js';
 import { readSection } from '../core/config/read.js';
 import { DAEMON_SECTION } from '../core/config/sections.js';
 import { writeOut } from './out.js';
+import { securityFindings } from './doctor-security.js';
+import { JOBS_SECTION } from '../jobs/config.js';
+import { tlsFilesOf } from '../core/config/client-keys.js';
+import { endpointReachable } from '../core/probe.js';
+import { redactUrl } from '../core/redact.js';
 
 
 interface Check {
@@ -61,6 +66,12 @@ export async function doctor(flags: FlagValues): Promise<number> {
   const stateDir = readSection(cfg, DAEMON_SECTION).state_dir;
   const store = { path: join(stateDir, 'l9gpu.db'), ...dirWritable(stateDir) };
   const jobsSocket = attribution.manifest ? await jobsSocketCheck(stateDir) : null;
+  const jobs = readSection(cfg, JOBS_SECTION);
+  // where the slurmctld epilog and jobs show --source promql read: its TLS files and reachability
+  const promql = jobs.promql_url
+    ? { url: redactUrl(jobs.promql_url), ...(await endpointReachable(jobs.promql_url, tlsFilesOf('jobs', 'promql_', jobs), { ca: '[jobs] promql_certificate', cert: '[jobs] promql_client_certificate', endpoint: '[jobs] promql_url' })) }
+    : null;
+  const security = securityFindings(cfg, enabledSinks);
 
   const shown = ALL_SECTIONS.filter((s) => flags.all || s.name === 'daemon' || enabledPlugins.has(s.name) || enabledSinks.has(s.name));
   const settings = shown.flatMap((s) =>
@@ -75,7 +86,8 @@ export async function doctor(flags: FlagValues): Promise<number> {
   const expected = await expectGpus(pluginManifests, ctx);
   const found = plugins.filter((c) => c.enabled && c.ok).reduce((n, c) => n + (c.gpus ?? 0), 0);
   const shortfall = gpuShortfall(expected, found);
-  const problems = [...plugins, ...sinks].filter((c) => c.enabled && !c.ok).length + (store.ok ? 0 : 1) + (provider?.problems ?? 0) + (jobsSocket && !jobsSocket.ok ? 1 : 0) + (shortfall ? 1 : 0);
+  const problems =
+    [...plugins, ...sinks].filter((c) => c.enabled && !c.ok).length + (store.ok ? 0 : 1) + (provider?.problems ?? 0) + (jobsSocket && !jobsSocket.ok ? 1 : 0) + (shortfall ? 1 : 0) + (promql && !promql.ok ? 1 : 0) + security.filter((f) => f.level === 'problem').length;
   for (const c of plugins) {
     if (!c.enabled && selection.detected[c.name]) c.detail = `not enabled by auto: ${c.detail}`;
     if (shortfall && !c.enabled && expected.plugins.includes(c.name)) c.problem = true;
@@ -94,6 +106,8 @@ export async function doctor(flags: FlagValues): Promise<number> {
     attribution: { mode: attribution.mode, resolved: attribution.resolved, detail: attribution.detail, provider: provider?.json ?? null },
     store,
     jobs_socket: jobsSocket,
+    promql,
+    security,
     gpus: { found, expected: expected.count, why: expected.why, problem: shortfall ?? null },
     problems,
   };
@@ -124,7 +138,13 @@ export async function doctor(flags: FlagValues): Promise<number> {
     for (const l of provider?.lines ?? []) out.push(`  ${l}`);
     out.push(`store: ${store.path} - ${store.detail}`);
     if (jobsSocket) out.push(`jobs socket: ${jobsSocket.path} - ${jobsSocket.ok ? '' : 'FAIL: '}${jobsSocket.detail}`);
+    if (promql) out.push(`promql: ${promql.url} - ${promql.ok ? '' : 'FAIL: '}${promql.detail}`);
+    out.push('', 'security (docs/security.md):');
+    if (security.length === 0) out.push('  ok    nothing served or stored for other users or the network to read');
+    for (const f of security) out.push(`  ${f.level === 'problem' ? 'FAIL ' : 'WARN '} ${f.what}`, `        fix: ${f.fix}`);
+    const warnings = security.filter((f) => f.level === 'warn').length;
     out.push('', problems === 0 ? 'no problems found' : `${problems} problem(s) found`);
+    if (warnings) out.push(`${warnings} warning(s): security, above`);
     writeOut(out.join('\n') + '\n');
   }
   return problems > 0 ? 1 : 0;

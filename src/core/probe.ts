@@ -1,16 +1,15 @@
 /** Cheap, side-effect-free reachability checks for `l9gpu doctor`. */
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
-import type http from 'node:http';
 import type net from 'node:net';
 import { dirname } from 'node:path';
 import type tls from 'node:tls';
 import { requireBuiltin } from './builtin.js';
 import type { ProbeResult } from './plugin.js';
 import { hasTls, readTlsMaterial, tlsProblem, type TlsFiles } from './net/tls-files.js';
+import { createHttpClient } from './net/http-client.js';
 
 // at their first use (builtin.ts): the plugins' manifests import this module, and the light commands load them all
 const loadNet = (): typeof net => requireBuiltin('node:net') as typeof net;
-const loadHttp = (): typeof http => requireBuiltin('node:http') as typeof http;
 const loadTls = (): typeof tls => requireBuiltin('node:tls') as typeof tls;
 
 /**
@@ -73,17 +72,18 @@ export function tcpReachable(url: string, timeoutMs = 2000): Promise<ProbeResult
   });
 }
 
-/** The Server header of an HTTP answer at host:port/path (a HEAD request, 1 s), or undefined. */
-export function serverHeader(host: string, port: number, path: string, timeoutMs = 1000): Promise<string | undefined> {
-  return new Promise((resolve) => {
-    const req = loadHttp().request({ host, port, path, method: 'HEAD', timeout: timeoutMs }, (res) => {
-      res.resume();
-      resolve(typeof res.headers.server === 'string' ? res.headers.server : undefined);
-    });
-    req.on('timeout', () => req.destroy());
-    req.on('error', () => resolve(undefined));
-    req.end();
-  });
+/** The Server header of an HTTP(S) answer at host:port/path (a HEAD request, 1 s; over TLS the certificate is not checked: only who answers is asked), or undefined. */
+export async function serverHeader(host: string, port: number, path: string, tls = false, timeoutMs = 1000): Promise<string | undefined> {
+  const origin = `${tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  const client = createHttpClient({ url: `${origin}${path}`, timeoutMs, maxResponseBytes: 4096, insecureSkipVerify: true });
+  try {
+    const r = await client.request({ method: 'HEAD' });
+    return typeof r.headers.server === 'string' ? r.headers.server : undefined;
+  } catch {
+    return undefined;
+  } finally {
+    client.close();
+  }
 }
 
 /** Whether a listener could bind host:port right now. */

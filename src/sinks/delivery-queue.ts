@@ -21,6 +21,8 @@ export interface DeliveryOptions {
   readonly log: Logger;
   readonly minBackoffMs?: number;
   readonly maxBackoffMs?: number;
+  /** How often a request that failed on a configuration problem is tried again (default 10 s): a CA file mended on disk is taken then. */
+  readonly configRetryMs?: number;
 }
 
 export class DeliveryQueue {
@@ -34,10 +36,12 @@ export class DeliveryQueue {
   private closed = false;
   private readonly minBackoff: number;
   private readonly maxBackoff: number;
+  private readonly configRetry: number;
 
   constructor(private readonly o: DeliveryOptions) {
     this.minBackoff = o.minBackoffMs ?? 1000;
     this.maxBackoff = o.maxBackoffMs ?? 60_000;
+    this.configRetry = o.configRetryMs ?? 10_000;
     this.backoff = this.minBackoff;
   }
 
@@ -145,10 +149,10 @@ export class DeliveryQueue {
       // rotated on disk is taken at the next try), so it is said once as what it is and tried again slowly
       if (this.configProblem !== r.reason) {
         this.configProblem = r.reason;
-        this.o.log.error(`cannot deliver: a configuration problem, not an outage: fix ${r.config} (the data waits in the queue, tried again every ${Math.round(this.maxBackoff / 1000)} s)`, { reason: r.reason });
+        this.o.log.error(`cannot deliver: a configuration problem, not an outage: fix ${r.config} (the data waits in the queue, tried again every ${Math.round(this.configRetry / 1000)} s, said again only if the problem changes)`, { reason: r.reason });
       }
       if (!this.downSince) this.downSince = Date.now();
-      this.backoff = this.maxBackoff;
+      this.backoff = this.configRetry;
       return false;
     }
     if (!this.downSince) {

@@ -24,7 +24,7 @@ import type { Attributes, Batch, Emitter } from '../core/metrics/model.js';
 import { metric, PERSONAL_ATTRIBUTES, type MetricDef } from '../core/metrics/registry.js';
 import { batchLines, constantLabels, metricHeader, NO_METRICS, pagePieces, targetInfo, type Constant } from './prom-text.js';
 import { BoundedListener, REFUSAL_REASONS } from './web/listener.js';
-import { WebState } from './web/web-state.js';
+import { takeWebConfig, WebState } from './web/web-state.js';
 import { WebConfigError } from './web/web-config.js';
 import { portFree, serverHeader } from '../core/probe.js';
 import { VERSION } from '../core/resource.js';
@@ -66,15 +66,33 @@ function webStateOf(c: Config, log: SinkContext['log']): WebState | undefined {
 
 const SERVER = `l9gpu/${VERSION}`;
 
-/** Free, or held by a running l9gpu (a healthy node: the daemon serves it); anything else on it is a problem. */
+/**
+ * The web_config readable and usable (a problem otherwise, with the key), and
+ * the port free or held by a running l9gpu (a healthy node: the daemon serves
+ * it); anything else on it is a problem. A TLS port is asked over TLS (the
+ * certificate not checked: only who answers is asked).
+ */
 async function probePort(c: Config): Promise<ProbeResult> {
   const s = readSection(c, PROMETHEUS_SECTION);
+  let tls = false;
+  let clientCert = false;
+  if (s.web_config) {
+    try {
+      const w = takeWebConfig(s.web_config);
+      tls = !!w.tls;
+      clientCert = w.config.tls?.clientAuth === 'RequireAndVerifyClientCert' || w.config.tls?.clientAuth === 'RequireAnyClientCert';
+    } catch (e) {
+      return { ok: false, detail: `[prometheus] web_config: ${(e as Error).message}` };
+    }
+  }
   const host = s.host ?? '0.0.0.0';
   const port = s.port;
   const free = await portFree(host, port);
   if (free.ok || !free.detail.includes('is in use')) return free;
-  const who = await serverHeader(host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host, port, s.path);
+  const who = await serverHeader(host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host, port, s.path, tls);
   if (who?.startsWith('l9gpu/')) return { ok: true, detail: `${host}:${port} is served by a running l9gpu daemon (${who})` };
+  // a page that asks every client for a certificate answers no one without: who holds the port is not asked
+  if (who === undefined && clientCert) return { ok: true, detail: `${host}:${port} is in use, by a server that asks for a client certificate (as web_config does): not asked further` };
   return { ok: false, detail: `${host}:${port} is in use by another program${who ? ` (${who})` : ''} ([prometheus] port)` };
 }
 
@@ -378,7 +396,16 @@ export const prometheusSink: SinkManifest = {
   create: (ctx) => new PrometheusSink(ctx),
   describe: (c: Config) => {
     const s = readSection(c, PROMETHEUS_SECTION);
-    return `listening on http://${s.host}:${s.port}${s.path}`;
+    if (!s.web_config) return `listening on http://${s.host}:${s.port}${s.path}`;
+    let how = 'web_config unreadable';
+    try {
+      const w = takeWebConfig(s.web_config).config;
+      const auth = [w.users.size ? `basic auth (${w.users.size} user${w.users.size > 1 ? 's' : ''})` : '', w.tls?.clientAuth === 'RequireAndVerifyClientCert' ? 'client certificates' : ''].filter(Boolean).join(' and ');
+      how = `${w.tls ? 'TLS' : 'no TLS'}, ${auth || 'no authentication'}`;
+    } catch {
+      // the probe says why
+    }
+    return `listening on ${s.web_config && how.startsWith('TLS') ? 'https' : 'http'}://${s.host}:${s.port}${s.path} (web_config ${s.web_config}: ${how})`;
   },
   probe: (c: Config) => probePort(c),
 };
