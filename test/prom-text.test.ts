@@ -154,7 +154,7 @@ test('an attribute that sanitises to a constant label (host.name, host_name, clu
     gauge({ 'vllm.i': '4' }),
   ]));
   assert.deepEqual(Object.entries(sampleWith(f, GAUGE_NAME, 'vllm_i', '1').labels), [['host_name', 'other'], ['vllm_i', '1'], ['cluster_name', 'alps']]);
-  assert.deepEqual(Object.entries(sampleWith(f, GAUGE_NAME, 'vllm_i', '2').labels), [['host_name', 'a'], ['host_name_1', 'b'], ['vllm_i', '2']]);
+  assert.deepEqual(Object.entries(sampleWith(f, GAUGE_NAME, 'vllm_i', '2').labels), [['host_name', 'a'], ['host_name_1', 'b'], ['vllm_i', '2'], ['cluster_name', 'alps']]);
   assert.deepEqual(Object.entries(sampleWith(f, GAUGE_NAME, 'vllm_i', '3').labels), [['cluster_name', 'elsewhere'], ['vllm_i', '3'], ['host_name', 'gpu001']]);
   assert.deepEqual(Object.entries(sampleWith(f, GAUGE_NAME, 'vllm_i', '4').labels), [['vllm_i', '4'], ['host_name', 'gpu001'], ['cluster_name', 'alps']]);
   assert.deepEqual(samples(f, 'target_info')[0]!.labels, { service_name: 'l9gpu', host_name: 'gpu001', cluster_name: 'alps' });
@@ -186,6 +186,8 @@ test('an empty name, names of only punctuation and digit-led names: key_ for the
   assert.equal(s.labels.key_1_5, 'one-five');
   assert.equal(s.labels.key_9lives, 'nine');
   assert.equal(s.labels.vllm_, 'prefix');
+  // names of _ alone: _, then _1 and _2 (not __1: a reserved name)
+  assert.deepEqual([s.labels._, s.labels._1, s.labels._2], ['dot', 'under', 'dunder']);
   // JavaScript orders integer-like keys first: "0" is key_0, and the attribute key_0 its second
   assert.equal(s.labels.key_0, 'zero');
   assert.equal(s.labels.key_0_1, 'taken');

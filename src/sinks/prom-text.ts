@@ -87,9 +87,11 @@ function labels(a: Attributes, extra: Constant, hide?: ReadonlySet<string>): str
     else {
       if (!used) used = new Set([first]);
       if (used.has(n)) {
+        // no second _ after one: _ and _1 would make __1, a reserved name
+        const stem = n.endsWith('_') ? n : `${n}_`;
         let i = 1;
-        while (used.has(`${n}_${i}`)) i++;
-        n = `${n}_${i}`;
+        while (used.has(`${stem}${i}`)) i++;
+        n = `${stem}${i}`;
       }
       used.add(n);
     }

@@ -141,27 +141,11 @@ if [ ! -x "$vm" ]; then
   echo "VictoriaMetrics: $("$vm" -version)" >&2
 fi
 
-# node_exporter and Prometheus 3 from unstable, unpacked; `packages` is written last: it marks the folder complete
-if [ ! -e "$sid_peers/packages" ]; then
-  apt_download sid prometheus-node-exporter prometheus
-  d="$cache/apt-sid"
-  rm -rf "$sid_peers"; mkdir -p "$sid_peers"
-  for deb in "$d"/dl/*.deb; do
-    dpkg-deb -x "$deb" "$sid_peers"
-    echo "$(dpkg-deb -f "$deb" Package) $(dpkg-deb -f "$deb" Version)" >> "$sid_peers/packages.tmp"
-  done
-  mv "$sid_peers/packages.tmp" "$sid_peers/packages"
-  rm -rf "$d"
-  echo "Debian unstable peers: $(paste -sd, "$sid_peers/packages" | sed 's/,/, /g')" >&2
-fi
-
-# NVIDIA's libraries and header, unpacked; `packages` (name and version of each) is written last: it marks the
-# folder complete
-for r in "${!nvml[@]}"; do
-  # shellcheck disable=SC2086 # the package list is words
-  apt_download "$r" ${nvml[$r]}
-  d="$cache/apt-$r"
-  out="$cache/nvidia-ml/$r"
+# Unpacks the downloaded packages of a suite into a folder; `packages` (name and version of each) is written last:
+# it marks the folder complete. Says what it unpacked, under the given title.
+unpack_into() {
+  local suite=$1 out=$2 title=$3
+  local d="$cache/apt-$suite"
   rm -rf "$out"; mkdir -p "$out"
   for deb in "$d"/dl/*.deb; do
     dpkg-deb -x "$deb" "$out"
@@ -169,7 +153,20 @@ for r in "${!nvml[@]}"; do
   done
   mv "$out/packages.tmp" "$out/packages"
   rm -rf "$d"
-  echo "NVIDIA NVML ($r): $(paste -sd, "$out/packages" | sed 's/,/, /g')" >&2
+  echo "$title: $(paste -sd, "$out/packages" | sed 's/,/, /g')" >&2
+}
+
+# node_exporter and Prometheus 3 from unstable
+if [ ! -e "$sid_peers/packages" ]; then
+  apt_download sid prometheus-node-exporter prometheus
+  unpack_into sid "$sid_peers" "Debian unstable peers"
+fi
+
+# NVIDIA's libraries and header
+for r in "${!nvml[@]}"; do
+  # shellcheck disable=SC2086 # the package list is words
+  apt_download "$r" ${nvml[$r]}
+  unpack_into "$r" "$cache/nvidia-ml/$r" "NVIDIA NVML ($r)"
 done
 
 failed=0
