@@ -237,7 +237,7 @@ test('hostile values in the resource: target_info and the constant labels get U+
   assert.deepEqual(samples(f, GAUGE_NAME)[0]!.labels, { vllm_i: '1', host_name: 'gpu\ufffd001\ufffd', cluster_name: 'a"b\\c\nd' });
 });
 
-test('two points of one metric whose labels end up the same (names that sanitise alike, values that differ in replaced characters only, a label left off): the later is left out and counted; other points stay', () => {
+test('two points of one metric whose labels end up the same (names that sanitise alike, values that differ in replaced characters or lone surrogates only, a label left off): the later is left out and counted; other points stay', () => {
   const r = render([
     gauge({ 'vllm.a.b': '1' }, 1),
     gauge({ 'vllm.a_b': '1' }, 2),
@@ -246,6 +246,9 @@ test('two points of one metric whose labels end up the same (names that sanitise
     gauge({ 'vllm.v': '\u009b' }, 5, OTHER),
     gauge({ 'process.owner': 'alice', 'vllm.w': '1' }, 6),
     gauge({ 'process.owner': 'bob', 'vllm.w': '1' }, 7),
+    // lone surrogates: both are U+FFFD in UTF-8, one series
+    gauge({ 'vllm.s': '\ud800' }, 12),
+    gauge({ 'vllm.s': '\udc00' }, 13),
     gauge({ 'vllm.v': 'a' }, 8),
     gauge({ 'vllm.v': 'b' }, 9),
     // a metric's points in two runs: a repeat in a later run is left out too (3's on the gauge, 5's on the other)
@@ -253,11 +256,12 @@ test('two points of one metric whose labels end up the same (names that sanitise
     gauge({ 'vllm.v': '\u0085' }, 11, OTHER),
   ], { hide: new Set(['process.owner']) });
   const f = checked(r);
-  assert.equal(r.duplicates, 5);
+  assert.equal(r.duplicates, 6);
   assert.deepEqual(samples(f, GAUGE_NAME).map((s) => [s.labels, s.value]), [
     [{ vllm_a_b: '1', host_name: 'gpu001', cluster_name: 'alps' }, 1],
     [{ vllm_v: '\ufffd', host_name: 'gpu001', cluster_name: 'alps' }, 3],
     [{ vllm_w: '1', host_name: 'gpu001', cluster_name: 'alps' }, 6],
+    [{ vllm_s: '\ufffd', host_name: 'gpu001', cluster_name: 'alps' }, 12],
     [{ vllm_v: 'a', host_name: 'gpu001', cluster_name: 'alps' }, 8],
     [{ vllm_v: 'b', host_name: 'gpu001', cluster_name: 'alps' }, 9],
   ]);

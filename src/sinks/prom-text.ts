@@ -53,10 +53,11 @@ function labelName(k: string): string {
  * C1, Unicode Cf, the line and paragraph separators), which the format has
  * no escape for: a user's engine page writing ESC or BEL there would run its
  * escape sequences in the terminal of an admin who curls the node's page.
- * They become U+FFFD.
+ * They become U+FFFD, as does a lone surrogate (\p{Cs}: UTF-8 writes it as
+ * U+FFFD anyway, and two values differing in one must be one series here too).
  */
-const NEEDS_ESCAPE = /[\\\n"\u0000-\u0008\u000b-\u001f\u007f-\u009f\p{Cf}\u2028\u2029]/u;
-const UNSAFE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\p{Cf}\u2028\u2029]/gu;
+const NEEDS_ESCAPE = /[\\\n"\u0000-\u0008\u000b-\u001f\u007f-\u009f\p{Cf}\p{Cs}\u2028\u2029]/u;
+const UNSAFE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\p{Cf}\p{Cs}\u2028\u2029]/gu;
 function labelValue(v: unknown): string {
   const s = typeof v === 'string' ? v : JSON.stringify(v);
   // nearly every value has none of them: no copies through the replaces
