@@ -22,6 +22,7 @@ import { createHash } from 'node:crypto';
 import type { Worker } from 'node:worker_threads';
 import { requireBuiltin } from '../../core/builtin.js';
 import { TokenBuckets } from './token-buckets.js';
+import { bcryptjsHash } from './web-config.js';
 
 /** exporter-toolkit's: bcrypt of "fakepassword", cost 10. */
 const DUMMY_HASH = '$2y$10$QOauhQNbBCuQDKes6eFzPeMqBSjb7Mr5DUmpZ/VcEd00UAV/LDeSi';
@@ -115,7 +116,7 @@ export class BasicAuth {
     const id = this.nextId++;
     return new Promise<boolean | undefined>((resolve) => {
       this.waiting.set(id, resolve);
-      this.worker!.postMessage({ id, password, hash });
+      this.worker!.postMessage({ id, password, hash: bcryptjsHash(hash) });
     });
   }
 

@@ -148,6 +148,20 @@ export function bcryptHashProblem(hash: string): string | undefined {
   return undefined;
 }
 
+/**
+ * The hash in the form bcryptjs reads, for the comparison Go's bcrypt makes:
+ * Go takes any version up to 2 with any minor letter or none (`$2$`, `$2x$`,
+ * `$2y$`) and computes each as 2a and 2b do (the key NUL-terminated), reads
+ * the two bytes of the cost with strconv.Atoi and passes over the byte after
+ * them; bcryptjs throws on a letter other than a, b, y, and computes `$2$`
+ * without the NUL. So the prefix is written `$2b$` with the cost in two
+ * digits, the salt and digest unchanged. For a hash bcryptHashProblem took.
+ */
+export function bcryptjsHash(hash: string): string {
+  const at = hash[2] === '$' ? 3 : 4;
+  return `$2b$${String(Number(hash.slice(at, at + 2))).padStart(2, '0')}$${hash.slice(at + 3)}`;
+}
+
 /** A Go time.Duration as yaml.v2 takes it: a duration string, or an integer of nanoseconds. */
 function goDurationMs(v: unknown): number | undefined {
   if (typeof v === 'number' && Number.isInteger(v)) return v / 1e6;
@@ -165,13 +179,21 @@ const loadYaml = (): typeof YAML => requireBuiltin('yaml') as typeof YAML;
 
 type Obj = Record<string, unknown>;
 
-/** The fields of one YAML mapping, read as Go's strict unmarshal into a struct does. */
+/**
+ * The fields of one YAML mapping, read as Go's strict unmarshal into a struct
+ * does: from the document as YAML 1.1 types it (`o`: booleans, integers) and
+ * from the same document with each scalar as its text (`t`), since yaml.v2
+ * decodes any scalar into a string as the text written (a user `0100`, a
+ * header value `0x10`, a key `yes`), where the typed value would be 64, 16
+ * and true.
+ */
 class Fields {
   private readonly seen = new Set<string>();
   constructor(
     private readonly file: string,
     private readonly at: string,
     private readonly o: Obj,
+    private readonly t: Obj,
   ) {}
 
   private err(key: string | undefined, msg: string): WebConfigError {
@@ -183,16 +205,21 @@ class Fields {
     return this.o[key];
   }
 
-  /** Unknown keys: yaml.v2's UnmarshalStrict refuses them. */
+  private text(key: string): unknown {
+    this.seen.add(key);
+    return this.t[key];
+  }
+
+  /** Unknown keys (as written): yaml.v2's UnmarshalStrict refuses them. */
   done(): void {
-    for (const k of Object.keys(this.o)) if (!this.seen.has(k)) throw this.err(k, `field ${k} not found in type ${this.at || 'web.Config'}`);
+    for (const k of Object.keys(this.t)) if (!this.seen.has(k)) throw this.err(k, `field ${k} not found in type ${this.at || 'web.Config'}`);
   }
 
   string(key: string): string {
-    const v = this.take(key);
+    const v = this.text(key);
     if (v === undefined || v === null) return '';
     // yaml.v2 decodes any scalar into a string field as its text
-    if (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') return String(v);
+    if (typeof v === 'string') return v;
     throw this.err(key, `cannot unmarshal a ${Array.isArray(v) ? 'sequence' : 'mapping'} into a string`);
   }
 
@@ -215,11 +242,12 @@ class Fields {
   }
 
   strings(key: string): string[] | null {
-    const v = this.take(key);
+    const v = this.text(key);
     if (v === undefined || v === null) return null;
     if (!Array.isArray(v)) throw this.err(key, `cannot unmarshal ${JSON.stringify(v)} into a list`);
     return v.map((x, i) => {
-      if (typeof x === 'string' || typeof x === 'number' || typeof x === 'boolean') return String(x);
+      if (x === null) return '';
+      if (typeof x === 'string') return x;
       throw this.err(`${key}[${i}]`, 'cannot unmarshal a collection into a string');
     });
   }
@@ -228,17 +256,17 @@ class Fields {
     const v = this.take(key);
     if (v === undefined || v === null) return null;
     if (typeof v !== 'object' || Array.isArray(v)) throw this.err(key, `cannot unmarshal ${JSON.stringify(v).slice(0, 40)} into a mapping`);
-    return new Fields(this.file, this.at ? `${this.at}.${key}` : key, v as Obj);
+    return new Fields(this.file, this.at ? `${this.at}.${key}` : key, v as Obj, this.t[key] as Obj);
   }
 
   stringMap(key: string): Map<string, string> {
-    const v = this.take(key);
+    const v = this.text(key);
     const out = new Map<string, string>();
     if (v === undefined || v === null) return out;
     if (typeof v !== 'object' || Array.isArray(v)) throw this.err(key, `cannot unmarshal ${JSON.stringify(v).slice(0, 40)} into a mapping of strings`);
     for (const [k, x] of Object.entries(v as Obj)) {
       if (x === null || x === undefined) out.set(k, '');
-      else if (typeof x === 'string' || typeof x === 'number' || typeof x === 'boolean') out.set(k, String(x));
+      else if (typeof x === 'string') out.set(k, x);
       else throw this.err(`${key}.${k}`, 'cannot unmarshal a collection into a string');
     }
     return out;
@@ -246,6 +274,11 @@ class Fields {
 
   raw(key: string): unknown {
     return this.take(key);
+  }
+
+  /** A scalar's text (null: a YAML null), as a Go type's UnmarshalYAML reads it into a string. */
+  scalarText(key: string): unknown {
+    return this.text(key);
   }
 
   error(key: string, msg: string): WebConfigError {
@@ -283,25 +316,70 @@ export function readPem(file: string, key: string, src: PemSource): Buffer {
   }
 }
 
+/**
+ * A scalar node's text as yaml.v2 decodes it into a string: a string as it
+ * reads (quotes and escapes undone), a number, boolean or date as written;
+ * null and the merge key (`<<`, a symbol) as they are.
+ */
+function textOf(Y: typeof YAML, node: unknown): unknown {
+  if (!Y.isScalar(node)) return node;
+  const v = node.value;
+  return typeof v === 'string' || typeof v === 'symbol' || v === null ? v : (node.source ?? String(v));
+}
+
+/** The path of the first key set twice in a mapping of the document (keys compared by their text, as yaml.v2 does). */
+function duplicateKey(Y: typeof YAML, node: unknown, at: string): string | undefined {
+  if (Y.isMap(node)) {
+    const seen = new Set<string>();
+    for (const pair of node.items) {
+      const k = String(textOf(Y, pair.key));
+      const path = at ? `${at}.${k}` : k;
+      if (seen.has(k)) return path;
+      seen.add(k);
+      const inner = duplicateKey(Y, pair.value, path);
+      if (inner) return inner;
+    }
+  } else if (Y.isSeq(node)) {
+    for (const [i, item] of node.items.entries()) {
+      const inner = duplicateKey(Y, item, `${at}[${i}]`);
+      if (inner) return inner;
+    }
+  }
+  return undefined;
+}
+
 /** Reads and checks a web configuration file; throws a WebConfigError naming the key. */
 export function readWebConfig(file: string): WebConfig {
   const text = readText(file);
   const Y = loadYaml();
-  const doc = Y.parseDocument(text, { version: '1.1', uniqueKeys: true, prettyErrors: false });
-  if (doc.errors.length) throw new WebConfigError(file, undefined, `not YAML: ${doc.errors[0]!.message.split('\n')[0]}`);
+  const doc = Y.parseDocument(text, { version: '1.1', uniqueKeys: (a, b) => textOf(Y, a) === textOf(Y, b), prettyErrors: false });
+  if (doc.errors.length) {
+    // yaml.v2 names the key set twice (`field tls_server_config already set`, `key "alice" already set in map`)
+    const twice = doc.errors[0]!.code === 'DUPLICATE_KEY' ? duplicateKey(Y, doc.contents, '') : undefined;
+    if (twice) throw new WebConfigError(file, twice, 'set twice in one mapping');
+    throw new WebConfigError(file, undefined, `not YAML: ${doc.errors[0]!.message.split('\n')[0]}`);
+  }
   let top: unknown;
+  let textTop: unknown;
   try {
     top = doc.toJS({ maxAliasCount: 100 });
+    const asText = doc.clone();
+    Y.visit(asText, {
+      Scalar(_key, node) {
+        node.value = textOf(Y, node);
+      },
+    });
+    textTop = asText.toJS({ maxAliasCount: 100 });
   } catch (e) {
     throw new WebConfigError(file, undefined, `not YAML: ${(e as Error).message.split('\n')[0]}`);
   }
   if (top !== null && top !== undefined && (typeof top !== 'object' || Array.isArray(top))) {
     throw new WebConfigError(file, undefined, 'cannot unmarshal the document into web.Config: it is not a mapping of tls_server_config, http_server_config, basic_auth_users and rate_limit');
   }
-  const root = new Fields(file, '', (top ?? {}) as Obj);
+  const root = new Fields(file, '', (top ?? {}) as Obj, (textTop ?? {}) as Obj);
   const dir = dirname(file);
 
-  const t = root.mapping('tls_server_config') ?? new Fields(file, 'tls_server_config', {});
+  const t = root.mapping('tls_server_config') ?? new Fields(file, 'tls_server_config', {}, {});
   const certInline = t.string('cert');
   const keyInline = t.string('key');
   const caInline = t.string('client_ca');
@@ -318,7 +396,7 @@ export function readWebConfig(file: string): WebConfig {
     if (!CURVES[c]) throw t.error(`curve_preferences[${i}]`, `unknown curve: ${c}`);
   });
   const version = (key: string, dflt: TlsVersion): TlsVersion => {
-    const v = t.raw(key);
+    const v = t.scalarText(key);
     if (v === undefined) return dflt;
     const s = v === null ? '' : String(v);
     if (!(s in TLS_VERSIONS)) throw t.error(key, `unknown TLS version: ${s} (TLS10, TLS11, TLS12 or TLS13)`);
@@ -330,7 +408,7 @@ export function readWebConfig(file: string): WebConfig {
   const sans = t.strings('client_allowed_sans');
   t.done();
 
-  const h = root.mapping('http_server_config') ?? new Fields(file, 'http_server_config', {});
+  const h = root.mapping('http_server_config') ?? new Fields(file, 'http_server_config', {}, {});
   const http2 = h.bool('http2', true);
   const headers = Object.fromEntries(h.stringMap('headers'));
   h.done();
@@ -346,7 +424,7 @@ export function readWebConfig(file: string): WebConfig {
     if (p) throw new WebConfigError(file, `basic_auth_users.${u}`, `${p} (the value is a bcrypt hash: htpasswd -nBC 10 "" | tr -d ':\\n')`);
   }
 
-  const r = root.mapping('rate_limit') ?? new Fields(file, 'rate_limit', {});
+  const r = root.mapping('rate_limit') ?? new Fields(file, 'rate_limit', {}, {});
   const intervalRaw = r.raw('interval');
   const intervalMs = intervalRaw === undefined || intervalRaw === null ? 0 : goDurationMs(intervalRaw);
   if (intervalMs === undefined) throw r.error('interval', `time: invalid duration ${JSON.stringify(intervalRaw)} (a Go duration: 100ms, 1s, 2m)`);
