@@ -5,9 +5,11 @@
  * descriptors or a real scraper's answer. So:
  *
  * - connections per peer (its address) and in all are bounded; at the bound
- *   in all, the connection idle longest (no request in progress) is closed
- *   for the new one, so that a scraper's next connection gets in while
- *   others sit idle; a peer's new connections are rate-bounded too (a burst,
+ *   in all, a connection with no request in progress is closed for the new
+ *   one: the oldest that has not sent a whole request yet, else the one idle
+ *   longest, so that a scraper's next connection gets in while others sit
+ *   idle, and its keep-alive connection (a request every interval) is the
+ *   last to go; a peer's new connections are rate-bounded too (a burst,
  *   then a few a second), which also bounds its TLS handshakes;
  * - a connection must finish its TLS handshake and send a whole request head
  *   within header_timeout, finish each exchange (the request read, the page
@@ -75,6 +77,8 @@ interface Conn {
   /** The socket HTTP runs on (the TLS socket on a TLS port), once the handshake is done. */
   http?: net.Socket;
   busy: boolean;
+  /** It has sent a whole request (a scraper's does at once; a connection of a flood, or a slow one, has not). */
+  served: boolean;
   timer?: NodeJS.Timeout;
 }
 
@@ -87,6 +91,8 @@ export class BoundedListener {
   readonly counts = new Map<RefusalReason, number>();
   private readonly conns = new Map<net.Socket, Conn>();
   private readonly byHttp = new WeakMap<net.Socket, Conn>();
+  /** Sockets whose request the HTTP parser refused (counted and answered once). */
+  private readonly clientErrors = new WeakSet<net.Socket>();
   private readonly perPeer = new Map<string, number>();
   private readonly rate: TokenBuckets;
   private server: net.Server | undefined;
@@ -153,7 +159,7 @@ export class BoundedListener {
     if (!this.rate.take(peer)) return this.refuse(raw, 'connection_rate');
     if ((this.perPeer.get(peer) ?? 0) >= this.limits.maxPerPeer) return this.refuse(raw, 'per_peer');
     if (this.conns.size >= this.limits.maxConnections && !this.evictIdle()) return this.refuse(raw, 'total');
-    const c: Conn = { peer, raw, busy: false };
+    const c: Conn = { peer, raw, busy: false, served: false };
     this.conns.set(raw, c);
     this.perPeer.set(peer, (this.perPeer.get(peer) ?? 0) + 1);
     raw.once('close', () => this.forget(c));
@@ -207,16 +213,27 @@ export class BoundedListener {
     raw.destroy();
   }
 
-  /** Closes the connection idle longest (the map keeps them in the order they came), for a new one. */
+  /**
+   * Closes a connection for a new one: the oldest that has not sent a request yet, else the one idle longest (the
+   * map keeps them in the order they came, a connection put last again at each of its requests). By arrival alone,
+   * a scraper's keep-alive connection, the oldest, was the first closed under a flood (and its next one met a listen
+   * queue the flood filled: a scrape missed).
+   */
   private evictIdle(): boolean {
+    let idle: Conn | undefined;
     for (const c of this.conns.values()) {
       if (c.busy) continue;
-      this.count('evicted');
-      this.forget(c);
-      c.raw.destroy();
-      return true;
+      if (!c.served) {
+        idle = c;
+        break;
+      }
+      idle ??= c;
     }
-    return false;
+    if (!idle) return false;
+    this.count('evicted');
+    this.forget(idle);
+    idle.raw.destroy();
+    return true;
   }
 
   private forget(c: Conn): void {
@@ -231,7 +248,10 @@ export class BoundedListener {
     const c = this.byHttp.get(req.socket);
     if (c) {
       c.busy = true;
+      c.served = true;
       clearTimeout(c.timer);
+      // last in the order of eviction: idle the least long
+      if (this.conns.delete(c.raw)) this.conns.set(c.raw, c);
     }
     // the whole exchange, the page written included (a client that does not read its answer holds it no longer)
     const deadline = setTimeout(() => {
@@ -253,6 +273,10 @@ export class BoundedListener {
   }
 
   private onClientError(e: NodeJS.ErrnoException, socket: net.Socket): void {
+    // the parser says its error again for each piece of the request that comes before the socket is closed (a 1 MiB
+    // header line: twice): one count, and one answer, a connection
+    if (this.clientErrors.has(socket)) return void socket.destroy();
+    this.clientErrors.add(socket);
     const answer = (status: string): void => {
       if (socket.writable && socket.bytesWritten === 0) socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\n\r\n`, () => socket.destroy());
       else socket.destroy();
