@@ -9,6 +9,7 @@ import { benchHooks } from './hooks.js';
 import { benchJobs } from './jobs.js';
 import { benchJobsSocket, type LoopCost } from './jobs-socket.js';
 import { benchKubernetes } from './kubernetes.js';
+import { benchListener, listenerLines } from './listener.js';
 import { benchNcclDaemon, benchNcclTail } from './nccl.js';
 import { benchNvml, type NvmlCost } from './nvml.js';
 import { benchPackageStartup } from './package-startup.js';
@@ -121,6 +122,9 @@ line(`slurm: attribution per tick, same batch, ${k.gpus} jobs (baseline)`, ms(k.
 line('kubernetes / slurm attribution per tick', `${fmt(k.k8sTickMs / k.slurmTickMs, 2)}x`, '(info)', true);
 line(`kubernetes: refresh, ${k.pods} pods (List over the socket, match, unchanged)`, ms(k.refreshMs), '(info)', true);
 line(`kubernetes: refresh that rewrites every pod's run (all ${k.pods} pods replaced)`, ms(k.refreshWriteMs), '(info)', true);
+
+const ls = await benchListener(Number(process.env.BENCH_LISTENER_SCRAPES ?? 500), Number(process.env.BENCH_LISTENER_FRESH ?? 200));
+for (const [name, value] of listenerLines(ls)) line(name, value, '(info)', true);
 
 const daemonPaths = [
   ['sim', '8 sim GPUs + host'],

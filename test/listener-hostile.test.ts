@@ -12,8 +12,10 @@
  *   keep-alive   4 peers x 16 connections that make one request, then sit;
  *   malformed    a 1 MiB header line, a request with a body (declared and
  *                chunked), and (TLS) plain HTTP on the TLS port;
- *   tls flood    (TLS) 20 peers x 16 loops doing full handshakes and closing, as fast
- *                as they can, and 4 peers x 16 sending a ClientHello only;
+ *   tls flood    (TLS) 20 peers x 16 loops doing full handshakes and
+ *                closing, as fast as they can (320 in flight: past
+ *                max_connections), and 4 peers x 16 sending a ClientHello
+ *                only;
  *   passwords    (TLS) 20 peers asking with a wrong password, a new one
  *                every request.
  *
@@ -497,11 +499,12 @@ async function suite(): Promise<void> {
        * An attack to its end; then, once the daemon holds no more than the scrapers' connections (the page
        * that says so was collected after the attack's last refusal), its refusals by reason and its peaks.
        */
-      const phase = async (name: string, specs: AttackSpec[], note: (r: AttackReport) => string): Promise<{ r: AttackReport; refused: Record<string, number>; row: Row }> => {
+      const phase = async (name: string, specs: AttackSpec[], note: (r: AttackReport, each: AttackReport[]) => string): Promise<{ r: AttackReport; each: AttackReport[]; refused: Record<string, number>; row: Row }> => {
         sampler!.phase();
         const dialed = await dials();
         const t0 = performance.now();
-        const r = merged(await Promise.all(specs.map(attack)));
+        const each = await Promise.all(specs.map(attack));
+        const r = merged(each);
         const seconds = (performance.now() - t0) / 1000;
         // the connections back to the scrapers', and the counters still over more than a tick (the page's self-metrics
         // are a tick's): every refusal of the attack is in them
@@ -517,10 +520,10 @@ async function suite(): Promise<void> {
         for (const [k, v] of Object.entries(now.refused)) if (v - (last.refused[k] ?? 0) > 0) refused[k] = v - (last.refused[k] ?? 0);
         last = now;
         const peak = sampler!.phase();
-        const row = { attack: name, seconds, peakFds: peak.fds, peakRssMb: peak.rssMb, opened: r.opened, refused, scraperDials: (await dials()) - dialed, note: note(r) };
+        const row = { attack: name, seconds, peakFds: peak.fds, peakRssMb: peak.rssMb, opened: r.opened, refused, scraperDials: (await dials()) - dialed, note: note(r, each) };
         t.diagnostic(`${mode} ${name}: ${JSON.stringify(row)}`);
         assert.ok(peak.fds <= LIMITS.maxConnections + baseline.fds + FD_SLACK, `${name}: the daemon's descriptors peaked at ${peak.fds} (its own ${baseline.fds}, max_connections ${LIMITS.maxConnections})`);
-        return { r, refused, row };
+        return { r, each, refused, row };
       };
       const spec = (kind: AttackSpec['kind'], peers: string[], perPeer: number, ms: number): AttackSpec => ({ kind, port, peers, perPeer, ms, ...(mode === 'https' ? { ca: pki.ca, user: 'prometheus' } : {}) });
       const maxOf = (xs: number[]): number => xs.reduce((a, b) => Math.max(a, b), 0);
@@ -540,10 +543,11 @@ async function suite(): Promise<void> {
       // 20,000 connections at once from 20 peers, nothing sent
       {
         const specs = Array.from({ length: IDLE.processes }, (_, i) => spec('idle', peersFrom(2 + i * IDLE.peersEach, IDLE.peersEach), IDLE.perPeer, 6000));
-        const { r, refused } = await phase('idle', specs, (r) => `${r.opened} of ${IDLE.processes * IDLE.peersEach * IDLE.perPeer} connected; ${r.openAtEnd} still open at the end (never accepted: the kernel's listen queue was full)`);
+        const { r, refused, row } = await phase('idle', specs, (r) => `${r.opened} of ${IDLE.processes * IDLE.peersEach * IDLE.perPeer} connected; ${r.openAtEnd} still open at the end (never accepted: the kernel's listen queue was full)`);
         assert.ok((refused.connection_rate ?? 0) > 0, `connection_rate counted the flood: ${JSON.stringify(refused)}`);
         assert.ok((refused.evicted ?? 0) > 0, `the connections idle longest were evicted at max_connections: ${JSON.stringify(refused)}`);
         assert.ok((refused[timeoutReason] ?? 0) > 0, `${timeoutReason} counted the admitted ones: ${JSON.stringify(refused)}`);
+        assert.equal(row.scraperDials, 0, `Prometheus' keep-alive connection kept through the flood (a connection that has sent no request is closed first)`);
       }
 
       // one request answered, then silence: closed at idle_timeout after the answer
@@ -570,14 +574,20 @@ async function suite(): Promise<void> {
       }
 
       if (mode === 'https') {
-        // full handshakes from 20 peers as fast as they go, ClientHello stalls from 4 others
+        // full handshakes from 20 peers as fast as they go, 16 at a time each (more than max_connections in all), and
+        // ClientHello stalls from 4 others
         const floodPeers = peersFrom(1, 20, '127.0.4.');
         const helloPeers = peersFrom(1, 4, '127.0.5.');
         const ms = 8000;
-        const { r, refused, row } = await phase('tls flood', [spec('tlsflood', floodPeers, LIMITS.perPeer, ms), spec('hello', helloPeers, LIMITS.perPeer, ms)], (r) => `${r.opened} handshakes done, ${r.failed} refused`);
+        const { each, refused, row } = await phase('tls flood', [spec('tlsflood', floodPeers, LIMITS.perPeer, ms), spec('hello', helloPeers, LIMITS.perPeer, ms)], (_, [f, h]) => `flood: ${f!.opened} handshakes done, ${f!.failed} refused; ClientHello stalls: ${h!.opened} connected, longest ${(maxOf(h!.lifetimes) / 1000).toFixed(1)} s`);
+        const [r, hello] = each as [AttackReport, AttackReport];
+        assert.ok(maxOf(hello.lifetimes) <= (LIMITS.headerTimeoutS + SLACK_S) * 1000, `a stalled handshake lived ${maxOf(hello.lifetimes)} ms`);
         const rateBound = floodPeers.length * (LIMITS.burst + LIMITS.perPeerPerSecond * (row.seconds + 1));
         assert.ok(r.opened > 0 && r.opened <= rateBound, `handshakes the daemon made for the flood: ${r.opened}, bound by ${LIMITS.perPeerPerSecond}/s a peer: ${rateBound}`);
-        assert.ok((refused.connection_rate ?? 0) > 0, JSON.stringify(refused));
+        // the flood meets max_connections (handshakes in flight evicted for new ones) or, where handshakes are cheaper
+        // than here, the peers' rate first
+        assert.ok((refused.evicted ?? 0) + (refused.connection_rate ?? 0) > 0, JSON.stringify(refused));
+        assert.equal(row.scraperDials, 0, `Prometheus' keep-alive connection kept through the flood (a connection in its handshake is closed first)`);
         assert.ok((refused.tls_handshake ?? 0) >= helloPeers.length * LIMITS.perPeer, `the stalled handshakes closed at header_timeout: ${JSON.stringify(refused)}`);
 
         // wrong passwords: each refused, the bcrypt comparisons bounded by each peer's budget
