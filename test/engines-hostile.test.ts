@@ -223,8 +223,13 @@ test('[limits] engine_ports_per_user: a process of nobody named vllm serve liste
     let found: number;
     try {
       await waitFor('the ports budget counted', () => d.points().some((p) => p.name === 'l9gpu.budget.exceeded' && p.attributes['l9gpu.budget'] === 'engine_ports_per_user' && p.attributes['user.name'] === 'nobody' && p.value >= 56), 30_000, 250);
-      // every port asked has answered by now: the endpoints found are the first four
-      found = d.stderr.split('\n').filter((l) => /engine found/.test(l) && l.includes(`pid=${pid}`)).length;
+      const foundNow = (): number => d.stderr.split('\n').filter((l) => /engine found/.test(l) && l.includes(`pid=${pid}`)).length;
+      // stdout and stderr are two pipes: the lines of the endpoints found may come after the tick's points
+      await waitFor('the four endpoints asked found', () => foundNow() >= 4 || undefined, 30_000, 100);
+      // two more collections: no fifth endpoint is asked later either
+      const mark = d.stdout.length;
+      await waitFor('two more collections', () => d.pointsSince(mark).filter((p) => p.name === 'l9gpu.budget.exceeded').length >= 2 || undefined, 30_000, 250);
+      found = foundNow();
     } finally {
       assert.equal(await d.stop(), 0, d.stderr.slice(-2000));
     }
