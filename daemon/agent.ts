@@ -21,6 +21,7 @@ import { PluginRunner } from './runner.js';
 import { JobAttribution } from './job-attribution.js';
 import { AUTO, selectPlugins, type Manifests } from './selection.js';
 import { selfMetricsPlugin } from './self-metrics.js';
+import { ClockWatch, formatStep, monoNow } from '../src/core/clock.js';
 
 interface Held<T> {
   readonly item: T;
@@ -72,6 +73,7 @@ export class Agent {
   private pipeline: Pipeline;
   private running = false;
   readonly startTime = Date.now();
+  private readonly startMono = monoNow();
   /** What local users' sources hit of the [limits] bounds, for the daemon's life (reloads keep the counts). */
   readonly budgets: BudgetLedger;
   /** The plugins running, with `auto` expanded (and those a later probe started). */
@@ -90,10 +92,12 @@ export class Agent {
     private readonly log: Logger,
     private readonly manifests: Manifests,
     private readonly env: NodeJS.ProcessEnv = process.env,
+    /** readOnlyJobs: another daemon owns the state folder (daemon --once beside it): its store is read, nothing of it written or served. */
+    o: { readOnlyJobs?: boolean } = {},
   ) {
     this.pipeline = new Pipeline(log);
     this.budgets = new BudgetLedger(log.child('limits'));
-    this.jobs = new JobAttribution({ manifests, config: () => this.cfg, running: () => this.running, log, env, budgets: this.budgets, pipeline: this.pipeline });
+    this.jobs = new JobAttribution({ manifests, config: () => this.cfg, running: () => this.running, log, env, budgets: this.budgets, pipeline: this.pipeline, readOnly: o.readOnlyJobs ?? false });
   }
 
   /** The attribution provider, the store and ledger on it, and the jobs socket. */
@@ -178,11 +182,11 @@ export class Agent {
       else this.log[f.hardware?.installed(ctx) ? 'warn' : 'info'](`plugins = auto: not enabled${again}`, { plugin: f.name, source: r.detail });
     }
     const wantPlugins = new Set(selection.names);
-    await dropChanged(this.runners, wantPlugins, (n) => this.fingerprint(n), (r) => r.stop(Date.now() + 2000));
+    await dropChanged(this.runners, wantPlugins, (n) => this.fingerprint(n), (r) => r.stop(2000));
     for (const f of this.manifests.plugins) if (wantPlugins.has(f.name) && !this.runners.has(f.name)) this.addRunner(f, ctx);
     if (!this.oneShot) for (const f of this.manifests.plugins) if (selection.detected[f.name]?.ok === false) this.probeLater(f, ctx, REPROBE_FIRST_MS, gen);
 
-    await this.selfRunner?.stop(Date.now());
+    await this.selfRunner?.stop(0);
     const interval = daemon.interval * 1000;
     this.selfRunner = new PluginRunner(
       'self',
@@ -202,7 +206,14 @@ export class Agent {
     if (this.running) runner.start();
   }
 
+  /** The wall clock against the monotonic one: a step is said once, when the first batch after it comes. */
+  private readonly clock = new ClockWatch();
+
   private readonly publish = (b: Batch): void => {
+    const step = this.clock.check();
+    if (step) {
+      this.log.warn(`the wall clock stepped ${formatStep(step.stepMs)} (NTP or chrony stepping it, a VM migrated, the RTC set): collection goes on by the monotonic clock, points carry the new wall time, job durations come from the monotonic clock`, { step_s: Math.round(step.stepMs / 1000), now: new Date(step.wall).toISOString() });
+    }
     if (this.oneShot) {
       for (const p of b.points) {
         const uuid = p.attributes['gpu.uuid'];
@@ -234,7 +245,7 @@ export class Agent {
             return this.probeLater(f, ctx, next, gen);
           }
           this.absent.delete(f.name);
-          this.log.info('plugins = auto: its source answers now: started', { plugin: f.name, source: r.detail, since_start_s: Math.round((Date.now() - this.startTime) / 1000) });
+          this.log.info('plugins = auto: its source answers now: started', { plugin: f.name, source: r.detail, since_start_s: Math.round((monoNow() - this.startMono) / 1000) });
           this.addRunner(f, ctx);
         });
     }, delayMs);
@@ -306,7 +317,6 @@ export class Agent {
     this.cfg = cfg;
     await this.jobs.reload(prev, cfg);
     await this.build(made);
-    this.log.info('configuration reloaded', { file: cfg.file ?? '(none)', plugins: this.pluginNames.join(','), sinks: readSection(cfg, DAEMON_SECTION).sinks.join(',') });
   }
 
   /**
@@ -320,8 +330,7 @@ export class Agent {
     const budget = readSection(this.cfg, DAEMON_SECTION).shutdown_timeout * 1000;
     const deadline = Date.now() + budget;
     // a hung plugin may hold its runner: give collections at most half the budget, keep the rest for delivery
-    const collectDeadline = Date.now() + Math.min(2000, budget / 2);
-    await Promise.all(this.allRunners().map((r) => r.stop(collectDeadline)));
+    await Promise.all(this.allRunners().map((r) => r.stop(Math.min(2000, budget / 2))));
     for (const t of this.pendingSinks.values()) clearTimeout(t);
     this.pendingSinks.clear();
     await Promise.all(this.sinkList().map((s) => s.close(deadline).catch((e: Error) => this.log.error('sink close failed', { sink: s.name, error: e.message }))));

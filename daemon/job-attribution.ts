@@ -6,6 +6,7 @@
  * native module load only when a provider is on: a node without a scheduler
  * never pays for them.
  */
+import { lstatSync } from 'node:fs';
 import { noneProvider, type AttributionProvider } from '../src/core/attribution.js';
 import type { Config } from '../src/core/config/load.js';
 import type { Logger } from '../src/core/log.js';
@@ -43,6 +44,12 @@ export interface JobAttributionOptions {
   budgets: BudgetLedger;
   /** Where the provider and the ledger go. */
   pipeline: Pipeline;
+  /**
+   * Another daemon owns the state folder (`daemon --once` beside it): the
+   * store is opened read-only and the provider only reads the bindings that
+   * daemon keeps; no ledger writes, no reconciler, no jobs socket.
+   */
+  readOnly?: boolean;
 }
 
 export class JobAttribution {
@@ -55,6 +62,8 @@ export class JobAttribution {
   /** NSS answers for the jobs socket, kept for the daemon's life: a reload is no reason to ask them all again. */
   private viewers: ViewerCache | undefined;
   private jobsServer: JobsServer | undefined;
+  /** The node name the jobs socket answers with (kept to make the socket again). */
+  private jobsNode: (() => string) | undefined;
 
   constructor(private readonly o: JobAttributionOptions) {}
 
@@ -73,6 +82,24 @@ export class JobAttribution {
       return JSON.stringify([d.attribution, d.state_dir, ...sections.map((s) => c.section(s))]);
     };
     if (keys(next) !== keys(prev)) await this.swap();
+    else await this.socketAgain();
+  }
+
+  /**
+   * A reload (SIGHUP) makes the users' socket again if its path is gone (an
+   * admin's rm, a cleanup of /var/lib, an older l9gpu's `daemon --once`
+   * that removed it as it exited): users' l9gpu jobs answered again without
+   * a restart.
+   */
+  private async socketAgain(): Promise<void> {
+    const server = this.jobsServer;
+    if (!server || !this.jobsNode) return;
+    const { jobsSocketPath } = await import('../src/jobs/server.js');
+    const path = jobsSocketPath(server.stateDir);
+    if (lstatSync(path, { throwIfNoEntry: false })?.isSocket()) return;
+    this.o.log.warn('the jobs socket was gone: made again', { socket: path });
+    this.stopJobsServer();
+    await this.serveJobs(this.jobsNode);
   }
 
   /** The provider the configuration resolves to, and the job ledger on the same store connection. */
@@ -83,6 +110,7 @@ export class JobAttribution {
     let ledger: Pipeline['ledger'];
     let close = (): void => {};
     clearTimeout(this.storeRetry);
+    if (this.o.readOnly) return this.swapReadOnly(r.manifest);
     const db = r.manifest ? await this.openStoreOrSay() : undefined;
     if (r.manifest && db) {
       const [{ JobLedger }, { pricesFrom }] = await Promise.all([import('../src/ledger/ledger.js'), import('../src/jobs/prices.js')]);
@@ -110,6 +138,34 @@ export class JobAttribution {
     this.o.pipeline.attribution = provider;
     this.o.pipeline.ledger = ledger;
     this.closeProvider = close;
+  }
+
+  /** The provider over the store another daemon owns, read-only: attribution without the job side's writes. */
+  private async swapReadOnly(manifest: ReturnType<typeof resolveAttribution>['manifest']): Promise<void> {
+    if (!manifest) return;
+    const cfg = this.o.config();
+    const { openStoreReadOnly } = await import('../src/store/open-readonly.js');
+    let db: Db;
+    try {
+      db = openStoreReadOnly(readSection(cfg, DAEMON_SECTION).state_dir);
+    } catch (e) {
+      this.o.log.warn(`job attribution off beside the running daemon: ${(e as Error).message}`);
+      return;
+    }
+    let provider: AttributionProvider;
+    try {
+      provider = await manifest.create({ config: cfg, log: this.o.log, env: this.o.env, store: db, labelLength: limitsFrom(cfg).labelLength, budgets: this.o.budgets, jobLabels: jobLabelsFrom(cfg), readOnly: true });
+    } catch (e) {
+      db.close();
+      throw e;
+    }
+    this.closeProvider();
+    this.o.pipeline.attribution = provider;
+    this.o.pipeline.ledger = undefined;
+    this.closeProvider = () => {
+      provider.close?.();
+      db.close();
+    };
   }
 
   /**
@@ -146,6 +202,7 @@ export class JobAttribution {
    * restart).
    */
   private async serveJobs(node: () => string): Promise<void> {
+    this.jobsNode = node;
     const [{ startJobsServer }, { pricesFrom }, { ViewerCache }] = await Promise.all([import('../src/jobs/server.js'), import('../src/jobs/prices.js'), import('../src/jobs/access.js')]);
     this.viewers ??= new ViewerCache();
     const cfg = this.o.config;

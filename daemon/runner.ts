@@ -5,7 +5,7 @@
  * timeout and its late result discarded. Plugin creation happens here too, so
  * a source that is missing at boot (driver not loaded yet) is retried.
  */
-import { performance } from 'node:perf_hooks';
+import { monoNow } from '../src/core/clock.js';
 import type { Logger } from '../src/core/log.js';
 import { PointBuffer, type Batch } from '../src/core/metrics/model.js';
 import type { Plugin } from '../src/core/plugin.js';
@@ -52,19 +52,23 @@ export class PluginRunner {
 
   start(): void {
     void this.collectOnce();
-    this.schedule(Date.now() + this.intervalMs);
+    this.schedule(monoNow() + this.intervalMs);
   }
 
-  /** Drift-free: ticks land on start + k * interval; a late timer skips the slots it missed. */
+  /**
+   * Drift-free: ticks land on start + k * interval; a late timer skips the
+   * slots it missed. On the monotonic clock: a step of the wall clock (NTP at
+   * boot, a VM migrated) moves no tick.
+   */
   private schedule(next: number): void {
     if (this.stopped) return;
     this.timer = setTimeout(() => {
       void this.collectOnce();
       let n = next + this.intervalMs;
-      const now = Date.now();
+      const now = monoNow();
       if (n <= now) n += Math.ceil((now - n) / this.intervalMs) * this.intervalMs;
       this.schedule(n);
-    }, Math.max(0, next - Date.now()));
+    }, Math.max(0, next - monoNow()));
   }
 
   /**
@@ -78,8 +82,9 @@ export class PluginRunner {
       this.log.debug('tick skipped: previous collection still running', { plugin: this.name, skipped: this.stats.skipped });
       return Promise.resolve();
     }
-    const started = performance.now();
+    const started = monoNow();
     let time = Date.now();
+    let mono = started;
     const ac = new AbortController();
     let timedOut = false;
     let release!: () => void;
@@ -98,6 +103,7 @@ export class PluginRunner {
         if (!this.plugin) {
           this.plugin = await this.create();
           time = Date.now(); // a cumulative series' start (set at creation) must not be after its first point
+          mono = monoNow();
         }
         buf.time = time;
         await this.plugin.collect(buf, ac.signal);
@@ -111,7 +117,7 @@ export class PluginRunner {
           this.failing = false;
           this.log.info('plugin recovered', { plugin: this.name });
         }
-        this.publish({ source: this.name, time, intervalMs: this.intervalMs, points: buf.points });
+        this.publish({ source: this.name, time, mono, intervalMs: this.intervalMs, points: buf.points });
       } catch (e) {
         if (timedOut) return;
         const msg = (e as Error)?.message ?? String(e);
@@ -122,7 +128,7 @@ export class PluginRunner {
         this.stats.lastError = msg;
       } finally {
         clearTimeout(timeout);
-        this.stats.lastDurationS = (performance.now() - started) / 1000;
+        this.stats.lastDurationS = (monoNow() - started) / 1000;
       }
     })().finally(() => {
       this.work = undefined;
@@ -131,13 +137,13 @@ export class PluginRunner {
     return done;
   }
 
-  /** Stops ticking and waits (up to the deadline) for a collection in flight, then closes the plugin. */
-  async stop(deadline: number): Promise<void> {
+  /** Stops ticking and waits (up to waitMs) for a collection in flight, then closes the plugin. */
+  async stop(waitMs: number): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
     if (this.work) {
       let t: NodeJS.Timeout | undefined;
-      await Promise.race([this.work, new Promise<void>((r) => (t = setTimeout(r, Math.max(0, deadline - Date.now()))))]);
+      await Promise.race([this.work, new Promise<void>((r) => (t = setTimeout(r, Math.max(0, waitMs))))]);
       clearTimeout(t);
     }
     if (this.work) return; // still hung: closing under it could crash a native binding

@@ -58,7 +58,7 @@ export const slurmAttribution: AttributionManifest = {
     return conf ? { ok: true, detail: `Slurm configured at ${conf}` } : { ok: false, detail: 'no slurm.conf found' };
   },
 
-  async create({ config: cfg, log, env, store, labelLength, budgets, jobLabels }): Promise<AttributionProvider> {
+  async create({ config: cfg, log, env, store, labelLength, budgets, jobLabels, readOnly }): Promise<AttributionProvider> {
     const [{ SlurmAttribution }, { Reconciler }] = await Promise.all([import('./attribution.js'), import('./reconciler.js')]);
     const slog = log.child('slurm');
     const s = readSection(cfg, SLURM_SECTION);
@@ -78,6 +78,8 @@ export const slurmAttribution: AttributionManifest = {
       log: slog,
     });
     const transform = new SlurmAttribution(store, slog, () => reconciler.lastOk || undefined, { labelLength, budgets, jobLabels });
+    // beside the daemon that owns the store: the bindings it keeps, no reconcile writing into them
+    if (readOnly) return { name: transform.name, attribute: (b) => transform.attribute(b), status: () => transform.status() };
     let running: Promise<void> | undefined;
     const tick = (): Promise<void> => {
       running ??= reconciler

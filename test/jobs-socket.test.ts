@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -93,6 +93,59 @@ test('the socket answers bad requests with what was wrong, and goes on answering
   const ok = await raw('{"op":"list","user":null,"account":null,"partition":null,"state":"all","since":null,"limit":10}\n');
   assert.equal(ok.ok, true, 'root over the socket: answered');
   assert.equal((ok.rows as unknown[]).length, 2);
+});
+
+test('one daemon per state folder: a second says which pid runs and exits 1', async () => {
+  const second = await runCli(['daemon', '--config', config, '--plugin', 'sim', '--sink', 'stdout']);
+  assert.equal(second.status, 1, second.stderr);
+  assert.match(second.stderr, new RegExp(`another l9gpu daemon \\(pid ${daemon.child.pid}\\) runs on this state folder \\(it holds ${state}/daemon\\.lock\\): stop it first`));
+  assert.equal(statSync(sock).isSocket(), true, 'the running daemon\'s socket is left alone');
+});
+
+test('daemon --once beside the running daemon reads its store and leaves jobs.sock answering', async () => {
+  const before = statSync(sock).ino;
+  const once = await runCli(['daemon', '--once', '--config', config, '--plugin', 'sim', '--sink', 'stdout']);
+  assert.equal(once.status, 0, once.stderr);
+  assert.match(once.stderr, /another l9gpu daemon \(pid \d+\) runs on this state folder .*--once samples and exports beside it, without its store's writes, its jobs socket or its health file/);
+  assert.match(once.stdout, /"name":"gpu\.utilization"/, 'it sampled and exported');
+  assert.equal(statSync(sock).ino, before, 'the same socket file: not removed, not made again');
+  const mine = asUser(['jobs', '--json']);
+  assert.equal(mine.status, 0, mine.stderr);
+  assert.deepEqual((JSON.parse(mine.stdout) as { id: string }[]).map((r) => r.id), ['71']);
+});
+
+test('SIGHUP makes the jobs socket again when its file is gone', async () => {
+  rmSync(sock);
+  const gone = asUser(['jobs']);
+  assert.equal(gone.status, 1);
+  const mark = daemon.stderr.length;
+  daemon.child.kill('SIGHUP');
+  await daemon.waitStderr(/the jobs socket was gone: made again/, 15_000, mark);
+  await waitFor('the socket made again', () => existsSync(sock), 15_000);
+  const mine = asUser(['jobs', '--json']);
+  assert.equal(mine.status, 0, mine.stderr);
+  assert.deepEqual((JSON.parse(mine.stdout) as { id: string }[]).map((r) => r.id), ['71']);
+});
+
+test('1,000 SIGHUPs in a burst: a few reloads, a few log lines, fds and the socket as before', async () => {
+  const fds = () => readdirSync(`/proc/${daemon.child.pid}/fd`).length;
+  const fdsBefore = fds();
+  const mark = daemon.stderr.length;
+  const reloaded = () => [...daemon.stderr.slice(mark).matchAll(/configuration reloaded .*?config=(\w+)/g)].map((m) => m[1]!);
+  for (let i = 0; i < 1000; i++) daemon.child.kill('SIGHUP');
+  await waitFor('a reload of the burst', () => reloaded().length > 0 || undefined, 30_000);
+  // a changed configuration is always said: its line, with the new digest, ends the burst's reloads (one at a time)
+  const burst = reloaded()[0]!;
+  writeFileSync(config, readFileSync(config, 'utf8') + 'seed = 7\n'); // in [sim]: a changed value
+  daemon.child.kill('SIGHUP');
+  await waitFor('the changed configuration reloaded', () => reloaded().some((d) => d !== burst) || undefined, 30_000).catch((e: Error) => {
+    throw new Error(`${e.message}; the daemon said since the burst:\n${daemon.stderr.slice(mark).slice(-3000)}`);
+  });
+  const lines = daemon.stderr.slice(mark).split('\n').filter((l) => /configuration reloaded|reload failed/.test(l));
+  assert.ok(lines.length >= 2 && lines.length <= 7, `a burst of 1,000 SIGHUPs and one changed file: ${lines.length} lines:\n${lines.join('\n')}`);
+  assert.ok(Math.abs(fds() - fdsBefore) <= 2, `fds ${fdsBefore} -> ${fds()}`);
+  const mine = asUser(['jobs', '--json']);
+  assert.equal(mine.status, 0, mine.stderr);
 });
 
 test('with the daemon stopped, a user is told why', async () => {

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { bcryptHashProblem, readWebConfig, WebConfigError } from '../src/sinks/web/web-config.js';
 import { parseBasic } from '../src/sinks/web/basic-auth.js';
-import { TokenBuckets } from '../src/sinks/web/token-buckets.js';
+import { TokenBuckets } from '../src/core/token-buckets.js';
 import { certificateSans } from '../src/sinks/web/tls-server.js';
 import { parseHeadersFile } from '../src/core/net/secret-files.js';
 import { tempDir } from './helpers/paths.js';

@@ -11,6 +11,7 @@ import type { Emitter } from '../../src/core/metrics/model.js';
 import type { Plugin, PluginContext, PluginManifest, ProbeResult } from '../../src/core/plugin.js';
 import { allInOrder, requireTool, runTool, toolInstalled } from '../../src/core/tool.js';
 import { emitMetrics, emitProcesses, gpuEntries, parseIdentity, type AmdGpuIdentity } from './parse.js';
+import { monoNow } from '../../src/core/clock.js';
 
 const EXTRA_DIRS = ['/opt/rocm/bin', '/usr/bin', '/usr/local/bin'];
 
@@ -46,12 +47,12 @@ class AmdSmiPlugin implements Plugin {
       runTool(tool, ['static', '--json'], this.o.timeoutMs, signal),
     ]);
     this.ids = new Map(parseIdentity(list, stat, (f, why) => out.unreadable(f, why)).filter((g) => g.uuid).map((g) => [g.index, g]));
-    this.identityAt = Date.now();
+    this.identityAt = monoNow();
   }
 
   async collect(out: Emitter, signal: AbortSignal): Promise<void> {
     const tool = locate(this.o);
-    if (this.ids.size === 0 || Date.now() - this.identityAt > this.o.staticIntervalMs) await this.refreshIdentity(tool, signal, out);
+    if (this.ids.size === 0 || monoNow() - this.identityAt > this.o.staticIntervalMs) await this.refreshIdentity(tool, signal, out);
     const [metricText, processText] = await allInOrder<[string, string | undefined]>([
       runTool(tool, ['metric', '--json'], this.o.timeoutMs, signal),
       this.o.processes ? runTool(tool, ['process', '--json'], this.o.timeoutMs, signal) : Promise.resolve(undefined),

@@ -16,6 +16,7 @@ import { FIELD_IDS, FIELD_READINGS, fieldRequest, fieldValues, unionValue, type 
 import { GpmReader, type GpmValues } from './gpm.js';
 import { enumerateMig, type MigInstance } from './mig.js';
 import type { GpuSnapshot, MigSnapshot, ProcessSnapshot, Snapshot } from './snapshot.js';
+import { monoNow } from '../../src/core/clock.js';
 
 class GpuLost extends Error {}
 
@@ -107,7 +108,7 @@ export class Sampler {
         continue;
       }
       const handle = h[0]!;
-      const gpu: Gpu = { index: i, handle, uuid: '', name: '', pciBusId: '', unsupported: new Set(), reprobeAt: Date.now() + REPROBE_MS, stateAt: 0, state: {}, lastSample: new Map(), said: new Set() };
+      const gpu: Gpu = { index: i, handle, uuid: '', name: '', pciBusId: '', unsupported: new Set(), reprobeAt: monoNow() + REPROBE_MS, stateAt: 0, state: {}, lastSample: new Map(), said: new Set() };
       if (await n.uuid(handle, this.idBuf) === NVML.SUCCESS) gpu.uuid = cString(this.idBuf);
       if (!gpu.uuid) {
         this.note('warn', `GPU ${i}: no UUID: not sampled (every metric is keyed by UUID)`);
@@ -203,13 +204,13 @@ export class Sampler {
   private async read(g: Gpu, s: GpuSnapshot): Promise<void> {
     const n = this.nvml;
     const h = g.handle;
-    if (Date.now() >= g.reprobeAt) {
+    if (monoNow() >= g.reprobeAt) {
       g.unsupported.clear();
-      g.reprobeAt = Date.now() + REPROBE_MS;
+      g.reprobeAt = monoNow() + REPROBE_MS;
     }
     const skip = g.unsupported;
-    const fresh = Date.now() >= g.stateAt;
-    if (fresh) g.stateAt = Date.now() + this.stateIntervalMs;
+    const fresh = monoNow() >= g.stateAt;
+    if (fresh) g.stateAt = monoNow() + this.stateIntervalMs;
     // first: MIG mode decides what else the GPU answers (a change re-probes everything)
     if (!skip.has('mig')) await this.readMig(g, s, fresh);
     const u1: [number] = [0];
@@ -417,7 +418,7 @@ export class Sampler {
       if (g.migMode !== undefined && g.migMode !== cur[0]) {
         // MIG on: device utilization and remapped rows go NOT_SUPPORTED; MIG off: they come back. Next tick tries all.
         g.unsupported.clear();
-        g.reprobeAt = Date.now() + REPROBE_MS;
+        g.reprobeAt = monoNow() + REPROBE_MS;
         this.note('info', `GPU ${g.index} (${g.uuid}): MIG mode turned ${cur[0] === 1 ? 'on' : 'off'}: every field is tried again`);
       }
       g.migMode = cur[0];

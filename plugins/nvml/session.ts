@@ -23,6 +23,7 @@ import { EVENT_DATA, EVENT_TYPE, NO_INSTANCE, NVML, PROCESS_INFO_CC } from './ab
 import { loadNvml, type Handle, type NvmlBinding } from './binding.js';
 import { Sampler } from './sampler.js';
 import type { Snapshot, XidEvent } from './snapshot.js';
+import { monoNow } from '../../src/core/clock.js';
 
 export interface SessionOptions {
   library: string;
@@ -132,7 +133,7 @@ export class NvmlSession {
     const time = Date.now();
     try {
       // a lost GPU comes back only through a fresh NVML: in this tick, so the healthy GPUs miss none
-      if (this.initialized && this.reinitAt && time >= this.reinitAt) {
+      if (this.initialized && this.reinitAt && monoNow() >= this.reinitAt) {
         this.reinitAt = 0;
         this.reinitialised = true;
         // what the healthy GPUs queued since the last sample is read before the set is freed with the session
@@ -148,7 +149,7 @@ export class NvmlSession {
         if (this.reinitialised) sampler.note('info', 'NVML is back: every GPU answers again');
         this.reinitialised = false;
       } else if (!this.reinitAt) {
-        this.reinitAt = Date.now() + this.lostBackoff;
+        this.reinitAt = monoNow() + this.lostBackoff;
         this.lostBackoff = Math.min(BACKOFF_MAX_MS, this.lostBackoff * 2);
       }
       return { driverVersion: sampler.driverVersion, missing: this.missing, time, gpus, notes: sampler.takeNotes() };
@@ -161,7 +162,7 @@ export class NvmlSession {
   private async ensureInit(): Promise<void> {
     if (this.initialized) return;
     // the same words every tick (the runner says a failure once, until it changes)
-    if (Date.now() < this.nextTry) throw new Error(this.lastError);
+    if (monoNow() < this.nextTry) throw new Error(this.lastError);
     try {
       const nvml = (this.nvml ??= binding(this.opts.library));
       const r = await nvml.init();
@@ -183,7 +184,7 @@ export class NvmlSession {
     } catch (e) {
       // a one-shot has no next try to promise
       this.lastError = this.opts.oneShot ? (e as Error).message : `${(e as Error).message} (tried again with a backoff, 1 s doubling to ${BACKOFF_MAX_MS / 1000} s)`;
-      this.nextTry = Date.now() + this.backoff;
+      this.nextTry = monoNow() + this.backoff;
       this.backoff = Math.min(BACKOFF_MAX_MS, this.backoff * 2);
       throw new Error(this.lastError);
     }

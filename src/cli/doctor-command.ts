@@ -15,7 +15,8 @@ import { loadCliConfig } from './config.js';
 import type { FlagValues } from './flag-spec.js';
 import { askJobsDaemon } from '../jobs/client.js';
 import { jobsSocketPath } from '../jobs/server.js';
-import { readHealthFile } from '../health/state-file.js';
+import { healthFileAge, readHealthFile } from '../health/state-file.js';
+import { lockHeld } from '../core/state-lock.js';
 import { readSection } from '../core/config/read.js';
 import { DAEMON_SECTION } from '../core/config/sections.js';
 import { writeOut } from './out.js';
@@ -163,12 +164,13 @@ async function jobsSocketCheck(stateDir: string): Promise<{ path: string; ok: bo
   } catch {
     health = undefined;
   }
-  const running = health !== undefined && Date.now() - health.written < Math.max(60_000, 5 * health.interval_ms);
+  const lock = lockHeld(stateDir);
+  const running = lock?.held === true || (health !== undefined && healthFileAge(health, Date.now()) < Math.max(60_000, 5 * health.interval_ms));
   try {
     const a = await askJobsDaemon(path, { op: 'list', user: null, account: null, partition: null, state: 'running', since: null, limit: 1 }, 5000);
     return { path, ok: true, detail: a.ok ? 'answers' : `answers (${a.error})` };
   } catch (e) {
-    if (!running) return { path, ok: true, detail: `not answering; the daemon does not seem to run here (no fresh health file): ${(e as Error).message}` };
-    return { path, ok: false, detail: `the daemon runs (its health file is fresh) but ${(e as Error).message}: users' l9gpu jobs gets no answer; restart the daemon` };
+    if (!running) return { path, ok: true, detail: `not answering; the daemon does not seem to run here (it holds no lock on the state folder, and no fresh health file): ${(e as Error).message}` };
+    return { path, ok: false, detail: `the daemon runs (${lock?.held ? `pid ${lock.pid ?? '?'} holds the state folder's lock` : 'its health file is fresh'}) but ${(e as Error).message}: users' l9gpu jobs gets no answer; restart the daemon` };
   }
 }

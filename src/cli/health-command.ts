@@ -11,7 +11,7 @@ import { CliError } from './errors.js';
 import type { FlagValues } from './flag-spec.js';
 import { alignColumns, byText, style } from '../core/text-table.js';
 import { assess, MISSING, STATE_NAMES, type GpuHealth, type HealthState } from '../health/rules.js';
-import { bootTime, isForgotten, readClears, readHealthFile, writeClears, xidSince } from '../health/state-file.js';
+import { bootTime, isForgotten, healthFileAge, readClears, readHealthFile, writeClears, xidSince } from '../health/state-file.js';
 import type { Config } from '../core/config/load.js';
 import { readSection } from '../core/config/read.js';
 import { DAEMON_SECTION } from '../core/config/sections.js';
@@ -41,7 +41,7 @@ export function healthReport(cfg: Config, now = Date.now()): HealthReport {
   }
   if (!file) return { node, state: 'unknown', unknown: `no health file in ${dir}: is the l9gpu daemon running here, with [health] enabled and this state_dir?`, written: null, gpus: [] };
   const staleMs = Math.max(health.stale_after * 1000, 5 * file.interval_ms);
-  const age = now - file.written;
+  const age = healthFileAge(file, now);
   const clears = readClears(dir);
   const boot = bootTime();
   const windowMs = health.xid_window * 1000;
@@ -55,7 +55,8 @@ export function healthReport(cfg: Config, now = Date.now()): HealthReport {
     .sort((a, b) => (a.index ?? 1e9) - (b.index ?? 1e9) || byText(a.uuid, b.uuid))
     .map((h) => ({ ...h, state_name: STATE_NAMES[h.state] }));
   const worst = Math.max(0, ...gpus.map((g) => g.state)) as HealthState;
-  const stale = age > staleMs ? `the daemon last wrote ${file.gpus.length ? 'GPU health' : 'health'} ${Math.round(age / 1000)} s ago (stale after ${Math.round(staleMs / 1000)} s): is it running?` : null;
+  const what = file.gpus.length ? 'GPU health' : 'health';
+  const stale = age === Infinity ? `the daemon wrote ${what} at ${new Date(file.written).toISOString()}, later than now by this clock (it stepped back since?): not judged fresh; is it running?` : age > staleMs ? `the daemon last wrote ${what} ${Math.round(age / 1000)} s ago (stale after ${Math.round(staleMs / 1000)} s): is it running?` : null;
   return { node, state: stale ? 'unknown' : STATE_NAMES[worst], unknown: stale, written: new Date(file.written).toISOString(), gpus };
 }
 

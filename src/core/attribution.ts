@@ -45,6 +45,12 @@ export interface AttributionContext {
   readonly budgets?: BudgetLedger;
   /** [attribution]: whether GPU points carry the runs' attributes, and which (default: all, on every point). */
   readonly jobLabels?: JobLabels;
+  /**
+   * The store is another daemon's (`daemon --once` beside it), opened
+   * read-only: attribute from the runs it holds, write nothing (no
+   * reconciler, no pod sync).
+   */
+  readonly readOnly?: boolean;
 }
 
 export interface Detection {

@@ -22,9 +22,18 @@ export function redactUrl(raw: string): string {
   return query ? (hash < 0 ? `${s}?${query}` : `${s.slice(0, hash)}?${query}${s.slice(hash)}`) : s;
 }
 
+/**
+ * A URL's user name is a secret only where it is a credential on its own
+ * (https://<token>@host): a name like "user" or "prometheus" is a word, and
+ * masked everywhere it would blank that word in every message ("the user
+ * nobody"). The URL itself is always shown without it (redactUrl).
+ */
+const TOKEN_LIKE_NAME = 12;
+
 /** The parts of a URL redactUrl hides, as a text that echoes them may spell them (raw and decoded): to mask there. */
 export function urlSecrets(u: URL): string[] {
-  const raw = [u.username, u.password, ...u.search.slice(1).split('&').map((kv) => kv.slice(kv.indexOf('=') + 1))].filter(Boolean);
+  const name = u.username.length >= TOKEN_LIKE_NAME || (u.username && !u.password) ? u.username : '';
+  const raw = [name, u.password, ...u.search.slice(1).split('&').map((kv) => kv.slice(kv.indexOf('=') + 1))].filter(Boolean);
   const decoded = raw.map((x) => {
     try {
       return decodeURIComponent(x.replace(/\+/g, ' '));

@@ -22,8 +22,13 @@
  *  - a gap is idle when the GPU's SM activity (GPM), else its utilization, is
  *    below UNUSED_UTIL; consecutive idle gaps make a stretch.
  */
+import { bootId } from '../core/clock.js';
+
 export interface GpuSample {
+  /** Wall clock, ms: when it was read, as reports and plots say it. */
   t: number;
+  /** The same moment on the monotonic clock (ms), where the sample has it: the gaps between samples are taken from it. */
+  m?: number;
   util?: number;
   memUtil?: number;
   memUsed?: number;
@@ -51,6 +56,9 @@ export interface GpuRollup {
   coveredS: number;
   firstTs: number;
   lastTs: number;
+  /** The last sample's monotonic time and its boot (src/core/clock.ts): null for a rollup an older daemon wrote. */
+  lastMono?: number | null;
+  lastBoot?: string;
   utilSum: number;
   utilN: number;
   utilMax: number | null;
@@ -112,13 +120,17 @@ const max = (a: number | null, b: number | undefined): number | null => (b === u
 /** Folds one sample in. maxGapMs caps a gap (about two collection intervals). */
 export function step(r: GpuRollup, s: GpuSample, maxGapMs: number): void {
   const first = r.samples === 0;
-  const gapMs = first ? 0 : s.t - r.lastTs;
+  const boot = s.m === undefined ? '' : bootId();
+  // the gap by the monotonic clock where both samples have it (a step of the wall clock moves neither); else by the wall's
+  const gapMs = first ? 0 : s.m !== undefined && r.lastMono != null && boot !== '' && r.lastBoot === boot ? s.m - r.lastMono : s.t - r.lastTs;
   if (!first && gapMs <= 0) return; // the same or an older sample: already folded
   const dt = Math.min(gapMs, maxGapMs) / 1000;
   const share = s.share ?? 1;
   if (first) r.firstTs = s.t;
   r.samples++;
   r.lastTs = s.t;
+  r.lastMono = s.m ?? null;
+  r.lastBoot = boot;
   r.coveredS += dt;
   if (s.util !== undefined) {
     r.utilSum += s.util;

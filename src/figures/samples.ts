@@ -58,13 +58,13 @@ export function addToSample(s: GpuSample, p: SamplePoint): boolean {
 }
 
 /** GPU samples of one collection, keyed by UUID (MIG instances by their MIG UUID). */
-export function samplesFromPoints<P extends { value: number; attributes: Attributes }>(points: readonly P[], t: number, nameOf: (p: P) => string): Map<string, GpuSample> {
+export function samplesFromPoints<P extends { value: number; attributes: Attributes }>(points: readonly P[], t: number, nameOf: (p: P) => string, mono?: number): Map<string, GpuSample> {
   const out = new Map<string, GpuSample>();
   for (const p of points) {
     const uuid = p.attributes['gpu.uuid'];
     if (typeof uuid !== 'string') continue;
     let s = out.get(uuid);
-    if (!s) out.set(uuid, (s = { t }));
+    if (!s) out.set(uuid, (s = mono === undefined ? { t } : { t, m: mono }));
     addToSample(s, { name: nameOf(p), value: p.value, attributes: p.attributes });
   }
   return out;

@@ -9,6 +9,7 @@
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { HealthFacts } from './rules.js';
+import { bootId, monoNow } from '../core/clock.js';
 
 export const HEALTH_FILE = 'health.json';
 export const CLEARS_FILE = 'health-clears.json';
@@ -16,8 +17,11 @@ const VERSION = 1;
 
 export interface HealthFile {
   version: number;
-  /** ms: when the daemon wrote it. */
+  /** ms: when the daemon wrote it (wall clock). */
   written: number;
+  /** The same moment on the monotonic clock, and its boot (absent in files of older daemons). */
+  written_mono?: number;
+  boot?: string;
   /** The daemon's collection interval, ms: a reader judges staleness by it. */
   interval_ms: number;
   gpus: HealthFacts[];
@@ -69,6 +73,19 @@ export function readHealthFile(dir: string): HealthFile | undefined {
   }
   if (!f || f.version !== VERSION || !Array.isArray(f.gpus) || typeof f.written !== 'number') throw new Error(`${path}: not an l9gpu health file of version ${VERSION}`);
   return f;
+}
+
+/**
+ * How long ago the file was written (ms): by the monotonic clock when the
+ * file has this boot's time (a step of the wall clock since it was written
+ * moves neither); else by the wall clock, where a file from the future (the
+ * clock stepped back since, or another node's clock) is not fresh: its age is
+ * unknown, and Infinity says so.
+ */
+export function healthFileAge(f: HealthFile, now: number, mono: number = monoNow(), boot: string = bootId()): number {
+  if (typeof f.written_mono === 'number' && f.boot && f.boot === boot) return Math.max(0, mono - f.written_mono);
+  const age = now - f.written;
+  return age < -5_000 ? Infinity : Math.max(0, age);
 }
 
 export function readClears(dir: string): Clears {

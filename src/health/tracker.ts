@@ -17,6 +17,7 @@ import type { Attributes, Batch, Point } from '../core/metrics/model.js';
 import { metric } from '../core/metrics/registry.js';
 import { assess, type HealthFacts } from './rules.js';
 import { bootTime, isForgotten, readClears, readHealthFile, writeHealthFile, xidSince, type Clears } from './state-file.js';
+import { bootId, monoNow } from '../core/clock.js';
 
 const HEALTH = metric('gpu.health');
 const SCORE = metric('gpu.health.score');
@@ -84,7 +85,7 @@ export class HealthTracker {
     }
     if (seen.size === 0) return [];
     const now = batch.time;
-    this.refreshClears(now);
+    this.refreshClears();
     this.dropGone(seen);
     const out: Point[] = [];
     for (const uuid of seen) {
@@ -201,8 +202,9 @@ export class HealthTracker {
     }
   }
 
-  private refreshClears(now: number): void {
-    if (now - this.clearsRead < 5_000) return;
+  private refreshClears(): void {
+    const now = monoNow();
+    if (this.clearsRead && now - this.clearsRead < 5_000) return;
     this.clearsRead = now;
     try {
       this.clears = readClears(this.o.stateDir);
@@ -216,12 +218,14 @@ export class HealthTracker {
     const gpus = [...this.gpus.values()].map((t) => t.facts);
     // a new collection time alone is no change: the refresh writes it
     const text = JSON.stringify(gpus, (k, v: unknown) => (k === 'seen' ? undefined : v));
-    if (text === this.lastText && batch.time - this.lastWrite < REFRESH_MS) return;
+    const mono = batch.mono ?? monoNow();
+    if (text === this.lastText && mono - this.lastWrite < REFRESH_MS) return;
     try {
       if (!this.lastWrite) makeDirs(this.o.stateDir);
-      writeHealthFile(this.o.stateDir, { written: batch.time, interval_ms: batch.intervalMs, gpus });
+      // the monotonic time and boot let a reader judge the file's age when the wall clock stepped since
+      writeHealthFile(this.o.stateDir, { written: batch.time, written_mono: mono, boot: bootId(), interval_ms: batch.intervalMs, gpus });
       this.lastText = text;
-      this.lastWrite = batch.time;
+      this.lastWrite = mono;
       if (this.writeError) this.log.info('health: writing the health file again');
       this.writeError = '';
     } catch (e) {

@@ -17,7 +17,8 @@ const SOURCE: Record<JobReport['source'], string> = {
 const BARS = '▁▂▃▄▅▆▇█';
 
 export function duration(s: number | null): string {
-  if (s === null) return '-';
+  if (s === null || !Number.isFinite(s)) return '-';
+  s = Math.max(0, s); // never "-1--1:-58:-5": records keep durations non-negative, and a figure from elsewhere is held to it too
   const d = Math.floor(s / 86400);
   const h = Math.floor((s % 86400) / 3600);
   const m = Math.floor((s % 3600) / 60);

@@ -12,6 +12,8 @@ import { addBuckets, type Buckets } from '../figures/buckets.js';
 import { quantileOf } from '../scrape/histogram-window.js';
 import { commRowsFromStore, communicationOf } from './communication.js';
 import { costPerMillionTokens, jobCost, type Prices } from '../figures/prices.js';
+import { jobElapsedS } from './elapsed.js';
+import { bootId, monoNow } from '../core/clock.js';
 
 /** Array tasks print as ARRAYID_TASKID, like squeue and sacct. */
 export function displayId(jobId: string, arrayJobId: string | null, arrayTaskId: string | null): string {
@@ -57,6 +59,7 @@ interface JobRow {
   job_id: string; run_key: string; user: string | null; uid: number | null; account: string | null; partition: string | null; qos: string | null; name: string | null;
   cluster: string | null; array_job_id: string | null; array_task_id: string | null; start_time: number | null; end_time: number | null; state: string | null; exit_code: number | null;
   scheduler?: string | null; attrs?: string | null;
+  start_mono?: number | null; end_mono?: number | null; boot_id?: string | null;
 }
 
 export function jobState(row: { end_time: number | null; state: string | null }): string {
@@ -72,7 +75,7 @@ export function findJob(db: Db, id: string): { row: JobRow; runs: number } | und
   return rows[0] ? { row: rows[0], runs: rows.length } : undefined;
 }
 
-export function headerOf(row: JobRow, runs: number, nodes: string[], now = Date.now()): JobHeader {
+export function headerOf(row: JobRow, runs: number, nodes: string[], now: number = Date.now()): JobHeader {
   const iso = (t: number | null) => (t === null ? null : new Date(t).toISOString());
   return {
     id: displayId(row.job_id, row.array_job_id, row.array_task_id),
@@ -82,7 +85,7 @@ export function headerOf(row: JobRow, runs: number, nodes: string[], now = Date.
     state: jobState(row),
     start: iso(row.start_time),
     end: iso(row.end_time),
-    elapsed_s: row.start_time === null ? null : Math.round(((row.end_time ?? now) - row.start_time) / 1000),
+    elapsed_s: jobElapsedS(row, { wall: now, mono: monoNow(), boot: bootId() }),
     exit_code: row.exit_code,
     nodes,
     earlier_runs: runs - 1,

@@ -23,6 +23,7 @@ import { metric } from '../core/metrics/registry.js';
 import { BudgetLedger, DEFAULT_LIMITS, type Limits } from '../core/limits.js';
 import { processUid, userName } from '../core/proc-owner.js';
 import { ownerSeriesOf, type OwnerSeries } from './owner-series.js';
+import { monoNow } from '../core/clock.js';
 
 const SCRAPE_ERRORS = metric('l9gpu.scrape.errors');
 const SCRAPE_EMPTY = metric('l9gpu.scrape.empty');
@@ -189,7 +190,7 @@ export class ScrapedPlugin implements Plugin {
     // a configured endpoint already scrapes it: once is enough
     if (this.notOurs.has(key) || this.targets.some((t) => t.found === key || sameEndpoint(t.base, l))) return;
     const quiet = this.silent.get(key);
-    if (quiet && Date.now() < quiet.until) return;
+    if (quiet && monoNow() < quiet.until) return;
     let answered = 0;
     let silent = 0;
     for (const path of d.paths) {
@@ -219,13 +220,13 @@ export class ScrapedPlugin implements Plugin {
     // still loading: asked again after a wait that doubles, up to 10 minutes
     else if (silent) {
       const wait = Math.min(600_000, (quiet?.wait ?? DISCOVERY_MS / 2) * 2);
-      this.silent.set(key, { until: Date.now() + wait, wait });
+      this.silent.set(key, { until: monoNow() + wait, wait });
     }
   }
 
   async collect(out: Emitter, signal?: AbortSignal): Promise<void> {
-    if (this.auto && Date.now() >= this.nextDiscovery) {
-      this.nextDiscovery = Date.now() + DISCOVERY_MS;
+    if (this.auto && monoNow() >= this.nextDiscovery) {
+      this.nextDiscovery = monoNow() + DISCOVERY_MS;
       await this.rediscover(signal);
     }
     await Promise.all(

@@ -6,6 +6,7 @@
 import type { Logger } from '../core/log.js';
 import type { SendResult } from './http-post.js';
 import type { SinkStats } from '../core/sink.js';
+import { monoNow } from '../core/clock.js';
 
 export interface Payload {
   readonly body: Buffer;
@@ -129,7 +130,7 @@ export class DeliveryQueue {
       this.o.stats.exported += head.points - rejected;
       this.o.stats.dropped += rejected;
       if (this.downSince) {
-        this.o.log.info(this.configProblem ? 'the configuration problem is mended: delivering queued data' : 'endpoint is back: delivering queued data', { down_seconds: Math.round((Date.now() - this.downSince) / 1000), queued: this.items.length });
+        this.o.log.info(this.configProblem ? 'the configuration problem is mended: delivering queued data' : 'endpoint is back: delivering queued data', { down_seconds: Math.round((monoNow() - this.downSince) / 1000), queued: this.items.length });
         this.downSince = 0;
         this.configProblem = undefined;
       }
@@ -151,12 +152,12 @@ export class DeliveryQueue {
         this.configProblem = r.reason;
         this.o.log.error(`cannot deliver: a configuration problem, not an outage: fix ${r.config} (the data waits in the queue, tried again every ${Math.round(this.configRetry / 1000)} s, said again only if the problem changes)`, { reason: r.reason });
       }
-      if (!this.downSince) this.downSince = Date.now();
+      if (!this.downSince) this.downSince = monoNow();
       this.backoff = this.configRetry;
       return false;
     }
     if (!this.downSince) {
-      this.downSince = Date.now();
+      this.downSince = monoNow();
       this.o.log.warn('delivery failed: queueing and retrying with backoff', { reason: r.reason });
     }
     if (r.retryAfterMs) this.backoff = Math.min(this.maxBackoff, Math.max(this.backoff, r.retryAfterMs));

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { makeDirs } from '../core/make-dirs.js';
 
 /** The files l9gpu writes in the state folder. */
-export const STATE_FILES = ['l9gpu.db', 'l9gpu.db-wal', 'l9gpu.db-shm', 'hooks.log', 'hooks.log.1'];
+export const STATE_FILES = ['l9gpu.db', 'l9gpu.db-wal', 'l9gpu.db-shm', 'hooks.log', 'hooks.log.1', 'daemon.lock'];
 
 /** open(2) flags for appending to a file there without following a link. */
 export const APPEND_NOFOLLOW = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW;

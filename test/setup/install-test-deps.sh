@@ -12,6 +12,7 @@
 #     conformance table runs against, and the CPU/RSS peer of the bench) and Prometheus 3.5 (a
 #     Prometheus 3 scraper: UTF-8 names, its Accept header, https with basic auth and client certificates)
 #   - apache2-utils (htpasswd: the bcrypt hashes of the web_config tests, as sites make them)
+#   - faketime (libfaketime: wall-clock steps of -1 h and +2 h on the daemon and the hooks, never the machine's clock)
 #   - NVIDIA's own NVML without a GPU (Debian non-free): libnvidia-ml1 of bookworm (R535) and of trixie (R550)
 #     and trixie's libnvidia-ml-dev (nvml.h), at whatever versions the mirror has, unpacked into
 #     .cache/nvidia-ml/<suite>/ with a `packages` file naming them (test/nvml-real.test.ts)
@@ -48,6 +49,7 @@ command -v unshare >/dev/null || packages+=(util-linux)
 command -v rpmbuild >/dev/null || packages+=(rpm)
 command -v umoci >/dev/null || packages+=(umoci)
 command -v htpasswd >/dev/null || packages+=(apache2-utils)
+command -v faketime >/dev/null || packages+=(faketime)
 releases=()
 for release in trixie sid; do
   [ -x "$chroots/slurm-$release/usr/sbin/slurmctld" ] && [ -x "$chroots/slurm-$release/usr/sbin/slurmdbd" ] || releases+=("$release")

@@ -35,7 +35,7 @@ export const kubernetesAttribution: AttributionManifest = {
     return existsSync(socket) ? { ok: true, detail: `kubelet pod-resources socket at ${socket}` } : { ok: false, detail: `no kubelet pod-resources socket at ${socket}` };
   },
 
-  async create({ config: cfg, log, env, store, labelLength, budgets, jobLabels }): Promise<AttributionProvider> {
+  async create({ config: cfg, log, env, store, labelLength, budgets, jobLabels, readOnly }): Promise<AttributionProvider> {
     const [{ PodResourcesClient }, { PodSync, SCHEDULER }, { BoundAttribution }, { PodPids }] = await Promise.all([
       import('./podresources-client.js'),
       import('./pod-sync.js'),
@@ -67,6 +67,8 @@ export const kubernetesAttribution: AttributionManifest = {
       db: store, client, pods: k.pods, resources: k.resources, draDrivers: k.draDrivers, nodeName: k.nodeName, metadataIntervalMs: k.metadataMs, log: klog, onChange,
     });
     onChange();
+    // beside the daemon that owns the store: its runs as they are, no sync writing into them
+    if (readOnly) return { name: SCHEDULER, attribute: (b) => transform.attribute(b), status: () => transform.status(), close: () => client.close() };
     // pods that ended while the daemon was down are closed before the first batch is attributed; a kubelet that
     // does not answer is waited for boundedly
     let bound: NodeJS.Timeout | undefined;

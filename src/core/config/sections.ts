@@ -1,12 +1,23 @@
 /** The core [daemon] section and the keys every plugin section shares. */
+import { existsSync } from 'node:fs';
 import { homedir, hostname } from 'node:os';
 import { join } from 'node:path';
 import type { Config } from './load.js';
 import { readSection, type SectionValues } from './read.js';
 import { defineSection, type KeySpec, type SectionSpec } from './schema.js';
 
-export function defaultStateDir(env: NodeJS.ProcessEnv = process.env): string {
-  if (process.getuid?.() === 0) return '/var/lib/l9gpu';
+/** The node's state folder, as the packages make it. */
+export const NODE_STATE_DIR = '/var/lib/l9gpu';
+
+/**
+ * root's is the node's. Another user's is the node's too where the node has
+ * one (an installed package made it): their `l9gpu jobs` asks the node's
+ * daemon with nothing set; their own ($XDG_STATE_HOME/l9gpu) only on a
+ * machine without it (a checkout run as a user), or when they say so
+ * (L9GPU_STATE_DIR, [daemon] state_dir).
+ */
+export function defaultStateDir(env: NodeJS.ProcessEnv = process.env, nodeDir: string = NODE_STATE_DIR): string {
+  if (process.getuid?.() === 0 || existsSync(nodeDir)) return nodeDir;
   return join(env.XDG_STATE_HOME || join(env.HOME || homedir(), '.local', 'state'), 'l9gpu');
 }
 
@@ -43,7 +54,7 @@ export function daemonSection(names?: KnownNames) {
       { key: 'host_name', type: 'string', default: () => hostname(), example: '', env: [{ name: 'L9GPU_HOST_NAME' }], description: 'Exported as the resource attribute host.name (default: the system host name; in a pod that is the pod\'s name, so the DaemonSet sets $L9GPU_HOST_NAME to the node\'s).' },
       { key: 'service_name', type: 'string', default: 'l9gpu', env: [{ name: 'OTEL_SERVICE_NAME' }], description: 'Exported as the resource attribute service.name.' },
       { key: 'resource_attributes', type: 'map', default: {}, env: [{ name: 'OTEL_RESOURCE_ATTRIBUTES' }], description: 'Extra resource attributes, key=value,key2=value2 (values percent-encoded). service.name and host.name here are overridden by the keys above.' },
-      { key: 'state_dir', type: 'path', required: true, default: () => defaultStateDir(), example: '/var/lib/l9gpu', env: [{ name: 'L9GPU_STATE_DIR' }], description: 'Folder of the local store (root: /var/lib/l9gpu; others: $XDG_STATE_HOME/l9gpu).' },
+      { key: 'state_dir', type: 'path', required: true, default: () => defaultStateDir(), example: '/var/lib/l9gpu', env: [{ name: 'L9GPU_STATE_DIR' }], description: 'Folder of the local store, the jobs socket and the daemon\'s lock (root: /var/lib/l9gpu; other users: /var/lib/l9gpu where it exists, as on an installed node, so that their l9gpu jobs asks the node\'s daemon; else $XDG_STATE_HOME/l9gpu).' },
       { key: 'log_level', type: 'enum', values: ['debug', 'info', 'warn', 'error'], default: 'info', env: [{ name: 'L9GPU_LOG_LEVEL' }], description: 'Least severe log level written to stderr.' },
       { key: 'engines', type: 'enum', values: ['off', 'auto'], default: 'off', description: 'auto: also run every inference-engine plugin (vllm, sglang, tgi, triton, nim) on the engines found on this node: processes whose command line names the engine, and the ports they listen on (a Slurm job may start one on any port). A plugin whose endpoints key is set keeps its list (add auto to it to look as well).' },
       { key: 'emit_genai', type: 'bool', default: false, description: 'Also emit the engines\' latency histograms under the OpenTelemetry GenAI semantic conventions (gen_ai.server.time_to_first_token, .time_per_output_token, .request.duration; attribute gen_ai.provider.name), besides their own names. The conventions are still in Development.' },

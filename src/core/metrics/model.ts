@@ -55,8 +55,10 @@ export interface Point {
 export interface Batch {
   /** Plugin that produced the points (or "self" for the agent's own metrics). */
   readonly source: string;
-  /** Collection time, ms since epoch. */
+  /** Collection time, ms since epoch (wall clock: what is exported). */
   readonly time: number;
+  /** The same moment on the monotonic clock (src/core/clock.ts): what durations between batches are taken from. */
+  readonly mono?: number;
   /** The source's collection interval in ms; sinks use it to age out series. */
   readonly intervalMs: number;
   readonly points: readonly Point[];

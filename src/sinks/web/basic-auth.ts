@@ -21,7 +21,7 @@
 import { createHash } from 'node:crypto';
 import type { Worker } from 'node:worker_threads';
 import { requireBuiltin } from '../../core/builtin.js';
-import { TokenBuckets } from './token-buckets.js';
+import { TokenBuckets } from '../../core/token-buckets.js';
 import { bcryptjsHash } from './web-config.js';
 
 /** exporter-toolkit's: bcrypt of "fakepassword", cost 10. */

@@ -28,7 +28,7 @@ import type net from 'node:net';
 import type tls from 'node:tls';
 import { requireBuiltin } from '../../core/builtin.js';
 import type { Logger } from '../../core/log.js';
-import { TokenBuckets } from './token-buckets.js';
+import { TokenBuckets } from '../../core/token-buckets.js';
 import type { ServerTls } from './tls-server.js';
 
 export interface ListenerLimits {

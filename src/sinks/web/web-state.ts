@@ -12,7 +12,7 @@ import type { Logger } from '../../core/log.js';
 import { BasicAuth } from './basic-auth.js';
 import { serverTls, type ServerTls } from './tls-server.js';
 import { readWebConfig, type WebConfig } from './web-config.js';
-import { TokenBuckets } from './token-buckets.js';
+import { TokenBuckets } from '../../core/token-buckets.js';
 
 interface Taken {
   readonly config: WebConfig;

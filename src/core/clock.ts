@@ -1,0 +1,102 @@
+/**
+ * The two clocks. Schedules, timeouts, rates and durations run on the
+ * monotonic clock (CLOCK_MONOTONIC: one per boot, the same for every process
+ * of the node, never stepped); the wall clock is only for what is exported
+ * and recorded (a point's time, a job's start as people read it).
+ *
+ * The wall clock steps on real nodes: NTP or chrony at boot, a VM's live
+ * migration, a wrong RTC set right. A schedule on Date.now() stops for an hour
+ * after a step back of an hour; a duration taken from two wall times is off
+ * by the step (or negative). A monotonic time is comparable between
+ * processes of one boot (the prolog's and the epilog's, the daemon's and the
+ * CLI's), so records carry it with the boot's id and durations come from it
+ * where both ends have it.
+ */
+import { readFileSync } from 'node:fs';
+
+/** Milliseconds on CLOCK_MONOTONIC (since boot, not counting suspend: no HPC node suspends). */
+export function monoNow(): number {
+  return Number(process.hrtime.bigint() / 1000n) / 1000;
+}
+
+let boot: string | undefined;
+
+/** This boot's id (the kernel's random boot_id): monotonic times of two boots are not comparable. */
+export function bootId(): string {
+  if (boot === undefined) {
+    try {
+      boot = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+    } catch {
+      boot = '';
+    }
+  }
+  return boot;
+}
+
+/** A moment on both clocks, as a record keeps it. */
+export interface Stamp {
+  /** Wall clock, ms since the epoch. */
+  wall: number;
+  /** Monotonic clock, ms (monoNow()), or null where the record has none (older records, another node). */
+  mono: number | null;
+  /** The boot the monotonic time is of ('' unknown). */
+  boot: string;
+}
+
+export function stampNow(): Stamp {
+  return { wall: Date.now(), mono: monoNow(), boot: bootId() };
+}
+
+/**
+ * Milliseconds from a to b: by the monotonic clock where both moments have
+ * it on the same boot, else by the wall clock; never negative (a wall clock
+ * that stepped back between two records without a monotonic time gives 0,
+ * not a negative duration).
+ */
+export function elapsedMs(a: Stamp, b: Stamp): number {
+  if (a.mono !== null && b.mono !== null && a.boot !== '' && a.boot === b.boot) return Math.max(0, b.mono - a.mono);
+  return Math.max(0, b.wall - a.wall);
+}
+
+/** A step of the wall clock: how far it went (ms, + forward), seen between two readings. */
+export interface ClockStep {
+  stepMs: number;
+  /** The wall time after the step. */
+  wall: number;
+}
+
+/**
+ * Watches the offset between the wall clock and the monotonic one: it stays
+ * put while both run (NTP slews it by at most 500 ppm: 0.5 ms a second), and
+ * jumps when the wall clock steps. A jump above the tolerance is a step, said
+ * by check() once (the next readings have the new offset).
+ */
+export class ClockWatch {
+  private offset: number | undefined;
+
+  constructor(
+    private readonly toleranceMs = 1000,
+    private readonly now: () => { wall: number; mono: number } = () => ({ wall: Date.now(), mono: monoNow() }),
+  ) {}
+
+  /** The step since the last call, or undefined. */
+  check(): ClockStep | undefined {
+    const { wall, mono } = this.now();
+    const offset = wall - mono;
+    const before = this.offset;
+    this.offset = offset;
+    if (before === undefined || Math.abs(offset - before) <= this.toleranceMs) return undefined;
+    return { stepMs: Math.round(offset - before), wall };
+  }
+}
+
+/** "+2h0m0s", "-59m58s": a step as the log says it. */
+export function formatStep(ms: number): string {
+  const sign = ms < 0 ? '-' : '+';
+  let s = Math.round(Math.abs(ms) / 1000);
+  const h = Math.floor(s / 3600);
+  s -= h * 3600;
+  const m = Math.floor(s / 60);
+  s -= m * 60;
+  return `${sign}${h ? `${h}h` : ''}${h || m ? `${m}m` : ''}${s}s`;
+}
