@@ -33,6 +33,18 @@ export function bootId(): string {
   return boot;
 }
 
+/**
+ * The monotonic time of a wall time shortly before now (or after: a
+ * controller's clock ahead of this node's), by the offset between the two
+ * clocks now: "the job started at T" (Slurm's start, a hook's own clock) gets
+ * its monotonic time. Taken from the clocks, not from a caller's `now`: the
+ * offset is what matters. null for a moment before this boot.
+ */
+export function monoAt(wall: number): number | null {
+  const m = monoNow() - (Date.now() - wall);
+  return m >= 0 ? m : null;
+}
+
 /** A moment on both clocks, as a record keeps it. */
 export interface Stamp {
   /** Wall clock, ms since the epoch. */
