@@ -6,7 +6,7 @@
  * native module load only when a provider is on: a node without a scheduler
  * never pays for them.
  */
-import { lstatSync } from 'node:fs';
+import { lstatSync, statSync } from 'node:fs';
 import { noneProvider, type AttributionProvider } from '../src/core/attribution.js';
 import type { Config } from '../src/core/config/load.js';
 import type { Logger } from '../src/core/log.js';
@@ -32,6 +32,8 @@ import { JOBS_SECTION } from '../src/jobs/config.js';
 const DAEMON_BUSY_MS = 50;
 /** A store that cannot be used (read-only or full disk, newer schema, a lock) is tried again this often. */
 const STORE_RETRY_MS = 60_000;
+/** When the store's pages are read after its open: after the first ticks, not in their way. */
+const PAGE_CHECK_AFTER_MS = 30_000;
 
 export interface JobAttributionOptions {
   manifests: Manifests;
@@ -62,6 +64,9 @@ export class JobAttribution {
   /** NSS answers for the jobs socket, kept for the daemon's life: a reload is no reason to ask them all again. */
   private viewers: ViewerCache | undefined;
   private jobsServer: JobsServer | undefined;
+  private pageCheck: NodeJS.Timeout | undefined;
+  /** What the page check found, for the next open to move the store aside. */
+  private damaged: { reason: string; checkedIno: number } | undefined;
   /** The node name the jobs socket answers with (kept to make the socket again). */
   private jobsNode: (() => string) | undefined;
 
@@ -110,21 +115,27 @@ export class JobAttribution {
     let ledger: Pipeline['ledger'];
     let close = (): void => {};
     clearTimeout(this.storeRetry);
+    clearTimeout(this.pageCheck);
     if (this.o.readOnly) return this.swapReadOnly(r.manifest);
-    const db = r.manifest ? await this.openStoreOrSay() : undefined;
-    if (r.manifest && db) {
+    const opened = r.manifest ? await this.openStoreOrSay() : undefined;
+    const db = opened?.db;
+    if (r.manifest && opened && db) {
       const [{ JobLedger }, { pricesFrom }] = await Promise.all([import('../src/ledger/ledger.js'), import('../src/jobs/prices.js')]);
       try {
-        provider = await r.manifest.create({ config: cfg, log: this.o.log, env: this.o.env, store: db, labelLength: limitsFrom(cfg).labelLength, budgets: this.o.budgets, jobLabels: jobLabelsFrom(cfg) });
+        // a newer store (a downgrade) is read, never written: its bindings attribute, no reconciler, no ledger
+        provider = await r.manifest.create({ config: cfg, log: this.o.log, env: this.o.env, store: db, labelLength: limitsFrom(cfg).labelLength, budgets: this.o.budgets, jobLabels: jobLabelsFrom(cfg), ...(opened.readOnly ? { readOnly: true } : {}) });
       } catch (e) {
         db.close();
         throw e;
       }
       const manifest = r.manifest;
-      // prices read at every batch: a reload's new prices apply without a new ledger
-      const cost = { prices: () => pricesFrom(this.o.config()), node: () => manifest.nodeName(this.o.config(), this.o.env, db) };
-      const jobs = readSection(cfg, JOBS_SECTION);
-      ledger = new JobLedger(db, this.o.log.child('ledger'), { seriesMs: jobs.series_retention * 1000, jobsMs: jobs.job_retention * 1000 }, cost);
+      if (!opened.readOnly) {
+        // prices read at every batch: a reload's new prices apply without a new ledger
+        const cost = { prices: () => pricesFrom(this.o.config()), node: () => manifest.nodeName(this.o.config(), this.o.env, db) };
+        const jobs = readSection(cfg, JOBS_SECTION);
+        ledger = new JobLedger(db, this.o.log.child('ledger'), { seriesMs: jobs.series_retention * 1000, jobsMs: jobs.job_retention * 1000 }, cost);
+        this.checkPagesLater(db.name);
+      }
       const p = provider;
       // users' `l9gpu jobs`: the store is root's alone, the daemon answers them by their uid
       await this.serveJobs(() => manifest.nodeName(this.o.config(), this.o.env, db));
@@ -140,11 +151,41 @@ export class JobAttribution {
     this.closeProvider = close;
   }
 
+  /**
+   * Every page of the store read once the daemon runs (src/store/page-check.ts),
+   * not before its first tick: a full quick_check took 14 s on 606 MB. A
+   * damaged store is then moved aside and a new one started, as one found
+   * damaged at open is (if it is still the file checked).
+   */
+  private checkPagesLater(path: string): void {
+    let ino: number;
+    try {
+      ino = statSync(path).ino;
+    } catch {
+      return;
+    }
+    this.pageCheck = setTimeout(() => {
+      void (async () => {
+        const { checkPages } = await import('../src/store/page-check.js');
+        const r = await checkPages(path);
+        if (!this.o.running()) return;
+        if (r.result === 'ok') {
+          this.o.log.debug('store: every page read back', { store: path, ms: Math.round(r.ms) });
+          return;
+        }
+        this.o.log.error('store: the page check found damage: moving it aside and starting a new one (bindings come back from the scheduler)', { store: path, result: r.result });
+        this.damaged = { reason: `page check: ${r.result}`, checkedIno: ino };
+        await this.swap();
+      })().catch((e: Error) => this.o.log.error('store: page check failed', { error: e.message }));
+    }, PAGE_CHECK_AFTER_MS);
+    this.pageCheck.unref();
+  }
+
   /** The provider over the store another daemon owns, read-only: attribution without the job side's writes. */
   private async swapReadOnly(manifest: ReturnType<typeof resolveAttribution>['manifest']): Promise<void> {
     if (!manifest) return;
     const cfg = this.o.config();
-    const { openStoreReadOnly } = await import('../src/store/open-readonly.js');
+    const { openStoreReadOnly } = await import('../src/store/open.js');
     let db: Db;
     try {
       db = openStoreReadOnly(readSection(cfg, DAEMON_SECTION).state_dir);
@@ -169,21 +210,35 @@ export class JobAttribution {
   }
 
   /**
-   * The store, or undefined when it cannot be used (a newer schema, a
-   * read-only or full disk, a lock): said once, tried again later. The GPUs
-   * are still sampled and exported, without job attributes, rather than no
-   * telemetry at all.
+   * The store, or undefined when it cannot be used (a read-only or full disk,
+   * a lock): said once, tried again later. The GPUs are still sampled and
+   * exported, without job attributes, rather than no telemetry at all. A
+   * store made by a newer l9gpu (a downgrade) is opened read-only and said at
+   * every start: its bindings still attribute, users' questions are answered.
    */
-  private async openStoreOrSay(): Promise<Db | undefined> {
-    const { openStore, StoreUnusable } = await import('../src/store/open.js');
+  private async openStoreOrSay(): Promise<{ db: Db; readOnly: boolean } | undefined> {
+    const { openStore, StoreUnusable, StoreNewer } = await import('../src/store/open.js');
     const dir = readSection(this.o.config(), DAEMON_SECTION).state_dir;
+    const damaged = this.damaged;
+    this.damaged = undefined;
     try {
-      const db = openStore(dir, { check: true, busyTimeoutMs: DAEMON_BUSY_MS, onRecovered: (m) => this.o.log.error(m) });
+      const db = openStore(dir, { check: true, busyTimeoutMs: DAEMON_BUSY_MS, onRecovered: (m) => this.o.log.error(m), onNotice: (m) => this.o.log.warn(m), ...(damaged ? { damaged } : {}) });
       if (this.storeProblem) this.o.log.info('job attribution on again: the store is usable', { store: dir });
       this.storeProblem = '';
-      return db;
+      return { db, readOnly: false };
     } catch (e) {
       if (!(e instanceof StoreUnusable)) throw e;
+      if (e instanceof StoreNewer) {
+        try {
+          const { openNewerStore } = await import('../src/store/open-readonly.js');
+          const { db, newer } = openNewerStore(dir, DAEMON_BUSY_MS);
+          this.o.log.error(newer.message);
+          this.storeProblem = '';
+          return { db, readOnly: true };
+        } catch (err) {
+          this.o.log.error(`cannot read the newer store either: ${(err as Error).message}`);
+        }
+      }
       if (e.message !== this.storeProblem) this.o.log.error(`job attribution off: ${e.message}; GPU metrics go out without job attributes, the store is tried again every ${STORE_RETRY_MS / 1000} s`);
       this.storeProblem = e.message;
       this.storeRetry = setTimeout(() => {
@@ -228,6 +283,7 @@ export class JobAttribution {
   /** Stops retrying the store (first thing at stop: nothing may reopen it meanwhile). */
   cancelRetry(): void {
     clearTimeout(this.storeRetry);
+    clearTimeout(this.pageCheck);
   }
 
   /** Closes the jobs socket, the provider and the store (last thing at stop, once the sinks are flushed). */

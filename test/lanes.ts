@@ -40,7 +40,7 @@ const HERE = dirname(fileURLToPath(import.meta.url));
 export const UNIT_FILES = [
   'config', 'fuzz', 'golden', 'host', 'jobs-unit', 'layers', 'ledger', 'limits', 'nccl-fixtures', 'nccl-parse',
   'nccl-straggler', 'nvml-convert', 'nvml-sampler', 'registry', 'sacct-job', 'slurm-notes', 'slurm-parse', 'summary',
-  'xid-catalog', 'lanes', 'web-config', 'clock',
+  'xid-catalog', 'lanes', 'web-config', 'clock', 'store-years',
 ].map((n) => `${n}.test.js`);
 
 export const SLURM_FILES = /^slurm-\d+\.\d+\.test\.js$/;

@@ -14,6 +14,7 @@ export const DAEMON_FLAGS: readonly FlagSpec[] = [
   { name: 'sink', type: 'string', multiple: true, helpValue: 'NAME', description: `Sink to enable (${SINK_NAMES.join(', ')}); repeat or comma-separate for several. Replaces [daemon] sinks for this run.` },
   { name: 'plugin', type: 'string', multiple: true, helpValue: 'NAME', description: `Plugin to run (auto, ${PLUGIN_NAMES.join(', ')}); repeat or comma-separate for several. Replaces [daemon] plugins for this run.` },
   { name: 'attribution', type: 'string', options: ['auto', ...ATTRIBUTION_NAMES, 'none'], description: `Job attribution of GPU points (default auto: the first of ${ATTRIBUTION_NAMES.join(', ')} configured on this node, else none).` },
+  { name: 'compact-store', type: 'boolean', description: 'Give the store\'s free space back to the filesystem (a store made before auto_vacuum: one VACUUM, about 20-40 s per GB), then exit. Refused while the daemon runs: stop it first (hooks wait on the store meanwhile, up to their busy timeout).' },
 ];
 
 export interface DaemonFlags {
@@ -23,6 +24,7 @@ export interface DaemonFlags {
   sink?: string[];
   plugin?: string[];
   attribution?: string;
+  'compact-store'?: boolean;
 }
 
 /** Flags as config overrides (flags > environment > file > defaults). */

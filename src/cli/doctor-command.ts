@@ -66,6 +66,9 @@ export async function doctor(flags: FlagValues): Promise<number> {
   const provider = attribution.manifest ? await attribution.manifest.doctor(cfg, process.env) : undefined;
   const stateDir = readSection(cfg, DAEMON_SECTION).state_dir;
   const store = { path: join(stateDir, 'l9gpu.db'), ...dirWritable(stateDir) };
+  // a downgrade: the store is read, never written (the daemon says it at every start too)
+  const newer = await import('../store/open-readonly.js').then((m) => m.newerStore(stateDir)).catch(() => undefined);
+  if (newer) Object.assign(store, { ok: false, detail: newer.message });
   const jobsSocket = attribution.manifest ? await jobsSocketCheck(stateDir) : null;
   const jobs = readSection(cfg, JOBS_SECTION);
   // where the slurmctld epilog and jobs show --source promql read: its TLS files and reachability

@@ -60,14 +60,40 @@ class ReloadLog {
   }
 }
 
-/** The state folder's lock, the folder made (and checked: no planted link) first. */
-function takeLock(dir: string): StateLock {
+/**
+ * The state folder's lock, the folder made (and checked: no planted link)
+ * first. A folder the daemon cannot or must not write (a read-only
+ * filesystem, a planted link) holds no lock: the daemon samples and exports
+ * all the same (its store is off there too), and says it runs unguarded.
+ */
+function takeLock(dir: string, log: Logger): StateLock | undefined {
   try {
+    // a planted link or a folder open to others: no lock through it (the store is refused there too, and says why)
     assertSafeStateDir(dir);
   } catch (e) {
-    throw new CliError(`l9gpu daemon: ${(e as Error).message}`, 1);
+    log.warn(`cannot take the state folder's lock (${(e as Error).message}): running without the one-daemon-per-folder guard`);
+    return undefined;
   }
-  return lockStateDir(dir);
+  try {
+    return lockStateDir(dir);
+  } catch (e) {
+    if (e instanceof StateLocked) throw e;
+    log.warn(`cannot take the state folder's lock (${(e as Error).message}): running without the one-daemon-per-folder guard`);
+    return undefined;
+  }
+}
+
+/** `daemon --compact-store`: the one-off VACUUM of a store made before auto_vacuum, with the state folder's lock held. */
+async function compact(dir: string, lock: StateLock | undefined, beside: StateLocked | undefined): Promise<never> {
+  if (beside) throw new CliError(`l9gpu daemon --compact-store: ${beside.message}: stop it first (systemctl stop l9gpu)`, 1);
+  if (!lock) throw new CliError(`l9gpu daemon --compact-store: cannot hold ${dir}'s lock (above): nothing done`, 1);
+  const { compactStore } = await import('../store/open.js');
+  const t0 = performance.now();
+  const r = compactStore(dir);
+  const mb = (b: number) => `${(b / 1048576).toFixed(1)} MB`;
+  process.stdout.write(`l9gpu: store compacted in ${((performance.now() - t0) / 1000).toFixed(1)} s: ${mb(r.before)} -> ${mb(r.after)}; it gives pruned space back from now on (auto_vacuum = incremental)\n`);
+  lock.release();
+  return exitProcess(0, false);
 }
 
 /** Never returns: the process ends with 0, 2 on a bad configuration, 1 when --once delivered nothing, a plugin it was asked for failed or GPUs the node must have were not read. */
@@ -81,13 +107,14 @@ export async function runDaemon(flags: DaemonFlags): Promise<never> {
     let lock: StateLock | undefined;
     let beside: StateLocked | undefined;
     try {
-      lock = takeLock(daemon.state_dir);
+      lock = takeLock(daemon.state_dir, log);
     } catch (e) {
       if (!(e instanceof StateLocked)) throw e;
       if (!flags.once) throw new CliError(`${e.message}: stop it first (systemctl stop l9gpu), or look with l9gpu gpus, l9gpu doctor or l9gpu daemon --once, which read beside it`, 1);
       beside = e;
       log.info(`${e.message}: --once samples and exports beside it, without its store's writes, its jobs socket or its health file`);
     }
+    if (flags['compact-store']) return compact(daemon.state_dir, lock, beside);
     const agent = new Agent(cfg, log, MANIFESTS, process.env, { readOnlyJobs: beside !== undefined });
     if (flags.once) {
       const { blocked, undelivered, failed, shortfall } = await agent.once();

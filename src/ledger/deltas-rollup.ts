@@ -85,7 +85,8 @@ export class DeltaRollups<R> {
     this.deltas.kept(seen, time);
   }
 
-  prune(now: number): void {
-    this.deltas.prune(now);
+  /** One batch of forgetting old series' last values: how many went. */
+  prune(now: number, limit?: number): number {
+    return this.deltas.prune(now, limit);
   }
 }

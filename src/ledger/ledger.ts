@@ -18,7 +18,8 @@ import { DeltaRollups } from './deltas-rollup.js';
 import { ENGINE_FIGURES } from './engine-rollup.js';
 import { NCCL_FIGURES } from './nccl-rollup.js';
 import { InventoryWriter } from './inventory.js';
-import { RollupWriter, type RollupBinding } from './rollup-writer.js';
+import { PRUNE_BATCH, RollupWriter, SERIES_BATCH, type RollupBinding } from './rollup-writer.js';
+import { runPrunePass, type PassReport, type PruneStep } from './prune-pass.js';
 import { CostRates, type CostSource } from './cost-rate.js';
 
 const SUMMARY = {
@@ -62,12 +63,27 @@ export interface Retention {
   jobsMs: number;
 }
 
+/**
+ * A prune's steps, in order: whole jobs past the job retention first (the
+ * series step then has fewer to look at), the series of jobs past the series
+ * retention, the counted series' last values unseen for a day.
+ */
+export function pruneSteps(rollups: RollupWriter, retention: Retention, now: number, counted: readonly { prune(now: number, limit?: number): number }[] = []): PruneStep[] {
+  return [
+    { name: 'jobs', batch: () => rollups.pruneJobs(retention.jobsMs, now, PRUNE_BATCH), limit: PRUNE_BATCH },
+    { name: 'series', batch: () => rollups.pruneSeries(retention.seriesMs, now, SERIES_BATCH), limit: SERIES_BATCH },
+    ...counted.map((c, i) => ({ name: `counted series ${i}`, batch: () => c.prune(now, PRUNE_BATCH), limit: PRUNE_BATCH })),
+  ];
+}
+
 export class JobLedger {
   private readonly rollups: RollupWriter;
   private readonly inventory: InventoryWriter;
   /** The jobs each GPU had in the last batch that carried it. */
   private readonly holders = new Map<string, readonly JobShare[]>();
   private lastPrune = 0;
+  /** The prune pass running in the background (src/ledger/prune-pass.ts), if one is. */
+  private pass: Promise<PassReport | undefined> | undefined;
   /** The error of the rollup writes while they fail ('' while they work). */
   private writeError = '';
   /** The figures counted from the sources' own cumulative series: the inference engines', NCCL's. */
@@ -76,7 +92,7 @@ export class JobLedger {
   private readonly cost: CostRates | undefined;
 
   constructor(
-    db: Db,
+    private readonly db: Db,
     private readonly log: Logger,
     private readonly retention: Retention,
     cost?: CostSource,
@@ -92,7 +108,7 @@ export class JobLedger {
     for (const c of this.counted) c.observe(batch.points, batch.time);
     if (!batch.points.some((p) => p.metric.scope === 'gpu' && typeof p.attributes['gpu.uuid'] === 'string')) return [];
     this.inventory.observe(batch.points);
-    const samples = samplesFromPoints(batch.points, batch.time, (p) => p.metric.name);
+    const samples = samplesFromPoints(batch.points, batch.time, (p) => p.metric.name, batch.mono);
     const identities = new Map<string, Attributes>();
     for (const p of batch.points) {
       const uuid = p.attributes['gpu.uuid'];
@@ -147,14 +163,33 @@ export class JobLedger {
     return out;
   }
 
+  /** The prune pass under way, if one is: resolves with what it did (undefined if it failed: said in the log). */
+  pruning(): Promise<PassReport | undefined> | undefined {
+    return this.pass;
+  }
+
+  /**
+   * Hourly, started from a tick and run beside the next ones: batches of a
+   * few hundred jobs in short transactions, then the space given back. A pass
+   * still running when the hour comes round is left to finish.
+   */
   private prune(now: number): void {
-    if (now - this.lastPrune <= PRUNE_EVERY_MS) return;
+    if (now - this.lastPrune <= PRUNE_EVERY_MS || this.pass) return;
     this.lastPrune = now;
-    try {
-      this.rollups.prune(this.retention.seriesMs, this.retention.jobsMs, now);
-      for (const c of this.counted) c.prune(now);
-    } catch (e) {
-      this.log.once(`prune-${(e as Error).message}`, 'warn', 'cannot prune old jobs', { error: (e as Error).message });
-    }
+    const pass = runPrunePass(this.db, pruneSteps(this.rollups, this.retention, now, this.counted))
+      .then((r) => {
+        if (r.rows.jobs || r.pagesGivenBack) {
+          this.log.info('pruned old jobs', { jobs: r.rows.jobs, seriesOfJobs: r.rows.series, batches: r.batches, longestBatchMs: Math.round(r.longestBatchMs), mbGivenBack: +((r.pagesGivenBack * (this.db.open ? (this.db.pragma('page_size', { simple: true }) as number) : 4096)) / 1048576).toFixed(1), seconds: +(r.ms / 1000).toFixed(1) });
+        }
+        return r;
+      })
+      .catch((e: Error) => {
+        this.log.once(`prune-${e.message}`, 'warn', 'cannot prune old jobs', { error: e.message });
+        return undefined;
+      })
+      .finally(() => {
+        if (this.pass === pass) this.pass = undefined;
+      });
+    this.pass = pass;
   }
 }

@@ -11,6 +11,7 @@
 import type { Attributes } from '../core/metrics/model.js';
 import type { Db } from './open.js';
 import { boundLabel } from '../core/bound-label.js';
+import { bootId, monoAt } from '../core/clock.js';
 
 export interface JobRecord {
   jobId: string;
@@ -78,12 +79,16 @@ function jobValues(j: JobRecord, now: number): Record<(typeof COLS)[number], unk
 
 /** Insert or fill in a job run: known fields are never overwritten by unknown (null) ones. */
 function upsertJob(db: Db, j: JobRecord, source: Source, now: number): void {
+  const v = jobValues(j, now);
+  const start = v.start_time as number | null;
   db.prepare(
-    `INSERT INTO jobs (job_id, run_key, ${COLS.join(', ')}, source, updated_at)
-     VALUES (@job_id, @run_key, ${COLS.map((c) => `@${c}`).join(', ')}, @source, @now)
+    `INSERT INTO jobs (job_id, run_key, ${COLS.join(', ')}, source, updated_at, start_mono, boot_id)
+     VALUES (@job_id, @run_key, ${COLS.map((c) => `@${c}`).join(', ')}, @source, @now, @start_mono, @boot_id)
      ON CONFLICT (job_id, run_key) DO UPDATE SET ${COLS.map((c) => `${c} = COALESCE(excluded.${c}, jobs.${c})`).join(', ')}, updated_at = excluded.updated_at,
+       start_mono = CASE WHEN excluded.source = 'prolog' OR jobs.start_mono IS NULL THEN COALESCE(excluded.start_mono, jobs.start_mono) ELSE jobs.start_mono END,
+       boot_id = CASE WHEN excluded.source = 'prolog' OR jobs.boot_id IS NULL THEN COALESCE(excluded.boot_id, jobs.boot_id) ELSE jobs.boot_id END,
        source = CASE WHEN excluded.source = 'prolog' THEN 'prolog' ELSE jobs.source END`,
-  ).run({ job_id: j.jobId, run_key: j.runKey, ...jobValues(j, now), source, now });
+  ).run({ job_id: j.jobId, run_key: j.runKey, ...v, source, now, start_mono: start === null ? null : monoAt(start), boot_id: bootId() || null });
 }
 
 /**
@@ -97,7 +102,7 @@ export function recordStart(db: Db, j: JobRecord, gpus: readonly GpuBinding[], s
   db.transaction(() => {
     const start = startBy(j.startTime, now) ?? now;
     db.prepare(`UPDATE bindings SET end_time = ?, closed_by = 'requeue' WHERE job_id = ? AND run_key <> ? AND end_time IS NULL`).run(now, j.jobId, j.runKey);
-    db.prepare(`UPDATE jobs SET end_time = ?, state = COALESCE(state, 'REQUEUED'), updated_at = ? WHERE job_id = ? AND run_key <> ? AND end_time IS NULL`).run(now, now, j.jobId, j.runKey);
+    db.prepare(`UPDATE jobs SET end_time = ?, end_mono = ?, state = COALESCE(state, 'REQUEUED'), updated_at = ? WHERE job_id = ? AND run_key <> ? AND end_time IS NULL`).run(now, monoAt(now), now, j.jobId, j.runKey);
     upsertJob(db, { ...j, startTime: start }, source, now);
     const ins = db.prepare(
       `INSERT INTO bindings (job_id, run_key, gpu_uuid, start_time, source, shared, attrs) VALUES (?, ?, ?, ?, ?, ?, ?)
@@ -137,9 +142,9 @@ export function recordEnd(db: Db, job: JobRecord, end: JobEnd, gpus: readonly Gp
     db.prepare(`UPDATE bindings SET end_time = ?, closed_by = ? WHERE job_id = ? AND run_key = ? AND end_time IS NULL`).run(end.endTime, closedBy, j.jobId, j.runKey);
     db.prepare(
       // the first end recorded wins: a second epilog (or a late poll) does not rewrite it
-      `UPDATE jobs SET end_time = COALESCE(end_time, @end), state = COALESCE(state, @state), exit_code = COALESCE(exit_code, @code), exit_signal = COALESCE(exit_signal, @sig), updated_at = @now
+      `UPDATE jobs SET end_mono = CASE WHEN end_time IS NULL THEN @endMono ELSE end_mono END, end_time = COALESCE(end_time, @end), state = COALESCE(state, @state), exit_code = COALESCE(exit_code, @code), exit_signal = COALESCE(exit_signal, @sig), updated_at = @now
        WHERE job_id = @job AND run_key = @run`,
-    ).run({ end: end.endTime, state: end.state ?? null, code: end.exitCode ?? null, sig: end.exitSignal ?? null, now, job: j.jobId, run: j.runKey });
+    ).run({ end: end.endTime, endMono: monoAt(end.endTime), state: end.state ?? null, code: end.exitCode ?? null, sig: end.exitSignal ?? null, now, job: j.jobId, run: j.runKey });
   }).immediate();
 }
 
@@ -156,7 +161,7 @@ export function reopenRun(db: Db, jobId: string, runKey: string, before: number,
     if (!row || row.e === null || row.e > before) return false;
     const n = db.prepare(`UPDATE bindings SET end_time = NULL, closed_by = NULL WHERE job_id = ? AND run_key = ? AND closed_by = 'epilog' AND end_time <= ?`).run(jobId, runKey, before).changes;
     if (n === 0) return false;
-    db.prepare(`UPDATE jobs SET end_time = NULL, state = NULL, exit_code = NULL, exit_signal = NULL, updated_at = ? WHERE job_id = ? AND run_key = ?`).run(now, jobId, runKey);
+    db.prepare(`UPDATE jobs SET end_time = NULL, end_mono = NULL, state = NULL, exit_code = NULL, exit_signal = NULL, updated_at = ? WHERE job_id = ? AND run_key = ?`).run(now, jobId, runKey);
     return true;
   }).immediate();
 }

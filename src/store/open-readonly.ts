@@ -1,9 +1,5 @@
 /**
- * The store opened read-only, for `daemon --once` beside the daemon that owns
- * it: no migration (the owner migrates), no mode change, no write. A store
- * that is not there yet, or is newer than this l9gpu, is an error naming it.
- *
- * And a store made by a newer l9gpu (a downgrade): read, never written, so
+ * A store made by a newer l9gpu (a downgrade): read, never written, so
  * that GPU metrics keep their job attributes and users' `l9gpu jobs` keeps
  * answering (openNewerStore), and said at every start and by `doctor`
  * (newerStore).
@@ -13,17 +9,6 @@ import Database from 'better-sqlite3';
 import { storePath, type Db } from './open.js';
 import { SCHEMA_VERSION } from './schema.js';
 import { nativeBindingOption } from './native-binding.js';
-
-export function openStoreReadOnly(stateDir: string): Db {
-  const path = storePath(stateDir);
-  const db = new Database(path, { readonly: true, fileMustExist: true, timeout: 50, ...nativeBindingOption() });
-  const version = db.pragma('user_version', { simple: true }) as number;
-  if (version > SCHEMA_VERSION) {
-    db.close();
-    throw new Error(`store ${path} has schema ${version}, newer than this l9gpu's ${SCHEMA_VERSION}`);
-  }
-  return db;
-}
 
 /** A store newer than this l9gpu, as the daemon's start and `doctor` say it. */
 export interface NewerStore {

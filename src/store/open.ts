@@ -30,6 +30,21 @@ export function storePath(stateDir: string): string {
  */
 export class StoreUnusable extends Error {}
 
+/**
+ * The store was made by a newer l9gpu (a downgrade): kept as it is. The
+ * daemon may still read it, read-only (src/store/open-readonly.ts,
+ * openNewerStore): migrations only add, so this l9gpu's queries still hold.
+ */
+export class StoreNewer extends StoreUnusable {
+  constructor(
+    readonly path: string,
+    readonly version: number,
+    readonly supported: number,
+  ) {
+    super(`store schema version ${version} is newer than this l9gpu (${supported}): upgrade l9gpu (the store is kept as it is)`);
+  }
+}
+
 const CORRUPT_CODES = new Set(['SQLITE_NOTADB', 'SQLITE_CORRUPT']);
 
 function isCorrupt(e: unknown): boolean {
@@ -39,11 +54,34 @@ function isCorrupt(e: unknown): boolean {
 
 export interface OpenOptions {
   busyTimeoutMs?: number;
-  /** Reads every page at open (PRAGMA quick_check): the daemon's start, not the hooks' (a job waits on them). */
+  /**
+   * The daemon's open, not the hooks' (a job waits on them): a cheap check of
+   * the file (header, schema, length against the header's page count) before
+   * anything is written, and a small store made before auto_vacuum is
+   * converted to it. Every page is read later, off the start's path
+   * (src/store/page-check.ts): a full quick_check took 14 s on 606 MB.
+   */
   check?: boolean;
   /** Told when a damaged store was moved aside and a new one started. */
   onRecovered?: (message: string) => void;
+  /**
+   * What the page check (src/store/page-check.ts) found wrong with the store
+   * the caller had open: it is moved aside and a new one started, as a
+   * store found damaged at open is. Only if the file is still the one checked
+   * (`checkedIno`).
+   */
+  damaged?: { reason: string; checkedIno: number };
+  /** Told what the daemon should say about the store at its start (auto_vacuum converted, or why not). */
+  onNotice?: (message: string) => void;
 }
+
+/**
+ * Live bytes up to which the daemon's open converts a store to
+ * auto_vacuum = incremental (a VACUUM, which holds the write lock while it
+ * copies the file: a hook waits on it). Measured (bench/store-years.ts) at
+ * about 0.1 s per 8 MB here: a hook's wait stays far below its deadline.
+ */
+export const CONVERT_MAX_BYTES = 32 * 1024 * 1024;
 
 /**
  * Opens (and creates or migrates) the store for writing. A store that is
@@ -62,6 +100,7 @@ export function openStore(stateDir: string, o: OpenOptions = {}): Db {
   let ino: number | undefined;
   try {
     ino = statSync(path, { throwIfNoEntry: false })?.ino;
+    if (o.damaged && ino === o.damaged.checkedIno) throw corrupt(o.damaged.reason);
     return openChecked(path, o);
   } catch (e) {
     if (e instanceof StoreUnusable) throw e;
@@ -112,12 +151,9 @@ function moveAside(path: string, ino: number | undefined, cause: Error): string 
 }
 
 function openChecked(path: string, o: OpenOptions): Db {
-  const db = openFile(path, o.busyTimeoutMs ?? BUSY_TIMEOUT_MS);
+  const db = openFile(path, o);
   try {
-    if (o.check) {
-      const r = db.pragma('quick_check', { simple: true }) as string;
-      if (r !== 'ok') throw Object.assign(new Error(`quick_check: ${r}`), { code: 'SQLITE_CORRUPT' });
-    }
+    if (o.check) convertToIncremental(db, o.onNotice);
     return db;
   } catch (e) {
     db.close();
@@ -125,14 +161,85 @@ function openChecked(path: string, o: OpenOptions): Db {
   }
 }
 
-function openFile(path: string, busyTimeoutMs: number): Db {
-  const fresh = !existsSync(path);
-  const db = new Database(path, { timeout: busyTimeoutMs, ...nativeBindingOption() });
+const corrupt = (message: string): Error => Object.assign(new Error(message), { code: 'SQLITE_CORRUPT' });
+
+/**
+ * What can be checked without reading every page: SQLite reads the header
+ * and page 1 and parses the schema (garbage fails here), and it refuses a
+ * file shorter than its header's page count (cut by a full disk or a bad
+ * copy). Damage inside other pages is the page check's (src/store/page-check.ts).
+ */
+export function cheapCheck(db: Db): void {
+  db.prepare('SELECT COUNT(*) FROM sqlite_schema').get();
+}
+
+/**
+ * auto_vacuum is fixed when the file is made, or changed by a VACUUM that
+ * copies the whole file under the write lock. A store made before l9gpu set
+ * it: converted here when small; a large one keeps its size (the pages a
+ * prune frees are used again by new jobs, so it stops growing) until a
+ * VACUUM with the daemon stopped (compactStore), said at every start.
+ */
+function convertToIncremental(db: Db, notice: OpenOptions['onNotice']): void {
+  if ((db.pragma('auto_vacuum', { simple: true }) as number) !== 0) return;
+  const pageSize = db.pragma('page_size', { simple: true }) as number;
+  const live = ((db.pragma('page_count', { simple: true }) as number) - (db.pragma('freelist_count', { simple: true }) as number)) * pageSize;
+  const mb = (b: number) => `${(b / 1048576).toFixed(1)} MB`;
+  if (live > CONVERT_MAX_BYTES) {
+    notice?.(`store ${db.name} (${mb(live)} in use) was made without auto_vacuum: pruned space is used again but not given back to the filesystem; to give it back, run \`systemctl stop l9gpu; l9gpu daemon --compact-store; systemctl start l9gpu\` (about 20-40 s per GB)`);
+    return;
+  }
+  const before = statSync(db.name).size;
+  const t0 = performance.now();
   try {
-    // WAL is a property of the file: set once, at creation (one query less per hook run)
-    if (fresh) db.pragma('journal_mode = WAL');
+    compact(db);
+  } catch (e) {
+    // a hook holding the lock: the next start tries again
+    notice?.(`store ${db.name}: not converted to auto_vacuum = incremental this time: ${(e as Error).message}`);
+    return;
+  }
+  notice?.(`store ${db.name} converted to auto_vacuum = incremental in ${Math.round(performance.now() - t0)} ms (${mb(before)} before, ${mb(statSync(db.name).size)} after): pruned space is given back from now on`);
+}
+
+/** auto_vacuum = incremental and a VACUUM: the whole file copied under the write lock. */
+function compact(db: Db): void {
+  db.pragma('auto_vacuum = INCREMENTAL');
+  db.exec('VACUUM');
+  // the copy went through the WAL: back into the file, and the WAL emptied
+  db.pragma('wal_checkpoint(TRUNCATE)');
+}
+
+/**
+ * The store converted to auto_vacuum = incremental and compacted, whatever
+ * its size, with nothing else writing (the daemon stopped: hooks wait on the
+ * lock meanwhile, up to their busy timeout). Returns the file's bytes
+ * before and after.
+ */
+export function compactStore(stateDir: string): { before: number; after: number } {
+  const db = openStore(stateDir);
+  try {
+    const before = statSync(db.name).size;
+    compact(db);
+    return { before, after: statSync(db.name).size };
+  } finally {
+    db.close();
+  }
+}
+
+function openFile(path: string, o: OpenOptions): Db {
+  const fresh = !existsSync(path);
+  const db = new Database(path, { timeout: o.busyTimeoutMs ?? BUSY_TIMEOUT_MS, ...nativeBindingOption() });
+  try {
+    // WAL and auto_vacuum are properties of the file: set once, at creation (one query less per hook run).
+    // auto_vacuum must come before the first page is written (journal_mode = WAL writes it)
+    if (fresh) {
+      db.pragma('auto_vacuum = INCREMENTAL');
+      db.pragma('journal_mode = WAL');
+    }
     db.pragma('synchronous = NORMAL');
     db.pragma('foreign_keys = ON');
+    // before the migration writes into a damaged file
+    if (o.check && !fresh) cheapCheck(db);
     migrate(db);
   } catch (e) {
     db.close();
@@ -170,14 +277,13 @@ export function openStoreReadOnly(stateDir: string): Db {
     db = new Database(join(dir, STORE_FILE), { fileMustExist: true, ...nativeBindingOption() });
     process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
   }
-  const v = db.pragma('user_version', { simple: true }) as number;
-  if (v > SCHEMA_VERSION) throw new Error(`${path} has schema version ${v}, newer than this l9gpu (${SCHEMA_VERSION}): upgrade l9gpu`);
+  // a newer schema (a downgrade) is read all the same: migrations only add, so this l9gpu's queries still hold
   return db;
 }
 
 export function migrate(db: Db): void {
   const v = db.pragma('user_version', { simple: true }) as number;
-  if (v > SCHEMA_VERSION) throw new StoreUnusable(`store schema version ${v} is newer than this l9gpu (${SCHEMA_VERSION}): upgrade l9gpu (the store is kept as it is)`);
+  if (v > SCHEMA_VERSION) throw new StoreNewer(db.name, v, SCHEMA_VERSION);
   if (v === SCHEMA_VERSION) return;
   // BEGIN IMMEDIATE: concurrent hooks on a fresh node must not both migrate
   db.transaction(() => {

@@ -3,6 +3,10 @@
  * Times are ms since the epoch. A job run is (job_id, run_key): requeue keeps
  * the job id and bumps the restart count (or the SLUID from Slurm 25.11).
  * Bindings are many-to-one: shards and MPS put several jobs on one GPU.
+ *
+ * Migrations only add (tables, columns, indexes), never rename or drop: an
+ * older l9gpu (a downgrade) reads a newer store read-only with its own
+ * queries (src/store/open-readonly.ts, openNewerStore).
  */
 export const MIGRATIONS: readonly string[] = [
   // 1: inventory, jobs, bindings
@@ -168,6 +172,19 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE job_gpu ADD COLUMN nvlink_bytes REAL;
   ALTER TABLE job_gpu ADD COLUMN pcie_bytes REAL;
   ALTER TABLE job_gpu ADD COLUMN idle_s REAL;
+  `,
+  // 7: the prune's ranges (src/ledger/rollup-writer.ts): ended jobs by end time, engine series by when last seen;
+  // without them each hourly prune scanned every job ever kept
+  `
+  CREATE INDEX jobs_end ON jobs(end_time) WHERE end_time IS NOT NULL;
+  CREATE INDEX engine_series_seen ON engine_series(seen);
+  `,
+  // 8: both ends of a job run on the monotonic clock too, with the boot they are of (src/core/clock.ts): a run
+  // time from them is right when the wall clock stepped during the job (NTP at boot, a VM migrated)
+  `
+  ALTER TABLE jobs ADD COLUMN start_mono REAL;
+  ALTER TABLE jobs ADD COLUMN end_mono REAL;
+  ALTER TABLE jobs ADD COLUMN boot_id TEXT;
   `,
 ];
 
