@@ -247,7 +247,7 @@ test('a reload that changes [jobs] keeps the socket: a user asks afterwards and 
   unlinkSync(sock);
   const gone = spawnSync(process.execPath, [CLI, 'doctor', '--json', '--config', config], { encoding: 'utf8' });
   assert.equal(gone.status, 1);
-  assert.match((JSON.parse(gone.stdout) as { jobs_socket: { ok: boolean; detail: string } }).jobs_socket.detail, /^the daemon runs \(its health file is fresh\) but the l9gpu daemon is not answering on /);
+  assert.match((JSON.parse(gone.stdout) as { jobs_socket: { ok: boolean; detail: string } }).jobs_socket.detail, /^the daemon runs \(pid \d+ holds the state folder.s lock\) but the l9gpu daemon is not answering on /);
 });
 
 test('a client that trickles a byte at a time is cut at the request deadline, not kept by its bytes', async () => {

@@ -10,7 +10,8 @@ import { JOB_ID } from '../core/job-id.js';
 import type { Viewer } from './access.js';
 import { listJobs, listWasteInputs, type JobListRow } from './list.js';
 import type { WasteInput } from './waste.js';
-import { GROUP_BY, groupJobs, type GroupBy, type JobGroupRow } from './by.js';
+import { GROUP_BY, type GroupBy, type JobGroupRow } from './by.js';
+import { groupJobsInStore } from './by-store.js';
 import { findJob, reportFromStore } from './report.js';
 import type { Prices } from '../figures/prices.js';
 import type { JobReport } from './report-model.js';
@@ -85,7 +86,8 @@ export function answerJobs(db: Db, node: string, prices: Prices | null, who: Vie
     if (req.by) {
       // every job that matches adds up: the limit caps the groups, not the jobs
       const by = req.by;
-      const groups = groupsMemo(() => groupJobs(listJobs(db, { ...req, user, limit: 0 }, node, prices), by, prices?.currency ?? null)).slice(p.offset);
+      // folded in SQL, one job at a time: memory of one sum per group, whatever the jobs (src/jobs/by-store.ts)
+      const groups = groupsMemo(() => groupJobsInStore(db, { ...req, user }, by, node, prices)).slice(p.offset);
       return { ok: true, op: 'list', user, rows: [], by: req.by, groups: groups.slice(0, p.size), ...next(groups.length) };
     }
     if (p.size === 0) return { ok: true, op: 'list', user, rows: [], ...(req.waste ? { waste: [] } : {}) };

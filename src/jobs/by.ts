@@ -16,7 +16,6 @@
  */
 import type { JobListRow } from './list.js';
 
-import type { GpuRow } from './report-model.js';
 import { byText } from '../core/text-table.js';
 
 export const GROUP_BY = ['user', 'account', 'partition', 'name'] as const;
@@ -44,41 +43,92 @@ const r6 = (x: number) => Math.round(x * 1e6) / 1e6;
 const SM_HOURS = ['gpm_gpu_hours', 'sm_gpu_hours', 'sm_idle_gpu_hours'] as const;
 type SmHours = Pick<JobGroupRow, (typeof SM_HOURS)[number]>;
 
+/** What the roll-up adds up of one job: its figures as the list gives them. */
+export type JobFigures = Pick<JobListRow, 'gpu_hours' | 'idle_gpu_hours' | 'util_mean' | (typeof SM_HOURS)[number] | 'energy_kwh' | 'cost' | 'co2e_g'>;
+
+/** The sums of a group, each Neumaier's pair (the sum and what it lost), two by two. */
+const SUMS = ['gh', 'idle', 'utilGh', 'utilW', 'kwh', 'cost', 'co2e', ...SM_HOURS] as const;
+type Sum = (typeof SUMS)[number];
+const AT = Object.fromEntries(SUMS.map((k, i) => [k, i])) as Record<Sum, number>;
+
+interface GroupSums {
+  jobs: number;
+  /** The sums that had a value added (bit AT[k]): the others are null (no job's energy, cost, GPM known). */
+  seen: number;
+  v: Float64Array;
+}
+
+/** x into sum k, compensated (Neumaier): a group of 500,000 jobs adds up to its jobs' figures, not to the rounding of half a million additions. */
+function addTo(a: GroupSums, k: Sum, x: number): void {
+  const i = AT[k] * 2;
+  const s = a.v[i]!;
+  const t = s + x;
+  a.v[i + 1]! += Math.abs(s) >= Math.abs(x) ? s - t + x : x - t + s;
+  a.v[i] = t;
+  a.seen |= 1 << AT[k];
+}
+
+const sumOf = (a: GroupSums, k: Sum): number | null => (a.seen & (1 << AT[k]) ? a.v[AT[k] * 2]! + a.v[AT[k] * 2 + 1]! : null);
+
+/**
+ * The roll-up a job at a time: what it holds is one sum per group, never the
+ * jobs, so that a fold streamed from the store (by-store.ts) is bounded by
+ * its groups. groupJobs is the same fold over a list already made.
+ */
+export class GroupFold {
+  private readonly acc = new Map<string | null, GroupSums>();
+
+  get groups(): number {
+    return this.acc.size;
+  }
+
+  add(key: string | null, r: JobFigures): void {
+    let a = this.acc.get(key);
+    if (!a) this.acc.set(key, (a = { jobs: 0, seen: 0, v: new Float64Array(SUMS.length * 2) }));
+    a.jobs++;
+    addTo(a, 'gh', r.gpu_hours);
+    addTo(a, 'idle', r.idle_gpu_hours);
+    if (r.util_mean !== null) {
+      addTo(a, 'utilGh', r.gpu_hours);
+      addTo(a, 'utilW', r.gpu_hours * r.util_mean);
+    }
+    if (r.energy_kwh !== null) addTo(a, 'kwh', r.energy_kwh);
+    if (r.cost !== null) addTo(a, 'cost', r.cost);
+    if (r.co2e_g !== null) addTo(a, 'co2e', r.co2e_g);
+    for (const k of SM_HOURS) if (r[k] !== null) addTo(a, k, r[k]);
+  }
+
+  /** One row per group, most idle GPU-hours first (then most GPU-hours, then by name). */
+  rows(currency: string | null): JobGroupRow[] {
+    const r6n = (x: number | null) => (x === null ? null : r6(x));
+    return [...this.acc]
+      .map(([group, a]) => {
+        const utilGh = sumOf(a, 'utilGh') ?? 0;
+        const cost = sumOf(a, 'cost');
+        const co2e = sumOf(a, 'co2e');
+        return {
+          group,
+          jobs: a.jobs,
+          gpu_hours: r6(sumOf(a, 'gh') ?? 0),
+          idle_gpu_hours: r6(sumOf(a, 'idle') ?? 0),
+          util_mean: utilGh > 0 ? r6(sumOf(a, 'utilW')! / utilGh) : null,
+          ...(Object.fromEntries(SM_HOURS.map((k) => [k, r6n(sumOf(a, k))])) as SmHours),
+          energy_kwh: r6n(sumOf(a, 'kwh')),
+          // the sum of the listed costs, to the cent: the roll-up adds up to the list
+          cost: cost === null ? null : Math.round(cost * 100) / 100,
+          currency: cost === null ? null : currency,
+          co2e_kg: co2e === null ? null : r6(co2e / 1000),
+        };
+      })
+      .sort((x, y) => y.idle_gpu_hours - x.idle_gpu_hours || y.gpu_hours - x.gpu_hours || byText(x.group ?? '', y.group ?? ''));
+  }
+}
 
 /** One row per group, most idle GPU-hours first (then most GPU-hours, then by name). */
-export function groupJobs(rows: readonly JobListRow[], by: GroupBy, currency: string | null): JobGroupRow[] {
-  const acc = new Map<string | null, { jobs: number; gh: number; idle: number; utilGh: number; utilW: number; kwh: number | null; cost: number | null; co2e: number | null; gpm: SmHours }>();
-  for (const r of rows) {
-    const key = r[by];
-    let a = acc.get(key);
-    if (!a) acc.set(key, (a = { jobs: 0, gh: 0, idle: 0, utilGh: 0, utilW: 0, kwh: null, cost: null, co2e: null, gpm: { gpm_gpu_hours: null, sm_gpu_hours: null, sm_idle_gpu_hours: null } }));
-    a.jobs++;
-    a.gh += r.gpu_hours;
-    a.idle += r.idle_gpu_hours;
-    if (r.util_mean !== null) {
-      a.utilGh += r.gpu_hours;
-      a.utilW += r.gpu_hours * r.util_mean;
-    }
-    if (r.energy_kwh !== null) a.kwh = (a.kwh ?? 0) + r.energy_kwh;
-    if (r.cost !== null) a.cost = (a.cost ?? 0) + r.cost;
-    if (r.co2e_g !== null) a.co2e = (a.co2e ?? 0) + r.co2e_g;
-    for (const k of SM_HOURS) if (r[k] !== null) a.gpm[k] = (a.gpm[k] ?? 0) + r[k];
-  }
-  return [...acc]
-    .map(([group, a]) => ({
-      group,
-      jobs: a.jobs,
-      gpu_hours: r6(a.gh),
-      idle_gpu_hours: r6(a.idle),
-      util_mean: a.utilGh > 0 ? r6(a.utilW / a.utilGh) : null,
-      ...(Object.fromEntries(SM_HOURS.map((k) => [k, a.gpm[k] === null ? null : r6(a.gpm[k])])) as SmHours),
-      energy_kwh: a.kwh === null ? null : r6(a.kwh),
-      // the sum of the listed costs, to the cent: the roll-up adds up to the list
-      cost: a.cost === null ? null : Math.round(a.cost * 100) / 100,
-      currency: a.cost === null ? null : currency,
-      co2e_kg: a.co2e === null ? null : r6(a.co2e / 1000),
-    }))
-    .sort((x, y) => y.idle_gpu_hours - x.idle_gpu_hours || y.gpu_hours - x.gpu_hours || byText(x.group ?? '', y.group ?? ''));
+export function groupJobs(rows: readonly (JobFigures & Pick<JobListRow, GroupBy>)[], by: GroupBy, currency: string | null): JobGroupRow[] {
+  const fold = new GroupFold();
+  for (const r of rows) fold.add(r[by], r);
+  return fold.rows(currency);
 }
 
 /** The rows as --json and --csv print them: the group under its dimension's name ("user": "alice"). */

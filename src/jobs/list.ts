@@ -54,8 +54,8 @@ interface ListedRun {
   bound: number;
 }
 
-/** The runs that match, newest first, each with its GPUs' figures (the rows of list, the inputs of --waste). */
-function listRuns(db: Db, f: ListFilter, node: string): ListedRun[] {
+/** The filter's WHERE clause over `jobs j` ('' for none) and its arguments: the list's and jobs --by's (by-store.ts). */
+export function listWhere(f: Omit<ListFilter, 'limit' | 'offset'>): { sql: string; args: unknown[] } {
   const where: string[] = [];
   const args: unknown[] = [];
   if (f.user) (where.push('j.user = ?'), args.push(f.user));
@@ -64,9 +64,17 @@ function listRuns(db: Db, f: ListFilter, node: string): ListedRun[] {
   if (f.state === 'running') where.push('j.end_time IS NULL');
   if (f.state === 'completed') where.push('j.end_time IS NOT NULL');
   if (f.since) (where.push('j.start_time >= ?'), args.push(f.since));
+  return { sql: where.length ? `WHERE ${where.join(' AND ')}` : '', args };
+}
+
+/** The order of the list, newest first; job_id, run_key break ties in start time: pages of the same list neither repeat nor skip a row. */
+export const LIST_ORDER = 'j.start_time DESC, j.job_id DESC, j.run_key DESC';
+
+/** The runs that match, newest first, each with its GPUs' figures (the rows of list, the inputs of --waste). */
+function listRuns(db: Db, f: ListFilter, node: string): ListedRun[] {
+  const { sql, args } = listWhere(f);
   const jobs = db
-    // job_id, run_key break ties in start time: pages of the same list neither repeat nor skip a row
-    .prepare(`SELECT * FROM jobs j ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY j.start_time DESC, j.job_id DESC, j.run_key DESC LIMIT ? OFFSET ?`)
+    .prepare(`SELECT * FROM jobs j ${sql} ORDER BY ${LIST_ORDER} LIMIT ? OFFSET ?`)
     .all(...args, f.limit > 0 ? f.limit : -1, f.offset ?? 0) as Parameters<typeof headerOf>[0][];
   if (jobs.length === 0) return [];
   // the GPUs of the listed runs only: notes need per-GPU figures

@@ -11,18 +11,20 @@
  * do not extend it), the request's bytes, the rows of an answer (longer lists
  * are paged), the NSS lookups behind a uid (cached, see access.ts), and the
  * store's work, which runs on a worker thread (store-worker.ts) so that
- * sampling and /metrics never wait for a user's question.
+ * sampling and /metrics never wait for a user's question, under a heap and a
+ * time bound of its own (question-bounds.ts): a question past them is
+ * answered why, and costs the daemon one worker started again.
  */
 import { chmodSync, lstatSync, unlinkSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
-import { BudgetLedger, DEFAULT_LIMITS, type Limits } from '../core/limits.js';
+import { BudgetLedger, DEFAULT_LIMITS, LogRate, type Limits } from '../core/limits.js';
 import type { Logger } from '../core/log.js';
 import { loadPeerCred, peerCred } from '../core/peer-cred.js';
 import { ViewerCache } from './access.js';
 import { parseJobsRequest, type JobsAnswer } from './api.js';
 import type { Prices } from '../figures/prices.js';
-import { StoreAnswers } from './store-answers.js';
+import { StoreAnswers, type StoreAnswersOptions, type StoreQuestion } from './store-answers.js';
 
 export const JOBS_SOCKET = 'jobs.sock';
 export const jobsSocketPath = (stateDir: string): string => join(stateDir, JOBS_SOCKET);
@@ -39,6 +41,8 @@ export interface JobsServerOptions {
   limits?: () => Limits;
   budgets?: BudgetLedger;
   viewers?: ViewerCache;
+  /** Test seams: the store worker's heap and a question's time (question-bounds.ts). */
+  storeBounds?: Pick<StoreAnswersOptions, 'heapMb' | 'questionMs'>;
 }
 
 export interface JobsServerStats {
@@ -98,13 +102,16 @@ export async function startJobsServer(o: JobsServerOptions): Promise<JobsServer>
   };
 }
 
-const served = (o: JobsServerOptions) => ({
-  o,
-  limits: o.limits ?? (() => DEFAULT_LIMITS),
-  budgets: o.budgets ?? new BudgetLedger(o.log),
-  viewers: o.viewers ?? new ViewerCache(),
-  store: new StoreAnswers(o.stateDir),
-});
+function served(o: JobsServerOptions) {
+  const limits = o.limits ?? (() => DEFAULT_LIMITS);
+  // a user may ask past a bound as often as they like: their lines are limited like every user-controlled source's
+  const rate = new LogRate(limits().logLinesPerMinute);
+  const onBound = (q: StoreQuestion, why: string) => {
+    const a = rate.allow(q.who.name);
+    if (a.ok) o.log.warn('jobs socket: a question past its bound', { user: q.who.name, error: why, ...(a.held ? { held_back: a.held } : {}) });
+  };
+  return { o, limits, budgets: o.budgets ?? new BudgetLedger(o.log), viewers: o.viewers ?? new ViewerCache(), store: new StoreAnswers(o.stateDir, { onBound, ...o.storeBounds }) };
+}
 
 interface Served {
   o: JobsServerOptions;
