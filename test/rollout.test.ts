@@ -19,13 +19,17 @@ import { chmodSync, copyFileSync, cpSync, existsSync, lstatSync, mkdirSync, read
 import { basename, join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { loadAgentConfig } from '../daemon/schema.js';
-import { debArch } from '../src/release/debian.js';
+import Database from 'better-sqlite3';
+import { buildDeb, debArch } from '../src/release/debian.js';
 import { beyondOldest, readElfNeeds } from '../src/release/elf.js';
 import { artifactBase, elfFiles, readBuildInfo } from '../src/release/release-tree.js';
 import { buildRpm } from '../src/release/rpm.js';
 import { findRuntime } from '../src/release/runtime.js';
 import { IMAGE_ENTRYPOINT, IMAGE_NAME } from '../src/release/image.js';
 import { h100 } from './helpers/fake-nvml.js';
+import { buildEarlierDeb } from './helpers/rollout-earlier.js';
+import { ServiceManager, standInSystemd, systemctlCalls } from './helpers/rollout-systemd.js';
+import { waitFor } from './helpers/wait.js';
 import { ROOT, tempDir } from './helpers/paths.js';
 import { readSection } from '../src/core/config/read.js';
 import { DAEMON_SECTION } from '../src/core/config/sections.js';
@@ -87,7 +91,11 @@ before(() => {
   assert.ok(deb && rpm && tarball && image, out);
 });
 
-after(() => rmSync(work, { recursive: true, force: true }));
+const managers: ServiceManager[] = [];
+after(async () => {
+  for (const m of managers) await m.stop();
+  rmSync(work, { recursive: true, force: true });
+});
 
 /** The files of a .deb, an .rpm or the tarball, unpacked (for reading, not installing). */
 function unpacked(pkg: string): string {
@@ -137,7 +145,9 @@ test('the package: the built code, the bundled Node.js, production modules with 
   const tree = join(unpacked(deb), 'opt/l9gpu');
   // `l9gpu` starts on the bundled runtime, and the unit runs it
   assert.equal(readFileSync(join(tree, 'bin/run.js'), 'utf8').split('\n')[0], '#!/opt/l9gpu/node/bin/node');
-  assert.match(readFileSync(join(tree, 'systemd/l9gpu.service'), 'utf8'), /^ExecStart=\/opt\/l9gpu\/node\/bin\/node \/opt\/l9gpu\/bin\/run\.js daemon$/m);
+  // through the release folder `current` names (switched by one rename at an upgrade), as the hooks' entries go
+  assert.match(readFileSync(join(tree, 'systemd/l9gpu.service'), 'utf8'), /^ExecStart=\/opt\/l9gpu\/current\/node\/bin\/node \/opt\/l9gpu\/current\/bin\/run\.js daemon$/m);
+  for (const h of ['prolog', 'epilog', 'ctld-epilog']) assert.match(readFileSync(join(tree, 'slurm', h), 'utf8'), /^#!\/bin\/sh\n# through \/opt\/l9gpu\/current[^]*exec "\$l9gpu_rel\/\$\{0##\*\/\}" "\$@"/, h);
   assert.deepEqual(JSON.parse(readFileSync(join(tree, 'BUILD-INFO.json'), 'utf8')), INFO);
   // every production dependency, and none of the development ones
   const prod = ok(run('npm', ['ls', '--omit=dev', '--all', '--parseable'], { cwd: ROOT }), 'npm ls').split('\n').filter((l) => l.includes('/node_modules/'));
@@ -183,7 +193,7 @@ test('every ELF file in the packages needs no more than RHEL 8 has: glibc 2.28, 
   assert.ok(beyondOldest(dev).some((w) => /needs GLIBC_2\.(29|3\d) from libc\.so\.6|libm\.so\.6/.test(w)), beyondOldest(dev).join('\n'));
 });
 
-test('the .deb installs on a clean Debian 12 root with no Node.js and no network: doctor, the real prolog and epilog, jobs, the daemon; removing it keeps the store', () => {
+test('the .deb installs on a clean Debian 12 root with no Node.js and no network: doctor, the real prolog and epilog, jobs, the daemon; removing it keeps the store, purging removes it (saying so)', () => {
   const root = newRoot('bookworm-minbase', 'deb-root');
   assert.ok(!existsSync(join(root, 'usr/bin/npm')), 'no npm in the root');
   copyFileSync(deb, join(root, 'tmp/l9gpu.deb'));
@@ -205,11 +215,136 @@ test('the .deb installs on a clean Debian 12 root with no Node.js and no network
   assert.match(ok(inRoot(root, ['dpkg', '-r', 'l9gpu']), 'dpkg -r'), /kept: \/var\/lib\/l9gpu/);
   for (const gone of ['opt/l9gpu', 'usr/bin/l9gpu', 'lib/systemd/system/l9gpu.service']) assert.ok(!existsSync(join(root, gone)) && !isLink(join(root, gone)), `${gone} removed`);
   assert.equal(sha(store), kept, 'the store is untouched by the removal');
-  ok(inRoot(root, ['dpkg', '--purge', 'l9gpu']), 'dpkg --purge');
-  assert.equal(sha(store), kept, 'and by the purge');
   // installed again, the history is there
   ok(inRoot(root, ['dpkg', '-i', '/tmp/l9gpu.deb']), 'dpkg -i again');
   assert.deepEqual(jobs(root).map((j) => [j.id, j.state === 'RUNNING']), [['42', false]]);
+  // a purge removes it, saying so first
+  assert.match(ok(inRoot(root, ['dpkg', '--purge', 'l9gpu']), 'dpkg --purge'), /^l9gpu purge: removing the job store \/var\/lib\/l9gpu\/l9gpu\.db with its -wal and -shm/m);
+  for (const gone of ['var/lib/l9gpu', 'opt/l9gpu', 'etc/l9gpu']) assert.ok(!existsSync(join(root, gone)), `${gone} purged`);
+});
+
+/** The store's schema (PRAGMA user_version), read as SQLite reads it (the WAL too), without writing. */
+function storeSchema(root: string): number {
+  const db = new Database(join(root, 'var/lib/l9gpu/l9gpu.db'), { readonly: true, fileMustExist: true });
+  try {
+    return db.pragma('user_version', { simple: true }) as number;
+  } finally {
+    db.close();
+  }
+}
+
+/** What the daemon process runs from: its executable and every file it maps (node, the native modules), and its release folder. */
+function daemonFiles(root: string, pid: number): { exe: string; mapped: string[] } {
+  const inside = (p: string) => (p.startsWith(root) ? p.slice(root.length) : p);
+  const mapped = [...new Set(readFileSync(`/proc/${pid}/maps`, 'utf8').split('\n').map((l) => /\s(\/\S.*)$/.exec(l)?.[1]).filter((p): p is string => !!p).map(inside))];
+  return { exe: inside(readlinkSync(`/proc/${pid}/exe`)), mapped: mapped.filter((p) => p.includes('/opt/l9gpu/')) };
+}
+
+const DAEMON_INI = '[daemon]\nplugins = sim\nsinks = stdout\ninterval = 5s\nattribution = slurm\n';
+const HOOKED_SLURM_CONF = `${SLURM_CONF}Prolog=/opt/l9gpu/slurm/prolog\nEpilog=/opt/l9gpu/slurm/epilog\n`;
+
+test('upgrades as a Slurm admin expects: from an earlier commit\'s .deb over a running daemon onto one version, a job bound across it; a downgrade below the store\'s schema refused; remove leaves shims while slurm.conf names the hooks; purge', async (t) => {
+  const root = newRoot('bookworm-minbase', 'upgrade-root');
+  standInSystemd(root);
+  const t0 = performance.now();
+  const earlier = await buildEarlierDeb(work, join(work, 'out-earlier'), VERSION, (version) => buildDeb(join(unpacked(deb), 'opt/l9gpu'), join(work, 'deb-earlier'), join(work, 'out-earlier'), { ...INFO, version }, true));
+  t.diagnostic(`the earlier package: ${earlier.why}, in ${Math.round(performance.now() - t0)} ms`);
+  const earlierSchema = earlier.commit ? earlier.schema : INFO.schema;
+  copyFileSync(earlier.deb, join(root, 'tmp/earlier.deb'));
+  copyFileSync(deb, join(root, 'tmp/l9gpu.deb'));
+  const dpkg = (...args: string[]) => inRoot(root, ['dpkg', '--force-confold', ...args]);
+  const version = () => ok(inRoot(root, ['dpkg-query', '-W', '-f=${Version}', 'l9gpu']), 'dpkg-query');
+
+  // the earlier version, configured and started as an admin does; a job starts under it
+  ok(dpkg('-i', '/tmp/earlier.deb'), 'dpkg -i the earlier package');
+  assert.equal(version(), earlier.version);
+  writeFileSync(join(root, 'etc/l9gpu/l9gpu.ini'), DAEMON_INI);
+  mkdirSync(join(root, 'etc/slurm'), { recursive: true });
+  writeFileSync(join(root, 'etc/slurm/slurm.conf'), HOOKED_SLURM_CONF);
+  const manager = ServiceManager.start(root);
+  managers.push(manager);
+  ok(inRoot(root, ['systemctl', 'start', 'l9gpu']), 'systemctl start l9gpu');
+  const oldPid = manager.daemonPid();
+  assert.ok(oldPid, 'the earlier daemon runs');
+  hook(root, 'prolog', JOB_ENV);
+  assert.equal(storeSchema(root), earlierSchema, 'the earlier version made its store');
+  assert.deepEqual(jobs(root).map((j) => [j.id, j.state]), [['42', 'RUNNING']]);
+
+  // the new files unpacked (preinst: the store's schema is older: no refusal), the daemon not yet restarted:
+  // a job starting in this window is bound, by the files now in place
+  const unpack = dpkg('--unpack', '/tmp/l9gpu.deb');
+  ok(unpack, 'dpkg --unpack the new package');
+  assert.equal(manager.daemonPid(), oldPid, 'nothing restarted before the files are all in place');
+  hook(root, 'prolog', { ...JOB_ENV, SLURM_JOB_ID: '43', SLURM_JOB_USER: 'nobody', SLURM_JOB_UID: '65534' });
+  const configure = ok(dpkg('--configure', 'l9gpu'), 'dpkg --configure');
+  assert.match(configure, new RegExp(`^l9gpu: the running daemon was restarted onto ${VERSION.replace(/\./g, '\\.')}$`, 'm'));
+  assert.equal(version(), VERSION);
+
+  // one version runs: a new process, from the release `current` names, every file it maps there, none replaced under it
+  const pid = manager.daemonPid();
+  assert.ok(pid && pid !== oldPid, `a new daemon: ${oldPid} -> ${pid}`);
+  const rel = readlinkSync(join(root, 'opt/l9gpu/current'));
+  assert.match(rel, new RegExp(`^releases/${VERSION.replace(/\./g, '\\.')}-\\d+$`));
+  assert.deepEqual(readdirSync(join(root, 'opt/l9gpu/releases')), [rel.slice('releases/'.length)], 'no other release left to load from');
+  // the runtime, and the store's native module once the daemon has opened its store (it attributes)
+  const logLines = () => readFileSync(join(root, 'var/log/l9gpu-test-daemon.log'), 'utf8').split('\n').filter((l) => l && !l.startsWith('{"name"')).slice(-8).join('\n');
+  const files = await waitFor('the new daemon\'s store open', () => {
+    const f = daemonFiles(root, pid);
+    return f.mapped.some((p) => p.endsWith('/better_sqlite3.node')) && f;
+  }, 60_000).catch((e: Error) => assert.fail(`${e.message}; the daemon's log:\n${logLines()}`));
+  assert.equal(files.exe, `/opt/l9gpu/${rel}/node/bin/node`);
+  for (const m of ['/node/bin/node', '/better_sqlite3.node']) assert.ok(files.mapped.some((p) => p.endsWith(m)), `${m} mapped: ${files.mapped.join('\n')}`);
+  for (const p of files.mapped) assert.ok(p.startsWith(`/opt/l9gpu/${rel}/`) && !p.endsWith('(deleted)'), `mapped from the new release: ${p}`);
+  t.diagnostic(`the new daemon maps ${files.mapped.map((p) => p.slice(`/opt/l9gpu/${rel}/`.length)).join(', ')}`);
+  assert.equal(ok(inRoot(root, [`/opt/l9gpu/${rel}/bin/run.js`, '--version']), 'the daemon\'s --version').split(' ')[0], `l9gpu/${VERSION}`);
+  // the store migrated; both jobs bound: 42 across the upgrade (its prolog the old version's, its epilog the new one's), 43 started within it
+  hook(root, 'epilog', { ...JOB_ENV, SLURM_JOB_EXIT_CODE: '0' });
+  // that epilog ran from the release `current` names (slurm.conf's path goes on there): its code cache is that release's
+  assert.ok(readdirSync(join(root, 'opt/l9gpu', rel, 'cache')).some((n) => /^hook\.cjs\..*\.epilog\.v8$/.test(n)), 'the hook ran from the release');
+  assert.ok(!readdirSync(join(root, 'opt/l9gpu/cache')).some((n) => /^hook\.cjs\..*\.epilog\.v8$/.test(n)), 'not from the files dpkg replaces');
+  assert.equal(storeSchema(root), INFO.schema, `the store migrated from schema ${earlierSchema}`);
+  assert.deepEqual(jobs(root).map((j) => [j.id, j.state === 'RUNNING']).sort(), [['42', false], ['43', true]]);
+  // a user's l9gpu jobs on the packaged node, nothing set: the node's config and state folder, answered by the daemon
+  // over jobs.sock (the store is root's alone), their own job only
+  const asNobody = await waitFor('nobody\'s l9gpu jobs answered by the new daemon', () => {
+    const r = inRoot(root, ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', '--', 'l9gpu', 'jobs', '--json', '--state', 'all'], { HOME: '/nonexistent' });
+    return r.status === 0 && r;
+  }, 30_000).catch((e: Error) => assert.fail(`${e.message}: ${inRoot(root, ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', '--', 'l9gpu', 'jobs']).stderr}`));
+  assert.deepEqual((JSON.parse(asNobody.stdout) as { id: string }[]).map((j) => j.id), ['43']);
+  // the scriptlets' calls: daemon-reload and try-restart of the unit the package ships, only once the files were in place
+  // (from the admin's start on: an earlier package of this tree's scriptlets try-restarted at its own install too)
+  const calls = systemctlCalls(root).slice(systemctlCalls(root).indexOf('start l9gpu'));
+  assert.deepEqual(calls.filter((c) => /start|stop/.test(c)), ['start l9gpu', 'try-restart l9gpu.service'], calls.join('\n'));
+  assert.ok(calls.lastIndexOf('daemon-reload') > calls.indexOf('start l9gpu') && calls.lastIndexOf('daemon-reload') < calls.indexOf('try-restart l9gpu.service'), calls.join('\n'));
+
+  // a downgrade to a version whose schema is older than the store's: refused by its preinst, with the reason; nothing changed
+  const older = buildDeb(join(unpacked(deb), 'opt/l9gpu'), join(work, 'deb-older'), join(work, 'out-older'), { ...INFO, version: `${VERSION}~older`, schema: INFO.schema - 1 }, true);
+  copyFileSync(older, join(root, 'tmp/older.deb'));
+  const refused = dpkg('-i', '/tmp/older.deb');
+  assert.notEqual(refused.status, 0);
+  assert.match(refused.stderr, new RegExp(`refusing to install: the job store /var/lib/l9gpu/l9gpu\\.db has schema ${INFO.schema} \\(read by the installed l9gpu\\), newer than this version's ${INFO.schema - 1}`));
+  assert.equal(version(), VERSION);
+  assert.equal(manager.daemonPid(), pid, 'the daemon runs on');
+  assert.equal(readlinkSync(join(root, 'opt/l9gpu/current')), rel);
+
+  // removed while slurm.conf names the hooks: the daemon stopped, a warning, stand-ins at the hooks' paths that exit 0
+  const removed = dpkg('-r', 'l9gpu');
+  ok(removed, 'dpkg -r');
+  assert.equal(manager.daemonPid(), undefined, 'prerm stopped the daemon');
+  assert.match(removed.stderr, /WARNING: slurm\.conf still names l9gpu's hooks:\n {2}\/etc\/slurm\/slurm\.conf: Prolog=\/opt\/l9gpu\/slurm\/prolog\n {2}\/etc\/slurm\/slurm\.conf: Epilog=\/opt\/l9gpu\/slurm\/epilog\n/);
+  assert.deepEqual(readdirSync(join(root, 'opt/l9gpu')), ['slurm']);
+  assert.deepEqual(readdirSync(join(root, 'opt/l9gpu/slurm')).sort(), ['ctld-epilog', 'epilog', 'prolog']);
+  hook(root, 'prolog', { ...JOB_ENV, SLURM_JOB_ID: '44' });
+  assert.ok(existsSync(join(root, 'var/lib/l9gpu/l9gpu.db')), 'the store is kept on removal');
+  // slurm.conf changed, then purge: what the package made goes, said first
+  writeFileSync(join(root, 'etc/slurm/slurm.conf'), SLURM_CONF);
+  mkdirSync(join(root, 'var/log/l9gpu'), { recursive: true });
+  writeFileSync(join(root, 'var/log/l9gpu/ctld-epilog.log'), 'a line\n');
+  const purged = ok(dpkg('--purge', 'l9gpu'), 'dpkg --purge');
+  assert.match(purged, /^l9gpu purge: removing the job store \/var\/lib\/l9gpu\/l9gpu\.db with its -wal and -shm, the rest of \/var\/lib\/l9gpu \(hooks\.log, the jobs socket, the lock\) and the logs in \/var\/log\/l9gpu$/m);
+  for (const gone of ['var/lib/l9gpu', 'var/log/l9gpu', 'opt/l9gpu', 'etc/l9gpu']) assert.ok(!existsSync(join(root, gone)), `${gone} purged`);
+  assert.deepEqual(systemctlCalls(root).slice(systemctlCalls(root).indexOf('start l9gpu')).filter((c) => /start|stop/.test(c)), ['start l9gpu', 'try-restart l9gpu.service', 'stop l9gpu.service']);
+  await manager.stop();
 });
 
 test('the .rpm installs with rpm --root into a Debian 11 root (glibc 2.31) with no Node.js and no network; erase and upgrade keep the store', () => {
@@ -224,6 +359,8 @@ test('the .rpm installs with rpm --root into a Debian 11 root (glibc 2.31) with 
   assert.match(ok(run('rpm', ['-qp', '--configfiles', rpm]), 'configfiles'), /^\/etc\/l9gpu\/l9gpu\.ini$/m);
   assert.match(ok(run('rpm', ['-qp', '--dump', rpm]), 'rpm --dump'), /^\/etc\/l9gpu\/l9gpu\.ini \d+ \d+ [0-9a-f]+ 0100644 root root 1 0 /m, '%config(noreplace), root\'s');
 
+  // systemd as the scriptlets see it (no daemon runs: systemctl says inactive), every call recorded
+  standInSystemd(root);
   const install = ok(rpmIn('-i', rpm), 'rpm -i');
   assert.match(install, /nothing was started/);
   assert.ok(existsSync(join(root, 'usr/lib/systemd/system/l9gpu.service')), 'the unit in the EL path');
@@ -245,9 +382,27 @@ test('the .rpm installs with rpm --root into a Debian 11 root (glibc 2.31) with 
   assert.equal(statSync(join(root, 'var/lib/l9gpu')).mode & 0o777, 0o711, 'the state folder\'s mode is kept');
   assert.equal(readFileSync(join(root, 'etc/l9gpu/l9gpu.ini'), 'utf8'), '[daemon]\ncluster = alps\n', 'the admin\'s configuration is kept');
   assert.equal(ok(inRoot(root, ['l9gpu', '--version']), 'l9gpu --version after the upgrade').split(' ')[0], `l9gpu/${VERSION}`);
+  // %posttrans, once the old version's files are gone too: the release switched, the unit re-read and try-restarted
+  assert.match(readlinkSync(join(root, 'opt/l9gpu/current')), new RegExp(`^releases/${VERSION.replace(/\./g, '\\.')}\\.1-\\d+$`));
+  assert.equal(readdirSync(join(root, 'opt/l9gpu/releases')).length, 1);
+  assert.deepEqual(systemctlCalls(root).slice(-3), ['daemon-reload', 'is-active --quiet l9gpu.service', 'try-restart l9gpu.service']);
+  // an upgrade to a package whose schema is older than the store's: %pre refuses it with the reason, nothing installed
+  const lower = buildRpm(tree, join(work, 'rpm-lower'), join(work, 'out-lower'), { ...INFO, version: `${VERSION}.2`, schema: INFO.schema - 1 }, true);
+  const refused = rpmIn('-U', lower);
+  assert.notEqual(refused.status, 0);
+  assert.match(refused.stderr, new RegExp(`refusing to install: the job store /var/lib/l9gpu/l9gpu\\.db has schema ${INFO.schema} \\(read by the installed l9gpu\\), newer than this version's ${INFO.schema - 1}`));
+  assert.match(ok(run('rpm', ['--root', root, '-q', 'l9gpu']), 'rpm -q'), new RegExp(`^l9gpu-${VERSION.replace(/\./g, '\\.')}\\.1-1\\.`));
 
-  assert.match(ok(rpmIn('-e', 'l9gpu'), 'rpm -e'), /kept: \/var\/lib\/l9gpu/);
-  for (const gone of ['opt/l9gpu', 'usr/bin/l9gpu', 'usr/lib/systemd/system/l9gpu.service']) assert.ok(!existsSync(join(root, gone)) && !isLink(join(root, gone)), `${gone} removed`);
+  // erased while slurm.conf names the hooks: the daemon stopped, a warning, stand-ins that exit 0 at the hooks' paths
+  writeFileSync(join(root, 'etc/slurm/slurm.conf'), HOOKED_SLURM_CONF);
+  const erased = rpmIn('-e', 'l9gpu');
+  assert.match(ok(erased, 'rpm -e'), /kept: \/var\/lib\/l9gpu/);
+  assert.match(erased.stderr, /WARNING: slurm\.conf still names l9gpu's hooks:\n {2}\/etc\/slurm\/slurm\.conf: Prolog=\/opt\/l9gpu\/slurm\/prolog\n/);
+  assert.equal(systemctlCalls(root).find((c) => c.startsWith('stop')), 'stop l9gpu.service');
+  assert.deepEqual(readdirSync(join(root, 'opt/l9gpu')), ['slurm']);
+  hook(root, 'prolog', { ...JOB_ENV, SLURM_JOB_ID: '44' });
+  writeFileSync(join(root, 'etc/slurm/slurm.conf'), SLURM_CONF);
+  for (const gone of ['opt/l9gpu/bin', 'opt/l9gpu/current', 'opt/l9gpu/releases', 'usr/bin/l9gpu', 'usr/lib/systemd/system/l9gpu.service']) assert.ok(!existsSync(join(root, gone)) && !isLink(join(root, gone)), `${gone} removed`);
   assert.equal(sha(store), kept, 'the store is untouched by the erase');
   assert.equal(readFileSync(join(root, 'etc/l9gpu/l9gpu.ini.rpmsave'), 'utf8'), '[daemon]\ncluster = alps\n', 'the changed configuration saved aside');
   ok(rpmIn('-i', rpm), 'rpm -i again');
@@ -424,7 +579,8 @@ test('every installed path the docs, the help and the admin\'s files name is in 
   ok(run('tar', ['-xzf', tarball, '-C', unpack]), 'tar -x');
   const dest = join(work, 'tar-paths-root');
   ok(run('sh', [join(unpack, artifactBase(INFO), 'install.sh')], { env: { ...process.env, DESTDIR: dest, L9GPU_NODE: process.execPath } }), 'install.sh');
-  const installed = (p: string) => inDeb.has(p) || existsSync(join(dest, p)) || isLink(join(dest, p));
+  // the release folders and `current` are made by the scriptlets (install.sh's too), from the package's files
+  const installed = (p: string) => inDeb.has(p) || existsSync(join(dest, p)) || isLink(join(dest, p)) || /^\/opt\/l9gpu\/(current|releases)(\/|$)/.test(p);
   // the help as bin/run.js prints it (written at build time), each command's under its name
   const help = Object.entries(JSON.parse(readFileSync(join(ROOT, 'dist/help.json'), 'utf8')) as Record<string, string>).map(([id, text]): [string, string] => [`l9gpu ${id} --help`, text]);
   const named = new Map<string, string>();

@@ -1,9 +1,11 @@
 /**
  * The .deb: the release tree under /opt/l9gpu (its own Node.js included),
  * `l9gpu` on PATH, the unit in /lib/systemd/system, and maintainer scripts
- * that never start, enable or restart the daemon by themselves (a rollout
- * decides when; the Ansible role's handlers do it). Removing the package keeps
- * the store and the configuration: a job history is not a cache. What the
+ * that never start or enable the daemon, and restart one that runs onto the
+ * new version once its files are in place (postinst, as systemd-packaged
+ * daemons do). preinst refuses a store newer than this version's schema.
+ * Removing the package keeps the store and the configuration (a job history is
+ * not a cache); purging removes them, saying so. What the
  * system must have (glibc 2.28, libstdc++) is in Depends, for dpkg to check
  * before anything is unpacked.
  */
@@ -11,7 +13,7 @@ import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CONFIG_DIR, layOut, PREFIX, STATE_DIR, treeKiB, type BuildInfo } from './release-tree.js';
-import { DAEMON_RELOAD, EMPTY_COMPILE_CACHE, FILL_COMPILE_CACHE, INSTALLED, MAKE_DIRS, REMOVED, STOP_DAEMON, UPGRADED_RUNNING } from './scriptlets.js';
+import { DAEMON_RELOAD, EMPTY_COMPILE_CACHE, FILL_COMPILE_CACHE, INSTALLED, LEAVE_SHIMS, MAKE_DIRS, PURGE_DATA, PURGE_SHIMS, REMOVE_RELEASES, REMOVED, SCHEMA_CHECK, SLURM_NAMES_HOOKS, STOP_DAEMON, SWITCH_RELEASE, UNIT_NAME } from './scriptlets.js';
 import { GLIBC_MIN } from './system-check.js';
 
 export const DEB_UNIT = '/lib/systemd/system/l9gpu.service';
@@ -51,42 +53,59 @@ ${description(info).split('\n').map((l) => ` ${l || '.'}`).join('\n')}
 `;
 }
 
-const POSTINST = `#!/bin/sh
+/** Before unpacking: a store newer than this version's schema refuses the install (a downgrade below it). */
+const preinst = (info: BuildInfo): string => `#!/bin/sh
 set -e
+${SCHEMA_CHECK}
+case "$1" in
+  install|upgrade) l9gpu_schema_check ${info.schema} ${info.version} || exit 1 ;;
+esac
+exit 0
+`;
+
+// configure: the files are all in place: the release folder switched to them, the daemon restarted onto it where it runs
+const postinst = (info: BuildInfo): string => `#!/bin/sh
+set -e
+${SWITCH_RELEASE}
 if [ "$1" = configure ]; then
   ${MAKE_DIRS}
   ${FILL_COMPILE_CACHE.replace(/\n/g, '\n  ')}
-  ${DAEMON_RELOAD}
+  l9gpu_switch_release ${info.version}
   if [ -z "$2" ]; then
     echo "${INSTALLED}"
-  else
-    ${UPGRADED_RUNNING}
   fi
 fi
 exit 0
 `;
 
-// Removing stops the daemon that runs from the files about to go (an upgrade leaves it running),
-// and empties the compile cache, which is no file of the package's.
+// Removing stops the daemon that runs from the files about to go (an upgrade restarts it in postinst),
+// and removes what is no file of the package's in its folder: the compile cache, the release folders (the
+// hooks' entries then run the package's files, until they go too).
 const PRERM = `#!/bin/sh
 set -e
 if [ "$1" = remove ]; then
   ${STOP_DAEMON}
   ${EMPTY_COMPILE_CACHE}
+  ${REMOVE_RELEASES}
 fi
 exit 0
 `;
 
+// remove: the hooks' paths keep a stand-in while slurm.conf names them
 const POSTRM = `#!/bin/sh
 set -e
+${SLURM_NAMES_HOOKS}
 case "$1" in
   remove)
+    ${LEAVE_SHIMS.replace(/\n/g, '\n    ')}
     ${DAEMON_RELOAD}
-    echo "${REMOVED}" ;;
+    echo "${REMOVED}; purge (dpkg --purge l9gpu) removes the store and the logs" ;;
   purge)
-    rm -f /etc/systemd/system/multi-user.target.wants/l9gpu.service
+    rm -f /etc/systemd/system/multi-user.target.wants/${UNIT_NAME}
     rmdir ${CONFIG_DIR} 2>/dev/null || true
-    echo "l9gpu purged; the job store in ${STATE_DIR} is kept: delete it by hand if its history is not wanted" ;;
+    ${PURGE_DATA.replace(/\n/g, '\n    ')}
+    ${PURGE_SHIMS.replace(/\n/g, '\n    ')}
+    echo "l9gpu purged" ;;
 esac
 exit 0
 `;
@@ -110,7 +129,7 @@ export function buildDeb(tree: string, work: string, outDir: string, info: Build
   writeFileSync(join(root, 'DEBIAN/conffiles'), `${CONFIG_DIR}/l9gpu.ini\n`);
   mkdirSync(join(root, 'usr/share/doc/l9gpu'), { recursive: true });
   writeFileSync(join(root, 'usr/share/doc/l9gpu/copyright'), COPYRIGHT);
-  const scripts: Record<string, string> = { postinst: POSTINST, prerm: PRERM, postrm: POSTRM };
+  const scripts: Record<string, string> = { preinst: preinst(info), postinst: postinst(info), prerm: PRERM, postrm: POSTRM };
   for (const [name, text] of Object.entries(scripts)) {
     writeFileSync(join(root, 'DEBIAN', name), text);
     chmodSync(join(root, 'DEBIAN', name), 0o755);

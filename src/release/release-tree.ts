@@ -13,6 +13,7 @@ import { beyondOldest, readElfNeeds, type ElfNeeds } from './elf.js';
 import { betterSqlite3For } from './native.js';
 import type { Runtime } from './runtime.js';
 import { checkNodeScript, type PackageTarget } from './system-check.js';
+import { MIGRATIONS } from '../store/schema.js';
 
 /** Where the package puts things on a node (the .deb, the .rpm, install.sh and the image alike). */
 export const PREFIX = '/opt/l9gpu';
@@ -26,6 +27,8 @@ export const COMPILE_CACHE = `${PREFIX}/cache`;
 export interface BuildInfo extends PackageTarget {
   readonly name: string;
   readonly commit: string;
+  /** The store schema this version's code migrates to (PRAGMA user_version): the packages refuse a store newer than it. */
+  readonly schema: number;
 }
 
 /** What of the checkout goes into the tree: code, the files read at run time, what an admin reads. */
@@ -59,6 +62,7 @@ export function readBuildInfo(root: string, runtime: Runtime): BuildInfo {
     platform: runtime.platform,
     nodeVersion: runtime.version,
     nodeAbi: runtime.abi,
+    schema: MIGRATIONS.length,
   };
 }
 
@@ -124,9 +128,41 @@ export function assembleTree(root: string, dest: string, info: BuildInfo, runtim
   for (const x of ['bin/run.js', 'bin/check-node', 'node/bin/node', ...SLURM_SCRIPTS.filter((s) => s !== 'hook-run').map((s) => `slurm/${s}`)]) {
     if (existsSync(join(dest, x))) chmodSync(join(dest, x), 0o755);
   }
+  throughCurrent(dest);
   writeFileSync(join(dest, 'BUILD-INFO.json'), JSON.stringify(info, null, 2) + '\n');
   const beyond = elfFiles(dest).flatMap((f) => beyondOldest(f.needs).map((why) => `${relative(dest, f.path)} ${why}`));
   if (beyond.length > 0) throw new Error(`the package would not run on every system it promises:\n${beyond.join('\n')}`);
+}
+
+/**
+ * The installed daemon and hooks run from the release folder `current` names (scriptlets.ts:
+ * SWITCH_RELEASE), never from the files the package manager is replacing: the unit starts the
+ * daemon through it (Node resolves the link once: everything it loads later comes from the same
+ * release), and each hook entry slurm.conf names at its stable path goes on in that release.
+ * Without `current` (an unpacked tree, a checkout) they run where they are.
+ */
+export const CURRENT_LINK = `${PREFIX}/current`;
+const ENTRY_REDIRECT = `# through ${CURRENT_LINK} (the release the daemon runs, switched by one rename at an upgrade): a hook starting
+# while the package manager replaces files runs one whole version. Builtins only: no fork on the job's start-up path.
+case $0 in
+  ${PREFIX}/releases/*) ;;
+  *) l9gpu_cwd=$PWD
+    if cd -P "\${0%/*}/../current/slurm" 2>/dev/null; then l9gpu_rel=$PWD; cd "$l9gpu_cwd" 2>/dev/null; exec "$l9gpu_rel/\${0##*/}" "$@"; fi ;;
+esac
+`;
+
+function throughCurrent(dest: string): void {
+  const unit = join(dest, 'systemd/l9gpu.service');
+  const text = readFileSync(unit, 'utf8');
+  const start = `ExecStart=${NODE} ${PREFIX}/bin/run.js daemon`;
+  if (!text.includes(`\n${start}\n`)) throw new Error(`systemd/l9gpu.service: no line ${start} to run through ${CURRENT_LINK}`);
+  writeFileSync(unit, text.replace(start, `ExecStart=${CURRENT_LINK}/node/bin/node ${CURRENT_LINK}/bin/run.js daemon`));
+  for (const s of SLURM_SCRIPTS.filter((x) => x !== 'hook-run')) {
+    const f = join(dest, 'slurm', s);
+    const [shebang, ...rest] = readFileSync(f, 'utf8').split('\n');
+    if (shebang !== '#!/bin/sh') throw new Error(`slurm/${s}: its first line is not #!/bin/sh`);
+    writeFileSync(f, [shebang, ENTRY_REDIRECT + rest.join('\n')].join('\n'));
+  }
 }
 
 /** Every ELF file under dir, with what it needs of the system (elf.ts). */

@@ -3,9 +3,10 @@
  * as the .deb (release-tree.ts, the link on PATH, the stub configuration), the
  * unit in the EL path (/usr/lib/systemd/system), and scriptlets made of the
  * same fragments as the .deb's maintainer scripts (scriptlets.ts): nothing
- * started, the store kept on erase and upgrade (the state folder is no file of
- * the package's: rpm never resets its mode), daemon-reload only where systemd
- * runs. rpmbuild's own dependency generator reads the ELF files and requires
+ * started, a running daemon restarted onto the new release in %posttrans (once
+ * the old version's files are gone too), a store newer than this version's
+ * schema refused in %pre, the store kept on erase and upgrade (the state folder
+ * is no file of the package's: rpm never resets its mode). rpmbuild's own dependency generator reads the ELF files and requires
  * exactly the glibc and libstdc++ versions they need (at most RHEL 8's:
  * elf.ts), for dnf to check before anything is unpacked. Debian's rpm builds it.
  */
@@ -14,7 +15,7 @@ import { mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:
 import { join } from 'node:path';
 import { description } from './debian.js';
 import { CONFIG_DIR, layOut, PREFIX, type BuildInfo } from './release-tree.js';
-import { DAEMON_RELOAD, EMPTY_COMPILE_CACHE, FILL_COMPILE_CACHE, INSTALLED, MAKE_DIRS, REMOVED, STOP_DAEMON, UPGRADED_RUNNING } from './scriptlets.js';
+import { DAEMON_RELOAD, EMPTY_COMPILE_CACHE, FILL_COMPILE_CACHE, INSTALLED, LEAVE_SHIMS, MAKE_DIRS, REMOVE_RELEASES, REMOVED, SCHEMA_CHECK, SLURM_NAMES_HOOKS, STOP_DAEMON, SWITCH_RELEASE } from './scriptlets.js';
 import { machineOf } from './system-check.js';
 
 export const RPM_UNIT = '/usr/lib/systemd/system/l9gpu.service';
@@ -38,24 +39,40 @@ ${description(info)}
 %install
 cp -a ${staged}/. %{buildroot}/
 
+%pre
+# $1: 1 on install, 2 on upgrade; the installed version's files are still there
+${SCHEMA_CHECK}
+l9gpu_schema_check ${info.schema} ${info.version} || exit 1
+exit 0
+
 %post
 # $1: 1 on install, 2 on upgrade
 ${MAKE_DIRS}
 ${FILL_COMPILE_CACHE}
 ${DAEMON_RELOAD}
-if [ "$1" -eq 1 ]; then echo "${INSTALLED}"; else ${UPGRADED_RUNNING}; fi
+if [ "$1" -eq 1 ]; then echo "${INSTALLED}"; fi
+exit 0
+
+%posttrans
+# after the old version's files are gone too: the release folder switched to the new files, the daemon restarted onto it
+${SWITCH_RELEASE}
+l9gpu_switch_release ${info.version}
 exit 0
 
 %preun
-# $1: 0 on erase, 1 on upgrade (the daemon keeps running from the new files)
+# $1: 0 on erase, 1 on upgrade (the new version's %posttrans restarts the daemon)
 if [ "$1" -eq 0 ]; then
   ${STOP_DAEMON}
   ${EMPTY_COMPILE_CACHE}
+  ${REMOVE_RELEASES}
 fi
 exit 0
 
 %postun
+# erase: the hooks' paths keep a stand-in while slurm.conf names them
 if [ "$1" -eq 0 ]; then
+  ${SLURM_NAMES_HOOKS}
+  ${LEAVE_SHIMS}
   ${DAEMON_RELOAD}
   echo "${REMOVED}"
 fi

@@ -9,7 +9,7 @@ import { execFileSync } from 'node:child_process';
 import { chmodSync, cpSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { artifactBase, CONFIG_DIR, CONFIG_STUB, PREFIX, type BuildInfo } from './release-tree.js';
-import { DAEMON_RELOAD, FILL_COMPILE_CACHE, INSTALLED, MAKE_DIRS } from './scriptlets.js';
+import { FILL_COMPILE_CACHE, INSTALLED, MAKE_DIRS, SWITCH_RELEASE } from './scriptlets.js';
 import { systemCheckFunction } from './system-check.js';
 
 function installScript(info: BuildInfo): string {
@@ -34,6 +34,8 @@ cp -R -P "$here" "$dest${PREFIX}.new"
 rm -f "$dest${PREFIX}.new/install.sh"
 chown -R -h 0:0 "$dest${PREFIX}.new"
 chmod -R u=rwX,go=rX "$dest${PREFIX}.new"
+# the release folders (the running daemon's among them) go on in the new tree, until the switch below
+for k in releases current; do if [ -e "$dest${PREFIX}/$k" ] || [ -L "$dest${PREFIX}/$k" ]; then mv "$dest${PREFIX}/$k" "$dest${PREFIX}.new/$k"; fi; done
 if [ -d "$dest${PREFIX}" ]; then mv "$dest${PREFIX}" "$dest${PREFIX}.old"; fi
 mv "$dest${PREFIX}.new" "$dest${PREFIX}"
 rm -rf "$dest${PREFIX}.old"
@@ -46,8 +48,9 @@ ${MAKE_DIRS}
 ${CONFIG_STUB}INI
 if [ -z "$dest" ]; then
   ${FILL_COMPILE_CACHE.replace(/\n/g, '\n  ')}
-  ${DAEMON_RELOAD}
 fi
+${SWITCH_RELEASE}
+l9gpu_switch_release ${info.version}
 echo "\${dest:+$dest: }${INSTALLED}"
 `;
 }
