@@ -100,6 +100,8 @@ test('one daemon per state folder: a second says which pid runs and exits 1', as
   assert.equal(second.status, 1, second.stderr);
   assert.match(second.stderr, new RegExp(`another l9gpu daemon \\(pid ${daemon.child.pid}\\) runs on this state folder \\(it holds ${state}/daemon\\.lock\\): stop it first`));
   assert.equal(statSync(sock).isSocket(), true, 'the running daemon\'s socket is left alone');
+  // root's alone: a user who could open it could hold a shared lock on it and have every later start refused
+  assert.equal(statSync(join(state, 'daemon.lock')).mode & 0o777, 0o600);
 });
 
 test('daemon --once beside the running daemon reads its store and leaves jobs.sock answering', async () => {

@@ -10,7 +10,7 @@
  * Node has no flock: libc's is called through koffi, as peer-cred.ts calls
  * getsockopt.
  */
-import { closeSync, constants, ftruncateSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { closeSync, constants, fchmodSync, ftruncateSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { createRequire } from 'node:module';
 
@@ -58,11 +58,18 @@ export class StateLocked extends Error {
  */
 export function lockStateDir(stateDir: string): StateLock {
   const path = join(stateDir, LOCK_FILE);
-  // 0644: the pid in it is no secret, and doctor run by anyone may read who holds it; never through a planted link
-  const fd = openSync(path, constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW, 0o644);
+  // 0600, and made so if an older one was not: a user who could open it could hold a shared lock on it for ever,
+  // and every later start of the daemon would be refused as "another daemon runs". Never through a planted link
+  const fd = openSync(path, constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
+  fchmodSync(fd, 0o600);
   const f = loadFlock();
-  if (f(fd, LOCK_EX | LOCK_NB) !== 0) {
+  // a doctor's probe (lockHeld) holds a shared lock for microseconds: a start in that instant tries again, briefly
+  for (let tries = 0; f(fd, LOCK_EX | LOCK_NB) !== 0; tries++) {
     const e = errno?.() ?? 0;
+    if (e === EWOULDBLOCK && tries < 3) {
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
+      continue;
+    }
     closeSync(fd);
     if (e !== EWOULDBLOCK) throw new Error(`cannot lock ${path}: flock failed (errno ${e})`);
     throw new StateLocked(path, lockHolder(stateDir));
@@ -94,8 +101,9 @@ export function lockHolder(stateDir: string): number | undefined {
 /**
  * Whether a daemon holds the state folder's lock now (doctor, `jobs` telling
  * "not running" from "not answering"): a shared lock tried and let go at
- * once; anyone may, the file being world-readable. undefined: no lock file
- * (no daemon of this version ever ran here), or it cannot be read.
+ * once; root only (the file is root's alone: see lockStateDir). undefined:
+ * no lock file (no daemon of this version ever ran here), or it cannot be
+ * read (another user: doctor then judges by the health file).
  */
 export function lockHeld(stateDir: string): { held: boolean; pid: number | undefined } | undefined {
   let fd: number;
