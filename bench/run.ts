@@ -6,7 +6,9 @@
 import { benchDaemon } from './daemon.js';
 import { benchFileSink } from './file-sink.js';
 import { benchHooks } from './hooks.js';
+import { benchCtldEpilog } from './ctld-epilog.js';
 import { benchJobs } from './jobs.js';
+import { benchJobsBy } from './jobs-by.js';
 import { benchJobsSocket, type LoopCost } from './jobs-socket.js';
 import { benchKubernetes } from './kubernetes.js';
 import { benchListener, listenerLines } from './listener.js';
@@ -15,6 +17,7 @@ import { benchNvml, type NvmlCost } from './nvml.js';
 import { benchPackageStartup } from './package-startup.js';
 import { benchPipeline } from './pipeline.js';
 import { benchScrape } from './scrape.js';
+import { benchStoreYears } from './store-years.js';
 
 const fmt = (n: number, d = 0) => n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
 const line = (name: string, value: string, target: string, ok: boolean) =>
@@ -116,6 +119,14 @@ line('jobs socket: the same, --by account, worker', delay(js.workerBy), 'max <= 
 line('jobs socket: the same, pages on the main thread (time-sliced)', delay(js.timeSliced), '(info)', true);
 line('jobs socket: the same, whole list on the main thread (old server)', delay(js.main), '(info)', true);
 
+// issue 41: one user's 500,000 jobs asked of the real daemon, under a 256 MiB memory group standing in for the unit's MemoryMax
+const jb = await benchJobsBy(Number(process.env.BENCH_JOBS_BY ?? 500_000), { memoryMaxMb: 256 });
+const limited = jb.memoryMaxMb ? ` under ${jb.memoryMaxMb} MiB` : ' (no memory group could be made)';
+line(`jobs --by user, ${fmt(jb.jobs)} jobs of one user${limited}: daemon lives, answered`, `${jb.alive ? 'yes' : `no (${jb.exit})`}, ${'error' in jb.answer ? jb.answer.error.slice(0, 40) : `${fmt(jb.answer.jobs)} jobs`}`, 'lives, answered', jb.alive && !('error' in jb.answer));
+line('jobs --by user: answer time', ms(jb.answerMs), '< 12,000 ms', jb.answerMs < 12_000);
+line('jobs --by user: daemon peak RSS / before the question', `${fmt(jb.peakRssMb, 1)} / ${fmt(jb.rssBeforeMb, 1)} MB`, '< 256 MB', jb.peakRssMb < 256);
+line('jobs --by name (one name a job, past the groups bound): the user is told', 'error' in jb.byName.answer ? jb.byName.answer.error.slice(0, 40) : `${fmt(jb.byName.answer.groups)} groups`, '(info)', true);
+
 const k = await benchKubernetes(Number(process.env.BENCH_PIPELINE_SECONDS ?? 2));
 line(`kubernetes: attribution per tick, ${k.gpus} GPUs (${fmt(k.pointsPerBatch)} points), ${k.pods} pods`, ms(k.k8sTickMs), '(info)', true);
 line(`slurm: attribution per tick, same batch, ${k.gpus} jobs (baseline)`, ms(k.slurmTickMs), '(info)', true);
@@ -151,3 +162,28 @@ const eb = await benchDaemon(Number(process.env.BENCH_DAEMON_SECONDS ?? 60), 1, 
 line('daemon (nvml + host + Slurm + a 2,990-series vLLM page, 1 s, /metrics at 10 Hz): CPU per tick', `${fmt(eb.cpuMsPerTick, 1)} ms`, '(info)', true);
 line('daemon (engine-at-budget): CPU of one core', `${fmt(eb.cpuPercentOfOneCore, 2)} %`, '(info)', true);
 line('daemon (engine-at-budget): peak RSS', `${fmt(eb.peakRssMb, 1)} MB`, '< 128 MB', eb.peakRssMb < 128);
+
+// issue 41 item 7: a store of BENCH_STORE_JOBS (default 1,000,000) jobs carried over from before schema 7; half of them pruned
+const sy = await benchStoreYears(Number(process.env.BENCH_STORE_JOBS ?? 1_000_000));
+const syb = sy.before;
+const sya = sy.after;
+line(`store: ${fmt(sy.jobs)} 1-GPU jobs, file / per job`, `${fmt(sy.sizeMb)} MB / ${fmt(sy.bytesPerJob)} B`, '(info)', true);
+line('store: start to store-open-ready, before (quick_check) / after', `${fmt(syb.startQuickCheckS * 1000)} / ${fmt(sya.startOpenMs, 1)} ms`, 'after <= 100 ms', sya.startOpenMs <= 100);
+line('store: the page check, on its thread after the start', `${fmt(sya.pageCheckS, 1)} s`, '(info)', true);
+line('store: migration to schema 7 (index jobs_end)', `${fmt(sya.migrationS * 1000)} ms`, '(info)', true);
+line('store: prune with nothing to delete, lock held: before / after', `${fmt(syb.emptyPruneS * 1000)} / ${fmt(sya.emptyPruneLockMs, 1)} ms`, 'after <= 100 ms', sya.emptyPruneLockMs <= 100);
+line(`store: prune of ${fmt(sya.prune.deleted)} jobs, lock held: before (one transaction)`, `${fmt(syb.prune.batchMaxMs / 1000, 1)} s`, '(reference)', true);
+line('store: the same, batches: count, p50 / p99 / max', `${fmt(sya.prune.batches)}, ${fmt(sya.prune.batchP50Ms, 1)} / ${fmt(sya.prune.batchP99Ms, 1)} / ${fmt(sya.prune.batchMaxMs, 1)} ms`, 'p99 <= 100 ms', sya.prune.batchP99Ms <= 100);
+line('store: the same, whole pass (batches, pauses, vacuum)', `${fmt(sya.prune.totalS, 1)} s`, '(info)', true);
+line('store: a prolog\'s write during the prune: longest wait, before / after', `${fmt(syb.prune.hookWaitMaxMs)} / ${fmt(sya.prune.hookWaitMaxMs)} ms`, 'after <= 500 ms', sya.prune.hookWaitMaxMs <= 500);
+line('store: prolog writes failed during the prune, before / after', `${fmt(syb.prune.hookFailed)} of ${fmt(syb.prune.hookWrites)} / ${fmt(sya.prune.hookFailed)} of ${fmt(sya.prune.hookWrites)}`, 'after 0', sya.prune.hookFailed === 0);
+line('store: file after pruning half, before / after', `${fmt(syb.prune.sizeAfterMb)} / ${fmt(sya.prune.sizeAfterMb)} MB`, 'after <= 60 %', sya.prune.sizeAfterMb <= 0.6 * sya.compactedMb);
+line('store: compactStore (the one VACUUM, daemon stopped)', `${fmt(sya.compactS, 1)} s`, '(info)', true);
+
+// issue 41: 1,000 GPU jobs ending within a minute on a stand-in controller (real slurm/ctld-epilog, real VictoriaMetrics)
+const ce = await benchCtldEpilog(Number(process.env.BENCH_CTLD_JOBS ?? 1000), Number(process.env.BENCH_CTLD_SPREAD ?? 50));
+line(`ctld epilog: ${fmt(ce.jobs)} GPU jobs ending in ${ce.spreadS} s: summaries written / jobs (writes)`, `${fmt(ce.written)} / ${fmt(ce.jobs)} (${fmt(ce.writes)})`, 'all, once each', ce.written === ce.jobs && ce.writes === ce.jobs);
+line('ctld epilog: peak memory (PSS) on the controller (epilogs + workers + their Slurm commands), workers\' part', `${fmt(ce.peakPssMb)} / ${fmt(ce.peakWorkerPssMb)} MB`, '<= 256 MB', ce.peakPssMb <= 256);
+line('ctld epilog: PromQL requests / sacct runs, for all jobs', `${fmt(ce.promqlRequests)} / ${fmt(ce.sacctCalls)}`, `< ${fmt(ce.jobs)} PromQL`, ce.promqlRequests < ce.jobs);
+line('ctld epilog: the epilog\'s own wall time p50 / p99', `${fmt(ce.epilogP50Ms)} / ${fmt(ce.epilogP99Ms)} ms`, '(info)', true);
+line('ctld epilog: wall time, first end to last summary; peak processes; workers that ran', `${fmt(ce.wallS, 1)} s; ${ce.peakProcesses}; ${ce.workersRan}`, '(info)', true);

@@ -5,17 +5,20 @@
  * metrics backend has dropped it, for as long as accounting keeps the job.
  *
  * slurmctld runs it as SlurmUser when the job ends, while every node's
- * epilog is still closing the job's GPUs. So it returns at once and leaves a
- * detached worker that waits until every GPU's job-end summary (gpu.job.energy,
+ * epilog is still closing the job's GPUs. So it returns at once: a job that
+ * held GPUs (ctld-gpu-jobs.ts) is added to a bounded queue in the state dir
+ * (ctld-queue.ts), and one worker (ctld-worker.ts; an flock says whether it
+ * runs) drains it: it waits until every GPU's job-end summary (gpu.job.energy,
  * sent once a node closed the GPU) has reached the PromQL backend ([jobs]
  * promql_url), builds the report the PromQL path builds, again until its
  * figures agree with those summaries (each node's store's figures), and
- * writes it with scontrol or sacctmgr, which
- * works on the accounting record whether slurmctld still holds the job or not
- * (jobstats does the same). A comment that is not l9gpu's is never replaced.
+ * writes it with scontrol or sacctmgr, which works on the accounting record
+ * whether slurmctld still holds the job or not (jobstats does the same). A
+ * comment that is not l9gpu's is never replaced. storeSummary does the same
+ * for one job in the foreground (--job).
  */
 import { spawn } from 'node:child_process';
-import { closeSync, openSync } from 'node:fs';
+import { closeSync, existsSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Config } from '../src/core/config/load.js';
@@ -29,23 +32,24 @@ import { sacctJob } from './sacct-job.js';
 import { slurmCommand } from './tools.js';
 import { readSection } from '../src/core/config/read.js';
 import { DAEMON_SECTION } from '../src/core/config/sections.js';
+import { jobHeldGpus } from './ctld-gpu-jobs.js';
+import { claimStart, workerRunning } from './ctld-lock.js';
+import { LOG_FILE } from './ctld-log.js';
+import { CtldQueue, DEFAULT_BACKLOG, type CtldEpilogJob } from './ctld-queue.js';
+
+export type { CtldEpilogJob };
+import { writeFastPath } from './ctld-fast.js';
+import { slurmConfPath } from './paths.js';
 import { JOBS_SECTION } from '../src/jobs/config.js';
 
 /** A job with no GPU series after this long used no GPU that l9gpu saw: nothing to keep. */
-const NO_GPUS_AFTER_MS = 30_000;
+export const NO_GPUS_AFTER_MS = 30_000;
 /**
  * Figures that differ from the nodes' summaries yet stay the same this long
  * are the backend's last word (a scrape resamples; a sample lost on the way):
  * a few times VictoriaMetrics' 2 s flush of fresh samples into searchable parts.
  */
-const SETTLED_AFTER_MS = 5_000;
-
-export interface CtldEpilogJob {
-  /** The id slurm.job.id carries (the raw id, an array task's own). */
-  rawId: string;
-  /** The id accounting knows the run by: ARRAYID_TASKID for an array task (a raw id would name every task of the first one's array). */
-  acctId: string;
-}
+export const SETTLED_AFTER_MS = 5_000;
 
 /** The job slurmctld's epilog environment names; undefined for a job that never ran on a node (cancelled while pending). */
 export function epilogJob(env: NodeJS.ProcessEnv): CtldEpilogJob | undefined {
@@ -58,17 +62,46 @@ export function epilogJob(env: NodeJS.ProcessEnv): CtldEpilogJob | undefined {
   return { rawId: raw, acctId: arr && task && RAW_JOB_ID.test(arr) && RAW_JOB_ID.test(task) ? `${arr}_${task}` : raw };
 }
 
-/** Starts the worker, detached from slurmctld, its output appended to <state_dir>/ctld-epilog.log (or dropped where it cannot be written). */
-export function startWorker(cfg: Config, job: CtldEpilogJob, cli: string, configArgs: readonly string[]): number | undefined {
+export interface Enqueued {
+  outcome: 'cpu' | 'queued' | 'dropped';
+  /** The pid of the worker started; undefined where one runs already (or the job was not queued). */
+  worker?: number | undefined;
+}
+
+/**
+ * The epilog's whole work: the job queued where it held GPUs, and a worker
+ * started where none runs (workerRunning) and none is being started
+ * (claimStart).
+ */
+export function enqueueEnded(cfg: Config, env: NodeJS.ProcessEnv, job: CtldEpilogJob, cli: string, configArgs: readonly string[], cap = DEFAULT_BACKLOG, configPath?: string): Enqueued {
+  const { verdict, known } = jobHeldGpus(env, slurmConfPath(cfg, env));
+  const dir = readSection(cfg, DAEMON_SECTION).state_dir;
+  if (known && configPath && existsSync(configPath)) {
+    // the next epilogs decide and queue in the shell alone (slurm/ctld-epilog): best effort, this one goes on without
+    try {
+      makeDirs(dir);
+      new CtldQueue(dir).ensure();
+      writeFastPath(dir, configPath, env, known);
+    } catch {
+      // a state dir SlurmUser cannot write: said below, where the job is queued
+    }
+  }
+  if (verdict === 'cpu') return { outcome: 'cpu' };
+  makeDirs(dir);
+  if (new CtldQueue(dir).add(job, cap) === 'dropped') return { outcome: 'dropped' };
+  if (workerRunning(dir) || !claimStart(dir)) return { outcome: 'queued' };
+  return { outcome: 'queued', worker: startWorker(dir, cli, configArgs) };
+}
+
+/** Starts the worker, detached from slurmctld; it logs to <state_dir>/ctld-epilog.log itself (a crash's stack there too). */
+function startWorker(dir: string, cli: string, configArgs: readonly string[]): number | undefined {
   let out: number | 'ignore' = 'ignore';
   try {
-    const dir = readSection(cfg, DAEMON_SECTION).state_dir;
-    makeDirs(dir);
-    out = openSync(join(dir, 'ctld-epilog.log'), 'a', 0o640);
+    out = openSync(join(dir, LOG_FILE), 'a', 0o640);
   } catch {
     // SlurmUser may not write the state folder: the worker still runs, unlogged
   }
-  const child = spawn(process.execPath, [cli, 'slurm', 'ctld-epilog', '--job', job.acctId, '--raw-id', job.rawId, '--worker', ...configArgs], { detached: true, stdio: ['ignore', out, out] });
+  const child = spawn(process.execPath, [cli, 'slurm', 'ctld-epilog', '--worker', ...configArgs], { detached: true, stdio: ['ignore', 'ignore', out] });
   child.unref();
   if (typeof out === 'number') closeSync(out);
   return child.pid;
@@ -137,7 +170,7 @@ export async function storeSummary(cfg: Config, job: CtldEpilogJob, o: { waitMs?
  * job's record again as it finishes it, and the caller reads the comment
  * back until it stays.
  */
-async function writeComment(cfg: Config, id: string, text: string): Promise<'scontrol' | 'sacctmgr'> {
+export async function writeComment(cfg: Config, id: string, text: string): Promise<'scontrol' | 'sacctmgr'> {
   try {
     await slurmCommand(cfg, 'scontrol', ['update', `JobId=${id}`, `AdminComment=${text}`]);
     return 'scontrol';

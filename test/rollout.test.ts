@@ -27,7 +27,7 @@ import { buildRpm } from '../src/release/rpm.js';
 import { findRuntime } from '../src/release/runtime.js';
 import { IMAGE_ENTRYPOINT, IMAGE_NAME } from '../src/release/image.js';
 import { h100 } from './helpers/fake-nvml.js';
-import { buildEarlierDeb } from './helpers/rollout-earlier.js';
+import { buildEarlierDeb, prepareEarlier } from './helpers/rollout-earlier.js';
 import { ServiceManager, standInSystemd, systemctlCalls } from './helpers/rollout-systemd.js';
 import { waitFor } from './helpers/wait.js';
 import { ROOT, tempDir } from './helpers/paths.js';
@@ -82,6 +82,8 @@ const JOB_ENV = { SLURM_JOB_ID: '42', SLURM_JOB_USER: 'root', SLURM_JOB_UID: '0'
 const SLURM_CONF = 'ClusterName=alps\nSlurmctldHost=localhost\nPrologFlags=Contain\nGresTypes=gpu\nNodeName=gpunode1 Gres=gpu:2\n';
 
 before(() => {
+  // the earlier commit's build, in the background while this tree is packaged and the first tests run
+  void prepareEarlier(work);
   // what `npm run package` runs once the checkout is built (--fast: the same formats at the lowest compression)
   const out = ok(run(process.execPath, [join(ROOT, 'dist/src/release/package-main.js'), '--out', join(work, 'out'), '--fast']), 'npm run package');
   deb = /^(\S+\.deb) /m.exec(out)?.[1] ?? '';

@@ -267,18 +267,18 @@ namespace, workload (deployment/..., statefulset/..., cronjob/...), GPU-hours, u
     entry: 'light',
     summary: 'EpilogSlurmctld: keep a finished job\'s GPU summary in its AdminComment, for `l9gpu jobs show` on any login node.',
     description: `slurm.conf: EpilogSlurmctld=/opt/l9gpu/slurm/ctld-epilog (runs this as SlurmUser on the controller).
-It returns at once and leaves a worker that waits until every node's job-end figures have reached the PromQL backend ([jobs] promql_url), then stores them (scontrol while slurmctld holds the job, else sacctmgr) as "L9G1:" + hex(gzip(JSON)). A comment that is not l9gpu's is never replaced.`,
+It returns at once: a job that held GPUs is queued in <state_dir>/ctld-queue (10,000 jobs at most) and the one worker (--worker) started where none runs; the worker waits until every node's job-end figures have reached the PromQL backend ([jobs] promql_url), reading many jobs per query, then stores them (scontrol while slurmctld holds the job, else sacctmgr) as "L9G1:" + hex(gzip(JSON)). A comment that is not l9gpu's is never replaced.`,
     examples: ['<%= config.bin %> slurm ctld-epilog --job 4242'],
     flags: [
       CONFIG_FLAG,
       { name: 'job', type: 'string', helpValue: 'ID', description: 'Store the summary of this finished job now, in the foreground (a job that ended before the epilog was set up, or again); exit 1 when it could not be stored.' },
       { name: 'raw-id', type: 'string', helpValue: 'ID', description: 'With --job: the raw job id its metrics carry, when --job is ARRAYID_TASKID (default: asked of sacct).' },
-      { name: 'worker', type: 'boolean', description: 'Set by the epilog on the worker it starts: logs with timestamps.' },
+      { name: 'worker', type: 'boolean', description: 'Set by the epilog on the worker it starts: drain the queue of ended jobs, then exit (with --job: log with timestamps).' },
     ],
     man: {
       exit: [['0', 'as EpilogSlurmctld always (the worker runs on); with --job: the summary was stored'], ['1', '--job: nothing stored (no metrics, no accounting record, a foreign AdminComment)'], BAD_CONFIG],
-      files: [CONFIG_FILE, ['/var/lib/l9gpu/ctld-epilog.log', 'what the workers did ([daemon] state_dir)']],
-      env: [['SLURM_JOB_ID, SLURM_JOB_NODELIST, SLURM_ARRAY_JOB_ID, SLURM_ARRAY_TASK_ID', 'set by slurmctld'], ['L9GPU_NODE', 'in a checkout only, the node binary slurm/ctld-epilog runs (default /usr/bin/node); the package always runs its own, /opt/l9gpu/node/bin/node'], CONFIG_ENV],
+      files: [CONFIG_FILE, ['/var/lib/l9gpu/ctld-queue/', 'the ended jobs waiting for the worker ([daemon] state_dir)'], ['/var/lib/l9gpu/ctld-worker.lock', 'the worker\'s lock, with its pid while it runs'], ['/var/lib/l9gpu/ctld-epilog.log', 'what the worker did (.1: the one before, past 1 MiB)']],
+      env: [['SLURM_JOB_ID, SLURM_JOB_NODELIST, SLURM_ARRAY_JOB_ID, SLURM_ARRAY_TASK_ID', 'set by slurmctld'], ['L9GPU_CTLD_BACKLOG', 'the queue\'s cap (default 10000): past it the ending job is dropped, said on stderr and counted in the log'], ['L9GPU_NODE', 'in a checkout only, the node binary slurm/ctld-epilog runs (default /usr/bin/node); the package always runs its own, /opt/l9gpu/node/bin/node'], CONFIG_ENV],
       see: ['l9gpu jobs show', 'docs/jobs.md'],
     },
     run: async (f) => (await import('./ctld-epilog-command.js')).ctldEpilog(f),

@@ -1,15 +1,20 @@
 /**
- * `l9gpu slurm ctld-epilog`: as EpilogSlurmctld, starts the worker that keeps
- * the finished job's GPU summary in its AdminComment and exits 0 at once
- * (whatever happens: an epilog's failure is not the job's); with --job, does
- * that work in the foreground for one finished job.
+ * `l9gpu slurm ctld-epilog`: as EpilogSlurmctld, queues the finished GPU job
+ * and starts the worker where none runs, and exits 0 at once (whatever
+ * happens: an epilog's failure is not the job's); --worker (set by the
+ * epilog) drains the queue; with --job, does the work in the foreground for
+ * one finished job.
  */
 import { loadCliConfig } from './config.js';
 import { CliError } from './errors.js';
 import { JOB_ID, RAW_JOB_ID } from '../core/job-id.js';
 import { clip, printable } from '../core/printable.js';
 import type { FlagValues } from './flag-spec.js';
-import { epilogJob, startWorker, storeSummary } from '../../slurm/ctld-epilog.js';
+import { enqueueEnded, epilogJob, storeSummary } from '../../slurm/ctld-epilog.js';
+import { DEFAULT_BACKLOG } from '../../slurm/ctld-queue.js';
+import { DEFAULT_CONFIG_PATH } from '../core/config/load.js';
+import { readSection } from '../core/config/read.js';
+import { DAEMON_SECTION } from '../core/config/sections.js';
 import { sacctJob } from '../../slurm/sacct-job.js';
 import { slurmCommand } from '../../slurm/tools.js';
 import { writeOut } from './out.js';
@@ -32,12 +37,35 @@ export async function ctldEpilog(f: FlagValues): Promise<number> {
     writeOut(`${f.worker ? `${new Date().toISOString()} ` : ''}${r.detail}\n`);
     return r.stored ? 0 : 1;
   }
+  const configArgs = f.config ? ['--config', f.config as string] : [];
+  if (f.worker) {
+    const cfg = loadCliConfig(f.config as string | undefined);
+    const stateDir = readSection(cfg, DAEMON_SECTION).state_dir;
+    const { ctldLog } = await import('../../slurm/ctld-log.js');
+    const { runWorker } = await import('../../slurm/ctld-worker.js');
+    const log = ctldLog(stateDir);
+    const r = await runWorker(cfg, { stateDir, log });
+    if (r.ran) log(`worker ${process.pid}: the queue is empty: ${r.stored} summary(ies) stored, ${r.other} job(s) with nothing stored`);
+    return 0;
+  }
   // as EpilogSlurmctld: whatever goes wrong (a bad config file too) is said on stderr, for slurmctld's log, and exits 0
   try {
     const job = epilogJob(process.env);
-    if (job) startWorker(loadCliConfig(f.config as string | undefined), job, process.argv[1]!, f.config ? ['--config', f.config as string] : []);
+    if (job) {
+      const cap = backlogCap(process.env.L9GPU_CTLD_BACKLOG);
+      const r = enqueueEnded(loadCliConfig(f.config as string | undefined), process.env, job, process.argv[1]!, configArgs, cap, f.config ? undefined : (process.env.L9GPU_CONFIG || DEFAULT_CONFIG_PATH));
+      if (r.outcome === 'dropped') process.stderr.write(`l9gpu ctld-epilog: job ${job.acctId} not queued: the queue holds ${cap} jobs already\n`);
+    }
   } catch (e) {
     process.stderr.write(`l9gpu ctld-epilog: ${(e as Error).message}\n`);
   }
   return 0;
+}
+
+/** The queue's cap: L9GPU_CTLD_BACKLOG where set (a positive integer), else DEFAULT_BACKLOG. */
+function backlogCap(v: string | undefined): number {
+  if (v === undefined || v === '') return DEFAULT_BACKLOG;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`L9GPU_CTLD_BACKLOG: "${printable(clip(v, 20))}" is not a positive whole number of jobs`);
+  return n;
 }

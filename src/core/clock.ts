@@ -60,14 +60,32 @@ export function stampNow(): Stamp {
 }
 
 /**
- * Milliseconds from a to b: by the monotonic clock where both moments have
- * it on the same boot, else by the wall clock; never negative (a wall clock
- * that stepped back between two records without a monotonic time gives 0,
- * not a negative duration).
+ * How far apart the two clocks may drift between two moments before the wall
+ * clock is taken to have stepped between them: NTP slews by at most 500 ppm
+ * (1.8 s over an hour), a step is minutes or hours.
  */
+export const STEP_TOLERANCE_MS = 1000;
+
+/**
+ * The milliseconds between two moments: the wall clock's, as every record
+ * and exported point says them (a figure the store and PromQL both compute
+ * agrees to the millisecond), unless the two clocks disagree on it by more
+ * than a step's tolerance (the wall clock stepped in between), where both
+ * moments have a monotonic time on one boot: then the monotonic clock's.
+ * Never negative.
+ */
+export function gapMs(wallA: number, wallB: number, monoA: number | null | undefined, monoB: number | null | undefined, sameBoot: boolean): number {
+  const wall = wallB - wallA;
+  if (monoA != null && monoB != null && sameBoot) {
+    const mono = monoB - monoA;
+    if (Math.abs(wall - mono) > STEP_TOLERANCE_MS) return Math.max(0, mono);
+  }
+  return Math.max(0, wall);
+}
+
+/** Milliseconds from a to b (gapMs of two records' stamps). */
 export function elapsedMs(a: Stamp, b: Stamp): number {
-  if (a.mono !== null && b.mono !== null && a.boot !== '' && a.boot === b.boot) return Math.max(0, b.mono - a.mono);
-  return Math.max(0, b.wall - a.wall);
+  return gapMs(a.wall, b.wall, a.mono, b.mono, a.boot !== '' && a.boot === b.boot);
 }
 
 /** A step of the wall clock: how far it went (ms, + forward), seen between two readings. */

@@ -52,30 +52,43 @@ export class StateLocked extends Error {
 }
 
 /**
- * Takes the state folder's lock, or throws StateLocked naming the holder's pid.
- * The folder must exist. The file is opened close-on-exec (Node opens every
- * file so): a child the daemon runs does not keep the lock after it.
+ * An exclusive flock(2) on `path`, made with `mode` (and made so), never
+ * through a planted link, with the holder's pid written in it: its fd, or
+ * undefined when another process holds it (tried `retries` more times, 20 ms
+ * apart). The fd is close-on-exec (Node opens every file so): a child does not
+ * keep the lock after its parent. The daemon's lock, and the slurmctld epilog
+ * worker's (slurm/ctld-lock.ts).
  */
-export function lockStateDir(stateDir: string): StateLock {
-  const path = join(stateDir, LOCK_FILE);
-  // 0600, and made so if an older one was not: a user who could open it could hold a shared lock on it for ever,
-  // and every later start of the daemon would be refused as "another daemon runs". Never through a planted link
-  const fd = openSync(path, constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
-  fchmodSync(fd, 0o600);
+export function lockFile(path: string, mode: number, retries = 0): number | undefined {
+  const fd = openSync(path, constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW, mode);
+  fchmodSync(fd, mode);
   const f = loadFlock();
-  // a doctor's probe (lockHeld) holds a shared lock for microseconds: a start in that instant tries again, briefly
   for (let tries = 0; f(fd, LOCK_EX | LOCK_NB) !== 0; tries++) {
     const e = errno?.() ?? 0;
-    if (e === EWOULDBLOCK && tries < 3) {
+    if (e === EWOULDBLOCK && tries < retries) {
       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
       continue;
     }
     closeSync(fd);
     if (e !== EWOULDBLOCK) throw new Error(`cannot lock ${path}: flock failed (errno ${e})`);
-    throw new StateLocked(path, lockHolder(stateDir));
+    return undefined;
   }
   ftruncateSync(fd, 0);
   writeSync(fd, `${process.pid}\n`, 0);
+  return fd;
+}
+
+/**
+ * Takes the state folder's lock, or throws StateLocked naming the holder's
+ * pid. The folder must exist. 0600: a user who could open the file could hold
+ * a shared lock on it for ever, and every later start of the daemon would be
+ * refused as "another daemon runs". A start that meets root's doctor probe
+ * (lockHeld: a shared lock held for microseconds) tries again, briefly.
+ */
+export function lockStateDir(stateDir: string): StateLock {
+  const path = join(stateDir, LOCK_FILE);
+  const fd = lockFile(path, 0o600, 3);
+  if (fd === undefined) throw new StateLocked(path, lockHolder(stateDir));
   let held = true;
   return {
     path,

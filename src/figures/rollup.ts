@@ -22,7 +22,7 @@
  *  - a gap is idle when the GPU's SM activity (GPM), else its utilization, is
  *    below UNUSED_UTIL; consecutive idle gaps make a stretch.
  */
-import { bootId } from '../core/clock.js';
+import { bootId, gapMs } from '../core/clock.js';
 
 export interface GpuSample {
   /** Wall clock, ms: when it was read, as reports and plots say it. */
@@ -121,10 +121,11 @@ const max = (a: number | null, b: number | undefined): number | null => (b === u
 export function step(r: GpuRollup, s: GpuSample, maxGapMs: number): void {
   const first = r.samples === 0;
   const boot = s.m === undefined ? '' : bootId();
-  // the gap by the monotonic clock where both samples have it (a step of the wall clock moves neither); else by the wall's
-  const gapMs = first ? 0 : s.m !== undefined && r.lastMono != null && boot !== '' && r.lastBoot === boot ? s.m - r.lastMono : s.t - r.lastTs;
-  if (!first && gapMs <= 0) return; // the same or an older sample: already folded
-  const dt = Math.min(gapMs, maxGapMs) / 1000;
+  // the gap by the samples' wall times (what PromQL over the exported points computes too), unless the wall clock
+  // stepped between them: then by the monotonic clock (src/core/clock.ts)
+  const gap = first ? 0 : gapMs(r.lastTs, s.t, r.lastMono, s.m, boot !== '' && r.lastBoot === boot);
+  if (!first && gap <= 0) return; // the same or an older sample: already folded
+  const dt = Math.min(gap, maxGapMs) / 1000;
   const share = s.share ?? 1;
   if (first) r.firstTs = s.t;
   r.samples++;

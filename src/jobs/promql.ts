@@ -50,10 +50,51 @@ const KEYS = (() => {
   return new Map([...all].map((k) => [k.replace(/[^a-zA-Z0-9_]/g, '_'), k]));
 })();
 
-function selector(name: string, naming: Naming, jobId: string): string {
-  if (naming === 'otel') return `{__name__=${JSON.stringify(name)},"slurm.job.id"=${JSON.stringify(jobId)}}`;
+/** The job label's matcher: one id exactly, several as one regular expression (a batch of jobs in one query). */
+function jobMatcher(naming: Naming, ids: string | readonly string[]): string {
+  const label = naming === 'otel' ? '"slurm.job.id"' : 'slurm_job_id';
+  return typeof ids === 'string' || ids.length === 1 ? `${label}=${JSON.stringify(typeof ids === 'string' ? ids : ids[0])}` : `${label}=~${JSON.stringify(anyOf(ids))}`;
+}
+
+function selector(name: string, naming: Naming, jobId: string | readonly string[]): string {
+  if (naming === 'otel') return `{__name__=${JSON.stringify(name)},${jobMatcher(naming, jobId)}}`;
   const def = findMetric(name)!;
-  return `${prometheusName(def)}{slurm_job_id=${JSON.stringify(jobId)}}`;
+  return `${prometheusName(def)}{${jobMatcher(naming, jobId)}}`;
+}
+
+/**
+ * Several metrics of the jobs in one selector (a range of it keeps each
+ * series' name; a function of it, last_over_time, would drop it).
+ */
+function namesSelector(names: readonly string[], naming: Naming, ids: string | readonly string[]): string {
+  const spelled = naming === 'otel' ? names : names.map((n) => prometheusName(findMetric(n)!));
+  return `{__name__=~${JSON.stringify(anyOf(spelled))},${jobMatcher(naming, ids)}}`;
+}
+
+/** A series' metric, by l9gpu's name, under either naming. */
+function nameOf(s: Series, naming: Naming): string | undefined {
+  const n = s.metric.__name__;
+  return n === undefined ? undefined : naming === 'otel' ? n : PROM_TO_NAME.get(n);
+}
+
+const PROM_TO_NAME = new Map(METRICS.map((m) => [prometheusName(m), m.name]));
+
+/** The job id a series is labelled with, under either naming. */
+function jobOf(s: Series): string | undefined {
+  return s.metric['slurm.job.id'] ?? s.metric.slurm_job_id;
+}
+
+/** Series by the job id they carry. */
+function byJob(list: readonly Series[]): Map<string, Series[]> {
+  const out = new Map<string, Series[]>();
+  for (const s of list) {
+    const id = jobOf(s);
+    if (id === undefined) continue;
+    let l = out.get(id);
+    if (!l) out.set(id, (l = []));
+    l.push(s);
+  }
+  return out;
 }
 
 /**
@@ -83,25 +124,59 @@ function attributes(labels: Record<string, string>, naming: Naming): Attributes 
 }
 
 /**
- * The job's gpu.job.share series (one per GPU it held, in both modes of
+ * Job ids in one batched query (a job label's regular expression): a few
+ * characters each, far below VictoriaMetrics' 16 kB -search.maxQueryLen.
+ */
+export const JOBS_PER_QUERY = 100;
+
+/**
+ * `make` over `ids` in chunks of JOBS_PER_QUERY, the answers joined; a chunk
+ * whose answer is over the size bound is asked again in halves (a batch of
+ * long jobs), down to one job, whose error it is.
+ */
+async function queryJobs(o: PromqlOptions, ids: readonly string[], make: (chunk: readonly string[]) => string): Promise<Series[]> {
+  const one = async (chunk: readonly string[]): Promise<Series[]> => {
+    try {
+      return await query(o, make(chunk));
+    } catch (e) {
+      if (chunk.length < 2 || !/is larger than/.test((e as Error).message)) throw e;
+      const half = Math.ceil(chunk.length / 2);
+      return [...(await one(chunk.slice(0, half))), ...(await one(chunk.slice(half)))];
+    }
+  };
+  const out: Series[] = [];
+  for (let i = 0; i < ids.length; i += JOBS_PER_QUERY) out.push(...(await one(ids.slice(i, i + JOBS_PER_QUERY))));
+  return out;
+}
+
+/**
+ * The jobs' gpu.job.share series (one per GPU a job held, in both modes of
  * [attribution] job_labels) under the naming that has them (dotted OTLP names
  * tried first), through `expr` (the range of samples, or only each series'
- * last one); undefined when neither naming has any.
+ * last one); a job neither naming has is absent.
  */
-async function probeJob(o: PromqlOptions, jobId: string, expr: (selector: string) => string): Promise<{ naming: Naming; shares: Series[] } | undefined> {
+async function probeJobs(o: PromqlOptions, ids: readonly string[], expr: (selector: string) => string): Promise<Map<string, { naming: Naming; shares: Series[] }>> {
+  const out = new Map<string, { naming: Naming; shares: Series[] }>();
+  let left = [...new Set(ids)];
   for (const naming of ['otel', 'prometheus'] as Naming[]) {
-    let shares: Series[];
+    if (left.length === 0) break;
+    let got: Series[];
     try {
-      shares = await query(o, expr(selector('gpu.job.share', naming, jobId)));
+      got = await queryJobs(o, left, (c) => expr(selector('gpu.job.share', naming, c)));
     } catch (e) {
       // a backend without quoted (UTF-8) label names rejects the otel selector: try the other naming
       if (naming === 'otel' && /parse|unexpected|bad_data|syntax/i.test((e as Error).message)) continue;
       throw e;
     }
-    if (shares.length) return { naming, shares };
+    const wanted = new Set(left);
+    for (const [id, shares] of byJob(got)) if (wanted.has(id)) out.set(id, { naming, shares });
+    left = left.filter((id) => !out.has(id));
   }
-  return undefined;
+  return out;
 }
+
+/** The ids of `found` under one naming. */
+const namedAs = (found: Map<string, { naming: Naming }>, naming: Naming): string[] => [...found].filter(([, f]) => f.naming === naming).map(([id]) => id);
 
 /** The node a series comes from: the OTLP resource's host.name, or a scrape's instance. */
 const nodeOf = (a: Attributes): string => String(a['host.name'] ?? a.instance ?? '?');
@@ -112,23 +187,51 @@ function gpuOf(s: Series, naming: Naming): string | undefined {
   return typeof a['gpu.uuid'] === 'string' ? gpuKey(nodeOf(a), a['gpu.uuid']) : undefined;
 }
 
+const OTHERS = USED.filter((n) => n !== 'gpu.job.share');
+
+type Fetched = { naming: Naming; series: Map<string, Series[]> };
+
 /**
- * Fetches the job's samples; the naming whose series exist wins. The series
- * labelled with the job (job_labels = points), then, for the times of the
- * job's share that those do not cover (info), the GPUs' own series.
+ * Fetches the jobs' samples; for each job the naming whose series exist
+ * wins. The series labelled with the jobs (job_labels = points), every
+ * metric in one query per naming (a regular expression over their names and
+ * one over their ids), split by job and name; then, for the times of a job's share that those do not cover
+ * (info), the GPUs' own series (infoSamples).
  */
-async function fetchJob(o: PromqlOptions, jobId: string): Promise<{ naming: Naming; series: Map<string, Series[]> } | undefined> {
+async function fetchJobs(o: PromqlOptions, ids: readonly string[]): Promise<Map<string, Fetched>> {
   const range = (sel: string) => `${sel}[${o.window}]`;
-  const found = await probeJob(o, jobId, range);
-  if (!found) return undefined;
-  const { naming, shares } = found;
-  const series = new Map<string, Series[]>([['gpu.job.share', shares]]);
-  const others = USED.filter((n) => n !== 'gpu.job.share');
-  await Promise.all(others.map(async (n) => series.set(n, await query(o, range(selector(n, naming, jobId))))));
+  const found = await probeJobs(o, ids, range);
+  const out = new Map<string, Fetched>();
+  for (const naming of ['otel', 'prometheus'] as Naming[]) {
+    const group = namedAs(found, naming);
+    if (group.length === 0) continue;
+    const split = new Map<string, Map<string, Series[]>>();
+    for (const id of group) split.set(id, new Map([['gpu.job.share', found.get(id)!.shares], ...OTHERS.map((n) => [n, []] as [string, Series[]])]));
+    // every metric of the report in one query per chunk of jobs, split by job and name
+    for (const s of await queryJobs(o, group, (c) => range(namesSelector(OTHERS, naming, c)))) {
+      const n = nameOf(s, naming);
+      const l = n === undefined ? undefined : split.get(jobOf(s) ?? '')?.get(n);
+      if (l) l.push(s);
+    }
+    for (const id of group) {
+      const series = split.get(id)!;
+      await infoSamples(o, naming, series);
+      out.set(id, { naming, series });
+    }
+  }
+  return out;
+}
+
+/**
+ * A job's samples carried by its GPUs' own series (job_labels = info): for
+ * the times of its share samples that no series labelled with the job covers.
+ */
+async function infoSamples(o: PromqlOptions, naming: Naming, series: Map<string, Series[]>): Promise<void> {
+  const shares = series.get('gpu.job.share')!;
   // the times (ms) of each GPU's share samples that no series labelled with the job has: in info mode all of them
   // (and after a reload switched a node to it, those since), the job's samples among the GPU's own
   const covered = new Map<string, Set<number>>();
-  for (const n of others) {
+  for (const n of OTHERS) {
     for (const s of series.get(n)!) {
       const k = gpuOf(s, naming);
       if (k === undefined) continue;
@@ -149,7 +252,7 @@ async function fetchJob(o: PromqlOptions, jobId: string): Promise<{ naming: Nami
       t.add(ms);
     }
   }
-  if (times.size === 0) return { naming, series };
+  if (times.size === 0) return;
   const uuids = [...new Set(shares.filter((s) => times.has(gpuOf(s, naming)!)).map((s) => String(attributes(s.metric, naming)['gpu.uuid'])))];
   // the GPUs' own series over the job's time only, not the whole window: a GPU's month is a month of every job's
   // samples (a range selector is open at its start: one ms more)
@@ -159,7 +262,7 @@ async function fetchJob(o: PromqlOptions, jobId: string): Promise<{ naming: Nami
   const span = `[${to - from + 1}ms]`;
   const chunks = Array.from({ length: Math.ceil(uuids.length / UUIDS_PER_QUERY) }, (_, i) => uuids.slice(i * UUIDS_PER_QUERY, (i + 1) * UUIDS_PER_QUERY));
   await Promise.all(
-    others.map(async (n) => {
+    OTHERS.map(async (n) => {
       const got: Series[] = [];
       for (const s of (await Promise.all(chunks.map((c) => query(o, `${gpuSelector(n, naming, c)}${span}`, to)))).flat()) {
         // a UUID is the GPU's own, but the node is checked all the same: the share's, not a namesake elsewhere
@@ -171,7 +274,6 @@ async function fetchJob(o: PromqlOptions, jobId: string): Promise<{ naming: Nami
       series.set(n, [...series.get(n)!, ...got]);
     }),
   );
-  return { naming, series };
 }
 
 /**
@@ -179,34 +281,36 @@ async function fetchJob(o: PromqlOptions, jobId: string): Promise<{ naming: Nami
  * operations, bytes and exec-time sum (cumulative), summed per node,
  * communicator, collective, size and rank.
  */
-async function commRows(o: PromqlOptions, naming: Naming, jobId: string): Promise<CommRow[]> {
+async function commRows(o: PromqlOptions, naming: Naming, ids: readonly string[]): Promise<Map<string, CommRow[]>> {
   const names: [keyof Pick<CommRow, 'ops' | 'bytes' | 'seconds'>, string, string][] = [
     ['ops', 'nccl.operations', 'nccl_operations_total'],
     ['bytes', 'nccl.bytes', 'nccl_bytes_total'],
     ['seconds', 'nccl.exec.time_sum', 'nccl_exec_time_seconds_sum'],
   ];
-  const rows = new Map<string, CommRow>();
-  await Promise.all(
-    names.map(async ([field, otel, prom]) => {
-      const sel = naming === 'otel' ? `{__name__=${JSON.stringify(otel)},"slurm.job.id"=${JSON.stringify(jobId)}}` : `${prom}{slurm_job_id=${JSON.stringify(jobId)}}`;
-      for (const s of await query(o, `${sel}[${o.window}]`)) {
-        const a = attributes(s.metric, naming);
-        const last = Math.max(...s.values.map(([, v]) => Number(v)).filter(Number.isFinite));
-        if (!Number.isFinite(last)) continue;
-        const node = nodeOf(a);
-        const commName = typeof a['nccl.comm.name'] === 'string' ? a['nccl.comm.name'] : '';
-        const comm = typeof a['nccl.comm.id'] === 'string' ? a['nccl.comm.id'] : commName;
-        const rank = a['nccl.rank'] !== undefined ? Number(a['nccl.rank']) : -1;
-        const collective = String(a['nccl.collective'] ?? '?');
-        const size = String(a['nccl.message.size'] ?? '');
-        const k = `${node}\u0001${comm}\u0001${collective}\u0001${size}\u0001${rank}`;
-        let r = rows.get(k);
-        if (!r) rows.set(k, (r = { node, comm, comm_name: commName, collective, size, rank, n_ranks: Number(a['nccl.ranks']) || 1, n_nodes: Number(a['nccl.nodes']) || 1, ops: 0, bytes: 0, seconds: 0 }));
-        r[field] += last;
-      }
-    }),
-  );
-  return [...rows.values()];
+  const fieldOf = new Map(names.flatMap(([field, otel, prom]) => [[otel, field], [prom, field]] as const));
+  const spelled = names.map(([, otel, prom]) => (naming === 'otel' ? otel : prom));
+  const byId = new Map<string, Map<string, CommRow>>(ids.map((id) => [id, new Map()]));
+  // the three in one query per chunk of jobs (a range keeps each series' name)
+  const sel = (c: readonly string[]) => `{__name__=~${JSON.stringify(anyOf(spelled))},${jobMatcher(naming, c)}}[${o.window}]`;
+  for (const s of await queryJobs(o, ids, sel)) {
+    const rows = byId.get(jobOf(s) ?? '');
+    const field = fieldOf.get(s.metric.__name__ ?? '');
+    if (!rows || !field) continue;
+    const a = attributes(s.metric, naming);
+    const last = Math.max(...s.values.map(([, v]) => Number(v)).filter(Number.isFinite));
+    if (!Number.isFinite(last)) continue;
+    const node = nodeOf(a);
+    const commName = typeof a['nccl.comm.name'] === 'string' ? a['nccl.comm.name'] : '';
+    const comm = typeof a['nccl.comm.id'] === 'string' ? a['nccl.comm.id'] : commName;
+    const rank = a['nccl.rank'] !== undefined ? Number(a['nccl.rank']) : -1;
+    const collective = String(a['nccl.collective'] ?? '?');
+    const size = String(a['nccl.message.size'] ?? '');
+    const k = `${node}\u0001${comm}\u0001${collective}\u0001${size}\u0001${rank}`;
+    let r = rows.get(k);
+    if (!r) rows.set(k, (r = { node, comm, comm_name: commName, collective, size, rank, n_ranks: Number(a['nccl.ranks']) || 1, n_nodes: Number(a['nccl.nodes']) || 1, ops: 0, bytes: 0, seconds: 0 }));
+    r[field] += last;
+  }
+  return new Map([...byId].map(([id, rows]) => [id, [...rows.values()]]));
 }
 
 function median(xs: number[]): number {
@@ -215,8 +319,31 @@ function median(xs: number[]): number {
 }
 
 export async function reportFromPromql(o: PromqlOptions, jobId: string, prices: Prices | null, now = Date.now()): Promise<JobReport | undefined> {
-  const got = await fetchJob(o, jobId);
-  if (!got) return undefined;
+  return (await reportsFromPromql(o, [jobId], prices, now)).get(jobId);
+}
+
+/**
+ * reportFromPromql for many jobs in the queries of about one (the slurmctld
+ * epilog's worker, a backlog of ended jobs): each job's report, undefined
+ * for a job the backend has no series of.
+ */
+export async function reportsFromPromql(o: PromqlOptions, ids: readonly string[], prices: Prices | null, now = Date.now()): Promise<Map<string, JobReport | undefined>> {
+  const fetched = await fetchJobs(o, ids);
+  const comm = new Map<string, CommRow[]>();
+  for (const naming of ['otel', 'prometheus'] as Naming[]) {
+    const group = namedAs(fetched, naming);
+    if (group.length) for (const [id, rows] of await commRows(o, naming, group)) comm.set(id, rows);
+  }
+  const out = new Map<string, JobReport | undefined>();
+  for (const id of ids) {
+    const got = fetched.get(id);
+    out.set(id, got ? foldReport(got, id, comm.get(id) ?? [], prices, now) : undefined);
+  }
+  return out;
+}
+
+/** A job's report from its fetched series and NCCL rows. */
+function foldReport(got: Fetched, jobId: string, comm: CommRow[], prices: Prices | null, now: number): JobReport {
   // (node, gpu) -> time -> sample
   const gpus = new Map<string, { node: string; uuid: string; identity: Attributes; samples: Map<number, GpuSample> }>();
   let labels: Attributes = {};
@@ -278,7 +405,7 @@ export async function reportFromPromql(o: PromqlOptions, jobId: string, prices: 
   );
   const totals = totalsOf(rows, prices, job.partition);
   const series = [...perMinute.entries()].sort((a, b) => a[0] - b[0]).map(([m, v]) => [m, Math.round((v.reduce((x, y) => x + y, 0) / v.length) * 1e4) / 1e4] as [number, number]);
-  const communication = communicationOf(await commRows(o, got.naming, jobId), null);
+  const communication = communicationOf(comm, null);
   return { source: 'promql', job, gpus: rows, totals, inference: null, communication, series, notes: figureNotes(job, rows, totals, communication) };
 }
 
@@ -352,24 +479,39 @@ export const gpuKey = (node: string, uuid: string): string => `${node}\u0000${uu
  * until they do.
  */
 export async function jobEndCoverage(o: PromqlOptions, jobId: string): Promise<JobEndCoverage> {
+  return (await jobEndCoverages(o, [jobId])).get(jobId)!;
+}
+
+/** jobEndCoverage of many jobs in a few queries (three or so for any number): every id has an answer. */
+export async function jobEndCoverages(o: PromqlOptions, ids: readonly string[]): Promise<Map<string, JobEndCoverage>> {
   // labels only (each series' last sample): the worker asks every second or so, the samples themselves are not needed
   const last = (sel: string) => `last_over_time(${sel}[${o.window}])`;
-  const found = await probeJob(o, jobId, last);
-  if (!found) return { gpus: 0, ended: 0, ends: new Map() };
-  const keyOf = (s: Series) => {
-    const a = attributes(s.metric, found.naming);
-    return gpuKey(nodeOf(a), String(a['gpu.uuid']));
-  };
-  const valueOf = (s: Series) => Number(s.values.at(-1)?.[1]);
-  const gpus = new Set(found.shares.map(keyOf));
-  const [energy, duration] = await Promise.all(['gpu.job.energy', 'gpu.job.duration'].map((n) => query(o, last(selector(n, found.naming, jobId)))));
-  const ends = new Map<string, JobEnd>();
-  for (const s of energy!) if (Number.isFinite(valueOf(s))) ends.set(keyOf(s), { energyJ: valueOf(s) });
-  for (const s of duration!) {
-    const e = ends.get(keyOf(s));
-    if (e && Number.isFinite(valueOf(s))) e.seconds = valueOf(s);
+  const found = await probeJobs(o, ids, last);
+  const out = new Map<string, JobEndCoverage>(ids.map((id) => [id, { gpus: 0, ended: 0, ends: new Map() }]));
+  for (const naming of ['otel', 'prometheus'] as Naming[]) {
+    const group = namedAs(found, naming);
+    if (group.length === 0) continue;
+    const keyOf = (s: Series) => {
+      const a = attributes(s.metric, naming);
+      return gpuKey(nodeOf(a), String(a['gpu.uuid']));
+    };
+    const valueOf = (s: Series) => Number(s.values.at(-1)?.[1]);
+    // both job-end metrics in one query: a range (a function would drop the names); a GPU's binding sends them once
+    const ended = await queryJobs(o, group, (c) => `${namesSelector(['gpu.job.energy', 'gpu.job.duration'], naming, c)}[${o.window}]`);
+    const energy = byJob(ended.filter((s) => nameOf(s, naming) === 'gpu.job.energy'));
+    const duration = byJob(ended.filter((s) => nameOf(s, naming) === 'gpu.job.duration'));
+    for (const id of group) {
+      const gpus = new Set(found.get(id)!.shares.map(keyOf));
+      const ends = new Map<string, JobEnd>();
+      for (const s of energy.get(id) ?? []) if (Number.isFinite(valueOf(s))) ends.set(keyOf(s), { energyJ: valueOf(s) });
+      for (const s of duration.get(id) ?? []) {
+        const e = ends.get(keyOf(s));
+        if (e && Number.isFinite(valueOf(s))) e.seconds = valueOf(s);
+      }
+      out.set(id, { gpus: gpus.size, ended: [...gpus].filter((k) => ends.has(k)).length, ends });
+    }
   }
-  return { gpus: gpus.size, ended: [...gpus].filter((k) => ends.has(k)).length, ends };
+  return out;
 }
 
 const near = (a: number, b: number) => Math.abs(a - b) <= 1e-6 * Math.max(1, Math.abs(a), Math.abs(b));

@@ -6,7 +6,7 @@
  * by that commit's own packager. A clone without that commit (a shallow CI checkout) gets, instead, this
  * tree's package under an earlier version: what it says in `why`, and the store then needs no migration.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -44,31 +44,69 @@ const ok = (cmd: string, args: string[], cwd: string, what: string): void => {
   if (r.status !== 0) throw new Error(`${what}: exit ${r.status}\n${r.stdout}\n${r.stderr}`);
 };
 
+/** The earlier commit exported and built, or null (no such commit here). */
+interface EarlierTree {
+  commit: string;
+  short: string;
+  dir: string;
+  version: string;
+}
+
+let prepared: Promise<EarlierTree | null> | undefined;
+
+/**
+ * Exports and builds the earlier commit in the background (its tsc and bundles take 40-45 s of a 2-core
+ * machine): started by the test file's before(), beside the packaging of this tree and the tests before the
+ * upgrade's, and awaited by buildEarlierDeb. Called again, the same build.
+ */
+export function prepareEarlier(work: string): Promise<EarlierTree | null> {
+  prepared ??= (async () => {
+    const commit = earlierCommit();
+    if (!commit) return null;
+    const short = commit.slice(0, 12);
+    const dir = join(work, `earlier-${short}`);
+    mkdirSync(dir, { recursive: true });
+    execFileSync('sh', ['-c', 'git -C "$1" archive "$2" | tar -x -C "$3"', 'sh', ROOT, commit, dir]);
+    // what a checkout has installed and built, not committed: the modules, the bundled runtime (runtime/ holds only its pin), the native build cache
+    for (const l of ['node_modules', 'runtime/node_modules', '.cache']) {
+      mkdirSync(dirname(join(dir, l)), { recursive: true });
+      if (!existsSync(join(dir, l))) symlinkSync(join(ROOT, l), join(dir, l));
+    }
+    // an earlier Debian version than this tree's: 0.1.0~git.<commit> sorts before 0.1.0
+    const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { version: string };
+    const version = `${pkg.version}~git.${short}`;
+    writeFileSync(join(dir, 'package.json'), JSON.stringify({ ...pkg, version }, null, 2) + '\n');
+    // that commit's own build script (tsc, the bundles, the help texts), on this checkout's modules
+    await new Promise<void>((resolve, reject) => {
+      const c = spawn('npm', ['run', '-s', 'build'], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+      let said = '';
+      c.stdout.setEncoding('utf8').on('data', (d: string) => (said = (said + d).slice(-20_000)));
+      c.stderr.setEncoding('utf8').on('data', (d: string) => (said = (said + d).slice(-20_000)));
+      const timer = setTimeout(() => c.kill('SIGKILL'), 300_000);
+      c.on('close', (code) => {
+        clearTimeout(timer);
+        if (code === 0) resolve();
+        else reject(new Error(`npm run build at ${short}: exit ${code}\n${said}`));
+      });
+    });
+    return { commit, short, dir, version };
+  })();
+  // a failure is the upgrade test's to report, when it awaits it, not an unhandled rejection before then
+  prepared.catch(() => {});
+  return prepared;
+}
+
 /**
  * Builds the earlier .deb into outDir. `fallback(version)` builds this tree's under the given version
  * (the caller's packager), used only when the clone lacks the commit.
  */
 export async function buildEarlierDeb(work: string, outDir: string, currentVersion: string, fallback: (version: string) => string): Promise<EarlierPackage> {
-  const commit = earlierCommit();
-  if (!commit) {
+  const tree = await prepareEarlier(work);
+  if (!tree) {
     const version = `${currentVersion}~pre`;
     return { deb: fallback(version), version, commit: null, schema: -1, why: 'this clone has no earlier commit with an older store schema (shallow?): the current tree stands in, under an earlier version' };
   }
-  const short = commit.slice(0, 12);
-  const dir = join(work, `earlier-${short}`);
-  mkdirSync(dir, { recursive: true });
-  execFileSync('sh', ['-c', 'git -C "$1" archive "$2" | tar -x -C "$3"', 'sh', ROOT, commit, dir]);
-  // what a checkout has installed and built, not committed: the modules, the bundled runtime (runtime/ holds only its pin), the native build cache
-  for (const l of ['node_modules', 'runtime/node_modules', '.cache']) {
-    mkdirSync(dirname(join(dir, l)), { recursive: true });
-    if (!existsSync(join(dir, l))) symlinkSync(join(ROOT, l), join(dir, l));
-  }
-  // an earlier Debian version than this tree's: 0.1.0~git.<commit> sorts before 0.1.0
-  const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { version: string };
-  const version = `${pkg.version}~git.${short}`;
-  writeFileSync(join(dir, 'package.json'), JSON.stringify({ ...pkg, version }, null, 2) + '\n');
-  // that commit's own build script (tsc, the bundles, the help texts), on this checkout's modules
-  ok('npm', ['run', '-s', 'build'], dir, `npm run build at ${short}`);
+  const { commit, short, dir, version } = tree;
   // that commit's packager, the .deb only (its rpm and tarball are not upgraded from here)
   const script = `
     const [{ assembleTree, readBuildInfo }, { buildDeb }, { findRuntime }] = await Promise.all([

@@ -183,9 +183,9 @@ summary_wait = 60s
     const code = await daemon?.stop();
     if (process.env.L9GPU_TEST_DAEMON_LOG) writeFileSync(process.env.L9GPU_TEST_DAEMON_LOG, daemon?.stderr ?? "");
     await cluster?.stop();
-    // ctld-epilog workers still waiting for a job's figures (a job without GPUs waits a minute): this
-    // cluster's only (they run with its config), the other releases' suites run at the same time
-    const workers = spawnSync('pgrep', ['-f', `${ROOT}bin/run.js slurm ctld-epilog --job`], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean);
+    // the ctld-epilog worker still draining its queue (a job without GPU series waits 30 s): this cluster's
+    // only (it runs with its config), the other releases' suites run at the same time
+    const workers = spawnSync('pgrep', ['-f', `${ROOT}bin/run.js slurm ctld-epilog --worker`], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean);
     for (const pid of workers) {
       try {
         if (readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(`L9GPU_CONFIG=${configFile}`)) process.kill(Number(pid), 'SIGTERM');
