@@ -24,7 +24,7 @@ test('a unit-lane file runs in the test process only: no child processes, socket
   }
 });
 
-test('every test file is in exactly one of unit, slurm and system; a file no lane names runs in the serial system lane; the bundled lane runs its files again', () => {
+test('every test file is in exactly one of unit, slurm, packages and system; a file no lane names runs in the serial system lane; the bundled lane runs its files again', () => {
   const files = readdirSync(join(ROOT, 'test')).filter((f) => f.endsWith('.test.ts')).map((f) => f.replace(/\.ts$/, '.js'));
   for (const u of [...UNIT_FILES, ...BUNDLED_FILES]) assert.ok(files.includes(u), `a lane names ${u}, which does not exist`);
   const lanes = lanesFor([...files, 'new.test.js']);
@@ -35,6 +35,7 @@ test('every test file is in exactly one of unit, slurm and system; a file no lan
   assert.equal(of('new.test.js').concurrency, 1);
   assert.deepEqual(lanes.find((l) => l.name === 'slurm')!.files.sort(), ['slurm-22.05.test.js', 'slurm-24.11.test.js', 'slurm-26.05.test.js']);
   assert.equal(of('slurm-parse.test.js').name, 'unit');
+  assert.equal(of('rollout.test.js').name, 'packages');
 });
 
 // the end of `node --test --test-reporter=tap` (Node 20) for a file with two tests, one failing

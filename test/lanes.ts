@@ -4,6 +4,8 @@
  *   unit    files that run only in the test process: run several at a time.
  *   slurm   the real-Slurm suites, one per release: each cluster has its own
  *           ports, so the three run at once (they mostly wait for jobs).
+ *   packages the packages installed into roots of their own (rollout.test.ts),
+ *           beside unit and slurm: it mostly waits on dpkg and the disk.
  *   system  everything else (daemons, real components, fixed resources,
  *           root-only machine state): one file at a time, after the others,
  *           on a machine nothing else of the run loads.
@@ -46,6 +48,15 @@ export const UNIT_FILES = [
 export const SLURM_FILES = /^slurm-\d+\.\d+\.test\.js$/;
 
 /**
+ * The packages lane: the .deb, .rpm, tarball, image and Ansible role installed
+ * into roots of their own (chroot, unshare, rpm --root: no port, no shared
+ * path but its own copies of the roots). It mostly waits on dpkg and the disk,
+ * so it runs beside the unit and slurm lanes (about 190 s it would add to the
+ * serial system lane).
+ */
+export const PACKAGES_FILES = ['rollout.test.js'];
+
+/**
  * The bundled lane: files whose hooks, CLI and daemon children are the
  * product under test (PRODUCT, test/helpers/paths.ts), run again on a release
  * tree and its own Node.js (the test process stays on the machine's). The
@@ -63,20 +74,22 @@ interface Lane {
 export function lanesFor(files: string[]): Lane[] {
   const unit = files.filter((f) => UNIT_FILES.includes(basename(f)));
   const slurm = files.filter((f) => SLURM_FILES.test(basename(f)));
-  const system = files.filter((f) => !unit.includes(f) && !slurm.includes(f));
+  const packages = files.filter((f) => PACKAGES_FILES.includes(basename(f)));
+  const system = files.filter((f) => !unit.includes(f) && !slurm.includes(f) && !packages.includes(f));
   return [
     { name: 'unit', concurrency: Math.max(2, availableParallelism()), files: unit },
     // the three suites side by side (each cluster has its own ports, MariaDB, munge and chroot lock): 190-200 s
     // against 476 s one after the other on 2 cores. L9GPU_TEST_SLURM_AT_ONCE=1 runs them one at a time (a suspected
     // interaction between two clusters is ruled in or out that way)
     { name: 'slurm', concurrency: Math.max(1, Math.min(slurm.length, Number(process.env.L9GPU_TEST_SLURM_AT_ONCE) || slurm.length)), files: slurm },
+    { name: 'packages', concurrency: 1, files: packages },
     { name: 'system', concurrency: 1, files: system },
     { name: 'bundled', concurrency: 1, files: files.filter((f) => BUNDLED_FILES.includes(basename(f))) },
   ];
 }
 
-/** Which lanes run side by side: first unit and slurm together, then system alone, then bundled alone. */
-const PHASES = [['unit', 'slurm'], ['system'], ['bundled']];
+/** Which lanes run side by side: first unit, slurm and packages together, then system alone, then bundled alone. */
+const PHASES = [['unit', 'slurm', 'packages'], ['system'], ['bundled']];
 
 const SUMMARY = ['tests', 'suites', 'pass', 'fail', 'cancelled', 'skipped', 'todo'] as const;
 type Counts = Record<(typeof SUMMARY)[number], number>;

@@ -745,20 +745,21 @@ summary_wait = 60s
     const id = await cluster.sbatch(['--gres=gpu:1', '-J', 'serve-llm', '--wrap', `exec ${process.execPath} ${join(ROOT, 'test', 'fixtures', 'engine-server.mjs')} ${port} ${page}`]);
     await cluster.waitState(id, ['RUNNING']);
     const gpus = await waitFor('bound', () => (bindings(id).length === 1 ? bindings(id).map((b) => b.gpu_uuid) : undefined));
-    // a second daemon on the same store, scraping the engine: the ledger takes no engine point, so the job's figures are the first one's
-    const cfg = join(dir, 'engine.ini');
-    writeFileSync(cfg, `[daemon]\nplugins = vllm\nsinks = stdout, otlp\ninterval = 300ms\nattribution = slurm\nstate_dir = ${stateDir}\n[slurm]\nslurm_conf = ${cluster.conf}\nreconcile_interval = 1h\n[vllm]\nendpoints = http://127.0.0.1:${port}/metrics\n[otlp]\nendpoint = ${vm.otlpEndpoint}\nexport_interval = 300ms\n`);
-    const d = new DaemonProcess(['--config', cfg], cluster.clientEnv());
+    // the node's daemon scrapes the engine too, from a reload (one daemon per state folder: a second is refused),
+    // once the reconciler has the job's name from Slurm (a prolog's environment has none)
+    await waitFor('the job name from Slurm', () => job(id)?.name === 'serve-llm' || undefined, 30_000);
+    const before = readFileSync(configFile, 'utf8');
+    await reloadConfig((t) => `${t.replace('plugins = nvml\n', 'plugins = nvml, vllm\n')}[vllm]\nendpoints = http://127.0.0.1:${port}/metrics\n`);
     let pts: JsonPoint[];
     try {
       pts = await waitFor('vllm points with the job', () => {
-        const p = d.points().filter((x) => x.name === 'vllm.tokens.prompt' && x.attributes['slurm.job.id'] === id);
+        const p = points().filter((x) => x.name === 'vllm.tokens.prompt' && x.attributes['slurm.job.id'] === id);
         // three scrapes: the report's serving time spans them
         return p.length >= 3 ? p : undefined;
       }, 20_000);
     } finally {
-      assert.equal(await d.stop(), 0, d.stderr);
       await cluster.cmd(['scancel', id]);
+      await reloadConfig(() => before);
     }
     const a = pts[0]!.attributes;
     assert.equal(a['slurm.job.name'], 'serve-llm');
@@ -951,7 +952,9 @@ summary_wait = 60s
       assert.equal((await vm.exportRaw(`{__name__="gpu.job.share","slurm.job.id"="${id}","slurm.job.name"="info"}`)).length, 2, 'its share on each GPU does');
       const viaPromql = await promqlLike(id, onNode);
       assert.deepEqual(viaPromql.gpus.map((g) => [g.uuid, g.figures]), onNode.gpus.map((g) => [g.uuid, g.figures]), 'store and PromQL give the same figures');
-      await waitFor('the summary in AdminComment', async () => /^L9G1:/i.test((await cluster.cmd(['sacct', '-j', id, '-X', '-n', '-P', '-o', 'AdminComment'])).trim()) || undefined, 120_000, 1000);
+      await waitFor('the summary in AdminComment', async () => /^L9G1:/i.test((await cluster.cmd(['sacct', '-j', id, '-X', '-n', '-P', '-o', 'AdminComment'])).trim()) || undefined, 120_000, 1000).catch((e: Error) => {
+        throw new Error(`${e.message}; ctld-epilog.log: ${existsSync(join(stateDir, 'ctld-epilog.log')) ? readFileSync(join(stateDir, 'ctld-epilog.log'), 'utf8').slice(-1500) : '(none)'}; the queue: ${readdirSync(join(stateDir, 'ctld-queue'), { recursive: true }).join(' ')}`);
+      });
       const login = join(dir, 'login-info.ini');
       writeFileSync(login, `[daemon]\nstate_dir = ${join(dir, 'login-info-state')}\n[slurm]\nslurm_conf = ${cluster.conf}\n`);
       const r = await runCli(['jobs', 'show', id, '--json', '--config', login], cluster.clientEnv());
@@ -974,20 +977,22 @@ summary_wait = 60s
     const id = await cluster.sbatch(['--gres=gpu:1', '-J', 'allreduce', `--chdir=${work}`, '--export=ALL,NCCL_INSPECTOR_ENABLE=1', '--wrap', `${ranks} wait`]);
     await cluster.waitState(id, ['RUNNING']);
     await waitFor('bound', () => bindings(id).length === 1);
-    // a second daemon on the same store, finding the ranks' folder by their environment (discover) alone
-    const cfg = join(dir, 'nccl.ini');
-    writeFileSync(cfg, `[daemon]\nplugins = nccl\nsinks = stdout, otlp\ninterval = 300ms\nattribution = slurm\nstate_dir = ${stateDir}\n[slurm]\nslurm_conf = ${cluster.conf}\nreconcile_interval = 1h\n[nccl]\npaths = ${work}/elsewhere-*\ndiscover = true\n[otlp]\nendpoint = ${vm.otlpEndpoint}\nexport_interval = 300ms\n`);
-    const d = new DaemonProcess(['--config', cfg], cluster.clientEnv());
+    // the node's daemon follows NCCL too, from a reload, finding the ranks' folder by their environment (discover) alone,
+    // once the reconciler has the job's name from Slurm (a prolog's environment has none)
+    await waitFor('the job name from Slurm', () => job(id)?.name === 'allreduce' || undefined, 30_000);
+    const before = readFileSync(configFile, 'utf8');
+    await reloadConfig((t) => `${t.replace('plugins = nvml\n', 'plugins = nvml, nccl\n')}[nccl]\npaths = ${work}/elsewhere-*\ndiscover = true\n`);
+    const mark = daemon.stderr.length;
     let pts: JsonPoint[];
     try {
       pts = await waitFor('every rank\'s operations with the job', () => {
-        const p = d.points().filter((x) => x.name === 'nccl.operations' && x.attributes['slurm.job.id'] === id && x.value === OPS);
-        const flagged = d.points().some((x) => x.name === 'nccl.rank.straggler' && x.attributes['slurm.job.id'] === id && x.value === 1);
-        return new Set(p.map((x) => x.attributes['nccl.rank'])).size === 4 && flagged ? d.points() : undefined;
+        const p = points().filter((x) => x.name === 'nccl.operations' && x.attributes['slurm.job.id'] === id && x.value === OPS);
+        const flagged = points().some((x) => x.name === 'nccl.rank.straggler' && x.attributes['slurm.job.id'] === id && x.value === 1);
+        return new Set(p.map((x) => x.attributes['nccl.rank'])).size === 4 && flagged ? points() : undefined;
         // discovery looks every 10 s: the ranks may start just after its first look
       }, 45_000).catch((e: Error) => {
-        const seen = d.points().filter((x) => x.name === 'nccl.operations').slice(-4).map((x) => JSON.stringify({ v: x.value, a: x.attributes }));
-        throw new Error(`${e.message}; last nccl.operations: ${seen.join(' ') || 'none'}; the folder holds ${readdirSync(work, { recursive: true }).join(', ')}; stderr: ${d.stderr.slice(-1500)}`);
+        const seen = points().filter((x) => x.name === 'nccl.operations').slice(-4).map((x) => JSON.stringify({ v: x.value, a: x.attributes }));
+        throw new Error(`${e.message}; last nccl.operations: ${seen.join(' ') || 'none'}; the folder holds ${readdirSync(work, { recursive: true }).join(', ')}; stderr: ${daemon.stderr.slice(mark).slice(-1500)}`);
       });
       // flushed on every look: an export that arrives after one flush is searchable only after the next
       // every rank, each as its series (the figures of the PromQL report below are checked exactly)
@@ -997,11 +1002,11 @@ summary_wait = 60s
         seen = (await vm.exportRaw('{__name__="nccl.operations"}')).filter((x) => x.metric['slurm.job.id'] === id);
         return new Set(seen.map((x) => x.metric['nccl.rank'])).size === 4 || undefined;
       }, 30_000).catch((e: Error) => {
-        throw new Error(`${e.message}: the job's nccl.operations series there: ${JSON.stringify(seen.map((x) => x.metric)).slice(0, 2000)}; the second daemon's stderr: ${d.stderr.slice(-1500)}`);
+        throw new Error(`${e.message}: the job's nccl.operations series there: ${JSON.stringify(seen.map((x) => x.metric)).slice(0, 2000)}; the daemon's stderr: ${daemon.stderr.slice(mark).slice(-1500)}`);
       });
     } finally {
-      assert.equal(await d.stop(), 0, d.stderr);
       await cluster.cmd(['scancel', id]);
+      await reloadConfig(() => before);
     }
     const ops = pts.filter((x) => x.name === 'nccl.operations' && x.attributes['slurm.job.id'] === id);
     const a = ops[0]!.attributes;
@@ -1011,7 +1016,7 @@ summary_wait = 60s
     assert.equal(a['nccl.message.size'], '256MiB');
     const flags = pts.filter((x) => x.name === 'nccl.rank.straggler' && x.attributes['slurm.job.id'] === id);
     assert.deepEqual([...new Set(flags.filter((x) => x.value === 1).map((x) => x.attributes['nccl.rank']))], [2]);
-    assert.doesNotMatch(d.stderr, /differs from the one recomputed/);
+    assert.doesNotMatch(daemon.stderr.slice(mark), /differs from the one recomputed/);
     await waitFor('closed by its epilog', () => bindings(id).every((b) => b.end_time !== null));
     // by hand: 4 ranks x 40 AllReduce of 256 MiB; rank 2 takes 1.5x; bus = bytes / seconds x 2(n-1)/n
     let seconds = 0;
