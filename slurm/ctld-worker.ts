@@ -32,6 +32,8 @@ import { slurmCommand } from './tools.js';
 
 /** Jobs in the work at once: their ids make one regular expression of each query, and one sacct call. */
 export const BATCH = 100;
+/** An idle worker stays this long, its lock held, for the next ended jobs of a burst (L9GPU_CTLD_LINGER, seconds). */
+export const LINGER_MS = 30_000;
 /** A backend (or accounting) that has not answered this long: the worker stops, leaving its jobs to the next. */
 const GIVE_UP_AFTER_MS = 10 * 60_000;
 /** VictoriaMetrics makes fresh samples searchable within a second or two of a flush. */
@@ -58,6 +60,8 @@ export interface WorkerOptions {
   log: LogLine;
   /** Pause between rounds while jobs wait (default 1 s). */
   roundMs?: number;
+  /** How long an idle worker waits for more ended jobs before it exits (default LINGER_MS). */
+  lingerMs?: number;
   now?: () => number;
 }
 
@@ -92,11 +96,13 @@ export async function runWorker(cfg: Config, o: WorkerOptions): Promise<WorkerRe
   let pause = o.roundMs ?? 1000;
   let failing: { msg: string; at: number } | undefined;
   let failingSince: number | undefined;
+  let idleSince: number | undefined;
   try {
     for (;;) {
       const dropped = queue.takeDropped();
       if (dropped) log(`${dropped} ended job(s) dropped: the queue was full (the newest are dropped; queued ones are kept)`);
       if (active.size < BATCH) {
+        if (queue.pending()) idleSince = undefined;
         for (const job of queue.take(BATCH - active.size, (f, why) => log(`queue file ${f}: ${why}: removed`))) {
           if (active.has(job.acctId)) {
             // the job ended twice (requeued) while its first end is in the work: that one's summary is the job's
@@ -107,6 +113,13 @@ export async function runWorker(cfg: Config, o: WorkerOptions): Promise<WorkerRe
         }
       }
       if (active.size === 0) {
+        // a while idle first, the lock held: jobs end in bursts (a reservation's end, an array), and the next
+        // ones are queued for this worker, not each a Node start of its own
+        idleSince ??= now();
+        if (now() - idleSince < (o.lingerMs ?? LINGER_MS)) {
+          await sleep(Math.min(1000, o.roundMs ?? 1000));
+          continue;
+        }
         // let go first, then look again: an epilog that queued a job after our last look and found the lock held
         // started no worker, so it is ours; one that queued after we let go starts its own
         lock.release();

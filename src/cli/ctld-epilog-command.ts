@@ -44,7 +44,7 @@ export async function ctldEpilog(f: FlagValues): Promise<number> {
     const { ctldLog } = await import('../../slurm/ctld-log.js');
     const { runWorker } = await import('../../slurm/ctld-worker.js');
     const log = ctldLog(stateDir);
-    const r = await runWorker(cfg, { stateDir, log });
+    const r = await runWorker(cfg, { stateDir, log, lingerMs: lingerMs(process.env.L9GPU_CTLD_LINGER) });
     if (r.ran) log(`worker ${process.pid}: the queue is empty: ${r.stored} summary(ies) stored, ${r.other} job(s) with nothing stored`);
     return 0;
   }
@@ -60,6 +60,13 @@ export async function ctldEpilog(f: FlagValues): Promise<number> {
     process.stderr.write(`l9gpu ctld-epilog: ${(e as Error).message}\n`);
   }
   return 0;
+}
+
+/** How long an idle worker waits for more jobs: L9GPU_CTLD_LINGER seconds where set (0 and up), else the worker's default. */
+function lingerMs(v: string | undefined): number | undefined {
+  if (v === undefined || v === '') return undefined;
+  const n = Number(v);
+  return Number.isFinite(n) && n >= 0 && n <= 3600 ? n * 1000 : undefined;
 }
 
 /** The queue's cap: L9GPU_CTLD_BACKLOG where set (a positive integer), else DEFAULT_BACKLOG. */

@@ -81,7 +81,7 @@ export function standIn(vm: VictoriaMetrics, root = ROOT): StandIn {
       new Promise((resolve, reject) => {
         const t0 = performance.now();
         // what slurmctld sets (no PATH, no HOME), and the two a checkout's EpilogSlurmctld wrapper adds
-        const env = { SLURM_JOB_ID: id, SLURM_JOBID: id, SLURM_JOB_NODELIST: nodes, SLURM_SCRIPT_CONTEXT: 'epilog_slurmctld', SLURM_JOB_USER: 'zoe', SLURM_JOB_PARTITION: 'all', SLURM_CLUSTER_NAME: 'stand', L9GPU_CONFIG: config, L9GPU_NODE: process.execPath, ...extraEnv };
+        const env = { SLURM_JOB_ID: id, SLURM_JOBID: id, SLURM_JOB_NODELIST: nodes, SLURM_SCRIPT_CONTEXT: 'epilog_slurmctld', SLURM_JOB_USER: 'zoe', SLURM_JOB_PARTITION: 'all', SLURM_CLUSTER_NAME: 'stand', L9GPU_CONFIG: config, L9GPU_NODE: process.execPath, L9GPU_CTLD_LINGER: '0', ...extraEnv };
         const p = spawn(join(root, 'slurm', 'ctld-epilog'), [], { env, stdio: ['ignore', 'ignore', 'pipe'] });
         let stderr = '';
         p.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));

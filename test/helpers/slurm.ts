@@ -19,7 +19,7 @@
  * chroot (one cluster of a release at a time, should two runs share a machine).
  */
 import { execFile, spawn, spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmdirSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, rmdirSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -197,7 +197,11 @@ export class SlurmCluster {
     }
     // slurmd runs the hooks with the node binary they name (process.execPath): the same path inside
     mkdirSync(join(root, process.execPath, '..'), { recursive: true });
-    copyFileSync(process.execPath, join(root, process.execPath));
+    // copied aside, then renamed over: a node of the chroot still running (a slurmctld epilog's worker of an
+    // earlier run, draining) keeps its old file, where a copy onto it fails with ETXTBSY
+    const node = join(root, process.execPath);
+    copyFileSync(process.execPath, `${node}.${process.pid}`);
+    renameSync(`${node}.${process.pid}`, node);
     copyFileSync('/etc/hosts', join(root, 'etc', 'hosts'));
     const uid = spawnSync('id', ['-u', TEST_USER], { encoding: 'utf8' }).stdout.trim();
     if (spawnSync('chroot', [root, 'id', TEST_USER]).status !== 0) sh('chroot', [root, 'useradd', '-u', uid, '-M', '-s', '/bin/sh', TEST_USER]);
