@@ -34,6 +34,14 @@ const queued = (s: StandIn, sub: 'new' | 'cur') => {
 /** The pids of the workers that ran, from their log lines. */
 const workers = (log: string) => [...log.matchAll(/worker (\d+): started/g)].map((m) => m[1]!);
 const drained = (s: StandIn, n: number) => () => (s.log().match(/: the queue is empty/g)?.length ?? 0) >= n && queued(s, 'new').length === 0 && queued(s, 'cur').length === 0;
+/** n GPU jobs from id `base` on, ended two minutes ago: in accounting (the stand-in's sacct) and their series in VictoriaMetrics. */
+async function endedGpuJobs(s: StandIn, n: number, base: number): Promise<string[]> {
+  const ids = Array.from({ length: n }, (_, i) => String(base + i));
+  const start = Math.floor(Date.now() / 1000) - 120;
+  for (const id of ids) s.record(id, start);
+  await pushGpuJob(vm, ids);
+  return ids;
+}
 
 test('a CPU-only job (its nodes have no GPU GRES in slurm.conf) queues nothing and starts no worker; a job that never ran is passed over', async () => {
   const s = standIn(vm);
@@ -82,10 +90,7 @@ test('the shell path queues what the Node epilog would: an array task by its ARR
 
 test('200 GPU jobs ending at once: one worker at a time, every summary written once, in a few queries per round', async () => {
   const s = standIn(vm);
-  const ids = Array.from({ length: 200 }, (_, i) => String(6000 + i));
-  const start = Math.floor(Date.now() / 1000) - 120;
-  for (const id of ids) s.record(id, start);
-  await pushGpuJob(vm, ids);
+  const ids = await endedGpuJobs(s, 200, 6000);
   const before = await queryCount(vm);
   // all at once, as slurmctld's scripts thread pool starts them; the machine's 2 cores take them 25 at a time
   for (let i = 0; i < ids.length; i += 25) for (const r of await Promise.all(ids.slice(i, i + 25).map((id, k) => s.epilog(id, `gpu${(k % 4) + 1}`)))) assert.equal(r.code, 0);
@@ -142,10 +147,7 @@ test('the worker killed (SIGKILL) mid-drain: the next epilog\'s worker takes its
 
 test('the queue\'s cap: past it the newest ended job is dropped, said on stderr for slurmctld\'s log, and counted in the worker\'s log', async () => {
   const s = standIn(vm);
-  const ids = Array.from({ length: 8 }, (_, i) => String(8000 + i));
-  const start = Math.floor(Date.now() / 1000) - 120;
-  for (const id of ids) s.record(id, start);
-  await pushGpuJob(vm, ids);
+  const ids = await endedGpuJobs(s, 8, 8000);
   // a worker busy elsewhere: the test holds the lock, so the epilogs only queue
   const held = tryWorkerLock(s.stateDir)!;
   const env = { L9GPU_CTLD_BACKLOG: '5' };
