@@ -28,22 +28,44 @@ const num = (k: keyof typeof a): number => {
   if (!Number.isFinite(v) || v <= 0) throw new Error(`--${k} ${String(a[k])}: a positive number`);
   return v;
 };
-const modes = String(a.modes).split(',').map((m) => m.trim());
+const modes = String(a.modes)
+  .split(',')
+  .map((m) => m.trim());
 for (const m of modes) if (m !== 'points' && m !== 'info') throw new Error(`--modes: "${m}" is not a job_labels mode (points, info)`);
 const siteNodes = num('site-nodes');
 const siteStarts = num('site-starts');
 
 const fmt = (n: number, d = 0) => n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
-const row = (cells: string[]) => process.stdout.write(`${cells[0]!.padEnd(62)}${cells.slice(1).map((c) => c.padStart(16)).join('')}\n`);
+const row = (cells: string[]) =>
+  process.stdout.write(
+    `${cells[0]!.padEnd(62)}${cells
+      .slice(1)
+      .map((c) => c.padStart(16))
+      .join('')}\n`,
+  );
 
 process.stdout.write(`l9gpu churn simulator (node ${process.version}, ${new Date().toISOString()})\n`);
-process.stdout.write(`${a.nodes} nodes x ${a.gpus} sim GPUs, ${a.hours} simulated h at ${a.tick} s ticks, jobs of 1-8 GPUs (mean ${a['job-minutes']} min, GPUs never idle), seed ${a.seed}${a.omit ? `, omit_from_points = ${a.omit}` : ''}\n\n`);
+process.stdout.write(
+  `${a.nodes} nodes x ${a.gpus} sim GPUs, ${a.hours} simulated h at ${a.tick} s ticks, jobs ` +
+    `of 1-8 GPUs (mean ${a['job-minutes']} min, GPUs never idle), seed ${a.seed}${a.omit ? `, omit_from_points = ${a.omit}` : ''}\n\n`,
+);
 const results: ChurnResult[] = [];
 for (const mode of modes as JobLabelMode[]) {
-  results.push(await simulateChurn({
-    mode, nodes: num('nodes'), gpusPerNode: num('gpus'), hours: num('hours'), tickS: num('tick'), jobMinutes: num('job-minutes'), seed: num('seed'),
-    omit: String(a.omit).split(',').map((s) => s.trim()).filter(Boolean),
-  }));
+  results.push(
+    await simulateChurn({
+      mode,
+      nodes: num('nodes'),
+      gpusPerNode: num('gpus'),
+      hours: num('hours'),
+      tickS: num('tick'),
+      jobMinutes: num('job-minutes'),
+      seed: num('seed'),
+      omit: String(a.omit)
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    }),
+  );
 }
 
 /** The per-unit figures of a run, all measured (ratios of VictoriaMetrics' counts to the run's own). */
@@ -78,17 +100,26 @@ m('samples stored (rows ignored)', (r) => `${fmt(r.totalSamples)} (${fmt(r.ignor
 m('bytes on disk per sample: data (+ index per series)', (r) => `${fmt(unit(r).bytesPerSample, 2)} (+${fmt(unit(r).indexPerSeries)})`);
 m('VictoriaMetrics CPU, s (per million samples)', (r) => `${fmt(r.vmCpuS, 2)} (${fmt(unit(r).cpuPerMSamples, 2)})`);
 
-process.stdout.write(`\ncomputed from the measured per-unit figures: ${fmt(siteNodes)} nodes, ${fmt(siteStarts)} GPU-job starts a day, ${a.tick} s ticks\n`);
+process.stdout.write(
+  `\ncomputed from the measured per-unit figures: ${fmt(siteNodes)} nodes, ${fmt(siteStarts)} GPU-job starts a day, ${a.tick} s ticks\n`,
+);
 row(['', ...results.map((r) => r.options.mode)]);
 const site = (r: ChurnResult) => {
   const u = unit(r);
   const newPerDay = u.perStart * siteStarts;
   const samplesPerS = (u.samplesPerNodeTick * siteNodes) / r.options.tickS;
-  return { newPerDay, active: u.perNode * siteNodes, hour: u.perNode * siteNodes + newPerDay / 24, samplesPerS, gbPerDay: (u.bytesPerSample * samplesPerS * 86_400 + u.indexPerSeries * newPerDay) / 1e9, cores: (u.cpuPerMSamples * samplesPerS) / 1e6 };
+  return {
+    newPerDay,
+    active: u.perNode * siteNodes,
+    hour: u.perNode * siteNodes + newPerDay / 24,
+    samplesPerS,
+    gbPerDay: (u.bytesPerSample * samplesPerS * 86_400 + u.indexPerSeries * newPerDay) / 1e9,
+    cores: (u.cpuPerMSamples * samplesPerS) / 1e6,
+  };
 };
 const s = (name: string, f: (x: ReturnType<typeof site>) => string) => row([name, ...results.map((r) => f(site(r)))]);
 s('new series per day', (x) => fmt(x.newPerDay));
-s('active series (the nodes\' series with their jobs)', (x) => fmt(x.active));
+s("active series (the nodes' series with their jobs)", (x) => fmt(x.active));
 s('series with a sample within an hour', (x) => fmt(x.hour));
 s('samples per second', (x) => fmt(x.samplesPerS));
 s('GB on disk per day (data at the bytes per sample + index)', (x) => fmt(x.gbPerDay, 1));

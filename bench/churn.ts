@@ -97,11 +97,20 @@ export interface ChurnResult {
 class SeriesCount implements Sink {
   readonly name = 'series-count';
   readonly stats = new SinkStats();
-  constructor(private readonly resource: Attributes, readonly keys: Set<string>) {}
+  constructor(
+    private readonly resource: Attributes,
+    readonly keys: Set<string>,
+  ) {}
   write(b: Batch): void {
     for (const p of b.points) {
       const a = { ...this.resource, ...p.attributes };
-      this.keys.add(`${p.metric.name}{${Object.keys(a).filter((k) => a[k] !== '').sort().map((k) => `${k}=${String(a[k])}`).join(',')}}`);
+      this.keys.add(
+        `${p.metric.name}{${Object.keys(a)
+          .filter((k) => a[k] !== '')
+          .sort()
+          .map((k) => `${k}=${String(a[k])}`)
+          .join(',')}}`,
+      );
     }
   }
   async flush(): Promise<void> {}
@@ -132,7 +141,8 @@ const SIZES = [1, 1, 1, 2, 4, 8];
 async function vmFigures(vm: VictoriaMetrics): Promise<VmFigures> {
   await vm.flush();
   const m = await vm.ownMetrics();
-  const sum = (name: string, type = '') => m.filter((s) => s.name === name && (s.labels.type ?? '').startsWith(type)).reduce((a, s) => a + s.value, 0);
+  const sum = (name: string, type = '') =>
+    m.filter((s) => s.name === name && (s.labels.type ?? '').startsWith(type)).reduce((a, s) => a + s.value, 0);
   return {
     created: sum('vm_new_timeseries_created_total'),
     rows: sum('vm_rows_added_to_storage_total'),
@@ -147,7 +157,8 @@ export async function simulateChurn(o: ChurnOptions): Promise<ChurnResult> {
   const log = createLogger('error', () => {});
   const tickMs = o.tickS * 1000;
   const ticks = Math.max(2, Math.round((o.hours * 3600) / o.tickS));
-  if (ticks * tickMs > 25 * 86_400_000) throw new Error(`--hours ${o.hours}: at most 25 days (600 h) fit in VictoriaMetrics' default retention of a month`);
+  if (ticks * tickMs > 25 * 86_400_000)
+    throw new Error(`--hours ${o.hours}: at most 25 days (600 h) fit in VictoriaMetrics' default retention of a month`);
   // ends at now: every sample is in the past, inside the retention
   const t0 = Math.floor((Date.now() - ticks * tickMs) / 1000) * 1000;
   let now = t0;
@@ -170,7 +181,11 @@ export async function simulateChurn(o: ChurnOptions): Promise<ChurnResult> {
       const ctx = pluginContext(cfg, log);
       const db = openStore(dir);
       const pipeline = new Pipeline(log);
-      pipeline.attribution = new SlurmAttribution(db, log, undefined, { labelLength: limitsFrom(cfg).labelLength, budgets: ctx.budgets, jobLabels: jobLabelsFrom(cfg) });
+      pipeline.attribution = new SlurmAttribution(db, log, undefined, {
+        labelLength: limitsFrom(cfg).labelLength,
+        budgets: ctx.budgets,
+        jobLabels: jobLabelsFrom(cfg),
+      });
       const jobs = readSection(cfg, JOBS_SECTION);
       pipeline.ledger = new JobLedger(db, log, { seriesMs: jobs.series_retention * 1000, jobsMs: jobs.job_retention * 1000 });
       pipeline.health = new HealthTracker({ ...healthOptions(cfg), persist: false }, log);
@@ -178,7 +193,16 @@ export async function simulateChurn(o: ChurnOptions): Promise<ChurnResult> {
       const sink = otlpSink.create({ config: cfg, log, resource, startTime: t0 });
       await sink.start?.();
       pipeline.sinks = [sink, new SeriesCount(resource, counted)];
-      nodes.push({ dir, uuids: Array.from({ length: o.gpusPerNode }, (_, g) => simUuid(host, g)), db, hook: openStore(dir), plugin: simPluginOn(ctx, () => now), pipeline, sink, held: Array(o.gpusPerNode).fill(null) });
+      nodes.push({
+        dir,
+        uuids: Array.from({ length: o.gpusPerNode }, (_, g) => simUuid(host, g)),
+        db,
+        hook: openStore(dir),
+        plugin: simPluginOn(ctx, () => now),
+        pipeline,
+        sink,
+        held: Array(o.gpusPerNode).fill(null),
+      });
     }
 
     let jobSeq = 1000;
@@ -197,9 +221,28 @@ export async function simulateChurn(o: ChurnOptions): Promise<ChurnResult> {
         const free = n.held.flatMap((j, g) => (j ? [] : [g]));
         if (free.length === 0) break;
         const gpus = free.slice(0, SIZES[Math.floor(rand() * SIZES.length)]!);
-        const job: Job = { id: String(jobSeq++), gpus, endAt: t + Math.max(tickMs, Math.round(-Math.log(1 - rand()) * o.jobMinutes * 60_000)) };
+        const job: Job = {
+          id: String(jobSeq++),
+          gpus,
+          endAt: t + Math.max(tickMs, Math.round(-Math.log(1 - rand()) * o.jobMinutes * 60_000)),
+        };
         const u = Math.floor(rand() * 40);
-        recordStart(n.hook, { jobId: job.id, runKey: 'r0', user: `user${u}`, uid: 2000 + u, account: `acct${u % 8}`, partition: 'gpu', name: `train-${Math.floor(rand() * 200)}`, startTime: t - 1 }, gpus.map((g) => ({ uuid: n.uuids[g]!, shared: false })), 'prolog', t - 1);
+        recordStart(
+          n.hook,
+          {
+            jobId: job.id,
+            runKey: 'r0',
+            user: `user${u}`,
+            uid: 2000 + u,
+            account: `acct${u % 8}`,
+            partition: 'gpu',
+            name: `train-${Math.floor(rand() * 200)}`,
+            startTime: t - 1,
+          },
+          gpus.map((g) => ({ uuid: n.uuids[g]!, shared: false })),
+          'prolog',
+          t - 1,
+        );
         for (const g of gpus) n.held[g] = job;
         jobStarts++;
         gpuJobStarts += gpus.length;
@@ -219,7 +262,8 @@ export async function simulateChurn(o: ChurnOptions): Promise<ChurnResult> {
         await n.plugin.collect(out, AbortSignal.timeout(60_000));
         n.pipeline.publish({ source: 'sim', time: now, intervalMs: tickMs, points: out.points });
       }
-      if (tick === 0 || (tick + 1) % FLUSH_TICKS === 0 || tick === ticks - 1) await Promise.all(nodes.map((n) => n.sink.flush(Date.now() + 120_000)));
+      if (tick === 0 || (tick + 1) % FLUSH_TICKS === 0 || tick === ticks - 1)
+        await Promise.all(nodes.map((n) => n.sink.flush(Date.now() + 120_000)));
       if (tick === 0) {
         warm = await vmFigures(vm);
         warmStarts = { jobs: jobStarts, gpus: gpuJobStarts };
@@ -228,7 +272,8 @@ export async function simulateChurn(o: ChurnOptions): Promise<ChurnResult> {
     const wallS = (performance.now() - wall0) / 1000;
     for (const n of nodes) {
       await n.sink.close(Date.now() + 120_000);
-      if (n.sink.stats.dropped || n.sink.stats.errors) throw new Error(`the OTLP sink dropped ${n.sink.stats.dropped} points (${n.sink.stats.errors} errors)`);
+      if (n.sink.stats.dropped || n.sink.stats.errors)
+        throw new Error(`the OTLP sink dropped ${n.sink.stats.dropped} points (${n.sink.stats.errors} errors)`);
     }
     const end = await vmFigures(vm);
     const last = now;

@@ -84,7 +84,12 @@ export async function benchCtldEpilog(jobs = 1000, spreadS = 50, root?: string, 
     let peak = { rssKb: 0, workerKb: 0, processes: 0, workers: 0 };
     const timer = setInterval(() => {
       const x = sample(s.dir);
-      peak = { rssKb: Math.max(peak.rssKb, x.rssKb), workerKb: Math.max(peak.workerKb, x.workerKb), processes: Math.max(peak.processes, x.processes), workers: Math.max(peak.workers, x.workers) };
+      peak = {
+        rssKb: Math.max(peak.rssKb, x.rssKb),
+        workerKb: Math.max(peak.workerKb, x.workerKb),
+        processes: Math.max(peak.processes, x.processes),
+        workers: Math.max(peak.workers, x.workers),
+      };
     }, 50);
     const t0 = performance.now();
     const lat: number[] = [];
@@ -107,7 +112,8 @@ export async function benchCtldEpilog(jobs = 1000, spreadS = 50, root?: string, 
     for (;;) {
       const written = new Set(s.writes()).size;
       if (written >= jobs && queue('new') === 0 && queue('cur') === 0) break;
-      if (performance.now() - t0 > 600_000) throw new Error(`after 10 minutes ${written} of ${jobs} summaries written; log: ${s.log().slice(-800)}`);
+      if (performance.now() - t0 > 600_000)
+        throw new Error(`after 10 minutes ${written} of ${jobs} summaries written; log: ${s.log().slice(-800)}`);
       await new Promise((r) => setTimeout(r, 100));
     }
     const wallS = (performance.now() - t0) / 1000;
@@ -115,7 +121,9 @@ export async function benchCtldEpilog(jobs = 1000, spreadS = 50, root?: string, 
     const writes = s.writes();
     let sacct = 0;
     try {
-      sacct = readFileSync(join(s.dir, 'calls'), 'utf8').split('\n').filter((l) => l.startsWith('sacct ')).length;
+      sacct = readFileSync(join(s.dir, 'calls'), 'utf8')
+        .split('\n')
+        .filter((l) => l.startsWith('sacct ')).length;
     } catch {
       // none
     }
@@ -143,6 +151,11 @@ export async function benchCtldEpilog(jobs = 1000, spreadS = 50, root?: string, 
 // `node dist/bench/ctld-epilog.js [jobs] [spread seconds] [checkout]`: this benchmark alone (of another build of the
 // project, e.g. an older commit's, with its own dist/)
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const r = await benchCtldEpilog(Number(process.argv[2] ?? 1000), Number(process.argv[3] ?? 50), process.argv[4] || undefined, process.env.BENCH_CTLD_COLD !== '1');
+  const r = await benchCtldEpilog(
+    Number(process.argv[2] ?? 1000),
+    Number(process.argv[3] ?? 50),
+    process.argv[4] || undefined,
+    process.env.BENCH_CTLD_COLD !== '1',
+  );
   process.stdout.write(`${JSON.stringify(r, null, 2)}\n`);
 }

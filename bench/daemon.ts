@@ -80,8 +80,12 @@ export type DaemonPath = 'sim' | 'nvml' | 'nvml+slurm' | 'nvml+engines' | 'engin
 
 /** The page each scraped plugin gets on the nvml+engines path: the largest recorded one of each. */
 const ENGINE_PAGES: Record<string, string> = {
-  vllm: 'built-vllm-0.10-large', sglang: 'built-sglang-collector-00ae9c15', tgi: 'tgi-datadog-fixture-excerpt',
-  triton: 'triton-datadog-fixture', nim: 'nim-llama-3.1-8b-datadog-fixture', dcgm: 'built-dcgm-4.5.3-4.8.2-k8s-mig',
+  vllm: 'built-vllm-0.10-large',
+  sglang: 'built-sglang-collector-00ae9c15',
+  tgi: 'tgi-datadog-fixture-excerpt',
+  triton: 'triton-datadog-fixture',
+  nim: 'nim-llama-3.1-8b-datadog-fixture',
+  dcgm: 'built-dcgm-4.5.3-4.8.2-k8s-mig',
 };
 
 export async function benchDaemon(seconds = 60, intervalS = 10, path: DaemonPath = 'sim', opts: DaemonOptions = {}): Promise<DaemonResult> {
@@ -122,36 +126,63 @@ export async function benchDaemon(seconds = 60, intervalS = 10, path: DaemonPath
   let engines = '';
   let pages: http.Server | undefined;
   if (path === 'nvml+engines') {
-    const text = Object.fromEntries(Object.entries(ENGINE_PAGES).map(([p, c]) => [p, readFileSync(join(ROOT, 'plugins', p, 'testdata', c, 'page.prom'))]));
+    const text = Object.fromEntries(
+      Object.entries(ENGINE_PAGES).map(([p, c]) => [p, readFileSync(join(ROOT, 'plugins', p, 'testdata', c, 'page.prom'))]),
+    );
     pages = http.createServer((req, res) => res.end(text[(req.url ?? '/').slice(1)] ?? ''));
     await new Promise<void>((r) => pages!.listen(0, '127.0.0.1', () => r()));
     const port = (pages.address() as AddressInfo).port;
-    engines = Object.keys(ENGINE_PAGES).map((p) => `[${p}]\nendpoints = http://127.0.0.1:${port}/${p}\n`).join('');
+    engines = Object.keys(ENGINE_PAGES)
+      .map((p) => `[${p}]\nendpoints = http://127.0.0.1:${port}/${p}\n`)
+      .join('');
   }
   if (path === 'engine-at-budget') {
     // the hostile fixture's page (test/fixtures/hostile-user.mjs engine): one family, a series a model
     let text = '# HELP vllm:num_requests_running Number of requests in model execution batches.\n# TYPE vllm:num_requests_running gauge\n';
-    for (let i = 0; i < DEFAULT_LIMITS.seriesPerEndpoint - 10; i++) text += `vllm:num_requests_running{engine="0",model_name="m${i}"} 1.0\n`;
+    for (let i = 0; i < DEFAULT_LIMITS.seriesPerEndpoint - 10; i++)
+      text += `vllm:num_requests_running{engine="0",model_name="m${i}"} 1.0\n`;
     const body = Buffer.from(text);
     pages = http.createServer((_req, res) => res.end(body));
     await new Promise<void>((r) => pages!.listen(0, '127.0.0.1', () => r()));
     engines = `[vllm]\nendpoints = http://127.0.0.1:${(pages.address() as AddressInfo).port}/metrics\n`;
   }
-  const plugins = path === 'sim' ? 'sim, host' : path === 'nvml+engines' ? `nvml, host, ${Object.keys(ENGINE_PAGES).join(', ')}` : path === 'engine-at-budget' ? 'nvml, host, vllm' : 'nvml, host';
-  writeFileSync(cfg, `[daemon]\nplugins = ${plugins}\nsinks = otlp, prometheus\ninterval = ${intervalS}s\n${attribution}[sim]\ngpus = 8\n[otlp]\nendpoint = http://127.0.0.1:${rxPort}/v1/metrics\nexport_interval = ${intervalS}s\n[prometheus]\nhost = 127.0.0.1\nport = ${promPort}\n${slurm}${engines}`);
+  const plugins =
+    path === 'sim'
+      ? 'sim, host'
+      : path === 'nvml+engines'
+        ? `nvml, host, ${Object.keys(ENGINE_PAGES).join(', ')}`
+        : path === 'engine-at-budget'
+          ? 'nvml, host, vllm'
+          : 'nvml, host';
+  writeFileSync(
+    cfg,
+    `[daemon]\nplugins = ${plugins}\nsinks = otlp, prometheus\ninterval = ${intervalS}s\n${attribution}[sim]\ngpus ` +
+      `= 8\n[otlp]\nendpoint = http://127.0.0.1:${rxPort}/v1/metrics\nexport_interval = ${intervalS}s\n[prometheus]\nhost ` +
+      `= 127.0.0.1\nport = ${promPort}\n${slurm}${engines}`,
+  );
   // stdout and stderr through one descriptor: two opened on the file would write over each other's lines
   const out = opts.output ? openSync(opts.output, 'w') : undefined;
-  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), CLI, 'daemon', '--config', cfg], { stdio: out === undefined ? 'ignore' : ['ignore', out, out], env: { ...env, ...opts.env } });
+  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), CLI, 'daemon', '--config', cfg], {
+    stdio: out === undefined ? 'ignore' : ['ignore', out, out],
+    env: { ...env, ...opts.env },
+  });
   if (out !== undefined) closeSync(out);
   const pid = child.pid!;
   // the baseline: what Node itself costs to keep a timer of this interval, beside the daemon in the same minutes
   // (it ends itself once its parent is gone: a bench that throws leaves no timer running)
-  const idle = spawn(process.execPath, ['-e', `const p = process.ppid; setInterval(() => { try { process.kill(p, 0); } catch { process.exit(); } }, ${intervalS * 1000})`], { stdio: 'ignore' });
+  const idle = spawn(
+    process.execPath,
+    ['-e', `const p = process.ppid; setInterval(() => { try { process.kill(p, 0); } catch { process.exit(); } }, ${intervalS * 1000})`],
+    { stdio: 'ignore' },
+  );
   // scraped once per tick as Prometheus scrapes: gzip asked, the connection kept between scrapes (its client keeps
   // idle connections 5 minutes; Node's default agent drops them after 5 s, which would connect again every scrape)
   const scraper = new http.Agent({ keepAlive: true, maxSockets: 1 });
   const scrape = setInterval(
-    () => http.get(`http://127.0.0.1:${promPort}/metrics`, { agent: scraper, headers: { 'accept-encoding': 'gzip' } }, (r) => r.resume()).on('error', () => {}),
+    () =>
+      http
+        .get(`http://127.0.0.1:${promPort}/metrics`, { agent: scraper, headers: { 'accept-encoding': 'gzip' } }, (r) => r.resume())
+        .on('error', () => {}),
     path === 'engine-at-budget' ? 100 : intervalS * 1000,
   );
   // measure after start-up (module loading is a one-off, not steady state)

@@ -34,10 +34,19 @@ export async function benchFileSink(batches = 2000): Promise<FileSinkCost> {
       source: 'bench',
       time: 1_795_000_000_000 + t * 10_000,
       intervalMs: 10_000,
-      points: Array.from({ length: 8 }, (_, g) => plan.map(({ def, extra }) => ({ metric: def, value: t + g, attributes: { 'gpu.index': g, 'gpu.uuid': `GPU-${g}`, ...extra } }))).flat(),
+      points: Array.from({ length: 8 }, (_, g) =>
+        plan.map(({ def, extra }) => ({ metric: def, value: t + g, attributes: { 'gpu.index': g, 'gpu.uuid': `GPU-${g}`, ...extra } })),
+      ).flat(),
     });
     const resource = { 'service.name': 'l9gpu', 'host.name': 'gpu001' };
-    const config = loadAgentConfig({ env: { L9GPU_CONFIG: '' }, defaultPath: '/nonexistent/l9gpu.ini', overrides: [{ section: 'file', key: 'path', raw: join(dir, 'sink.jsonl'), flag: 'bench' }, { section: 'file', key: 'max_bytes', raw: '100GiB', flag: 'bench' }] });
+    const config = loadAgentConfig({
+      env: { L9GPU_CONFIG: '' },
+      defaultPath: '/nonexistent/l9gpu.ini',
+      overrides: [
+        { section: 'file', key: 'path', raw: join(dir, 'sink.jsonl'), flag: 'bench' },
+        { section: 'file', key: 'max_bytes', raw: '100GiB', flag: 'bench' },
+      ],
+    });
     const sink = fileSink.create({ config, log: createLogger('error'), resource, startTime: 0 });
     await sink.start!();
     const fd = openSync(join(dir, 'bare.jsonl'), 'a');
@@ -56,7 +65,7 @@ export async function benchFileSink(batches = 2000): Promise<FileSinkCost> {
       if (dt > max) max = dt;
       t0 = performance.now();
       const data = Buffer.from(pointJson(b, resource).join('\n') + '\n');
-      for (let off = 0; off < data.length; ) off += writeSync(fd, data, off);
+      for (let off = 0; off < data.length;) off += writeSync(fd, data, off);
       const bt = performance.now() - t0;
       bare += bt;
       if (bt > bareMax) bareMax = bt;
@@ -64,7 +73,14 @@ export async function benchFileSink(batches = 2000): Promise<FileSinkCost> {
     }
     closeSync(fd);
     await sink.close(Date.now());
-    return { pointsPerBatch: batch(0).points.length, bytesPerBatch: bytes, sinkMeanMs: total / batches, sinkMaxMs: max, bareMeanMs: bare / batches, bareMaxMs: bareMax };
+    return {
+      pointsPerBatch: batch(0).points.length,
+      bytesPerBatch: bytes,
+      sinkMeanMs: total / batches,
+      sinkMaxMs: max,
+      bareMeanMs: bare / batches,
+      bareMaxMs: bareMax,
+    };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

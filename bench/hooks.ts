@@ -43,13 +43,36 @@ export async function benchHooks(runs = 200, concurrent = 50, base: NodeJS.Proce
   writeFileSync(join(d, 'slurm.conf'), 'ClusterName=bench\n');
   writeFileSync(join(d, 'l9gpu.ini'), `[daemon]\nstate_dir = ${state}\n`);
   const db = openStore(state);
-  upsertInventory(db, [0, 1, 2, 3].map((m) => ({ uuid: `GPU-bench-${m}`, vendor: 'nvidia', vendorIndex: m, minor: m, pciBusId: null, model: null, migParent: null, migGi: null, migCi: null })));
+  upsertInventory(
+    db,
+    [0, 1, 2, 3].map((m) => ({
+      uuid: `GPU-bench-${m}`,
+      vendor: 'nvidia',
+      vendorIndex: m,
+      minor: m,
+      pciBusId: null,
+      model: null,
+      migParent: null,
+      migGi: null,
+      migCi: null,
+    })),
+  );
   // the daemon keeps a connection open in production: the hooks write into a live WAL
   const env = (id: number, extra: Record<string, string> = {}) => ({
     ...base,
-    L9GPU_CONFIG: join(d, 'l9gpu.ini'), L9GPU_NODE: process.execPath, SLURM_JOB_ID: String(id), SLURM_JOB_USER: 'alice', SLURM_JOB_UID: '1001',
-    SLURM_JOB_PARTITION: 'gpu', SLURM_CLUSTER_NAME: 'bench', SLURM_JOB_GPUS: String(id % 2 ? '0,1' : '2,3'), CUDA_VISIBLE_DEVICES: '0,1',
-    SLURM_CONF: join(d, 'slurm.conf'), SLURMD_NODENAME: 'bench', SLURM_JOB_RESTART_COUNT: '0', ...extra,
+    L9GPU_CONFIG: join(d, 'l9gpu.ini'),
+    L9GPU_NODE: process.execPath,
+    SLURM_JOB_ID: String(id),
+    SLURM_JOB_USER: 'alice',
+    SLURM_JOB_UID: '1001',
+    SLURM_JOB_PARTITION: 'gpu',
+    SLURM_CLUSTER_NAME: 'bench',
+    SLURM_JOB_GPUS: String(id % 2 ? '0,1' : '2,3'),
+    CUDA_VISIBLE_DEVICES: '0,1',
+    SLURM_CONF: join(d, 'slurm.conf'),
+    SLURMD_NODENAME: 'bench',
+    SLURM_JOB_RESTART_COUNT: '0',
+    ...extra,
   });
   const time = (file: string, args: string[], e: NodeJS.ProcessEnv): number => {
     const t = performance.now();
@@ -68,14 +91,37 @@ export async function benchHooks(runs = 200, concurrent = 50, base: NodeJS.Proce
   }
   const t0 = performance.now();
   const codes = await Promise.all(
-    Array.from({ length: concurrent }, (_, i) => new Promise<number | null>((r) => spawn(join(ROOT, 'slurm', 'prolog'), [], { env: env(50_000 + i), stdio: 'ignore' }).on('exit', r))),
+    Array.from(
+      { length: concurrent },
+      (_, i) =>
+        new Promise<number | null>((r) =>
+          spawn(join(ROOT, 'slurm', 'prolog'), [], { env: env(50_000 + i), stdio: 'ignore' }).on('exit', r),
+        ),
+    ),
   );
   const wallMs = performance.now() - t0;
   db.close();
   const ro = new Database(join(state, 'l9gpu.db'), { readonly: true });
-  const jobs = (ro.prepare('SELECT COUNT(*) AS n FROM jobs WHERE CAST(job_id AS INTEGER) >= 50000 AND CAST(job_id AS INTEGER) < 60000').get() as { n: number }).n;
-  const bindings = (ro.prepare(`SELECT COUNT(*) AS n FROM bindings WHERE CAST(job_id AS INTEGER) >= 50000 AND CAST(job_id AS INTEGER) < 60000 AND gpu_uuid LIKE 'GPU-bench-%'`).get() as { n: number }).n;
+  const jobs = (
+    ro.prepare('SELECT COUNT(*) AS n FROM jobs WHERE CAST(job_id AS INTEGER) >= 50000 AND CAST(job_id AS INTEGER) < 60000').get() as {
+      n: number;
+    }
+  ).n;
+  const bindings = (
+    ro
+      .prepare(
+        `SELECT COUNT(*) AS n FROM bindings WHERE CAST(job_id AS INTEGER) >= 50000 AND CAST(job_id ` +
+          `AS INTEGER) < 60000 AND gpu_uuid LIKE 'GPU-bench-%'`,
+      )
+      .get() as { n: number }
+  ).n;
   ro.close();
   const s = (xs: number[]) => ({ p50: pct(xs, 50), p99: pct(xs, 99) });
-  return { runs, bare: s(bare), prolog: s(prolog), epilog: s(epilog), concurrent: { prologs: concurrent, failed: codes.filter((c) => c !== 0).length, jobs, bindings, wallMs } };
+  return {
+    runs,
+    bare: s(bare),
+    prolog: s(prolog),
+    epilog: s(epilog),
+    concurrent: { prologs: concurrent, failed: codes.filter((c) => c !== 0).length, jobs, bindings, wallMs },
+  };
 }

@@ -20,7 +20,19 @@
  * there (built when missing) for the next run.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, openSync, closeSync, readFileSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  closeSync,
+  readFileSync,
+  rmdirSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -57,7 +69,8 @@ export interface JobsByBench {
   answer: Summary;
   /** Bytes the daemon's stdout sink wrote while the question was answered: sampling went on. */
   sampledBytes: number;
-  /** `jobs --by name` over the same jobs (one name each: more groups than one answer holds), after the first question: its time and answer. */
+  /** `jobs --by name` over the same jobs (one name each: more groups than one answer holds), after the first question: its time and answer.
+   * */
   byName: { ms: number; answer: Summary };
   /** The daemon after the questions: alive, and its answer to the next one (a page of 3 jobs). */
   alive: boolean;
@@ -68,7 +81,10 @@ export interface JobsByBench {
 }
 
 type Summary = { groups: number; jobs: number } | { error: string };
-const summary = (a: JobsAnswer): Summary => (a.ok && a.op === 'list' ? { groups: a.groups?.length ?? 0, jobs: (a.groups ?? []).reduce((s, g) => s + g.jobs, 0) } : { error: a.ok ? 'not a list' : a.error });
+const summary = (a: JobsAnswer): Summary =>
+  a.ok && a.op === 'list'
+    ? { groups: a.groups?.length ?? 0, jobs: (a.groups ?? []).reduce((s, g) => s + g.jobs, 0) }
+    : { error: a.ok ? 'not a list' : a.error };
 
 async function timed(sock: string, req: ListRequest): Promise<{ ms: number; a: JobsAnswer }> {
   const t = performance.now();
@@ -117,7 +133,10 @@ function memoryGroup(limitMb: number): { dir: string; remove: () => void } | und
 
 const oomKills = (dir: string): number => Number(/^oom_kill (\d+)$/m.exec(readFileSync(join(dir, 'memory.oom_control'), 'utf8'))?.[1] ?? 0);
 
-export async function benchJobsBy(jobs = 500_000, opts: { memoryMaxMb?: number; tree?: string; store?: string } = {}): Promise<JobsByBench> {
+export async function benchJobsBy(
+  jobs = 500_000,
+  opts: { memoryMaxMb?: number; tree?: string; store?: string } = {},
+): Promise<JobsByBench> {
   const dir = opts.store ?? mkdtempSync(join(tmpdir(), 'l9gpu-bench-jobs-by-'));
   mkdirSync(dir, { recursive: true });
   chmodSync(dir, 0o755);
@@ -138,16 +157,33 @@ export async function benchJobsBy(jobs = 500_000, opts: { memoryMaxMb?: number; 
   const outFile = join(dir, 'daemon.out');
   const out = openSync(outFile, 'w');
   // the daemon enters the group before it is the daemon: all its threads and memory are the group's
-  const child: ChildProcess = spawn('sh', ['-c', `${group ? `echo $$ > ${group.dir}/cgroup.procs && ` : ''}exec "$0" "$@"`, process.execPath, cli, 'daemon', '--config', cfg, '--plugin', 'sim', '--sink', 'stdout'], {
-    stdio: ['ignore', out, out],
-  });
+  const child: ChildProcess = spawn(
+    'sh',
+    [
+      '-c',
+      `${group ? `echo $$ > ${group.dir}/cgroup.procs && ` : ''}exec "$0" "$@"`,
+      process.execPath,
+      cli,
+      'daemon',
+      '--config',
+      cfg,
+      '--plugin',
+      'sim',
+      '--sink',
+      'stdout',
+    ],
+    {
+      stdio: ['ignore', out, out],
+    },
+  );
   closeSync(out);
   let exit: string | null = null;
   const exited = new Promise<void>((resolve) => child.on('exit', (code, signal) => ((exit = signal ?? `exit ${code}`), resolve())));
   try {
     const ready = performance.now();
     while (!existsSync(sock)) {
-      if (exit) throw new Error(`the daemon ended before its jobs socket was there (${exit}): ${readFileSync(outFile, 'utf8').slice(-2000)}`);
+      if (exit)
+        throw new Error(`the daemon ended before its jobs socket was there (${exit}): ${readFileSync(outFile, 'utf8').slice(-2000)}`);
       if (performance.now() - ready > 600_000) throw new Error('no jobs socket within 600 s');
       await sleep(50);
     }
@@ -186,13 +222,29 @@ export async function benchJobsBy(jobs = 500_000, opts: { memoryMaxMb?: number; 
     } catch (e) {
       next = (e as Error).message;
     }
-    const user = process.getuid?.() === 0 ? spawnSync('runuser', ['-u', USER, '--', process.execPath, cli, 'jobs', '--by', 'user', '--config', cfg], { encoding: 'utf8' }) : { status: null, stdout: 'not run (runuser needs root)', stderr: '' };
+    const user =
+      process.getuid?.() === 0
+        ? spawnSync('runuser', ['-u', USER, '--', process.execPath, cli, 'jobs', '--by', 'user', '--config', cfg], { encoding: 'utf8' })
+        : { status: null, stdout: 'not run (runuser needs root)', stderr: '' };
     const said = (user.stdout + user.stderr).trim().split('\n');
     return {
-      jobs, storeMb: mb(statSync(join(down.state, 'l9gpu.db')).size), buildS, memoryMaxMb, rssBeforeMb, peakRssMb: mb(userPeakKb * 1024), peakRssBothMb: mb(peakKb * 1024),
-      groupPeakMb: group ? mb(Number(readFileSync(join(group.dir, 'memory.max_usage_in_bytes'), 'utf8'))) : null, oomKills: group ? oomKills(group.dir) : null,
-      answerMs, answer: summary(a), byName: byName ? { ms: byName.ms, answer: summary(byName.a) } : { ms: 0, answer: { error: 'not asked: the daemon had ended' } },
-      sampledBytes, alive, exit, next, cli: `exit ${user.status}: ${said.length > 2 ? said.slice(0, 3).join(' / ') : said.join(' / ')}`,
+      jobs,
+      storeMb: mb(statSync(join(down.state, 'l9gpu.db')).size),
+      buildS,
+      memoryMaxMb,
+      rssBeforeMb,
+      peakRssMb: mb(userPeakKb * 1024),
+      peakRssBothMb: mb(peakKb * 1024),
+      groupPeakMb: group ? mb(Number(readFileSync(join(group.dir, 'memory.max_usage_in_bytes'), 'utf8'))) : null,
+      oomKills: group ? oomKills(group.dir) : null,
+      answerMs,
+      answer: summary(a),
+      byName: byName ? { ms: byName.ms, answer: summary(byName.a) } : { ms: 0, answer: { error: 'not asked: the daemon had ended' } },
+      sampledBytes,
+      alive,
+      exit,
+      next,
+      cli: `exit ${user.status}: ${said.length > 2 ? said.slice(0, 3).join(' / ') : said.join(' / ')}`,
     };
   } finally {
     if (!exit) child.kill('SIGTERM');

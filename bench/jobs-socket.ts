@@ -63,9 +63,11 @@ const rowsOf = (a: JobsAnswer) => (a.ok && a.op === 'list' ? (a.by ? a.groups!.l
 /** A client in its own process (its JSON parsing is not this thread's), paging as `l9gpu jobs` does. */
 function clientPaging(sock: string, req: ListRequest): Promise<number> {
   const client = pathToFileURL(fileURLToPath(new URL('../src/jobs/client.js', import.meta.url))).href;
-  const code = `import { askJobsDaemon } from ${JSON.stringify(client)};
+  const code =
+    `import { askJobsDaemon } from ${JSON.stringify(client)};
 let req = ${JSON.stringify(req)}, n = 0;
-for (;;) { const a = await askJobsDaemon(${JSON.stringify(sock)}, req, 600000); if (!a.ok) throw new Error(a.error); n += a.by ? a.groups.length : a.rows.length; if (a.next === undefined) break; req = { ...req, offset: a.next }; }
+for (;;) { const a = await askJobsDaemon(${JSON.stringify(sock)}, req, 600000); if (!a.ok) throw new Error(a.error); n += a.by ? ` +
+    `a.groups.length : a.rows.length; if (a.next === undefined) break; req = { ...req, offset: a.next }; }
 process.stdout.write(String(n));`;
   return new Promise((resolve, reject) => {
     const c = spawn(process.execPath, ['--input-type=module', '-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -85,7 +87,7 @@ export async function benchJobsSocket(jobs = 100_000): Promise<JobsSocketBench> 
     out.main = await underWatch(async () => rowsOf(JSON.parse(JSON.stringify(answerJobs(db, 'bench', null, who, LIST))) as JobsAnswer));
     out.timeSliced = await underWatch(async () => {
       let n = 0;
-      for (let offset: number | undefined = 0; offset !== undefined; ) {
+      for (let offset: number | undefined = 0; offset !== undefined;) {
         const a = answerJobs(db, 'bench', null, who, { ...LIST, offset }, DEFAULT_LIMITS.jobsRows);
         JSON.stringify(a);
         n += rowsOf(a);
@@ -98,7 +100,13 @@ export async function benchJobsSocket(jobs = 100_000): Promise<JobsSocketBench> 
   } finally {
     db.close();
   }
-  const server = await startJobsServer({ stateDir: state, node: () => 'bench', prices: () => null, adminGroup: () => null, log: createLogger('error', () => {}) });
+  const server = await startJobsServer({
+    stateDir: state,
+    node: () => 'bench',
+    prices: () => null,
+    adminGroup: () => null,
+    log: createLogger('error', () => {}),
+  });
   try {
     const sock = join(state, 'jobs.sock');
     // the worker's start (loading SQLite there) is not a request's cost
@@ -114,9 +122,15 @@ export async function benchJobsSocket(jobs = 100_000): Promise<JobsSocketBench> 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const r = await benchJobsSocket(Number(process.argv[2] ?? 100_000));
   process.stdout.write(`jobs socket, ${r.jobs.toLocaleString('en-US')} jobs of one user (node ${process.version})\n`);
-  process.stdout.write(`${'variant'.padEnd(14)} ${'rows'.padStart(8)} ${'wall ms'.padStart(9)} ${'delay p99 ms'.padStart(13)} ${'delay max ms'.padStart(13)}\n`);
+  process.stdout.write(
+    `${'variant'.padEnd(14)} ${'rows'.padStart(8)} ${'wall ms'.padStart(9)} ${'delay p99 ms'.padStart(13)} ` +
+      `${'delay max ms'.padStart(13)}\n`,
+  );
   for (const [k, v] of Object.entries(r)) {
     if (typeof v === 'number') continue;
-    process.stdout.write(`${k.padEnd(14)} ${String(v.rows).padStart(8)} ${v.wallMs.toFixed(0).padStart(9)} ${v.delayP99Ms.toFixed(1).padStart(13)} ${v.delayMaxMs.toFixed(1).padStart(13)}\n`);
+    process.stdout.write(
+      `${k.padEnd(14)} ${String(v.rows).padStart(8)} ${v.wallMs.toFixed(0).padStart(9)} ${v.delayP99Ms.toFixed(1).padStart(13)} ` +
+        `${v.delayMaxMs.toFixed(1).padStart(13)}\n`,
+    );
   }
 }

@@ -46,7 +46,13 @@ function podList(variant = 0): unknown {
       name: `pod-${i}-${variant}`,
       namespace: `ns-${i % 7}`,
       containers: [
-        { name: 'main', devices: i < GPUS ? [{ resource_name: 'nvidia.com/gpu', device_ids: [uuid(i)] }] : [], cpu_ids: i % 3 === 0 ? [2 + i, 3 + i] : [], memory: [], dynamic_resources: [] },
+        {
+          name: 'main',
+          devices: i < GPUS ? [{ resource_name: 'nvidia.com/gpu', device_ids: [uuid(i)] }] : [],
+          cpu_ids: i % 3 === 0 ? [2 + i, 3 + i] : [],
+          memory: [],
+          dynamic_resources: [],
+        },
         { name: 'sidecar', devices: [], cpu_ids: [], memory: [], dynamic_resources: [] },
       ],
     })),
@@ -57,7 +63,13 @@ function batchOf(): Batch {
   const plan = seriesPlan();
   const buf = new PointBuffer();
   for (let g = 0; g < GPUS; g++) {
-    const id: Attributes = { 'gpu.index': g, 'gpu.uuid': uuid(g), 'gpu.model': 'NVIDIA H100 80GB HBM3', 'gpu.vendor': 'nvidia', 'gpu.pci.bus_id': `0000:${(0x18 + g).toString(16)}:00.0` };
+    const id: Attributes = {
+      'gpu.index': g,
+      'gpu.uuid': uuid(g),
+      'gpu.model': 'NVIDIA H100 80GB HBM3',
+      'gpu.vendor': 'nvidia',
+      'gpu.pci.bus_id': `0000:${(0x18 + g).toString(16)}:00.0`,
+    };
     for (const s of plan) buf.add(s.def, Math.random(), { ...id, ...s.extra });
   }
   return { source: 'nvml', time: Date.now(), intervalMs: 10_000, points: buf.points };
@@ -80,7 +92,11 @@ export async function benchKubernetes(seconds = 2): Promise<KubeBenchResult> {
   kubelet.list = podList();
   await kubelet.start();
   const ini = join(dir, 'l9gpu.ini');
-  writeFileSync(ini, `[daemon]\nattribution = kubernetes\nstate_dir = ${join(dir, 'state')}\n[kubernetes]\nsocket = ${kubelet.socket}\npods_source = none\nnode_name = bench\nrefresh_interval = 600s\n`);
+  writeFileSync(
+    ini,
+    `[daemon]\nattribution = kubernetes\nstate_dir = ${join(dir, 'state')}\n[kubernetes]\nsocket ` +
+      `= ${kubelet.socket}\npods_source = none\nnode_name = bench\nrefresh_interval = 600s\n`,
+  );
   const config = loadAgentConfig({ configPath: ini, env: {} });
   const log = createLogger('error');
   const store = openStore(join(dir, 'state'));
@@ -88,19 +104,35 @@ export async function benchKubernetes(seconds = 2): Promise<KubeBenchResult> {
   try {
     const k8s = await kubernetesAttribution.create({ config, log, env: {}, store });
     const attributed = k8s.attribute(batch);
-    if (attributed.points.filter((p) => p.attributes['k8s.pod.name']).length !== batch.points.length) throw new Error('bench: not every GPU point was attributed to its pod');
+    if (attributed.points.filter((p) => p.attributes['k8s.pod.name']).length !== batch.points.length)
+      throw new Error('bench: not every GPU point was attributed to its pod');
     const k8sTickMs = perTick(k8s, batch, seconds);
     k8s.close?.();
 
     // the baseline: Slurm's transform over a store with 8 jobs, one GPU each
     const slurmStore = openStore(join(dir, 'state-slurm'));
-    for (let g = 0; g < GPUS; g++) recordStart(slurmStore, { jobId: String(1000 + g), runKey: '0', user: 'alice', account: 'physics', partition: 'gpu', name: 'train' }, [{ uuid: uuid(g), shared: false }], 'prolog');
+    for (let g = 0; g < GPUS; g++)
+      recordStart(
+        slurmStore,
+        { jobId: String(1000 + g), runKey: '0', user: 'alice', account: 'physics', partition: 'gpu', name: 'train' },
+        [{ uuid: uuid(g), shared: false }],
+        'prolog',
+      );
     const slurmTickMs = perTick(new SlurmAttribution(slurmStore, log), batch, seconds);
     slurmStore.close();
 
     // the refresh, on its own: List over the socket, match, compare
     const client = new PodResourcesClient(kubelet.socket, 5000);
-    const sync = new PodSync({ db: store, client, pods: null, resources: ['nvidia.com/gpu'], draDrivers: [], nodeName: 'bench', metadataIntervalMs: 3_600_000, log });
+    const sync = new PodSync({
+      db: store,
+      client,
+      pods: null,
+      resources: ['nvidia.com/gpu'],
+      draDrivers: [],
+      nodeName: 'bench',
+      metadataIntervalMs: 3_600_000,
+      log,
+    });
     await sync.refresh();
     // spaced 20 ms apart: back to back, the kubelet's limit (100/s after a burst of 10) would be measured instead
     const median = async (reps: number, before: (i: number) => void): Promise<number> => {

@@ -72,7 +72,11 @@ interface Target {
 async function startDaemon(dir: string, name: string, web: string | undefined): Promise<Target> {
   const port = await freePort();
   const cfg = join(dir, `${name}.ini`);
-  writeFileSync(cfg, `[daemon]\nplugins = sim, host\nsinks = prometheus\ninterval = 60s\nstate_dir = ${join(dir, `state-${name}`)}\n[sim]\ngpus = 8\n[prometheus]\nhost = 127.0.0.1\nport = ${port}\n${web ? `web_config = ${web}\n` : ''}`);
+  writeFileSync(
+    cfg,
+    `[daemon]\nplugins = sim, host\nsinks = prometheus\ninterval = 60s\nstate_dir = ${join(dir, `state-${name}`)}\n[sim]\ngpus ` +
+      `= 8\n[prometheus]\nhost = 127.0.0.1\nport = ${port}\n${web ? `web_config = ${web}\n` : ''}`,
+  );
   const child = spawn(process.execPath, [CLI, 'daemon', '--config', cfg], { stdio: 'ignore' });
   for (let i = 0; ; i++) {
     const up = await new Promise<boolean>((r) => {
@@ -90,8 +94,16 @@ async function startDaemon(dir: string, name: string, web: string | undefined): 
 function get(t: Target, agent: http.Agent | false, ca: Buffer, auth: string, localAddress?: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const o = {
-      host: '127.0.0.1', port: t.port, path: '/metrics', agent, ...(localAddress ? { localAddress } : {}),
-      headers: { 'accept-encoding': 'gzip', ...(agent === false ? { connection: 'close' } : {}), ...(t.tls ? { authorization: `Basic ${Buffer.from(auth).toString('base64')}` } : {}) },
+      host: '127.0.0.1',
+      port: t.port,
+      path: '/metrics',
+      agent,
+      ...(localAddress ? { localAddress } : {}),
+      headers: {
+        'accept-encoding': 'gzip',
+        ...(agent === false ? { connection: 'close' } : {}),
+        ...(t.tls ? { authorization: `Basic ${Buffer.from(auth).toString('base64')}` } : {}),
+      },
       ...(t.tls ? { ca, servername: 'localhost' } : {}),
     };
     const req = (t.tls ? https : http).get(o, (res) => {
@@ -126,7 +138,12 @@ export async function benchListener(keepAlive = 500, fresh = 200, rounds = 5): P
   const ca = readFileSync(pki.ca);
   const users = Array.from({ length: USERS }, (_, i) => ({ name: `scraper${i}`, password: `bench-pass-${i}` }));
   const web = join(dir, 'web.yml');
-  writeFileSync(web, `tls_server_config:\n  cert_file: ${pki.server}\n  key_file: ${pki.serverKey}\nbasic_auth_users:\n${users.map((u) => `  ${u.name}: ${bcryptHash(u.password)}\n`).join('')}`);
+  writeFileSync(
+    web,
+    `tls_server_config:\n  cert_file: ${pki.server}\n  key_file: ${pki.serverKey}\nbasic_auth_users:\n${users
+      .map((u) => `  ` + `${u.name}: ${bcryptHash(u.password)}\n`)
+      .join('')}`,
+  );
   const plain = await startDaemon(dir, 'http', undefined);
   const secure = await startDaemon(dir, 'https', web);
   const cred = (i: number) => `${users[i]!.name}:${users[i]!.password}`;
@@ -158,7 +175,10 @@ export async function benchListener(keepAlive = 500, fresh = 200, rounds = 5): P
     auth.first = { cpuMs: median(firsts.map((f) => f.cpuMs)), wallMs: median(firsts.map((f) => f.wallMs)) };
     auth.cached = { cpuMs: median(cached.map((f) => f.cpuMs)), wallMs: median(cached.map((f) => f.wallMs)) };
 
-    const runs = { http: { keepAlive: [] as ScrapeCost[], fresh: [] as ScrapeCost[] }, https: { keepAlive: [] as ScrapeCost[], fresh: [] as ScrapeCost[] } };
+    const runs = {
+      http: { keepAlive: [] as ScrapeCost[], fresh: [] as ScrapeCost[] },
+      https: { keepAlive: [] as ScrapeCost[], fresh: [] as ScrapeCost[] },
+    };
     let pageBytes = 0;
     let address = 0;
     for (let r = 0; r < rounds; r++) {
@@ -175,7 +195,8 @@ export async function benchListener(keepAlive = 500, fresh = 200, rounds = 5): P
       for (const t of [plain, secure]) {
         const f = await measured(t, async () => {
           // a loopback address a connection (127.0.10.1 ...): 20 new connections a second is a peer's bound
-          for (let i = 0; i < fresh; i++) await get(t, false, ca, cred(0), `127.0.${10 + Math.floor((address % 2500) / 250)}.${1 + (address++ % 250)}`);
+          for (let i = 0; i < fresh; i++)
+            await get(t, false, ca, cred(0), `127.0.${10 + Math.floor((address % 2500) / 250)}.${1 + (address++ % 250)}`);
         });
         runs[t.tls ? 'https' : 'http'].fresh.push({ cpuMs: f.cpuMs / fresh, wallMs: f.wallMs / fresh });
       }
@@ -201,18 +222,40 @@ export function listenerLines(b: ListenerBench): [string, string][] {
   const ms = (x: number, d = 3) => x.toFixed(d);
   const x = (a: number, b: number) => `${(a / b).toFixed(1)}x`;
   return [
-    [`listener: daemon CPU per scrape, keep-alive, http / https + basic auth (${(b.pageBytes / 1024).toFixed(1)} KiB gzipped page)`, `${ms(b.http.keepAlive.cpuMs)} / ${ms(b.https.keepAlive.cpuMs)} ms, ${x(b.https.keepAlive.cpuMs, b.http.keepAlive.cpuMs)}`],
-    ['listener: the same, a connection a scrape (https: a full TLS handshake each)', `${ms(b.http.fresh.cpuMs)} / ${ms(b.https.fresh.cpuMs)} ms, ${x(b.https.fresh.cpuMs, b.http.fresh.cpuMs)}`],
+    [
+      `listener: daemon CPU per scrape, keep-alive, http / https + basic auth (${(b.pageBytes / 1024).toFixed(1)} KiB gzipped page)`,
+      `${ms(b.http.keepAlive.cpuMs)} / ${ms(b.https.keepAlive.cpuMs)} ms, ${x(b.https.keepAlive.cpuMs, b.http.keepAlive.cpuMs)}`,
+    ],
+    [
+      'listener: the same, a connection a scrape (https: a full TLS handshake each)',
+      `${ms(b.http.fresh.cpuMs)} / ${ms(b.https.fresh.cpuMs)} ms, ${x(b.https.fresh.cpuMs, b.http.fresh.cpuMs)}`,
+    ],
     ['listener: https + basic auth, a connection a scrape / keep-alive, daemon CPU', x(b.https.fresh.cpuMs, b.https.keepAlive.cpuMs)],
-    ['listener: wall per scrape, keep-alive http / https; a connection a scrape http / https', `${ms(b.http.keepAlive.wallMs, 2)} / ${ms(b.https.keepAlive.wallMs, 2)}; ${ms(b.http.fresh.wallMs, 2)} / ${ms(b.https.fresh.wallMs, 2)} ms`],
-    ["listener: a credential's first scrape (bcrypt cost 10 on the worker) / a cached one, wall", `${ms(b.auth.first.wallMs, 1)} / ${ms(b.auth.cached.wallMs, 2)} ms, ${x(b.auth.first.wallMs, b.auth.cached.wallMs)}`],
-    ['listener: the same, daemon CPU (all threads)', `${ms(b.auth.first.cpuMs, 1)} / ${ms(b.auth.cached.cpuMs, 2)} ms, ${x(b.auth.first.cpuMs, b.auth.cached.cpuMs)}`],
-    ['listener: the very first scrape (the worker started, the page rendered), wall / daemon CPU', `${ms(b.auth.veryFirst.wallMs, 1)} / ${ms(b.auth.veryFirst.cpuMs, 1)} ms`],
+    [
+      'listener: wall per scrape, keep-alive http / https; a connection a scrape http / https',
+      `${ms(b.http.keepAlive.wallMs, 2)} / ${ms(b.https.keepAlive.wallMs, 2)}; ${ms(b.http.fresh.wallMs, 2)} ` +
+        `/ ${ms(b.https.fresh.wallMs, 2)} ms`,
+    ],
+    [
+      "listener: a credential's first scrape (bcrypt cost 10 on the worker) / a cached one, wall",
+      `${ms(b.auth.first.wallMs, 1)} / ${ms(b.auth.cached.wallMs, 2)} ms, ${x(b.auth.first.wallMs, b.auth.cached.wallMs)}`,
+    ],
+    [
+      'listener: the same, daemon CPU (all threads)',
+      `${ms(b.auth.first.cpuMs, 1)} / ${ms(b.auth.cached.cpuMs, 2)} ms, ${x(b.auth.first.cpuMs, b.auth.cached.cpuMs)}`,
+    ],
+    [
+      'listener: the very first scrape (the worker started, the page rendered), wall / daemon CPU',
+      `${ms(b.auth.veryFirst.wallMs, 1)} / ${ms(b.auth.veryFirst.cpuMs, 1)} ms`,
+    ],
   ];
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const b = await benchListener(Number(process.argv[2] ?? 500), Number(process.argv[3] ?? 200), Number(process.argv[4] ?? 5));
-  process.stdout.write(`pull endpoint per scrape (node ${process.version}; ${b.scrapes.rounds} rounds of ${b.scrapes.keepAlive} keep-alive and ${b.scrapes.fresh} fresh-connection scrapes, medians)\n`);
+  process.stdout.write(
+    `pull endpoint per scrape (node ${process.version}; ${b.scrapes.rounds} rounds of ${b.scrapes.keepAlive} ` +
+      `keep-alive and ${b.scrapes.fresh} fresh-connection scrapes, medians)\n`,
+  );
   for (const [name, value] of listenerLines(b)) process.stdout.write(`${name.padEnd(92)} ${value}\n`);
 }

@@ -35,7 +35,9 @@ const CLI = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
 const TESTDATA = join(ROOT, 'plugins', 'nccl', 'testdata');
 
 function fixture(dir: string, file: string): string[] {
-  return readFileSync(join(TESTDATA, dir, file), 'utf8').split('\n').filter(Boolean);
+  return readFileSync(join(TESTDATA, dir, file), 'utf8')
+    .split('\n')
+    .filter(Boolean);
 }
 
 /** A fixture line as a line of this host's process `pid`, its sequence number advanced by `snAdd`, written at `us`. */
@@ -72,9 +74,10 @@ export async function benchNcclTail(lines = 500_000, rounds = 3): Promise<NcclTa
   const tpl = fixture('v2.30.3-json-8rank-p2p', 'node01-pid2210437.log');
   const fd = openSync(path, 'w');
   const t0us = Date.now() * 1000;
-  for (let i = 0; i < lines; ) {
+  for (let i = 0; i < lines;) {
     const chunk: string[] = [];
-    for (const end = Math.min(lines, i + 10_000); i < end; i++) chunk.push(relabel(tpl[i % tpl.length]!, host, pid, Math.floor(i / tpl.length) * tpl.length, t0us + i * 40));
+    for (const end = Math.min(lines, i + 10_000); i < end; i++)
+      chunk.push(relabel(tpl[i % tpl.length]!, host, pid, Math.floor(i / tpl.length) * tpl.length, t0us + i * 40));
     writeSync(fd, chunk.join('\n') + '\n');
   }
   closeSync(fd);
@@ -89,7 +92,10 @@ export async function benchNcclTail(lines = 500_000, rounds = 3): Promise<NcclTa
   try {
     for (let r = 0; r < rounds; r++) {
       {
-        const p = new NcclPlugin({ paths: [dir], discover: false, maxFileAgeMs: Infinity, maxSeries: 20_000, window: 256, hostNames: [host] }, log);
+        const p = new NcclPlugin(
+          { paths: [dir], discover: false, maxFileAgeMs: Infinity, maxSeries: 20_000, window: 256, hostNames: [host] },
+          log,
+        );
         const ops = (out: PointBuffer) => out.points.reduce((a, x) => a + (x.metric.name === 'nccl.operations' ? x.value : 0), 0);
         let n = 0;
         let done = 0;
@@ -143,7 +149,16 @@ export async function benchNcclTail(lines = 500_000, rounds = 3): Promise<NcclTa
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-  return { lines, bytes, pluginLinesPerSecond: plugin, collects, operations, tailLinesPerSecond: tail, nodeParseLinesPerSecond: nodeParse, nodeSplitLinesPerSecond: nodeSplit };
+  return {
+    lines,
+    bytes,
+    pluginLinesPerSecond: plugin,
+    collects,
+    operations,
+    tailLinesPerSecond: tail,
+    nodeParseLinesPerSecond: nodeParse,
+    nodeSplitLinesPerSecond: nodeSplit,
+  };
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -155,7 +170,11 @@ class NcclDaemon {
   private waiters: (() => void)[] = [];
   requests = 0;
 
-  private constructor(rx: http.Server, child: ReturnType<typeof spawn>, readonly promPort: number) {
+  private constructor(
+    rx: http.Server,
+    child: ReturnType<typeof spawn>,
+    readonly promPort: number,
+  ) {
     this.rx = rx;
     this.child = child;
   }
@@ -235,7 +254,12 @@ function startWriter(folder: string, perSecond: number): { stop(): void; written
   const host = hostname();
   const ranks = Array.from({ length: 8 }, (_, r) => {
     const pid = 1639450 + r;
-    return { pid, tpl: fixture('v2.28.3-json-8rank', `node01-pid${pid}.log`), fd: openSync(join(folder, `${host}-pid${pid}.log`), 'a'), n: 0 };
+    return {
+      pid,
+      tpl: fixture('v2.28.3-json-8rank', `node01-pid${pid}.log`),
+      fd: openSync(join(folder, `${host}-pid${pid}.log`), 'a'),
+      n: 0,
+    };
   });
   const t0 = performance.now();
   const each = perSecond / ranks.length;
@@ -313,7 +337,15 @@ export async function benchNcclDaemon(seconds = 60, intervalS = 10, linesPerSeco
     });
     const loadedSide = await side(loaded, l);
     const idleSide = await side(idle, i);
-    return { seconds: (l.wall + i.wall) / 2, intervalS, ticks, linesPerSecond, linesWritten: writer.written(), loaded: loadedSide, idle: idleSide };
+    return {
+      seconds: (l.wall + i.wall) / 2,
+      intervalS,
+      ticks,
+      linesPerSecond,
+      linesWritten: writer.written(),
+      loaded: loadedSide,
+      idle: idleSide,
+    };
   } finally {
     writer.stop();
     await loaded.stop();

@@ -33,11 +33,36 @@ const SRC = fileURLToPath(new URL('../../test/fixtures/fake-nvml/fake_nvml.c', i
 
 /** Every GPM metric the plugin reads, as a 595 driver answers them on an H100 (percent, MiB/s, raw counters per second). */
 const GPM_ALL = {
-  graphics: 85, sm: 70, sm_occupancy: 35, integer: 12, tensor: 40, dfma: 3, hmma: 30, dmma: 2, imma: 5, dram: 55, fp64: 4, fp32: 30, fp16: 6,
-  pcie_tx_mibs: 12, pcie_rx_mibs: 30, nvlink_rx_mibs: 100, nvlink_tx_mibs: 200,
-  sm_cycles_elapsed: 2_000_000, sm_cycles_active: 1_400_000, mma_cycles_active: 800_000, dmma_cycles_active: 40_000, hmma_cycles_active: 600_000,
-  imma_cycles_active: 100_000, dfma_cycles_active: 60_000, pcie_tx_bytes: 12_582_912, pcie_rx_bytes: 31_457_280, integer_cycles_active: 240_000,
-  fp64_cycles_active: 80_000, fp32_cycles_active: 600_000, fp16_cycles_active: 120_000,
+  graphics: 85,
+  sm: 70,
+  sm_occupancy: 35,
+  integer: 12,
+  tensor: 40,
+  dfma: 3,
+  hmma: 30,
+  dmma: 2,
+  imma: 5,
+  dram: 55,
+  fp64: 4,
+  fp32: 30,
+  fp16: 6,
+  pcie_tx_mibs: 12,
+  pcie_rx_mibs: 30,
+  nvlink_rx_mibs: 100,
+  nvlink_tx_mibs: 200,
+  sm_cycles_elapsed: 2_000_000,
+  sm_cycles_active: 1_400_000,
+  mma_cycles_active: 800_000,
+  dmma_cycles_active: 40_000,
+  hmma_cycles_active: 600_000,
+  imma_cycles_active: 100_000,
+  dfma_cycles_active: 60_000,
+  pcie_tx_bytes: 12_582_912,
+  pcie_rx_bytes: 31_457_280,
+  integer_cycles_active: 240_000,
+  fp64_cycles_active: 80_000,
+  fp32_cycles_active: 600_000,
+  fp16_cycles_active: 120_000,
 };
 /** What the plugin read before issue 33: five activities and PCIe traffic, from a 550 driver. */
 const GPM_BEFORE = { graphics: 85, sm: 70, sm_occupancy: 35, tensor: 40, dram: 55, pcie_tx_mibs: 12, pcie_rx_mibs: 30 };
@@ -50,18 +75,55 @@ export function fakeDescription(gpus: number, mig = false, gpm: 'all' | 'before'
   return {
     driver_version: gpm === 'all' ? '595.0.0' : '550.54.15',
     devices: Array.from({ length: gpus }, (_, i) => ({
-      uuid: `GPU-${hex(i)}a1b2c3-d4e5-f6a7-b8c9-d0e1f2a3b4${hex(i)}`, name: 'NVIDIA H100 80GB HBM3', pci_bus_id: `00000000:${hex(0x18 + i * 0x10)}:00.0`, minor: i,
-      util_gpu: 87, util_mem: 40, mem_total: 85899345920, mem_used: 42949672960, mem_free: 42412802048, mem_reserved: 536870912,
-      temp_gpu: 45, power_mw: 350123, power_limit_mw: 700000, energy_mj: 123456789, clock_graphics: 1755, clock_sm: 1755, clock_mem: 2619, clock_reasons: 4,
+      uuid: `GPU-${hex(i)}a1b2c3-d4e5-f6a7-b8c9-d0e1f2a3b4${hex(i)}`,
+      name: 'NVIDIA H100 80GB HBM3',
+      pci_bus_id: `00000000:${hex(0x18 + i * 0x10)}:00.0`,
+      minor: i,
+      util_gpu: 87,
+      util_mem: 40,
+      mem_total: 85899345920,
+      mem_used: 42949672960,
+      mem_free: 42412802048,
+      mem_reserved: 536870912,
+      temp_gpu: 45,
+      power_mw: 350123,
+      power_limit_mw: 700000,
+      energy_mj: 123456789,
+      clock_graphics: 1755,
+      clock_sm: 1755,
+      clock_mem: 2619,
+      clock_reasons: 4,
       ecc: { corrected_volatile: 1, uncorrected_volatile: 0, corrected_aggregate: 5, uncorrected_aggregate: 0 },
-      remapped: { corrected: 2, uncorrected: 0, pending: 0, failure: 0 }, retired: { sbe: 0, dbe: 0 },
-      pcie_tx_kbs: 1000, pcie_rx_kbs: 2000, pcie_replay: 3, fan: 30, pstate: 0, sample_period_ms: 0.05,
-      processes: [{ pid: 4242 + i, used: 1048576000 }, { pid: 5000 + i, used: 2097152000 }],
+      remapped: { corrected: 2, uncorrected: 0, pending: 0, failure: 0 },
+      retired: { sbe: 0, dbe: 0 },
+      pcie_tx_kbs: 1000,
+      pcie_rx_kbs: 2000,
+      pcie_replay: 3,
+      fan: 30,
+      pstate: 0,
+      sample_period_ms: 0.05,
+      processes: [
+        { pid: 4242 + i, used: 1048576000 },
+        { pid: 5000 + i, used: 2097152000 },
+      ],
       fields: { '82': { type: 1, value: 50 }, '138': { value: 1000 }, '139': { value: 2000 }, '31': { type: 1, value: 0 } },
       gpm: gpm === 'all' ? GPM_ALL : GPM_BEFORE,
-      mig_mode: mig ? 1 : 0, mig_max: 7,
+      mig_mode: mig ? 1 : 0,
+      mig_max: 7,
       // an H100 as seven 1g.10gb instances, one GPU instance each
-      mig: mig ? Array.from({ length: 7 }, (_, j) => ({ slot: j, uuid: `MIG-${hex(i)}${hex(j)}0000-1111-2222-3333-444444444444`, name: 'NVIDIA H100 80GB HBM3 MIG 1g.10gb', gi: 7 + j, ci: 0, mem_total: 10_737_418_240, mem_used: 1_048_576, mem_free: 10_736_369_664, gpm: { graphics: 40, sm: 30, sm_occupancy: 20, tensor: 10, dram: 5 } })) : [],
+      mig: mig
+        ? Array.from({ length: 7 }, (_, j) => ({
+            slot: j,
+            uuid: `MIG-${hex(i)}${hex(j)}0000-1111-2222-3333-444444444444`,
+            name: 'NVIDIA H100 80GB HBM3 MIG 1g.10gb',
+            gi: 7 + j,
+            ci: 0,
+            mem_total: 10_737_418_240,
+            mem_used: 1_048_576,
+            mem_free: 10_736_369_664,
+            gpm: { graphics: 40, sm: 30, sm_occupancy: 20, tensor: 10, dram: 5 },
+          }))
+        : [],
     })),
     events: [],
   };
@@ -131,7 +193,11 @@ export async function benchNvml(gpus = 8, iterations = 300): Promise<NvmlBenchRe
   const fake = koffi.load(lib);
   const fakeCalls = fake.func('unsigned long long fakeNvmlCalls()') as () => number | bigint;
   const fakeCpuNs = fake.func('unsigned long long fakeNvmlCpuNs()') as () => number | bigint;
-  const perGpu = async (stateIntervalMs: number, gpmOnly?: readonly (keyof GpmValues)[], ticks = iterations): Promise<{ cost: NvmlCost; snap: Snapshot }> => {
+  const perGpu = async (
+    stateIntervalMs: number,
+    gpmOnly?: readonly (keyof GpmValues)[],
+    ticks = iterations,
+  ): Promise<{ cost: NvmlCost; snap: Snapshot }> => {
     await nvml.init();
     const sampler = new Sampler(nvml, true, 0, stateIntervalMs, gpmOnly);
     await sampler.enumerate();
@@ -145,7 +211,13 @@ export async function benchNvml(gpus = 8, iterations = 300): Promise<NvmlBenchRe
     const per = ticks * gpus;
     const totalUs = (cpu.user + cpu.system) / per;
     const fakeUs = (Number(fakeCpuNs()) - f0) / 1000 / per;
-    const cost = { totalUs, fakeUs, ownUs: totalUs - fakeUs, calls: (Number(fakeCalls()) - n0) / per, wallUs: ((performance.now() - t) * 1000) / per };
+    const cost = {
+      totalUs,
+      fakeUs,
+      ownUs: totalUs - fakeUs,
+      calls: (Number(fakeCalls()) - n0) / per,
+      wallUs: ((performance.now() - t) * 1000) / per,
+    };
     const snap = { driverVersion: '550', time: Date.now(), gpus: (await sampler.sample()).gpus, notes: [] };
     await sampler.release();
     await nvml.shutdown();
@@ -184,7 +256,13 @@ export async function benchNvml(gpus = 8, iterations = 300): Promise<NvmlBenchRe
   const medianRatio = rounds.map(([b, a]) => a / b).sort((x, y) => x - y)[rounds.length >> 1]!;
   const gpm = { before: least(befores), after: least(afters), ratio: least(afters).ownUs / least(befores).ownUs, medianRatio, rounds };
   const mix = (k: keyof NvmlCost): number => (5 * activity[k] + everyTick[k]) / 6;
-  const amortized: NvmlCost = { totalUs: mix('totalUs'), fakeUs: mix('fakeUs'), ownUs: mix('ownUs'), calls: mix('calls'), wallUs: mix('wallUs') };
+  const amortized: NvmlCost = {
+    totalUs: mix('totalUs'),
+    fakeUs: mix('fakeUs'),
+    ownUs: mix('ownUs'),
+    calls: mix('calls'),
+    wallUs: mix('wallUs'),
+  };
   const migDesc = join(dir, 'nvml-mig.json');
   writeFileSync(migDesc, JSON.stringify(fakeDescription(gpus, true)));
   process.env.FAKE_NVML_CONFIG = migDesc;
@@ -215,5 +293,17 @@ export async function benchNvml(gpus = 8, iterations = 300): Promise<NvmlBenchRe
   }
   h.disable();
   await client.close();
-  return { gpus, fieldsPerGpu: fields, everyTick, activity, amortized, mig, gpm, hopUs, usPerGpuConvert: convertUs, eventLoopLagMaxMs: h.max / 1e6, eventLoopLagP99Ms: h.percentile(99) / 1e6 };
+  return {
+    gpus,
+    fieldsPerGpu: fields,
+    everyTick,
+    activity,
+    amortized,
+    mig,
+    gpm,
+    hopUs,
+    usPerGpuConvert: convertUs,
+    eventLoopLagMaxMs: h.max / 1e6,
+    eventLoopLagP99Ms: h.percentile(99) / 1e6,
+  };
 }

@@ -50,7 +50,15 @@ export function benchPackageStartup(runs = 30): StartupResult {
   writeFileSync(join(d, 'slurm.conf'), 'ClusterName=bench\n');
   mkdirSync(state);
   // slurmd's almost empty environment for the hooks; the CLI gets the same plus the config
-  const job = (id: number) => ({ L9GPU_CONFIG: join(d, 'l9gpu.ini'), SLURM_CONF: join(d, 'slurm.conf'), SLURM_JOB_ID: String(id), SLURM_JOB_USER: 'alice', SLURM_JOB_UID: '1001', CUDA_VISIBLE_DEVICES: '0,1', SLURM_JOB_EXIT_CODE: '0' });
+  const job = (id: number) => ({
+    L9GPU_CONFIG: join(d, 'l9gpu.ini'),
+    SLURM_CONF: join(d, 'slurm.conf'),
+    SLURM_JOB_ID: String(id),
+    SLURM_JOB_USER: 'alice',
+    SLURM_JOB_UID: '1001',
+    CUDA_VISIBLE_DEVICES: '0,1',
+    SLURM_JOB_EXIT_CODE: '0',
+  });
   const cli = { L9GPU_CONFIG: join(d, 'l9gpu.ini'), L9GPU_STATE_DIR: state };
   type Run = [string, string[], NodeJS.ProcessEnv];
   const commands: Record<string, (i: number) => Run> = {
@@ -65,11 +73,19 @@ export function benchPackageStartup(runs = 30): StartupResult {
   };
   const time = ([file, args, env]: Run): Cost => {
     // bash's `time` of the command alone: its wall time and its process tree's CPU time (ms resolution)
-    const r = spawnSync('/bin/bash', ['-c', 'TIMEFORMAT="%3R %3U %3S"; time "$@" >/dev/null 2>&1', 'bash', file, ...args], { env, encoding: 'utf8' });
+    const r = spawnSync('/bin/bash', ['-c', 'TIMEFORMAT="%3R %3U %3S"; time "$@" >/dev/null 2>&1', 'bash', file, ...args], {
+      env,
+      encoding: 'utf8',
+    });
     if (r.status !== 0 && !(args.includes('doctor') && r.status === 1)) {
       throw new Error(`${file} ${args.join(' ')}: exit ${r.status}: ${spawnSync(file, args, { env, encoding: 'utf8' }).stderr}`);
     }
-    const [wall, user, sys] = r.stderr.trim().split('\n').pop()!.split(' ').map((s) => Number(s) * 1000);
+    const [wall, user, sys] = r.stderr
+      .trim()
+      .split('\n')
+      .pop()!
+      .split(' ')
+      .map((s) => Number(s) * 1000);
     return { wall: wall!, cpu: user! + sys! };
   };
   // the daemon's connection to the store, on a node as long as the daemon runs: dropped around the runs that say so
@@ -92,7 +108,9 @@ export function benchPackageStartup(runs = 30): StartupResult {
   for (const [k, c] of Object.entries(commands)) run(k, c(0)); // as the install and the first job do: fill the cache, warm the page cache
   const bare: Cost[] = [];
   const machineBare: Cost[] = [];
-  const t: Record<string, { cached: Cost[]; uncached: Cost[] }> = Object.fromEntries(Object.keys(commands).map((k) => [k, { cached: [], uncached: [] }]));
+  const t: Record<string, { cached: Cost[]; uncached: Cost[] }> = Object.fromEntries(
+    Object.keys(commands).map((k) => [k, { cached: [], uncached: [] }]),
+  );
   try {
     for (let i = 1; i <= runs; i++) {
       bare.push(time([node, ['-e', '0'], {}]));

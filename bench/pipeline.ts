@@ -30,7 +30,12 @@ export function seriesPlan(): { def: MetricDef; extra: Attributes }[] {
 
 /** Stands in for the Slurm provider: UUID -> job attributes from a map, a copy per point. */
 function jobAttribution(uuids: string[]): AttributionProvider {
-  const jobs = new Map(uuids.map((u, i) => [u, { 'slurm.job.id': String(1000 + (i >> 1)), 'slurm.user': 'alice', 'slurm.account': 'physics', 'slurm.partition': 'gpu' }]));
+  const jobs = new Map(
+    uuids.map((u, i) => [
+      u,
+      { 'slurm.job.id': String(1000 + (i >> 1)), 'slurm.user': 'alice', 'slurm.account': 'physics', 'slurm.partition': 'gpu' },
+    ]),
+  );
   return {
     name: 'slurm',
     status: () => 'bench',
@@ -57,7 +62,11 @@ export interface PipelineResult {
 export function benchPipeline(seconds = 2): PipelineResult {
   const plan = seriesPlan();
   const gpus = Array.from({ length: GPUS }, (_, i): Attributes => ({
-    'gpu.index': i, 'gpu.uuid': `GPU-bench-${i}`, 'gpu.model': 'NVIDIA H100 80GB HBM3', 'gpu.vendor': 'nvidia', 'gpu.pci.bus_id': `00000000:${(0x18 + i).toString(16)}:00.0`,
+    'gpu.index': i,
+    'gpu.uuid': `GPU-bench-${i}`,
+    'gpu.model': 'NVIDIA H100 80GB HBM3',
+    'gpu.vendor': 'nvidia',
+    'gpu.pci.bus_id': `00000000:${(0x18 + i).toString(16)}:00.0`,
   }));
   // attribute objects are built once per series, as a plugin caches them per GPU
   const attrs = gpus.map((g) => plan.map((s) => ({ ...g, ...s.extra })));
@@ -91,5 +100,12 @@ export function benchPipeline(seconds = 2): PipelineResult {
   const plain = run(false);
   const gz = run(true);
   const otel = run(false, encoders.otel);
-  return { pointsPerBatch: GPUS * PER_GPU, pointsPerSecond: plain.pps, pointsPerSecondGzip: gz.pps, pointsPerSecondOtel: otel.pps, bytesPerBatch: plain.bytes, bytesPerBatchGzip: gz.bytes };
+  return {
+    pointsPerBatch: GPUS * PER_GPU,
+    pointsPerSecond: plain.pps,
+    pointsPerSecondGzip: gz.pps,
+    pointsPerSecondOtel: otel.pps,
+    bytesPerBatch: plain.bytes,
+    bytesPerBatchGzip: gz.bytes,
+  };
 }

@@ -76,8 +76,14 @@ export async function benchScrape(ms = 2000): Promise<ScrapeBench> {
   let ours = 0;
   let npm = 0;
   for (let r = 0; r < 3; r++) {
-    ours = Math.max(ours, rate(() => parseExposition(page), ms / 3));
-    npm = Math.max(npm, rate(() => npmParse(page), ms / 3));
+    ours = Math.max(
+      ours,
+      rate(() => parseExposition(page), ms / 3),
+    );
+    npm = Math.max(
+      npm,
+      rate(() => npmParse(page), ms / 3),
+    );
   }
   const small = pageOfSeries(page, 500);
   const server = http.createServer((_req, res) => res.end(small.text));
@@ -102,13 +108,25 @@ export async function benchScrape(ms = 2000): Promise<ScrapeBench> {
   let huge = '# TYPE vllm:num_requests_running gauge\n';
   for (let i = 0; i < 250_000; i++) huge += `vllm:num_requests_running{engine="${i}",model_name="m"} 1\n`;
   const kept = parsePage(huge, { maxSamples: 10_000 }).samples;
-  const hostile = { series: 250_000, bytes: huge.length, kept, boundedMs: fastest(() => parsePage(huge, { maxSamples: 10_000 }), 5), unboundedMs: fastest(() => parsePage(huge), 3) };
+  const hostile = {
+    series: 250_000,
+    bytes: huge.length,
+    kept,
+    boundedMs: fastest(() => parsePage(huge, { maxSamples: 10_000 }), 5),
+    unboundedMs: fastest(() => parsePage(huge), 3),
+  };
   return {
     hostile,
     pageBytes: bytes,
     pageSeries,
     oursMBps: (ours * bytes) / 1e6,
     npmMBps: (npm * bytes) / 1e6,
-    small: { series: small.series, bytes: Buffer.byteLength(small.text), cpuUsPerScrape: (c.user + c.system) / runs, wallUsPerScrape: (wall * 1000) / runs, points },
+    small: {
+      series: small.series,
+      bytes: Buffer.byteLength(small.text),
+      cpuUsPerScrape: (c.user + c.system) / runs,
+      wallUsPerScrape: (wall * 1000) / runs,
+      points,
+    },
   };
 }

@@ -28,7 +28,12 @@ const one = (): void => {
   }
   const t = performance.now();
   try {
-    recordStart(db, { jobId: `h${process.pid}-${i++}`, runKey: 'r0', user: 'alice', uid: 1001 }, [{ uuid: `GPU-h${i % 8}`, shared: false }], 'prolog');
+    recordStart(
+      db,
+      { jobId: `h${process.pid}-${i++}`, runKey: 'r0', user: 'alice', uid: 1001 },
+      [{ uuid: `GPU-h${i % 8}`, shared: false }],
+      'prolog',
+    );
   } catch (e) {
     failed++;
     error ??= (e as Error).message;

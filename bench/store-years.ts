@@ -51,11 +51,21 @@ export interface StoreYearsResult {
   sizeMb: number;
   bytesPerJob: number;
   before: { startQuickCheckS: number; emptyPruneS: number; prune: Prune };
-  after: { migrationS: number; startOpenMs: number; pageCheckS: number; compactS: number; compactedMb: number; emptyPruneMs: number; emptyPruneLockMs: number; prune: Prune };
+  after: {
+    migrationS: number;
+    startOpenMs: number;
+    pageCheckS: number;
+    compactS: number;
+    compactedMb: number;
+    emptyPruneMs: number;
+    emptyPruneLockMs: number;
+    prune: Prune;
+  };
 }
 
 const mb = (b: number) => b / 1048576;
-const pct = (xs: number[], p: number) => (xs.length ? [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(p * xs.length))]! : 0);
+const pct = (xs: number[], p: number) =>
+  xs.length ? [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(p * xs.length))]! : 0;
 
 /** A store of schema 6 without auto_vacuum (made before either), n ended 1-GPU jobs over the last n/2,000 days. */
 function build(path: string, n: number, now: number): void {
@@ -65,28 +75,58 @@ function build(path: string, n: number, now: number): void {
   for (const m of MIGRATIONS.slice(0, 6)) db.exec(m);
   db.pragma('user_version = 6');
   const r = emptyRollup();
-  for (let i = 0; i < 30; i++) step(r, { t: i * 10_000, util: 0.6, memUsed: 40e9, memTotal: 80e9, power: 450, energy: i * 4500, temp: 60, throttle: { power: 0, thermal: 0, hw: 0, sw: 0 } }, 25_000);
-  const identity = JSON.stringify({ 'gpu.uuid': 'GPU-00000000-0000-0000-0000-000000000000', 'gpu.model': 'NVIDIA H100 80GB HBM3', 'gpu.vendor': 'nvidia', 'gpu.index': 0, 'gpu.pci.bus_id': '0000:18:00.0' });
+  for (let i = 0; i < 30; i++)
+    step(
+      r,
+      {
+        t: i * 10_000,
+        util: 0.6,
+        memUsed: 40e9,
+        memTotal: 80e9,
+        power: 450,
+        energy: i * 4500,
+        temp: 60,
+        throttle: { power: 0, thermal: 0, hw: 0, sw: 0 },
+      },
+      25_000,
+    );
+  const identity = JSON.stringify({
+    'gpu.uuid': 'GPU-00000000-0000-0000-0000-000000000000',
+    'gpu.model': 'NVIDIA H100 80GB HBM3',
+    'gpu.vendor': 'nvidia',
+    'gpu.index': 0,
+    'gpu.pci.bus_id': '0000:18:00.0',
+  });
   const span = (n / 2000) * DAY;
   const p = { n, t0: now - span, step: span / n, state: JSON.stringify(r), identity, recent: Math.floor(n * 0.95) };
   db.transaction(() => {
     db.prepare(
       `WITH RECURSIVE k(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM k WHERE i < @n - 1)
-       INSERT INTO jobs (job_id, run_key, cluster, user, uid, account, partition, qos, name, start_time, end_time, state, exit_code, exit_signal, source, updated_at)
-       SELECT CAST(1000000 + i AS TEXT), 'r0', 'cluster1', 'user' || (i % 200), 10000 + i % 200, 'acct' || (i % 20), 'gpu', 'normal', 'train-' || (i % 1000),
-              CAST(@t0 + i * @step AS INTEGER) - 3600000, CAST(@t0 + i * @step AS INTEGER), 'COMPLETED', 0, 0, 'prolog', CAST(@t0 + i * @step AS INTEGER) FROM k`,
+       INSERT INTO jobs (job_id, run_key, cluster, user, uid, account, partition, qos, name, start_time, end_time, state, exit_code,
+         exit_signal, source, updated_at)
+       SELECT CAST(1000000 + i AS TEXT), 'r0', 'cluster1', 'user' || (i % 200), 10000 + i % 200, 'acct' || (i % 20), 'gpu',
+         'normal', 'train-' || (i % 1000),
+              CAST(@t0 + i * @step AS INTEGER) - 3600000, CAST(@t0 + i * @step AS INTEGER), 'COMPLETED', 0, 0, 'prolog', CAST(@t0 +
+                i * @step AS INTEGER) FROM k`,
     ).run(p);
-    db.prepare(`INSERT INTO bindings (job_id, run_key, gpu_uuid, start_time, end_time, source, closed_by, shared)
-                SELECT job_id, run_key, 'GPU-0000000' || (rowid % 8) || '-0000-0000-0000-000000000000', start_time, end_time, 'prolog', 'epilog', 0 FROM jobs`).run();
     db.prepare(
-      `INSERT INTO job_gpu (job_id, run_key, gpu_uuid, model, identity, samples, covered_s, gpu_hours, util_mean, mem_used_max, mem_total, energy_j, state, updated_at)
-       SELECT job_id, run_key, 'GPU-0000000' || (rowid % 8) || '-0000-0000-0000-000000000000', 'NVIDIA H100 80GB HBM3', @identity, 360, 3600, 1, 0.6, 4e10, 8e10, 1.6e6, @state, end_time FROM jobs`,
+      `INSERT INTO bindings (job_id, run_key, gpu_uuid, start_time, end_time, source, closed_by, shared)
+                SELECT job_id, run_key, 'GPU-0000000' || (rowid % 8) || '-0000-0000-0000-000000000000', start_time, end_time,
+                  'prolog', 'epilog', 0 FROM jobs`,
+    ).run();
+    db.prepare(
+      `INSERT INTO job_gpu (job_id, run_key, gpu_uuid, model, identity, samples, covered_s, gpu_hours, util_mean, mem_used_max,
+        mem_total, energy_j, state, updated_at)
+       SELECT job_id, run_key, 'GPU-0000000' || (rowid % 8) || '-0000-0000-0000-000000000000', 'NVIDIA H100 80GB HBM3', @identity,
+         360, 3600, 1, 0.6, 4e10, 8e10, 1.6e6, @state, end_time FROM jobs`,
     ).run({ identity: p.identity, state: p.state });
-    // the newest jobs still have their per-minute series (30 days of series_retention at 20,000 jobs a day is more; these are 5-minute jobs)
+    // the newest jobs still have their per-minute series (30 days of series_retention at 20,000 jobs a day is more; these are 5-minute
+    // jobs)
     db.prepare(
       `WITH RECURSIVE m(x) AS (SELECT 0 UNION ALL SELECT x + 1 FROM m WHERE x < 4)
        INSERT INTO job_gpu_series (job_id, run_key, gpu_uuid, minute, util_sum, power_sum, mem_used_max, n)
-       SELECT job_id, run_key, 'GPU-00000000-0000-0000-0000-000000000000', end_time / 60000 - x, 3.6, 2700, 4e10, 6 FROM jobs, m WHERE rowid > @recent`,
+       SELECT job_id, run_key, 'GPU-00000000-0000-0000-0000-000000000000', end_time / 60000 - x, 3.6, 2700, 4e10, 6 FROM jobs, m
+         WHERE rowid > @recent`,
     ).run({ recent: p.recent });
   }).immediate();
   db.pragma('wal_checkpoint(TRUNCATE)');
@@ -95,13 +135,19 @@ function build(path: string, n: number, now: number): void {
 
 /** The prune before schema 7 (src/ledger/rollup-writer.ts as it was): one IMMEDIATE transaction, every job scanned. */
 function oldPrune(db: Db, seriesMs: number, jobsMs: number, now: number): number {
-  return db.transaction(() => {
-    db.prepare(`DELETE FROM job_gpu_series WHERE (job_id, run_key) IN (SELECT job_id, run_key FROM jobs WHERE end_time IS NOT NULL AND end_time < ?)`).run(now - seriesMs);
-    const old = `SELECT job_id, run_key FROM jobs WHERE end_time IS NOT NULL AND end_time < ?`;
-    const cut = now - jobsMs;
-    for (const t of ['job_gpu', 'job_gpu_series', 'job_engine', 'job_nccl', 'bindings']) db.prepare(`DELETE FROM ${t} WHERE (job_id, run_key) IN (${old})`).run(cut);
-    return db.prepare(`DELETE FROM jobs WHERE end_time IS NOT NULL AND end_time < ?`).run(cut).changes;
-  }).immediate();
+  return db
+    .transaction(() => {
+      db.prepare(
+        `DELETE FROM job_gpu_series WHERE (job_id, run_key) IN (SELECT job_id, run_key FROM jobs ` +
+          `WHERE end_time IS NOT NULL AND end_time < ?)`,
+      ).run(now - seriesMs);
+      const old = `SELECT job_id, run_key FROM jobs WHERE end_time IS NOT NULL AND end_time < ?`;
+      const cut = now - jobsMs;
+      for (const t of ['job_gpu', 'job_gpu_series', 'job_engine', 'job_nccl', 'bindings'])
+        db.prepare(`DELETE FROM ${t} WHERE (job_id, run_key) IN (${old})`).run(cut);
+      return db.prepare(`DELETE FROM jobs WHERE end_time IS NOT NULL AND end_time < ?`).run(cut).changes;
+    })
+    .immediate();
 }
 
 /** The prolog-like writer beside `fn`: its write times. */
@@ -117,14 +163,36 @@ async function beside<T>(path: string, fn: () => Promise<T> | T): Promise<{ r: T
   await new Promise((res) => setTimeout(res, 200));
   w.stdin.end();
   await exited;
-  const { waits, failed, error } = JSON.parse(out.split('\n').filter(Boolean).at(-1)!) as { waits: number[]; failed: number; error?: string };
+  const { waits, failed, error } = JSON.parse(out.split('\n').filter(Boolean).at(-1)!) as {
+    waits: number[];
+    failed: number;
+    error?: string;
+  };
   return { r, waits, failed, error };
 }
 
-function prune(totalMs: number, deleted: number, batches: number[], byStep: Record<string, number>, hook: { waits: number[]; failed: number; error?: string }, path: string): Prune {
+function prune(
+  totalMs: number,
+  deleted: number,
+  batches: number[],
+  byStep: Record<string, number>,
+  hook: { waits: number[]; failed: number; error?: string },
+  path: string,
+): Prune {
   return {
-    totalS: totalMs / 1000, deleted, batches: batches.length, batchP50Ms: pct(batches, 0.5), batchP99Ms: pct(batches, 0.99), batchMaxMs: pct(batches, 1), batchMaxByStepMs: byStep,
-    hookWrites: hook.waits.length, hookWaitP50Ms: pct(hook.waits, 0.5), hookWaitMaxMs: pct(hook.waits, 1), hookFailed: hook.failed, hookError: hook.error, sizeAfterMb: mb(statSync(path).size),
+    totalS: totalMs / 1000,
+    deleted,
+    batches: batches.length,
+    batchP50Ms: pct(batches, 0.5),
+    batchP99Ms: pct(batches, 0.99),
+    batchMaxMs: pct(batches, 1),
+    batchMaxByStepMs: byStep,
+    hookWrites: hook.waits.length,
+    hookWaitP50Ms: pct(hook.waits, 0.5),
+    hookWaitMaxMs: pct(hook.waits, 1),
+    hookFailed: hook.failed,
+    hookError: hook.error,
+    sizeAfterMb: mb(statSync(path).size),
   };
 }
 
@@ -166,7 +234,11 @@ export async function benchStoreYears(n = 1_000_000, log: (s: string) => void = 
     });
     db.pragma('wal_checkpoint(TRUNCATE)');
     db.close();
-    const before = { startQuickCheckS, emptyPruneS, prune: prune(old.r.ms, old.r.d, [old.r.ms], { 'one transaction': old.r.ms }, old, file(dirs.before)) };
+    const before = {
+      startQuickCheckS,
+      emptyPruneS,
+      prune: prune(old.r.ms, old.r.d, [old.r.ms], { 'one transaction': old.r.ms }, old, file(dirs.before)),
+    };
     log(`before: prune ${JSON.stringify(before.prune)}`);
     rmSync(dirs.before, { recursive: true, force: true });
 
@@ -181,7 +253,10 @@ export async function benchStoreYears(n = 1_000_000, log: (s: string) => void = 
     openStore(dirs.after, { check: true, busyTimeoutMs: 50 }).close();
     const startOpenMs = performance.now() - t;
     const pageCheck = await checkPages(file(dirs.after));
-    log(`after: migration ${migrationS.toFixed(2)} s (${notices.join('; ')}), open ${startOpenMs.toFixed(1)} ms, page check ${pageCheck.result} ${(pageCheck.ms / 1000).toFixed(1)} s`);
+    log(
+      `after: migration ${migrationS.toFixed(2)} s (${notices.join('; ')}), open ${startOpenMs.toFixed(1)} ` +
+        `ms, page check ${pageCheck.result} ${(pageCheck.ms / 1000).toFixed(1)} s`,
+    );
     // the store converted with the daemon stopped (compactStore), as the start's notice says for a store this large
     t = performance.now();
     const c = compactStore(dirs.after);
@@ -197,7 +272,13 @@ export async function benchStoreYears(n = 1_000_000, log: (s: string) => void = 
     };
     const pass = await beside(file(dirs.after), () => runPrunePass(db, pruneSteps(w, { jobsMs, seriesMs }, now), { onBatch }));
     const after = {
-      migrationS, startOpenMs, pageCheckS: pageCheck.ms / 1000, compactS, compactedMb: mb(c.after), emptyPruneMs: nothing.ms, emptyPruneLockMs: nothing.longestBatchMs,
+      migrationS,
+      startOpenMs,
+      pageCheckS: pageCheck.ms / 1000,
+      compactS,
+      compactedMb: mb(c.after),
+      emptyPruneMs: nothing.ms,
+      emptyPruneLockMs: nothing.longestBatchMs,
       prune: prune(pass.r.ms, pass.r.rows.jobs ?? 0, batches, byStep, pass, file(dirs.after)),
     };
     db.close();

@@ -36,7 +36,12 @@ interface Held<T> {
  * [otlp] alone keeps its retry queue and connection). The caller then builds
  * the wanted ones it does not hold.
  */
-async function dropChanged<T>(held: Map<string, Held<T>>, want: ReadonlySet<string>, fingerprint: (name: string) => string, stop: (item: T) => Promise<unknown>): Promise<void> {
+async function dropChanged<T>(
+  held: Map<string, Held<T>>,
+  want: ReadonlySet<string>,
+  fingerprint: (name: string) => string,
+  stop: (item: T) => Promise<unknown>,
+): Promise<void> {
   for (const [name, h] of [...held]) {
     if (!want.has(name) || h.fingerprint !== fingerprint(name)) {
       held.delete(name);
@@ -97,7 +102,16 @@ export class Agent {
   ) {
     this.pipeline = new Pipeline(log);
     this.budgets = new BudgetLedger(log.child('limits'));
-    this.jobs = new JobAttribution({ manifests, config: () => this.cfg, running: () => this.running, log, env, budgets: this.budgets, pipeline: this.pipeline, readOnly: o.readOnlyJobs ?? false });
+    this.jobs = new JobAttribution({
+      manifests,
+      config: () => this.cfg,
+      running: () => this.running,
+      log,
+      env,
+      budgets: this.budgets,
+      pipeline: this.pipeline,
+      readOnly: o.readOnlyJobs ?? false,
+    });
   }
 
   /** The attribution provider, the store and ledger on it, and the jobs socket. */
@@ -114,7 +128,10 @@ export class Agent {
       this.pipeline.health = undefined;
       return;
     }
-    const [{ HealthTracker }, { healthOptions }] = await Promise.all([import('../src/health/tracker.js'), import('../src/health/config.js')]);
+    const [{ HealthTracker }, { healthOptions }] = await Promise.all([
+      import('../src/health/tracker.js'),
+      import('../src/health/config.js'),
+    ]);
     this.pipeline.health = new HealthTracker({ ...healthOptions(this.cfg), persist: !this.oneShot }, this.log.child('health'));
   }
 
@@ -141,7 +158,10 @@ export class Agent {
       if (!want.has(f.name)) continue;
       const held = this.sinks.get(f.name);
       if (held && held.fingerprint === this.fingerprint(f.name, cfg)) continue;
-      made.set(f.name, f.create({ config: cfg, log: this.log.child(f.name), resource: resourceAttributes(cfg), startTime: this.startTime }));
+      made.set(
+        f.name,
+        f.create({ config: cfg, log: this.log.child(f.name), resource: resourceAttributes(cfg), startTime: this.startTime }),
+      );
     }
     return made;
   }
@@ -162,7 +182,12 @@ export class Agent {
     await this.buildHealth();
     const daemon = readSection(cfg, DAEMON_SECTION);
     const wantSinks = new Set(daemon.sinks);
-    await dropChanged(this.sinks, wantSinks, (n) => this.fingerprint(n), (s) => s.close(Date.now() + 2000));
+    await dropChanged(
+      this.sinks,
+      wantSinks,
+      (n) => this.fingerprint(n),
+      (s) => s.close(Date.now() + 2000),
+    );
     for (const [name, t] of this.pendingSinks) {
       clearTimeout(t);
       this.pendingSinks.delete(name);
@@ -179,18 +204,31 @@ export class Agent {
       if (!r) continue;
       if (r.ok) this.log.info('plugins = auto: enabled', { plugin: f.name, source: r.detail });
       // a vendor whose driver is installed and does not answer: its GPUs go unmonitored until it does
-      else this.log[f.hardware?.installed(ctx) ? 'warn' : 'info'](`plugins = auto: not enabled${again}`, { plugin: f.name, source: r.detail });
+      else
+        this.log[f.hardware?.installed(ctx) ? 'warn' : 'info'](`plugins = auto: not enabled${again}`, { plugin: f.name, source: r.detail });
     }
     const wantPlugins = new Set(selection.names);
-    await dropChanged(this.runners, wantPlugins, (n) => this.fingerprint(n), (r) => r.stop(2000));
+    await dropChanged(
+      this.runners,
+      wantPlugins,
+      (n) => this.fingerprint(n),
+      (r) => r.stop(2000),
+    );
     for (const f of this.manifests.plugins) if (wantPlugins.has(f.name) && !this.runners.has(f.name)) this.addRunner(f, ctx);
-    if (!this.oneShot) for (const f of this.manifests.plugins) if (selection.detected[f.name]?.ok === false) this.probeLater(f, ctx, REPROBE_FIRST_MS, gen);
+    if (!this.oneShot)
+      for (const f of this.manifests.plugins) if (selection.detected[f.name]?.ok === false) this.probeLater(f, ctx, REPROBE_FIRST_MS, gen);
 
     await this.selfRunner?.stop(0);
     const interval = daemon.interval * 1000;
     this.selfRunner = new PluginRunner(
       'self',
-      () => selfMetricsPlugin(() => this.allRunners(), () => this.sinkList(), () => this.pipeline.attribution, this.budgets),
+      () =>
+        selfMetricsPlugin(
+          () => this.allRunners(),
+          () => this.sinkList(),
+          () => this.pipeline.attribution,
+          this.budgets,
+        ),
       interval,
       interval,
       (b) => this.pipeline.publish(b),
@@ -201,7 +239,14 @@ export class Agent {
   }
 
   private addRunner(f: PluginManifest, ctx: PluginContext): void {
-    const runner = new PluginRunner(f.name, () => f.create({ ...ctx, log: this.log.child(f.name) }), this.intervalMs(f.name), this.timeoutMs(f.name), this.publish, this.log);
+    const runner = new PluginRunner(
+      f.name,
+      () => f.create({ ...ctx, log: this.log.child(f.name) }),
+      this.intervalMs(f.name),
+      this.timeoutMs(f.name),
+      this.publish,
+      this.log,
+    );
     this.runners.set(f.name, { item: runner, fingerprint: this.fingerprint(f.name) });
     if (this.running) runner.start();
   }
@@ -212,12 +257,18 @@ export class Agent {
   private readonly publish = (b: Batch): void => {
     const step = this.clock.check();
     if (step) {
-      this.log.warn(`the wall clock stepped ${formatStep(step.stepMs)} (NTP or chrony stepping it, a VM migrated, the RTC set): collection goes on by the monotonic clock, points carry the new wall time, job durations come from the monotonic clock`, { step_s: Math.round(step.stepMs / 1000), now: new Date(step.wall).toISOString() });
+      this.log.warn(
+        `the wall clock stepped ${formatStep(step.stepMs)} (NTP or chrony stepping it, a VM ` +
+          `migrated, the RTC set): collection goes on by the monotonic clock, points carry the new ` +
+          `wall time, job durations come from the monotonic clock`,
+        { step_s: Math.round(step.stepMs / 1000), now: new Date(step.wall).toISOString() },
+      );
     }
     if (this.oneShot) {
       for (const p of b.points) {
         const uuid = p.attributes['gpu.uuid'];
-        if (p.metric.scope === 'gpu' && typeof uuid === 'string' && p.attributes['gpu.mig.parent_uuid'] === undefined) this.gpusRead.add(uuid);
+        if (p.metric.scope === 'gpu' && typeof uuid === 'string' && p.attributes['gpu.mig.parent_uuid'] === undefined)
+          this.gpusRead.add(uuid);
       }
     }
     this.pipeline.publish(b);
@@ -245,7 +296,11 @@ export class Agent {
             return this.probeLater(f, ctx, next, gen);
           }
           this.absent.delete(f.name);
-          this.log.info('plugins = auto: its source answers now: started', { plugin: f.name, source: r.detail, since_start_s: Math.round((monoNow() - this.startMono) / 1000) });
+          this.log.info('plugins = auto: its source answers now: started', {
+            plugin: f.name,
+            source: r.detail,
+            since_start_s: Math.round((monoNow() - this.startMono) / 1000),
+          });
           this.addRunner(f, ctx);
         });
     }, delayMs);
@@ -307,7 +362,12 @@ export class Agent {
     const named = readSection(this.cfg, DAEMON_SECTION).plugins.filter((n) => n !== AUTO);
     const failed = named.filter((n) => (this.runners.get(n)?.item.stats.errors ?? 0) > 0);
     const expected = await expectGpus(this.manifests.plugins, pluginContext(this.cfg, this.log, { oneShot: true }));
-    return { blocked, undelivered: sinks.some((s) => s.stats.exported > 0) ? [] : failedSinks, failed, shortfall: gpuShortfall(expected, this.gpusRead.size) };
+    return {
+      blocked,
+      undelivered: sinks.some((s) => s.stats.exported > 0) ? [] : failedSinks,
+      failed,
+      shortfall: gpuShortfall(expected, this.gpusRead.size),
+    };
   }
 
   /** Throws (a ConfigError) with nothing changed when a sink refuses the new settings. */
@@ -333,9 +393,15 @@ export class Agent {
     await Promise.all(this.allRunners().map((r) => r.stop(Math.min(2000, budget / 2))));
     for (const t of this.pendingSinks.values()) clearTimeout(t);
     this.pendingSinks.clear();
-    await Promise.all(this.sinkList().map((s) => s.close(deadline).catch((e: Error) => this.log.error('sink close failed', { sink: s.name, error: e.message }))));
+    await Promise.all(
+      this.sinkList().map((s) =>
+        s.close(deadline).catch((e: Error) => this.log.error('sink close failed', { sink: s.name, error: e.message })),
+      ),
+    );
     this.jobs.close();
-    const blocked = this.allRunners().filter((r) => r.blocked).map((r) => r.name);
+    const blocked = this.allRunners()
+      .filter((r) => r.blocked)
+      .map((r) => r.name);
     if (blocked.length) this.log.warn('plugins still blocked in a collection at exit', { plugins: blocked.join(',') });
     return blocked;
   }

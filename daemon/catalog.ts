@@ -13,12 +13,32 @@ import { LEDGER_METRICS } from '../src/ledger/ledger.js';
 import { COST_METRICS } from '../src/ledger/cost-rate.js';
 import { HEALTH_METRICS } from '../src/health/tracker.js';
 import { SELF_METRICS } from './self-metrics.js';
-import { ALL_SECTIONS, ATTRIBUTIONS, ATTRIBUTION_NAMES, PLUGIN_NAMES, SINK_NAMES, loadAgentConfig, loadPlugins, loadSinks, resolveAgentAttribution, selectAgentPlugins } from './schema.js';
+import {
+  ALL_SECTIONS,
+  ATTRIBUTIONS,
+  ATTRIBUTION_NAMES,
+  PLUGIN_NAMES,
+  SINK_NAMES,
+  loadAgentConfig,
+  loadPlugins,
+  loadSinks,
+  resolveAgentAttribution,
+  selectAgentPlugins,
+} from './schema.js';
 import type { Manifests } from './selection.js';
 
 export const PLUGINS: readonly PluginManifest[] = await loadPlugins();
 export const SINKS: readonly SinkManifest[] = await loadSinks();
-export { ALL_SECTIONS, ATTRIBUTIONS, ATTRIBUTION_NAMES, PLUGIN_NAMES, SINK_NAMES, loadAgentConfig, resolveAgentAttribution, selectAgentPlugins };
+export {
+  ALL_SECTIONS,
+  ATTRIBUTIONS,
+  ATTRIBUTION_NAMES,
+  PLUGIN_NAMES,
+  SINK_NAMES,
+  loadAgentConfig,
+  resolveAgentAttribution,
+  selectAgentPlugins,
+};
 
 export const MANIFESTS: Manifests = { plugins: PLUGINS, sinks: SINKS, attributions: ATTRIBUTIONS };
 

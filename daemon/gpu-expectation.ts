@@ -20,7 +20,8 @@ export interface GpuExpectation {
   readonly plugins: readonly string[];
 }
 
-/** Whole GPUs of the store's inventory by vendor, and the store's path; none when there is no store or it cannot be read (a user's run: the store is root's). */
+/** Whole GPUs of the store's inventory by vendor, and the store's path; none when there is no store or it cannot be read (a user's run: the
+ * store is root's). */
 async function inventoryByVendor(stateDir: string): Promise<{ path: string; by: Record<string, { gpus: number }> }> {
   const [{ openStoreReadOnly, storePath }, jobs] = await Promise.all([import('../src/store/open.js'), import('../src/store/jobs.js')]);
   const path = storePath(stateDir);
@@ -59,5 +60,8 @@ export async function expectGpus(plugins: readonly PluginManifest[], ctx: Plugin
 export function gpuShortfall(e: GpuExpectation, found: number): string | undefined {
   if (found >= e.count) return undefined;
   if (found === 0) return `no GPU found, though ${e.why.join('; ')}`;
-  return `${found} GPU(s) found, ${e.count} expected (${e.why.join('; ')}): a GPU that fell off the bus or failed to initialise is missing (dmesg, lspci)`;
+  return (
+    `${found} GPU(s) found, ${e.count} expected (${e.why.join('; ')}): a GPU that fell off the ` +
+    `bus or failed to initialise is missing (dmesg, lspci)`
+  );
 }

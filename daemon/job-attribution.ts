@@ -79,7 +79,8 @@ export class JobAttribution {
     this.ready = true;
   }
 
-  /** After a reload to `next`: swapped when [daemon] attribution, the state folder, [jobs], [attribution] or a provider's sections changed. */
+  /** After a reload to `next`: swapped when [daemon] attribution, the state folder, [jobs], [attribution] or a provider's sections changed.
+   * */
   async reload(prev: Config, next: Config): Promise<void> {
     const sections = ['jobs', 'attribution', ...this.o.manifests.attributions.flatMap((a) => a.sections.map((s) => s.name))];
     const keys = (c: Config) => {
@@ -123,7 +124,16 @@ export class JobAttribution {
       const [{ JobLedger }, { pricesFrom }] = await Promise.all([import('../src/ledger/ledger.js'), import('../src/jobs/prices.js')]);
       try {
         // a newer store (a downgrade) is read, never written: its bindings attribute, no reconciler, no ledger
-        provider = await r.manifest.create({ config: cfg, log: this.o.log, env: this.o.env, store: db, labelLength: limitsFrom(cfg).labelLength, budgets: this.o.budgets, jobLabels: jobLabelsFrom(cfg), ...(opened.readOnly ? { readOnly: true } : {}) });
+        provider = await r.manifest.create({
+          config: cfg,
+          log: this.o.log,
+          env: this.o.env,
+          store: db,
+          labelLength: limitsFrom(cfg).labelLength,
+          budgets: this.o.budgets,
+          jobLabels: jobLabelsFrom(cfg),
+          ...(opened.readOnly ? { readOnly: true } : {}),
+        });
       } catch (e) {
         db.close();
         throw e;
@@ -133,7 +143,12 @@ export class JobAttribution {
         // prices read at every batch: a reload's new prices apply without a new ledger
         const cost = { prices: () => pricesFrom(this.o.config()), node: () => manifest.nodeName(this.o.config(), this.o.env, db) };
         const jobs = readSection(cfg, JOBS_SECTION);
-        ledger = new JobLedger(db, this.o.log.child('ledger'), { seriesMs: jobs.series_retention * 1000, jobsMs: jobs.job_retention * 1000 }, cost);
+        ledger = new JobLedger(
+          db,
+          this.o.log.child('ledger'),
+          { seriesMs: jobs.series_retention * 1000, jobsMs: jobs.job_retention * 1000 },
+          cost,
+        );
         this.checkPagesLater(db.name);
       }
       const p = provider;
@@ -173,7 +188,10 @@ export class JobAttribution {
           this.o.log.debug('store: every page read back', { store: path, ms: Math.round(r.ms) });
           return;
         }
-        this.o.log.error('store: the page check found damage: moving it aside and starting a new one (bindings come back from the scheduler)', { store: path, result: r.result });
+        this.o.log.error(
+          'store: the page check found damage: moving it aside and starting a new one (bindings come back from the scheduler)',
+          { store: path, result: r.result },
+        );
         this.damaged = { reason: `page check: ${r.result}`, checkedIno: ino };
         await this.swap();
       })().catch((e: Error) => this.o.log.error('store: page check failed', { error: e.message }));
@@ -195,7 +213,16 @@ export class JobAttribution {
     }
     let provider: AttributionProvider;
     try {
-      provider = await manifest.create({ config: cfg, log: this.o.log, env: this.o.env, store: db, labelLength: limitsFrom(cfg).labelLength, budgets: this.o.budgets, jobLabels: jobLabelsFrom(cfg), readOnly: true });
+      provider = await manifest.create({
+        config: cfg,
+        log: this.o.log,
+        env: this.o.env,
+        store: db,
+        labelLength: limitsFrom(cfg).labelLength,
+        budgets: this.o.budgets,
+        jobLabels: jobLabelsFrom(cfg),
+        readOnly: true,
+      });
     } catch (e) {
       db.close();
       throw e;
@@ -222,7 +249,13 @@ export class JobAttribution {
     const damaged = this.damaged;
     this.damaged = undefined;
     try {
-      const db = openStore(dir, { check: true, busyTimeoutMs: DAEMON_BUSY_MS, onRecovered: (m) => this.o.log.error(m), onNotice: (m) => this.o.log.warn(m), ...(damaged ? { damaged } : {}) });
+      const db = openStore(dir, {
+        check: true,
+        busyTimeoutMs: DAEMON_BUSY_MS,
+        onRecovered: (m) => this.o.log.error(m),
+        onNotice: (m) => this.o.log.warn(m),
+        ...(damaged ? { damaged } : {}),
+      });
       if (this.storeProblem) this.o.log.info('job attribution on again: the store is usable', { store: dir });
       this.storeProblem = '';
       return { db, readOnly: false };
@@ -239,7 +272,11 @@ export class JobAttribution {
           this.o.log.error(`cannot read the newer store either: ${(err as Error).message}`);
         }
       }
-      if (e.message !== this.storeProblem) this.o.log.error(`job attribution off: ${e.message}; GPU metrics go out without job attributes, the store is tried again every ${STORE_RETRY_MS / 1000} s`);
+      if (e.message !== this.storeProblem)
+        this.o.log.error(
+          `job attribution off: ${e.message}; GPU metrics go out without job attributes, the store is ` +
+            `tried again every ${STORE_RETRY_MS / 1000} s`,
+        );
       this.storeProblem = e.message;
       this.storeRetry = setTimeout(() => {
         if (this.o.running()) this.swap().catch((err: Error) => this.o.log.error('job attribution: retry failed', { error: err.message }));
@@ -258,12 +295,22 @@ export class JobAttribution {
    */
   private async serveJobs(node: () => string): Promise<void> {
     this.jobsNode = node;
-    const [{ startJobsServer }, { pricesFrom }, { ViewerCache }] = await Promise.all([import('../src/jobs/server.js'), import('../src/jobs/prices.js'), import('../src/jobs/access.js')]);
+    const [{ startJobsServer }, { pricesFrom }, { ViewerCache }] = await Promise.all([
+      import('../src/jobs/server.js'),
+      import('../src/jobs/prices.js'),
+      import('../src/jobs/access.js'),
+    ]);
     this.viewers ??= new ViewerCache();
     const cfg = this.o.config;
     const o = {
-      stateDir: readSection(cfg(), DAEMON_SECTION).state_dir, node, prices: () => pricesFrom(cfg()), adminGroup: () => readSection(cfg(), JOBS_SECTION).admin_group, log: this.o.log.child('jobs'),
-      limits: () => limitsFrom(cfg()), budgets: this.o.budgets, viewers: this.viewers,
+      stateDir: readSection(cfg(), DAEMON_SECTION).state_dir,
+      node,
+      prices: () => pricesFrom(cfg()),
+      adminGroup: () => readSection(cfg(), JOBS_SECTION).admin_group,
+      log: this.o.log.child('jobs'),
+      limits: () => limitsFrom(cfg()),
+      budgets: this.o.budgets,
+      viewers: this.viewers,
     };
     if (this.jobsServer?.stateDir === o.stateDir) return this.jobsServer.retarget(o);
     this.stopJobsServer();

@@ -62,13 +62,16 @@ export class PluginRunner {
    */
   private schedule(next: number): void {
     if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      void this.collectOnce();
-      let n = next + this.intervalMs;
-      const now = monoNow();
-      if (n <= now) n += Math.ceil((now - n) / this.intervalMs) * this.intervalMs;
-      this.schedule(n);
-    }, Math.max(0, next - monoNow()));
+    this.timer = setTimeout(
+      () => {
+        void this.collectOnce();
+        let n = next + this.intervalMs;
+        const now = monoNow();
+        if (n <= now) n += Math.ceil((now - n) / this.intervalMs) * this.intervalMs;
+        this.schedule(n);
+      },
+      Math.max(0, next - monoNow()),
+    );
   }
 
   /**
@@ -93,7 +96,10 @@ export class PluginRunner {
       timedOut = true;
       this.stats.errors++;
       this.stats.lastError = `collection exceeded its ${this.timeoutMs / 1000}s timeout`;
-      this.log.warn('collection timed out: its ticks are skipped until it returns', { plugin: this.name, timeout_s: this.timeoutMs / 1000 });
+      this.log.warn('collection timed out: its ticks are skipped until it returns', {
+        plugin: this.name,
+        timeout_s: this.timeoutMs / 1000,
+      });
       ac.abort(new Error('timeout'));
       release();
     }, this.timeoutMs);
@@ -111,7 +117,8 @@ export class PluginRunner {
         this.stats.runs++;
         this.stats.points += buf.points.length;
         // the field alone is skipped (its other fields and GPUs go on), said once per metric or field
-        for (const [metric, r] of buf.rejected) this.sayOnce(metric, 'value out of range: skipped', { metric, value: r.value, gpu: r.attributes['gpu.uuid'] ?? '' });
+        for (const [metric, r] of buf.rejected)
+          this.sayOnce(metric, 'value out of range: skipped', { metric, value: r.value, gpu: r.attributes['gpu.uuid'] ?? '' });
         for (const [field, why] of buf.unread) this.sayOnce(field, 'field not readable: skipped', { field, error: why });
         if (this.failing) {
           this.failing = false;

@@ -73,7 +73,8 @@ function loader<M extends { readonly name: string; readonly section: SectionSpec
   let loaded: Promise<readonly M[]> | undefined;
   const one = async (r: Row<M>): Promise<M> => {
     const m = await r.load();
-    if (m.section !== r.section || m.name !== r.section.name) throw new Error(`daemon/schema.ts: the row of [${r.section.name}] loads the manifest of "${m.name}" ([${m.section.name}])`);
+    if (m.section !== r.section || m.name !== r.section.name)
+      throw new Error(`daemon/schema.ts: the row of [${r.section.name}] loads the manifest of "${m.name}" ([${m.section.name}])`);
     return m;
   };
   return () => (loaded ??= Promise.all(rows.map(one)));
@@ -81,7 +82,8 @@ function loader<M extends { readonly name: string; readonly section: SectionSpec
 
 export const loadPlugins = loader(PLUGIN_ROWS);
 export const loadSinks = loader(SINK_ROWS);
-export const selectAgentPlugins = async (cfg: Config, ctx: PluginContext): Promise<PluginSelection> => selectPlugins({ plugins: await loadPlugins() }, cfg, ctx);
+export const selectAgentPlugins = async (cfg: Config, ctx: PluginContext): Promise<PluginSelection> =>
+  selectPlugins({ plugins: await loadPlugins() }, cfg, ctx);
 
 const PLUGIN_SECTIONS = PLUGIN_ROWS.map((r) => r.section);
 const SINK_SECTIONS = SINK_ROWS.map((r) => r.section);

@@ -82,6 +82,10 @@ export function checkNames(cfg: Config, key: 'plugins' | 'sinks', known: readonl
     const p = cfg.sourceOf('daemon', key);
     const where = p.source === 'default' ? '[daemon] ' + key : `${p.detail}${p.source === 'file' ? ` [daemon] ${key}` : ''}`;
     const hint = closest(name, known);
-    throw new ConfigError(`${where}: unknown ${key.slice(0, -1)} "${name}"${hint ? ` (did you mean ${hint}?)` : ''}; known: ${key === 'plugins' ? `${AUTO}, ` : ''}${known.join(', ')}`, { section: 'daemon', key });
+    throw new ConfigError(
+      `${where}: unknown ${key.slice(0, -1)} "${name}"${hint ? ` (did you mean ${hint}?)` : ''}; ` +
+        `known: ${key === 'plugins' ? `${AUTO}, ` : ''}${known.join(', ')}`,
+      { section: 'daemon', key },
+    );
   }
 }

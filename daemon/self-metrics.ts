@@ -19,9 +19,28 @@ const RSS = metric('l9gpu.process.memory.rss');
 const CPU = metric('l9gpu.process.cpu.time');
 
 /** Registry names of what the agent reports about itself. */
-export const SELF_METRICS = [DURATION, POINTS, ERRORS, SKIPPED, EXPORTED, DROPPED, SINK_ERRORS, QUEUE, RSS, CPU, metric('l9gpu.budget.exceeded'), metric('l9gpu.listener.connections'), metric('l9gpu.listener.refused')].map((d) => d.name);
+export const SELF_METRICS = [
+  DURATION,
+  POINTS,
+  ERRORS,
+  SKIPPED,
+  EXPORTED,
+  DROPPED,
+  SINK_ERRORS,
+  QUEUE,
+  RSS,
+  CPU,
+  metric('l9gpu.budget.exceeded'),
+  metric('l9gpu.listener.connections'),
+  metric('l9gpu.listener.refused'),
+].map((d) => d.name);
 
-export function selfMetricsPlugin(runners: () => Iterable<PluginRunner>, sinks: () => Iterable<Sink>, attribution: () => AttributionProvider, budgets?: BudgetLedger): Plugin {
+export function selfMetricsPlugin(
+  runners: () => Iterable<PluginRunner>,
+  sinks: () => Iterable<Sink>,
+  attribution: () => AttributionProvider,
+  budgets?: BudgetLedger,
+): Plugin {
   return {
     collect(out: Emitter) {
       for (const r of runners()) {

@@ -23,7 +23,11 @@ function jobOwnerOf(db: Db): (job: string) => { uid: number | null; user: string
 export class SlurmAttribution extends BoundAttribution {
   constructor(db: Db, log: Logger, lastReconciled: () => number | undefined = () => undefined, bound: LabelBound = {}) {
     const refused = (pid: number, job: string, uid: number | undefined) =>
-      bound.budgets?.hit('not_owner', uid === undefined ? 'unknown' : userName(uid), `process ${pid} says it is in job ${job} (SLURM_JOB_ID in its environment), a job of another user: not attributed to it`);
+      bound.budgets?.hit(
+        'not_owner',
+        uid === undefined ? 'unknown' : userName(uid),
+        `process ${pid} says it is in job ${job} (SLURM_JOB_ID in its environment), a job of another user: not attributed to it`,
+      );
     const owner = jobOwnerOf(db);
     super(db, log, {
       ...bound,
@@ -32,7 +36,12 @@ export class SlurmAttribution extends BoundAttribution {
       bareAttributes: (job) => ({ 'slurm.job.id': job }),
       pids: new PidJobCache(ownJobOfPid((job) => owner(job)?.uid, refused)),
       jobOwner: owner,
-      metrics: { share: SLURM_METRIC.share, outside: SLURM_METRIC.outside, bindings: SLURM_METRIC.bindings, syncAge: SLURM_METRIC.reconcileAge },
+      metrics: {
+        share: SLURM_METRIC.share,
+        outside: SLURM_METRIC.outside,
+        bindings: SLURM_METRIC.bindings,
+        syncAge: SLURM_METRIC.reconcileAge,
+      },
       lastSynced: lastReconciled,
     });
   }

@@ -54,7 +54,10 @@ export const SETTLED_AFTER_MS = 5_000;
 /** The job slurmctld's epilog environment names; undefined for a job that never ran on a node (cancelled while pending). */
 export function epilogJob(env: NodeJS.ProcessEnv): CtldEpilogJob | undefined {
   const raw = env.SLURM_JOB_ID;
-  if (!raw || !RAW_JOB_ID.test(raw)) throw new Error(`${jobIdVariableError('SLURM_JOB_ID', raw)}: slurmctld sets it for EpilogSlurmctld (for a finished job by hand: --job ID)`);
+  if (!raw || !RAW_JOB_ID.test(raw))
+    throw new Error(
+      `${jobIdVariableError('SLURM_JOB_ID', raw)}: slurmctld sets it for EpilogSlurmctld (for a finished job by hand: --job ID)`,
+    );
   const nodes = env.SLURM_JOB_NODELIST ?? env.SLURM_NODELIST ?? '';
   if (!nodes || nodes === '(null)' || nodes === 'None assigned') return undefined;
   const arr = env.SLURM_ARRAY_JOB_ID;
@@ -73,7 +76,15 @@ export interface Enqueued {
  * started where none runs (workerRunning) and none is being started
  * (claimStart).
  */
-export function enqueueEnded(cfg: Config, env: NodeJS.ProcessEnv, job: CtldEpilogJob, cli: string, configArgs: readonly string[], cap = DEFAULT_BACKLOG, configPath?: string): Enqueued {
+export function enqueueEnded(
+  cfg: Config,
+  env: NodeJS.ProcessEnv,
+  job: CtldEpilogJob,
+  cli: string,
+  configArgs: readonly string[],
+  cap = DEFAULT_BACKLOG,
+  configPath?: string,
+): Enqueued {
   const { verdict, known } = jobHeldGpus(env, slurmConfPath(cfg, env));
   const dir = readSection(cfg, DAEMON_SECTION).state_dir;
   if (known && configPath && existsSync(configPath)) {
@@ -101,7 +112,10 @@ function startWorker(dir: string, cli: string, configArgs: readonly string[]): n
   } catch {
     // SlurmUser may not write the state folder: the worker still runs, unlogged
   }
-  const child = spawn(process.execPath, [cli, 'slurm', 'ctld-epilog', '--worker', ...configArgs], { detached: true, stdio: ['ignore', 'ignore', out] });
+  const child = spawn(process.execPath, [cli, 'slurm', 'ctld-epilog', '--worker', ...configArgs], {
+    detached: true,
+    stdio: ['ignore', 'ignore', out],
+  });
   child.unref();
   if (typeof out === 'number') closeSync(out);
   return child.pid;
@@ -116,7 +130,11 @@ export interface SummaryResult {
 const log = (msg: string) => process.stdout.write(`${new Date().toISOString()} ${msg}\n`);
 
 /** The worker: waits for the nodes' job-end figures, then writes the summary. */
-export async function storeSummary(cfg: Config, job: CtldEpilogJob, o: { waitMs?: number; now?: () => number } = {}): Promise<SummaryResult> {
+export async function storeSummary(
+  cfg: Config,
+  job: CtldEpilogJob,
+  o: { waitMs?: number; now?: () => number } = {},
+): Promise<SummaryResult> {
   const jobs = readSection(cfg, JOBS_SECTION);
   const q = promqlOptions(cfg, { window: '30d' });
   if (!q) return { stored: false, detail: `job ${job.acctId}: [jobs] promql_url is not set: no backend to read the job's figures from` };
@@ -132,9 +150,13 @@ export async function storeSummary(cfg: Config, job: CtldEpilogJob, o: { waitMs?
       log(`job ${job.acctId}: ${(e as Error).message}: trying again`);
     }
     if (cov.gpus > 0 && cov.ended === cov.gpus) break;
-    if (cov.gpus === 0 && now() - start >= Math.min(NO_GPUS_AFTER_MS, deadline - start)) return { stored: false, detail: `job ${job.acctId}: no GPU metrics of the job at ${redactUrl(q.url)}: nothing to keep` };
+    if (cov.gpus === 0 && now() - start >= Math.min(NO_GPUS_AFTER_MS, deadline - start))
+      return { stored: false, detail: `job ${job.acctId}: no GPU metrics of the job at ${redactUrl(q.url)}: nothing to keep` };
     if (now() >= deadline) {
-      log(`job ${job.acctId}: ${cov.gpus - cov.ended} of ${cov.gpus} GPU(s) still without their job-end figures after ${Math.round((now() - start) / 1000)} s: keeping what there is`);
+      log(
+        `job ${job.acctId}: ${cov.gpus - cov.ended} of ${cov.gpus} GPU(s) still without their ` +
+          `job-end figures after ${Math.round((now() - start) / 1000)} s: keeping what there is`,
+      );
       break;
     }
     await sleep(pause);
@@ -143,7 +165,12 @@ export async function storeSummary(cfg: Config, job: CtldEpilogJob, o: { waitMs?
   }
   // a summary may be searchable before the samples sent ahead of it: read until the figures agree with it
   const report = await settledReport(() => reportFromPromql(q, job.rawId, null), cov.ends, {
-    deadline, settledAfterMs: SETTLED_AFTER_MS, pauseMs: 1000, now, sleep, log: (m) => log(`job ${job.acctId}: ${m}`),
+    deadline,
+    settledAfterMs: SETTLED_AFTER_MS,
+    pauseMs: 1000,
+    now,
+    sleep,
+    log: (m) => log(`job ${job.acctId}: ${m}`),
   });
   if (!report) return { stored: false, detail: `job ${job.acctId}: its metrics went from ${redactUrl(q.url)} while it was read` };
   const text = encodeSummary(report);
@@ -153,13 +180,24 @@ export async function storeSummary(cfg: Config, job: CtldEpilogJob, o: { waitMs?
       log(`job ${job.acctId}: ${e.message}`);
       return undefined;
     });
-    if (acct?.adminComment.toUpperCase() === text.toUpperCase()) return { stored: true, detail: `job ${job.acctId}: summary of ${report.gpus.length} GPU(s) on ${report.job.nodes.length} node(s) stored in AdminComment (${text.length} characters)` };
-    if (acct && acct.adminComment && !isSummary(acct.adminComment)) return { stored: false, detail: `job ${job.acctId}: AdminComment holds something else ("${acct.adminComment.slice(0, 40)}"): not replaced` };
+    if (acct?.adminComment.toUpperCase() === text.toUpperCase())
+      return {
+        stored: true,
+        detail:
+          `job ${job.acctId}: summary of ${report.gpus.length} GPU(s) on ${report.job.nodes.length} ` +
+          `node(s) stored in AdminComment (${text.length} characters)`,
+      };
+    if (acct && acct.adminComment && !isSummary(acct.adminComment))
+      return {
+        stored: false,
+        detail: `job ${job.acctId}: AdminComment holds something else ("${acct.adminComment.slice(0, 40)}"): not replaced`,
+      };
     if (acct && acct.end !== null) {
       const how = await writeComment(cfg, job.acctId, text);
       log(`job ${job.acctId}: AdminComment written through ${how}: checking that accounting has it`);
     }
-    if (now() >= deadline + 60_000) return { stored: false, detail: `job ${job.acctId}: accounting has no finished record of the job with the summary: not stored` };
+    if (now() >= deadline + 60_000)
+      return { stored: false, detail: `job ${job.acctId}: accounting has no finished record of the job with the summary: not stored` };
     await sleep(1000);
   }
 }

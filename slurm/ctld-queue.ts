@@ -18,7 +18,18 @@
  * be minutes into its wait for the nodes' figures, and an epilog never
  * deletes another's work.
  */
-import { appendFileSync, closeSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import {
+  appendFileSync,
+  closeSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { RAW_JOB_ID, JOB_ID } from '../src/core/job-id.js';
 
@@ -161,6 +172,13 @@ function readJob(path: string, file: string): QueuedJob | string {
   } catch (e) {
     return `not a queued job (${(e as Error).message})`;
   }
-  if (typeof j.rawId !== 'string' || !RAW_JOB_ID.test(j.rawId) || typeof j.acctId !== 'string' || !JOB_ID.test(j.acctId) || typeof j.at !== 'number') return 'not a queued job (its fields are wrong)';
+  if (
+    typeof j.rawId !== 'string' ||
+    !RAW_JOB_ID.test(j.rawId) ||
+    typeof j.acctId !== 'string' ||
+    !JOB_ID.test(j.acctId) ||
+    typeof j.at !== 'number'
+  )
+    return 'not a queued job (its fields are wrong)';
   return { rawId: j.rawId, acctId: j.acctId, at: j.at, file };
 }

@@ -129,7 +129,8 @@ export async function runWorker(cfg: Config, o: WorkerOptions): Promise<WorkerRe
         continue;
       }
       if (!q) {
-        for (const a of [...active.values()]) finish(a, false, `job ${a.job.acctId}: [jobs] promql_url is not set: no backend to read the job's figures from`);
+        for (const a of [...active.values()])
+          finish(a, false, `job ${a.job.acctId}: [jobs] promql_url is not set: no backend to read the job's figures from`);
         continue;
       }
       try {
@@ -144,7 +145,10 @@ export async function runWorker(cfg: Config, o: WorkerOptions): Promise<WorkerRe
         failingSince ??= t;
         if (t - failingSince >= GIVE_UP_AFTER_MS) {
           // the jobs stay taken (cur/): the worker the next ending job's epilog starts takes them again
-          log(`${msg}: no answer for ${Math.round((t - failingSince) / 60_000)} min: the worker stops; its ${active.size} job(s) and ${queue.pending()} queued wait for the next one`);
+          log(
+            `${msg}: no answer for ${Math.round((t - failingSince) / 60_000)} min: the worker stops; ` +
+              `its ${active.size} job(s) and ${queue.pending()} queued wait for the next one`,
+          );
           break;
         }
         if (failing?.msg !== msg || t - failing.at >= 60_000) {
@@ -164,10 +168,20 @@ export async function runWorker(cfg: Config, o: WorkerOptions): Promise<WorkerRe
 
 type Finish = (a: Active, stored: boolean, detail: string) => void;
 
-async function round(cfg: Config, q: NonNullable<ReturnType<typeof promqlOptions>>, list: Active[], now: () => number, finish: Finish, log: LogLine): Promise<void> {
+async function round(
+  cfg: Config,
+  q: NonNullable<ReturnType<typeof promqlOptions>>,
+  list: Active[],
+  now: () => number,
+  finish: Finish,
+  log: LogLine,
+): Promise<void> {
   const waiting = list.filter((a) => a.phase === 'wait');
   if (waiting.length) {
-    const covs = await jobEndCoverages(q, waiting.map((a) => a.job.rawId));
+    const covs = await jobEndCoverages(
+      q,
+      waiting.map((a) => a.job.rawId),
+    );
     for (const a of waiting) {
       const cov = covs.get(a.job.rawId)!;
       a.cov = cov;
@@ -176,14 +190,21 @@ async function round(cfg: Config, q: NonNullable<ReturnType<typeof promqlOptions
       else if (cov.gpus === 0 && t - a.job.at >= Math.min(NO_GPUS_AFTER_MS, a.deadline - a.job.at)) {
         finish(a, false, `job ${a.job.acctId}: no GPU metrics of the job at ${redactUrl(q.url)}: nothing to keep`);
       } else if (t >= a.deadline) {
-        log(`job ${a.job.acctId}: ${cov.gpus - cov.ended} of ${cov.gpus} GPU(s) still without their job-end figures after ${Math.round((t - a.job.at) / 1000)} s: keeping what there is`);
+        log(
+          `job ${a.job.acctId}: ${cov.gpus - cov.ended} of ${cov.gpus} GPU(s) still without their ` +
+            `job-end figures after ${Math.round((t - a.job.at) / 1000)} s: keeping what there is`,
+        );
         a.phase = 'report';
       }
     }
   }
   const ready = list.filter((a) => a.phase === 'report');
   if (ready.length) {
-    const reports = await reportsFromPromql(q, ready.map((a) => a.job.rawId), null);
+    const reports = await reportsFromPromql(
+      q,
+      ready.map((a) => a.job.rawId),
+      null,
+    );
     for (const a of ready) {
       const report = reports.get(a.job.rawId);
       if (!report) {
@@ -199,7 +220,12 @@ async function round(cfg: Config, q: NonNullable<ReturnType<typeof promqlOptions
       // the energy and time series are whole, not that every other series (PCIe, NVLink) has its last sample yet
       const settled = (off.length === 0 && t - a.seen.at >= CONFIRM_MS) || t - a.seen.at >= SETTLED_AFTER_MS || t >= a.deadline;
       if (!settled) continue;
-      if (off.length) log(`job ${a.job.acctId}: the backend's figures of ${off.join(', ')} differ from the node's job-end summary and ${t >= a.deadline ? 'the wait is over' : `they stayed so for ${SETTLED_AFTER_MS / 1000} s`}: keeping the backend's`);
+      if (off.length)
+        log(
+          `job ${a.job.acctId}: the backend's figures of ${off.join(', ')} differ from the node's ` +
+            `job-end summary and ${t >= a.deadline ? 'the wait is over' : `they stayed so for ${SETTLED_AFTER_MS / 1000} s`}: ` +
+            `keeping the backend's`,
+        );
       a.text = encodeSummary(report);
       a.gpus = report.gpus.length;
       a.nodes = report.job.nodes.length;
@@ -209,13 +235,20 @@ async function round(cfg: Config, q: NonNullable<ReturnType<typeof promqlOptions
   const writing = list.filter((a) => a.phase === 'write');
   if (writing.length) {
     const errors = new Map<string, string>();
-    const accts = await sacctJobs(writing.map((a) => a.job.acctId), { run: (c, args, e) => slurmCommand(cfg, c, args, e), onError: (id, e) => errors.set(id, e.message) });
+    const accts = await sacctJobs(
+      writing.map((a) => a.job.acctId),
+      { run: (c, args, e) => slurmCommand(cfg, c, args, e), onError: (id, e) => errors.set(id, e.message) },
+    );
     for (const a of writing) {
       const acct = accts.get(a.job.acctId);
       const text = a.text!;
       if (errors.has(a.job.acctId)) log(`job ${a.job.acctId}: ${errors.get(a.job.acctId)}`);
       if (acct?.adminComment.toUpperCase() === text.toUpperCase()) {
-        finish(a, true, `job ${a.job.acctId}: summary of ${a.gpus} GPU(s) on ${a.nodes} node(s) stored in AdminComment (${text.length} characters)`);
+        finish(
+          a,
+          true,
+          `job ${a.job.acctId}: summary of ${a.gpus} GPU(s) on ${a.nodes} node(s) stored in AdminComment (${text.length} characters)`,
+        );
         continue;
       }
       if (acct && madeSince(acct.adminComment, a.job.at)) {
@@ -238,7 +271,8 @@ async function round(cfg: Config, q: NonNullable<ReturnType<typeof promqlOptions
         }
         continue;
       }
-      if (t >= a.deadline + 60_000) finish(a, false, `job ${a.job.acctId}: accounting has no finished record of the job with the summary: not stored`);
+      if (t >= a.deadline + 60_000)
+        finish(a, false, `job ${a.job.acctId}: accounting has no finished record of the job with the summary: not stored`);
     }
   }
 }

@@ -75,7 +75,10 @@ export function parseGresLayout(text: string, node: string, name = 'gpu', source
     }
   }
   const auto = nodeAuto ?? globalAuto;
-  return { autodetect: auto && auto !== 'off' && AUTODETECT_VENDOR[auto] ? auto : null, devices: files.map((d, index) => ({ index, ...d })) };
+  return {
+    autodetect: auto && auto !== 'off' && AUTODETECT_VENDOR[auto] ? auto : null,
+    devices: files.map((d, index) => ({ index, ...d })),
+  };
 }
 
 /**

@@ -112,7 +112,6 @@ export function runHook(kind: HookKind, env: NodeJS.ProcessEnv, cfg: Config, now
   }
 }
 
-
 const MAX_LINE = 2000;
 
 /** The job as a log line names it: its id when it is one, else "?" (the error says what it was). */
@@ -163,10 +162,13 @@ export function main(kind: HookKind, env: NodeJS.ProcessEnv = process.env): void
   }
   // the deadline counts from the process start: Node's own start-up and the config are part of it
   const started = Date.now() - process.uptime() * 1000;
-  const timer = setTimeout(() => {
-    logLine(stateDir, `${new Date().toISOString()} l9gpu ${kind} job ${jobLabel(env)}: deadline of ${timeoutS}s passed: giving up`);
-    process.exit(strict ? 1 : 0);
-  }, Math.max(0, timeoutS * 1000 - (Date.now() - started)));
+  const timer = setTimeout(
+    () => {
+      logLine(stateDir, `${new Date().toISOString()} l9gpu ${kind} job ${jobLabel(env)}: deadline of ${timeoutS}s passed: giving up`);
+      process.exit(strict ? 1 : 0);
+    },
+    Math.max(0, timeoutS * 1000 - (Date.now() - started)),
+  );
   try {
     // leave a quarter second of the deadline to log the failure and exit
     const r = runHook(kind, env, cfg, Date.now(), Math.max(100, Math.round(timeoutS * 1000 - (Date.now() - started) - 250)));
@@ -175,7 +177,11 @@ export function main(kind: HookKind, env: NodeJS.ProcessEnv = process.env): void
     process.exit(0);
   } catch (e) {
     // how far into its deadline it gave up: a lock waited out, a slow disk (the time counts from the process's start)
-    logLine(stateDir, `${new Date().toISOString()} l9gpu ${kind} job ${jobLabel(env)}: ${(e as Error).message} (after ${Math.round(Date.now() - started)} ms of ${timeoutS} s)`);
+    logLine(
+      stateDir,
+      `${new Date().toISOString()} l9gpu ${kind} job ${jobLabel(env)}: ${(e as Error).message} ` +
+        `(after ${Math.round(Date.now() - started)} ms of ${timeoutS} s)`,
+    );
     clearTimeout(timer);
     process.exit(strict ? 1 : 0);
   }

@@ -70,7 +70,7 @@ function expandWord(word: string, expr: string): string[] {
   if (close < 0) throw fail(expr, ': unbalanced [');
   const groups = [word.slice(last + 1, close)];
   const texts = [word.slice(close + 1)];
-  for (let end = last; ; ) {
+  for (let end = last; ;) {
     const open = end > 0 ? word.lastIndexOf('[', end - 1) : -1;
     if (open < 0) {
       texts.push(word.slice(0, end));

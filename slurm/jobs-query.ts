@@ -129,7 +129,10 @@ export function parseSqueueJson(text: string): SlurmJob[] {
   if (!j || typeof j !== 'object' || Array.isArray(j)) throw new Error(`squeue --json: not an object: ${JSON.stringify(j).slice(0, 60)}`);
   if (Array.isArray(j.errors) && j.errors.length > 0) {
     const e = (j.errors[0] ?? {}) as J;
-    throw new Error(`squeue --json: ${[e.source, e.description ?? e.error].filter((x) => typeof x === 'string' && x).join(': ') || JSON.stringify(e).slice(0, 120)}`);
+    throw new Error(
+      `squeue --json: ` +
+        `${[e.source, e.description ?? e.error].filter((x) => typeof x === 'string' && x).join(': ') || JSON.stringify(e).slice(0, 120)}`,
+    );
   }
   if (!Array.isArray(j.jobs)) throw new Error('squeue --json: no "jobs" list');
   return (j.jobs as J[]).map((x, i) => {
@@ -201,15 +204,22 @@ const ONCE = ['UserId', 'JobState', 'StartTime', 'EndTime', 'Partition', 'NodeLi
  * never in `jobs`. sluid: whether this Slurm prints SLUID= (25.11+), else it
  * is never read.
  */
-export function parseScontrolRecords(text: string, o: { detail?: boolean; known?: ReadonlySet<string>; sluid?: boolean } = {}): { jobs: SlurmJob[]; unreadable: Map<string, string> } {
+export function parseScontrolRecords(
+  text: string,
+  o: { detail?: boolean; known?: ReadonlySet<string>; sluid?: boolean } = {},
+): { jobs: SlurmJob[]; unreadable: Map<string, string> } {
   const unreadable = new Map<string, string>();
   const blame = (id: string | undefined, why: string) => {
-    if (id !== undefined && !unreadable.has(id)) unreadable.set(id, `scontrol show job ${id}: ${why} (a job name, comment or path holding a blank line?): the record is not read`);
+    if (id !== undefined && !unreadable.has(id))
+      unreadable.set(id, `scontrol show job ${id}: ${why} (a job name, comment or path holding a blank line?): the record is not read`);
   };
   const recs: { id: string; text: string; prev: string | undefined }[] = [];
   const at = new Map<string, number>();
   let prev: string | undefined;
-  for (const piece of text.split(/\n\s*\n/).map((r) => r.trim()).filter((r) => r !== '')) {
+  for (const piece of text
+    .split(/\n\s*\n/)
+    .map((r) => r.trim())
+    .filter((r) => r !== '')) {
     const id = /^JobId=(\d{1,10})(?:\s|$)/.exec(piece)?.[1];
     // before the first record: scontrol's own words ("No jobs in the system")
     if (id === undefined) blame(prev, 'its record goes on after a blank line');
@@ -231,7 +241,10 @@ export function parseScontrolRecords(text: string, o: { detail?: boolean; known?
       jobs.push(scontrolRecord(r.id, r.text, o.detail ?? true, o.sluid ?? true));
     } catch (e) {
       // any record's error is its own (a forged NodeList of 10^8 nodes is a hostlist error): never the other jobs'
-      unreadable.set(r.id, e instanceof AmbiguousJobRecord ? e.message : `scontrol show job ${r.id}: ${printable(clip((e as Error).message, 200))}`);
+      unreadable.set(
+        r.id,
+        e instanceof AmbiguousJobRecord ? e.message : `scontrol show job ${r.id}: ${printable(clip((e as Error).message, 200))}`,
+      );
     }
   }
   return { jobs, unreadable };
@@ -275,8 +288,12 @@ function scontrolRecord(id: string, rec: string, detail: boolean, sluidPrinted: 
   const from = (gresAt >= 0 ? gresAt : lines.findIndex((l) => /^\s*NodeList=/.test(l))) + 1;
   let to = from;
   while (to < lines.length && /^\s*Nodes=/.test(lines[to]!)) to++;
-  if (lines.some((l, i) => (i < from || i >= to) && /^\s*Nodes=\S+\s.*?\bGRES(?:_IDX)?=/.test(l))) ambiguous('a per-node GRES line is outside the lines that hold them');
-  for (const m of lines.slice(from, to).join('\n').matchAll(/^\s*Nodes=(\S+)\s.*?\bGRES(?:_IDX)?=(\S+)/gm)) {
+  if (lines.some((l, i) => (i < from || i >= to) && /^\s*Nodes=\S+\s.*?\bGRES(?:_IDX)?=/.test(l)))
+    ambiguous('a per-node GRES line is outside the lines that hold them');
+  for (const m of lines
+    .slice(from, to)
+    .join('\n')
+    .matchAll(/^\s*Nodes=(\S+)\s.*?\bGRES(?:_IDX)?=(\S+)/gm)) {
     const g = named(`${where} GRES`, () => parseGresDetail(m[2]!));
     for (const node of named(`${where} Nodes`, () => expandHostlist(m[1]!))) {
       gpuIdx[node] = [...(gpuIdx[node] ?? []), ...g.idx];
@@ -344,6 +361,14 @@ export function parseSacct(text: string): SacctRecord[] {
     if (f.length < cols.length) throw new Error(`sacct: expected ${cols.length} fields, got ${f.length}: ${l.slice(0, 80)}`);
     const ec = /^(\d+):(\d+)$/.exec(f[ix.exit]!);
     // "CANCELLED by 0" -> CANCELLED
-    return { jobIdRaw: f[ix.raw]!, jobId: f[ix.id]!, state: f[ix.state]!.split(' ')[0]!, exitCode: ec ? int(ec[1]) : null, exitSignal: ec ? int(ec[2]) : null, start: slurmTime(f[ix.start]), end: slurmTime(f[ix.end]) };
+    return {
+      jobIdRaw: f[ix.raw]!,
+      jobId: f[ix.id]!,
+      state: f[ix.state]!.split(' ')[0]!,
+      exitCode: ec ? int(ec[1]) : null,
+      exitSignal: ec ? int(ec[2]) : null,
+      start: slurmTime(f[ix.start]),
+      end: slurmTime(f[ix.end]),
+    };
   });
 }

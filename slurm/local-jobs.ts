@@ -12,20 +12,37 @@
 
 /** `scontrol listjobs`: a JOBID header, then one job id a line (24.05+). */
 export function parseListJobs(text: string): Set<string> {
-  const lines = text.split('\n').map((l) => l.trim()).filter(Boolean);
+  const lines = text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean);
   if (lines.length === 0) return new Set();
   if (!/^JOBID\b/.test(lines[0]!)) throw new Error(`scontrol listjobs: expected a JOBID header, got "${lines[0]!.slice(0, 60)}"`);
-  return new Set(lines.slice(1).map((l) => l.split(/\s+/)[0]!).filter((id) => /^\d+$/.test(id)));
+  return new Set(
+    lines
+      .slice(1)
+      .map((l) => l.split(/\s+/)[0]!)
+      .filter((id) => /^\d+$/.test(id)),
+  );
 }
 
 /** `scontrol listpids`: "PID JOBID STEPID LOCALID GLOBALID", one process a line. */
 export function parseListPids(text: string): Set<string> {
-  const lines = text.split('\n').map((l) => l.trim()).filter(Boolean);
+  const lines = text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean);
   if (lines.length === 0) return new Set();
   const head = lines[0]!.split(/\s+/);
   const col = head.indexOf('JOBID');
-  if (head[0] !== 'PID' || col < 0) throw new Error(`scontrol listpids: expected a "PID JOBID ..." header, got "${lines[0]!.slice(0, 60)}"`);
-  return new Set(lines.slice(1).map((l) => l.split(/\s+/)[col] ?? '').filter((id) => /^\d+$/.test(id)));
+  if (head[0] !== 'PID' || col < 0)
+    throw new Error(`scontrol listpids: expected a "PID JOBID ..." header, got "${lines[0]!.slice(0, 60)}"`);
+  return new Set(
+    lines
+      .slice(1)
+      .map((l) => l.split(/\s+/)[col] ?? '')
+      .filter((id) => /^\d+$/.test(id)),
+  );
 }
 
 /**

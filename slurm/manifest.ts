@@ -21,7 +21,6 @@ import type { SlurmStoreStatus } from './status.js';
 import type { OpenBinding } from '../src/store/jobs.js';
 import type { Attributes } from '../src/core/metrics/model.js';
 
-
 /**
  * How GRES indices become UUIDs on this node, and whether l9gpu can be sure:
  * a wrong UUID is worse than none, so where it cannot, bindings stay
@@ -38,13 +37,23 @@ function gresOrderLine(gresConf: string, node: string, st: SlurmStoreStatus): { 
   const tail = unresolved.length ? `; unsure, kept as GRES indices: ${unresolved.join(', ')}` : '';
   if (layout.autodetect) {
     const inv = st.inventoryByVendor[AUTODETECT_VENDOR[layout.autodetect]!] ?? { gpus: 0, withoutPci: 0 };
-    const why = inv.gpus === 0 ? `no ${AUTODETECT_VENDOR[layout.autodetect]} GPU in the inventory yet` : inv.withoutPci ? `${inv.withoutPci} of ${inv.gpus} GPU(s) have no PCI bus id, so the order is unknown` : '';
+    const why =
+      inv.gpus === 0
+        ? `no ${AUTODETECT_VENDOR[layout.autodetect]} GPU in the inventory yet`
+        : inv.withoutPci
+          ? `${inv.withoutPci} of ${inv.gpus} GPU(s) have no PCI bus id, so the order is unknown`
+          : '';
     return {
-      line: `GRES order: AutoDetect=${layout.autodetect}, slurmd numbers GPUs by PCI bus id${why ? `; unsure: ${why}, GRES indices stay gres:<i>` : ` (${inv.gpus} GPU(s) in the inventory)`}${tail}`,
+      line: `GRES order: AutoDetect=${layout.autodetect}, slurmd numbers GPUs by PCI bus id${
+        why ? `; unsure: ${why}, GRES indices ` + `stay gres:<i>` : ` (${inv.gpus} GPU(s) in the inventory)`
+      }${tail}`,
       unsure: !!why || unresolved.length > 0,
     };
   }
-  return { line: `GRES order: ${layout.devices.length} gpu device(s) in gres.conf File=/MultipleFiles= order${tail}`, unsure: unresolved.length > 0 };
+  return {
+    line: `GRES order: ${layout.devices.length} gpu device(s) in gres.conf File=/MultipleFiles= order${tail}`,
+    unsure: unresolved.length > 0,
+  };
 }
 
 export const slurmAttribution: AttributionManifest = {
@@ -84,7 +93,10 @@ export const slurmAttribution: AttributionManifest = {
     const tick = (): Promise<void> => {
       running ??= reconciler
         .reconcileOnce()
-        .then(() => {}, () => {}) // logged by the reconciler; the bindings stay as they are
+        .then(
+          () => {},
+          () => {},
+        ) // logged by the reconciler; the bindings stay as they are
         .finally(() => {
           running = undefined;
           transform.invalidate();
@@ -126,19 +138,33 @@ export const slurmAttribution: AttributionManifest = {
     const down = !!st.lastReconcileError && (!st.lastReconcileOk || st.lastReconcileError.slice(0, 24) > st.lastReconcileOk);
     const gresOrder = gresOrderLine(gres, node, st);
     const lines = [
-      `node ${node} (from ${nodeSource}${nodeSource === 'host name' ? ': not learned yet from a prolog or from Slurm; the reconciler checks it with Slurm before closing anything' : ''}); slurm.conf ${conf}; gres.conf ${gres}${existsSync(gres) ? '' : ' (not found: GRES indices cannot be mapped to UUIDs)'}`,
+      `node ${node} (from ` +
+        `${nodeSource}${nodeSource === 'host name' ? ': not learned yet from a prolog or from Slurm; the reconciler checks it with Slurm before ' + 'closing anything' : ''}); ` +
+        `slurm.conf ${conf}; gres.conf ${gres}${existsSync(gres) ? '' : ' (not found: GRES indices cannot be mapped to UUIDs)'}`,
       gresOrder.line,
-      `${st.openBindings.length} open binding(s)${st.openBindings.length ? `: ${[...new Set(st.openBindings.map((b) => `job ${b.jobId}`))].join(', ')}` : ''}; ${st.gpusInInventory} GPU(s) in the inventory`,
-      `reconciler: last answer from Slurm ${st.lastReconcileOk ?? 'never'}${st.lastReconcileError ? `; last error ${st.lastReconcileError}` : ''}${down ? '  <- Slurm is not answering: the last known bindings are kept' : ''}`,
+      `${st.openBindings.length} open binding(s)${
+        st.openBindings.length ? `: ${[...new Set(st.openBindings.map((b) => `job ` + `${b.jobId}`))].join(', ')}` : ''
+      }; ` + `${st.gpusInInventory} GPU(s) in the inventory`,
+      `reconciler: last answer from Slurm ${st.lastReconcileOk ?? 'never'}${
+        st.lastReconcileError ? `; last error ` + `${st.lastReconcileError}` : ''
+      }${down ? '  <- Slurm is not answering: the last known bindings are kept' : ''}`,
       ...(st.lastHookLine ? [`last hook log line: ${st.lastHookLine}`] : []),
       ...(st.error ? [`store: ${st.error}`] : []),
     ];
-    return { lines, json: { node, node_source: nodeSource, slurm_conf: conf, gres_conf: gres, gres_order: gresOrder.line, ...st }, problems: (down ? 1 : 0) + (gresOrder.unsure ? 1 : 0) };
+    return {
+      lines,
+      json: { node, node_source: nodeSource, slurm_conf: conf, gres_conf: gres, gres_order: gresOrder.line, ...st },
+      problems: (down ? 1 : 0) + (gresOrder.unsure ? 1 : 0),
+    };
   },
 
   async jobsByGpu(cfg) {
     // the open bindings alone, not doctor's status of the store (hooks.log, the inventory, the reconciler's marks)
-    const [{ openStoreReadOnly }, { openBindings }, { jobAttributes }] = await Promise.all([import('../src/store/open.js'), import('../src/store/jobs.js'), import('./job-attributes.js')]);
+    const [{ openStoreReadOnly }, { openBindings }, { jobAttributes }] = await Promise.all([
+      import('../src/store/open.js'),
+      import('../src/store/jobs.js'),
+      import('./job-attributes.js'),
+    ]);
     const m = new Map<string, Attributes[]>();
     let bindings: OpenBinding[] = [];
     try {

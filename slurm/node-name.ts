@@ -19,7 +19,11 @@ export const LEARNED_NODE_KEY = 'slurm.node_name';
 
 export type NodeNameSource = 'config' | 'environment' | 'learned' | 'host name';
 
-export function resolveNodeName(cfg: Config, env: NodeJS.ProcessEnv = process.env, learned: string | null = null): { name: string; source: NodeNameSource } {
+export function resolveNodeName(
+  cfg: Config,
+  env: NodeJS.ProcessEnv = process.env,
+  learned: string | null = null,
+): { name: string; source: NodeNameSource } {
   const configured = readSection(cfg, SLURM_SECTION).node_name;
   if (configured) return { name: configured, source: 'config' };
   if (env.SLURMD_NODENAME) return { name: env.SLURMD_NODENAME, source: 'environment' };

@@ -13,8 +13,14 @@ import { SLURM_SECTION } from './config.js';
 export const SLURM_CONF_CANDIDATES = ['/etc/slurm/slurm.conf', '/etc/slurm-llnl/slurm.conf', '/run/slurm/conf/slurm.conf'];
 
 /** [slurm] slurm_conf (or $SLURM_CONF through it), else where Slurm's clients look. */
-export function slurmConfPath(cfg: Config, env: NodeJS.ProcessEnv = process.env, candidates: readonly string[] = SLURM_CONF_CANDIDATES): string | null {
-  return readSection(cfg, SLURM_SECTION).slurm_conf ?? [env.SLURM_CONF, ...candidates].find((p): p is string => !!p && existsSync(p)) ?? null;
+export function slurmConfPath(
+  cfg: Config,
+  env: NodeJS.ProcessEnv = process.env,
+  candidates: readonly string[] = SLURM_CONF_CANDIDATES,
+): string | null {
+  return (
+    readSection(cfg, SLURM_SECTION).slurm_conf ?? [env.SLURM_CONF, ...candidates].find((p): p is string => !!p && existsSync(p)) ?? null
+  );
 }
 
 /** [slurm] gres_conf, else gres.conf next to slurm.conf. */

@@ -28,7 +28,7 @@ function head(path: string, max: number): Buffer | undefined {
     fd = openSync(path, 'r');
     const buf = Buffer.allocUnsafe(max);
     let n = 0;
-    for (let r; n < max && (r = readSync(fd, buf, n, max - n, null)) > 0; ) n += r;
+    for (let r; n < max && (r = readSync(fd, buf, n, max - n, null)) > 0;) n += r;
     return buf.subarray(0, n);
   } catch {
     return undefined;
@@ -63,7 +63,10 @@ export function jobOfPid(pid: number, proc = '/proc'): string | null {
  * run recorded without one, believed; undefined: not known, not yet believed).
  * Another user's job is passed to `refused` (the budget ledger).
  */
-export function ownJobOfPid(jobUid: (job: string) => number | null | undefined, refused?: (pid: number, job: string, uid: number | undefined) => void) {
+export function ownJobOfPid(
+  jobUid: (job: string) => number | null | undefined,
+  refused?: (pid: number, job: string, uid: number | undefined) => void,
+) {
   return (pid: number, proc = '/proc'): string | null => {
     const said = jobOfPidSaid(pid, proc);
     if (!said || said.by === 'cgroup') return said?.job ?? null;

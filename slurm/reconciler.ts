@@ -24,7 +24,17 @@
 import type { Logger } from '../src/core/log.js';
 import type { Db } from '../src/store/open.js';
 import {
-  dropGresBindings, endsWithoutState, openBindingCount, openRunsBound, openSluidRun, recordEnd, recordEndState, recordStart, reopenRun, runsBoundSince, type JobRecord,
+  dropGresBindings,
+  endsWithoutState,
+  openBindingCount,
+  openRunsBound,
+  openSluidRun,
+  recordEnd,
+  recordEndState,
+  recordStart,
+  reopenRun,
+  runsBoundSince,
+  type JobRecord,
 } from '../src/store/jobs.js';
 import { setMeta } from '../src/store/meta.js';
 import { hostname } from 'node:os';
@@ -91,12 +101,19 @@ export class Reconciler {
   }
 
   /** What slurmctld says of one job: does it run here now (with its GPU indices when it does)? */
-  private async askJob(id: string, node: string, now: number, open: { runKey: string; bound: boolean } | undefined, listed: boolean): Promise<Answer> {
+  private async askJob(
+    id: string,
+    node: string,
+    now: number,
+    open: { runKey: string; bound: boolean } | undefined,
+    listed: boolean,
+  ): Promise<Answer> {
     let job = await this.slurm.queryJob(id, false);
     const runs = (j: SlurmJob | null) => !!j && ACTIVE.has(j.state) && j.nodes.includes(node);
     // 22.05's one-RPC answer has no GPU indices: a job, a run or a prolog record without a GPU binding needs them
     // (22.05's prolog sees no GPU in its environment for jobs started soon after slurmctld restarted)
-    if (runs(job) && this.slurm.jobJson === false && (!open?.bound || open.runKey !== this.runKeyOf(job!))) job = await this.slurm.queryJob(id, true);
+    if (runs(job) && this.slurm.jobJson === false && (!open?.bound || open.runKey !== this.runKeyOf(job!)))
+      job = await this.slurm.queryJob(id, true);
     const here = runs(job);
     this.answered.set(id, { at: now, here, listed });
     return job ? { job, here } : { job: null, here: false };
@@ -129,7 +146,10 @@ export class Reconciler {
   private async confirmNode(node: string, now: number): Promise<void> {
     if (this.confirmed.name === node && now < this.confirmed.until) return;
     if (!(await this.slurm.knowsNode(node))) {
-      throw new Error(`this node's name in Slurm is not "${node}" (Slurm knows no such node): set [slurm] node_name, or wait for a prolog to run here; no binding is closed meanwhile`);
+      throw new Error(
+        `this node's name in Slurm is not "${node}" (Slurm knows no such node): set [slurm] ` +
+          `node_name, or wait for a prolog to run here; no binding is closed meanwhile`,
+      );
     }
     this.confirmed = { name: node, until: now + 600_000 };
   }
@@ -172,8 +192,20 @@ export class Reconciler {
   private recordRunning(j: SlurmJob, node: string, now: number, gres: () => GresLayout, inv: ReturnType<typeof storeInventory>): void {
     const db = this.o.db;
     const rec: JobRecord = {
-      jobId: j.jobId, runKey: this.runKeyOf(j), cluster: j.cluster, user: j.user, uid: j.uid, account: j.account, partition: j.partition,
-      qos: j.qos, name: j.name, arrayJobId: j.arrayJobId, arrayTaskId: j.arrayTaskId, hetJobId: j.hetJobId, hetJobOffset: j.hetJobOffset, startTime: j.startTime,
+      jobId: j.jobId,
+      runKey: this.runKeyOf(j),
+      cluster: j.cluster,
+      user: j.user,
+      uid: j.uid,
+      account: j.account,
+      partition: j.partition,
+      qos: j.qos,
+      name: j.name,
+      arrayJobId: j.arrayJobId,
+      arrayTaskId: j.arrayTaskId,
+      hetJobId: j.hetJobId,
+      hetJobOffset: j.hetJobOffset,
+      startTime: j.startTime,
     };
     const gpus = gresIndicesToGpus(j.gpuIdx[node] ?? [], j.sharedIdx[node] ?? [], gres, inv);
     recordStart(db, rec, gpus, 'poll', now);
@@ -184,9 +216,20 @@ export class Reconciler {
   /** Closes the open run of a job whose epilog did not run here; with Slurm's answer, its end too. */
   private closeRun(jobId: string, runKey: string, job: SlurmJob | null, now: number): void {
     const ended = job && !ACTIVE.has(job.state) && job.state !== 'PENDING' ? job : null;
-    recordEnd(this.o.db, { jobId, runKey }, { endTime: ended?.endTime ?? now, state: ended?.state, exitCode: ended?.exitCode ?? undefined }, [], 'poll', now);
+    recordEnd(
+      this.o.db,
+      { jobId, runKey },
+      { endTime: ended?.endTime ?? now, state: ended?.state, exitCode: ended?.exitCode ?? undefined },
+      [],
+      'poll',
+      now,
+    );
     if (ended) this.settled.add(jobId);
-    this.o.log.info('closed the bindings of a job whose epilog did not run', { job: jobId, run: runKey, ...(ended ? { state: ended.state } : {}) });
+    this.o.log.info('closed the bindings of a job whose epilog did not run', {
+      job: jobId,
+      run: runKey,
+      ...(ended ? { state: ended.state } : {}),
+    });
   }
 
   private gresOf(node: string): () => GresLayout {
@@ -221,14 +264,25 @@ export class Reconciler {
     // a job running here that the store does not know; one Slurm said is not ours while a step here listed it
     // (a lingering step daemon) is asked again only after recheck; one that was not listed then (a requeued job
     // back on this node) is news
-    add([...listed.ids].filter((id) => !openIds.has(id) && !(last(id) && !last(id)!.here && last(id)!.listed && now - last(id)!.at < recheck)));
+    add(
+      [...listed.ids].filter(
+        (id) => !openIds.has(id) && !(last(id) && !last(id)!.here && last(id)!.listed && now - last(id)!.at < recheck),
+      ),
+    );
     // no step shows it any more: ended, or completing, or a step-less allocation (asked at most once a grace period)
-    const absent = open.filter((r) => !listed.ids.has(r.jobId) && r.start < now - this.graceMs && !(last(r.jobId) && now - last(r.jobId)!.at < this.graceMs));
+    const absent = open.filter(
+      (r) => !listed.ids.has(r.jobId) && r.start < now - this.graceMs && !(last(r.jobId) && now - last(r.jobId)!.at < this.graceMs),
+    );
     // a wrong node name lists no step at all: closing on its word would close everything
     if (absent.length) await this.confirmNode(node, now);
     add(absent.map((r) => r.jobId));
     add(open.filter((r) => !last(r.jobId)).map((r) => r.jobId));
-    add(open.filter((r) => now - (last(r.jobId)?.at ?? 0) >= recheck).sort((a, b) => (last(a.jobId)?.at ?? 0) - (last(b.jobId)?.at ?? 0)).map((r) => r.jobId));
+    add(
+      open
+        .filter((r) => now - (last(r.jobId)?.at ?? 0) >= recheck)
+        .sort((a, b) => (last(a.jobId)?.at ?? 0) - (last(b.jobId)?.at ?? 0))
+        .map((r) => r.jobId),
+    );
 
     const gres = this.gresOf(node);
     const inv = storeInventory(db);
@@ -245,7 +299,7 @@ export class Reconciler {
         // wrote, the other jobs are asked on; said again, and asked again, after a recheck period
         if (!(e instanceof AmbiguousJobRecord) && !(e instanceof ToolOutputTooLarge)) throw e;
         this.answered.set(id, { at: now, here: true, listed: listed.ids.has(id) });
-        this.o.log.warn('a job\'s record in Slurm is not read', { job: id, error: (e as Error).message });
+        this.o.log.warn("a job's record in Slurm is not read", { job: id, error: (e as Error).message });
         continue;
       }
       if (a.here) {

@@ -46,8 +46,12 @@ const UUID_RE = /^(GPU|MIG)-[A-Za-z0-9-]+(\/\d+\/\d+)?$/;
 export const MAX_GPU_ENTRIES = 1024;
 
 export function resolveGpus(input: ResolveInput, inv: Inventory): GpuBinding[] {
-  const cvd = (input.cudaVisibleDevices ?? '').split(',').map((s) => s.trim()).filter(Boolean);
-  if (cvd.length > MAX_GPU_ENTRIES) throw new Error(`CUDA_VISIBLE_DEVICES names ${cvd.length} GPUs, more than a node has (${MAX_GPU_ENTRIES}): not recorded`);
+  const cvd = (input.cudaVisibleDevices ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  if (cvd.length > MAX_GPU_ENTRIES)
+    throw new Error(`CUDA_VISIBLE_DEVICES names ${cvd.length} GPUs, more than a node has (${MAX_GPU_ENTRIES}): not recorded`);
   if (cvd.length > 0 && cvd.every((d) => UUID_RE.test(d))) {
     return cvd.map((d) => {
       const old = /^MIG-(GPU-[0-9a-f-]+)\/(\d+)\/(\d+)$/i.exec(d);
@@ -56,7 +60,8 @@ export function resolveGpus(input: ResolveInput, inv: Inventory): GpuBinding[] {
     });
   }
   const indices = expandIndexList(input.jobGpus ?? '');
-  if (indices.length > MAX_GPU_ENTRIES) throw new Error(`SLURM_JOB_GPUS names ${indices.length} GPUs, more than a node has (${MAX_GPU_ENTRIES}): not recorded`);
+  if (indices.length > MAX_GPU_ENTRIES)
+    throw new Error(`SLURM_JOB_GPUS names ${indices.length} GPUs, more than a node has (${MAX_GPU_ENTRIES}): not recorded`);
   return gresIndicesToGpus(indices, input.shared ? indices : [], () => readGresLayout(input.gresConf, input.node), inv);
 }
 
@@ -66,7 +71,12 @@ export function resolveGpus(input: ResolveInput, inv: Inventory): GpuBinding[] {
  */
 function pciOrder(gpus: readonly { uuid: string; pci: string | null }[]): string[] {
   if (gpus.some((g) => !g.pci)) return [];
-  const key = (p: string) => p.toLowerCase().split(/[:.]/).map((x) => x.padStart(8, '0')).join(':');
+  const key = (p: string) =>
+    p
+      .toLowerCase()
+      .split(/[:.]/)
+      .map((x) => x.padStart(8, '0'))
+      .join(':');
   return [...gpus].sort((a, b) => (key(a.pci!) < key(b.pci!) ? -1 : key(a.pci!) > key(b.pci!) ? 1 : 0)).map((g) => g.uuid);
 }
 
@@ -79,7 +89,12 @@ function pciOrder(gpus: readonly { uuid: string; pci: string | null }[]): string
  * the same; the reconciler resolves them once it can. gres.conf is read only
  * when there are indices to resolve.
  */
-export function gresIndicesToGpus(indices: readonly number[], sharedIdx: readonly number[], layout: () => GresLayout, inv: Inventory): GpuBinding[] {
+export function gresIndicesToGpus(
+  indices: readonly number[],
+  sharedIdx: readonly number[],
+  layout: () => GresLayout,
+  inv: Inventory,
+): GpuBinding[] {
   if (indices.length === 0) return [];
   let l: GresLayout;
   try {

@@ -23,8 +23,27 @@ import { slurmTime } from './jobs-query.js';
  * for in a call of its own (sacctJobNameArgs).
  */
 export const SACCT_JOB_FIELDS = [
-  'JobID', 'JobIDRaw', 'User', 'UID', 'Account', 'Partition', 'QOS', 'Cluster', 'State', 'ExitCode',
-  'Start', 'End', 'ElapsedRaw', 'TimelimitRaw', 'AllocCPUS', 'ReqMem', 'MaxRSS', 'NNodes', 'NodeList', 'AllocTRES', 'AdminComment',
+  'JobID',
+  'JobIDRaw',
+  'User',
+  'UID',
+  'Account',
+  'Partition',
+  'QOS',
+  'Cluster',
+  'State',
+  'ExitCode',
+  'Start',
+  'End',
+  'ElapsedRaw',
+  'TimelimitRaw',
+  'AllocCPUS',
+  'ReqMem',
+  'MaxRSS',
+  'NNodes',
+  'NodeList',
+  'AllocTRES',
+  'AdminComment',
 ] as const;
 type Field = (typeof SACCT_JOB_FIELDS)[number];
 
@@ -48,12 +67,33 @@ export const SACCT_DELIMITER = '\x1f';
  * With -j and no -S sacct searches all of accounting's history.
  */
 export function sacctJobArgs(id: string, cluster?: string | null): string[] {
-  return ['-j', id, '-D', '-P', '-n', `--delimiter=${SACCT_DELIMITER}`, '--noconvert', `--format=${SACCT_JOB_FIELDS.join(',')}`, ...(cluster ? ['-M', cluster] : [])];
+  return [
+    '-j',
+    id,
+    '-D',
+    '-P',
+    '-n',
+    `--delimiter=${SACCT_DELIMITER}`,
+    '--noconvert',
+    `--format=${SACCT_JOB_FIELDS.join(',')}`,
+    ...(cluster ? ['-M', cluster] : []),
+  ];
 }
 
-/** The name's own call: allocation lines only (-X), every run (-D) with its start and end, the name last, where a delimiter in it stays in it. */
+/** The name's own call: allocation lines only (-X), every run (-D) with its start and end, the name last, where a delimiter in it stays in
+ * it. */
 export function sacctJobNameArgs(id: string, cluster?: string | null): string[] {
-  return ['-j', id, '-X', '-D', '-P', '-n', `--delimiter=${SACCT_DELIMITER}`, '--format=JobIDRaw,JobID,Start,End,JobName', ...(cluster ? ['-M', cluster] : [])];
+  return [
+    '-j',
+    id,
+    '-X',
+    '-D',
+    '-P',
+    '-n',
+    `--delimiter=${SACCT_DELIMITER}`,
+    '--format=JobIDRaw,JobID,Start,End,JobName',
+    ...(cluster ? ['-M', cluster] : []),
+  ];
 }
 
 /**
@@ -69,7 +109,8 @@ export function parseSacctJobName(text: string, requestedId: string): string | n
   const byJobId = /^\d+_\d+$/.test(requestedId);
   const sep = text.includes(SACCT_DELIMITER) ? SACCT_DELIMITER : '|';
   // epoch seconds; Unknown, None: no time; anything else: not a time, so not a record's line
-  const when = (v: string): number | null | undefined => (/^\d{1,12}$/.test(v) && Number(v) > 0 ? Number(v) : /^(?:Unknown|None|0)$/.test(v) ? null : undefined);
+  const when = (v: string): number | null | undefined =>
+    /^\d{1,12}$/.test(v) && Number(v) > 0 ? Number(v) : /^(?:Unknown|None|0)$/.test(v) ? null : undefined;
   let best: { start: number; name: string } | undefined;
   let current: { mine: boolean; start: number; name: string } | undefined;
   const finish = () => {
@@ -95,7 +136,11 @@ const MiB = 1024 ** 2;
 type Row = Record<Field, string>;
 
 class Line {
-  constructor(readonly row: Row, readonly n: number, readonly where: string) {}
+  constructor(
+    readonly row: Row,
+    readonly n: number,
+    readonly where: string,
+  ) {}
   fail(field: Field, why: string): never {
     // the value is sacct's, so anyone's (a job name, a comment): quoted printable, as it reaches a terminal or a log
     throw new Error(`${this.where}: line ${this.n}: ${field} "${printable(this.row[field].slice(0, 60))}" ${why}`);
@@ -329,7 +374,9 @@ export async function sacctJobs(ids: readonly string[], o: SacctJobOptions): Pro
     const chunk = unique.slice(i, i + IDS_PER_CALL);
     const list = chunk.join(',');
     const text = await o.run('sacct', sacctJobArgs(list, o.cluster), { ...SACCT_JOB_ENV });
-    const where = `sacct -j ${chunk.length > 3 ? `${chunk.slice(0, 3).join(',')},... (${chunk.length} jobs)` : list}${o.cluster ? ` -M ${o.cluster}` : ''}`;
+    const where = `sacct -j ${chunk.length > 3 ? `${chunk.slice(0, 3).join(',')},... (${chunk.length} jobs)` : list}${
+      o.cluster ? ` ` + `-M ${o.cluster}` : ''
+    }`;
     for (const id of chunk) {
       // one job's line sacct printed wrong is that job's problem, not its 99 neighbours'
       try {

@@ -8,7 +8,15 @@
  */
 import type { Logger } from '../src/core/log.js';
 import { requireTool, runTool } from '../src/core/tool.js';
-import { AmbiguousJobRecord, SACCT_FIELDS, parseSacct, parseScontrolRecords, parseSqueueJson, type SacctRecord, type SlurmJob } from './jobs-query.js';
+import {
+  AmbiguousJobRecord,
+  SACCT_FIELDS,
+  parseSacct,
+  parseScontrolRecords,
+  parseSqueueJson,
+  type SacctRecord,
+  type SlurmJob,
+} from './jobs-query.js';
 import { isNoSteps, isUnknownKeyword, parseListJobs, parseListPids } from './local-jobs.js';
 import { SLURM_DIRS } from './tools.js';
 
@@ -42,7 +50,13 @@ export class SlurmClient {
 
   private run(name: string, args: string[]): Promise<string> {
     // without SLURM_CONF client commands try a DNS "configless" lookup
-    return runTool(requireTool(name, SLURM_DIRS, '[slurm] bin_dir', this.o.binDir ? [this.o.binDir] : []), args, this.o.commandTimeoutMs, undefined, this.o.slurmConf ? { SLURM_CONF: this.o.slurmConf } : {});
+    return runTool(
+      requireTool(name, SLURM_DIRS, '[slurm] bin_dir', this.o.binDir ? [this.o.binDir] : []),
+      args,
+      this.o.commandTimeoutMs,
+      undefined,
+      this.o.slurmConf ? { SLURM_CONF: this.o.slurmConf } : {},
+    );
   }
 
   /**
@@ -84,12 +98,23 @@ export class SlurmClient {
 
   /** Job ids as squeue lists them, every state slurmctld still holds, array tasks one a line (`-j`: those jobs only). */
   private async knownIds(jobs: string[]): Promise<Set<string>> {
-    const out = await this.run('squeue', ['--noheader', '--states=all', '--array', '--format=%A', ...(jobs.length ? ['--jobs', jobs.join(',')] : [])]).catch((e: Error) => {
+    const out = await this.run('squeue', [
+      '--noheader',
+      '--states=all',
+      '--array',
+      '--format=%A',
+      ...(jobs.length ? ['--jobs', jobs.join(',')] : []),
+    ]).catch((e: Error) => {
       // a job slurmctld forgot since scontrol answered
       if (/Invalid job id/i.test(e.message)) return '';
       throw e;
     });
-    return new Set(out.split('\n').map((l) => l.trim()).filter((l) => /^\d+$/.test(l)));
+    return new Set(
+      out
+        .split('\n')
+        .map((l) => l.trim())
+        .filter((l) => /^\d+$/.test(l)),
+    );
   }
 
   /** Job ids with a step on this node, from the step daemons (no slurmctld RPC). */

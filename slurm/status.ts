@@ -23,7 +23,17 @@ export interface SlurmStoreStatus {
 
 export function slurmStoreStatus(stateDir: string): SlurmStoreStatus {
   const store = storePath(stateDir);
-  const st: SlurmStoreStatus = { store, exists: existsSync(store), openBindings: [], gpusInInventory: 0, inventoryByVendor: {}, lastReconcileOk: null, lastReconcileError: null, lastHookLine: null, learnedNodeName: null };
+  const st: SlurmStoreStatus = {
+    store,
+    exists: existsSync(store),
+    openBindings: [],
+    gpusInInventory: 0,
+    inventoryByVendor: {},
+    lastReconcileOk: null,
+    lastReconcileError: null,
+    lastHookLine: null,
+    learnedNodeName: null,
+  };
   try {
     // never through a link: a root doctor must not print a line of a file the link points at
     const fd = openSync(join(stateDir, 'hooks.log'), constants.O_RDONLY | constants.O_NOFOLLOW);
@@ -52,7 +62,9 @@ export function slurmStoreStatus(stateDir: string): SlurmStoreStatus {
       st.openBindings = openBindings(db);
       st.gpusInInventory = (db.prepare('SELECT COUNT(*) AS n FROM gpus').get() as { n: number }).n;
       st.inventoryByVendor = inventoryByVendor(db);
-      const meta = new Map((db.prepare('SELECT key, value FROM meta').all() as { key: string; value: string }[]).map((r) => [r.key, r.value]));
+      const meta = new Map(
+        (db.prepare('SELECT key, value FROM meta').all() as { key: string; value: string }[]).map((r) => [r.key, r.value]),
+      );
       const ok = meta.get('reconcile.last_ok');
       st.lastReconcileOk = ok ? new Date(Number(ok)).toISOString() : null;
       st.lastReconcileError = meta.get('reconcile.last_error') ?? null;

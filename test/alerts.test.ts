@@ -60,14 +60,23 @@ let realLabels: Promise<Map<string, Set<string>>>;
 async function scrapeSim(): Promise<Map<string, Set<string>>> {
   const port = await freePort();
   const ini = join(sim.dir, 'l9gpu.ini');
-  writeFileSync(ini, `[daemon]\nplugins = sim\nsinks = prometheus\ninterval = 200ms\ncluster = hpc1\n[prometheus]\nhost = 127.0.0.1\nport = ${port}\nresource_labels = cluster.name, host.name\n`);
+  writeFileSync(
+    ini,
+    `[daemon]\nplugins = sim\nsinks = prometheus\ninterval = 200ms\ncluster = ` +
+      `hpc1\n[prometheus]\nhost = 127.0.0.1\nport = ${port}\nresource_labels = cluster.name, ` +
+      `host.name\n`,
+  );
   sim.daemon = new DaemonProcess(['--config', ini]);
   // Prometheus retries the scrape until the endpoint answers
   await Promise.all([sim.daemon.waitStderr(/prometheus endpoint listening/), sim.prom.start(`127.0.0.1:${port}`)]);
-  const scraped = await waitFor('a scrape with the GPUs\' health', async () => {
-    const r = await sim.prom.query('{job="l9gpu"}');
-    return r.some((s) => s.metric.__name__ === 'gpu_health') ? r : undefined;
-  }, 30_000);
+  const scraped = await waitFor(
+    "a scrape with the GPUs' health",
+    async () => {
+      const r = await sim.prom.query('{job="l9gpu"}');
+      return r.some((s) => s.metric.__name__ === 'gpu_health') ? r : undefined;
+    },
+    30_000,
+  );
   const real = new Map<string, Set<string>>();
   for (const s of scraped) {
     const { __name__: name, ...labels } = s.metric;
@@ -110,7 +119,9 @@ function seconds(d: string): number {
 
 /** "alertname@seconds" of each case, those that expect the alert or those that expect none of it. */
 function caseKeys(firing: boolean): string[] {
-  return [...new Set(cases.filter((c) => ((c.exp_alerts?.length ?? 0) > 0) === firing).map((c) => `${c.alertname}@${seconds(c.eval_time)}`))].sort();
+  return [
+    ...new Set(cases.filter((c) => (c.exp_alerts?.length ?? 0) > 0 === firing).map((c) => `${c.alertname}@${seconds(c.eval_time)}`)),
+  ].sort();
 }
 
 /** The cases promtool reported failing, in the same spelling. */
@@ -136,9 +147,21 @@ test('every alert has a case where it fires and one where it must not, and every
   assert.ok(names.length >= 14, `the rule file has its alerts (${names.length})`);
   const fires = new Set(caseKeys(true).map((k) => k.split('@')[0]));
   const quiet = new Set(caseKeys(false).map((k) => k.split('@')[0]));
-  assert.deepEqual(names.filter((n) => !fires.has(n)), [], 'alerts without a firing case');
-  assert.deepEqual(names.filter((n) => !quiet.has(n)), [], 'alerts without a case where they must not fire');
-  assert.deepEqual([...new Set(cases.map((c) => c.alertname))].filter((n) => !names.includes(n)), [], 'cases of no alert in the rule file');
+  assert.deepEqual(
+    names.filter((n) => !fires.has(n)),
+    [],
+    'alerts without a firing case',
+  );
+  assert.deepEqual(
+    names.filter((n) => !quiet.has(n)),
+    [],
+    'alerts without a case where they must not fire',
+  );
+  assert.deepEqual(
+    [...new Set(cases.map((c) => c.alertname))].filter((n) => !names.includes(n)),
+    [],
+    'cases of no alert in the rule file',
+  );
 });
 
 test('every alert has a severity, a summary, a description and a runbook hint that points at its README section', () => {
@@ -159,95 +182,110 @@ test('the GPU alerts name the host and the GPU, and the jobs that held it in one
   assert.match(first, /gpu_job_share_ratio\{cluster_name=%q,host_name=%q,gpu_uuid=%q,slurm_job_id!=""\}/);
   for (const a of gpu) {
     const d = a.annotations!.description!;
-    for (const label of ['host_name', 'gpu_index', 'gpu_model', 'gpu_uuid']) assert.ok(d.includes(`{{ $labels.${label} }}`), `${a.alert}: ${label}`);
+    for (const label of ['host_name', 'gpu_index', 'gpu_model', 'gpu_uuid'])
+      assert.ok(d.includes(`{{ $labels.${label} }}`), `${a.alert}: ${label}`);
     assert.equal(jobSentence(d), first, `${a.alert}: the jobs sentence`);
   }
 });
 
-test('the rules read only metrics the registry exports (recorded series aside), in their expressions and their annotations\' queries', () => {
-  const known = exportedPrometheusNames();
-  for (const r of rules) if (r.record) known.add(r.record);
-  for (const r of rules) {
-    assert.deepEqual(unknownMetricNames(r.expr, known), [], `${r.alert ?? r.record}: ${r.expr}`);
-    for (const text of Object.values(r.annotations ?? {})) {
-      for (const [, q] of text.matchAll(/printf\s+`([^`]*)`[^|]*\|\s*query\b/g)) assert.deepEqual(unknownMetricNames(q!, known), [], `${r.alert}: ${q}`);
+test(
+  'the rules read only metrics the registry exports (recorded series aside), in their ' + "expressions and their annotations' queries",
+  () => {
+    const known = exportedPrometheusNames();
+    for (const r of rules) if (r.record) known.add(r.record);
+    for (const r of rules) {
+      assert.deepEqual(unknownMetricNames(r.expr, known), [], `${r.alert ?? r.record}: ${r.expr}`);
+      for (const text of Object.values(r.annotations ?? {})) {
+        for (const [, q] of text.matchAll(/printf\s+`([^`]*)`[^|]*\|\s*query\b/g))
+          assert.deepEqual(unknownMetricNames(q!, known), [], `${r.alert}: ${q}`);
+      }
     }
-  }
-});
+  },
+);
 
-test('the Xid alerts split the codes as the catalog does: failed -> critical, warning and unknown -> warning, an application\'s -> none', () => {
-  const codesOf = (name: string): RegExp => {
-    const m = /gpu_xid_code=~"([^"]+)"/.exec(alerts.find((a) => a.alert === name)!.expr);
-    assert.ok(m, name);
-    // Prometheus anchors a label regex at both ends
-    return new RegExp(`^(?:${m[1]})$`);
-  };
-  const critical = codesOf('GpuXidCritical');
-  const warning = codesOf('GpuXidWarning');
-  const wrong: string[] = [];
-  for (let code = 1; code <= 2000; code++) {
-    const severity = xidEntry(code).severity;
-    const got = critical.test(String(code)) ? (warning.test(String(code)) ? 'both' : 2) : warning.test(String(code)) ? 1 : 0;
-    if (got !== severity) wrong.push(`${code}: the catalog says ${severity}, the rules ${got}`);
-  }
-  assert.deepEqual(wrong, []);
-});
-
-test('the unit tests fail when a rule changes: an alert that never fires, one that fires too soon or without cause, a threshold moved', async () => {
-  const mutate = async (change: (r: Rule & { alert: string }) => void): Promise<{ status: number | null; out: string }> => {
-    const dir = tempDir('l9gpu-alerts-');
-    const copy = parse(readFileSync(RULES, 'utf8')) as RuleFile;
-    for (const g of copy.groups) for (const r of g.rules) if (r.alert) change(r as Rule & { alert: string });
-    writeFileSync(join(dir, 'l9gpu.rules.yml'), stringify(copy));
-    copyFileSync(TESTS, join(dir, 'l9gpu.rules.test.yml'));
-    const r = await promtool(['test', 'rules', 'l9gpu.rules.test.yml'], dir);
-    rmSync(dir, { recursive: true, force: true });
-    return { status: r.status, out: r.out + r.err };
-  };
-  const [never, always, threshold] = await Promise.all([
-    mutate((r) => (r.expr = `(${r.expr}) unless on () vector(1)`)),
-    // a label-less alert wherever the real one is absent, at once: every case that expects silence must see it
-    mutate((r) => {
-      r.expr = `(${r.expr}) or on () vector(1)`;
-      delete r.for;
-    }),
-    mutate((r) => {
-      if (r.alert === 'GpuThermalThrottling') r.expr = r.expr.replace('> 0.5', '> 0.7');
-    }),
-  ]);
-  assert.equal(never.status, 1, never.out);
-  assert.deepEqual(failedKeys(never.out), caseKeys(true), 'every firing case fails, no other');
-  assert.equal(always.status, 1, always.out);
-  assert.deepEqual(failedKeys(always.out), caseKeys(false), 'every quiet case fails, no other');
-  assert.equal(threshold.status, 1, threshold.out);
-  assert.deepEqual(failedKeys(threshold.out), ['GpuThermalThrottling@960']);
-});
-
-test('the unit tests\' series carry the labels of a real daemon\'s series (sim GPUs scraped by a real Prometheus), plus the job\'s while a job holds the GPU', async () => {
-  const real = await realLabels;
-  const sanitize = (k: string) => k.replace(/[^a-zA-Z0-9_]/g, '_');
-  // What the sim plugin does not emit (NVML's lost, Xid and remap gauges, attribution's shares) has its scope's
-  // labels, as a metric of the scope without attributes of its own shows them. A metric's own attributes may be
-  // absent: Prometheus drops a label whose value is empty (a healthy GPU's gpu_health_reason).
-  const scopeBase = { gpu: 'gpu_utilization_ratio', agent: 'l9gpu_process_memory_rss_bytes' } as Record<string, string>;
-  const attribution = ATTRIBUTION_ATTRIBUTES.map(sanitize);
-  const wrong: string[] = [];
-  for (const { series } of testFile.tests.flatMap((x) => x.input_series)) {
-    const m = /^([a-zA-Z_:][\w:]*)\{(.*)\}$/.exec(series);
-    assert.ok(m, series);
-    const name = m[1]!;
-    const body = m[2]!;
-    const labels = [...body.matchAll(/(\w+)="(?:[^"\\]|\\.)*"/g)].map(([, k]) => k!);
-    const def = METRICS.find((d) => prometheusName(d) === name);
-    const required = real.get(name) ?? (def && real.get(scopeBase[def.scope] ?? ''));
-    if (!required) {
-      wrong.push(`${name}: neither scraped nor in the registry`);
-      continue;
+test(
+  'the Xid alerts split the codes as the catalog does: failed -> critical, warning and ' + "unknown -> warning, an application's -> none",
+  () => {
+    const codesOf = (name: string): RegExp => {
+      const m = /gpu_xid_code=~"([^"]+)"/.exec(alerts.find((a) => a.alert === name)!.expr);
+      assert.ok(m, name);
+      // Prometheus anchors a label regex at both ends
+      return new RegExp(`^(?:${m[1]})$`);
+    };
+    const critical = codesOf('GpuXidCritical');
+    const warning = codesOf('GpuXidWarning');
+    const wrong: string[] = [];
+    for (let code = 1; code <= 2000; code++) {
+      const severity = xidEntry(code).severity;
+      const got = critical.test(String(code)) ? (warning.test(String(code)) ? 'both' : 2) : warning.test(String(code)) ? 1 : 0;
+      if (got !== severity) wrong.push(`${code}: the catalog says ${severity}, the rules ${got}`);
     }
-    const allowed = new Set([...required, ...(def?.attributes.map(sanitize) ?? []), ...(def?.scope === 'gpu' ? attribution : [])]);
-    const missing = [...required].filter((k) => !labels.includes(k));
-    const extra = labels.filter((k) => !allowed.has(k));
-    if (missing.length || extra.length) wrong.push(`${name}: the test lacks ${missing.join() || '-'} and adds ${extra.join() || '-'}`);
-  }
-  assert.deepEqual([...new Set(wrong)], []);
-});
+    assert.deepEqual(wrong, []);
+  },
+);
+
+test(
+  'the unit tests fail when a rule changes: an alert that never fires, one that fires too ' + 'soon or without cause, a threshold moved',
+  async () => {
+    const mutate = async (change: (r: Rule & { alert: string }) => void): Promise<{ status: number | null; out: string }> => {
+      const dir = tempDir('l9gpu-alerts-');
+      const copy = parse(readFileSync(RULES, 'utf8')) as RuleFile;
+      for (const g of copy.groups) for (const r of g.rules) if (r.alert) change(r as Rule & { alert: string });
+      writeFileSync(join(dir, 'l9gpu.rules.yml'), stringify(copy));
+      copyFileSync(TESTS, join(dir, 'l9gpu.rules.test.yml'));
+      const r = await promtool(['test', 'rules', 'l9gpu.rules.test.yml'], dir);
+      rmSync(dir, { recursive: true, force: true });
+      return { status: r.status, out: r.out + r.err };
+    };
+    const [never, always, threshold] = await Promise.all([
+      mutate((r) => (r.expr = `(${r.expr}) unless on () vector(1)`)),
+      // a label-less alert wherever the real one is absent, at once: every case that expects silence must see it
+      mutate((r) => {
+        r.expr = `(${r.expr}) or on () vector(1)`;
+        delete r.for;
+      }),
+      mutate((r) => {
+        if (r.alert === 'GpuThermalThrottling') r.expr = r.expr.replace('> 0.5', '> 0.7');
+      }),
+    ]);
+    assert.equal(never.status, 1, never.out);
+    assert.deepEqual(failedKeys(never.out), caseKeys(true), 'every firing case fails, no other');
+    assert.equal(always.status, 1, always.out);
+    assert.deepEqual(failedKeys(always.out), caseKeys(false), 'every quiet case fails, no other');
+    assert.equal(threshold.status, 1, threshold.out);
+    assert.deepEqual(failedKeys(threshold.out), ['GpuThermalThrottling@960']);
+  },
+);
+
+test(
+  "the unit tests' series carry the labels of a real daemon's series (sim GPUs scraped by a " +
+    "real Prometheus), plus the job's while a job holds the GPU",
+  async () => {
+    const real = await realLabels;
+    const sanitize = (k: string) => k.replace(/[^a-zA-Z0-9_]/g, '_');
+    // What the sim plugin does not emit (NVML's lost, Xid and remap gauges, attribution's shares) has its scope's
+    // labels, as a metric of the scope without attributes of its own shows them. A metric's own attributes may be
+    // absent: Prometheus drops a label whose value is empty (a healthy GPU's gpu_health_reason).
+    const scopeBase = { gpu: 'gpu_utilization_ratio', agent: 'l9gpu_process_memory_rss_bytes' } as Record<string, string>;
+    const attribution = ATTRIBUTION_ATTRIBUTES.map(sanitize);
+    const wrong: string[] = [];
+    for (const { series } of testFile.tests.flatMap((x) => x.input_series)) {
+      const m = /^([a-zA-Z_:][\w:]*)\{(.*)\}$/.exec(series);
+      assert.ok(m, series);
+      const name = m[1]!;
+      const body = m[2]!;
+      const labels = [...body.matchAll(/(\w+)="(?:[^"\\]|\\.)*"/g)].map(([, k]) => k!);
+      const def = METRICS.find((d) => prometheusName(d) === name);
+      const required = real.get(name) ?? (def && real.get(scopeBase[def.scope] ?? ''));
+      if (!required) {
+        wrong.push(`${name}: neither scraped nor in the registry`);
+        continue;
+      }
+      const allowed = new Set([...required, ...(def?.attributes.map(sanitize) ?? []), ...(def?.scope === 'gpu' ? attribution : [])]);
+      const missing = [...required].filter((k) => !labels.includes(k));
+      const extra = labels.filter((k) => !allowed.has(k));
+      if (missing.length || extra.length) wrong.push(`${name}: the test lacks ${missing.join() || '-'} and adds ${extra.join() || '-'}`);
+    }
+    assert.deepEqual([...new Set(wrong)], []);
+  },
+);

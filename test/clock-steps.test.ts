@@ -26,7 +26,7 @@ function libfaketime(): string {
     const p = join('/usr/lib', d, 'faketime', 'libfaketime.so.1');
     if (existsSync(p)) return p;
   }
-  throw new Error('libfaketime.so.1 not found: install Debian\'s faketime (test/setup/install-test-deps.sh does)');
+  throw new Error("libfaketime.so.1 not found: install Debian's faketime (test/setup/install-test-deps.sh does)");
 }
 
 const d = tempDir('l9gpu-clock-steps-');
@@ -45,14 +45,33 @@ before(async () => {
   const bin = join(d, 'bin');
   mkdirSync(bin);
   // 24.11's scontrol with the job's step daemon on the node (recorded answer: slurm/testdata/scontrol-listjobs-24.11.txt)
-  writeFileSync(join(bin, 'scontrol'), `#!/bin/sh\n[ "$1" = listjobs ] && { printf 'JOBID\\n${JOB}       \\n'; exit 0; }\necho "scontrol: $*: not answered by this stand-in" >&2; exit 1\n`, { mode: 0o755 });
+  writeFileSync(
+    join(bin, 'scontrol'),
+    `#!/bin/sh\n[ "$1" = listjobs ] && { printf 'JOBID\\n${JOB}       \\n'; exit 0; }\necho ` +
+      `"scontrol: $*: not answered by this stand-in" >&2; exit 1\n`,
+    { mode: 0o755 },
+  );
   writeFileSync(join(bin, 'sacct'), `#!/bin/sh\necho 'sacct: error: Slurm accounting storage is disabled' >&2; exit 1\n`, { mode: 0o755 });
   writeFileSync(join(d, 'slurm.conf'), 'ClusterName=ci\n');
-  writeFileSync(config, `[daemon]\nstate_dir = ${state}\nattribution = slurm\ninterval = 1s\n[slurm]\nslurm_conf = ${join(d, 'slurm.conf')}\nnode_name = gpunode9\nbin_dir = ${bin}\n[sim]\ngpus = 2\n`);
+  writeFileSync(
+    config,
+    `[daemon]\nstate_dir = ${state}\nattribution = slurm\ninterval = 1s\n[slurm]\nslurm_conf = ${join(d, 'slurm.conf')}\nnode_name ` +
+      `= gpunode9\nbin_dir = ${bin}\n[sim]\ngpus = 2\n`,
+  );
   stepTo('+0');
   fake = { LD_PRELOAD: libfaketime(), FAKETIME_TIMESTAMP_FILE: offset, FAKETIME_CACHE_DURATION: '1', FAKETIME_DONT_FAKE_MONOTONIC: '1' };
   daemon = new DaemonProcess(['--config', config, '--plugin', 'sim', '--sink', 'stdout'], fake);
-  await waitFor('two GPUs sampled', () => new Set(daemon.points().filter((p) => p.name === 'gpu.utilization').map((p) => p.attributes['gpu.uuid'])).size === 2 || undefined, 20_000);
+  await waitFor(
+    'two GPUs sampled',
+    () =>
+      new Set(
+        daemon
+          .points()
+          .filter((p) => p.name === 'gpu.utilization')
+          .map((p) => p.attributes['gpu.uuid']),
+      ).size === 2 || undefined,
+    20_000,
+  );
 });
 
 after(async () => {
@@ -69,14 +88,35 @@ async function ticks(uuid: string, n: number): Promise<void> {
 }
 
 test('steps of -1 h and +2 h during a job: no tick lost, no negative duration, the figures of the real time', async () => {
-  const uuids = [...new Set(daemon.points().filter((p) => p.name === 'gpu.utilization').map((p) => String(p.attributes['gpu.uuid'])))].sort();
+  const uuids = [
+    ...new Set(
+      daemon
+        .points()
+        .filter((p) => p.name === 'gpu.utilization')
+        .map((p) => String(p.attributes['gpu.uuid'])),
+    ),
+  ].sort();
   const [gpu0] = uuids as [string, string];
-  const hookEnv = { ...fake, SLURM_JOB_ID: JOB, SLURM_JOB_USER: 'root', SLURM_JOB_UID: '0', SLURM_JOB_PARTITION: 'gpu', CUDA_VISIBLE_DEVICES: uuids.join(','), SLURM_CONF: join(d, 'slurm.conf'), SLURMD_NODENAME: 'gpunode9', L9GPU_STATE_DIR: state };
+  const hookEnv = {
+    ...fake,
+    SLURM_JOB_ID: JOB,
+    SLURM_JOB_USER: 'root',
+    SLURM_JOB_UID: '0',
+    SLURM_JOB_PARTITION: 'gpu',
+    CUDA_VISIBLE_DEVICES: uuids.join(','),
+    SLURM_CONF: join(d, 'slurm.conf'),
+    SLURMD_NODENAME: 'gpunode9',
+    L9GPU_STATE_DIR: state,
+  };
   const pro = runHook('prolog', hookEnv);
   assert.equal(pro.status, 0, pro.stderr);
   const started = performance.now();
   const firstSample = samplesOf(gpu0).length;
-  await waitFor('the job on its GPUs', () => daemon.points().some((p) => p.name === 'gpu.utilization' && p.attributes['slurm.job.id'] === JOB) || undefined, 20_000);
+  await waitFor(
+    'the job on its GPUs',
+    () => daemon.points().some((p) => p.name === 'gpu.utilization' && p.attributes['slurm.job.id'] === JOB) || undefined,
+    20_000,
+  );
   await ticks(gpu0, 3);
 
   let mark = daemon.stderr.length;
@@ -92,7 +132,14 @@ test('steps of -1 h and +2 h during a job: no tick lost, no negative duration, t
   assert.equal(epi.status, 0, epi.stderr);
   const ranS = (performance.now() - started) / 1000;
   // the daemon sees the job leave its GPUs: the job-end summaries
-  const summary = await waitFor('the job-end summary', () => daemon.points().find((p) => p.name === 'gpu.job.duration' && p.attributes['gpu.uuid'] === gpu0 && p.attributes['slurm.job.id'] === JOB), 20_000);
+  const summary = await waitFor(
+    'the job-end summary',
+    () =>
+      daemon
+        .points()
+        .find((p) => p.name === 'gpu.job.duration' && p.attributes['gpu.uuid'] === gpu0 && p.attributes['slurm.job.id'] === JOB),
+    20_000,
+  );
 
   // no tick lost: one sample a second of real time, whatever the wall clock did
   const taken = samplesOf(gpu0).length - firstSample;
@@ -125,6 +172,10 @@ test('steps of -1 h and +2 h during a job: no tick lost, no negative duration, t
   const health = await cli(['health', '--json']);
   assert.notEqual((JSON.parse(health.stdout) as { state: string }).state, 'unknown', health.stdout);
   // and asked with the wall clock an hour behind the file's, it is not "from the future", still fresh
-  const behind = await runCli(['health', '--json', '--config', config], { LD_PRELOAD: fake.LD_PRELOAD!, FAKETIME: '-1h', FAKETIME_DONT_FAKE_MONOTONIC: '1' });
+  const behind = await runCli(['health', '--json', '--config', config], {
+    LD_PRELOAD: fake.LD_PRELOAD!,
+    FAKETIME: '-1h',
+    FAKETIME_DONT_FAKE_MONOTONIC: '1',
+  });
   assert.notEqual((JSON.parse(behind.stdout) as { state: string }).state, 'unknown', behind.stdout);
 });

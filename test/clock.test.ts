@@ -13,7 +13,7 @@ import { healthFileAge, type HealthFile } from '../src/health/state-file.js';
 import { jobElapsedS } from '../src/jobs/elapsed.js';
 import { duration } from '../src/jobs/render.js';
 
-test('a step of the wall clock is seen once, by the offset between the clocks; NTP\'s slew is not a step', () => {
+test("a step of the wall clock is seen once, by the offset between the clocks; NTP's slew is not a step", () => {
   let wall = 1_000_000;
   let mono = 50_000;
   const w = new ClockWatch(1000, () => ({ wall, mono }));
@@ -37,17 +37,39 @@ test('a step of the wall clock is seen once, by the offset between the clocks; N
   assert.equal(formatStep(42_000), '+42s');
 });
 
-test('durations: monotonic where both ends have it on one boot, else the wall clock\'s, never negative', () => {
+test("durations: monotonic where both ends have it on one boot, else the wall clock's, never negative", () => {
   const boot = 'b1';
   // the wall clock went back an hour between the two records; the monotonic clock went on 10 minutes
-  assert.equal(elapsedMs({ wall: 10_000_000, mono: 5_000, boot }, { wall: 10_000_000 - 3_600_000 + 600_000, mono: 605_000, boot }), 600_000);
-  assert.equal(elapsedMs({ wall: 10_000_000, mono: 5_000, boot }, { wall: 10_600_000, mono: 605_000, boot: 'b2' }), 600_000, 'another boot: the wall clock');
-  assert.equal(elapsedMs({ wall: 10_000_000, mono: null, boot }, { wall: 6_400_000, mono: 605_000, boot }), 0, 'no monotonic end: the wall, held at 0');
-  assert.equal(jobElapsedS({ start_time: 10_000_000, end_time: 6_400_000 }), 0, 'a row without monotonic times (an older store): never negative');
-  assert.equal(jobElapsedS({ start_time: 10_000_000, end_time: 6_400_000 + 600_000, start_mono: 5_000, end_mono: 605_000, boot_id: boot }), 600);
+  assert.equal(
+    elapsedMs({ wall: 10_000_000, mono: 5_000, boot }, { wall: 10_000_000 - 3_600_000 + 600_000, mono: 605_000, boot }),
+    600_000,
+  );
+  assert.equal(
+    elapsedMs({ wall: 10_000_000, mono: 5_000, boot }, { wall: 10_600_000, mono: 605_000, boot: 'b2' }),
+    600_000,
+    'another boot: the wall clock',
+  );
+  assert.equal(
+    elapsedMs({ wall: 10_000_000, mono: null, boot }, { wall: 6_400_000, mono: 605_000, boot }),
+    0,
+    'no monotonic end: the wall, held at 0',
+  );
+  assert.equal(
+    jobElapsedS({ start_time: 10_000_000, end_time: 6_400_000 }),
+    0,
+    'a row without monotonic times (an older store): never negative',
+  );
+  assert.equal(
+    jobElapsedS({ start_time: 10_000_000, end_time: 6_400_000 + 600_000, start_mono: 5_000, end_mono: 605_000, boot_id: boot }),
+    600,
+  );
   assert.equal(jobElapsedS({ start_time: null, end_time: null }), null);
   const now = { wall: Date.now(), mono: monoNow(), boot: bootId() };
-  assert.equal(jobElapsedS({ start_time: now.wall + 3_600_000, end_time: null, start_mono: now.mono - 90_000, boot_id: now.boot }, now), 90, 'a running job by the monotonic clock, its start wall time an hour "ahead"');
+  assert.equal(
+    jobElapsedS({ start_time: now.wall + 3_600_000, end_time: null, start_mono: now.mono - 90_000, boot_id: now.boot }, now),
+    90,
+    'a running job by the monotonic clock, its start wall time an hour "ahead"',
+  );
   assert.equal(duration(-3425), '00:00:00', 'a figure from elsewhere is held to 0 too, never "-1--1:-58:-5"');
   const m = monoAt(Date.now() - 60_000);
   assert.ok(m !== null && Math.abs(monoNow() - 60_000 - m) < 50);
@@ -78,11 +100,19 @@ test('a rollup folds samples by their monotonic gaps: a wall clock stepped back 
   assert.equal(figures(old).samples, 2);
 });
 
-test('a health file\'s age: monotonic on this boot; a file from the future without it is not fresh', () => {
+test("a health file's age: monotonic on this boot; a file from the future without it is not fresh", () => {
   const file = (f: Partial<HealthFile>): HealthFile => ({ version: 1, written: 0, interval_ms: 10_000, gpus: [], ...f });
   const now = Date.now();
-  assert.equal(healthFileAge(file({ written: now + 3_600_000, written_mono: 1000, boot: 'b1' }), now, 31_000, 'b1'), 30_000, 'written 30 s ago by the monotonic clock, an hour "ahead" by the wall');
-  assert.equal(healthFileAge(file({ written: now - 20_000 }), now, 31_000, 'b1'), 20_000, 'an older daemon\'s file: by the wall clock');
+  assert.equal(
+    healthFileAge(file({ written: now + 3_600_000, written_mono: 1000, boot: 'b1' }), now, 31_000, 'b1'),
+    30_000,
+    'written 30 s ago by the monotonic clock, an hour "ahead" by the wall',
+  );
+  assert.equal(healthFileAge(file({ written: now - 20_000 }), now, 31_000, 'b1'), 20_000, "an older daemon's file: by the wall clock");
   assert.equal(healthFileAge(file({ written: now + 3_600_000 }), now, 31_000, 'b1'), Infinity, 'from the future: its age is unknown');
-  assert.equal(healthFileAge(file({ written: now - 20_000, written_mono: 90_000, boot: 'b0' }), now, 31_000, 'b1'), 20_000, 'another boot\'s file: by the wall clock');
+  assert.equal(
+    healthFileAge(file({ written: now - 20_000, written_mono: 90_000, boot: 'b0' }), now, 31_000, 'b1'),
+    20_000,
+    "another boot's file: by the wall clock",
+  );
 });

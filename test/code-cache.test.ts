@@ -24,31 +24,48 @@ function run(cache: string, bundle: string, ...args: string[]): string {
 /** A bundle that says which it is (same length for every word of 4 letters) and how it was started. */
 function bundle(dir: string, word: string): string {
   const f = join(dir, 'hook.cjs');
-  writeFileSync(join(dir, 'next.cjs'), `function say() { return ${JSON.stringify(word)}; }\nconsole.log(say(), JSON.stringify(process.argv.slice(1)), __filename === ${JSON.stringify(f)}, typeof require('node:path').join);\n`);
+  writeFileSync(
+    join(dir, 'next.cjs'),
+    `function say() { return ${JSON.stringify(word)}; }\nconsole.log(say(), ` +
+      `JSON.stringify(process.argv.slice(1)), __filename === ${JSON.stringify(f)}, typeof ` +
+      `require('node:path').join);\n`,
+  );
   renameSync(join(dir, 'next.cjs'), f); // a new file, as a package upgrade writes it
   return f;
 }
 
 const cacheFiles = (cache: string) => readdirSync(cache).filter((n) => n.endsWith('.v8'));
 
-test('the first run writes the code cache (root\'s, 0644, named after the bundle, the runtime and the command); the next reads it; the bundle runs as the main script', () => {
-  const d = tempDir('l9gpu-codecache-');
-  const cache = join(d, 'cache');
-  mkdirSync(cache, { mode: 0o755 });
-  const f = bundle(d, 'AAAA');
-  assert.equal(run(cache, f, 'prolog'), `AAAA ${JSON.stringify([f, 'prolog'])} true function\n`);
-  const [written, ...more] = cacheFiles(cache);
-  assert.deepEqual(more, []);
-  assert.match(written!, new RegExp(`^hook\\.cjs\\.${process.version.replace(/\./g, '\\.')}-${process.arch}\\.\\d+-\\d+-\\d+\\.prolog\\.v8$`));
-  const st = statSync(join(cache, written!));
-  assert.deepEqual([st.uid, st.mode & 0o777], [0, 0o644]);
-  // read, not written again; another command of the same bundle starts from it and writes its own
-  const before = st.mtimeMs;
-  assert.equal(run(cache, f, 'prolog'), `AAAA ${JSON.stringify([f, 'prolog'])} true function\n`);
-  assert.equal(statSync(join(cache, written!)).mtimeMs, before);
-  run(cache, f, 'epilog');
-  assert.deepEqual(cacheFiles(cache).map((n) => n.split('.').at(-2)).sort(), ['epilog', 'prolog']);
-});
+test(
+  "the first run writes the code cache (root's, 0644, named after the bundle, the runtime and " +
+    'the command); the next reads it; the bundle runs as the main script',
+  () => {
+    const d = tempDir('l9gpu-codecache-');
+    const cache = join(d, 'cache');
+    mkdirSync(cache, { mode: 0o755 });
+    const f = bundle(d, 'AAAA');
+    assert.equal(run(cache, f, 'prolog'), `AAAA ${JSON.stringify([f, 'prolog'])} true function\n`);
+    const [written, ...more] = cacheFiles(cache);
+    assert.deepEqual(more, []);
+    assert.match(
+      written!,
+      new RegExp(`^hook\\.cjs\\.${process.version.replace(/\./g, '\\.')}-${process.arch}\\.\\d+-\\d+-\\d+\\.prolog\\.v8$`),
+    );
+    const st = statSync(join(cache, written!));
+    assert.deepEqual([st.uid, st.mode & 0o777], [0, 0o644]);
+    // read, not written again; another command of the same bundle starts from it and writes its own
+    const before = st.mtimeMs;
+    assert.equal(run(cache, f, 'prolog'), `AAAA ${JSON.stringify([f, 'prolog'])} true function\n`);
+    assert.equal(statSync(join(cache, written!)).mtimeMs, before);
+    run(cache, f, 'epilog');
+    assert.deepEqual(
+      cacheFiles(cache)
+        .map((n) => n.split('.').at(-2))
+        .sort(),
+      ['epilog', 'prolog'],
+    );
+  },
+);
 
 test('a replaced bundle of the same length never runs the code cached for the old one', () => {
   const d = tempDir('l9gpu-codecache-');

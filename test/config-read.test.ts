@@ -76,9 +76,13 @@ test('the reader types each key from its spec, and a misspelt key does not compi
   assert.equal(nvml.interval, null);
 });
 
-test('readSection answers the configuration\'s values: file, environment, defaults and nulls', () => {
+test("readSection answers the configuration's values: file, environment, defaults and nulls", () => {
   const f = join(dir, 'read.ini');
-  writeFileSync(f, '[nvml]\nstate_interval = 2m\nprocesses = no\n[jobs]\ngpu_hour_price = 2.5\ncurrency =\ngpu_hour_prices = H100=3.2\n[dcgm]\ngpu_fields = never\ninterval = 5s\n');
+  writeFileSync(
+    f,
+    '[nvml]\nstate_interval = 2m\nprocesses = no\n[jobs]\ngpu_hour_price = 2.5\ncurrency ' +
+      '=\ngpu_hour_prices = H100=3.2\n[dcgm]\ngpu_fields = never\ninterval = 5s\n',
+  );
   const c = loadAgentConfig({ configPath: f, env: { L9GPU_NVML_LIBRARY: '/opt/nvml/libnvidia-ml.so.1' } });
   assert.deepEqual(readSection(c, NVML_SECTION), {
     interval: null,
@@ -124,10 +128,16 @@ test('a section the configuration was not loaded with is an error naming the key
   assert.throws(() => readSection(c, NVML_SECTION), /config: no key nvml\.interval in the schema/);
 });
 
-test('[daemon] attribution read without the composition root\'s names (the hooks) is a word, never empty: as the daemon\'s enum', () => {
+test("[daemon] attribution read without the composition root's names (the hooks) is a word, never empty: as the daemon's enum", () => {
   const f = join(dir, 'attr-empty.ini');
   writeFileSync(f, '[daemon]\nattribution =\n');
-  assert.throws(() => loadConfig({ sections: [DAEMON_SECTION], configPath: f, env: {}, partial: true }), /\[daemon\] attribution: empty: it needs a value/);
-  assert.throws(() => loadAgentConfig({ configPath: f, env: {} }), /\[daemon\] attribution: "" is not one of auto, slurm, kubernetes, none/);
+  assert.throws(
+    () => loadConfig({ sections: [DAEMON_SECTION], configPath: f, env: {}, partial: true }),
+    /\[daemon\] attribution: empty: it needs a value/,
+  );
+  assert.throws(
+    () => loadAgentConfig({ configPath: f, env: {} }),
+    /\[daemon\] attribution: "" is not one of auto, slurm, kubernetes, none/,
+  );
   assert.equal(readSection(loadConfig({ sections: [DAEMON_SECTION], env: {}, ...NOFILE }), DAEMON_SECTION).attribution, 'auto');
 });

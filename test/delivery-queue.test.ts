@@ -9,7 +9,12 @@ import { SinkStats } from '../src/core/sink.js';
 import { HttpCapture } from './helpers/http-capture.js';
 import { waitFor } from './helpers/wait.js';
 
-const posterTo = (url: string, timeoutMs: number) => createPoster(createHttpClient({ url, timeoutMs, maxResponseBytes: MAX_RESPONSE_BYTES }), { ca: 'ca', cert: 'cert', endpoint: 'endpoint' });
+const posterTo = (url: string, timeoutMs: number) =>
+  createPoster(createHttpClient({ url, timeoutMs, maxResponseBytes: MAX_RESPONSE_BYTES }), {
+    ca: 'ca',
+    cert: 'cert',
+    endpoint: 'endpoint',
+  });
 
 const payload = (i: number) => ({ body: Buffer.from(`payload-${String(i).padStart(3, '0')}-${'x'.repeat(88)}`), points: 10 });
 
@@ -24,7 +29,14 @@ test('while the peer fails, the queue keeps the newest data within max_queue_byt
   const poster = posterTo(`${rx.url}/x`, 2000);
   const stats = new SinkStats();
   const lines: string[] = [];
-  const q = new DeliveryQueue({ maxBytes: 1000, send: (p) => poster.post(p.body, {}), stats, log: createLogger('info', (l) => lines.push(l)), minBackoffMs: 20, maxBackoffMs: 40 });
+  const q = new DeliveryQueue({
+    maxBytes: 1000,
+    send: (p) => poster.post(p.body, {}),
+    stats,
+    log: createLogger('info', (l) => lines.push(l)),
+    minBackoffMs: 20,
+    maxBackoffMs: 40,
+  });
   try {
     for (let i = 0; i < 30; i++) {
       q.push(payload(i));
@@ -36,7 +48,11 @@ test('while the peer fails, the queue keeps the newest data within max_queue_byt
     up = true;
     await waitFor('queue drained', () => q.length === 0);
     const delivered = accepted.map((i) => rx.requests[i]!.body.toString().slice(0, 11));
-    assert.deepEqual(delivered, Array.from({ length: 10 }, (_, i) => `payload-${String(20 + i).padStart(3, '0')}`), 'oldest kept first');
+    assert.deepEqual(
+      delivered,
+      Array.from({ length: 10 }, (_, i) => `payload-${String(20 + i).padStart(3, '0')}`),
+      'oldest kept first',
+    );
     assert.equal(stats.exported, 100);
     assert.equal(stats.queueBytes, 0);
     assert.equal(lines.filter((l) => l.includes('delivery failed')).length, 1, 'an outage is logged once, not per retry');
@@ -53,7 +69,13 @@ test('shutdown delivers what it can before the deadline and counts the rest as d
   const poster = posterTo(`${rx.url}/x`, 500);
   const stats = new SinkStats();
   const lines: string[] = [];
-  const q = new DeliveryQueue({ maxBytes: 1 << 20, send: (p) => poster.post(p.body, {}), stats, log: createLogger('info', (l) => lines.push(l)), minBackoffMs: 10 });
+  const q = new DeliveryQueue({
+    maxBytes: 1 << 20,
+    send: (p) => poster.post(p.body, {}),
+    stats,
+    log: createLogger('info', (l) => lines.push(l)),
+    minBackoffMs: 10,
+  });
   try {
     q.push(payload(1));
     q.push(payload(2));

@@ -32,13 +32,18 @@ after(async () => {
 /** name{sorted labels} -> value and timestamp; NaN and empty label values left out (neither is stored). */
 type Series = Map<string, { v: number; ts?: number }>;
 const key = (name: string, labels: Record<string, string>) =>
-  `${name}{${Object.entries(labels).filter(([k, v]) => v !== '' && k !== 'l9gpu_page').sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(',')}}`;
+  `${name}{${Object.entries(labels)
+    .filter(([k, v]) => v !== '' && k !== 'l9gpu_page')
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
+    .join(',')}}`;
 /** VictoriaMetrics keeps 12 significant digits (cut, not rounded): equal within that. */
 const same = (a: number, b: number) => a === b || Math.abs(a - b) <= 2e-12 * Math.max(Math.abs(a), Math.abs(b));
 
 function ours(page: string): Series {
   const out: Series = new Map();
-  for (const f of parseExposition(page)) for (const s of f.samples) if (!Number.isNaN(s.value)) out.set(key(s.name, s.labels), { v: s.value, ts: s.timestampMs });
+  for (const f of parseExposition(page))
+    for (const s of f.samples) if (!Number.isNaN(s.value)) out.set(key(s.name, s.labels), { v: s.value, ts: s.timestampMs });
   return out;
 }
 
@@ -50,8 +55,15 @@ async function theirs(page: string): Promise<Series> {
   await vm.flush();
   const out: Series = new Map();
   // the export's end defaults to now, in whole seconds: a sample stamped on arrival this second would fall after it
-  const q = new URLSearchParams({ 'match[]': `{l9gpu_page="${id}"}`, start: String(Math.floor(Date.now() / 1000) - 3600), end: String(Math.ceil(Date.now() / 1000) + 60) });
-  const rows = (await (await fetch(`${vm.url}/api/v1/export?${q}`)).text()).split('\n').filter(Boolean).map((l) => JSON.parse(l) as { metric: Record<string, string>; values: (number | string)[]; timestamps: number[] });
+  const q = new URLSearchParams({
+    'match[]': `{l9gpu_page="${id}"}`,
+    start: String(Math.floor(Date.now() / 1000) - 3600),
+    end: String(Math.ceil(Date.now() / 1000) + 60),
+  });
+  const rows = (await (await fetch(`${vm.url}/api/v1/export?${q}`)).text())
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as { metric: Record<string, string>; values: (number | string)[]; timestamps: number[] });
   for (const row of rows) {
     const { __name__: name, ...labels } = row.metric;
     assert.equal(row.values.length, 1, `one value per series: ${JSON.stringify(row)}`);
@@ -66,7 +78,8 @@ const diff = (a: Series, b: Series) => {
   const lines: string[] = [];
   for (const [k, x] of a) {
     const y = b.get(k);
-    if (!y || !same(y.v, x.v) || (x.ts !== undefined && y.ts !== x.ts)) lines.push(`ours ${k} ${x.v} @${x.ts ?? '-'}, VictoriaMetrics ${y ? `${y.v} @${y.ts}` : '(none)'}`);
+    if (!y || !same(y.v, x.v) || (x.ts !== undefined && y.ts !== x.ts))
+      lines.push(`ours ${k} ${x.v} @${x.ts ?? '-'}, VictoriaMetrics ${y ? `${y.v} @${y.ts}` : '(none)'}`);
   }
   for (const [k, y] of b) if (!a.has(k)) lines.push(`VictoriaMetrics ${k} ${y.v}, ours (none)`);
   return lines;
@@ -83,7 +96,8 @@ export function recordedPages(): { file: string; text: string }[] {
       for (const f of readdirSync(join(dir, c.name))) {
         if (!f.endsWith('.prom')) continue;
         const text = readFileSync(join(dir, c.name, f), 'utf8');
-        if (formatOf(/^# EOF\s*$/m.test(text) ? 'application/openmetrics-text' : undefined) === 'prometheus') out.push({ file: `plugins/${plugin}/testdata/${c.name}/${f}`, text });
+        if (formatOf(/^# EOF\s*$/m.test(text) ? 'application/openmetrics-text' : undefined) === 'prometheus')
+          out.push({ file: `plugins/${plugin}/testdata/${c.name}/${f}`, text });
       }
     }
   }
@@ -107,7 +121,11 @@ test('every recorded engine and dcgm-exporter page: the same series and values a
 const NAMES = ['a', 'vllm:x', 'b_total', 'c_bucket', 'Z9', '_u', 'n:m:o'];
 const LABELS = ['l', 'le', 'quantile', 'model_name', '_x', 'A1'];
 /** Label value text as written on the page: escapes, unknown escapes, UTF-8, the grammar's own characters. */
-const valueText = fc.array(fc.constantFrom('a', 'Z', '0', ' ', 'é', '☃', '𝄞', '\\\\', '\\"', '\\n', '\\t', '\\q', '{', '}', ',', '=', '#', '\'', '/'), { maxLength: 8 }).map((xs) => xs.join(''));
+const valueText = fc
+  .array(fc.constantFrom('a', 'Z', '0', ' ', 'é', '☃', '𝄞', '\\\\', '\\"', '\\n', '\\t', '\\q', '{', '}', ',', '=', '#', "'", '/'), {
+    maxLength: 8,
+  })
+  .map((xs) => xs.join(''));
 const number = fc.oneof(
   fc.integer({ min: -1e9, max: 1e9 }).map(String),
   fc.tuple(fc.integer({ min: -999_999, max: 999_999 }), fc.integer({ min: -200, max: 200 })).map(([m, e]) => `${m}e${e}`),
@@ -115,9 +133,25 @@ const number = fc.oneof(
   fc.constantFrom('+Inf', '-Inf', 'Inf', 'inf', '-infinity', 'NaN', 'nan', '0', '-0', '.5', '5.', '1E3'),
 );
 const blank = fc.constantFrom(' ', '\t', '  ', ' \t');
-const sampleLine = fc.record({ name: fc.constantFrom(...NAMES), labels: fc.uniqueArray(fc.tuple(fc.constantFrom(...LABELS), valueText), { maxLength: 4, selector: ([k]) => k }), value: number, ts: fc.option(fc.integer({ min: 1, max: 3_000_000 }), { nil: undefined }), b1: blank, b2: blank, comma: fc.boolean(), spaced: fc.boolean() });
+const sampleLine = fc.record({
+  name: fc.constantFrom(...NAMES),
+  labels: fc.uniqueArray(fc.tuple(fc.constantFrom(...LABELS), valueText), { maxLength: 4, selector: ([k]) => k }),
+  value: number,
+  ts: fc.option(fc.integer({ min: 1, max: 3_000_000 }), { nil: undefined }),
+  b1: blank,
+  b2: blank,
+  comma: fc.boolean(),
+  spaced: fc.boolean(),
+});
 const NOW = Date.now();
-const page = fc.array(fc.oneof({ weight: 6, arbitrary: sampleLine }, { weight: 1, arbitrary: fc.constantFrom('# a comment', '#', '# HELP a Some \\\\ help\\n.', '', '   ', '# TYPE unrelated gauge') }), { minLength: 1, maxLength: 30 })
+const page = fc
+  .array(
+    fc.oneof(
+      { weight: 6, arbitrary: sampleLine },
+      { weight: 1, arbitrary: fc.constantFrom('# a comment', '#', '# HELP a Some \\\\ help\\n.', '', '   ', '# TYPE unrelated gauge') },
+    ),
+    { minLength: 1, maxLength: 30 },
+  )
   .map((lines) => {
     const seen = new Set<string>();
     let text = '';
@@ -128,7 +162,12 @@ const page = fc.array(fc.oneof({ weight: 6, arbitrary: sampleLine }, { weight: 1
       }
       // one sample per series: two with one timestamp would leave which one VictoriaMetrics keeps open
       // (the series as stored: \\q and \q are one value, an empty value no label)
-      const id = `${l.name}${JSON.stringify(l.labels.map(([k, v]) => [k, v.replace(/\\([\\"n])/g, (_m, c: string) => (c === 'n' ? '\n' : c))] as const).filter(([, v]) => v !== '').sort())}`;
+      const id = `${l.name}${JSON.stringify(
+        l.labels
+          .map(([k, v]) => [k, v.replace(/\\([\\"n])/g, (_m, c: string) => (c === 'n' ? '\n' : c))] as const)
+          .filter(([, v]) => v !== '')
+          .sort(),
+      )}`;
       if (seen.has(id)) continue;
       seen.add(id);
       const eq = l.spaced ? ' = ' : '=';
@@ -138,14 +177,17 @@ const page = fc.array(fc.oneof({ weight: 6, arbitrary: sampleLine }, { weight: 1
     return text;
   });
 
-test('generated pages (escapes, blanks, specials, timestamps, comments): the same series, values and timestamps as VictoriaMetrics reads', async (t) => {
-  const pages = fc.sample(page, { numRuns: 80, seed: 20261123 });
-  let samples = 0;
-  for (const text of pages) {
-    const a = ours(text);
-    samples += a.size;
-    assert.deepEqual(diff(a, await theirs(text)), [], text);
-  }
-  assert.ok(samples > 300, `samples compared: ${samples}`);
-  t.diagnostic(`${pages.length} generated pages, ${samples} samples agree`);
-});
+test(
+  'generated pages (escapes, blanks, specials, timestamps, comments): the same series, values ' + 'and timestamps as VictoriaMetrics reads',
+  async (t) => {
+    const pages = fc.sample(page, { numRuns: 80, seed: 20261123 });
+    let samples = 0;
+    for (const text of pages) {
+      const a = ours(text);
+      samples += a.size;
+      assert.deepEqual(diff(a, await theirs(text)), [], text);
+    }
+    assert.ok(samples > 300, `samples compared: ${samples}`);
+    t.diagnostic(`${pages.length} generated pages, ${samples} samples agree`);
+  },
+);

@@ -5,7 +5,22 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, chownSync, closeSync, constants, linkSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, symlinkSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  closeSync,
+  constants,
+  linkSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  truncateSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import net from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -54,70 +69,107 @@ let tick = 0;
 /** A batch of `n` gauge points, each line telling its batch and index apart. */
 function batch(n = 20): Batch {
   const t = tick++;
-  return { source: 'test', time: 1_795_000_000_000 + t * 1000, intervalMs: 1000, points: Array.from({ length: n }, (_, i) => ({ metric: metric('gpu.utilization'), value: i / n, attributes: { 'gpu.uuid': `GPU-${t}-${i}`, 'gpu.index': i } })) };
+  return {
+    source: 'test',
+    time: 1_795_000_000_000 + t * 1000,
+    intervalMs: 1000,
+    points: Array.from({ length: n }, (_, i) => ({
+      metric: metric('gpu.utilization'),
+      value: i / n,
+      attributes: { 'gpu.uuid': `GPU-${t}-${i}`, 'gpu.index': i },
+    })),
+  };
 }
 
 const linesOf = (path: string): string[] => readFileSync(path, 'utf8').split('\n').filter(Boolean);
 
-test('file sink: a symlink a user plants at the path is refused, by the sink and the daemon; the root-only file it names is unchanged', async () => {
-  const pub = folder('pub-link', 0o1777);
-  const path = join(pub, 'metrics.jsonl');
-  asNobody('ln', '-s', marker, path);
-  const ini = join(base, 'link.ini');
-  writeFileSync(ini, `[daemon]\nplugins = sim\nsinks = file, stdout\n[sim]\ngpus = 1\n[file]\npath = ${path}\n`);
-  const r = await runCli(['daemon', '--once', '--config', ini]);
-  assert.equal(readFileSync(marker, 'utf8'), MARKER_TEXT);
-  assert.equal(r.status, 0, r.stderr);
-  assert.match(r.stderr, /sink could not start: retrying sink=file error="refusing \S+metrics.jsonl: a symlink/);
-  assert.ok(parseLines(r.stdout).some((p) => p.name === 'gpu.utilization'), 'the other sink still gets the data');
+test(
+  'file sink: a symlink a user plants at the path is refused, by the sink and the daemon; the ' + 'root-only file it names is unchanged',
+  async () => {
+    const pub = folder('pub-link', 0o1777);
+    const path = join(pub, 'metrics.jsonl');
+    asNobody('ln', '-s', marker, path);
+    const ini = join(base, 'link.ini');
+    writeFileSync(ini, `[daemon]\nplugins = sim\nsinks = file, stdout\n[sim]\ngpus = 1\n[file]\npath = ${path}\n`);
+    const r = await runCli(['daemon', '--once', '--config', ini]);
+    assert.equal(readFileSync(marker, 'utf8'), MARKER_TEXT);
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stderr, /sink could not start: retrying sink=file error="refusing \S+metrics.jsonl: a symlink/);
+    assert.ok(
+      parseLines(r.stdout).some((p) => p.name === 'gpu.utilization'),
+      'the other sink still gets the data',
+    );
 
-  const probe = await fileSink.probe(configFrom({ file: { path } }));
-  assert.equal(probe.ok, false);
-  assert.match(probe.detail, new RegExp(`${path} would be refused: a symlink`), 'doctor says it before the daemon runs');
+    const probe = await fileSink.probe(configFrom({ file: { path } }));
+    assert.equal(probe.ok, false);
+    assert.match(probe.detail, new RegExp(`${path} would be refused: a symlink`), 'doctor says it before the daemon runs');
 
-  const { sink } = fileSinkAt(path);
-  await assert.rejects(sink.start!(), new RegExp(`refusing ${path}: a symlink \\(never followed`));
-  sink.write(batch(7));
-  assert.equal(readFileSync(marker, 'utf8'), MARKER_TEXT);
-  assert.deepEqual([sink.stats.exported, sink.stats.dropped], [0, 7], 'a batch for a refused path is dropped and counted');
-});
+    const { sink } = fileSinkAt(path);
+    await assert.rejects(sink.start!(), new RegExp(`refusing ${path}: a symlink \\(never followed`));
+    sink.write(batch(7));
+    assert.equal(readFileSync(marker, 'utf8'), MARKER_TEXT);
+    assert.deepEqual([sink.stats.exported, sink.stats.dropped], [0, 7], 'a batch for a refused path is dropped and counted');
+  },
+);
 
-test('file sink: refuses a file a user owns, a hard link, a folder others can write without the sticky bit, a folder a user owns; says which', async () => {
-  const pub = folder('pub-owned', 0o1777);
-  const owned = join(pub, 'owned.jsonl');
-  asNobody('touch', owned);
-  await assert.rejects(fileSinkAt(owned).sink.start!(), new RegExp(`refusing ${owned}: a file owned by uid ${NOBODY}, not root`));
+test(
+  'file sink: refuses a file a user owns, a hard link, a folder others can write without the ' +
+    'sticky bit, a folder a user owns; says which',
+  async () => {
+    const pub = folder('pub-owned', 0o1777);
+    const owned = join(pub, 'owned.jsonl');
+    asNobody('touch', owned);
+    await assert.rejects(fileSinkAt(owned).sink.start!(), new RegExp(`refusing ${owned}: a file owned by uid ${NOBODY}, not root`));
 
-  // fs.protected_hardlinks stops nobody linking root's file here, not on every system: root makes the link the user could
-  const linked = join(pub, 'linked.jsonl');
-  linkSync(marker, linked);
-  const { sink: viaLink } = fileSinkAt(linked);
-  await assert.rejects(viaLink.start!(), new RegExp(`refusing ${linked}: a file with 2 hard links`));
-  viaLink.write(batch(3));
-  assert.equal(readFileSync(marker, 'utf8'), MARKER_TEXT);
+    // fs.protected_hardlinks stops nobody linking root's file here, not on every system: root makes the link the user could
+    const linked = join(pub, 'linked.jsonl');
+    linkSync(marker, linked);
+    const { sink: viaLink } = fileSinkAt(linked);
+    await assert.rejects(viaLink.start!(), new RegExp(`refusing ${linked}: a file with 2 hard links`));
+    viaLink.write(batch(3));
+    assert.equal(readFileSync(marker, 'utf8'), MARKER_TEXT);
 
-  const open = folder('world-writable', 0o777);
-  await assert.rejects(fileSinkAt(join(open, 'm.jsonl')).sink.start!(), new RegExp(`its folder ${open} is writable by others without the sticky bit`));
-  const users = folder('users-folder', 0o755, NOBODY);
-  await assert.rejects(fileSinkAt(join(users, 'm.jsonl')).sink.start!(), new RegExp(`its folder ${users} is owned by uid ${NOBODY}, not root`));
+    const open = folder('world-writable', 0o777);
+    await assert.rejects(
+      fileSinkAt(join(open, 'm.jsonl')).sink.start!(),
+      new RegExp(`its folder ${open} is writable by others without the sticky bit`),
+    );
+    const users = folder('users-folder', 0o755, NOBODY);
+    await assert.rejects(
+      fileSinkAt(join(users, 'm.jsonl')).sink.start!(),
+      new RegExp(`its folder ${users} is owned by uid ${NOBODY}, not root`),
+    );
 
-  // below a folder others can write without the sticky bit, root's own folder can be swapped whole
-  const under = folder('open-parent', 0o777);
-  const inner = join(under, 'roots');
-  mkdirSync(inner, { mode: 0o755 });
-  await assert.rejects(fileSinkAt(join(inner, 'm.jsonl')).sink.start!(), new RegExp(`${under}, above its folder, is writable by others without the sticky bit`));
-  // a sticky folder others can write: root's file is safe there, the names it rotates to are not (nobody takes m.jsonl.1 first)
-  await assert.rejects(fileSinkAt(join(pub, 'rotated.jsonl')).sink.start!(), new RegExp(`its folder ${pub} is writable by others: the file would be root's, but not the names it rotates to \\(any user may take ${pub}/rotated.jsonl.1 first\\)`));
+    // below a folder others can write without the sticky bit, root's own folder can be swapped whole
+    const under = folder('open-parent', 0o777);
+    const inner = join(under, 'roots');
+    mkdirSync(inner, { mode: 0o755 });
+    await assert.rejects(
+      fileSinkAt(join(inner, 'm.jsonl')).sink.start!(),
+      new RegExp(`${under}, above its folder, is writable by others without the sticky bit`),
+    );
+    // a sticky folder others can write: root's file is safe there, the names it rotates to are not (nobody takes m.jsonl.1 first)
+    await assert.rejects(
+      fileSinkAt(join(pub, 'rotated.jsonl')).sink.start!(),
+      new RegExp(
+        `its folder ${pub} is writable by others: the file would be root's, but not the names it ` +
+          `rotates to \\(any user may take ${pub}/rotated.jsonl.1 first\\)`,
+      ),
+    );
 
-  // the control: root's own folder, and a sticky world-writable one where the file is root's and never rotated
-  for (const [d, extra] of [[folder('roots', 0o755), {}], [pub, { max_files: '0' }]] as const) {
-    const { sink } = fileSinkAt(join(d, 'fine.jsonl'), extra);
-    await sink.start!();
-    sink.write(batch(4));
-    await sink.close(Date.now());
-    assert.equal(linesOf(join(d, 'fine.jsonl')).length, 4);
-  }
-});
+    // the control: root's own folder, and a sticky world-writable one where the file is root's and never rotated
+    for (const [d, extra] of [
+      [folder('roots', 0o755), {}],
+      [pub, { max_files: '0' }],
+    ] as const) {
+      const { sink } = fileSinkAt(join(d, 'fine.jsonl'), extra);
+      await sink.start!();
+      sink.write(batch(4));
+      await sink.close(Date.now());
+      assert.equal(linesOf(join(d, 'fine.jsonl')).length, 4);
+    }
+  },
+);
 
 test('file sink: a FIFO with a reader, a socket, a device, a folder at the path are refused, named, without blocking', async () => {
   const d = folder('kinds');
@@ -156,7 +208,11 @@ test('file sink: a file moved away is followed by a new one; a symlink swapped i
   assert.equal(linesOf(path).length, 6, 'a new file at the path');
   truncateSync(path, 0); // logrotate's copytruncate: the same file, emptied under the open descriptor
   sink.write(batch(2));
-  assert.deepEqual(linesOf(path).map((l) => (JSON.parse(l) as { attributes: { 'gpu.index': number } }).attributes['gpu.index']), [0, 1], 'written from the start, no hole before');
+  assert.deepEqual(
+    linesOf(path).map((l) => (JSON.parse(l) as { attributes: { 'gpu.index': number } }).attributes['gpu.index']),
+    [0, 1],
+    'written from the start, no hole before',
+  );
 
   unlinkSync(path);
   symlinkSync(marker, path);
@@ -184,7 +240,10 @@ test('file sink: a FIFO at the path does not block the daemon; it retries, and w
   const daemon = new DaemonProcess(['--config', ini]);
   try {
     // an open that waits for a reader blocks the event loop: this line would never come
-    await daemon.waitStderr(new RegExp(`sink could not start: retrying sink=file error="refusing ${path}: a FIFO[^"]*" retry_in_s=5`), 10_000);
+    await daemon.waitStderr(
+      new RegExp(`sink could not start: retrying sink=file error="refusing ${path}: a FIFO[^"]*" retry_in_s=5`),
+      10_000,
+    );
     const mark = daemon.stdout.length;
     await waitFor('the plugins to keep running', () => daemon.pointsSince(mark).some((p) => p.name === 'gpu.utilization'));
     unlinkSync(path);

@@ -21,7 +21,8 @@ import { waitFor } from './helpers/wait.js';
 
 /** nvml.h: NVML_ERROR_DRIVER_NOT_LOADED. */
 const DRIVER_NOT_LOADED = 9;
-const ADVICE = /nvmlInit_v2: Driver Not Loaded \(9\): NVML couldn't communicate with the NVIDIA driver\. Make sure that the NVIDIA driver is installed and loaded \(lsmod \| grep nvidia; modprobe nvidia; dmesg \| grep -i nvrm\)/;
+const ADVICE =
+  /nvmlInit_v2: Driver Not Loaded \(9\): NVML couldn't communicate with the NVIDIA driver\. Make sure that the NVIDIA driver is installed and loaded \(lsmod \| grep nvidia; modprobe nvidia; dmesg \| grep -i nvrm\)/;
 
 /** A config of its own: stdout only (doctor checks no port), a state folder of its own. */
 function config(extra = ''): { path: string; state: string } {
@@ -37,7 +38,11 @@ test('plugins = auto: a driver loaded after the daemon started is sampled withou
   const fake = new FakeNvml({ init_error: DRIVER_NOT_LOADED, devices: [h100(0)] });
   const d = new DaemonProcess(['--sink', 'stdout', '--interval', '100ms'], { ...fake.env(), L9GPU_LOG_LEVEL: 'debug' });
   try {
-    await d.waitStderr(new RegExp(`warn \\[l9gpu\\] plugins = auto: not enabled; probed again, 1 s doubling to every 60 s plugin=nvml source="${ADVICE.source}"`));
+    await d.waitStderr(
+      new RegExp(
+        `warn \\[l9gpu\\] plugins = auto: not enabled; probed again, 1 s doubling to every 60 s plugin=nvml source="${ADVICE.source}"`,
+      ),
+    );
     // two probes more, 1 s then 2 s apart, each waiting twice as long for the next: the driver is still not there
     const waits = () => [...d.stderr.matchAll(/plugins = auto: still not enabled plugin=nvml .* next_s=(\d+)$/gm)].map((m) => Number(m[1]));
     await waitFor('two probes more', () => waits().length >= 2);
@@ -47,7 +52,10 @@ test('plugins = auto: a driver loaded after the daemon started is sampled withou
     d.child.kill('SIGHUP');
     await d.waitStderr(/configuration reloaded/);
     fake.write({ devices: [h100(0)] });
-    await d.waitStderr(/info \[l9gpu\] plugins = auto: its source answers now: started plugin=nvml source="driver \S+, 1 GPU\(s\) via \S+libnvidia-ml.so.1" since_start_s=\d+/, 20_000);
+    await d.waitStderr(
+      /info \[l9gpu\] plugins = auto: its source answers now: started plugin=nvml source="driver \S+, 1 GPU\(s\) via \S+libnvidia-ml.so.1" since_start_s=\d+/,
+      20_000,
+    );
     await waitFor('GPU 0 sampled', () => d.points().some((p) => p.name === 'gpu.utilization' && p.attributes['gpu.uuid'] === h100(0).uuid));
     assert.equal(d.child.exitCode, null, 'the same daemon, not a restarted one');
     assert.equal(d.stderr.match(/NVML initialised/g)?.length, 1, 'one nvml plugin started');
@@ -86,7 +94,9 @@ test('a driver not loaded: gpus, doctor and daemon --once say so first, with wha
   assert.match(doc.stdout, /^ {3}FAIL nvml {9}disabled {2}not enabled by auto: nvmlInit_v2: Driver Not Loaded/m);
   assert.match(doc.stdout, /^1 problem\(s\) found$/m);
   assert.doesNotMatch(doc.stdout, /tried again/);
-  const docJson = JSON.parse((await runCli(['doctor', '--json', '--config', path], env)).stdout) as { gpus: { found: number; expected: number; problem: string } };
+  const docJson = JSON.parse((await runCli(['doctor', '--json', '--config', path], env)).stdout) as {
+    gpus: { found: number; expected: number; problem: string };
+  };
   assert.equal(docJson.gpus.found, 0);
   assert.equal(docJson.gpus.expected, 1);
   assert.match(docJson.gpus.problem, installed);
@@ -116,7 +126,8 @@ test('a driver not loaded: gpus, doctor and daemon --once say so first, with wha
 test('[daemon] expect_gpus: fewer GPUs found is a problem; 0 says none belong here whatever is installed', async () => {
   const fake = new FakeNvml({ devices: [h100(0)] });
   const two = config('expect_gpus = 2\n');
-  const shortfall = /1 GPU\(s\) found, 2 expected \(\[daemon\] expect_gpus = 2\): a GPU that fell off the bus or failed to initialise is missing \(dmesg, lspci\)/;
+  const shortfall =
+    /1 GPU\(s\) found, 2 expected \(\[daemon\] expect_gpus = 2\): a GPU that fell off the bus or failed to initialise is missing \(dmesg, lspci\)/;
   const gpus = await runCli(['gpus', '--config', two.path], fake.env());
   assert.equal(gpus.status, 1);
   assert.match(lines(gpus.stderr)[0]!, new RegExp(`^l9gpu: ${shortfall.source}$`));
@@ -141,7 +152,19 @@ test('[daemon] expect_gpus: fewer GPUs found is a problem; 0 says none belong he
 test("the store's inventory having seen GPUs: none found now is a problem, even with no driver library left", async () => {
   const c = config();
   const db = openStore(c.state);
-  upsertInventory(db, [{ uuid: h100(0).uuid, vendor: 'nvidia', vendorIndex: 0, minor: 0, pciBusId: '0000:18:00.0', model: 'NVIDIA H100 80GB HBM3', migParent: null, migGi: null, migCi: null }]);
+  upsertInventory(db, [
+    {
+      uuid: h100(0).uuid,
+      vendor: 'nvidia',
+      vendorIndex: 0,
+      minor: 0,
+      pciBusId: '0000:18:00.0',
+      model: 'NVIDIA H100 80GB HBM3',
+      migParent: null,
+      migGi: null,
+      migCi: null,
+    },
+  ]);
   db.close();
   const env = { L9GPU_NVML_LIBRARY: '/nonexistent/libnvidia-ml.so.1' };
   const seen = new RegExp(`no GPU found, though the store's inventory has seen 1 nvidia GPU\\(s\\) \\(${c.state}/l9gpu.db\\)`);

@@ -14,8 +14,22 @@ test('gpus --json: NVIDIA (with MIG and processes), AMD and Gaudi together, dete
     devices: [
       h100(0, { clock_reasons: 0x20 }),
       h100(1, {
-        name: 'NVIDIA A100-SXM4-40GB', mig_mode: 1, mig_max: 7, processes: [],
-        mig: [{ slot: 0, uuid: 'MIG-aaaaaaaa-1111-2222-3333-444444444444', name: 'NVIDIA A100-SXM4-40GB MIG 3g.20gb', gi: 1, ci: 0, mem_total: 20_937_965_568, mem_used: 13_631_488, mem_free: 20_924_334_080 }],
+        name: 'NVIDIA A100-SXM4-40GB',
+        mig_mode: 1,
+        mig_max: 7,
+        processes: [],
+        mig: [
+          {
+            slot: 0,
+            uuid: 'MIG-aaaaaaaa-1111-2222-3333-444444444444',
+            name: 'NVIDIA A100-SXM4-40GB MIG 3g.20gb',
+            gi: 1,
+            ci: 0,
+            mem_total: 20_937_965_568,
+            mem_used: 13_631_488,
+            mem_free: 20_924_334_080,
+          },
+        ],
       }),
     ],
   });
@@ -26,7 +40,18 @@ test('gpus --json: NVIDIA (with MIG and processes), AMD and Gaudi together, dete
   assert.doesNotMatch(r.stderr, /fake NVML: event set created/);
   const out = JSON.parse(r.stdout) as { gpus: Record<string, unknown>[]; errors: unknown[] };
   assert.deepEqual(out.errors, []);
-  assert.deepEqual(out.gpus.map((g) => [g.vendor, g.index]), [['amd', 0], ['amd', 1], ['intel', 0], ['intel', 1], ['intel', 2], ['nvidia', 0], ['nvidia', 1]]);
+  assert.deepEqual(
+    out.gpus.map((g) => [g.vendor, g.index]),
+    [
+      ['amd', 0],
+      ['amd', 1],
+      ['intel', 0],
+      ['intel', 1],
+      ['intel', 2],
+      ['nvidia', 0],
+      ['nvidia', 1],
+    ],
+  );
   const n0 = out.gpus.find((g) => g.uuid === nv.desc.devices[0]!.uuid)!;
   assert.equal(n0.utilization, 0.87);
   assert.equal(n0.power_watts, 350.123);
@@ -37,9 +62,22 @@ test('gpus --json: NVIDIA (with MIG and processes), AMD and Gaudi together, dete
   assert.deepEqual(n0.processes, [{ pid: 4242, memory_bytes: 1_048_576_000 }]);
   assert.equal(n0.pci_bus_id, '0000:18:00.0');
   const n1 = out.gpus.find((g) => g.uuid === nv.desc.devices[1]!.uuid)!;
-  assert.deepEqual(n1.mig, [{ uuid: 'MIG-aaaaaaaa-1111-2222-3333-444444444444', model: 'NVIDIA A100-SXM4-40GB MIG 3g.20gb', gpu_instance_id: 1, compute_instance_id: 0, memory_used_bytes: 13_631_488, memory_total_bytes: 20_937_965_568 }]);
+  assert.deepEqual(n1.mig, [
+    {
+      uuid: 'MIG-aaaaaaaa-1111-2222-3333-444444444444',
+      model: 'NVIDIA A100-SXM4-40GB MIG 3g.20gb',
+      gpu_instance_id: 1,
+      compute_instance_id: 0,
+      memory_used_bytes: 13_631_488,
+      memory_total_bytes: 20_937_965_568,
+    },
+  ]);
   assert.equal(n1.utilization, null);
-  assert.match(String(n1.notes), /^no utilization: NVML has none for a GPU in MIG mode\. The daemon reports each MIG instance's utilization as its GPU instance's engine activity \(GPM, Hopper and later; an instance alone/, 'says what is missing and why');
+  assert.match(
+    String(n1.notes),
+    /^no utilization: NVML has none for a GPU in MIG mode\. The daemon reports each MIG instance's utilization as its GPU instance's engine activity \(GPM, Hopper and later; an instance alone/,
+    'says what is missing and why',
+  );
   assert.deepEqual(n0.notes, []);
   const a0 = out.gpus.find((g) => g.uuid === 'ccff74a1-0000-1000-8031-7b4fd9c1e28f')!;
   assert.equal(a0.utilization, 0.93);
@@ -54,12 +92,18 @@ test('gpus: a readable table; a failing vendor tool is named on stderr with its 
   assert.equal(r.status, 0, r.stderr);
   const lines = r.stdout.trimEnd().split('\n');
   assert.match(lines[0]!, /^IDX\s+UUID\s+MODEL\s+UTIL\s+MEM GiB\s+TEMP\s+POWER\s+ENERGY kWh\s+THROTTLE\s+PROCS$/);
-  assert.match(lines[1]!, /^0\s+GPU-00a1b2c3\S+\s+NVIDIA H100 80GB HBM3\s+87%\s+40\.0\/80\.0\s+45C\s+350\/700W\s+0\.03\s+power\s+4242\(1\.0\)$/);
+  assert.match(
+    lines[1]!,
+    /^0\s+GPU-00a1b2c3\S+\s+NVIDIA H100 80GB HBM3\s+87%\s+40\.0\/80\.0\s+45C\s+350\/700W\s+0\.03\s+power\s+4242\(1\.0\)$/,
+  );
   assert.equal(lines.length, 2, 'a GPU lost before NVML could open it has no UUID: it is named on stderr instead');
   assert.match(r.stderr, /GPU 1: nvmlDeviceGetHandleByIndex_v2: GPU is lost \(15\): not sampled/);
   assert.doesNotMatch(r.stdout, /\x1b\[/, 'no colour when not a TTY');
   // the stand-in has no recorded output: it fails like a broken hl-smi would
-  assert.match(r.stderr, /^l9gpu: hlsmi: \S+\/hl-smi -Q index,uuid,\S+ -f csv: exit code 1: cat: \S+hl-smi\.csv: No such file or directory$/m);
+  assert.match(
+    r.stderr,
+    /^l9gpu: hlsmi: \S+\/hl-smi -Q index,uuid,\S+ -f csv: exit code 1: cat: \S+hl-smi\.csv: No such file or directory$/m,
+  );
 });
 
 test('gpus: what a vendor tool prints (a model name, an error) reaches the terminal without its control characters', async () => {

@@ -36,7 +36,11 @@ test('the host plugin turns two /proc snapshots into exact values and units', as
 
   const first = new PointBuffer();
   await plugin.collect(first, new AbortController().signal);
-  assert.equal(first.points.find((p) => p.metric.name === 'system.cpu.utilization'), undefined, 'no CPU time passed between identical snapshots: no rate');
+  assert.equal(
+    first.points.find((p) => p.metric.name === 'system.cpu.utilization'),
+    undefined,
+    'no CPU time passed between identical snapshots: no rate',
+  );
 
   copyFileSync(join(TD, 'proc-b', 'stat'), join(proc, 'stat'));
   const out = new PointBuffer();
@@ -57,5 +61,8 @@ test('the host plugin turns two /proc snapshots into exact values and units', as
 
 test('probe reports a missing procfs', async () => {
   const cfg = configFrom({ host: { proc_path: '/nonexistent-proc' } });
-  assert.deepEqual(await hostPlugin.probe({ ...pluginContext(cfg, createLogger('error')), hostName: 'h' }), { ok: false, detail: '/nonexistent-proc/stat not found' });
+  assert.deepEqual(await hostPlugin.probe({ ...pluginContext(cfg, createLogger('error')), hostName: 'h' }), {
+    ok: false,
+    detail: '/nonexistent-proc/stat not found',
+  });
 });

@@ -77,23 +77,43 @@ function userDir(path: string): string {
 
 /** One move as the attacker, to its end. */
 function as(user: string, args: string[], env: Record<string, string> = {}): void {
-  const r = spawnSync('runuser', ['-u', user, '--', 'env', ...Object.entries(env).map(([k, v]) => `${k}=${v}`), process.execPath, HOSTILE, ...args], { encoding: 'utf8', timeout: 120_000 });
+  const r = spawnSync(
+    'runuser',
+    ['-u', user, '--', 'env', ...Object.entries(env).map(([k, v]) => `${k}=${v}`), process.execPath, HOSTILE, ...args],
+    { encoding: 'utf8', timeout: 120_000 },
+  );
   assert.equal(r.status, 0, `${args[0]} as ${user}: ${r.stderr}`);
 }
 
 /** A move that keeps running (a job, an engine, a connection holder); its pid once it says it. */
-async function asRunning(user: string, args: string[], env: Record<string, string> = {}, cwd = base): Promise<{ child: ChildProcess; pid: number }> {
-  const child = spawn('runuser', ['-u', user, '--', 'env', ...Object.entries(env).map(([k, v]) => `${k}=${v}`), process.execPath, HOSTILE, ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+async function asRunning(
+  user: string,
+  args: string[],
+  env: Record<string, string> = {},
+  cwd = base,
+): Promise<{ child: ChildProcess; pid: number }> {
+  const child = spawn(
+    'runuser',
+    ['-u', user, '--', 'env', ...Object.entries(env).map(([k, v]) => `${k}=${v}`), process.execPath, HOSTILE, ...args],
+    { cwd, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   running.push(child);
   let out = '';
   child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
-  const pid = await waitFor(`${args[0]} as ${user} to start`, () => (/^(\d+)\n/.exec(out)?.[1] ? Number(/^(\d+)\n/.exec(out)![1]) : undefined), 15_000);
+  const pid = await waitFor(
+    `${args[0]} as ${user} to start`,
+    () => (/^(\d+)\n/.exec(out)?.[1] ? Number(/^(\d+)\n/.exec(out)![1]) : undefined),
+    15_000,
+  );
   return { child, pid };
 }
 
 /** The real prolog, as slurmd runs it: no PATH, no HOME. */
 function prolog(config: string, env: Record<string, string>): void {
-  const r = spawnSync(join(ROOT, 'slurm', 'prolog'), [], { env: { L9GPU_NODE: process.execPath, L9GPU_CONFIG: config, ...env }, encoding: 'utf8' });
+  const r = spawnSync(join(ROOT, 'slurm', 'prolog'), [], {
+    env: { L9GPU_NODE: process.execPath, L9GPU_CONFIG: config, ...env },
+    encoding: 'utf8',
+  });
   assert.equal(r.status, 0, r.stderr);
 }
 
@@ -132,7 +152,14 @@ const GPUS = [h100(0, { processes: [] }), h100(1, { processes: [] })];
 function configFor(dir: string, a: Attack, promPort: number): string {
   const state = join(dir, 'state');
   const sections: Record<string, Record<string, string>> = {
-    daemon: { host_name: `hostile-${a.name}`, state_dir: state, attribution: 'slurm', interval: `${INTERVAL_MS}ms`, sinks: 'prometheus, otlp', log_level: 'info' },
+    daemon: {
+      host_name: `hostile-${a.name}`,
+      state_dir: state,
+      attribution: 'slurm',
+      interval: `${INTERVAL_MS}ms`,
+      sinks: 'prometheus, otlp',
+      log_level: 'info',
+    },
     slurm: { slurm_conf: join(base, 'slurm.conf'), node_name: 'gpunode9', bin_dir: bin },
     prometheus: { host: '127.0.0.1', port: String(promPort) },
     otlp: { endpoint: vm.otlpEndpoint, export_interval: `${INTERVAL_MS}ms` },
@@ -141,7 +168,17 @@ function configFor(dir: string, a: Attack, promPort: number): string {
   // an attack's keys over these (a key twice in a section is a configuration error)
   for (const [s, keys] of Object.entries(a.ini ?? {})) sections[s] = { ...sections[s], ...keys };
   const config = join(dir, 'l9gpu.ini');
-  writeFileSync(config, Object.entries(sections).map(([s, keys]) => `[${s}]\n${Object.entries(keys).map(([k, v]) => `${k} = ${v}\n`).join('')}`).join(''));
+  writeFileSync(
+    config,
+    Object.entries(sections)
+      .map(
+        ([s, keys]) =>
+          `[${s}]\n${Object.entries(keys)
+            .map(([k, v]) => `${k} = ${v}\n`)
+            .join('')}`,
+      )
+      .join(''),
+  );
   return config;
 }
 
@@ -191,7 +228,7 @@ async function underAttack(a: Attack): Promise<Figures> {
   let peakFds = 0;
   let markerBytes = 0;
   try {
-    await waitFor('the daemon\'s first page', async () => (await fetch(url).catch(() => undefined))?.ok, 30_000);
+    await waitFor("the daemon's first page", async () => (await fetch(url).catch(() => undefined))?.ok, 30_000);
     await a.run?.(dir, d, url);
     const start = Date.now();
     const end = start + ATTACK_MS;
@@ -229,8 +266,9 @@ async function underAttack(a: Attack): Promise<Figures> {
     const all = JSON.stringify(await vm.exportRaw(`{"host.name"="${host}"}`));
     for (const text of [d.stdout, d.stderr, all]) if (text.includes(marker)) markerBytes += marker.length;
     // NCCL figures whose job is the victim's: the attacker wrote every NCCL file here
-    const forged = page.split('\n').filter((l) => l.startsWith('nccl_') && l.includes(`slurm_job_id="${VICTIM_JOB}"`)).length
-      + (all.match(new RegExp(`"__name__":"nccl[^}]*"slurm.job.id":"${VICTIM_JOB}"`, 'g'))?.length ?? 0);
+    const forged =
+      page.split('\n').filter((l) => l.startsWith('nccl_') && l.includes(`slurm_job_id="${VICTIM_JOB}"`)).length +
+      (all.match(new RegExp(`"__name__":"nccl[^}]*"slurm.job.id":"${VICTIM_JOB}"`, 'g'))?.length ?? 0);
     const budgetHits: Record<string, number> = {};
     for (const m of page.matchAll(/^l9gpu_budget_exceeded[a-z_]*\{([^}]*)\} (\S+)/gm)) {
       const b = /l9gpu_budget="([^"]+)"/.exec(m[1]!)?.[1] ?? '?';
@@ -309,11 +347,17 @@ const attacks = (round: number): Attack[] => {
       },
       async run(_dir, _d, metricsUrl) {
         const pid = await attackerJob(dump);
-        const target = fifoWhat === 'log' ? join(dump, `${HOST}-pid${pid}.log`) : join(dump, `nccl_inspector_metrics_${GPUS[0]!.uuid.slice(4)}.prom`);
+        const target =
+          fifoWhat === 'log' ? join(dump, `${HOST}-pid${pid}.log`) : join(dump, `nccl_inspector_metrics_${GPUS[0]!.uuid.slice(4)}.prom`);
         if (fifoWhat === 'log') as('nobody', ['log', dump, HOST, String(pid), '20']);
         else as('nobody', ['prom', target, ATTACKER_JOB, HOST]);
         // the daemon reads it (its folder is found by discovery, every 10 s from the start): its figures are on the page
-        await waitFor('the attacker\'s NCCL figures on /metrics', async () => /^nccl_/m.test(await (await fetch(metricsUrl)).text()), 30_000, 250);
+        await waitFor(
+          "the attacker's NCCL figures on /metrics",
+          async () => /^nccl_/m.test(await (await fetch(metricsUrl)).text()),
+          30_000,
+          250,
+        );
         as('nobody', ['fifo', target, fifoHow]);
       },
       check(f) {
@@ -352,7 +396,13 @@ const attacks = (round: number): Attack[] => {
       name: `forged-job-claims-${claim}`,
       async setup(dir, config) {
         // the victim's job, as the real prolog records it: uid 1001's, on the second GPU
-        prolog(config, { SLURM_JOB_ID: VICTIM_JOB, SLURM_JOB_USER: VICTIM, SLURM_JOB_UID: String(victimUid), SLURM_JOB_PARTITION: 'gpu', CUDA_VISIBLE_DEVICES: GPUS[1]!.uuid });
+        prolog(config, {
+          SLURM_JOB_ID: VICTIM_JOB,
+          SLURM_JOB_USER: VICTIM,
+          SLURM_JOB_UID: String(victimUid),
+          SLURM_JOB_PARTITION: 'gpu',
+          CUDA_VISIBLE_DEVICES: GPUS[1]!.uuid,
+        });
         dump = userDir(join(dir, 'dump'));
         const folder = userDir(join(dir, `nccl-inspector-${VICTIM_JOB}`));
         as('nobody', ['prom', join(folder, `nccl_inspector_metrics_${GPUS[1]!.uuid.slice(4)}.prom`), VICTIM_JOB, HOST]);
@@ -366,7 +416,10 @@ const attacks = (round: number): Attack[] => {
         as('nobody', ['prom', join(dump, `nccl_inspector_metrics_${GPUS[1]!.uuid.slice(4)}.prom`), VICTIM_JOB, HOST]);
       },
       check(f) {
-        assert.ok((f.budgetHits.not_owner ?? 0) > 0, `files naming another user's job or process were counted: ${JSON.stringify(f.budgetHits)}`);
+        assert.ok(
+          (f.budgetHits.not_owner ?? 0) > 0,
+          `files naming another user's job or process were counted: ${JSON.stringify(f.budgetHits)}`,
+        );
       },
     },
     {
@@ -377,7 +430,12 @@ const attacks = (round: number): Attack[] => {
       },
       async run() {
         const pid = await attackerJob(dump);
-        void (await asRunning('nobody', ['sparse', join(dump, `${HOST}-pid${pid}.log`), String(10 * 2 ** 30), String(ATTACK_MS + 2000)]).catch(() => undefined));
+        void (await asRunning('nobody', [
+          'sparse',
+          join(dump, `${HOST}-pid${pid}.log`),
+          String(10 * 2 ** 30),
+          String(ATTACK_MS + 2000),
+        ]).catch(() => undefined));
       },
     },
     {
@@ -390,7 +448,11 @@ const attacks = (round: number): Attack[] => {
         await asRunning('nobody', ['engine', String(await freePort()), String(DEFAULT_LIMITS.seriesPerEndpoint - 10), 'vllm', 'serve']);
       },
       check(f) {
-        assert.equal((f.budgetHits.series_per_endpoint ?? 0) + (f.budgetHits.series_per_user ?? 0), 0, `within the budget: ${JSON.stringify(f.budgetHits)}`);
+        assert.equal(
+          (f.budgetHits.series_per_endpoint ?? 0) + (f.budgetHits.series_per_user ?? 0),
+          0,
+          `within the budget: ${JSON.stringify(f.budgetHits)}`,
+        );
       },
     },
     {
@@ -406,25 +468,40 @@ const attacks = (round: number): Attack[] => {
       check(f, page) {
         const n = page.split('\n').filter((l) => l.startsWith('vllm')).length;
         assert.ok(n <= 20_000, `series from the attacker's engine bounded: ${n}`);
-        assert.ok((f.budgetHits.series_per_endpoint ?? 0) + (f.budgetHits.series_per_user ?? 0) > 0, `the series budget was hit: ${JSON.stringify(f.budgetHits)}`);
-        assert.match(page, /process_owner="nobody"/, 'the engine\'s series carry its owner');
+        assert.ok(
+          (f.budgetHits.series_per_endpoint ?? 0) + (f.budgetHits.series_per_user ?? 0) > 0,
+          `the series budget was hit: ${JSON.stringify(f.budgetHits)}`,
+        );
+        assert.match(page, /process_owner="nobody"/, "the engine's series carry its owner");
       },
     },
     {
       // H3: jobs.sock connections holding 60 kB each, trickling a byte at a time
       name: 'jobs-socket',
       async run(dir) {
-        await asRunning('nobody', ['conns', join(dir, 'state', 'jobs.sock'), String(conns), String(ATTACK_MS + 2000)]).catch(() => undefined);
+        await asRunning('nobody', ['conns', join(dir, 'state', 'jobs.sock'), String(conns), String(ATTACK_MS + 2000)]).catch(
+          () => undefined,
+        );
       },
       check(f) {
-        assert.ok((f.budgetHits.jobs_connections_per_user ?? 0) > 0, `connections past the per-user cap were refused: ${JSON.stringify(f.budgetHits)}`);
+        assert.ok(
+          (f.budgetHits.jobs_connections_per_user ?? 0) > 0,
+          `connections past the per-user cap were refused: ${JSON.stringify(f.budgetHits)}`,
+        );
       },
     },
     {
       // M11: a job name of 120 kB on a job of the attacker's
       name: 'long-job-name',
       setup(_dir, config) {
-        prolog(config, { SLURM_JOB_ID: ATTACKER_JOB, SLURM_JOB_USER: 'nobody', SLURM_JOB_UID: String(NOBODY), SLURM_JOB_PARTITION: 'gpu', SLURM_JOB_NAME: 'n'.repeat(120_000), CUDA_VISIBLE_DEVICES: GPUS[0]!.uuid });
+        prolog(config, {
+          SLURM_JOB_ID: ATTACKER_JOB,
+          SLURM_JOB_USER: 'nobody',
+          SLURM_JOB_UID: String(NOBODY),
+          SLURM_JOB_PARTITION: 'gpu',
+          SLURM_JOB_NAME: 'n'.repeat(120_000),
+          CUDA_VISIBLE_DEVICES: GPUS[0]!.uuid,
+        });
       },
       check(f, page) {
         assert.match(page, new RegExp(`slurm_job_id="${ATTACKER_JOB}"`), 'the job is attributed');
@@ -454,7 +531,12 @@ const attacks = (round: number): Attack[] => {
 before(async () => {
   mkdirSync(bin);
   // 22.05's scontrol with no step on the node (recorded answers: slurm/testdata/README.md)
-  writeFileSync(join(bin, 'scontrol'), `#!/bin/sh\n[ "$1" = listjobs ] && { echo 'invalid keyword: listjobs' >&2; exit 1; }\necho 'No job steps exist on this node.' >&2; exit 1\n`, { mode: 0o755 });
+  writeFileSync(
+    join(bin, 'scontrol'),
+    `#!/bin/sh\n[ "$1" = listjobs ] && { echo 'invalid keyword: listjobs' >&2; exit 1; }\necho ` +
+      `'No job steps exist on this node.' >&2; exit 1\n`,
+    { mode: 0o755 },
+  );
   writeFileSync(join(bin, 'sacct'), `#!/bin/sh\necho 'sacct: error: Slurm accounting storage is disabled' >&2; exit 1\n`, { mode: 0o755 });
   writeFileSync(join(base, 'slurm.conf'), 'ClusterName=ci\n');
   writeFileSync(secret, `${marker}\n`, { mode: 0o600 });
@@ -463,11 +545,13 @@ before(async () => {
   victimUid = Number(spawnSync('id', ['-u', VICTIM], { encoding: 'utf8' }).stdout.trim());
   assert.ok(victimUid > 0, `user ${VICTIM} (test/setup/install-test-deps.sh makes it)`);
   // the victim's job: a process of theirs in job 999999 (SLURM_JOB_ID in its environment: no cgroups here)
-  const v = spawn('runuser', ['-u', VICTIM, '--', 'env', `SLURM_JOB_ID=${VICTIM_JOB}`, process.execPath, HOSTILE, 'job'], { stdio: ['ignore', 'pipe', 'ignore'] });
+  const v = spawn('runuser', ['-u', VICTIM, '--', 'env', `SLURM_JOB_ID=${VICTIM_JOB}`, process.execPath, HOSTILE, 'job'], {
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
   victim = v;
   let out = '';
   v.stdout!.setEncoding('utf8').on('data', (s: string) => (out += s));
-  victimPid = await waitFor('the victim\'s process', () => (/^(\d+)\n/.exec(out) ? Number(/^(\d+)\n/.exec(out)![1]) : undefined));
+  victimPid = await waitFor("the victim's process", () => (/^(\d+)\n/.exec(out) ? Number(/^(\d+)\n/.exec(out)![1]) : undefined));
 });
 
 after(async () => {

@@ -34,7 +34,14 @@ const NODE = 'gpunode3';
 const T0 = Date.UTC(2026, 10, 1);
 const MODELS = ['NVIDIA H100 80GB HBM3', 'NVIDIA A100-SXM4-40GB', null];
 const PRICES: Prices = {
-  perGpuHour: 2.1, perModel: [['H100', 4.3]], perPartition: [['debug', 0.7]], perNode: [], perKwh: 0.23, gCo2ePerKwh: 310, pue: 1.35, currency: 'EUR',
+  perGpuHour: 2.1,
+  perModel: [['H100', 4.3]],
+  perPartition: [['debug', 0.7]],
+  perNode: [],
+  perKwh: 0.23,
+  gCo2ePerKwh: 310,
+  pue: 1.35,
+  currency: 'EUR',
 };
 const NODE_PRICES: Prices = { ...PRICES, perNode: [['gpunode*', 3.3]], perKwh: null };
 
@@ -59,13 +66,36 @@ function variedStore(dir: string): void {
     const start = t;
     // a user none of whose GPUs measured energy: their energy is unknown, not 0
     const erin = i >= 155;
-    recordStart(db, {
-      jobId, runKey, user: erin ? 'erin' : i % 19 === 3 ? null : pick(['alice', 'bob', 'carol', 'dave']), uid: 1000 + i, account: pick(['physics', 'bio', null]),
-      partition: pick(['gpu', 'debug', 'long']), name: erin ? 'erin-job' : i % 13 === 0 ? null : `train-${i % 9}`, startTime: start,
-    }, uuids.map((uuid) => ({ uuid, shared: r() < 0.1 })), 'prolog', start);
+    recordStart(
+      db,
+      {
+        jobId,
+        runKey,
+        user: erin ? 'erin' : i % 19 === 3 ? null : pick(['alice', 'bob', 'carol', 'dave']),
+        uid: 1000 + i,
+        account: pick(['physics', 'bio', null]),
+        partition: pick(['gpu', 'debug', 'long']),
+        name: erin ? 'erin-job' : i % 13 === 0 ? null : `train-${i % 9}`,
+        startTime: start,
+      },
+      uuids.map((uuid) => ({ uuid, shared: r() < 0.1 })),
+      'prolog',
+      start,
+    );
     // a GPU bound and never sampled: a binding without figures
     const sampled = uuids.filter((_, k) => !(i % 11 === 0 && k === 0));
-    const kinds = new Map(sampled.map((u) => [u, { util: r() > 0.15, energy: erin ? 'none' : pick(['counter', 'power', 'none', 'once', 'power0'] as const), gpm: pick(['full', 'no-sm', 'none'] as const), share: r() < 0.2 ? 0.5 : 1, model: pick(MODELS) }]));
+    const kinds = new Map(
+      sampled.map((u) => [
+        u,
+        {
+          util: r() > 0.15,
+          energy: erin ? 'none' : pick(['counter', 'power', 'none', 'once', 'power0'] as const),
+          gpm: pick(['full', 'no-sm', 'none'] as const),
+          share: r() < 0.2 ? 0.5 : 1,
+          model: pick(MODELS),
+        },
+      ]),
+    );
     const ticks = i % 7 === 0 ? 1 : 2 + Math.floor(r() * 25);
     for (let k = 0; k < ticks; k++) {
       t += 10_000;
@@ -79,27 +109,43 @@ function variedStore(dir: string): void {
         // a power reading of 0 W: 0 J, measured
         if (kind.energy === 'power0') s.power = 0;
         // GPM on most samples, not all: the GPU-hours it covered are a part of the GPU's
-        if (kind.gpm === 'full' && r() < 0.7) s.gpm = { smActive: r(), smOccupancy: r(), tensorActive: r(), dramActive: r(), fp64Active: 0, fp32Active: r(), fp16Active: r() };
+        if (kind.gpm === 'full' && r() < 0.7)
+          s.gpm = { smActive: r(), smOccupancy: r(), tensorActive: r(), dramActive: r(), fp64Active: 0, fp32Active: r(), fp16Active: r() };
         if (kind.gpm === 'no-sm') s.gpm = { dramActive: r(), nvlinkBps: r() * 1e9 };
         samples.set(u, s);
       }
-      const identities = new Map([...kinds].map(([u, kind]): [string, Attributes] => [u, { 'gpu.uuid': u, ...(kind.model ? { 'gpu.model': kind.model } : {}) }]));
+      const identities = new Map(
+        [...kinds].map(([u, kind]): [string, Attributes] => [u, { 'gpu.uuid': u, ...(kind.model ? { 'gpu.model': kind.model } : {}) }]),
+      );
       const bindings = new Map([...kinds].map(([u, kind]) => [u, [{ jobId, runKey, share: kind.share }]]));
       w.record(samples, identities, bindings, 25_000, t);
     }
     t += 30_000;
-    if (i % 5 !== 2) recordEnd(db, { jobId, runKey }, { endTime: t, state: pick(['COMPLETED', 'FAILED', 'TIMEOUT']), exitCode: 0 }, [], 'epilog', t);
+    if (i % 5 !== 2)
+      recordEnd(db, { jobId, runKey }, { endTime: t, state: pick(['COMPLETED', 'FAILED', 'TIMEOUT']), exitCode: 0 }, [], 'epilog', t);
     for (const u of uuids) w.finish(jobId, runKey, u);
   }
   // what the generator made is what the comparison is about
   const count = (sql: string) => (db.prepare(sql).get() as { n: number }).n;
   assert.ok(count('SELECT COUNT(*) AS n FROM jobs WHERE end_time IS NULL') >= 20, 'running jobs');
   assert.ok(count('SELECT COUNT(*) AS n FROM bindings WHERE shared = 1') >= 10, 'shared GPUs');
-  assert.ok(count('SELECT COUNT(*) AS n FROM (SELECT 1 FROM job_gpu GROUP BY job_id, run_key HAVING COUNT(*) > 2)') >= 10, 'multi-GPU jobs');
+  assert.ok(
+    count('SELECT COUNT(*) AS n FROM (SELECT 1 FROM job_gpu GROUP BY job_id, run_key HAVING COUNT(*) > 2)') >= 10,
+    'multi-GPU jobs',
+  );
   assert.ok(count('SELECT COUNT(*) AS n FROM job_gpu WHERE sm_active IS NULL AND gpm_s IS NOT NULL') >= 5, 'GPM without SM activity');
-  assert.ok(count(`SELECT COUNT(*) AS n FROM job_gpu WHERE energy_j = 0 AND json_extract(state, '$.energyFromCounter')`) >= 5, 'a counter read once: 0 J, known');
+  assert.ok(
+    count(`SELECT COUNT(*) AS n FROM job_gpu WHERE energy_j = 0 AND json_extract(state, '$.energyFromCounter')`) >= 5,
+    'a counter read once: 0 J, known',
+  );
   assert.ok(count('SELECT COUNT(*) AS n FROM job_gpu WHERE util_mean IS NULL') >= 5, 'GPUs without utilization');
-  assert.ok(count('SELECT COUNT(*) AS n FROM bindings b WHERE NOT EXISTS (SELECT 1 FROM job_gpu g WHERE g.job_id = b.job_id AND g.run_key = b.run_key AND g.gpu_uuid = b.gpu_uuid)') >= 5, 'GPUs never sampled');
+  assert.ok(
+    count(
+      'SELECT COUNT(*) AS n FROM bindings b WHERE NOT EXISTS (SELECT 1 FROM job_gpu g WHERE ' +
+        'g.job_id = b.job_id AND g.run_key = b.run_key AND g.gpu_uuid = b.gpu_uuid)',
+    ) >= 5,
+    'GPUs never sampled',
+  );
   db.close();
 }
 
@@ -121,14 +167,28 @@ test('jobs --by from the store: the figures of the fold over the whole list, for
         for (const by of GROUP_BY) {
           const old = groupJobs(listJobs(db, { ...f, limit: 0 }, NODE, prices), by, prices?.currency ?? null);
           assert.ok(old.length > 0, `${by} ${JSON.stringify(f)}: some groups`);
-          assert.deepEqual(groupJobsInStore(db, f, by, NODE, prices), old, `${by} ${JSON.stringify(f)} ${prices ? prices.currency : 'no prices'}`);
+          assert.deepEqual(
+            groupJobsInStore(db, f, by, NODE, prices),
+            old,
+            `${by} ${JSON.stringify(f)} ${prices ? prices.currency : 'no prices'}`,
+          );
         }
       }
     }
     // the figures are there to compare: not every sum is null
     const all = groupJobsInStore(db, { state: 'all' }, 'user', NODE, PRICES);
     assert.equal(all.find((g) => g.group === 'erin')?.energy_kwh, null);
-    assert.ok(all.some((g) => g.sm_gpu_hours !== null && g.energy_kwh !== null && g.cost !== null && g.co2e_kg !== null && g.util_mean !== null && g.idle_gpu_hours > 0));
+    assert.ok(
+      all.some(
+        (g) =>
+          g.sm_gpu_hours !== null &&
+          g.energy_kwh !== null &&
+          g.cost !== null &&
+          g.co2e_kg !== null &&
+          g.util_mean !== null &&
+          g.idle_gpu_hours > 0,
+      ),
+    );
   } finally {
     db.close();
   }
@@ -139,8 +199,14 @@ test('jobs --by past its groups bound: the error names the bound and how to narr
   variedStore(dir);
   const db = openStoreReadOnly(dir);
   try {
-    assert.throws(() => groupJobsInStore(db, { state: 'all' }, 'name', NODE, null, 3), (e) => e instanceof QuestionTooLarge && e.message === tooManyGroups('name', 3).message);
-    assert.match(tooManyGroups('name', 3).message, /^jobs --by name: more than 3 groups, the most one answer of the daemon holds; narrow it with --since/);
+    assert.throws(
+      () => groupJobsInStore(db, { state: 'all' }, 'name', NODE, null, 3),
+      (e) => e instanceof QuestionTooLarge && e.message === tooManyGroups('name', 3).message,
+    );
+    assert.match(
+      tooManyGroups('name', 3).message,
+      /^jobs --by name: more than 3 groups, the most one answer of the daemon holds; narrow it with --since/,
+    );
     assert.equal(groupJobsInStore(db, { state: 'all' }, 'account', NODE, null, 3).length, 3, 'at the bound is within it');
   } finally {
     db.close();
@@ -151,11 +217,18 @@ const LIST: ListRequest = { op: 'list', user: null, account: null, partition: nu
 
 async function serve(dir: string, more: Partial<JobsServerOptions> = {}) {
   const lines: string[] = [];
-  const o: JobsServerOptions = { stateDir: dir, node: () => NODE, prices: () => PRICES, adminGroup: () => null, log: createLogger('warn', (l) => lines.push(l)), ...more };
+  const o: JobsServerOptions = {
+    stateDir: dir,
+    node: () => NODE,
+    prices: () => PRICES,
+    adminGroup: () => null,
+    log: createLogger('warn', (l) => lines.push(l)),
+    ...more,
+  };
   return { server: await startJobsServer(o), o, lines, sock: jobsSocketPath(dir) };
 }
 
-test('the socket\'s --by answer is the old fold\'s, from the store worker', async () => {
+test("the socket's --by answer is the old fold's, from the store worker", async () => {
   const dir = tempDir('l9gpu-jobs-by-sock-');
   chmodSync(dir, 0o755);
   variedStore(dir);
@@ -172,16 +245,22 @@ test('the socket\'s --by answer is the old fold\'s, from the store worker', asyn
   }
 });
 
-test('a question past the worker\'s heap is answered why; the socket answers the next one, and --by over the same jobs fits', async () => {
+test("a question past the worker's heap is answered why; the socket answers the next one, and --by over the same jobs fits", async () => {
   const dir = tempDir('l9gpu-jobs-by-heap-');
   chmodSync(dir, 0o755);
   fillJobsStore(dir, 20_000, () => 'root');
   // a page of every job at once: far past a 16 MB heap
-  const { server, sock, lines } = await serve(dir, { limits: () => ({ ...DEFAULT_LIMITS, jobsRows: 1_000_000 }), storeBounds: { heapMb: 16 } });
+  const { server, sock, lines } = await serve(dir, {
+    limits: () => ({ ...DEFAULT_LIMITS, jobsRows: 1_000_000 }),
+    storeBounds: { heapMb: 16 },
+  });
   try {
     const [big, behind] = await Promise.all([askJobsDaemon(sock, LIST, 120_000), askJobsDaemon(sock, { ...LIST, limit: 3 }, 120_000)]);
     assert.deepEqual(big, { ok: false, error: tooMuchMemory(16).message, code: 1 });
-    assert.match(big.ok ? '' : big.error, /^the question needed more than the 16 MB of memory the daemon gives one question; narrow it with --since, --state, --user, --account or --partition$/);
+    assert.match(
+      big.ok ? '' : big.error,
+      /^the question needed more than the 16 MB of memory the daemon gives one question; narrow it with --since, --state, --user, --account or --partition$/,
+    );
     // the question asked behind it went to the next worker
     assert.ok(behind.ok && behind.op === 'list' && behind.rows.length === 3, JSON.stringify(behind));
     const by = await askJobsDaemon(sock, { ...LIST, by: 'account' }, 120_000);

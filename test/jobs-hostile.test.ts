@@ -36,12 +36,15 @@ let daemon: DaemonProcess;
  * The hostile user's side, run as nobody. Prints one JSON line of what it saw,
  * then (hold) keeps its connections open until its stdin closes.
  */
-const CLIENT = `
+const CLIENT =
+  `
 import { connect } from 'node:net';
 const [mode, path, ...a] = process.argv.slice(2);
 const out = (o) => process.stdout.write(JSON.stringify(o) + '\\n');
-const open = () => new Promise((resolve) => { const s = connect(path); s.on('error', () => {}); s.once('connect', () => resolve(s)); s.once('close', () => resolve(s)); });
-const answerOf = (s) => new Promise((resolve) => { let buf = ''; s.setEncoding('utf8').on('data', (c) => (buf += c)); s.on('close', () => resolve(buf)); });
+const open = () => new Promise((resolve) => { const s = connect(path); s.on('error', () => {}); s.once('connect', () => resolve(s)); ` +
+  `s.once('close', () => resolve(s)); });
+const answerOf = (s) => new Promise((resolve) => { let buf = ''; s.setEncoding('utf8').on('data', (c) => (buf += c)); s.on('close', ` +
+  `() => resolve(buf)); });
 if (mode === 'hold') {
   // n connections, each sent bytes of a request that never ends; waits for the refused ones to be answered
   const [n, bytes, expectClosed, waitMs] = a.map(Number);
@@ -121,7 +124,8 @@ function ask(path: string, req: object): Promise<Record<string, unknown>> {
 }
 
 const LIST = { op: 'list', user: null, account: null, partition: null, state: 'all', since: null, limit: 10 };
-const asUser = (user: string, args: string[]) => spawnSync('runuser', ['-u', user, '--', process.execPath, CLI, ...args, '--config', config], { encoding: 'utf8' });
+const asUser = (user: string, args: string[]) =>
+  spawnSync('runuser', ['-u', user, '--', process.execPath, CLI, ...args, '--config', config], { encoding: 'utf8' });
 
 /** As runuser, without blocking this process (whose event loop may be serving the socket asked). */
 function runAs(user: string, args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
@@ -136,12 +140,23 @@ function runAs(user: string, args: string[]): Promise<{ status: number | null; s
 }
 /** One raw request as `user`: what the socket answers. */
 const rawAs = async (user: string, path: string, req: object) =>
-  JSON.parse((await runAs(user, ['-e', `const s=require('net').connect(${JSON.stringify(path)});let b='';s.on('connect',()=>s.write(${JSON.stringify(JSON.stringify(req) + '\n')}));s.setEncoding('utf8').on('data',(c)=>b+=c).on('end',()=>process.stdout.write(b))`])).stdout) as Record<string, unknown>;
-const memMb = (pid: number, field: 'VmRSS' | 'VmHWM') => Number(new RegExp(`^${field}:\\s+(\\d+) kB$`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+  JSON.parse(
+    (
+      await runAs(user, [
+        '-e',
+        `const s=require('net').connect(${JSON.stringify(path)});let ` +
+          `b='';s.on('connect',()=>s.write(${JSON.stringify(JSON.stringify(req) + '\n')}));s.setEncoding('utf8').on('data',(c)=>b+=c).on('end',()=>process.stdout.write(b))`,
+      ])
+    ).stdout,
+  ) as Record<string, unknown>;
+const memMb = (pid: number, field: 'VmRSS' | 'VmHWM') =>
+  Number(new RegExp(`^${field}:\\s+(\\d+) kB$`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 const writeConfig = (adminGroup: string) =>
   writeFileSync(
     config,
-    `[daemon]\nstate_dir = ${state}\nattribution = slurm\ninterval = 1s\n[slurm]\nslurm_conf = ${join(d, 'slurm.conf')}\nnode_name = gpunode9\nbin_dir = ${join(d, 'bin')}\n[jobs]\nadmin_group = ${adminGroup}\n[limits]\njobs_request_timeout = 60s\n[sim]\ngpus = 1\n`,
+    `[daemon]\nstate_dir = ${state}\nattribution = slurm\ninterval = 1s\n[slurm]\nslurm_conf = ${join(d, 'slurm.conf')}\nnode_name ` +
+      `= gpunode9\nbin_dir = ${join(d, 'bin')}\n[jobs]\nadmin_group = ${adminGroup}\n[limits]\njobs_request_timeout ` +
+      `= 60s\n[sim]\ngpus = 1\n`,
   );
 
 before(async () => {
@@ -149,7 +164,12 @@ before(async () => {
   writeFileSync(client, CLIENT, { mode: 0o644 });
   const bin = join(d, 'bin');
   mkdirSync(bin);
-  writeFileSync(join(bin, 'scontrol'), `#!/bin/sh\n[ "$1" = listjobs ] && { echo 'invalid keyword: listjobs' >&2; exit 1; }\necho 'No job steps exist on this node.' >&2; exit 1\n`, { mode: 0o755 });
+  writeFileSync(
+    join(bin, 'scontrol'),
+    `#!/bin/sh\n[ "$1" = listjobs ] && { echo 'invalid keyword: listjobs' >&2; exit 1; }\necho ` +
+      `'No job steps exist on this node.' >&2; exit 1\n`,
+    { mode: 0o755 },
+  );
   writeFileSync(join(bin, 'sacct'), `#!/bin/sh\necho 'sacct: error: Slurm accounting storage is disabled' >&2; exit 1\n`, { mode: 0o755 });
   // the daemon's NSS lookups, counted: the first `id` in its PATH notes each call and runs the real one
   const fakeId = join(d, 'nss');
@@ -161,7 +181,13 @@ before(async () => {
   const t = Date.now() - 3_600_000;
   recordStart(db, { jobId: '72', runKey: 'r0', user: 'root', uid: 0, partition: 'gpu' }, [{ uuid: 'GPU-h-0', shared: false }], 'prolog', t);
   recordEnd(db, { jobId: '72', runKey: 'r0' }, { endTime: t + 600_000, state: 'COMPLETED', exitCode: 0 }, [], 'epilog', t + 600_000);
-  recordStart(db, { jobId: '73', runKey: 'r0', user: 'nobody', uid: 65534, partition: 'gpu' }, [{ uuid: 'GPU-h-0', shared: false }], 'prolog', t + 1000);
+  recordStart(
+    db,
+    { jobId: '73', runKey: 'r0', user: 'nobody', uid: 65534, partition: 'gpu' },
+    [{ uuid: 'GPU-h-0', shared: false }],
+    'prolog',
+    t + 1000,
+  );
   db.close();
   daemon = new DaemonProcess(['--config', config, '--plugin', 'sim', '--sink', 'stdout'], { PATH: `${fakeId}:${process.env.PATH}` });
   await waitFor('the jobs socket', () => existsSync(sock), 20_000);
@@ -177,7 +203,9 @@ test('connections of one uid past jobs_connections_per_user are refused at once;
   try {
     assert.equal(seen.closed, 12, '8 held, the other 12 refused at once');
     // nobody's name is not known yet: a refusal asks NSS nothing
-    assert.deepEqual(seen.answers, [`${JSON.stringify({ ok: false, error: 'too many connections of uid 65534 open (8): try again when they are answered', code: 1 })}\n`]);
+    assert.deepEqual(seen.answers, [
+      `${JSON.stringify({ ok: false, error: 'too many connections of uid 65534 open (8): try again when they are answered', code: 1 })}\n`,
+    ]);
     // nobody's 8 are still open: others are not affected
     assert.equal((await ask(sock, LIST)).ok, true, 'root is answered');
     const other = asUser(OTHER, ['jobs', '--json']);
@@ -186,7 +214,9 @@ test('connections of one uid past jobs_connections_per_user are refused at once;
   } finally {
     await done(hold.child);
   }
-  await daemon.waitStderr(/limit reached: jobs socket: too many connections of uid 65534 open.*budget=jobs_connections_per_user user=65534/);
+  await daemon.waitStderr(
+    /limit reached: jobs socket: too many connections of uid 65534 open.*budget=jobs_connections_per_user user=65534/,
+  );
 });
 
 test('many held 60 kB half-requests: the daemon holds a bounded few, its memory does not grow with them', async () => {
@@ -201,7 +231,10 @@ test('many held 60 kB half-requests: the daemon holds a bounded few, its memory 
     const grown = memMb(daemon.child.pid!, 'VmRSS') - before;
     // the old daemon held all 600 (36 MB of request text alone) until its idle timeout; now 8 x 60 kB
     const peakGrown = memMb(daemon.child.pid!, 'VmHWM') - peakBefore;
-    assert.ok(grown < 16 && peakGrown < 16, `the daemon grew ${grown.toFixed(1)} MB (peak ${peakGrown.toFixed(1)} MB) holding nobody's half-requests`);
+    assert.ok(
+      grown < 16 && peakGrown < 16,
+      `the daemon grew ${grown.toFixed(1)} MB (peak ${peakGrown.toFixed(1)} MB) holding nobody's half-requests`,
+    );
     assert.equal(seen.closed, 592);
   } finally {
     await done(hold.child);
@@ -226,7 +259,12 @@ test('another user\'s job: "job N is not yours", and nothing more (socket and st
   assert.deepEqual(json, { ok: false, error: 'job 72 is not yours', code: 1, denied: true });
   const db = openStore(state);
   try {
-    assert.deepEqual(answerJobs(db, 'gpunode9', null, { name: 'alice', privileged: false }, { op: 'show', jobId: '72' }), { ok: false, error: 'job 72 is not yours', code: 1, denied: true });
+    assert.deepEqual(answerJobs(db, 'gpunode9', null, { name: 'alice', privileged: false }, { op: 'show', jobId: '72' }), {
+      ok: false,
+      error: 'job 72 is not yours',
+      code: 1,
+      denied: true,
+    });
   } finally {
     db.close();
   }
@@ -240,14 +278,20 @@ test('a reload that changes [jobs] keeps the socket: a user asks afterwards and 
   assert.ok(existsSync(sock) && statSync(sock).isSocket(), 'jobs.sock is there after the reload');
   const r = asUser('nobody', ['jobs', '--json']);
   assert.equal(r.status, 0, r.stderr);
-  assert.deepEqual((JSON.parse(r.stdout) as { id: string }[]).map((j) => j.id), ['73']);
+  assert.deepEqual(
+    (JSON.parse(r.stdout) as { id: string }[]).map((j) => j.id),
+    ['73'],
+  );
   const doc = spawnSync(process.execPath, [CLI, 'doctor', '--json', '--config', config], { encoding: 'utf8' });
   assert.equal((JSON.parse(doc.stdout) as { jobs_socket: { ok: boolean } }).jobs_socket.ok, true, doc.stdout);
   // what the old reload left: a running daemon without its socket, which doctor must not call healthy
   unlinkSync(sock);
   const gone = spawnSync(process.execPath, [CLI, 'doctor', '--json', '--config', config], { encoding: 'utf8' });
   assert.equal(gone.status, 1);
-  assert.match((JSON.parse(gone.stdout) as { jobs_socket: { ok: boolean; detail: string } }).jobs_socket.detail, /^the daemon runs \(pid \d+ holds the state folder.s lock\) but the l9gpu daemon is not answering on /);
+  assert.match(
+    (JSON.parse(gone.stdout) as { jobs_socket: { ok: boolean; detail: string } }).jobs_socket.detail,
+    /^the daemon runs \(pid \d+ holds the state folder.s lock\) but the l9gpu daemon is not answering on /,
+  );
 });
 
 test('a client that trickles a byte at a time is cut at the request deadline, not kept by its bytes', async () => {
@@ -255,7 +299,11 @@ test('a client that trickles a byte at a time is cut at the request deadline, no
   chmodSync(dir, 0o755);
   openStore(dir).close();
   const server = await startJobsServer({
-    stateDir: dir, node: () => 'n', prices: () => null, adminGroup: () => null, log: createLogger('error', () => {}),
+    stateDir: dir,
+    node: () => 'n',
+    prices: () => null,
+    adminGroup: () => null,
+    log: createLogger('error', () => {}),
     limits: () => ({ ...DEFAULT_LIMITS, jobsRequestTimeoutMs: 1000 }),
   });
   try {
@@ -276,7 +324,11 @@ test('a user with 100,000 jobs gets them a page at a time, and l9gpu jobs still 
   chmodSync(dir, 0o755);
   const db = openStore(dir);
   const now = Date.now();
-  const ins = db.prepare(`INSERT INTO jobs (job_id, run_key, cluster, user, uid, account, partition, name, start_time, end_time, state, exit_code, source, updated_at) VALUES (?, 'r0', 'c', 'nobody', 65534, 'a', 'gpu', ?, ?, ?, 'COMPLETED', 0, 'prolog', ?)`);
+  const ins = db.prepare(
+    `INSERT INTO jobs (job_id, run_key, cluster, user, uid, account, partition, name, ` +
+      `start_time, end_time, state, exit_code, source, updated_at) VALUES (?, 'r0', 'c', ` +
+      `'nobody', 65534, 'a', 'gpu', ?, ?, ?, 'COMPLETED', 0, 'prolog', ?)`,
+  );
   // 100 pairs of jobs that start in the same ms: the pages must neither repeat nor skip one of a pair
   db.transaction(() => {
     for (let i = 0; i < 100_000; i++) ins.run(String(1_000_000 + i), `job-${i}`, now - Math.floor(i / 2) * 60_000, now, now);
@@ -285,14 +337,25 @@ test('a user with 100,000 jobs gets them a page at a time, and l9gpu jobs still 
   const cfg = join(dir, 'l9gpu.ini');
   writeFileSync(cfg, `[daemon]\nstate_dir = ${dir}\n`);
   const budgets = new BudgetLedger();
-  const server = await startJobsServer({ stateDir: dir, node: () => 'n', prices: () => null, adminGroup: () => null, log: createLogger('error', () => {}), budgets });
+  const server = await startJobsServer({
+    stateDir: dir,
+    node: () => 'n',
+    prices: () => null,
+    adminGroup: () => null,
+    log: createLogger('error', () => {}),
+    budgets,
+  });
   try {
     const first = await rawAs('nobody', join(dir, 'jobs.sock'), { ...LIST, limit: 0 });
     assert.equal((first.rows as unknown[]).length, DEFAULT_LIMITS.jobsRows, 'one page');
     assert.equal(first.next, DEFAULT_LIMITS.jobsRows);
     const all = await runAs('nobody', [CLI, 'jobs', '--limit', '0', '--csv', '--config', cfg]);
     assert.equal(all.status, 0, all.stderr);
-    const ids = all.stdout.trim().split('\n').slice(1).map((l) => l.split(',')[0]!);
+    const ids = all.stdout
+      .trim()
+      .split('\n')
+      .slice(1)
+      .map((l) => l.split(',')[0]!);
     assert.equal(ids.length, 100_000);
     assert.equal(new Set(ids).size, 100_000, 'no job twice');
     // newest first
@@ -305,7 +368,10 @@ test('a user with 100,000 jobs gets them a page at a time, and l9gpu jobs still 
     assert.equal(new Set(names.map((l) => l.split(',')[0])).size, 100_000);
     // a list shorter than a page is one answer, as before
     const few = await runAs('nobody', [CLI, 'jobs', '--limit', '3', '--json', '--config', cfg]);
-    assert.deepEqual((JSON.parse(few.stdout) as { id: string }[]).map((j) => j.id), ['1000001', '1000000', '1000003']);
+    assert.deepEqual(
+      (JSON.parse(few.stdout) as { id: string }[]).map((j) => j.id),
+      ['1000001', '1000000', '1000003'],
+    );
   } finally {
     server.close();
   }

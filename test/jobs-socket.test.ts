@@ -24,7 +24,8 @@ const config = join(d, 'l9gpu.ini');
 const sock = join(state, 'jobs.sock');
 let daemon: DaemonProcess;
 
-const asUser = (args: string[]) => spawnSync('runuser', ['-u', USER, '--', process.execPath, CLI, ...args, '--config', config], { encoding: 'utf8' });
+const asUser = (args: string[]) =>
+  spawnSync('runuser', ['-u', USER, '--', process.execPath, CLI, ...args, '--config', config], { encoding: 'utf8' });
 
 /** One raw request line (or none), the daemon's one answer line. */
 function raw(payload: string): Promise<Record<string, unknown>> {
@@ -43,16 +44,31 @@ before(async () => {
   const bin = join(d, 'bin');
   mkdirSync(bin);
   // 22.05's scontrol with no step on the node (recorded answers: slurm/testdata/README.md)
-  writeFileSync(join(bin, 'scontrol'), `#!/bin/sh\n[ "$1" = listjobs ] && { echo 'invalid keyword: listjobs' >&2; exit 1; }\necho 'No job steps exist on this node.' >&2; exit 1\n`, { mode: 0o755 });
+  writeFileSync(
+    join(bin, 'scontrol'),
+    `#!/bin/sh\n[ "$1" = listjobs ] && { echo 'invalid keyword: listjobs' >&2; exit 1; }\necho ` +
+      `'No job steps exist on this node.' >&2; exit 1\n`,
+    { mode: 0o755 },
+  );
   writeFileSync(join(bin, 'sacct'), `#!/bin/sh\necho 'sacct: error: Slurm accounting storage is disabled' >&2; exit 1\n`, { mode: 0o755 });
   writeFileSync(join(d, 'slurm.conf'), 'ClusterName=ci\n');
-  writeFileSync(config, `[daemon]\nstate_dir = ${state}\nattribution = slurm\ninterval = 1s\n[slurm]\nslurm_conf = ${join(d, 'slurm.conf')}\nnode_name = gpunode9\nbin_dir = ${bin}\n[sim]\ngpus = 1\n`);
+  writeFileSync(
+    config,
+    `[daemon]\nstate_dir = ${state}\nattribution = slurm\ninterval = 1s\n[slurm]\nslurm_conf = ${join(d, 'slurm.conf')}\nnode_name ` +
+      `= gpunode9\nbin_dir = ${bin}\n[sim]\ngpus = 1\n`,
+  );
   const uid = Number(spawnSync('id', ['-u', USER], { encoding: 'utf8' }).stdout.trim());
   const db = openStore(state);
   const t = Date.now() - 3_600_000;
   recordStart(db, { jobId: '71', runKey: 'r0', user: USER, uid, partition: 'gpu' }, [{ uuid: 'GPU-sock-0', shared: false }], 'prolog', t);
   recordEnd(db, { jobId: '71', runKey: 'r0' }, { endTime: t + 600_000, state: 'COMPLETED', exitCode: 0 }, [], 'epilog', t + 600_000);
-  recordStart(db, { jobId: '72', runKey: 'r0', user: 'root', uid: 0, partition: 'gpu' }, [{ uuid: 'GPU-sock-0', shared: false }], 'prolog', t);
+  recordStart(
+    db,
+    { jobId: '72', runKey: 'r0', user: 'root', uid: 0, partition: 'gpu' },
+    [{ uuid: 'GPU-sock-0', shared: false }],
+    'prolog',
+    t,
+  );
   recordEnd(db, { jobId: '72', runKey: 'r0' }, { endTime: t + 600_000, state: 'COMPLETED', exitCode: 0 }, [], 'epilog', t + 600_000);
   db.close();
   daemon = new DaemonProcess(['--config', config, '--plugin', 'sim', '--sink', 'stdout']);
@@ -63,12 +79,15 @@ after(async () => {
   assert.equal(await daemon.stop(), 0, daemon.stderr);
 });
 
-test('the store is root\'s alone; a user\'s l9gpu jobs is answered by the daemon, for their own jobs only', async () => {
+test("the store is root's alone; a user's l9gpu jobs is answered by the daemon, for their own jobs only", async () => {
   assert.equal(statSync(join(state, 'l9gpu.db')).mode & 0o777, 0o600);
   assert.equal(statSync(sock).mode & 0o777, 0o666, 'anyone may ask');
   const mine = asUser(['jobs', '--json']);
   assert.equal(mine.status, 0, mine.stderr);
-  assert.deepEqual((JSON.parse(mine.stdout) as { id: string }[]).map((r) => r.id), ['71']);
+  assert.deepEqual(
+    (JSON.parse(mine.stdout) as { id: string }[]).map((r) => r.id),
+    ['71'],
+  );
   const shown = asUser(['jobs', 'show', '71', '--json']);
   assert.equal(shown.status, 0, shown.stderr);
   assert.equal((JSON.parse(shown.stdout) as { job: { user: string } }).job.user, USER);
@@ -98,8 +117,13 @@ test('the socket answers bad requests with what was wrong, and goes on answering
 test('one daemon per state folder: a second says which pid runs and exits 1', async () => {
   const second = await runCli(['daemon', '--config', config, '--plugin', 'sim', '--sink', 'stdout']);
   assert.equal(second.status, 1, second.stderr);
-  assert.match(second.stderr, new RegExp(`another l9gpu daemon \\(pid ${daemon.child.pid}\\) runs on this state folder \\(it holds ${state}/daemon\\.lock\\): stop it first`));
-  assert.equal(statSync(sock).isSocket(), true, 'the running daemon\'s socket is left alone');
+  assert.match(
+    second.stderr,
+    new RegExp(
+      `another l9gpu daemon \\(pid ${daemon.child.pid}\\) runs on this state folder \\(it holds ${state}/daemon\\.lock\\): stop it first`,
+    ),
+  );
+  assert.equal(statSync(sock).isSocket(), true, "the running daemon's socket is left alone");
   // root's alone: a user who could open it could hold a shared lock on it and have every later start refused
   assert.equal(statSync(join(state, 'daemon.lock')).mode & 0o777, 0o600);
 });
@@ -108,12 +132,18 @@ test('daemon --once beside the running daemon reads its store and leaves jobs.so
   const before = statSync(sock).ino;
   const once = await runCli(['daemon', '--once', '--config', config, '--plugin', 'sim', '--sink', 'stdout']);
   assert.equal(once.status, 0, once.stderr);
-  assert.match(once.stderr, /another l9gpu daemon \(pid \d+\) runs on this state folder .*--once samples and exports beside it, without its store's writes, its jobs socket or its health file/);
+  assert.match(
+    once.stderr,
+    /another l9gpu daemon \(pid \d+\) runs on this state folder .*--once samples and exports beside it, without its store's writes, its jobs socket or its health file/,
+  );
   assert.match(once.stdout, /"name":"gpu\.utilization"/, 'it sampled and exported');
   assert.equal(statSync(sock).ino, before, 'the same socket file: not removed, not made again');
   const mine = asUser(['jobs', '--json']);
   assert.equal(mine.status, 0, mine.stderr);
-  assert.deepEqual((JSON.parse(mine.stdout) as { id: string }[]).map((r) => r.id), ['71']);
+  assert.deepEqual(
+    (JSON.parse(mine.stdout) as { id: string }[]).map((r) => r.id),
+    ['71'],
+  );
 });
 
 test('SIGHUP makes the jobs socket again when its file is gone', async () => {
@@ -126,7 +156,10 @@ test('SIGHUP makes the jobs socket again when its file is gone', async () => {
   await waitFor('the socket made again', () => existsSync(sock), 15_000);
   const mine = asUser(['jobs', '--json']);
   assert.equal(mine.status, 0, mine.stderr);
-  assert.deepEqual((JSON.parse(mine.stdout) as { id: string }[]).map((r) => r.id), ['71']);
+  assert.deepEqual(
+    (JSON.parse(mine.stdout) as { id: string }[]).map((r) => r.id),
+    ['71'],
+  );
 });
 
 test('1,000 SIGHUPs in a burst: a few reloads, a few log lines, fds and the socket as before', async () => {
@@ -143,8 +176,14 @@ test('1,000 SIGHUPs in a burst: a few reloads, a few log lines, fds and the sock
   await waitFor('the changed configuration reloaded', () => reloaded().some((d) => d !== burst) || undefined, 30_000).catch((e: Error) => {
     throw new Error(`${e.message}; the daemon said since the burst:\n${daemon.stderr.slice(mark).slice(-3000)}`);
   });
-  const lines = daemon.stderr.slice(mark).split('\n').filter((l) => /configuration reloaded|reload failed/.test(l));
-  assert.ok(lines.length >= 2 && lines.length <= 7, `a burst of 1,000 SIGHUPs and one changed file: ${lines.length} lines:\n${lines.join('\n')}`);
+  const lines = daemon.stderr
+    .slice(mark)
+    .split('\n')
+    .filter((l) => /configuration reloaded|reload failed/.test(l));
+  assert.ok(
+    lines.length >= 2 && lines.length <= 7,
+    `a burst of 1,000 SIGHUPs and one changed file: ${lines.length} lines:\n${lines.join('\n')}`,
+  );
   assert.ok(Math.abs(fds() - fdsBefore) <= 2, `fds ${fdsBefore} -> ${fds()}`);
   const mine = asUser(['jobs', '--json']);
   assert.equal(mine.status, 0, mine.stderr);
@@ -155,5 +194,8 @@ test('with the daemon stopped, a user is told why', async () => {
   assert.equal(existsSync(sock), false, 'the socket goes with the daemon');
   const r = asUser(['jobs']);
   assert.equal(r.status, 1);
-  assert.match(r.stderr, /the l9gpu daemon is not answering on \S+jobs\.sock \(is it running on this node\?\); the job store is readable by root only/);
+  assert.match(
+    r.stderr,
+    /the l9gpu daemon is not answering on \S+jobs\.sock \(is it running on this node\?\); the job store is readable by root only/,
+  );
 });

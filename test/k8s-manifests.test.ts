@@ -61,15 +61,35 @@ interface Manifest {
 /** Each kind the folder may hold: its offline validator and its TypeScript type. */
 const KINDS: Record<string, { validate(o: Obj): void; module: string; type: string }> = {
   'v1/Namespace': { validate: (o) => new Namespace(o as never).validate(), module: 'kubernetes-models/v1/Namespace', type: 'INamespace' },
-  'v1/ServiceAccount': { validate: (o) => new ServiceAccount(o as never).validate(), module: 'kubernetes-models/v1/ServiceAccount', type: 'IServiceAccount' },
+  'v1/ServiceAccount': {
+    validate: (o) => new ServiceAccount(o as never).validate(),
+    module: 'kubernetes-models/v1/ServiceAccount',
+    type: 'IServiceAccount',
+  },
   'v1/ConfigMap': { validate: (o) => new ConfigMap(o as never).validate(), module: 'kubernetes-models/v1/ConfigMap', type: 'IConfigMap' },
   'v1/Secret': { validate: (o) => new Secret(o as never).validate(), module: 'kubernetes-models/v1/Secret', type: 'ISecret' },
-  'apps/v1/DaemonSet': { validate: (o) => new DaemonSet(o as never).validate(), module: 'kubernetes-models/apps/v1/DaemonSet', type: 'IDaemonSet' },
-  'rbac.authorization.k8s.io/v1/ClusterRole': { validate: (o) => new ClusterRole(o as never).validate(), module: 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRole', type: 'IClusterRole' },
-  'rbac.authorization.k8s.io/v1/ClusterRoleBinding': { validate: (o) => new ClusterRoleBinding(o as never).validate(), module: 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRoleBinding', type: 'IClusterRoleBinding' },
+  'apps/v1/DaemonSet': {
+    validate: (o) => new DaemonSet(o as never).validate(),
+    module: 'kubernetes-models/apps/v1/DaemonSet',
+    type: 'IDaemonSet',
+  },
+  'rbac.authorization.k8s.io/v1/ClusterRole': {
+    validate: (o) => new ClusterRole(o as never).validate(),
+    module: 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRole',
+    type: 'IClusterRole',
+  },
+  'rbac.authorization.k8s.io/v1/ClusterRoleBinding': {
+    validate: (o) => new ClusterRoleBinding(o as never).validate(),
+    module: 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRoleBinding',
+    type: 'IClusterRoleBinding',
+  },
 };
 const kindOf = (o: Obj): string => `${String(o.apiVersion)}/${String(o.kind)}`;
-const CLUSTER_SCOPED = new Set(['v1/Namespace', 'rbac.authorization.k8s.io/v1/ClusterRole', 'rbac.authorization.k8s.io/v1/ClusterRoleBinding']);
+const CLUSTER_SCOPED = new Set([
+  'v1/Namespace',
+  'rbac.authorization.k8s.io/v1/ClusterRole',
+  'rbac.authorization.k8s.io/v1/ClusterRoleBinding',
+]);
 
 function validate(o: Obj): void {
   const k = KINDS[kindOf(o)];
@@ -79,15 +99,26 @@ function validate(o: Obj): void {
 
 function loadManifests(): Manifest[] {
   const out: Manifest[] = [];
-  for (const [dir, applied] of [[DEPLOY, true], [OPTIONAL, false]] as const) {
+  for (const [dir, applied] of [
+    [DEPLOY, true],
+    [OPTIONAL, false],
+  ] as const) {
     for (const name of readdirSync(dir).sort()) {
       if (!/\.ya?ml$/.test(name)) continue;
       const file = join(dir, name);
       const docs = parseAllDocuments(readFileSync(file, 'utf8'));
       assert.ok(Array.isArray(docs), `${file}: not a YAML stream`);
       docs.forEach((d, index) => {
-        assert.deepEqual(d.errors.map((e) => e.message), [], `${file} document ${index}: YAML errors`);
-        assert.deepEqual(d.warnings.map((e) => e.message), [], `${file} document ${index}: YAML warnings`);
+        assert.deepEqual(
+          d.errors.map((e) => e.message),
+          [],
+          `${file} document ${index}: YAML errors`,
+        );
+        assert.deepEqual(
+          d.warnings.map((e) => e.message),
+          [],
+          `${file} document ${index}: YAML warnings`,
+        );
         const obj = d.toJS() as unknown;
         if (obj === null) return; // an empty document (a trailing ---)
         assert.ok(typeof obj === 'object' && !Array.isArray(obj), `${file} document ${index}: not a mapping`);
@@ -129,12 +160,18 @@ function fieldErrors(objs: readonly Obj[]): string[][] {
     text += b + '\n';
   }
   const options: ts.CompilerOptions = {
-    module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, target: ts.ScriptTarget.ES2022,
-    strict: true, noEmit: true, skipLibCheck: true, types: [],
+    module: ts.ModuleKind.NodeNext,
+    moduleResolution: ts.ModuleResolutionKind.NodeNext,
+    target: ts.ScriptTarget.ES2022,
+    strict: true,
+    noEmit: true,
+    skipLibCheck: true,
+    types: [],
   };
   const host = ts.createCompilerHost(options);
   const { getSourceFile, fileExists, readFile } = host;
-  host.getSourceFile = (f, lang, ...rest) => (f === virtual ? ts.createSourceFile(f, text, lang) : getSourceFile.call(host, f, lang, ...rest));
+  host.getSourceFile = (f, lang, ...rest) =>
+    f === virtual ? ts.createSourceFile(f, text, lang) : getSourceFile.call(host, f, lang, ...rest);
   host.fileExists = (f) => f === virtual || fileExists.call(host, f);
   host.readFile = (f) => (f === virtual ? text : readFile.call(host, f));
   const program = ts.createProgram([virtual], options, host);
@@ -155,7 +192,11 @@ test('the folder holds YAML manifests and a README only; optional/ holds what `k
   for (const name of readdirSync(DEPLOY)) {
     const st = statSync(join(DEPLOY, name));
     if (st.isDirectory()) assert.equal(name, 'optional', `unexpected folder ${name}`);
-    else assert.ok(name === 'README.md' || /^\d\d-[a-z0-9-]+\.yaml$/.test(name), `unexpected file ${name} (kubectl applies .yaml, .yml and .json; number the manifests for order)`);
+    else
+      assert.ok(
+        name === 'README.md' || /^\d\d-[a-z0-9-]+\.yaml$/.test(name),
+        `unexpected file ${name} (kubectl applies .yaml, .yml and .json; number the manifests for order)`,
+      );
   }
   assert.ok(APPLIED.length >= 6, `only ${APPLIED.length} objects applied`);
   assert.ok(ALL.length > APPLIED.length, 'optional/ holds manifests');
@@ -191,18 +232,21 @@ test('the validator rejects broken objects, and a kind it does not know', () => 
   assert.throws(() => validate({ apiVersion: 'extensions/v1beta1', kind: 'DaemonSet', metadata: { name: 'x' } }), /no offline validator/);
 });
 
-test('every field name is one its kind has (as kubectl --validate=strict checks), and the check catches a typo or a misplaced field', () => {
-  const objs = ALL.map((m) => m.obj);
-  const ds = structuredClone(one('apps/v1/DaemonSet'));
-  ds.spec.template.spec.containers[0].securityContext.readOnlyRootFilesytem = true; // a typo
-  ds.spec.template.spec.volumes[0].hostPath.readOnly = true; // readOnly belongs on the volumeMount
-  const errors = fieldErrors([...objs, ds]);
-  objs.forEach((o, i) => assert.deepEqual(errors[i], [], `${ALL[i]!.file}#${ALL[i]!.index} ${kindOf(o)}`));
-  const broken = errors[objs.length]!.join('\n');
-  assert.match(broken, /'"readOnlyRootFilesytem"' does not exist in type 'ISecurityContext'/);
-  assert.match(broken, /'"readOnly"' does not exist in type 'IHostPathVolumeSource'/);
-  assert.equal(errors[objs.length]!.length, 2, broken);
-});
+test(
+  'every field name is one its kind has (as kubectl --validate=strict checks), and the check ' + 'catches a typo or a misplaced field',
+  () => {
+    const objs = ALL.map((m) => m.obj);
+    const ds = structuredClone(one('apps/v1/DaemonSet'));
+    ds.spec.template.spec.containers[0].securityContext.readOnlyRootFilesytem = true; // a typo
+    ds.spec.template.spec.volumes[0].hostPath.readOnly = true; // readOnly belongs on the volumeMount
+    const errors = fieldErrors([...objs, ds]);
+    objs.forEach((o, i) => assert.deepEqual(errors[i], [], `${ALL[i]!.file}#${ALL[i]!.index} ${kindOf(o)}`));
+    const broken = errors[objs.length]!.join('\n');
+    assert.match(broken, /'"readOnlyRootFilesytem"' does not exist in type 'ISecurityContext'/);
+    assert.match(broken, /'"readOnly"' does not exist in type 'IHostPathVolumeSource'/);
+    assert.equal(errors[objs.length]!.length, 2, broken);
+  },
+);
 
 const DS = one('apps/v1/DaemonSet');
 const POD = DS.spec.template.spec as Obj;
@@ -218,7 +262,10 @@ test('the DaemonSet is hardened: no privilege, no capabilities, read-only root, 
     assert.equal(sc.allowPrivilegeEscalation, false, `${c.name}: allowPrivilegeEscalation`);
     assert.equal(sc.readOnlyRootFilesystem, true, `${c.name}: readOnlyRootFilesystem`);
     assert.deepEqual(sc.capabilities?.drop, ['ALL'], `${c.name}: capabilities.drop`);
-    assert.ok(sc.capabilities.add === undefined || (Array.isArray(sc.capabilities.add) && sc.capabilities.add.length === 0), `${c.name}: capabilities.add`);
+    assert.ok(
+      sc.capabilities.add === undefined || (Array.isArray(sc.capabilities.add) && sc.capabilities.add.length === 0),
+      `${c.name}: capabilities.add`,
+    );
     const seccomp = sc.seccompProfile ?? POD.securityContext?.seccompProfile;
     assert.deepEqual(seccomp, { type: 'RuntimeDefault' }, `${c.name}: seccompProfile`);
     assert.equal(sc.procMount, undefined, `${c.name}: procMount`);
@@ -262,7 +309,8 @@ test('the volumes are exactly the pod-resources folder (read-only), the state fo
   const hostPaths: string[] = [];
   const walk = (x: unknown): void => {
     if (Array.isArray(x)) x.forEach(walk);
-    else if (x && typeof x === 'object') for (const [k, v] of Object.entries(x)) (k === 'hostPath' ? hostPaths.push((v as Obj).path) : walk(v));
+    else if (x && typeof x === 'object')
+      for (const [k, v] of Object.entries(x)) k === 'hostPath' ? hostPaths.push((v as Obj).path) : walk(v);
   };
   ALL.forEach((m) => walk(m.obj));
   assert.deepEqual(hostPaths.sort(), ['/var/lib/kubelet/pod-resources', '/var/lib/l9gpu']);
@@ -281,9 +329,16 @@ test('RBAC: list pods only; the optional kubelet role is nodes/proxy get only', 
   assert.deepEqual(byName.get('l9gpu')!.rules, [{ apiGroups: [''], resources: ['pods'], verbs: ['list'] }]);
   assert.deepEqual(byName.get('l9gpu-kubelet')!.rules, [{ apiGroups: [''], resources: ['nodes/proxy'], verbs: ['get'] }]);
   for (const r of roles) assert.equal(r.aggregationRule, undefined);
-  assert.deepEqual(only('rbac.authorization.k8s.io/v1/ClusterRole').map((r) => r.metadata.name), ['l9gpu'], 'the plain apply grants the apiserver role only');
+  assert.deepEqual(
+    only('rbac.authorization.k8s.io/v1/ClusterRole').map((r) => r.metadata.name),
+    ['l9gpu'],
+    'the plain apply grants the apiserver role only',
+  );
   // no other kind of grant anywhere
-  assert.deepEqual(ALL.filter((m) => /Role/.test(String(m.obj.kind)) && !/^ClusterRole(Binding)?$/.test(String(m.obj.kind))), []);
+  assert.deepEqual(
+    ALL.filter((m) => /Role/.test(String(m.obj.kind)) && !/^ClusterRole(Binding)?$/.test(String(m.obj.kind))),
+    [],
+  );
 
   const bindings = only('rbac.authorization.k8s.io/v1/ClusterRoleBinding', ALL);
   assert.deepEqual(bindings.map((b) => b.roleRef.name).sort(), ['l9gpu', 'l9gpu-kubelet']);
@@ -331,7 +386,11 @@ test('the DaemonSet: command, node identity, config and state paths, GPU access,
 });
 
 test('the DaemonSet: scheduling, resources, port, probes, updates', () => {
-  assert.deepEqual(DS.spec.selector.matchLabels, Object.fromEntries(Object.keys(DS.spec.selector.matchLabels).map((k) => [k, DS.spec.template.metadata.labels[k]])), 'the selector matches the template');
+  assert.deepEqual(
+    DS.spec.selector.matchLabels,
+    Object.fromEntries(Object.keys(DS.spec.selector.matchLabels).map((k) => [k, DS.spec.template.metadata.labels[k]])),
+    'the selector matches the template',
+  );
   assert.ok(Object.keys(POD.nodeSelector ?? {}).length > 0, 'GPU nodes only');
   assert.ok((POD.tolerations as Obj[]).some((t) => t.key === 'nvidia.com/gpu' && t.operator === 'Exists' && t.effect === 'NoSchedule'));
   assert.deepEqual(MAIN.resources, { requests: { cpu: '50m', memory: '128Mi' }, limits: { cpu: '200m', memory: '256Mi' } });
@@ -370,45 +429,57 @@ function argOverrides(): ReturnType<typeof flagOverrides> {
   return flagOverrides(values as DaemonFlags);
 }
 
-test('the ConfigMap\'s INI names only sections and keys of the schema, and the daemon\'s loader takes it with the DaemonSet\'s env and args', (t) => {
-  const text = one('v1/ConfigMap').data['l9gpu.ini'] as string;
-  // every section and key against the real schema (all unknown names at once)
-  const parsed = ini.parse(text) as Record<string, Record<string, unknown>>;
-  const unknown: string[] = [];
-  for (const [section, body] of Object.entries(parsed)) {
-    const spec = ALL_SECTIONS.find((s) => s.name === section);
-    if (!spec) unknown.push(`[${section}]`);
-    else for (const key of Object.keys(body)) if (!spec.keys.some((k) => k.key === key)) unknown.push(`[${section}] ${key}`);
-  }
-  assert.ok('kubernetes' in parsed && 'daemon' in parsed, 'the INI sets [daemon] and [kubernetes]');
-  assert.deepEqual(unknown, [], `not in the schema (daemon/schema.ts ALL_SECTIONS; [kubernetes] is there once the kubernetes attribution provider is registered in ATTRIBUTIONS)`);
+test(
+  "the ConfigMap's INI names only sections and keys of the schema, and the daemon's loader " + "takes it with the DaemonSet's env and args",
+  (t) => {
+    const text = one('v1/ConfigMap').data['l9gpu.ini'] as string;
+    // every section and key against the real schema (all unknown names at once)
+    const parsed = ini.parse(text) as Record<string, Record<string, unknown>>;
+    const unknown: string[] = [];
+    for (const [section, body] of Object.entries(parsed)) {
+      const spec = ALL_SECTIONS.find((s) => s.name === section);
+      if (!spec) unknown.push(`[${section}]`);
+      else for (const key of Object.keys(body)) if (!spec.keys.some((k) => k.key === key)) unknown.push(`[${section}] ${key}`);
+    }
+    assert.ok('kubernetes' in parsed && 'daemon' in parsed, 'the INI sets [daemon] and [kubernetes]');
+    assert.deepEqual(
+      unknown,
+      [],
+      `not in the schema (daemon/schema.ts ALL_SECTIONS; [kubernetes] is there once the ` +
+        `kubernetes attribution provider is registered in ATTRIBUTIONS)`,
+    );
 
-  const dir = mkdtempSync(join(tmpdir(), 'l9gpu-k8sm-'));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
-  const file = join(dir, 'l9gpu.ini');
-  writeFileSync(file, text);
+    const dir = mkdtempSync(join(tmpdir(), 'l9gpu-k8sm-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const file = join(dir, 'l9gpu.ini');
+    writeFileSync(file, text);
 
-  // the loader can fail: a key the schema lacks stops it
-  writeFileSync(join(dir, 'bad.ini'), text.replace('[daemon]\n', '[daemon]\nno_such_key = 1\n'));
-  assert.throws(() => loadAgentConfig({ env: { L9GPU_CONFIG: join(dir, 'bad.ini') } }), /no_such_key: unknown key/);
+    // the loader can fail: a key the schema lacks stops it
+    writeFileSync(join(dir, 'bad.ini'), text.replace('[daemon]\n', '[daemon]\nno_such_key = 1\n'));
+    assert.throws(() => loadAgentConfig({ env: { L9GPU_CONFIG: join(dir, 'bad.ini') } }), /no_such_key: unknown key/);
 
-  const env = daemonEnv(file);
-  const cfg = loadAgentConfig({ env, overrides: argOverrides() });
-  assert.equal(cfg.file, file);
-  const [daemon, prometheus, kubernetes] = [readSection(cfg, DAEMON_SECTION), readSection(cfg, PROMETHEUS_SECTION), readSection(cfg, KUBERNETES_SECTION)];
-  assert.equal(daemon.attribution, 'kubernetes');
-  assert.equal(cfg.sourceOf('daemon', 'attribution').source, 'flag');
-  assert.deepEqual(daemon.sinks, ['otlp', 'prometheus']);
-  assert.ok(daemon.plugins.includes('nvml') || daemon.plugins.includes('auto'));
-  assert.equal(daemon.state_dir, '/var/lib/l9gpu');
-  assert.equal(readSection(cfg, OTLP_SECTION).endpoint, `${env.OTEL_EXPORTER_OTLP_ENDPOINT}/v1/metrics`);
-  assert.equal(prometheus.port, MAIN.ports[0].containerPort, 'the prometheus sink listens on the container port');
-  assert.equal(prometheus.path, MAIN.readinessProbe.httpGet.path, 'the probes ask the prometheus sink\'s page');
-  assert.equal(prometheus.host, '0.0.0.0', 'reachable from the kubelet\'s probes and scrapers');
-  assert.equal(kubernetes.node_name, 'gpu-node-17');
-  assert.equal(kubernetes.pods_source, 'apiserver', 'the RBAC applied by default is the apiserver one');
-  assert.ok(kubernetes.labels.includes('app.kubernetes.io/name'));
-  const socket = kubernetes.socket;
-  assert.equal(dirname(socket), (MAIN.volumeMounts as Obj[]).find((m) => m.name === 'pod-resources')!.mountPath);
-  assert.equal(resolveAgentAttribution(cfg, env).resolved, 'kubernetes');
-});
+    const env = daemonEnv(file);
+    const cfg = loadAgentConfig({ env, overrides: argOverrides() });
+    assert.equal(cfg.file, file);
+    const [daemon, prometheus, kubernetes] = [
+      readSection(cfg, DAEMON_SECTION),
+      readSection(cfg, PROMETHEUS_SECTION),
+      readSection(cfg, KUBERNETES_SECTION),
+    ];
+    assert.equal(daemon.attribution, 'kubernetes');
+    assert.equal(cfg.sourceOf('daemon', 'attribution').source, 'flag');
+    assert.deepEqual(daemon.sinks, ['otlp', 'prometheus']);
+    assert.ok(daemon.plugins.includes('nvml') || daemon.plugins.includes('auto'));
+    assert.equal(daemon.state_dir, '/var/lib/l9gpu');
+    assert.equal(readSection(cfg, OTLP_SECTION).endpoint, `${env.OTEL_EXPORTER_OTLP_ENDPOINT}/v1/metrics`);
+    assert.equal(prometheus.port, MAIN.ports[0].containerPort, 'the prometheus sink listens on the container port');
+    assert.equal(prometheus.path, MAIN.readinessProbe.httpGet.path, "the probes ask the prometheus sink's page");
+    assert.equal(prometheus.host, '0.0.0.0', "reachable from the kubelet's probes and scrapers");
+    assert.equal(kubernetes.node_name, 'gpu-node-17');
+    assert.equal(kubernetes.pods_source, 'apiserver', 'the RBAC applied by default is the apiserver one');
+    assert.ok(kubernetes.labels.includes('app.kubernetes.io/name'));
+    const socket = kubernetes.socket;
+    assert.equal(dirname(socket), (MAIN.volumeMounts as Obj[]).find((m) => m.name === 'pod-resources')!.mountPath);
+    assert.equal(resolveAgentAttribution(cfg, env).resolved, 'kubernetes');
+  },
+);

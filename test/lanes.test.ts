@@ -15,28 +15,49 @@ import { ROOT } from './helpers/paths.js';
 const NODE_OK = new Set(['assert/strict', 'test', 'fs', 'path', 'zlib', 'module', 'os', 'url', 'crypto', 'util', 'buffer', 'events']);
 const HELPERS_OK = new Set(['paths', 'config', 'layers', 'fake-nvml', 'histograms', 'otlp-decode', 'promql-names', 'wait']);
 
-test('a unit-lane file runs in the test process only: no child processes, sockets, daemons or real components (its imports and calls)', () => {
-  for (const f of UNIT_FILES) {
-    const src = readFileSync(join(ROOT, 'test', f.replace(/\.js$/, '.ts')), 'utf8');
-    for (const [, mod] of src.matchAll(/from 'node:([\w/]+)'/g)) assert.ok(NODE_OK.has(mod!), `${f} imports node:${mod}: not a unit file (test/README.md)`);
-    for (const [, h] of src.matchAll(/from '\.\/helpers\/([\w-]+)\.js'/g)) assert.ok(HELPERS_OK.has(h!), `${f} imports helpers/${h}: not a unit file (test/README.md)`);
-    assert.doesNotMatch(src, /\.listen\(|\brunuser\b|process\.setuid/, `${f} listens or changes user: not a unit file`);
-  }
-});
+test(
+  'a unit-lane file runs in the test process only: no child processes, sockets, daemons or ' + 'real components (its imports and calls)',
+  () => {
+    for (const f of UNIT_FILES) {
+      const src = readFileSync(join(ROOT, 'test', f.replace(/\.js$/, '.ts')), 'utf8');
+      for (const [, mod] of src.matchAll(/from 'node:([\w/]+)'/g))
+        assert.ok(NODE_OK.has(mod!), `${f} imports node:${mod}: not a unit file (test/README.md)`);
+      for (const [, h] of src.matchAll(/from '\.\/helpers\/([\w-]+)\.js'/g))
+        assert.ok(HELPERS_OK.has(h!), `${f} imports helpers/${h}: not a unit file (test/README.md)`);
+      assert.doesNotMatch(src, /\.listen\(|\brunuser\b|process\.setuid/, `${f} listens or changes user: not a unit file`);
+    }
+  },
+);
 
-test('every test file is in exactly one of unit, slurm, packages and system; a file no lane names runs in the serial system lane; the bundled lane runs its files again', () => {
-  const files = readdirSync(join(ROOT, 'test')).filter((f) => f.endsWith('.test.ts')).map((f) => f.replace(/\.ts$/, '.js'));
-  for (const u of [...UNIT_FILES, ...BUNDLED_FILES]) assert.ok(files.includes(u), `a lane names ${u}, which does not exist`);
-  const lanes = lanesFor([...files, 'new.test.js']);
-  assert.deepEqual(lanes.filter((l) => l.name !== 'bundled').flatMap((l) => l.files).sort(), [...files, 'new.test.js'].sort());
-  assert.deepEqual(lanes.find((l) => l.name === 'bundled')!.files.sort(), [...BUNDLED_FILES].sort());
-  const of = (f: string) => lanes.find((l) => l.files.includes(f))!;
-  assert.equal(of('new.test.js').name, 'system');
-  assert.equal(of('new.test.js').concurrency, 1);
-  assert.deepEqual(lanes.find((l) => l.name === 'slurm')!.files.sort(), ['slurm-22.05.test.js', 'slurm-24.11.test.js', 'slurm-26.05.test.js']);
-  assert.equal(of('slurm-parse.test.js').name, 'unit');
-  assert.equal(of('rollout.test.js').name, 'packages');
-});
+test(
+  'every test file is in exactly one of unit, slurm, packages and system; a file no lane ' +
+    'names runs in the serial system lane; the bundled lane runs its files again',
+  () => {
+    const files = readdirSync(join(ROOT, 'test'))
+      .filter((f) => f.endsWith('.test.ts'))
+      .map((f) => f.replace(/\.ts$/, '.js'));
+    for (const u of [...UNIT_FILES, ...BUNDLED_FILES]) assert.ok(files.includes(u), `a lane names ${u}, which does not exist`);
+    const lanes = lanesFor([...files, 'new.test.js']);
+    assert.deepEqual(
+      lanes
+        .filter((l) => l.name !== 'bundled')
+        .flatMap((l) => l.files)
+        .sort(),
+      [...files, 'new.test.js'].sort(),
+    );
+    assert.deepEqual(lanes.find((l) => l.name === 'bundled')!.files.sort(), [...BUNDLED_FILES].sort());
+    const of = (f: string) => lanes.find((l) => l.files.includes(f))!;
+    assert.equal(of('new.test.js').name, 'system');
+    assert.equal(of('new.test.js').concurrency, 1);
+    assert.deepEqual(lanes.find((l) => l.name === 'slurm')!.files.sort(), [
+      'slurm-22.05.test.js',
+      'slurm-24.11.test.js',
+      'slurm-26.05.test.js',
+    ]);
+    assert.equal(of('slurm-parse.test.js').name, 'unit');
+    assert.equal(of('rollout.test.js').name, 'packages');
+  },
+);
 
 // the end of `node --test --test-reporter=tap` (Node 20) for a file with two tests, one failing
 const LANE_TAP = `TAP version 13
@@ -61,13 +82,19 @@ not ok 2 - b
 # duration_ms 99.1
 `;
 
-test('a lane\'s TAP: numbered on from the lanes before it, header, plan and summary left to the runner, its counts returned', () => {
+test("a lane's TAP: numbered on from the lanes before it, header, plan and summary left to the runner, its counts returned", () => {
   const r = relabel(LANE_TAP, 5);
   assert.equal(r.top, 2);
   assert.deepEqual(r.counts, { tests: 2, suites: 0, pass: 1, fail: 1, cancelled: 0, skipped: 0, todo: 0 });
-  assert.equal(r.text, '# Subtest: a\nok 6 - a\n  ---\n  duration_ms: 1.5\n  ...\n# Subtest: b\nnot ok 7 - b\n  ---\n  duration_ms: 2\n  ...');
+  assert.equal(
+    r.text,
+    '# Subtest: a\nok 6 - a\n  ---\n  duration_ms: 1.5\n  ...\n# Subtest: b\nnot ok 7 - b\n  ---\n  duration_ms: 2\n  ...',
+  );
   // nested subtests keep their own numbers
-  assert.match(relabel('# Subtest: s\n    ok 1 - inner\n    1..1\nok 1 - s\n# tests 1\n# pass 1\n', 0).text, /^ {4}ok 1 - inner\n {4}1\.\.1\nok 1 - s$/m);
+  assert.match(
+    relabel('# Subtest: s\n    ok 1 - inner\n    1..1\nok 1 - s\n# tests 1\n# pass 1\n', 0).text,
+    /^ {4}ok 1 - inner\n {4}1\.\.1\nok 1 - s$/m,
+  );
 });
 
 test('a lane that printed no summary (its runner crashed) counts as a failure', () => {

@@ -40,9 +40,29 @@ const HERE = dirname(fileURLToPath(import.meta.url));
  * one's imports against the rule.
  */
 export const UNIT_FILES = [
-  'config', 'fuzz', 'golden', 'host', 'jobs-unit', 'layers', 'ledger', 'limits', 'nccl-fixtures', 'nccl-parse',
-  'nccl-straggler', 'nvml-convert', 'nvml-sampler', 'registry', 'sacct-job', 'slurm-notes', 'slurm-parse', 'summary',
-  'xid-catalog', 'lanes', 'web-config', 'clock', 'store-years',
+  'config',
+  'fuzz',
+  'golden',
+  'host',
+  'jobs-unit',
+  'layers',
+  'ledger',
+  'limits',
+  'nccl-fixtures',
+  'nccl-parse',
+  'nccl-straggler',
+  'nvml-convert',
+  'nvml-sampler',
+  'registry',
+  'sacct-job',
+  'slurm-notes',
+  'slurm-parse',
+  'summary',
+  'xid-catalog',
+  'lanes',
+  'web-config',
+  'clock',
+  'store-years',
 ].map((n) => `${n}.test.js`);
 
 export const SLURM_FILES = /^slurm-\d+\.\d+\.test\.js$/;
@@ -81,7 +101,11 @@ export function lanesFor(files: string[]): Lane[] {
     // the three suites side by side (each cluster has its own ports, MariaDB, munge and chroot lock): 190-200 s
     // against 476 s one after the other on 2 cores. L9GPU_TEST_SLURM_AT_ONCE=1 runs them one at a time (a suspected
     // interaction between two clusters is ruled in or out that way)
-    { name: 'slurm', concurrency: Math.max(1, Math.min(slurm.length, Number(process.env.L9GPU_TEST_SLURM_AT_ONCE) || slurm.length)), files: slurm },
+    {
+      name: 'slurm',
+      concurrency: Math.max(1, Math.min(slurm.length, Number(process.env.L9GPU_TEST_SLURM_AT_ONCE) || slurm.length)),
+      files: slurm,
+    },
     { name: 'packages', concurrency: 1, files: packages },
     { name: 'system', concurrency: 1, files: system },
     { name: 'bundled', concurrency: 1, files: files.filter((f) => BUNDLED_FILES.includes(basename(f))) },
@@ -126,7 +150,12 @@ async function runLane(lane: Lane): Promise<LaneResult> {
       tree = await releaseTree();
     } catch (e) {
       // no summary: the lane counts as failed
-      return { lane, code: 1, output: `not ok 1 - the release tree for the bundled lane\n# ${(e as Error).message.split('\n').join('\n# ')}\n`, ms: Date.now() - t0 };
+      return {
+        lane,
+        code: 1,
+        output: `not ok 1 - the release tree for the bundled lane\n# ${(e as Error).message.split('\n').join('\n# ')}\n`,
+        ms: Date.now() - t0,
+      };
     }
     env = { ...process.env, L9GPU_TEST_TREE: tree };
   }
@@ -139,7 +168,10 @@ async function runLane(lane: Lane): Promise<LaneResult> {
 
 function runFiles(lane: Lane, env: NodeJS.ProcessEnv, t0: number): Promise<LaneResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--test', `--test-concurrency=${lane.concurrency}`, '--test-reporter=tap', ...lane.files], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, ['--test', `--test-concurrency=${lane.concurrency}`, '--test-reporter=tap', ...lane.files], {
+      env,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let output = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (output += d));
     child.on('error', reject);
@@ -179,7 +211,12 @@ export function relabel(tap: string, from: number): { text: string; counts: Coun
 async function main(): Promise<number> {
   const t0 = Date.now();
   const asked = process.argv.slice(2);
-  const files = asked.length ? asked : readdirSync(HERE).filter((f) => f.endsWith('.test.js')).sort().map((f) => join(HERE, f));
+  const files = asked.length
+    ? asked
+    : readdirSync(HERE)
+        .filter((f) => f.endsWith('.test.js'))
+        .sort()
+        .map((f) => join(HERE, f));
   const lanes = lanesFor(files).filter((l) => l.files.length > 0);
   const total = Object.fromEntries(SUMMARY.map((k) => [k, 0])) as Counts;
   let n = 0;

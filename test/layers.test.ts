@@ -38,12 +38,15 @@ test('the checker names the file and line of an upward, a sideways and a looping
     'daemon/agent.ts:1: imports plugins/nvml/index.ts: runtime (rank 2) may not import plugins/nvml (rank 2)',
   ]);
   assert.deepEqual(loops(edges), [
-    'import loop among src/jobs/a.ts, src/jobs/b.ts, src/store/c.ts: src/jobs/a.ts:1 -> src/jobs/b.ts; src/jobs/b.ts:1 -> src/store/c.ts; src/store/c.ts:1 -> src/jobs/a.ts',
+    'import loop among src/jobs/a.ts, src/jobs/b.ts, src/store/c.ts: src/jobs/a.ts:1 -> ' +
+      'src/jobs/b.ts; src/jobs/b.ts:1 -> src/store/c.ts; src/store/c.ts:1 -> src/jobs/a.ts',
   ]);
 });
 
 test('dynamic imports, re-exports and type-only imports count', () => {
-  const text = "import type { A } from './a.js';\nexport { B } from './b.js';\nconst c = await import('./c.js');\nimport 'node:fs';\nimport x from 'koffi';\n";
+  const text =
+    "import type { A } from './a.js';\nexport { B } from './b.js';\nconst c = await " +
+    "import('./c.js');\nimport 'node:fs';\nimport x from 'koffi';\n";
   assert.deepEqual(
     importsOf('src/core/x.ts', text, '/r').map((e) => `${e.line} ${e.to}`),
     ['1 src/core/a.ts', '2 src/core/b.ts', '3 src/core/c.ts'],
@@ -64,13 +67,23 @@ test('src/nccl is a service: the nccl plugin and the job report both use it, and
 test('src/figures sits below the ledger and the job reports, which never import each other', () => {
   const edges = [
     ...importsOf('src/ledger/ledger.ts', "import { samplesFromPoints } from '../figures/samples.js';\n", '/r'),
-    ...importsOf('src/jobs/report.ts', "import { addBuckets } from '../figures/buckets.js';\nimport { x } from '../ledger/engine-rollup.js';\n", '/r'),
+    ...importsOf(
+      'src/jobs/report.ts',
+      "import { addBuckets } from '../figures/buckets.js';\nimport { x } from '../ledger/engine-rollup.js';\n",
+      '/r',
+    ),
     ...importsOf('src/ledger/cost-rate.ts', "import type { Prices } from '../jobs/prices.js';\n", '/r'),
-    ...importsOf('src/figures/samples.ts', "import type { Attributes } from '../core/metrics/model.js';\nimport type { Db } from '../store/open.js';\n", '/r'),
+    ...importsOf(
+      'src/figures/samples.ts',
+      "import type { Attributes } from '../core/metrics/model.js';\nimport type { Db } from '../store/open.js';\n",
+      '/r',
+    ),
   ];
   assert.deepEqual(violations(['src/ledger/ledger.ts', 'src/jobs/report.ts', 'src/ledger/cost-rate.ts', 'src/figures/samples.ts'], edges), [
-    'src/jobs/report.ts:2: imports src/ledger/engine-rollup.ts: src/jobs and src/ledger share their figures through src/figures, never each other',
-    'src/ledger/cost-rate.ts:1: imports src/jobs/prices.ts: src/ledger and src/jobs share their figures through src/figures, never each other',
+    'src/jobs/report.ts:2: imports src/ledger/engine-rollup.ts: src/jobs and src/ledger share ' +
+      'their figures through src/figures, never each other',
+    'src/ledger/cost-rate.ts:1: imports src/jobs/prices.ts: src/ledger and src/jobs share their ' +
+      'figures through src/figures, never each other',
     'src/figures/samples.ts:2: imports src/store/open.ts: src/figures imports the core alone',
   ]);
 });

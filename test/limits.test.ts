@@ -10,7 +10,10 @@ import { LogRate } from '../src/core/limits.js';
 test('LogRate: per source and minute; what was held back is told with the next line', () => {
   let t = 0;
   const r = new LogRate(2, () => t);
-  assert.deepEqual([r.allow('a'), r.allow('a'), r.allow('a'), r.allow('a')].map((x) => x.ok), [true, true, false, false]);
+  assert.deepEqual(
+    [r.allow('a'), r.allow('a'), r.allow('a'), r.allow('a')].map((x) => x.ok),
+    [true, true, false, false],
+  );
   assert.equal(r.allow('b').ok, true, 'another source has its own allowance');
   t += 60_000;
   assert.deepEqual(r.allow('a'), { ok: true, held: 2 });
@@ -20,7 +23,10 @@ test('LogRate: past 4,096 sources in a minute the rest share one allowance, stil
   let t = 0;
   const r = new LogRate(2, () => t);
   for (let i = 0; i < 4096; i++) assert.equal(r.allow(`folder${i}`).ok, true);
-  assert.deepEqual(['x1', 'x2', 'x3', 'x4', 'x5'].map((s) => r.allow(s).ok), [true, true, false, false, false]);
+  assert.deepEqual(
+    ['x1', 'x2', 'x3', 'x4', 'x5'].map((s) => r.allow(s).ok),
+    [true, true, false, false, false],
+  );
   t += 60_000;
   // the old minute's sources are forgotten: a new source has room again, and the shared allowance tells what it held
   assert.deepEqual(r.allow('x6'), { ok: true, held: 0 });

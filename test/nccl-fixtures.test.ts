@@ -18,24 +18,35 @@ const TD = join(ROOT, 'plugins', 'nccl', 'testdata');
 function records(c: string): InspectorRecord[] {
   const out: InspectorRecord[] = [];
   for (const f of readdirSync(join(TD, c)).filter((x) => x.endsWith('.log'))) {
-    readFileSync(join(TD, c, f), 'utf8').split('\n').forEach((l, i) => l && out.push(parseInspectorLine(l, `${c}/${f}:${i + 1}`)));
+    readFileSync(join(TD, c, f), 'utf8')
+      .split('\n')
+      .forEach((l, i) => l && out.push(parseInspectorLine(l, `${c}/${f}:${i + 1}`)));
   }
   return out;
 }
 
-test('every JSON line of every release reads, and its bandwidths are the size over the time with nccl-tests\' factors, to the 6 decimals the file prints', () => {
-  let n = 0;
-  for (const c of readdirSync(TD, { withFileTypes: true }).filter((d) => d.isDirectory() && d.name.includes('json')).map((d) => d.name)) {
-    for (const r of records(c)) {
-      n++;
-      const bw = bandwidth(r.op, r.bytes, r.execS, r.nRanks);
-      // the Inspector prints 0 for an operation it could not time or name (0 µs, "Invalid"); "nan" is null here
-      if (!bw || r.op === 'Invalid' || r.algBw === null) continue;
-      assert.ok(Math.abs(bw.algBw - r.algBw) <= 1e3 && Math.abs(bw.busBw - r.busBw!) <= 1e3, `${c} ${r.op} sn ${r.sn}: ${bw.algBw / 1e9} / ${bw.busBw / 1e9} against ${r.algBw / 1e9} / ${r.busBw! / 1e9}`);
+test(
+  'every JSON line of every release reads, and its bandwidths are the size over the time with ' +
+    "nccl-tests' factors, to the 6 decimals the file prints",
+  () => {
+    let n = 0;
+    for (const c of readdirSync(TD, { withFileTypes: true })
+      .filter((d) => d.isDirectory() && d.name.includes('json'))
+      .map((d) => d.name)) {
+      for (const r of records(c)) {
+        n++;
+        const bw = bandwidth(r.op, r.bytes, r.execS, r.nRanks);
+        // the Inspector prints 0 for an operation it could not time or name (0 µs, "Invalid"); "nan" is null here
+        if (!bw || r.op === 'Invalid' || r.algBw === null) continue;
+        assert.ok(
+          Math.abs(bw.algBw - r.algBw) <= 1e3 && Math.abs(bw.busBw - r.busBw!) <= 1e3,
+          `${c} ${r.op} sn ${r.sn}: ${bw.algBw / 1e9} / ${bw.busBw / 1e9} against ${r.algBw / 1e9} / ${r.busBw! / 1e9}`,
+        );
+      }
     }
-  }
-  assert.ok(n > 300, `${n} lines`);
-});
+    assert.ok(n > 300, `${n} lines`);
+  },
+);
 
 test('releases: no comm_name before 2.30.3, p2p lines from 2.30.3', () => {
   assert.ok(records('v2.28.3-json-8rank').every((r) => r.commName === undefined && r.kind === 'coll'));
@@ -55,6 +66,9 @@ test('the straggler case (4 ranks, 24 AllReduce of 256 MiB, rank 2 at 1.8x): ran
     l.push({ rank: r.rank, seconds: r.execS });
   }
   const s = stragglers(ops.values());
-  assert.deepEqual(s.map((x) => [x.rank, x.operations]), [[2, 24]]);
+  assert.deepEqual(
+    s.map((x) => [x.rank, x.operations]),
+    [[2, 24]],
+  );
   assert.ok(s[0]!.factor >= 1.79 && s[0]!.factor <= 1.81, `factor ${s[0]!.factor}`);
 });

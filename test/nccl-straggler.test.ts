@@ -40,5 +40,8 @@ test('two slow ranks of eight are both flagged, the slowest first; the median is
   assert.equal(median([3, 1, 2]), 2);
   assert.equal(median([4, 1, 3, 2]), 2.5);
   const s = stragglers(ops(40, 8, { 1: 2, 6: 1.5 }));
-  assert.deepEqual(s.map((x) => x.rank), [1, 6]);
+  assert.deepEqual(
+    s.map((x) => x.rank),
+    [1, 6],
+  );
 });

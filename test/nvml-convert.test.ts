@@ -13,12 +13,24 @@ test('NVLink: By/s from the KiB counter delta over NVML timestamps; no rate acro
   const rate = (s: Snapshot) => {
     const b = new PointBuffer();
     c.convert(s, b);
-    return b.points.filter((p) => p.metric.name === 'gpu.interconnect.throughput').map((p) => [p.attributes['network.io.direction'], p.value]);
+    return b.points
+      .filter((p) => p.metric.name === 'gpu.interconnect.throughput')
+      .map((p) => [p.attributes['network.io.direction'], p.value]);
   };
   assert.deepEqual(rate(snap(1000, gpu({ nvlinkTxKiB: 1000, nvlinkRxKiB: 0, nvlinkTimestampUs: 1_000_000 }))), []);
-  assert.deepEqual(rate(snap(3000, gpu({ nvlinkTxKiB: 3000, nvlinkRxKiB: 500, nvlinkTimestampUs: 3_000_000 }))), [['transmit', 1024 * 1000], ['receive', 256 * 1000]]);
-  assert.deepEqual(rate(snap(5000, gpu({ nvlinkTxKiB: 10, nvlinkRxKiB: 10, nvlinkTimestampUs: 5_000_000 }))), [], 'counter reset: no negative rate');
-  assert.deepEqual(rate(snap(6000, gpu({ nvlinkTxKiB: 1034, nvlinkRxKiB: 10, nvlinkTimestampUs: 6_000_000 }))), [['transmit', 1024 * 1024], ['receive', 0]]);
+  assert.deepEqual(rate(snap(3000, gpu({ nvlinkTxKiB: 3000, nvlinkRxKiB: 500, nvlinkTimestampUs: 3_000_000 }))), [
+    ['transmit', 1024 * 1000],
+    ['receive', 256 * 1000],
+  ]);
+  assert.deepEqual(
+    rate(snap(5000, gpu({ nvlinkTxKiB: 10, nvlinkRxKiB: 10, nvlinkTimestampUs: 5_000_000 }))),
+    [],
+    'counter reset: no negative rate',
+  );
+  assert.deepEqual(rate(snap(6000, gpu({ nvlinkTxKiB: 1034, nvlinkRxKiB: 10, nvlinkTimestampUs: 6_000_000 }))), [
+    ['transmit', 1024 * 1024],
+    ['receive', 0],
+  ]);
 });
 
 test('energy: mJ -> J, and a counter that goes down starts a new series', () => {
@@ -34,16 +46,33 @@ test('energy: mJ -> J, and a counter that goes down starts a new series', () => 
   assert.deepEqual(energy(snap(30_000, gpu({ energyMj: 1000 }))), [1, 29_999], 'driver reload');
 });
 
-test('Xid events count per GPU and code; ECC events are not Xids; a lost GPU says it is lost, with its Xid counts (the one that took it off the bus) and nothing else', () => {
-  const c = new NvmlConverter();
-  c.addEvent({ uuid: 'GPU-x', eventType: 8, data: 79, time: 1 });
-  c.addEvent({ uuid: 'GPU-x', eventType: 8, data: 79, time: 2 });
-  c.addEvent({ uuid: 'GPU-x', eventType: 8, data: 48, time: 3 });
-  c.addEvent({ uuid: 'GPU-x', eventType: 2, data: 0, time: 4 });
-  const b = new PointBuffer();
-  c.convert(snap(5, gpu({ utilGpuPct: 50 })), b);
-  assert.deepEqual(b.points.filter((p) => p.metric.name === 'gpu.xid.errors').map((p) => [p.attributes['gpu.xid.code'], p.value]), [['79', 2], ['48', 1]]);
-  const lost = new PointBuffer();
-  c.convert(snap(6, gpu({ lost: true })), lost);
-  assert.deepEqual(lost.points.map((p) => [p.metric.name, p.value]), [['gpu.lost', 1], ['gpu.xid.errors', 2], ['gpu.xid.errors', 1]]);
-});
+test(
+  'Xid events count per GPU and code; ECC events are not Xids; a lost GPU says it is lost, ' +
+    'with its Xid counts (the one that took it off the bus) and nothing else',
+  () => {
+    const c = new NvmlConverter();
+    c.addEvent({ uuid: 'GPU-x', eventType: 8, data: 79, time: 1 });
+    c.addEvent({ uuid: 'GPU-x', eventType: 8, data: 79, time: 2 });
+    c.addEvent({ uuid: 'GPU-x', eventType: 8, data: 48, time: 3 });
+    c.addEvent({ uuid: 'GPU-x', eventType: 2, data: 0, time: 4 });
+    const b = new PointBuffer();
+    c.convert(snap(5, gpu({ utilGpuPct: 50 })), b);
+    assert.deepEqual(
+      b.points.filter((p) => p.metric.name === 'gpu.xid.errors').map((p) => [p.attributes['gpu.xid.code'], p.value]),
+      [
+        ['79', 2],
+        ['48', 1],
+      ],
+    );
+    const lost = new PointBuffer();
+    c.convert(snap(6, gpu({ lost: true })), lost);
+    assert.deepEqual(
+      lost.points.map((p) => [p.metric.name, p.value]),
+      [
+        ['gpu.lost', 1],
+        ['gpu.xid.errors', 2],
+        ['gpu.xid.errors', 1],
+      ],
+    );
+  },
+);

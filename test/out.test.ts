@@ -13,10 +13,13 @@ import { test } from 'node:test';
 import { ROOT, tempDir } from './helpers/paths.js';
 
 const OUT = pathToFileURL(join(ROOT, 'dist/src/cli/out.js')).href;
-/** A child that says on stderr what colorOut() answered and writes `bytes` bytes with writeOut (after building process.stdout if `stream`). */
+/** A child that says on stderr what colorOut() answered and writes `bytes` bytes with writeOut (after building process.stdout if `stream`).
+ * */
 const child = (bytes: number, stream = false): string[] => [
-  '--input-type=module', '-e',
-  `import { colorOut, writeOut } from '${OUT}'; ${stream ? 'process.stdout;' : ''} process.stderr.write(String(colorOut())); writeOut('x'.repeat(${bytes - 1}) + '\\n');`,
+  '--input-type=module',
+  '-e',
+  `import { colorOut, writeOut } from '${OUT}'; ${stream ? 'process.stdout;' : ''} ` +
+    `process.stderr.write(String(colorOut())); writeOut('x'.repeat(${bytes - 1}) + '\\n');`,
 ];
 
 test('writeOut: a file and /dev/null get the bytes and no colour; a terminal gets colour', () => {
@@ -25,7 +28,11 @@ test('writeOut: a file and /dev/null get the bytes and no colour; a terminal get
   for (const target of [file, '/dev/null']) {
     const fd = openSync(target, 'w');
     try {
-      const r = spawnSync(process.execPath, child(100_000), { stdio: ['ignore', fd, 'pipe'], encoding: 'utf8', env: { ...process.env, NO_COLOR: '' } });
+      const r = spawnSync(process.execPath, child(100_000), {
+        stdio: ['ignore', fd, 'pipe'],
+        encoding: 'utf8',
+        env: { ...process.env, NO_COLOR: '' },
+      });
       assert.equal(r.status, 0, r.stderr);
       assert.equal(r.stderr, 'false', target);
     } finally {
@@ -55,17 +62,31 @@ test('writeOut: a pipe gets every byte, also once process.stdout made it non-blo
   }
 });
 
-test('writeOut: a reader gone (`l9gpu jobs | head -1`) ends the output quietly, not as an internal error; the command\'s exit status stays its own', async () => {
-  for (const stream of [false, true]) {
-    // the child writes only once the parent has closed the pipe's read end: EPIPE for certain, no race
-    const c = spawn(process.execPath, ['--input-type=module', '-e', `import { writeOut } from '${OUT}'; ${stream ? 'process.stdout;' : ''} process.stdin.once('data', () => { writeOut('x'.repeat(1 << 20)); writeOut('more\\n'); process.stderr.write('done'); process.exitCode = 3; process.stdin.destroy(); });`], { stdio: ['pipe', 'pipe', 'pipe'] });
-    let err = '';
-    c.stderr.on('data', (b: Buffer) => (err += b));
-    c.stdout.destroy();
-    c.stdin.write('go\n');
-    const code = await new Promise((res) => c.on('close', res));
-    assert.equal(err, 'done', `stream built first: ${stream}`);
-    // the command's own status (3 here), not one the broken pipe forced
-    assert.equal(code, 3, err);
-  }
-});
+test(
+  'writeOut: a reader gone (`l9gpu jobs | head -1`) ends the output quietly, not as an ' +
+    "internal error; the command's exit status stays its own",
+  async () => {
+    for (const stream of [false, true]) {
+      // the child writes only once the parent has closed the pipe's read end: EPIPE for certain, no race
+      const c = spawn(
+        process.execPath,
+        [
+          '--input-type=module',
+          '-e',
+          `import { writeOut } from '${OUT}'; ${stream ? 'process.stdout;' : ''} ` +
+            `process.stdin.once('data', () => { writeOut('x'.repeat(1 << 20)); writeOut('more\\n'); ` +
+            `process.stderr.write('done'); process.exitCode = 3; process.stdin.destroy(); });`,
+        ],
+        { stdio: ['pipe', 'pipe', 'pipe'] },
+      );
+      let err = '';
+      c.stderr.on('data', (b: Buffer) => (err += b));
+      c.stdout.destroy();
+      c.stdin.write('go\n');
+      const code = await new Promise((res) => c.on('close', res));
+      assert.equal(err, 'done', `stream built first: ${stream}`);
+      // the command's own status (3 here), not one the broken pipe forced
+      assert.equal(code, 3, err);
+    }
+  },
+);

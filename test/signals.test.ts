@@ -15,7 +15,11 @@ test('SIGTERM delivers what the OTLP sink still holds, then exits 0', async () =
   const rx = await new HttpCapture().start();
   const f = join(dir, 'term.ini');
   // export_interval far beyond the test: only the shutdown flush can deliver
-  writeFileSync(f, `[daemon]\nplugins = sim\nsinks = otlp, stdout\ninterval = 100ms\n[sim]\ngpus = 2\n[otlp]\nendpoint = ${rx.url}/v1/metrics\nexport_interval = 1h\n`);
+  writeFileSync(
+    f,
+    `[daemon]\nplugins = sim\nsinks = otlp, stdout\ninterval = 100ms\n[sim]\ngpus = ` +
+      `2\n[otlp]\nendpoint = ${rx.url}/v1/metrics\nexport_interval = 1h\n`,
+  );
   const d = new DaemonProcess(['--config', f]);
   try {
     await waitFor('a few collections', () => d.points().filter((p) => p.name === 'gpu.utilization').length >= 6);
@@ -33,7 +37,9 @@ test('SIGTERM delivers what the OTLP sink still holds, then exits 0', async () =
 test('SIGHUP reloads the configuration; a bad file is logged and the running one kept', async () => {
   const port = await freePort();
   const f = join(dir, 'hup.ini');
-  const conf = (gpus: number | string, extra = '') => `[daemon]\nplugins = sim\nsinks = stdout, prometheus\ninterval = 100ms\n[sim]\ngpus = ${gpus}\n[prometheus]\nhost = 127.0.0.1\nport = ${port}\n${extra}`;
+  const conf = (gpus: number | string, extra = '') =>
+    `[daemon]\nplugins = sim\nsinks = stdout, prometheus\ninterval = 100ms\n[sim]\ngpus = ${gpus}\n[prometheus]\nhost ` +
+    `= 127.0.0.1\nport = ${port}\n${extra}`;
   writeFileSync(f, conf(2));
   const d = new DaemonProcess(['--config', f]);
   try {
@@ -54,13 +60,23 @@ test('SIGHUP reloads the configuration; a bad file is logged and the running one
     d.child.kill('SIGHUP');
     await d.waitStderr(/reload failed: keeping the running configuration error=".*\[sim\] gpus: \\"many\\" is not an integer"/);
     const mark2 = d.stdout.length;
-    await waitFor('still collecting after a bad reload', () => d.stdout.slice(mark2).split('\n').filter((l) => l.includes('"gpu.utilization"')).length >= 6);
+    await waitFor(
+      'still collecting after a bad reload',
+      () =>
+        d.stdout
+          .slice(mark2)
+          .split('\n')
+          .filter((l) => l.includes('"gpu.utilization"')).length >= 6,
+    );
     assert.equal(d.child.exitCode, null);
 
     // dropping the plugin on reload stops its series; the endpoint ages them out
     writeFileSync(f, conf(3).replace('plugins = sim', 'plugins = host'));
     d.child.kill('SIGHUP');
-    await waitFor('sim series gone from /metrics', async () => !(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()).includes('gpu_utilization_ratio{'));
+    await waitFor(
+      'sim series gone from /metrics',
+      async () => !(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()).includes('gpu_utilization_ratio{'),
+    );
   } finally {
     assert.equal(await d.stop('SIGINT'), 0);
   }

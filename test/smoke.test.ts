@@ -26,39 +26,63 @@ test('--version names the Node.js the product runs on', async () => {
   assert.match(r.stdout, new RegExp(`^l9gpu/\\S+ ${process.platform}-${process.arch} node-${productNode.replace(/\./g, '\\.')}\\n$`));
 });
 
-test('a job: prolog, the daemon\'s points carry it, epilog, jobs lists and shows it ended', async () => {
+test("a job: prolog, the daemon's points carry it, epilog, jobs lists and shows it ended", async () => {
   const d = tempDir('l9gpu-smoke-');
   const state = join(d, 'state');
   // no Slurm to ask: the reconciler's query fails (an empty bin_dir) and the hooks' bindings stand
   mkdirSync(join(d, 'bin'));
   writeFileSync(join(d, 'slurm.conf'), 'ClusterName=smoke\n');
   const config = join(d, 'l9gpu.ini');
-  writeFileSync(config, `[daemon]\nhost_name = smokehost\nstate_dir = ${state}\nattribution = slurm\n[slurm]\nslurm_conf = ${join(d, 'slurm.conf')}\nnode_name = gpunode1\nbin_dir = ${join(d, 'bin')}\n[sim]\ngpus = 2\n`);
+  writeFileSync(
+    config,
+    `[daemon]\nhost_name = smokehost\nstate_dir = ${state}\nattribution = ` +
+      `slurm\n[slurm]\nslurm_conf = ${join(d, 'slurm.conf')}\nnode_name = gpunode1\nbin_dir = ${join(d, 'bin')}\n[sim]\ngpus ` +
+      `= 2\n`,
+  );
   const gpus = [simUuid('smokehost', 0), simUuid('smokehost', 1)];
-  const job = { L9GPU_CONFIG: config, SLURM_JOB_ID: '42', SLURM_JOB_USER: 'alice', SLURM_JOB_UID: '1001', SLURM_JOB_PARTITION: 'gpu', CUDA_VISIBLE_DEVICES: gpus.join(',') };
+  const job = {
+    L9GPU_CONFIG: config,
+    SLURM_JOB_ID: '42',
+    SLURM_JOB_USER: 'alice',
+    SLURM_JOB_UID: '1001',
+    SLURM_JOB_PARTITION: 'gpu',
+    CUDA_VISIBLE_DEVICES: gpus.join(','),
+  };
   const prolog = runHook('prolog', job);
   assert.deepEqual([prolog.status, prolog.stderr], [0, '']);
 
   const daemon = await runCli(['daemon', '--once', '--plugin', 'sim', '--sink', 'stdout', '--config', config]);
   assert.equal(daemon.status, 0, daemon.stderr);
   const util = parseLines(daemon.stdout).filter((p) => p.name === 'gpu.utilization');
-  assert.deepEqual(util.map((p) => [p.attributes['gpu.uuid'], p.attributes['slurm.job.id'], p.attributes['slurm.user']]), gpus.map((g) => [g, '42', 'alice']));
+  assert.deepEqual(
+    util.map((p) => [p.attributes['gpu.uuid'], p.attributes['slurm.job.id'], p.attributes['slurm.user']]),
+    gpus.map((g) => [g, '42', 'alice']),
+  );
 
   // gpus names the job beside each of its GPUs (slurm/manifest.ts jobsByGpu: the store's open bindings)
   const shown = await runCli(['gpus', '--json', '--plugin', 'sim', '--config', config]);
   assert.equal(shown.status, 0, shown.stderr);
   const view = JSON.parse(shown.stdout) as { gpus: { uuid: string; jobs: Record<string, string>[] }[] };
-  assert.deepEqual(view.gpus.map((g) => [g.uuid, g.jobs.map((j) => [j['slurm.job.id'], j['slurm.user'], j['slurm.partition']])]), gpus.map((g) => [g, [['42', 'alice', 'gpu']]]));
+  assert.deepEqual(
+    view.gpus.map((g) => [g.uuid, g.jobs.map((j) => [j['slurm.job.id'], j['slurm.user'], j['slurm.partition']])]),
+    gpus.map((g) => [g, [['42', 'alice', 'gpu']]]),
+  );
 
   const epilog = runHook('epilog', { ...job, SLURM_JOB_EXIT_CODE: '0' });
   assert.deepEqual([epilog.status, epilog.stderr], [0, '']);
   const list = await runCli(['jobs', '--json', '--config', config]);
   assert.equal(list.status, 0, list.stderr);
   const rows = JSON.parse(list.stdout) as { id: string; user: string; state: string; gpus: number }[];
-  assert.deepEqual(rows.map((r) => [r.id, r.user, r.state, r.gpus]), [['42', 'alice', 'ENDED', 2]]);
+  assert.deepEqual(
+    rows.map((r) => [r.id, r.user, r.state, r.gpus]),
+    [['42', 'alice', 'ENDED', 2]],
+  );
   const show = await runCli(['jobs', 'show', '42', '--json', '--config', config]);
   assert.equal(show.status, 0, show.stderr);
   const report = JSON.parse(show.stdout) as { gpus: { uuid: string; node: string }[] };
   // the report lists a job's GPUs by UUID
-  assert.deepEqual(report.gpus.map((g) => [g.uuid, g.node]), [...gpus].sort().map((g) => [g, 'gpunode1']));
+  assert.deepEqual(
+    report.gpus.map((g) => [g.uuid, g.node]),
+    [...gpus].sort().map((g) => [g, 'gpunode1']),
+  );
 });

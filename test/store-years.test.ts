@@ -38,15 +38,29 @@ function addJob(db: Db, id: string, end: number | null, stateBytes = 200): void 
   recordStart(db, { jobId: id, runKey: 'r0', user: 'alice', uid: 1001, startTime: start }, [gpu], 'prolog', start);
   if (end !== null) recordEnd(db, { jobId: id, runKey: 'r0' }, { endTime: end, state: 'COMPLETED' }, [gpu], 'epilog', end);
   db.transaction(() => {
-    db.prepare(`INSERT INTO job_gpu (job_id, run_key, gpu_uuid, samples, covered_s, gpu_hours, energy_j, state, updated_at) VALUES (?, 'r0', ?, 1, 1, 1, 1, ?, ?)`).run(id, gpu.uuid, 'x'.repeat(stateBytes), start);
-    for (let m = 0; m < 3; m++) db.prepare(`INSERT INTO job_gpu_series (job_id, run_key, gpu_uuid, minute, util_sum, power_sum, n) VALUES (?, 'r0', ?, ?, 1, 1, 1)`).run(id, gpu.uuid, m);
-    db.prepare(`INSERT INTO job_engine (job_id, run_key, engine, endpoint, model, first_time, last_time, requests) VALUES (?, 'r0', 'vllm', 'e', 'm', 0, 0, 1)`).run(id);
-    db.prepare(`INSERT INTO job_nccl (job_id, run_key, comm, comm_name, collective, size, rank, n_ranks, n_nodes, first_time, last_time, ops, bytes, seconds) VALUES (?, 'r0', 'c', 'c', 'AllReduce', '1M', 0, 1, 1, 0, 0, 1, 1, 1)`).run(id);
+    db.prepare(
+      `INSERT INTO job_gpu (job_id, run_key, gpu_uuid, samples, covered_s, gpu_hours, energy_j, ` +
+        `state, updated_at) VALUES (?, 'r0', ?, 1, 1, 1, 1, ?, ?)`,
+    ).run(id, gpu.uuid, 'x'.repeat(stateBytes), start);
+    for (let m = 0; m < 3; m++)
+      db.prepare(
+        `INSERT INTO job_gpu_series (job_id, run_key, gpu_uuid, minute, util_sum, power_sum, n) VALUES (?, 'r0', ?, ?, 1, 1, 1)`,
+      ).run(id, gpu.uuid, m);
+    db.prepare(
+      `INSERT INTO job_engine (job_id, run_key, engine, endpoint, model, first_time, last_time, ` +
+        `requests) VALUES (?, 'r0', 'vllm', 'e', 'm', 0, 0, 1)`,
+    ).run(id);
+    db.prepare(
+      `INSERT INTO job_nccl (job_id, run_key, comm, comm_name, collective, size, rank, n_ranks, ` +
+        `n_nodes, first_time, last_time, ops, bytes, seconds) VALUES (?, 'r0', 'c', 'c', ` +
+        `'AllReduce', '1M', 0, 1, 1, 0, 0, 1, 1, 1)`,
+    ).run(id);
   })();
 }
 
 const count = (db: Db, sql: string): number => (db.prepare(sql).get() as { n: number }).n;
-const ids = (db: Db, table: string): string[] => (db.prepare(`SELECT DISTINCT job_id AS id FROM ${table} ORDER BY 0 + job_id`).all() as { id: string }[]).map((r) => r.id);
+const ids = (db: Db, table: string): string[] =>
+  (db.prepare(`SELECT DISTINCT job_id AS id FROM ${table} ORDER BY 0 + job_id`).all() as { id: string }[]).map((r) => r.id);
 const range = (from: number, to: number): string[] => Array.from({ length: to - from }, (_, i) => String(from + i));
 const sha = (path: string): string => createHash('sha256').update(readFileSync(path)).digest('hex');
 const quiet = () => createLogger('error', () => {});
@@ -61,10 +75,24 @@ test('the migrations from a store of schema 6: its jobs kept, the prune ranges i
   for (const m of MIGRATIONS.slice(0, 6)) old.exec(m);
   old.pragma('user_version = 6');
   // rows as an l9gpu of schema 6 wrote them (today's writes have later columns)
-  for (const [id, end] of [['1', NOW - DAY], ['2', null]] as const) {
-    old.prepare(`INSERT INTO jobs (job_id, run_key, user, start_time, end_time, source, updated_at) VALUES (?, 'r0', 'alice', ?, ?, 'prolog', ?)`).run(id, NOW - 2 * DAY, end, NOW);
-    old.prepare(`INSERT INTO bindings (job_id, run_key, gpu_uuid, start_time, end_time, source) VALUES (?, 'r0', ?, ?, ?, 'prolog')`).run(id, `GPU-${id}`, NOW - 2 * DAY, end);
-    old.prepare(`INSERT INTO job_gpu (job_id, run_key, gpu_uuid, samples, covered_s, gpu_hours, energy_j, state, updated_at) VALUES (?, 'r0', ?, 1, 1, 1, 1, '{}', ?)`).run(id, `GPU-${id}`, NOW);
+  for (const [id, end] of [
+    ['1', NOW - DAY],
+    ['2', null],
+  ] as const) {
+    old
+      .prepare(
+        `INSERT INTO jobs (job_id, run_key, user, start_time, end_time, source, updated_at) VALUES (?, 'r0', 'alice', ?, ?, 'prolog', ?)`,
+      )
+      .run(id, NOW - 2 * DAY, end, NOW);
+    old
+      .prepare(`INSERT INTO bindings (job_id, run_key, gpu_uuid, start_time, end_time, source) VALUES (?, 'r0', ?, ?, ?, 'prolog')`)
+      .run(id, `GPU-${id}`, NOW - 2 * DAY, end);
+    old
+      .prepare(
+        `INSERT INTO job_gpu (job_id, run_key, gpu_uuid, samples, covered_s, gpu_hours, energy_j, ` +
+          `state, updated_at) VALUES (?, 'r0', ?, 1, 1, 1, 1, '{}', ?)`,
+      )
+      .run(id, `GPU-${id}`, NOW);
   }
   old.close();
 
@@ -103,34 +131,44 @@ test('every statement of the prune searches an index: no SCAN of a table', () =>
   db.close();
 });
 
-test('the prune in batches: exactly the expired jobs and all their rows go, the series of jobs past the series retention, nothing else; a second pass finds nothing', async () => {
-  const db = openStore(tempDir());
-  // 0-699 past the job retention (two batches), 700-999 past the series retention only, 1000-1199 recent, 1200-1299 running
-  for (let i = 0; i < 1300; i++) addJob(db, String(i), i < 700 ? NOW - 400 * DAY + i : i < 1000 ? NOW - 40 * DAY + i : i < 1200 ? NOW - DAY : null);
-  const w = new RollupWriter(db);
-  const r = await runPrunePass(db, steps(w, NOW), { pauseMs: 1 });
-  assert.deepEqual(r.rows, { jobs: 700, series: 300 });
-  assert.equal(r.batches >= 3, true, `batches: ${r.batches}`);
-  const kept = range(700, 1300);
-  for (const t of ['jobs', 'job_gpu', 'job_engine', 'job_nccl', 'bindings']) assert.deepEqual(ids(db, t), kept, t);
-  assert.deepEqual(ids(db, 'job_gpu_series'), range(1000, 1300));
-  assert.equal(count(db, 'SELECT COUNT(*) AS n FROM job_gpu_series'), 300 * 3);
-  assert.equal(openBindings(db).length, 100, 'the running jobs keep their open bindings');
+test(
+  'the prune in batches: exactly the expired jobs and all their rows go, the series of jobs ' +
+    'past the series retention, nothing else; a second pass finds nothing',
+  async () => {
+    const db = openStore(tempDir());
+    // 0-699 past the job retention (two batches), 700-999 past the series retention only, 1000-1199 recent, 1200-1299 running
+    for (let i = 0; i < 1300; i++)
+      addJob(db, String(i), i < 700 ? NOW - 400 * DAY + i : i < 1000 ? NOW - 40 * DAY + i : i < 1200 ? NOW - DAY : null);
+    const w = new RollupWriter(db);
+    const r = await runPrunePass(db, steps(w, NOW), { pauseMs: 1 });
+    assert.deepEqual(r.rows, { jobs: 700, series: 300 });
+    assert.equal(r.batches >= 3, true, `batches: ${r.batches}`);
+    const kept = range(700, 1300);
+    for (const t of ['jobs', 'job_gpu', 'job_engine', 'job_nccl', 'bindings']) assert.deepEqual(ids(db, t), kept, t);
+    assert.deepEqual(ids(db, 'job_gpu_series'), range(1000, 1300));
+    assert.equal(count(db, 'SELECT COUNT(*) AS n FROM job_gpu_series'), 300 * 3);
+    assert.equal(openBindings(db).length, 100, 'the running jobs keep their open bindings');
 
-  // the series mark: the next pass takes no job again, and a job ending later is still taken when its time comes
-  const again = await runPrunePass(db, steps(w, NOW), { pauseMs: 1 });
-  assert.deepEqual(again.rows, { jobs: 0, series: 0 });
-  const later = await runPrunePass(db, steps(w, NOW + 30 * DAY), { pauseMs: 1 });
-  assert.deepEqual(later.rows, { jobs: 0, series: 200 });
-  assert.deepEqual(ids(db, 'job_gpu_series'), range(1200, 1300));
-  db.close();
-});
+    // the series mark: the next pass takes no job again, and a job ending later is still taken when its time comes
+    const again = await runPrunePass(db, steps(w, NOW), { pauseMs: 1 });
+    assert.deepEqual(again.rows, { jobs: 0, series: 0 });
+    const later = await runPrunePass(db, steps(w, NOW + 30 * DAY), { pauseMs: 1 });
+    assert.deepEqual(later.rows, { jobs: 0, series: 200 });
+    assert.deepEqual(ids(db, 'job_gpu_series'), range(1200, 1300));
+    db.close();
+  },
+);
 
 test("the ledger's hourly prune runs beside the ticks, not in them, and stops when its store is closed", async () => {
   const db = openStore(tempDir());
   for (let i = 0; i < 1200; i++) addJob(db, String(i), NOW - 400 * DAY + i);
   const id = gpuAttributes({ index: 0, uuid: 'GPU-aaaa', model: 'NVIDIA H100 80GB HBM3', vendor: 'nvidia', pciBusId: '0000:18:00.0' });
-  const batch = (t: number): Batch => ({ source: 'nvml', time: t, intervalMs: 1000, points: [{ metric: GPU.util, value: 0.5, attributes: id }] });
+  const batch = (t: number): Batch => ({
+    source: 'nvml',
+    time: t,
+    intervalMs: 1000,
+    points: [{ metric: GPU.util, value: 0.5, attributes: id }],
+  });
   const ledger = new JobLedger(db, quiet(), RETENTION);
   ledger.observe(batch(NOW));
   assert.equal(count(db, 'SELECT COUNT(*) AS n FROM jobs'), 1200, 'the tick that starts the prune deletes nothing itself');
@@ -223,41 +261,65 @@ test('the page check finds a page damaged inside a store whose open passed; the 
   const check = await checkPages(path);
   assert.notEqual(check.result, 'ok');
   const said: string[] = [];
-  const fresh = openStore(dir, { check: true, damaged: { reason: `page check: ${check.result}`, checkedIno: statSync(path).ino }, onRecovered: (m) => said.push(m) });
+  const fresh = openStore(dir, {
+    check: true,
+    damaged: { reason: `page check: ${check.result}`, checkedIno: statSync(path).ino },
+    onRecovered: (m) => said.push(m),
+  });
   assert.match(said[0] ?? '', /was damaged \(page check: .+\): moved to \S+\.corrupt-/);
   assert.equal(readdirSync(dir).filter((f) => f.startsWith(`${STORE_FILE}.corrupt-`) && !/-(wal|shm)$/.test(f)).length, 1);
   assert.equal(count(fresh, 'SELECT COUNT(*) AS n FROM jobs'), 0);
   fresh.close();
 });
 
-test('a store newer than this l9gpu (a downgrade): read-only, its bindings and jobs read, never written, the file unchanged byte for byte, said', () => {
-  const dir = tempDir();
-  const db = openStore(dir);
-  addJob(db, '41', null);
-  addJob(db, '40', NOW - DAY);
-  db.close();
-  const path = join(dir, STORE_FILE);
-  // what a newer l9gpu's migration does: it only adds
-  const newer = new Database(path);
-  newer.exec(`ALTER TABLE jobs ADD COLUMN future TEXT; CREATE TABLE job_future (job_id TEXT, run_key TEXT, x REAL);`);
-  newer.pragma(`user_version = ${SCHEMA_VERSION + 1}`);
-  newer.pragma('wal_checkpoint(TRUNCATE)');
-  newer.close();
-  const before = sha(path);
-  assert.equal(newerStore(dir)?.version, SCHEMA_VERSION + 1);
+test(
+  'a store newer than this l9gpu (a downgrade): read-only, its bindings and jobs read, never ' +
+    'written, the file unchanged byte for byte, said',
+  () => {
+    const dir = tempDir();
+    const db = openStore(dir);
+    addJob(db, '41', null);
+    addJob(db, '40', NOW - DAY);
+    db.close();
+    const path = join(dir, STORE_FILE);
+    // what a newer l9gpu's migration does: it only adds
+    const newer = new Database(path);
+    newer.exec(`ALTER TABLE jobs ADD COLUMN future TEXT; CREATE TABLE job_future (job_id TEXT, run_key TEXT, x REAL);`);
+    newer.pragma(`user_version = ${SCHEMA_VERSION + 1}`);
+    newer.pragma('wal_checkpoint(TRUNCATE)');
+    newer.close();
+    const before = sha(path);
+    assert.equal(newerStore(dir)?.version, SCHEMA_VERSION + 1);
 
-  assert.throws(() => openStore(dir, { check: true }), (e: unknown) => e instanceof StoreNewer && e.version === SCHEMA_VERSION + 1 && e.supported === SCHEMA_VERSION);
-  const { db: ro, newer: said } = openNewerStore(dir);
-  assert.match(said.message, new RegExp(`has schema version ${SCHEMA_VERSION + 1}, newer than this l9gpu \\(${SCHEMA_VERSION}\\): a downgrade\\. It is opened read-only and never written`));
-  assert.deepEqual(openBindings(ro).map((b) => b.jobId), ['41'], 'attribution reads the bindings');
-  assert.throws(() => recordStart(ro, { jobId: '42', runKey: 'r0' }, [{ uuid: 'GPU-42', shared: false }], 'prolog', NOW), /readonly|query_only|read-only/i);
-  ro.close();
-  // users' l9gpu jobs reads it too
-  const users = openStoreReadOnly(dir);
-  assert.deepEqual(ids(users, 'jobs'), ['40', '41']);
-  users.close();
-  assert.equal(sha(path), before, 'the newer store unchanged, byte for byte');
-  assert.equal(newerStore(dir)?.message, said.message);
-  // a store this l9gpu writes is no newer store
-  assert.equal(newerStore(tempDir()), undefined);
-});
+    assert.throws(
+      () => openStore(dir, { check: true }),
+      (e: unknown) => e instanceof StoreNewer && e.version === SCHEMA_VERSION + 1 && e.supported === SCHEMA_VERSION,
+    );
+    const { db: ro, newer: said } = openNewerStore(dir);
+    assert.match(
+      said.message,
+      new RegExp(
+        `has schema version ${SCHEMA_VERSION + 1}, newer than this l9gpu \\(${SCHEMA_VERSION}\\): a ` +
+          `downgrade\\. It is opened read-only and never written`,
+      ),
+    );
+    assert.deepEqual(
+      openBindings(ro).map((b) => b.jobId),
+      ['41'],
+      'attribution reads the bindings',
+    );
+    assert.throws(
+      () => recordStart(ro, { jobId: '42', runKey: 'r0' }, [{ uuid: 'GPU-42', shared: false }], 'prolog', NOW),
+      /readonly|query_only|read-only/i,
+    );
+    ro.close();
+    // users' l9gpu jobs reads it too
+    const users = openStoreReadOnly(dir);
+    assert.deepEqual(ids(users, 'jobs'), ['40', '41']);
+    users.close();
+    assert.equal(sha(path), before, 'the newer store unchanged, byte for byte');
+    assert.equal(newerStore(dir)?.message, said.message);
+    // a store this l9gpu writes is no newer store
+    assert.equal(newerStore(tempDir()), undefined);
+  },
+);

@@ -20,7 +20,14 @@ test('the systemd unit verifies and is hardened', () => {
   copyFileSync(UNIT, join(root, 'etc/systemd/system/l9gpu.service'));
   const v = spawnSync('systemd-analyze', ['verify', `--root=${root}`, 'l9gpu.service'], { encoding: 'utf8' });
   assert.equal(v.status, 0, v.stderr);
-  assert.equal(v.stderr.split('\n').filter((l) => l.includes('l9gpu.service')).join('\n'), '', 'no warnings about the unit');
+  assert.equal(
+    v.stderr
+      .split('\n')
+      .filter((l) => l.includes('l9gpu.service'))
+      .join('\n'),
+    '',
+    'no warnings about the unit',
+  );
   const s = spawnSync('systemd-analyze', ['security', '--offline=yes', UNIT], { encoding: 'utf8' });
   const m = /Overall exposure level for l9gpu\.service: (\d+\.\d)/.exec(s.stdout);
   assert.ok(m, s.stdout + s.stderr);

@@ -54,24 +54,31 @@ test('a collection given up (abort signal) kills the tool; output over 16 MiB is
   ac.abort();
   await assert.rejects(p, { message: `${t} : cancelled` });
   const big = script('big', 'head -c 17000000 /dev/zero');
-  await assert.rejects(runTool(big, [], 30_000), (e: Error) => e instanceof ToolOutputTooLarge && /big : output larger than 16777216 bytes/.test(e.message));
+  await assert.rejects(
+    runTool(big, [], 30_000),
+    (e: Error) => e instanceof ToolOutputTooLarge && /big : output larger than 16777216 bytes/.test(e.message),
+  );
 });
 
-test('a wrapper whose child keeps the pipes open: the timeout kills the whole process group; a tool that exits leaving such a child answers with what it wrote', async () => {
-  const pidFile = join(dir, 'grandchild.pid');
-  // hl-smi/amd-smi are often wrappers: the real work runs in a child that inherits stdout
-  const hung = script('wrapper-hung', `sleep 60 & echo $! > '${pidFile}'; wait`);
-  const t0 = Date.now();
-  await assert.rejects(runTool(hung, ['-Q'], 500), { message: `${hung} -Q: no answer within 0.5 s` });
-  assert.ok(Date.now() - t0 < 5000, 'not held by the child\'s open stdout');
-  const gone = (pid: number) => !existsSync(`/proc/${pid}`) || /^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  const child = Number(readFileSync(pidFile, 'utf8'));
-  await waitFor('the child killed with its parent', () => gone(child));
+test(
+  'a wrapper whose child keeps the pipes open: the timeout kills the whole process group; a ' +
+    'tool that exits leaving such a child answers with what it wrote',
+  async () => {
+    const pidFile = join(dir, 'grandchild.pid');
+    // hl-smi/amd-smi are often wrappers: the real work runs in a child that inherits stdout
+    const hung = script('wrapper-hung', `sleep 60 & echo $! > '${pidFile}'; wait`);
+    const t0 = Date.now();
+    await assert.rejects(runTool(hung, ['-Q'], 500), { message: `${hung} -Q: no answer within 0.5 s` });
+    assert.ok(Date.now() - t0 < 5000, "not held by the child's open stdout");
+    const gone = (pid: number) => !existsSync(`/proc/${pid}`) || /^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    const child = Number(readFileSync(pidFile, 'utf8'));
+    await waitFor('the child killed with its parent', () => gone(child));
 
-  const left = script('wrapper-left', `sleep 60 & echo $! > '${pidFile}'; echo '{"ok": true}'; exit 0`);
-  const t1 = Date.now();
-  assert.equal(await runTool(left, [], 30_000), '{"ok": true}');
-  assert.ok(Date.now() - t1 < 5000, 'answered when the tool exited, not when its child let go of stdout');
-  const orphan = Number(readFileSync(pidFile, 'utf8'));
-  await waitFor('the child it left killed', () => gone(orphan));
-});
+    const left = script('wrapper-left', `sleep 60 & echo $! > '${pidFile}'; echo '{"ok": true}'; exit 0`);
+    const t1 = Date.now();
+    assert.equal(await runTool(left, [], 30_000), '{"ok": true}');
+    assert.ok(Date.now() - t1 < 5000, 'answered when the tool exited, not when its child let go of stdout');
+    const orphan = Number(readFileSync(pidFile, 'utf8'));
+    await waitFor('the child it left killed', () => gone(orphan));
+  },
+);

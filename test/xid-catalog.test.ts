@@ -19,31 +19,122 @@ interface Expect {
 
 const EXPECTED: Record<number, Expect> = {
   // "This event is logged for general user application faults."
-  13: { name: 'Graphics Engine Exception', mnemonic: 'ROBUST_CHANNEL_GR_EXCEPTION / ROBUST_CHANNEL_GR_ERROR_SW_NOTIFY', immediate: 'RESTART_APP', origin: 'application', action: 'restart-app', severity: 0 },
+  13: {
+    name: 'Graphics Engine Exception',
+    mnemonic: 'ROBUST_CHANNEL_GR_EXCEPTION / ROBUST_CHANNEL_GR_ERROR_SW_NOTIFY',
+    immediate: 'RESTART_APP',
+    origin: 'application',
+    action: 'restart-app',
+    severity: 0,
+  },
   // "Typically these are application-level bugs"
-  31: { name: 'GPU memory page fault', mnemonic: 'ROBUST_CHANNEL_FIFO_ERROR_MMU_ERR_FLT', immediate: 'RESTART_APP', origin: 'application', action: 'restart-app', severity: 0 },
+  31: {
+    name: 'GPU memory page fault',
+    mnemonic: 'ROBUST_CHANNEL_FIFO_ERROR_MMU_ERR_FLT',
+    immediate: 'RESTART_APP',
+    origin: 'application',
+    action: 'restart-app',
+    severity: 0,
+  },
   // "The GPU remains in a healthy state."
-  43: { name: 'GPU stopped processing', mnemonic: 'ROBUST_CHANNEL_RESETCHANNEL_VERIF_ERROR', immediate: 'IGNORE', origin: 'application', action: 'none', severity: 0 },
-  45: { name: 'Preemptive cleanup, due to previous errors – Most likely to see when running multiple cuda applications and hitting a DBE', mnemonic: 'ROBUST_CHANNEL_PREEMPTIVE_REMOVAL', immediate: 'WORKFLOW_XID_45', origin: 'application', action: 'none', severity: 0 },
+  43: {
+    name: 'GPU stopped processing',
+    mnemonic: 'ROBUST_CHANNEL_RESETCHANNEL_VERIF_ERROR',
+    immediate: 'IGNORE',
+    origin: 'application',
+    action: 'none',
+    severity: 0,
+  },
+  45: {
+    name: 'Preemptive cleanup, due to previous errors – Most likely to see when running multiple cuda applications and hitting a DBE',
+    mnemonic: 'ROBUST_CHANNEL_PREEMPTIVE_REMOVAL',
+    immediate: 'WORKFLOW_XID_45',
+    origin: 'application',
+    action: 'none',
+    severity: 0,
+  },
   // "A GPU reset or node reboot is needed to clear this error."
-  48: { name: 'Double Bit ECC Error', mnemonic: 'ROBUST_CHANNEL_GPU_ECC_DBE', immediate: 'WORKFLOW_XID_48', origin: 'memory', action: 'reset-gpu', severity: 2 },
+  48: {
+    name: 'Double Bit ECC Error',
+    mnemonic: 'ROBUST_CHANNEL_GPU_ECC_DBE',
+    immediate: 'WORKFLOW_XID_48',
+    origin: 'memory',
+    action: 'reset-gpu',
+    severity: 2,
+  },
   // IGNORE / IGNORE in the catalog; l9gpu warns (remap applied at the next reset).
-  63: { name: 'GPU memory remapping event', mnemonic: 'INFOROM_DRAM_RETIREMENT_EVENT', immediate: 'IGNORE', origin: 'memory', action: 'none', severity: 1 },
-  64: { name: 'GPU memory remapping failure', mnemonic: 'INFOROM_DRAM_RETIREMENT_FAILURE', immediate: 'RESET_GPU', origin: 'memory', action: 'reset-gpu', severity: 2 },
-  74: { name: 'NVLINK Error', mnemonic: 'NVLINK_ERROR', immediate: 'WORKFLOW_NVLINK_ERR', origin: 'nvlink', action: 'check-nvlink', severity: 2 },
-  79: { name: 'GPU has fallen off the bus', mnemonic: 'ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS', immediate: 'RESTART_BM', origin: 'hardware', action: 'reboot', severity: 2 },
+  63: {
+    name: 'GPU memory remapping event',
+    mnemonic: 'INFOROM_DRAM_RETIREMENT_EVENT',
+    immediate: 'IGNORE',
+    origin: 'memory',
+    action: 'none',
+    severity: 1,
+  },
+  64: {
+    name: 'GPU memory remapping failure',
+    mnemonic: 'INFOROM_DRAM_RETIREMENT_FAILURE',
+    immediate: 'RESET_GPU',
+    origin: 'memory',
+    action: 'reset-gpu',
+    severity: 2,
+  },
+  74: {
+    name: 'NVLINK Error',
+    mnemonic: 'NVLINK_ERROR',
+    immediate: 'WORKFLOW_NVLINK_ERR',
+    origin: 'nvlink',
+    action: 'check-nvlink',
+    severity: 2,
+  },
+  79: {
+    name: 'GPU has fallen off the bus',
+    mnemonic: 'ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS',
+    immediate: 'RESTART_BM',
+    origin: 'hardware',
+    action: 'reboot',
+    severity: 2,
+  },
   // IGNORE / CONTACT_SUPPORT in the catalog; l9gpu warns.
-  92: { name: 'High single-bit ECC error rate', mnemonic: 'EXCESSIVE_SBE_INTERRUPTS', immediate: 'IGNORE', origin: 'memory', action: 'none', severity: 1 },
+  92: {
+    name: 'High single-bit ECC error rate',
+    mnemonic: 'EXCESSIVE_SBE_INTERRUPTS',
+    immediate: 'IGNORE',
+    origin: 'memory',
+    action: 'none',
+    severity: 1,
+  },
   // "these errors are contained to one application, and the application that encountered this error must be restarted"
-  94: { name: 'Contained memory error', mnemonic: 'ROBUST_CHANNEL_CONTAINED_ERROR', immediate: 'RESTART_APP', origin: 'memory', action: 'restart-app', severity: 1 },
+  94: {
+    name: 'Contained memory error',
+    mnemonic: 'ROBUST_CHANNEL_CONTAINED_ERROR',
+    immediate: 'RESTART_APP',
+    origin: 'memory',
+    action: 'restart-app',
+    severity: 1,
+  },
   // "the affected GPU must be reset before applications can restart"
-  95: { name: 'Uncontained memory error', mnemonic: 'ROBUST_CHANNEL_UNCONTAINED_ERROR', immediate: 'RESET_GPU', origin: 'memory', action: 'reset-gpu', severity: 2 },
+  95: {
+    name: 'Uncontained memory error',
+    mnemonic: 'ROBUST_CHANNEL_UNCONTAINED_ERROR',
+    immediate: 'RESET_GPU',
+    origin: 'memory',
+    action: 'reset-gpu',
+    severity: 2,
+  },
   119: { name: 'GSP RPC Timeout', mnemonic: 'GSP_RPC_TIMEOUT', immediate: 'RESET_GPU', origin: 'driver', action: 'reset-gpu', severity: 2 },
   120: { name: 'GSP Error', mnemonic: 'GSP_ERROR', immediate: 'RESET_GPU', origin: 'driver', action: 'reset-gpu', severity: 2 },
-  154: { name: 'GPU Recovery Action Changed', mnemonic: 'GPU_RECOVERY_ACTION_CHANGED', immediate: 'XID_154', origin: 'system', action: 'reset-gpu', severity: 2 },
+  154: {
+    name: 'GPU Recovery Action Changed',
+    mnemonic: 'GPU_RECOVERY_ACTION_CHANGED',
+    immediate: 'XID_154',
+    origin: 'system',
+    action: 'reset-gpu',
+    severity: 2,
+  },
 };
 
-test('representative codes match NVIDIA\'s catalog text', () => {
+test("representative codes match NVIDIA's catalog text", () => {
   for (const [key, want] of Object.entries(EXPECTED)) {
     const code = Number(key);
     const e = xidEntry(code);
@@ -83,7 +174,16 @@ test('covers every code NVIDIA lists, 1..172', () => {
 });
 
 const ORIGINS: readonly XidOrigin[] = ['application', 'driver', 'hardware', 'memory', 'nvlink', 'thermal-power', 'system', 'unknown'];
-const ACTIONS: readonly XidAction[] = ['none', 'restart-app', 'reset-gpu', 'reboot', 'check-nvlink', 'check-hardware', 'update-software', 'contact-support'];
+const ACTIONS: readonly XidAction[] = [
+  'none',
+  'restart-app',
+  'reset-gpu',
+  'reboot',
+  'check-nvlink',
+  'check-hardware',
+  'update-software',
+  'contact-support',
+];
 /** NVIDIA's immediate-action bucket -> the action it must map to (the file header's table). */
 const BUCKET: Record<string, XidAction> = {
   IGNORE: 'none',
@@ -102,7 +202,7 @@ const BUCKET: Record<string, XidAction> = {
   CONTACT_SUPPORT: 'contact-support',
 };
 
-test('every entry is well-formed and follows NVIDIA\'s bucket', () => {
+test("every entry is well-formed and follows NVIDIA's bucket", () => {
   for (const [key, e] of XID_CATALOG) {
     assert.equal(e.code, key, `xid ${key}: code matches key`);
     assert.ok(Number.isInteger(e.code) && e.code > 0);
@@ -112,8 +212,10 @@ test('every entry is well-formed and follows NVIDIA\'s bucket', () => {
     assert.ok(ORIGINS.includes(e.origin), `xid ${key}: origin`);
     assert.ok(ACTIONS.includes(e.action), `xid ${key}: action`);
     assert.ok(e.severity === 0 || e.severity === 1 || e.severity === 2, `xid ${key}: severity`);
-    if (e.action === 'none' || e.action === 'restart-app') assert.ok(e.severity <= 1, `xid ${key}: ${e.action} with severity ${e.severity}`);
-    if (e.action === 'reset-gpu' || e.action === 'reboot' || e.action === 'contact-support') assert.equal(e.severity, 2, `xid ${key}: ${e.action} must drain`);
+    if (e.action === 'none' || e.action === 'restart-app')
+      assert.ok(e.severity <= 1, `xid ${key}: ${e.action} with severity ${e.severity}`);
+    if (e.action === 'reset-gpu' || e.action === 'reboot' || e.action === 'contact-support')
+      assert.equal(e.severity, 2, `xid ${key}: ${e.action} must drain`);
     if (e.origin === 'application') assert.equal(e.severity, 0, `xid ${key}: an application's fault leaves the GPU ok`);
     const row = XID_NVIDIA.get(key);
     assert.ok(row && row.mnemonic.length > 0, `xid ${key}: NVIDIA row`);

@@ -11,7 +11,11 @@ import { emitMetrics, emitProcesses, parseIdentity } from './parse.js';
 export function goldenPoints(dir: string): Point[] {
   const read = (f: string) => readFileSync(join(dir, f), 'utf8');
   const out = new PointBuffer();
-  const ids = new Map(parseIdentity(read('list.json'), read('static.json'), (f, why) => out.unreadable(f, why)).filter((g) => g.uuid).map((g) => [g.index, g]));
+  const ids = new Map(
+    parseIdentity(read('list.json'), read('static.json'), (f, why) => out.unreadable(f, why))
+      .filter((g) => g.uuid)
+      .map((g) => [g.index, g]),
+  );
   emitMetrics(read('metric.json'), ids, out, 0);
   emitProcesses(read('process.json'), ids, out);
   return wholePoints(out);

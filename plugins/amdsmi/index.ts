@@ -46,7 +46,11 @@ class AmdSmiPlugin implements Plugin {
       runTool(tool, ['list', '--json'], this.o.timeoutMs, signal),
       runTool(tool, ['static', '--json'], this.o.timeoutMs, signal),
     ]);
-    this.ids = new Map(parseIdentity(list, stat, (f, why) => out.unreadable(f, why)).filter((g) => g.uuid).map((g) => [g.index, g]));
+    this.ids = new Map(
+      parseIdentity(list, stat, (f, why) => out.unreadable(f, why))
+        .filter((g) => g.uuid)
+        .map((g) => [g.index, g]),
+    );
     this.identityAt = monoNow();
   }
 
@@ -58,7 +62,8 @@ class AmdSmiPlugin implements Plugin {
       this.o.processes ? runTool(tool, ['process', '--json'], this.o.timeoutMs, signal) : Promise.resolve(undefined),
     ]);
     // a GPU we have no identity for (hot-added, reset): re-read identity now rather than drop it for static_interval
-    if (gpuEntries(metricText, 'amd-smi metric --json').some((e) => !this.ids.has(e.gpu as number))) await this.refreshIdentity(tool, signal, out);
+    if (gpuEntries(metricText, 'amd-smi metric --json').some((e) => !this.ids.has(e.gpu as number)))
+      await this.refreshIdentity(tool, signal, out);
     emitMetrics(metricText, this.ids, out, this.start);
     if (processText !== undefined) emitProcesses(processText, this.ids, out);
   }
@@ -77,7 +82,25 @@ export async function probeAmdSmi(o: Opts): Promise<ProbeResult> {
 export const amdsmiPlugin: PluginManifest = {
   name: 'amdsmi',
   reportsGpus: true,
-  metrics: [GPU.clock, GPU.ecc, GPU.eccBlock, GPU.energy, GPU.engineActive, GPU.fan, GPU.memFree, GPU.memTotal, GPU.memUsed, GPU.memUtil, GPU.power, GPU.powerLimit, GPU.procCount, GPU.procMem, GPU.replays, GPU.temp, GPU.util].map((d) => d.name),
+  metrics: [
+    GPU.clock,
+    GPU.ecc,
+    GPU.eccBlock,
+    GPU.energy,
+    GPU.engineActive,
+    GPU.fan,
+    GPU.memFree,
+    GPU.memTotal,
+    GPU.memUsed,
+    GPU.memUtil,
+    GPU.power,
+    GPU.powerLimit,
+    GPU.procCount,
+    GPU.procMem,
+    GPU.replays,
+    GPU.temp,
+    GPU.util,
+  ].map((d) => d.name),
   auto: 'detect',
   hardware: { vendor: 'amd', installed: (ctx) => toolInstalled(opts(ctx).command, EXTRA_DIRS) },
   description: 'AMD GPUs through amd-smi (metric, static, process, list --json)',

@@ -30,10 +30,16 @@ export function gpuEntries(text: string, where: string): Json[] {
   } catch (e) {
     throw new Error(`${where}: not JSON (${(e as Error).message}): ${text.slice(0, 80).replace(/\s+/g, ' ')}`);
   }
-  const list = Array.isArray(j) ? j : j && typeof j === 'object' && Array.isArray((j as Json).gpu_data) ? ((j as Json).gpu_data as unknown[]) : undefined;
+  const list = Array.isArray(j)
+    ? j
+    : j && typeof j === 'object' && Array.isArray((j as Json).gpu_data)
+      ? ((j as Json).gpu_data as unknown[])
+      : undefined;
   if (!list) throw new Error(`${where}: neither a list nor {"gpu_data": [...]}`);
   // a GPU index is a small whole number: 1e308 or -1 is no index
-  return list.filter((x): x is Json => !!x && typeof x === 'object' && Number.isSafeInteger((x as Json).gpu) && ((x as Json).gpu as number) >= 0);
+  return list.filter(
+    (x): x is Json => !!x && typeof x === 'object' && Number.isSafeInteger((x as Json).gpu) && ((x as Json).gpu as number) >= 0,
+  );
 }
 
 /** A name from the JSON: a string as it is, else the fallback (String() of an object is "[object Object]", or throws). */
@@ -97,7 +103,6 @@ export function parseIdentity(listText: string, staticText: string, unreadable: 
   });
 }
 
-
 export function identityAttributes(id: AmdGpuIdentity): Attributes {
   return gpuAttributes({ index: id.index, uuid: id.uuid, model: id.model, vendor: 'amd', pciBusId: id.bdf });
 }
@@ -121,7 +126,11 @@ export function emitMetrics(text: string, ids: ReadonlyMap<number, AmdGpuIdentit
     put(GPU.memTotal, read(at(e, 'mem_usage', 'total_vram'), 'By', `${w} mem_usage.total_vram`));
     put(GPU.memUsed, read(at(e, 'mem_usage', 'used_vram'), 'By', `${w} mem_usage.used_vram`));
     put(GPU.memFree, read(at(e, 'mem_usage', 'free_vram'), 'By', `${w} mem_usage.free_vram`));
-    for (const [key, sensor] of [['edge', 'edge'], ['hotspot', 'hotspot'], ['mem', 'memory']] as const) {
+    for (const [key, sensor] of [
+      ['edge', 'edge'],
+      ['hotspot', 'hotspot'],
+      ['mem', 'memory'],
+    ] as const) {
       put(GPU.temp, read(at(e, 'temperature', key), 'Cel', `${w} temperature.${key}`), { 'gpu.temperature.sensor': sensor });
     }
     // older releases call it average_socket_power
@@ -131,14 +140,34 @@ export function emitMetrics(text: string, ids: ReadonlyMap<number, AmdGpuIdentit
     put(GPU.clock, read(at(e, 'clock', 'gfx_0', 'clk'), 'MHz', `${w} clock.gfx_0.clk`), { 'gpu.clock.type': 'graphics' });
     put(GPU.clock, read(at(e, 'clock', 'mem_0', 'clk'), 'MHz', `${w} clock.mem_0.clk`), { 'gpu.clock.type': 'memory' });
     // RAS counters since the driver loaded: the volatile scope in NVML's terms
-    put(GPU.ecc, read(at(e, 'ecc', 'total_correctable_count'), '1', `${w} ecc`), { 'error.type': 'corrected', 'gpu.ecc.scope': 'volatile' }, energyStart);
-    put(GPU.ecc, read(at(e, 'ecc', 'total_uncorrectable_count'), '1', `${w} ecc`), { 'error.type': 'uncorrected', 'gpu.ecc.scope': 'volatile' }, energyStart);
+    put(
+      GPU.ecc,
+      read(at(e, 'ecc', 'total_correctable_count'), '1', `${w} ecc`),
+      { 'error.type': 'corrected', 'gpu.ecc.scope': 'volatile' },
+      energyStart,
+    );
+    put(
+      GPU.ecc,
+      read(at(e, 'ecc', 'total_uncorrectable_count'), '1', `${w} ecc`),
+      { 'error.type': 'uncorrected', 'gpu.ecc.scope': 'volatile' },
+      energyStart,
+    );
     const blocks = at(e, 'ecc_blocks');
     if (blocks && typeof blocks === 'object') {
       for (const [block, counts] of Object.entries(blocks as Json)) {
         const b = block.toLowerCase();
-        put(GPU.eccBlock, read(at(counts, 'correctable_count'), '1', `${w} ecc_blocks.${block}`), { 'error.type': 'corrected', 'gpu.ecc.block': b }, energyStart);
-        put(GPU.eccBlock, read(at(counts, 'uncorrectable_count'), '1', `${w} ecc_blocks.${block}`), { 'error.type': 'uncorrected', 'gpu.ecc.block': b }, energyStart);
+        put(
+          GPU.eccBlock,
+          read(at(counts, 'correctable_count'), '1', `${w} ecc_blocks.${block}`),
+          { 'error.type': 'corrected', 'gpu.ecc.block': b },
+          energyStart,
+        );
+        put(
+          GPU.eccBlock,
+          read(at(counts, 'uncorrectable_count'), '1', `${w} ecc_blocks.${block}`),
+          { 'error.type': 'uncorrected', 'gpu.ecc.block': b },
+          energyStart,
+        );
       }
     }
     put(GPU.replays, read(at(e, 'pcie', 'replay_count'), '1', `${w} pcie.replay_count`), undefined, energyStart);

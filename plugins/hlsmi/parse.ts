@@ -11,22 +11,42 @@ import { parseQuantity, toBase, type BaseUnit } from '../../src/core/units.js';
 
 /** The fields queried with -Q, in this order. */
 export const HL_FIELDS = [
-  'index', 'uuid', 'name', 'bus_id', 'driver_version',
-  'temperature.aip', 'utilization.aip', 'memory.total', 'memory.used', 'memory.free',
-  'power.draw', 'power.max',
-  'ecc.errors.corrected.volatile.total', 'ecc.errors.uncorrected.volatile.total',
-  'ecc.errors.corrected.aggregate.total', 'ecc.errors.uncorrected.aggregate.total',
+  'index',
+  'uuid',
+  'name',
+  'bus_id',
+  'driver_version',
+  'temperature.aip',
+  'utilization.aip',
+  'memory.total',
+  'memory.used',
+  'memory.free',
+  'power.draw',
+  'power.max',
+  'ecc.errors.corrected.volatile.total',
+  'ecc.errors.uncorrected.volatile.total',
+  'ecc.errors.corrected.aggregate.total',
+  'ecc.errors.uncorrected.aggregate.total',
 ] as const;
 
 /** Units hl-smi uses when a header or cell names none. */
 const DEFAULT_UNIT: Record<string, string> = {
-  'temperature.aip': 'C', 'utilization.aip': '%', 'memory.total': 'MiB', 'memory.used': 'MiB', 'memory.free': 'MiB', 'power.draw': 'W', 'power.max': 'W',
+  'temperature.aip': 'C',
+  'utilization.aip': '%',
+  'memory.total': 'MiB',
+  'memory.used': 'MiB',
+  'memory.free': 'MiB',
+  'power.draw': 'W',
+  'power.max': 'W',
 };
 
 export type HlRow = Map<string, { text: string; unit?: string }>;
 
 export function parseCsv(text: string, where = 'hl-smi'): HlRow[] {
-  const lines = text.split('\n').map((l) => l.trim()).filter(Boolean);
+  const lines = text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean);
   if (lines.length === 0) return [];
   const header = lines[0]!.split(',').map((h) => h.trim());
   const cols = header.map((h) => {
@@ -57,7 +77,6 @@ function value(row: HlRow, field: string, expect: BaseUnit | 'count', where: str
   }
 }
 
-
 export function emitRows(rows: HlRow[], out: Emitter, start: number): void {
   for (const row of rows) {
     const uuid = row.get('uuid')?.text;
@@ -83,8 +102,18 @@ export function emitRows(rows: HlRow[], out: Emitter, start: number): void {
     put(GPU.temp, value(row, 'temperature.aip', 'Cel', where, out), { 'gpu.temperature.sensor': 'edge' });
     put(GPU.power, value(row, 'power.draw', 'W', where, out));
     put(GPU.powerLimit, value(row, 'power.max', 'W', where, out));
-    for (const [type, scope] of [['corrected', 'volatile'], ['uncorrected', 'volatile'], ['corrected', 'aggregate'], ['uncorrected', 'aggregate']] as const) {
-      put(GPU.ecc, value(row, `ecc.errors.${type}.${scope}.total`, 'count', where, out), { 'error.type': type, 'gpu.ecc.scope': scope }, start);
+    for (const [type, scope] of [
+      ['corrected', 'volatile'],
+      ['uncorrected', 'volatile'],
+      ['corrected', 'aggregate'],
+      ['uncorrected', 'aggregate'],
+    ] as const) {
+      put(
+        GPU.ecc,
+        value(row, `ecc.errors.${type}.${scope}.total`, 'count', where, out),
+        { 'error.type': type, 'gpu.ecc.scope': scope },
+        start,
+      );
     }
     const drv = row.get('driver_version')?.text;
     if (drv && !/N\/A/.test(drv)) put(GPU.info, 1, { 'gpu.driver.version': drv });

@@ -2,5 +2,11 @@
 import { pluginSection } from '../../src/core/config/sections.js';
 
 export const HOST_SECTION = pluginSection('host', 'Host CPU, memory and load from /proc.', [
-    { key: 'proc_path', type: 'path', required: true, default: '/proc', description: 'Where procfs is mounted (a container may mount the host\'s elsewhere).' },
-  ]);
+  {
+    key: 'proc_path',
+    type: 'path',
+    required: true,
+    default: '/proc',
+    description: "Where procfs is mounted (a container may mount the host's elsewhere).",
+  },
+]);

@@ -14,7 +14,8 @@ import type { Plugin, PluginManifest } from '../../src/core/plugin.js';
 import { requireBuiltin } from '../../src/core/builtin.js';
 
 // node:fs/promises (and the readline it loads) at the first read (src/core/builtin.ts): `gpus` and `doctor` load every plugin's module
-const readFile = ((...a: Parameters<typeof ReadFile>) => (requireBuiltin('node:fs/promises') as { readFile: typeof ReadFile }).readFile(...a)) as typeof ReadFile;
+const readFile = ((...a: Parameters<typeof ReadFile>) =>
+  (requireBuiltin('node:fs/promises') as { readFile: typeof ReadFile }).readFile(...a)) as typeof ReadFile;
 
 const CPU_UTIL = metric('system.cpu.utilization');
 const CPU_COUNT = metric('system.cpu.logical.count');

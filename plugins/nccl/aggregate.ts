@@ -106,7 +106,8 @@ export interface AggregateOptions {
   /** Series of one communicator kept at most; a new one past it is dropped and `onLimit` told. Default: maxSeries. */
   readonly perCommunicator?: number;
   onLimit?(user: string, commId: string): void;
-  /** Series of one user's files (RecordSource.user, root's not counted) kept at most; a new one past it is dropped and `onUserLimit` told. Default: maxSeries. */
+  /** Series of one user's files (RecordSource.user, root's not counted) kept at most; a new one past it is dropped and `onUserLimit` told.
+   * Default: maxSeries. */
   readonly perUser?: number;
   onUserLimit?(user: string): void;
   /** A new series dropped for maxSeries, with whose file it was. */
@@ -186,9 +187,29 @@ export class Aggregator {
         ...(src.gpuUuid ? { 'gpu.uuid': src.gpuUuid } : {}),
         // whose file it is, where a user's: attribution holds a job the file names to its owner (a user may name any
         // job); root's files are the admin's and carry none
-        ...(src.user !== undefined && src.user !== '0' ? { 'process.owner': /^\d+$/.test(src.user) ? userName(Number(src.user)) : src.user } : {}),
+        ...(src.user !== undefined && src.user !== '0'
+          ? { 'process.owner': /^\d+$/.test(src.user) ? userName(Number(src.user)) : src.user }
+          : {}),
       };
-      this.series.set(key, (s = { attrs, pidStart: pid && pid === src.pid ? src.pidStart : undefined, user, op: r.op, nRanks: r.nRanks, start: now, ops: 0, bytes: 0, counts: new Array<number>(EXEC_BOUNDS.length + 1).fill(0), sum: 0, dBytes: 0, dSeconds: 0, dOps: 0, seen: now }));
+      this.series.set(
+        key,
+        (s = {
+          attrs,
+          pidStart: pid && pid === src.pid ? src.pidStart : undefined,
+          user,
+          op: r.op,
+          nRanks: r.nRanks,
+          start: now,
+          ops: 0,
+          bytes: 0,
+          counts: new Array<number>(EXEC_BOUNDS.length + 1).fill(0),
+          sum: 0,
+          dBytes: 0,
+          dSeconds: 0,
+          dOps: 0,
+          seen: now,
+        }),
+      );
     }
     s.ops++;
     s.bytes += r.bytes;
@@ -207,7 +228,20 @@ export class Aggregator {
     if (!w) {
       // as many windows as series at most: a flood of communicator ids is bounded by the series cap
       if (this.windows.size >= this.maxSeries) return;
-      this.windows.set(r.commId, (w = { ops: new Map(), attrs: { 'nccl.comm.id': r.commId, ...(r.commName !== undefined ? { 'nccl.comm.name': r.commName } : {}), 'nccl.ranks': r.nRanks, 'nccl.nodes': r.nNodes }, who: new Map(), seen: now }));
+      this.windows.set(
+        r.commId,
+        (w = {
+          ops: new Map(),
+          attrs: {
+            'nccl.comm.id': r.commId,
+            ...(r.commName !== undefined ? { 'nccl.comm.name': r.commName } : {}),
+            'nccl.ranks': r.nRanks,
+            'nccl.nodes': r.nNodes,
+          },
+          who: new Map(),
+          seen: now,
+        }),
+      );
     }
     w.seen = now;
     if (!w.who.has(r.rank)) {

@@ -11,7 +11,10 @@ import { NcclPlugin } from './index.js';
 export const GOLDEN_TIME = Date.UTC(2026, 10, 23);
 
 export async function goldenPoints(dir: string): Promise<Point[]> {
-  const plugin = new NcclPlugin({ paths: [dir], discover: false, maxFileAgeMs: Infinity, maxSeries: 20_000, window: 256, hostNames: ['node01'] }, createLogger('error', () => {}));
+  const plugin = new NcclPlugin(
+    { paths: [dir], discover: false, maxFileAgeMs: Infinity, maxSeries: 20_000, window: 256, hostNames: ['node01'] },
+    createLogger('error', () => {}),
+  );
   const out = new PointBuffer();
   out.time = GOLDEN_TIME;
   await plugin.collect(out);

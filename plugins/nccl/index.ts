@@ -142,23 +142,45 @@ export class NcclPlugin implements Plugin {
         if (this.crowded.has(`names\0${path}`)) return;
         if (this.crowded.size >= MAX_NOTED) this.crowded.clear();
         this.crowded.add(`names\0${path}`);
-        this.budgets.hit(uid === 0 ? 'files' : 'files_per_user', String(uid), `nccl: a folder with ${left} more Inspector files than are looked at (4 x [limits] ${uid === 0 ? 'files' : 'files_per_user'}): ${printable(path)}`, left);
+        this.budgets.hit(
+          uid === 0 ? 'files' : 'files_per_user',
+          String(uid),
+          `nccl: a folder with ${left} more Inspector files than are looked at (4 x [limits] ${uid === 0 ? 'files' : 'files_per_user'}): ` +
+            `${printable(path)}`,
+          left,
+        );
       },
       onCrowded: (path, uid) => {
         if (this.crowded.has(path)) return;
         if (this.crowded.size >= MAX_NOTED) this.crowded.clear();
         this.crowded.add(path);
-        this.budgets.hit('files_per_user', String(uid), `nccl: more than ${this.limits.filesPerUser} Inspector folders of uid ${uid} in one place; the rest are not read (first: ${printable(path)})`);
+        this.budgets.hit(
+          'files_per_user',
+          String(uid),
+          `nccl: more than ${this.limits.filesPerUser} Inspector folders of uid ${uid} in one place; ` +
+            `the rest are not read (first: ${printable(path)})`,
+        );
       },
     });
     this.agg = new Aggregator({
       maxSeries: o.maxSeries,
       window: o.window,
       perCommunicator: this.limits.seriesPerCommunicator,
-      onLimit: (user, comm) => this.budgets.hit('series_per_communicator', user, `nccl: communicator ${printable(clip(comm, 40))} has ${this.limits.seriesPerCommunicator} series; records of new ones dropped`),
+      onLimit: (user, comm) =>
+        this.budgets.hit(
+          'series_per_communicator',
+          user,
+          `nccl: communicator ${printable(clip(comm, 40))} has ${this.limits.seriesPerCommunicator} series; records of new ones dropped`,
+        ),
       perUser: this.limits.ncclSeriesPerUser,
-      onUserLimit: (user) => this.budgets.hit('nccl_series_per_user', user, `nccl: the files of uid ${user} have ${this.limits.ncclSeriesPerUser} series; records of new ones dropped`),
-      onFull: (user) => this.budgets.hit('nccl_max_series', user, `nccl: ${o.maxSeries} series on the node (max_series); records of new ones dropped`),
+      onUserLimit: (user) =>
+        this.budgets.hit(
+          'nccl_series_per_user',
+          user,
+          `nccl: the files of uid ${user} have ${this.limits.ncclSeriesPerUser} series; records of new ones dropped`,
+        ),
+      onFull: (user) =>
+        this.budgets.hit('nccl_max_series', user, `nccl: ${o.maxSeries} series on the node (max_series); records of new ones dropped`),
     });
   }
 
@@ -208,7 +230,12 @@ export class NcclPlugin implements Plugin {
         if (lag > maxBacklog) {
           const n = f.tail.skipToEnd();
           this.note(f.file.folder, f.user).skippedBytes += n;
-          this.budgets.hit('read_bytes', f.user, `nccl: a log with ${n} bytes unread (more than ${BACKLOG_READS} x [limits] read_bytes) skipped to its end: ${printable(f.file.path)}`);
+          this.budgets.hit(
+            'read_bytes',
+            f.user,
+            `nccl: a log with ${n} bytes unread (more than ${BACKLOG_READS} x [limits] read_bytes) ` +
+              `skipped to its end: ${printable(f.file.path)}`,
+          );
         } else if (lag > 0) next.push([key, f]);
         else if (r.read === 0) this.retire(key, f, now);
         if (budget <= 0) break;
@@ -237,7 +264,11 @@ export class NcclPlugin implements Plugin {
     this.tell();
     // an ended rank's series outlive it; its pid, taken by another process since, would credit them to that one's job
     this.agg.forgetReused((pid) => processStart(pid, this.o.proc));
-    if (this.agg.dropped) out.unreadable('nccl series', `more than ${this.o.maxSeries} series (max_series): records of new ones dropped (${this.agg.dropped} so far)`);
+    if (this.agg.dropped)
+      out.unreadable(
+        'nccl series',
+        `more than ${this.o.maxSeries} series (max_series): records of new ones dropped (${this.agg.dropped} so far)`,
+      );
     this.agg.emit(out, now);
     out.add(REJECTED, this.rejected, {}, this.start);
   }
@@ -255,7 +286,11 @@ export class NcclPlugin implements Plugin {
       if (!s.rejected && !s.skippedBytes) continue;
       const a = this.rate.allow(folder);
       if (!a.ok) {
-        this.budgets.hit('log_lines_per_minute', s.user, `nccl: more than ${this.limits.logLinesPerMinute} lines a minute about ${printable(folder)}: the rest held back`);
+        this.budgets.hit(
+          'log_lines_per_minute',
+          s.user,
+          `nccl: more than ${this.limits.logLinesPerMinute} lines a minute about ${printable(folder)}: the rest held back`,
+        );
         continue;
       }
       this.log.warn('nccl: inspector output not read', {
@@ -281,12 +316,18 @@ export class NcclPlugin implements Plugin {
       f.proms++;
     }
     for (const [folder, f] of by) {
-      this.tellOnce(String(f.uid), 'other_hosts', folder, 'nccl: Inspector files of other hosts in a folder are not read (each node reads its own)', {
-        folder: printable(folder),
-        ...(f.logs ? { rank_logs: f.logs, hosts: otherHostNames(f.hosts) } : {}),
-        ...(f.proms ? { prom_files: f.proms } : {}),
-        this_node: [...this.locator.names].join(','),
-      });
+      this.tellOnce(
+        String(f.uid),
+        'other_hosts',
+        folder,
+        'nccl: Inspector files of other hosts in a folder are not read (each node reads its own)',
+        {
+          folder: printable(folder),
+          ...(f.logs ? { rank_logs: f.logs, hosts: otherHostNames(f.hosts) } : {}),
+          ...(f.proms ? { prom_files: f.proms } : {}),
+          this_node: [...this.locator.names].join(','),
+        },
+      );
     }
   }
 
@@ -295,16 +336,25 @@ export class NcclPlugin implements Plugin {
     this.budgets.hit(why, user, `nccl: ${f.kind === 'log' ? 'a rank log' : 'a .prom file'} not read (${detail}): ${printable(f.path)}`);
     if (this.noted.size >= MAX_NOTED) this.noted.clear();
     this.noted.set(f.key, mark);
-    this.tellOnce(user, why, f.folder.path, `nccl: files in a folder not read: ${why}`, { folder: printable(f.folder.path), user, detail: printable(detail) });
+    this.tellOnce(user, why, f.folder.path, `nccl: files in a folder not read: ${why}`, {
+      folder: printable(f.folder.path),
+      user,
+      detail: printable(detail),
+    });
   }
 
-  /** Once per (reason, folder), and at most log_lines_per_minute a minute per user: one user's thousands of folders are not thousands of lines. */
+  /** Once per (reason, folder), and at most log_lines_per_minute a minute per user: one user's thousands of folders are not thousands of
+   * lines. */
   private tellOnce(user: string, why: string, folder: string, msg: string, fields: Record<string, unknown>): void {
     const k = `${why}\0${folder}`;
     if (this.told.has(k)) return;
     const a = this.rate.allow(`user\0${user}`);
     if (!a.ok) {
-      this.budgets.hit('log_lines_per_minute', user, `nccl: more than ${this.limits.logLinesPerMinute} lines a minute about the folders of uid ${user}: the rest held back`);
+      this.budgets.hit(
+        'log_lines_per_minute',
+        user,
+        `nccl: more than ${this.limits.logLinesPerMinute} lines a minute about the folders of uid ${user}: the rest held back`,
+      );
       return;
     }
     if (this.told.size >= 4096) this.told.clear();
@@ -371,8 +421,19 @@ export class NcclPlugin implements Plugin {
     const p = processOwner(pid, this.o.proc);
     if (p && p.uid === uid) return (f.src = { ...base, pid, pidStart: p.start });
     if (p) {
-      this.budgets.hit('not_owner', f.user, `nccl: a rank log named after pid ${pid}, a process of uid ${p.uid}, is owned by uid ${uid}: its figures are credited to no process`);
-      this.tellOnce(f.user, 'not_owner_pid', f.file.folder.path, 'nccl: rank logs named after other users\' processes: credited to no process', { folder: printable(f.file.folder.path), user: f.user, pid, pid_uid: p.uid });
+      this.budgets.hit(
+        'not_owner',
+        f.user,
+        `nccl: a rank log named after pid ${pid}, a process of uid ${p.uid}, is owned by uid ${uid}: ` +
+          `its figures are credited to no process`,
+      );
+      this.tellOnce(
+        f.user,
+        'not_owner_pid',
+        f.file.folder.path,
+        "nccl: rank logs named after other users' processes: credited to no process",
+        { folder: printable(f.file.folder.path), user: f.user, pid, pid_uid: p.uid },
+      );
     }
     return (f.src = { ...base, noPid: true });
   }
@@ -423,19 +484,33 @@ export class NcclPlugin implements Plugin {
     for (const f of files) {
       if (this.logs.has(f.key) || this.proms.has(f.key)) continue;
       const w = this.waiting.get(f.key);
-      if (w && w.dirMtimeMs === f.folder.mtimeMs && ((perUser.get(w.user) ?? 0) >= this.limits.filesPerUser || followed >= this.limits.files)) continue;
+      if (
+        w &&
+        w.dirMtimeMs === f.folder.mtimeMs &&
+        ((perUser.get(w.user) ?? 0) >= this.limits.filesPerUser || followed >= this.limits.files)
+      )
+        continue;
       this.waiting.delete(f.key);
       const st = lstatSync(f.path, { throwIfNoEntry: false });
       if (!st) continue;
       const user = String(st.uid);
       const was = this.noted.get(f.key);
       if (!st.isFile()) {
-        if (was !== 'not_regular_file') this.refuse(f, user, 'not_regular_file', st.isSymbolicLink() ? 'a symbolic link' : st.isFIFO() ? 'a FIFO' : 'not a regular file');
+        if (was !== 'not_regular_file')
+          this.refuse(f, user, 'not_regular_file', st.isSymbolicLink() ? 'a symbolic link' : st.isFIFO() ? 'a FIFO' : 'not a regular file');
         continue;
       }
       const byProcess = !processAllows(f.folder, st.uid);
       if (!ownerAllowed(st.uid, st.nlink, f.folder.uid) || byProcess) {
-        if (was !== 'not_owner') this.refuse(f, user, 'not_owner', `owned by uid ${st.uid}, in a folder of uid ${f.folder.uid}${byProcess ? ` named only by processes of uid ${[...new Set(f.folder.procs!.map((p) => p.uid))].join(', ')}` : ''}`);
+        if (was !== 'not_owner')
+          this.refuse(
+            f,
+            user,
+            'not_owner',
+            `owned by uid ${st.uid}, in a folder of uid ${f.folder.uid}${
+              byProcess ? ` named only by processes of uid ` + `${[...new Set(f.folder.procs!.map((p) => p.uid))].join(', ')}` : ''
+            }`,
+          );
         continue;
       }
       if (this.stale.get(f.key) === st.mtimeMs) continue;
@@ -444,11 +519,18 @@ export class NcclPlugin implements Plugin {
         continue;
       }
       const mine = perUser.get(user) ?? 0;
-      const over: BudgetName | undefined = mine >= this.limits.filesPerUser ? 'files_per_user' : followed >= this.limits.files ? 'files' : undefined;
+      const over: BudgetName | undefined =
+        mine >= this.limits.filesPerUser ? 'files_per_user' : followed >= this.limits.files ? 'files' : undefined;
       if (over) {
         // counted once per file while it waits; followed when a place comes free
         if (was !== over) {
-          this.budgets.hit(over, user, `nccl: more than ${over === 'files' ? this.limits.files : this.limits.filesPerUser} Inspector files${over === 'files' ? ' on the node' : ` of uid ${user}`}; the rest are not read (first in ${printable(dirname(f.path))})`);
+          this.budgets.hit(
+            over,
+            user,
+            `nccl: more than ${over === 'files' ? this.limits.files : this.limits.filesPerUser} ` +
+              `Inspector files${over === 'files' ? ' on the node' : ` of uid ${user}`}; the rest are not ` +
+              `read (first in ${printable(dirname(f.path))})`,
+          );
           if (this.noted.size >= MAX_NOTED) this.noted.clear();
           this.noted.set(f.key, over);
         }
@@ -462,10 +544,35 @@ export class NcclPlugin implements Plugin {
       followed++;
       // every open of the name (the first, and after a rotation or park) wants a regular file of this same owner
       const open = (p: string) => openUserFile(p, { folderUid: f.folder.uid, uid: st.uid });
-      if (f.kind === 'log') this.logs.set(f.key, { tail: new FileTail(f.path, { maxLine: MAX_LINE, maxRead: CHUNK, open }), file: f, user, lineNo: 0, active: now });
+      if (f.kind === 'log')
+        this.logs.set(f.key, {
+          tail: new FileTail(f.path, { maxLine: MAX_LINE, maxRead: CHUNK, open }),
+          file: f,
+          user,
+          lineNo: 0,
+          active: now,
+        });
       else {
-        const onDropped = (n: number) => this.budgets.hit('series_per_communicator', user, `nccl: a .prom file with more than ${this.limits.seriesPerCommunicator} samples; the rest dropped: ${printable(f.path)}`, n);
-        this.proms.set(f.key, { p: new PromFile(f.path, f.gpuUuid!, this.locator.names, jobFor(f.folder, st.uid), open, this.limits.seriesPerCommunicator, onDropped), user, file: f });
+        const onDropped = (n: number) =>
+          this.budgets.hit(
+            'series_per_communicator',
+            user,
+            `nccl: a .prom file with more than ${this.limits.seriesPerCommunicator} samples; the rest dropped: ${printable(f.path)}`,
+            n,
+          );
+        this.proms.set(f.key, {
+          p: new PromFile(
+            f.path,
+            f.gpuUuid!,
+            this.locator.names,
+            jobFor(f.folder, st.uid),
+            open,
+            this.limits.seriesPerCommunicator,
+            onDropped,
+          ),
+          user,
+          file: f,
+        });
       }
     }
   }
@@ -479,9 +586,18 @@ export class NcclPlugin implements Plugin {
     if (Math.abs(ours.busBw - r.busBw) > 500 + 1e-9 * r.busBw) {
       const a = this.rate.allow(`bw\0${dirname(path)}`);
       if (!a.ok) return;
-      this.log.once(`nccl-bw-${dirname(path)}`, 'warn', 'nccl: the Inspector\'s bus bandwidth differs from the one recomputed from size, time and ranks; the recomputed one is used', {
-        file: printable(path), collective: printable(clip(r.op, 64)), ranks: r.nRanks, file_gbs: r.busBw / 1e9, recomputed_gbs: ours.busBw / 1e9,
-      });
+      this.log.once(
+        `nccl-bw-${dirname(path)}`,
+        'warn',
+        "nccl: the Inspector's bus bandwidth differs from the one recomputed from size, time and ranks; the recomputed one is used",
+        {
+          file: printable(path),
+          collective: printable(clip(r.op, 64)),
+          ranks: r.nRanks,
+          file_gbs: r.busBw / 1e9,
+          recomputed_gbs: ours.busBw / 1e9,
+        },
+      );
     }
   }
 
@@ -516,8 +632,16 @@ export const ncclPlugin: PluginManifest = {
   description: NCCL_SECTION.description,
   section: NCCL_SECTION,
   metrics: [
-    'nccl.operations', 'nccl.bytes', 'nccl.exec.time', 'nccl.bandwidth.algorithm', 'nccl.bandwidth.bus',
-    'nccl.interval.bandwidth.bus', 'nccl.interval.exec.time', 'nccl.rank.slowdown', 'nccl.rank.straggler', 'l9gpu.nccl.lines.rejected',
+    'nccl.operations',
+    'nccl.bytes',
+    'nccl.exec.time',
+    'nccl.bandwidth.algorithm',
+    'nccl.bandwidth.bus',
+    'nccl.interval.bandwidth.bus',
+    'nccl.interval.exec.time',
+    'nccl.rank.slowdown',
+    'nccl.rank.straggler',
+    'l9gpu.nccl.lines.rejected',
   ],
   reportsGpus: false,
   // nothing to read is a readdir a tick: on by default, it finds the jobs that enable the Inspector
@@ -530,20 +654,36 @@ export const ncclPlugin: PluginManifest = {
     const logs = files.filter((f) => f.kind === 'log').length;
     const other = loc.otherHosts;
     const others = other.length
-      ? `; ${other.reduce((n, f) => n + f.logs, 0)} rank log(s) of other hosts not read (${otherHostNames([...new Set(other.flatMap((f) => f.hosts))].slice(0, 3))}; this node: ${[...loc.names].join(', ')}) in ${other.length} folder(s): ${other.slice(0, 3).map((f) => `${printable(f.path)} (${f.logs})`).join(', ')}${other.length > 3 ? ', ...' : ''}`
+      ? `; ${other.reduce((n, f) => n + f.logs, 0)} rank log(s) of other hosts not read ` +
+        `(${otherHostNames([...new Set(other.flatMap((f) => f.hosts))].slice(0, 3))}; this node: ${[...loc.names].join(', ')}) in ` +
+        `${other.length} folder(s): ${other
+          .slice(0, 3)
+          .map((f) => `${printable(f.path)} (${f.logs})`)
+          .join(', ')}${other.length > 3 ? ', ...' : ''}`
       : '';
-    const found = (files.length ? `${logs} rank log(s) and ${files.length - logs} .prom file(s) in ${o.paths.join(', ')}${o.discover ? ' and the folders of running Inspector processes' : ''}` : `no Inspector output now (${o.paths.join(', ')}${o.discover ? ', and running processes with NCCL_INSPECTOR_ENABLE=1' : ''})`) + others;
+    const found =
+      (files.length
+        ? `${logs} rank log(s) and ${files.length - logs} .prom file(s) in ` +
+          `${o.paths.join(', ')}${o.discover ? ' and the folders of running Inspector processes' : ''}`
+        : `no Inspector output now (${o.paths.join(', ')}${o.discover ? ', and running processes with NCCL_INSPECTOR_ENABLE=1' : ''})`) +
+      others;
     // a discovered folder not reachable from here: not there yet (the Inspector makes it at its first dump), or
     // hidden (a mount namespace the daemon cannot see into, a link)
     const lost = loc.unreached.filter((u) => u.discovered);
     const hidden = lost.filter((u) => u.why !== 'gone' || u.detail !== 'ENOENT');
     if (!lost.length) return { ok: true, detail: found };
-    const show = (l: typeof lost) => l.slice(0, 3).map((u) => `${printable(u.path)} (${u.why === 'gone' ? u.detail : `${u.why}: ${u.detail}`})`).join(', ');
+    const show = (l: typeof lost) =>
+      l
+        .slice(0, 3)
+        .map((u) => `${printable(u.path)} (${u.why === 'gone' ? u.detail : `${u.why}: ${u.detail}`})`)
+        .join(', ');
     return {
       // a failure only when the daemon cannot read what it should (EACCES, ...): a folder a user made a link is
       // said, but no user can make doctor fail
       ok: !lost.some((u) => u.why === 'gone' && u.detail !== 'ENOENT'),
-      detail: `${found}; ${lost.length} discovered folder(s) cannot be reached: ${show(hidden.length ? hidden : lost)}${lost.length > 3 ? ', ...' : ''}${hidden.length ? '' : ' (not made yet: the Inspector makes its folder at its first dump)'}`,
+      detail:
+        `${found}; ${lost.length} discovered folder(s) cannot be reached: ` +
+        `${show(hidden.length ? hidden : lost)}${lost.length > 3 ? ', ...' : ''}${hidden.length ? '' : ' (not made yet: the Inspector makes its folder at its first dump)'}`,
     };
   },
 };

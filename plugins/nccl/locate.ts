@@ -150,7 +150,12 @@ export function hostNames(names: readonly string[]): Set<string> {
 
 function globPart(p: string): RegExp | undefined {
   if (!/[*?]/.test(p)) return undefined;
-  return new RegExp(`^${p.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*').replace(/\?/g, '[^/]')}$`);
+  return new RegExp(
+    `^${p
+      .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+      .replace(/\*/g, '[^/]*')
+      .replace(/\?/g, '[^/]')}$`,
+  );
 }
 
 /**
@@ -237,7 +242,9 @@ export class Locator {
   files(now: number): InspectorFile[] {
     // the configured folders first: one also named by a process is still the admin's, with what the process says
     const dirs = new Map<string, Discovered[] | undefined>();
-    for (const p of this.o.paths) for (const d of expandGlob(p, this.maxDirs, this.o.dirsPerUser, this.o.onCrowded)) if (dirs.size < this.maxDirs) dirs.set(d, undefined);
+    for (const p of this.o.paths)
+      for (const d of expandGlob(p, this.maxDirs, this.o.dirsPerUser, this.o.onCrowded))
+        if (dirs.size < this.maxDirs) dirs.set(d, undefined);
     const globbed = new Set(dirs.keys());
     if (this.o.discover) {
       if (now - this.lastDiscovery >= DISCOVER_EVERY_MS) {
@@ -269,7 +276,14 @@ export class Locator {
         }
         continue;
       }
-      const folder: InspectorFolder = { path: dir, uid: l.st.uid, mtimeMs: l.st.mtimeMs, ...folderJob(dir, l.st.uid, proc), ...(proc ? { procs: proc.map(procOf) } : {}), byProcess: proc !== undefined && !globbed.has(dir) };
+      const folder: InspectorFolder = {
+        path: dir,
+        uid: l.st.uid,
+        mtimeMs: l.st.mtimeMs,
+        ...folderJob(dir, l.st.uid, proc),
+        ...(proc ? { procs: proc.map(procOf) } : {}),
+        byProcess: proc !== undefined && !globbed.has(dir),
+      };
       listed.set(id, folder);
       // a folder of 300,000 names made every one an object (and an lstat) each collection: past what its files can
       // ever be followed for, names are only counted
@@ -293,7 +307,13 @@ export class Locator {
         }
         given++;
         // by name only: the plugin opens a file when it first sees it, not every file every collection
-        out.push({ path: join(dir, n), key: `${id}/${n}`, kind: log ? 'log' : 'prom', ...(log ? { pid: Number(log[2]) } : { gpuUuid: `GPU-${prom![1]}` }), folder });
+        out.push({
+          path: join(dir, n),
+          key: `${id}/${n}`,
+          kind: log ? 'log' : 'prom',
+          ...(log ? { pid: Number(log[2]) } : { gpuUuid: `GPU-${prom![1]}` }),
+          folder,
+        });
       }
       if (left) this.o.onFolderFull?.(dir, l.st.uid, left);
     }
@@ -304,7 +324,9 @@ export class Locator {
   private discover(now: number): void {
     let pids: number[];
     try {
-      pids = readdirSync(this.proc).filter((n) => /^\d+$/.test(n)).map(Number);
+      pids = readdirSync(this.proc)
+        .filter((n) => /^\d+$/.test(n))
+        .map(Number);
     } catch {
       return;
     }

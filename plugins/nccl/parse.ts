@@ -41,7 +41,8 @@ const show = (v: unknown): string => String(JSON.stringify(v)).slice(0, 40);
 
 function int(o: Json, k: string, min: number, where: string): number {
   const v = o[k];
-  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min) throw new Error(`${where}: ${k} is ${show(v)}, not a whole number >= ${min}`);
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min)
+    throw new Error(`${where}: ${k} is ${show(v)}, not a whole number >= ${min}`);
   return v;
 }
 
@@ -61,8 +62,24 @@ function bw(o: Json, k: string, where: string): number | null {
 }
 
 const KEYS = {
-  coll: { op: 'coll', sn: 'coll_sn', bytes: 'coll_msg_size_bytes', exec: 'coll_exec_time_us', timing: 'coll_timing_source', alg: 'coll_algobw_gbs', bus: 'coll_busbw_gbs' },
-  p2p: { op: 'p2p', sn: 'p2p_sn', bytes: 'p2p_msg_size_bytes', exec: 'p2p_exec_time_us', timing: 'p2p_timing_source', alg: 'p2p_algobw_gbs', bus: 'p2p_busbw_gbs' },
+  coll: {
+    op: 'coll',
+    sn: 'coll_sn',
+    bytes: 'coll_msg_size_bytes',
+    exec: 'coll_exec_time_us',
+    timing: 'coll_timing_source',
+    alg: 'coll_algobw_gbs',
+    bus: 'coll_busbw_gbs',
+  },
+  p2p: {
+    op: 'p2p',
+    sn: 'p2p_sn',
+    bytes: 'p2p_msg_size_bytes',
+    exec: 'p2p_exec_time_us',
+    timing: 'p2p_timing_source',
+    alg: 'p2p_algobw_gbs',
+    bus: 'p2p_busbw_gbs',
+  },
 } as const;
 const COMM_ID = /^0x[0-9a-f]{1,32}$/i;
 
@@ -107,7 +124,8 @@ export function parseInspectorLine(line: string, where: string): InspectorRecord
     algBw: bw(perf, K.alg, where),
     busBw: bw(perf, K.bus, where),
   };
-  if (typeof header.comm_name === 'string') rec.commName = header.comm_name.length > 256 ? header.comm_name.slice(0, 256) : header.comm_name;
+  if (typeof header.comm_name === 'string')
+    rec.commName = header.comm_name.length > 256 ? header.comm_name.slice(0, 256) : header.comm_name;
   if (kind === 'p2p') rec.peer = int(perf, 'p2p_peer', 0, where);
   const timing = perf[K.timing];
   if (typeof timing === 'string') rec.timingSource = timing.length > 64 ? timing.slice(0, 64) : timing;

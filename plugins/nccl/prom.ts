@@ -67,7 +67,14 @@ export interface PromRead {
 }
 
 /** One .prom file's text -> records or interval points. `hosts`: the names this node goes by. */
-export function readPromText(text: string, where: string, hosts: ReadonlySet<string>, gpuUuid: string, folderJob?: string, maxSamples = Infinity): PromRead {
+export function readPromText(
+  text: string,
+  where: string,
+  hosts: ReadonlySet<string>,
+  gpuUuid: string,
+  folderJob?: string,
+  maxSamples = Infinity,
+): PromRead {
   // a real file has a few hundred samples; a user's file of 137k lines would otherwise become as many points every collection
   const { families, dropped } = parsePage(text, { source: where, maxBytes: MAX_PROM_BYTES, maxSamples });
   const by = new Map<string, Family>(families.map((f) => [f.name, f]));
@@ -95,17 +102,43 @@ export function readPromText(text: string, where: string, hosts: ReadonlySet<str
     const sn = num(l, 'coll_sn', 0);
     const bytes = promSize(l.message_size ?? '');
     const commId = l.comm_id ?? '';
-    if (nRanks === undefined || rank === undefined || rank >= nRanks || sn === undefined || bytes === undefined || !/^0x[0-9a-f]{1,32}$/i.test(commId) || !l.collective || !(s.value >= 0)) {
-      if (rejected.length < 5) rejected.push(`${where}: a sample of ${s.name} without a readable rank, nranks, coll_sn, comm_id, collective, message_size or time`);
+    if (
+      nRanks === undefined ||
+      rank === undefined ||
+      rank >= nRanks ||
+      sn === undefined ||
+      bytes === undefined ||
+      !/^0x[0-9a-f]{1,32}$/i.test(commId) ||
+      !l.collective ||
+      !(s.value >= 0)
+    ) {
+      if (rejected.length < 5)
+        rejected.push(
+          `${where}: a sample of ${s.name} without a readable rank, nranks, coll_sn, comm_id, collective, message_size or time`,
+        );
       continue;
     }
     const t = Date.parse(l.timestamp ?? '');
     const jobId = folderJob;
-    records.push({ ...(jobId ? { jobId } : {}), record: {
-      commId, rank, nRanks, nNodes: num(l, 'n_nodes', 1) ?? 1, hostname: l.hostname ?? '', pid: 0,
-      dumpUs: Number.isFinite(t) ? t * 1000 : 0, kind: 'coll', op: l.collective.slice(0, 64), sn, bytes,
-      execS: s.value / 1e6, algBw: null, busBw: null,
-    } });
+    records.push({
+      ...(jobId ? { jobId } : {}),
+      record: {
+        commId,
+        rank,
+        nRanks,
+        nNodes: num(l, 'n_nodes', 1) ?? 1,
+        hostname: l.hostname ?? '',
+        pid: 0,
+        dumpUs: Number.isFinite(t) ? t * 1000 : 0,
+        kind: 'coll',
+        op: l.collective.slice(0, 64),
+        sn,
+        bytes,
+        execS: s.value / 1e6,
+        algBw: null,
+        busBw: null,
+      },
+    });
   }
   // 2.30+: per interval, no rank
   const pairs: [string, string, 'collective' | 'p2p_operation'][] = [
@@ -113,7 +146,10 @@ export function readPromText(text: string, where: string, hosts: ReadonlySet<str
     ['nccl_p2p_bus_bandwidth_gbs', 'nccl_p2p_exec_time_microseconds', 'p2p_operation'],
   ];
   for (const [bw, ex, opLabel] of pairs) {
-    for (const [fam, def, scale] of [[bw, IBUS, 1e9], [ex, IEXEC, 1e-6]] as const) {
+    for (const [fam, def, scale] of [
+      [bw, IBUS, 1e9],
+      [ex, IEXEC, 1e-6],
+    ] as const) {
       for (const s of by.get(fam)?.samples ?? []) {
         const l = s.labels;
         if (l.version === undefined) continue;
@@ -123,7 +159,8 @@ export function readPromText(text: string, where: string, hosts: ReadonlySet<str
         const op = l[opLabel];
         const v = s.value * scale;
         if (nRanks === undefined || bytes === undefined || !op || !(v >= 0) || !Number.isFinite(v)) {
-          if (rejected.length < 5) rejected.push(`${where}: a sample of ${s.name} without a readable nranks, ${opLabel}, message_size or value`);
+          if (rejected.length < 5)
+            rejected.push(`${where}: a sample of ${s.name} without a readable nranks, ${opLabel}, message_size or value`);
           continue;
         }
         const jobId = folderJob;
@@ -182,7 +219,11 @@ export class PromFile {
    * false: the file is gone (the Inspector unlinks its files at a clean exit);
    * a refusal (not a regular file, not the folder owner's) goes to `onRefused`.
    */
-  poll(onRecord: (r: InspectorRecord, jobId: string | undefined) => void, onReject: (why: string) => void, onRefused: (o: { refused: string; detail: string }) => void = () => {}): boolean {
+  poll(
+    onRecord: (r: InspectorRecord, jobId: string | undefined) => void,
+    onReject: (why: string) => void,
+    onRefused: (o: { refused: string; detail: string }) => void = () => {},
+  ): boolean {
     const o = this.open(this.path);
     if ('refused' in o) {
       if (o.refused === 'gone') return false;
@@ -257,7 +298,8 @@ export class PromFile {
     return true;
   }
 
-  /** The 2.30 interval points of the last settled read, while they are recent: a file left by a process that did not exit cleanly is not unlinked, and its last figures are not today's. */
+  /** The 2.30 interval points of the last settled read, while they are recent: a file left by a process that did not exit cleanly is not
+   * unlinked, and its last figures are not today's. */
   emit(out: Emitter, now: number): void {
     if (!this.last || now - this.last.mtimeMs > PROM_STALE_MS) return;
     for (const p of this.points) out.add(p.metric, p.value, p.attributes);

@@ -165,7 +165,11 @@ export class FileTail {
     return out;
   }
 
-  private refuse(o: { refused: Refusal; detail: string }, st: { dev: number; ino: number; mtimeMs: number }, out: { refused?: TailResult['refused'] }): TailResult {
+  private refuse(
+    o: { refused: Refusal; detail: string },
+    st: { dev: number; ino: number; mtimeMs: number },
+    out: { refused?: TailResult['refused'] },
+  ): TailResult {
     const key = `${st.dev}/${st.ino}/${st.mtimeMs}`;
     if (o.refused !== 'gone' && key !== this.refusedAt) out.refused = { why: o.refused, detail: o.detail };
     this.refusedAt = key;

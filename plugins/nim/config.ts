@@ -6,6 +6,10 @@ export const NIM_SPEC: ScrapedSpec = {
   description: "NVIDIA NIM for LLMs' /v1/metrics.",
   defaultEndpoints: ['http://127.0.0.1:8000/v1/metrics'],
   // endpoints = auto: the process that serves the page, by its command line
-  discover: { cmdline: /\bvllm_nvext\b|\bnim[_-]llm\b|\/opt\/nim\//, paths: ['/v1/metrics', '/metrics'], recognize: /^(?:num_requests_running|time_to_first_token_seconds|prompt_tokens)(?:_total)?$/ },
+  discover: {
+    cmdline: /\bvllm_nvext\b|\bnim[_-]llm\b|\/opt\/nim\//,
+    paths: ['/v1/metrics', '/metrics'],
+    recognize: /^(?:num_requests_running|time_to_first_token_seconds|prompt_tokens)(?:_total)?$/,
+  },
 };
 export const NIM_SECTION = scrapedSection(NIM_SPEC);

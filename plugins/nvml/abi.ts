@@ -10,18 +10,42 @@
 
 /** nvmlReturn_t: NVML_SUCCESS, else NVML_ERROR_<key>. */
 export const NVML = {
-  SUCCESS: 0, UNINITIALIZED: 1, INVALID_ARGUMENT: 2, NOT_SUPPORTED: 3, NO_PERMISSION: 4, NOT_FOUND: 6,
-  INSUFFICIENT_SIZE: 7, DRIVER_NOT_LOADED: 9, TIMEOUT: 10, FUNCTION_NOT_FOUND: 13, GPU_IS_LOST: 15, RESET_REQUIRED: 16,
-  LIB_RM_VERSION_MISMATCH: 18, UNKNOWN: 999,
+  SUCCESS: 0,
+  UNINITIALIZED: 1,
+  INVALID_ARGUMENT: 2,
+  NOT_SUPPORTED: 3,
+  NO_PERMISSION: 4,
+  NOT_FOUND: 6,
+  INSUFFICIENT_SIZE: 7,
+  DRIVER_NOT_LOADED: 9,
+  TIMEOUT: 10,
+  FUNCTION_NOT_FOUND: 13,
+  GPU_IS_LOST: 15,
+  RESET_REQUIRED: 16,
+  LIB_RM_VERSION_MISMATCH: 18,
+  UNKNOWN: 999,
 } as const;
 
 /** nvmlDeviceGetFieldValues field ids: NVML_FI_DEV_<key>. */
 export const FIELD = {
-  ECC_SBE_VOL_TOTAL: 3, ECC_DBE_VOL_TOTAL: 4, ECC_SBE_AGG_TOTAL: 5, ECC_DBE_AGG_TOTAL: 6,
-  RETIRED_SBE: 29, RETIRED_DBE: 30, RETIRED_PENDING: 31, MEMORY_TEMP: 82, TOTAL_ENERGY_CONSUMPTION: 83,
-  PCIE_REPLAY_COUNTER: 94, NVLINK_THROUGHPUT_DATA_TX: 138, NVLINK_THROUGHPUT_DATA_RX: 139,
-  REMAPPED_COR: 142, REMAPPED_UNC: 143, REMAPPED_PENDING: 144, REMAPPED_FAILURE: 145,
-  POWER_AVERAGE: 185, POWER_CURRENT_LIMIT: 190,
+  ECC_SBE_VOL_TOTAL: 3,
+  ECC_DBE_VOL_TOTAL: 4,
+  ECC_SBE_AGG_TOTAL: 5,
+  ECC_DBE_AGG_TOTAL: 6,
+  RETIRED_SBE: 29,
+  RETIRED_DBE: 30,
+  RETIRED_PENDING: 31,
+  MEMORY_TEMP: 82,
+  TOTAL_ENERGY_CONSUMPTION: 83,
+  PCIE_REPLAY_COUNTER: 94,
+  NVLINK_THROUGHPUT_DATA_TX: 138,
+  NVLINK_THROUGHPUT_DATA_RX: 139,
+  REMAPPED_COR: 142,
+  REMAPPED_UNC: 143,
+  REMAPPED_PENDING: 144,
+  REMAPPED_FAILURE: 145,
+  POWER_AVERAGE: 185,
+  POWER_CURRENT_LIMIT: 190,
 } as const;
 
 /**
@@ -31,18 +55,49 @@ export const FIELD = {
  * Added new GPM raw metrics."): cycles, or bytes for PCIE_TX/RX, since the GPU's last reset ("since reboot").
  */
 export const GPM_METRIC = {
-  GRAPHICS_UTIL: 1, SM_UTIL: 2, SM_OCCUPANCY: 3, INTEGER_UTIL: 4, ANY_TENSOR_UTIL: 5, DFMA_TENSOR_UTIL: 6, HMMA_TENSOR_UTIL: 7,
-  DMMA_TENSOR_UTIL: 8, IMMA_TENSOR_UTIL: 9, DRAM_BW_UTIL: 10, FP64_UTIL: 11, FP32_UTIL: 12, FP16_UTIL: 13,
-  PCIE_TX_PER_SEC: 20, PCIE_RX_PER_SEC: 21, NVLINK_TOTAL_RX_PER_SEC: 60, NVLINK_TOTAL_TX_PER_SEC: 61,
-  SM_CYCLES_ELAPSED: 248, SM_CYCLES_ACTIVE: 249, MMA_CYCLES_ACTIVE: 250, DMMA_CYCLES_ACTIVE: 251, HMMA_CYCLES_ACTIVE: 252,
-  IMMA_CYCLES_ACTIVE: 253, DFMA_CYCLES_ACTIVE: 254, PCIE_TX: 255, PCIE_RX: 256, INTEGER_CYCLES_ACTIVE: 257,
-  FP64_CYCLES_ACTIVE: 258, FP32_CYCLES_ACTIVE: 259, FP16_CYCLES_ACTIVE: 260,
+  GRAPHICS_UTIL: 1,
+  SM_UTIL: 2,
+  SM_OCCUPANCY: 3,
+  INTEGER_UTIL: 4,
+  ANY_TENSOR_UTIL: 5,
+  DFMA_TENSOR_UTIL: 6,
+  HMMA_TENSOR_UTIL: 7,
+  DMMA_TENSOR_UTIL: 8,
+  IMMA_TENSOR_UTIL: 9,
+  DRAM_BW_UTIL: 10,
+  FP64_UTIL: 11,
+  FP32_UTIL: 12,
+  FP16_UTIL: 13,
+  PCIE_TX_PER_SEC: 20,
+  PCIE_RX_PER_SEC: 21,
+  NVLINK_TOTAL_RX_PER_SEC: 60,
+  NVLINK_TOTAL_TX_PER_SEC: 61,
+  SM_CYCLES_ELAPSED: 248,
+  SM_CYCLES_ACTIVE: 249,
+  MMA_CYCLES_ACTIVE: 250,
+  DMMA_CYCLES_ACTIVE: 251,
+  HMMA_CYCLES_ACTIVE: 252,
+  IMMA_CYCLES_ACTIVE: 253,
+  DFMA_CYCLES_ACTIVE: 254,
+  PCIE_TX: 255,
+  PCIE_RX: 256,
+  INTEGER_CYCLES_ACTIVE: 257,
+  FP64_CYCLES_ACTIVE: 258,
+  FP32_CYCLES_ACTIVE: 259,
+  FP16_CYCLES_ACTIVE: 260,
 } as const;
 
 /** Clock event (throttle) reason bits: nvmlClocksThrottleReason<key> (12.2 renamed six of them nvmlClocksEventReason<key>, same bits). */
 export const CLOCK_REASON = {
-  GpuIdle: 0x1, ApplicationsClocksSetting: 0x2, SwPowerCap: 0x4, HwSlowdown: 0x8, SyncBoost: 0x10,
-  SwThermalSlowdown: 0x20, HwThermalSlowdown: 0x40, HwPowerBrakeSlowdown: 0x80, DisplayClockSetting: 0x100,
+  GpuIdle: 0x1,
+  ApplicationsClocksSetting: 0x2,
+  SwPowerCap: 0x4,
+  HwSlowdown: 0x8,
+  SyncBoost: 0x10,
+  SwThermalSlowdown: 0x20,
+  HwThermalSlowdown: 0x40,
+  HwPowerBrakeSlowdown: 0x80,
+  DisplayClockSetting: 0x100,
 } as const;
 
 /** nvmlDeviceRegisterEvents types: nvmlEventType<key>. */
@@ -52,7 +107,15 @@ export const EVENT_TYPE = { SingleBitEccError: 0x1, DoubleBitEccError: 0x2, XidC
 export const SAMPLING = { TOTAL_POWER_SAMPLES: 0, GPU_UTILIZATION_SAMPLES: 1, MEMORY_UTILIZATION_SAMPLES: 2 } as const;
 
 /** nvmlValueType_t (which member of an nvmlValue_t union is set): NVML_VALUE_TYPE_<key>. UNSIGNED_SHORT is newer than CUDA 12.4. */
-export const VALUE_TYPE = { DOUBLE: 0, UNSIGNED_INT: 1, UNSIGNED_LONG: 2, UNSIGNED_LONG_LONG: 3, SIGNED_LONG_LONG: 4, SIGNED_INT: 5, UNSIGNED_SHORT: 6 } as const;
+export const VALUE_TYPE = {
+  DOUBLE: 0,
+  UNSIGNED_INT: 1,
+  UNSIGNED_LONG: 2,
+  UNSIGNED_LONG_LONG: 3,
+  SIGNED_LONG_LONG: 4,
+  SIGNED_INT: 5,
+  UNSIGNED_SHORT: 6,
+} as const;
 
 /** nvmlClockType_t: NVML_CLOCK_<key>. */
 export const CLOCK = { GRAPHICS: 0, SM: 1, MEM: 2 } as const;
@@ -62,13 +125,17 @@ export const ENUM = {
   /** nvmlTemperatureSensors_t */
   TEMPERATURE_GPU: 0,
   /** nvmlMemoryErrorType_t */
-  MEMORY_ERROR_TYPE_CORRECTED: 0, MEMORY_ERROR_TYPE_UNCORRECTED: 1,
+  MEMORY_ERROR_TYPE_CORRECTED: 0,
+  MEMORY_ERROR_TYPE_UNCORRECTED: 1,
   /** nvmlEccCounterType_t */
-  VOLATILE_ECC: 0, AGGREGATE_ECC: 1,
+  VOLATILE_ECC: 0,
+  AGGREGATE_ECC: 1,
   /** nvmlPageRetirementCause_t */
-  PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS: 0, PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR: 1,
+  PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS: 0,
+  PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR: 1,
   /** nvmlPcieUtilCounter_t */
-  PCIE_UTIL_TX_BYTES: 0, PCIE_UTIL_RX_BYTES: 1,
+  PCIE_UTIL_TX_BYTES: 0,
+  PCIE_UTIL_RX_BYTES: 1,
   /** nvmlPstates_t */
   PSTATE_UNKNOWN: 32,
 } as const;
@@ -112,12 +179,14 @@ export interface Layout {
 }
 /** nvmlFieldValue_t: value is an nvmlValue_t union, its member set by valueType. */
 export const FIELD_VALUE = {
-  struct: 'nvmlFieldValue_t', size: 40,
+  struct: 'nvmlFieldValue_t',
+  size: 40,
   at: { fieldId: 0, scopeId: 4, timestamp: 8, latencyUsec: 16, valueType: 24, nvmlReturn: 28, value: 32 },
 } as const satisfies Layout;
 /** nvmlProcessInfo_t (v2 and v3 calls alike, 24 bytes, on every driver but early R535). */
 export const PROCESS_INFO = {
-  struct: 'nvmlProcessInfo_t', size: 24,
+  struct: 'nvmlProcessInfo_t',
+  size: 24,
   at: { pid: 0, usedGpuMemory: 8, gpuInstanceId: 16, computeInstanceId: 20 },
 } as const satisfies Layout;
 /**
@@ -126,14 +195,16 @@ export const PROCESS_INFO = {
  * layout as nvmlProcessDetail_v1_t (for nvmlDeviceGetRunningProcessDetailList).
  */
 export const PROCESS_INFO_CC = {
-  struct: 'nvmlProcessDetail_v1_t', size: 32,
+  struct: 'nvmlProcessDetail_v1_t',
+  size: 32,
   at: { pid: 0, usedGpuMemory: 8, gpuInstanceId: 16, computeInstanceId: 20, usedGpuCcProtectedMemory: 24 },
 } as const satisfies Layout;
 /** The entries nvmlDeviceGetComputeRunningProcesses_v3 writes: one of the two. */
 export type ProcessInfoLayout = typeof PROCESS_INFO | typeof PROCESS_INFO_CC;
 /** nvmlEventData_t */
 export const EVENT_DATA = {
-  struct: 'nvmlEventData_t', size: 32,
+  struct: 'nvmlEventData_t',
+  size: 32,
   at: { device: 0, eventType: 8, eventData: 16, gpuInstanceId: 24, computeInstanceId: 28 },
 } as const satisfies Layout;
 /** nvmlSample_t: sampleValue is an 8-byte nvmlValue_t union. */
@@ -152,7 +223,20 @@ export const GPM_METRICS_GET = {
 } as const satisfies Layout;
 export const GPM_MAX_METRICS = 333;
 /** nvmlGpmMetric_t: { metricId; nvmlReturn; double value; metricInfo { char *shortName, *longName, *unit } } */
-export const GPM_METRIC_ENTRY = { struct: 'nvmlGpmMetric_t', size: 40, at: { metricId: 0, nvmlReturn: 4, value: 8, metricInfo: 16 } } as const satisfies Layout;
+export const GPM_METRIC_ENTRY = {
+  struct: 'nvmlGpmMetric_t',
+  size: 40,
+  at: { metricId: 0, nvmlReturn: 4, value: 8, metricInfo: 16 },
+} as const satisfies Layout;
 
 /** Every raw-buffer layout, for the header check. */
-export const LAYOUTS: readonly Layout[] = [FIELD_VALUE, PROCESS_INFO, PROCESS_INFO_CC, EVENT_DATA, SAMPLE, GPM_SUPPORT, GPM_METRICS_GET, GPM_METRIC_ENTRY];
+export const LAYOUTS: readonly Layout[] = [
+  FIELD_VALUE,
+  PROCESS_INFO,
+  PROCESS_INFO_CC,
+  EVENT_DATA,
+  SAMPLE,
+  GPM_SUPPORT,
+  GPM_METRICS_GET,
+  GPM_METRIC_ENTRY,
+];

@@ -15,7 +15,8 @@ import { createRequire } from 'node:module';
 import { NVML, PROCESS_INFO, PROCESS_INFO_CC, STRUCT_VERSION, type ProcessInfoLayout } from './abi.js';
 
 type Koffi = typeof import('koffi').default;
-/** koffi (a native addon, ~3 MB) is loaded with the library, not when the plugin's module is: a daemon or a CLI without NVIDIA GPUs never loads it. */
+/** koffi (a native addon, ~3 MB) is loaded with the library, not when the plugin's module is: a daemon or a CLI without NVIDIA GPUs never
+ * loads it. */
 let koffiModule: Koffi | undefined;
 const koffiLoaded = (): Koffi => (koffiModule ??= createRequire(import.meta.url)('koffi') as Koffi);
 
@@ -32,8 +33,19 @@ export function cString(b: Buffer): string {
   return b.toString('utf8', 0, z < 0 ? b.length : z);
 }
 
-export interface PciInfo { busId: string; domain: number; bus: number; device: number }
-export interface MemoryV2 { version: number; total: number; reserved: number; free: number; used: number }
+export interface PciInfo {
+  busId: string;
+  domain: number;
+  bus: number;
+  device: number;
+}
+export interface MemoryV2 {
+  version: number;
+  total: number;
+  reserved: number;
+  free: number;
+  used: number;
+}
 
 /** A symbol the binding looked up: required ones fail the load when missing, optional ones have a fallback or lose a feature. */
 export interface BoundSymbol {
@@ -127,8 +139,13 @@ function declareTypes(koffi: Koffi): void {
   koffi.pointer('nvmlEventSet_t', koffi.opaque());
   koffi.pointer('nvmlGpmSample_t', koffi.opaque());
   koffi.struct('nvmlPciInfo_t', {
-    busIdLegacy: koffi.array('char', 16, 'String'), domain: 'uint', bus: 'uint', device: 'uint',
-    pciDeviceId: 'uint', pciSubSystemId: 'uint', busId: koffi.array('char', 32, 'String'),
+    busIdLegacy: koffi.array('char', 16, 'String'),
+    domain: 'uint',
+    bus: 'uint',
+    device: 'uint',
+    pciDeviceId: 'uint',
+    pciSubSystemId: 'uint',
+    busId: koffi.array('char', 32, 'String'),
   });
   koffi.struct('nvmlUtilization_t', { gpu: 'uint', memory: 'uint' });
   koffi.struct('nvmlMemory_t', { total: 'uint64', free: 'uint64', used: 'uint64' });
@@ -166,7 +183,10 @@ export function loadNvml(path: string): NvmlBinding {
     try {
       f = lib.func(sig) as KoffiFn;
     } catch (e) {
-      if (required) throw new Error(`NVML library ${path} lacks ${name}, which l9gpu needs (${(e as Error).message}): not an NVML library, or one too old`);
+      if (required)
+        throw new Error(
+          `NVML library ${path} lacks ${name}, which l9gpu needs (${(e as Error).message}): not an NVML library, or one too old`,
+        );
     }
     symbols.push({ name, required, found: f !== undefined });
     return f;
@@ -177,7 +197,8 @@ export function loadNvml(path: string): NvmlBinding {
     return f && asyncCall(f);
   };
   const req = (sig: string): Call => asyncCall(bind(sig, true)!);
-  /** The first signature whose symbol exists (newer names first), else a call that answers FUNCTION_NOT_FOUND. Every one is looked up (and recorded). */
+  /** The first signature whose symbol exists (newer names first), else a call that answers FUNCTION_NOT_FOUND. Every one is looked up (and
+   * recorded). */
   const pick = (what: string, ...sigs: string[]): Call => {
     const found = sigs.map((sig) => [sig, maybe(sig)] as const).find(([, f]) => f);
     if (found) {
@@ -202,7 +223,9 @@ export function loadNvml(path: string): NvmlBinding {
     eventWait: maybe('int nvmlEventSetWait_v2(nvmlEventSet_t, void *, uint)'),
     eventSetFree: maybe('int nvmlEventSetFree(nvmlEventSet_t)'),
   };
-  const missingEvents = Object.entries(ev).filter(([, f]) => !f).map(([k]) => k);
+  const missingEvents = Object.entries(ev)
+    .filter(([, f]) => !f)
+    .map(([k]) => k);
   variants.events = missingEvents.length ? 'missing' : 'nvmlEventSetWait_v2';
   const gpm = {
     querySupport: maybe('int nvmlGpmQueryDeviceSupport(nvmlDevice_t, _Inout_ void *)'),
@@ -226,7 +249,8 @@ export function loadNvml(path: string): NvmlBinding {
   // nvmlDeviceGetRunningProcessDetailList. Neither is called: looked up only.
   const confCompute = maybeSync('int nvmlDeviceGetConfComputeMemSizeInfo(nvmlDevice_t, _Out_ void *)');
   const detailList = maybeSync('int nvmlDeviceGetRunningProcessDetailList(nvmlDevice_t, _Inout_ void *)');
-  const earlyR535 = variants.processes === 'nvmlDeviceGetComputeRunningProcesses_v3' && confCompute !== undefined && detailList === undefined;
+  const earlyR535 =
+    variants.processes === 'nvmlDeviceGetComputeRunningProcesses_v3' && confCompute !== undefined && detailList === undefined;
 
   return {
     path,
@@ -237,11 +261,20 @@ export function loadNvml(path: string): NvmlBinding {
     init: req('int nvmlInit_v2()') as () => Promise<number>,
     shutdown: req('int nvmlShutdown()') as () => Promise<number>,
     errorString: (r) => errorString(r) ?? `error ${r}`,
-    driverVersion: ((f: Fn2) => (out: Buffer) => f(out, out.length))(req('int nvmlSystemGetDriverVersion(_Out_ char *, uint)')),
+    driverVersion: (
+      (f: Fn2) => (out: Buffer) =>
+        f(out, out.length)
+    )(req('int nvmlSystemGetDriverVersion(_Out_ char *, uint)')),
     count: req('int nvmlDeviceGetCount_v2(_Out_ uint *)'),
     handleByIndex: req('int nvmlDeviceGetHandleByIndex_v2(uint, _Out_ nvmlDevice_t *)'),
-    uuid: ((f: Fn3) => (h: Handle, out: Buffer) => f(h, out, out.length))(req('int nvmlDeviceGetUUID(nvmlDevice_t, _Out_ char *, uint)')),
-    name: ((f: Fn3) => (h: Handle, out: Buffer) => f(h, out, out.length))(req('int nvmlDeviceGetName(nvmlDevice_t, _Out_ char *, uint)')),
+    uuid: (
+      (f: Fn3) => (h: Handle, out: Buffer) =>
+        f(h, out, out.length)
+    )(req('int nvmlDeviceGetUUID(nvmlDevice_t, _Out_ char *, uint)')),
+    name: (
+      (f: Fn3) => (h: Handle, out: Buffer) =>
+        f(h, out, out.length)
+    )(req('int nvmlDeviceGetName(nvmlDevice_t, _Out_ char *, uint)')),
     pciInfo: req('int nvmlDeviceGetPciInfo_v3(nvmlDevice_t, _Out_ nvmlPciInfo_t *)'),
     minor: req('int nvmlDeviceGetMinorNumber(nvmlDevice_t, _Out_ uint *)'),
     utilization: req('int nvmlDeviceGetUtilizationRates(nvmlDevice_t, _Out_ nvmlUtilization_t *)'),
@@ -271,7 +304,10 @@ export function loadNvml(path: string): NvmlBinding {
       'int nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t, _Out_ uint64 *)',
     ),
     eccTotal: req('int nvmlDeviceGetTotalEccErrors(nvmlDevice_t, int, int, _Out_ uint64 *)'),
-    remappedRows: pick('remappedRows', 'int nvmlDeviceGetRemappedRows(nvmlDevice_t, _Out_ uint *, _Out_ uint *, _Out_ uint *, _Out_ uint *)'),
+    remappedRows: pick(
+      'remappedRows',
+      'int nvmlDeviceGetRemappedRows(nvmlDevice_t, _Out_ uint *, _Out_ uint *, _Out_ uint *, _Out_ uint *)',
+    ),
     retiredPages: pick('retiredPages', 'int nvmlDeviceGetRetiredPages(nvmlDevice_t, int, _Inout_ uint *, void *)'),
     pcieThroughput: pick('pcieThroughput', 'int nvmlDeviceGetPcieThroughput(nvmlDevice_t, int, _Out_ uint *)'),
     pcieReplay: pick('pcieReplay', 'int nvmlDeviceGetPcieReplayCounter(nvmlDevice_t, _Out_ uint *)'),

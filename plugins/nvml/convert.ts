@@ -12,7 +12,6 @@ import { CLOCK_REASON, ENUM, EVENT_TYPE } from './abi.js';
 import { GPM_READ, type GpmKind, type GpmValues } from './gpm.js';
 import type { GpuSnapshot, Snapshot, XidEvent } from './snapshot.js';
 
-
 /**
  * Clock event reason bits -> throttle causes. Idle is not throttling.
  * power: SW power cap and HW power brake; thermal: SW and HW thermal
@@ -110,7 +109,8 @@ export class NvmlConverter {
       if (g.clockSmMhz !== undefined) out.add(GPU.clock, g.clockSmMhz, this.with(g, 'gpu.clock.type', 'sm'));
       if (g.clockMemMhz !== undefined) out.add(GPU.clock, g.clockMemMhz, this.with(g, 'gpu.clock.type', 'memory'));
       if (g.clockReasons !== undefined) {
-        for (const [cause, mask] of THROTTLE_CAUSES) out.add(GPU.throttle, g.clockReasons & mask ? 1 : 0, this.with(g, 'gpu.throttle.cause', cause));
+        for (const [cause, mask] of THROTTLE_CAUSES)
+          out.add(GPU.throttle, g.clockReasons & mask ? 1 : 0, this.with(g, 'gpu.throttle.cause', cause));
       }
       if (g.ecc) {
         const e = g.ecc;
@@ -128,7 +128,8 @@ export class NvmlConverter {
         out.add(GPU.remapPending, g.remapped.pending ? 1 : 0, a);
         out.add(GPU.remapFailed, g.remapped.failure ? 1 : 0, a);
       }
-      if (g.retiredSbe !== undefined) out.add(GPU.retired, g.retiredSbe, this.with(g, 'gpu.memory.retirement.cause', 'multiple_single_bit_ecc'));
+      if (g.retiredSbe !== undefined)
+        out.add(GPU.retired, g.retiredSbe, this.with(g, 'gpu.memory.retirement.cause', 'multiple_single_bit_ecc'));
       if (g.retiredDbe !== undefined) out.add(GPU.retired, g.retiredDbe, this.with(g, 'gpu.memory.retirement.cause', 'double_bit_ecc'));
       if (g.retiredPending !== undefined) out.add(GPU.retirePending, g.retiredPending ? 1 : 0, a);
       if (g.pcieTxKBs !== undefined) out.add(GPU.pcie, g.pcieTxKBs * KIB, this.with(g, 'network.io.direction', 'transmit'));
@@ -147,7 +148,10 @@ export class NvmlConverter {
         }
       }
       for (const mig of g.mig ?? []) {
-        const ma = gpuAttributes({ index: g.index, uuid: mig.uuid, model: mig.name, vendor: 'nvidia', pciBusId: g.pciBusId }, { parentUuid: g.uuid, gpuInstance: mig.gi, computeInstance: mig.ci });
+        const ma = gpuAttributes(
+          { index: g.index, uuid: mig.uuid, model: mig.name, vendor: 'nvidia', pciBusId: g.pciBusId },
+          { parentUuid: g.uuid, gpuInstance: mig.gi, computeInstance: mig.ci },
+        );
         if (mig.memUsed !== undefined) out.add(GPU.memUsed, mig.memUsed, ma);
         if (mig.memFree !== undefined) out.add(GPU.memFree, mig.memFree, ma);
         if (mig.memTotal !== undefined) out.add(GPU.memTotal, mig.memTotal, ma);
@@ -200,18 +204,34 @@ type Variant = (key: string, value: string) => Attributes;
  * counts as they are). PCIe MiB/s is not here: it feeds gpu.pcie.throughput (the sampler prefers it to the 20 ms reading).
  */
 const GPM_POINTS: readonly (readonly [keyof GpmValues, MetricDef, string?, string?])[] = [
-  ['graphics', GPU.engineActive], ['sm', GPU.smActive], ['smOccupancy', GPU.smOccupancy], ['tensor', GPU.tensorActive], ['dram', GPU.dramActive],
-  ['dfma', GPU.tensorPipeActive, 'gpu.tensor.pipe', 'dfma'], ['hmma', GPU.tensorPipeActive, 'gpu.tensor.pipe', 'hmma'],
-  ['imma', GPU.tensorPipeActive, 'gpu.tensor.pipe', 'imma'], ['dmma', GPU.tensorPipeActive, 'gpu.tensor.pipe', 'dmma'],
-  ['fp64', GPU.pipeActive, 'gpu.pipe', 'fp64'], ['fp32', GPU.pipeActive, 'gpu.pipe', 'fp32'], ['fp16', GPU.pipeActive, 'gpu.pipe', 'fp16'],
+  ['graphics', GPU.engineActive],
+  ['sm', GPU.smActive],
+  ['smOccupancy', GPU.smOccupancy],
+  ['tensor', GPU.tensorActive],
+  ['dram', GPU.dramActive],
+  ['dfma', GPU.tensorPipeActive, 'gpu.tensor.pipe', 'dfma'],
+  ['hmma', GPU.tensorPipeActive, 'gpu.tensor.pipe', 'hmma'],
+  ['imma', GPU.tensorPipeActive, 'gpu.tensor.pipe', 'imma'],
+  ['dmma', GPU.tensorPipeActive, 'gpu.tensor.pipe', 'dmma'],
+  ['fp64', GPU.pipeActive, 'gpu.pipe', 'fp64'],
+  ['fp32', GPU.pipeActive, 'gpu.pipe', 'fp32'],
+  ['fp16', GPU.pipeActive, 'gpu.pipe', 'fp16'],
   ['integer', GPU.pipeActive, 'gpu.pipe', 'integer'],
-  ['nvlinkTxMiBs', GPU.nvlink, 'network.io.direction', 'transmit'], ['nvlinkRxMiBs', GPU.nvlink, 'network.io.direction', 'receive'],
-  ['smCyclesElapsed', GPU.smCyclesElapsed], ['smCyclesActive', GPU.smCyclesActive], ['mmaCyclesActive', GPU.tensorCycles],
-  ['dfmaCyclesActive', GPU.tensorPipeCycles, 'gpu.tensor.pipe', 'dfma'], ['hmmaCyclesActive', GPU.tensorPipeCycles, 'gpu.tensor.pipe', 'hmma'],
-  ['immaCyclesActive', GPU.tensorPipeCycles, 'gpu.tensor.pipe', 'imma'], ['dmmaCyclesActive', GPU.tensorPipeCycles, 'gpu.tensor.pipe', 'dmma'],
-  ['fp64CyclesActive', GPU.pipeCycles, 'gpu.pipe', 'fp64'], ['fp32CyclesActive', GPU.pipeCycles, 'gpu.pipe', 'fp32'],
-  ['fp16CyclesActive', GPU.pipeCycles, 'gpu.pipe', 'fp16'], ['integerCyclesActive', GPU.pipeCycles, 'gpu.pipe', 'integer'],
-  ['pcieTxBytes', GPU.pcieIo, 'network.io.direction', 'transmit'], ['pcieRxBytes', GPU.pcieIo, 'network.io.direction', 'receive'],
+  ['nvlinkTxMiBs', GPU.nvlink, 'network.io.direction', 'transmit'],
+  ['nvlinkRxMiBs', GPU.nvlink, 'network.io.direction', 'receive'],
+  ['smCyclesElapsed', GPU.smCyclesElapsed],
+  ['smCyclesActive', GPU.smCyclesActive],
+  ['mmaCyclesActive', GPU.tensorCycles],
+  ['dfmaCyclesActive', GPU.tensorPipeCycles, 'gpu.tensor.pipe', 'dfma'],
+  ['hmmaCyclesActive', GPU.tensorPipeCycles, 'gpu.tensor.pipe', 'hmma'],
+  ['immaCyclesActive', GPU.tensorPipeCycles, 'gpu.tensor.pipe', 'imma'],
+  ['dmmaCyclesActive', GPU.tensorPipeCycles, 'gpu.tensor.pipe', 'dmma'],
+  ['fp64CyclesActive', GPU.pipeCycles, 'gpu.pipe', 'fp64'],
+  ['fp32CyclesActive', GPU.pipeCycles, 'gpu.pipe', 'fp32'],
+  ['fp16CyclesActive', GPU.pipeCycles, 'gpu.pipe', 'fp16'],
+  ['integerCyclesActive', GPU.pipeCycles, 'gpu.pipe', 'integer'],
+  ['pcieTxBytes', GPU.pcieIo, 'network.io.direction', 'transmit'],
+  ['pcieRxBytes', GPU.pcieIo, 'network.io.direction', 'receive'],
 ];
 const GPM_SCALE: Record<GpmKind, (v: number) => number> = { percent: (v) => v / 100, 'MiB/s': (v) => v * MIB, count: (v) => v };
 const GPM_KIND = new Map(GPM_READ.map(([key, , kind]) => [key, GPM_SCALE[kind]]));

@@ -18,14 +18,21 @@ export const FIELD_IDS: readonly number[] = Object.values(FIELD);
 /** An nvmlValue_t as its nvmlValueType_t says; NaN for a type this build does not know. */
 export function unionValue(b: Buffer, o: number, type: number): number {
   switch (type) {
-    case VALUE_TYPE.DOUBLE: return b.readDoubleLE(o);
-    case VALUE_TYPE.UNSIGNED_INT: return b.readUInt32LE(o);
+    case VALUE_TYPE.DOUBLE:
+      return b.readDoubleLE(o);
+    case VALUE_TYPE.UNSIGNED_INT:
+      return b.readUInt32LE(o);
     case VALUE_TYPE.UNSIGNED_LONG:
-    case VALUE_TYPE.UNSIGNED_LONG_LONG: return Number(b.readBigUInt64LE(o));
-    case VALUE_TYPE.SIGNED_LONG_LONG: return Number(b.readBigInt64LE(o));
-    case VALUE_TYPE.SIGNED_INT: return b.readInt32LE(o);
-    case VALUE_TYPE.UNSIGNED_SHORT: return b.readUInt16LE(o);
-    default: return NaN;
+    case VALUE_TYPE.UNSIGNED_LONG_LONG:
+      return Number(b.readBigUInt64LE(o));
+    case VALUE_TYPE.SIGNED_LONG_LONG:
+      return Number(b.readBigInt64LE(o));
+    case VALUE_TYPE.SIGNED_INT:
+      return b.readInt32LE(o);
+    case VALUE_TYPE.UNSIGNED_SHORT:
+      return b.readUInt16LE(o);
+    default:
+      return NaN;
   }
 }
 
@@ -35,7 +42,10 @@ export function fieldRequest(): Buffer {
   FIELD_IDS.forEach((id, i) => {
     b.writeUInt32LE(id, i * FIELD_VALUE.size + FIELD_VALUE.at.fieldId);
     // NVLink counters summed over every link; scope 0 elsewhere (for power: the GPU alone, not the module)
-    b.writeUInt32LE(id === FIELD.NVLINK_THROUGHPUT_DATA_TX || id === FIELD.NVLINK_THROUGHPUT_DATA_RX ? ALL_LINKS : 0, i * FIELD_VALUE.size + FIELD_VALUE.at.scopeId);
+    b.writeUInt32LE(
+      id === FIELD.NVLINK_THROUGHPUT_DATA_TX || id === FIELD.NVLINK_THROUGHPUT_DATA_RX ? ALL_LINKS : 0,
+      i * FIELD_VALUE.size + FIELD_VALUE.at.scopeId,
+    );
   });
   return b;
 }
@@ -58,10 +68,19 @@ export function fieldValues(b: Buffer, s: GpuSnapshot): Map<number, number> | un
     if (Number.isNaN(v)) continue; // a value type newer than this build
     got.set(FIELD_IDS[i]!, v);
     switch (FIELD_IDS[i]) {
-      case FIELD.MEMORY_TEMP: s.tempMemC = v; break;
-      case FIELD.NVLINK_THROUGHPUT_DATA_TX: s.nvlinkTxKiB = v; s.nvlinkTimestampUs = Number(b.readBigInt64LE(o + FIELD_VALUE.at.timestamp)); break;
-      case FIELD.NVLINK_THROUGHPUT_DATA_RX: s.nvlinkRxKiB = v; break;
-      case FIELD.RETIRED_PENDING: s.retiredPending = v; break;
+      case FIELD.MEMORY_TEMP:
+        s.tempMemC = v;
+        break;
+      case FIELD.NVLINK_THROUGHPUT_DATA_TX:
+        s.nvlinkTxKiB = v;
+        s.nvlinkTimestampUs = Number(b.readBigInt64LE(o + FIELD_VALUE.at.timestamp));
+        break;
+      case FIELD.NVLINK_THROUGHPUT_DATA_RX:
+        s.nvlinkRxKiB = v;
+        break;
+      case FIELD.RETIRED_PENDING:
+        s.retiredPending = v;
+        break;
     }
   }
   return got;
@@ -137,12 +156,21 @@ export const FIELD_READINGS: readonly FieldReading[] = [
   },
   {
     call: 'ecc',
-    fields: { ids: [FIELD.ECC_SBE_VOL_TOTAL, FIELD.ECC_DBE_VOL_TOTAL, FIELD.ECC_SBE_AGG_TOTAL, FIELD.ECC_DBE_AGG_TOTAL], into: (s, v) => void (s.ecc = { correctedVolatile: v[0], uncorrectedVolatile: v[1], correctedAggregate: v[2], uncorrectedAggregate: v[3] }) },
+    fields: {
+      ids: [FIELD.ECC_SBE_VOL_TOTAL, FIELD.ECC_DBE_VOL_TOTAL, FIELD.ECC_SBE_AGG_TOTAL, FIELD.ECC_DBE_AGG_TOTAL],
+      into: (s, v) =>
+        void (s.ecc = { correctedVolatile: v[0], uncorrectedVolatile: v[1], correctedAggregate: v[2], uncorrectedAggregate: v[3] }),
+    },
     own: async (c, s) => {
       const ecc: NonNullable<GpuSnapshot['ecc']> = {};
       const big: [number | bigint] = [0];
       const { MEMORY_ERROR_TYPE_CORRECTED: C, MEMORY_ERROR_TYPE_UNCORRECTED: U, VOLATILE_ECC: V, AGGREGATE_ECC: A } = ENUM;
-      const names = [['correctedVolatile', C, V], ['uncorrectedVolatile', U, V], ['correctedAggregate', C, A], ['uncorrectedAggregate', U, A]] as const;
+      const names = [
+        ['correctedVolatile', C, V],
+        ['uncorrectedVolatile', U, V],
+        ['correctedAggregate', C, A],
+        ['uncorrectedAggregate', U, A],
+      ] as const;
       let any = false;
       for (const [k, type, counter] of names) {
         if (c.answered(await c.nvml.eccTotal(c.handle, type, counter, big))) {
@@ -155,10 +183,17 @@ export const FIELD_READINGS: readonly FieldReading[] = [
   },
   {
     call: 'remapped rows',
-    fields: { ids: [FIELD.REMAPPED_COR, FIELD.REMAPPED_UNC, FIELD.REMAPPED_PENDING, FIELD.REMAPPED_FAILURE], into: (s, v) => void (s.remapped = { corrected: v[0]!, uncorrected: v[1]!, pending: v[2]!, failure: v[3]! }) },
+    fields: {
+      ids: [FIELD.REMAPPED_COR, FIELD.REMAPPED_UNC, FIELD.REMAPPED_PENDING, FIELD.REMAPPED_FAILURE],
+      into: (s, v) => void (s.remapped = { corrected: v[0]!, uncorrected: v[1]!, pending: v[2]!, failure: v[3]! }),
+    },
     own: async (c, s) => {
-      const co: [number] = [0], un: [number] = [0], p: [number] = [0], fl: [number] = [0];
-      if (c.answered(await c.nvml.remappedRows(c.handle, co, un, p, fl))) s.remapped = { corrected: co[0], uncorrected: un[0], pending: p[0], failure: fl[0] };
+      const co: [number] = [0],
+        un: [number] = [0],
+        p: [number] = [0],
+        fl: [number] = [0];
+      if (c.answered(await c.nvml.remappedRows(c.handle, co, un, p, fl)))
+        s.remapped = { corrected: co[0], uncorrected: un[0], pending: p[0], failure: fl[0] };
     },
   },
   {

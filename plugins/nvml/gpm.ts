@@ -66,18 +66,36 @@ const M = GPM_METRIC;
  * lies inside the range it computes (its table has no counters for it), and what it would answer is not documented.
  */
 export const GPM_READ: readonly (readonly [keyof GpmValues, number, GpmKind, number?])[] = [
-  ['graphics', M.GRAPHICS_UTIL, 'percent'], ['sm', M.SM_UTIL, 'percent'], ['smOccupancy', M.SM_OCCUPANCY, 'percent'],
-  ['integer', M.INTEGER_UTIL, 'percent'], ['tensor', M.ANY_TENSOR_UTIL, 'percent'], ['dfma', M.DFMA_TENSOR_UTIL, 'percent'],
-  ['hmma', M.HMMA_TENSOR_UTIL, 'percent'], ['dmma', M.DMMA_TENSOR_UTIL, 'percent', 595], ['imma', M.IMMA_TENSOR_UTIL, 'percent'],
-  ['dram', M.DRAM_BW_UTIL, 'percent'], ['fp64', M.FP64_UTIL, 'percent'], ['fp32', M.FP32_UTIL, 'percent'], ['fp16', M.FP16_UTIL, 'percent'],
-  ['pcieTxMiBs', M.PCIE_TX_PER_SEC, 'MiB/s'], ['pcieRxMiBs', M.PCIE_RX_PER_SEC, 'MiB/s'],
-  ['nvlinkRxMiBs', M.NVLINK_TOTAL_RX_PER_SEC, 'MiB/s'], ['nvlinkTxMiBs', M.NVLINK_TOTAL_TX_PER_SEC, 'MiB/s'],
-  ['smCyclesElapsed', M.SM_CYCLES_ELAPSED, 'count', 595], ['smCyclesActive', M.SM_CYCLES_ACTIVE, 'count', 595],
-  ['mmaCyclesActive', M.MMA_CYCLES_ACTIVE, 'count', 595], ['dmmaCyclesActive', M.DMMA_CYCLES_ACTIVE, 'count', 595],
-  ['hmmaCyclesActive', M.HMMA_CYCLES_ACTIVE, 'count', 595], ['immaCyclesActive', M.IMMA_CYCLES_ACTIVE, 'count', 595],
-  ['dfmaCyclesActive', M.DFMA_CYCLES_ACTIVE, 'count', 595], ['pcieTxBytes', M.PCIE_TX, 'count', 595], ['pcieRxBytes', M.PCIE_RX, 'count', 595],
-  ['integerCyclesActive', M.INTEGER_CYCLES_ACTIVE, 'count', 595], ['fp64CyclesActive', M.FP64_CYCLES_ACTIVE, 'count', 595],
-  ['fp32CyclesActive', M.FP32_CYCLES_ACTIVE, 'count', 595], ['fp16CyclesActive', M.FP16_CYCLES_ACTIVE, 'count', 595],
+  ['graphics', M.GRAPHICS_UTIL, 'percent'],
+  ['sm', M.SM_UTIL, 'percent'],
+  ['smOccupancy', M.SM_OCCUPANCY, 'percent'],
+  ['integer', M.INTEGER_UTIL, 'percent'],
+  ['tensor', M.ANY_TENSOR_UTIL, 'percent'],
+  ['dfma', M.DFMA_TENSOR_UTIL, 'percent'],
+  ['hmma', M.HMMA_TENSOR_UTIL, 'percent'],
+  ['dmma', M.DMMA_TENSOR_UTIL, 'percent', 595],
+  ['imma', M.IMMA_TENSOR_UTIL, 'percent'],
+  ['dram', M.DRAM_BW_UTIL, 'percent'],
+  ['fp64', M.FP64_UTIL, 'percent'],
+  ['fp32', M.FP32_UTIL, 'percent'],
+  ['fp16', M.FP16_UTIL, 'percent'],
+  ['pcieTxMiBs', M.PCIE_TX_PER_SEC, 'MiB/s'],
+  ['pcieRxMiBs', M.PCIE_RX_PER_SEC, 'MiB/s'],
+  ['nvlinkRxMiBs', M.NVLINK_TOTAL_RX_PER_SEC, 'MiB/s'],
+  ['nvlinkTxMiBs', M.NVLINK_TOTAL_TX_PER_SEC, 'MiB/s'],
+  ['smCyclesElapsed', M.SM_CYCLES_ELAPSED, 'count', 595],
+  ['smCyclesActive', M.SM_CYCLES_ACTIVE, 'count', 595],
+  ['mmaCyclesActive', M.MMA_CYCLES_ACTIVE, 'count', 595],
+  ['dmmaCyclesActive', M.DMMA_CYCLES_ACTIVE, 'count', 595],
+  ['hmmaCyclesActive', M.HMMA_CYCLES_ACTIVE, 'count', 595],
+  ['immaCyclesActive', M.IMMA_CYCLES_ACTIVE, 'count', 595],
+  ['dfmaCyclesActive', M.DFMA_CYCLES_ACTIVE, 'count', 595],
+  ['pcieTxBytes', M.PCIE_TX, 'count', 595],
+  ['pcieRxBytes', M.PCIE_RX, 'count', 595],
+  ['integerCyclesActive', M.INTEGER_CYCLES_ACTIVE, 'count', 595],
+  ['fp64CyclesActive', M.FP64_CYCLES_ACTIVE, 'count', 595],
+  ['fp32CyclesActive', M.FP32_CYCLES_ACTIVE, 'count', 595],
+  ['fp16CyclesActive', M.FP16_CYCLES_ACTIVE, 'count', 595],
 ];
 
 /** The metrics a driver's nvml.h has, by its version ("550.54.15": branch 550); an unknown version: the oldest set. */
@@ -131,7 +149,11 @@ export class GpmReader {
    * minWindowMs: GPM_MIN_WINDOW_MS; the benchmark sets 0 to measure a full read every call.
    * only: the metrics to read of those the driver has (default: all; the benchmark's baseline asks for fewer).
    */
-  constructor(private readonly api: NvmlGpm, private readonly minWindowMs = GPM_MIN_WINDOW_MS, private readonly only?: readonly (keyof GpmValues)[]) {
+  constructor(
+    private readonly api: NvmlGpm,
+    private readonly minWindowMs = GPM_MIN_WINDOW_MS,
+    private readonly only?: readonly (keyof GpmValues)[],
+  ) {
     this.setDriver('');
   }
 

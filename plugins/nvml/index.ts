@@ -16,7 +16,6 @@ import { NvmlSession } from './session.js';
 import { NvmlConverter } from './convert.js';
 import type { Snapshot } from './snapshot.js';
 
-
 export interface NvmlOptions {
   library: string;
   processes: boolean;
@@ -36,7 +35,10 @@ class NvmlPlugin implements Plugin {
   /** Latest snapshot, for `l9gpu gpus` (processes, MIG children). */
   last: Snapshot | undefined;
 
-  constructor(opts: NvmlOptions, private readonly ctx: PluginContext) {
+  constructor(
+    opts: NvmlOptions,
+    private readonly ctx: PluginContext,
+  ) {
     this.client = new NvmlSession({ ...opts, oneShot: ctx.oneShot }, ctx.log, (e) => {
       this.converter.addEvent(e);
       if (e.eventType & EVENT_TYPE.XidCriticalError) ctx.log.warn('Xid error', { gpu: e.uuid, xid: e.data });
@@ -78,7 +80,15 @@ const LOSES: Record<string, string> = {
  * nobody can tell short of dlopen().
  */
 function loaderFinds(name: string, env: NodeJS.ProcessEnv): string | undefined | null {
-  const dirs = [...(env.LD_LIBRARY_PATH ?? '').split(':').filter(Boolean), '/lib', '/usr/lib', '/lib64', '/usr/lib64', `/lib/${MULTIARCH}`, `/usr/lib/${MULTIARCH}`];
+  const dirs = [
+    ...(env.LD_LIBRARY_PATH ?? '').split(':').filter(Boolean),
+    '/lib',
+    '/usr/lib',
+    '/lib64',
+    '/usr/lib64',
+    `/lib/${MULTIARCH}`,
+    `/usr/lib/${MULTIARCH}`,
+  ];
   const dir = dirs.find((d) => existsSync(join(d, name)));
   if (dir) return dir;
   try {
@@ -109,10 +119,19 @@ const MULTIARCH = `${process.arch === 'arm64' ? 'aarch64' : process.arch === 'pp
 export async function probeNvml(opts: NvmlOptions): Promise<ProbeResult> {
   if (opts.library.includes('/') && !existsSync(opts.library)) return { ok: false, detail: `${opts.library} not found` };
   if (!opts.library.includes('/') && !loaderMayFind(opts.library)) {
-    return { ok: false, detail: `${opts.library} not found by the dynamic loader (LD_LIBRARY_PATH, /etc/ld.so.cache, /usr/lib): no NVIDIA driver ([nvml] library or L9GPU_NVML_LIBRARY)` };
+    return {
+      ok: false,
+      detail:
+        `${opts.library} not found by the dynamic loader (LD_LIBRARY_PATH, /etc/ld.so.cache, ` +
+        `/usr/lib): no NVIDIA driver ([nvml] library or L9GPU_NVML_LIBRARY)`,
+    };
   }
   // the probe's notes (NOT_SUPPORTED fields...) are the daemon's business, not doctor's
-  const client = new NvmlSession({ ...opts, events: false, oneShot: true }, createLogger('error', () => {}), () => {});
+  const client = new NvmlSession(
+    { ...opts, events: false, oneShot: true },
+    createLogger('error', () => {}),
+    () => {},
+  );
   const ac = new AbortController();
   const t = setTimeout(() => ac.abort(), 5000);
   try {
@@ -120,7 +139,13 @@ export async function probeNvml(opts: NvmlOptions): Promise<ProbeResult> {
     const lost = s.gpus.filter((g) => g.lost).length;
     // a lost GPU is when monitoring matters most: NVML that loads and sees a GPU is on, the lost one reported as lost
     const lacks = (s.missing ?? []).map((k) => (LOSES[k] ? `${k} (${LOSES[k]})` : k));
-    return { ok: s.gpus.length > 0, gpus: s.gpus.length, detail: `driver ${s.driverVersion}, ${s.gpus.length} GPU(s)${lost ? `, ${lost} lost` : ''} via ${opts.library}${lacks.length ? `; this library lacks ${lacks.join(', ')}` : ''}` };
+    return {
+      ok: s.gpus.length > 0,
+      gpus: s.gpus.length,
+      detail:
+        `driver ${s.driverVersion}, ${s.gpus.length} GPU(s)${lost ? `, ${lost} lost` : ''} via ` +
+        `${opts.library}${lacks.length ? `; this library lacks ${lacks.join(', ')}` : ''}`,
+    };
   } catch (e) {
     return { ok: false, detail: (e as Error).message };
   } finally {
@@ -132,7 +157,53 @@ export async function probeNvml(opts: NvmlOptions): Promise<ProbeResult> {
 export const nvmlPlugin: PluginManifest = {
   name: 'nvml',
   reportsGpus: true,
-  metrics: [GPU.clock, GPU.ecc, GPU.energy, GPU.fan, GPU.info, GPU.link, GPU.linkIo, GPU.lost, GPU.memFree, GPU.memReserved, GPU.memTotal, GPU.memUsed, GPU.memUtil, GPU.pcie, GPU.power, GPU.powerLimit, GPU.powerMax, GPU.procCount, GPU.procMem, GPU.engineActive, GPU.smActive, GPU.smOccupancy, GPU.tensorActive, GPU.dramActive, GPU.tensorPipeActive, GPU.pipeActive, GPU.nvlink, GPU.smCyclesElapsed, GPU.smCyclesActive, GPU.tensorCycles, GPU.tensorPipeCycles, GPU.pipeCycles, GPU.pcieIo, GPU.pstate, GPU.remapFailed, GPU.remapPending, GPU.remapped, GPU.replays, GPU.retirePending, GPU.retired, GPU.temp, GPU.throttle, GPU.util, GPU.utilMax, GPU.xid].map((d) => d.name),
+  metrics: [
+    GPU.clock,
+    GPU.ecc,
+    GPU.energy,
+    GPU.fan,
+    GPU.info,
+    GPU.link,
+    GPU.linkIo,
+    GPU.lost,
+    GPU.memFree,
+    GPU.memReserved,
+    GPU.memTotal,
+    GPU.memUsed,
+    GPU.memUtil,
+    GPU.pcie,
+    GPU.power,
+    GPU.powerLimit,
+    GPU.powerMax,
+    GPU.procCount,
+    GPU.procMem,
+    GPU.engineActive,
+    GPU.smActive,
+    GPU.smOccupancy,
+    GPU.tensorActive,
+    GPU.dramActive,
+    GPU.tensorPipeActive,
+    GPU.pipeActive,
+    GPU.nvlink,
+    GPU.smCyclesElapsed,
+    GPU.smCyclesActive,
+    GPU.tensorCycles,
+    GPU.tensorPipeCycles,
+    GPU.pipeCycles,
+    GPU.pcieIo,
+    GPU.pstate,
+    GPU.remapFailed,
+    GPU.remapPending,
+    GPU.remapped,
+    GPU.replays,
+    GPU.retirePending,
+    GPU.retired,
+    GPU.temp,
+    GPU.throttle,
+    GPU.util,
+    GPU.utilMax,
+    GPU.xid,
+  ].map((d) => d.name),
   auto: 'detect',
   hardware: { vendor: 'nvidia', installed: (ctx) => nvmlInstalled(nvmlOptions(ctx).library) },
   description: 'NVIDIA GPUs through NVML (libnvidia-ml.so.1, bound with koffi)',

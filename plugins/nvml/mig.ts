@@ -21,7 +21,13 @@ export interface MigInstance {
  * `answered` is the sampler's check of a MIG call's answer (said once, lost
  * thrown); `idBuf` holds a UUID or a name.
  */
-export async function enumerateMig(nvml: NvmlBinding, parent: Handle, parentName: string, idBuf: Buffer, answered: (r: number) => boolean): Promise<MigInstance[] | undefined> {
+export async function enumerateMig(
+  nvml: NvmlBinding,
+  parent: Handle,
+  parentName: string,
+  idBuf: Buffer,
+  answered: (r: number) => boolean,
+): Promise<MigInstance[] | undefined> {
   const max: [number] = [0];
   if (!answered(await nvml.maxMigCount(parent, max))) return undefined;
   const migs: MigInstance[] = [];
@@ -31,11 +37,17 @@ export async function enumerateMig(nvml: NvmlBinding, parent: Handle, parentName
     if (r === NVML.NOT_FOUND) continue; // empty slot
     if (!answered(r)) continue;
     const h = mh[0]!;
-    if (await nvml.uuid(h, idBuf) !== NVML.SUCCESS) continue;
-    const m: MigInstance = { handle: h, uuid: cString(idBuf), name: await nvml.name(h, idBuf) === NVML.SUCCESS ? cString(idBuf) : parentName, gi: 0, ci: 0 };
+    if ((await nvml.uuid(h, idBuf)) !== NVML.SUCCESS) continue;
+    const m: MigInstance = {
+      handle: h,
+      uuid: cString(idBuf),
+      name: (await nvml.name(h, idBuf)) === NVML.SUCCESS ? cString(idBuf) : parentName,
+      gi: 0,
+      ci: 0,
+    };
     const id: [number] = [0];
-    if (await nvml.gpuInstanceId(h, id) === NVML.SUCCESS) m.gi = id[0];
-    if (await nvml.computeInstanceId(h, id) === NVML.SUCCESS) m.ci = id[0];
+    if ((await nvml.gpuInstanceId(h, id)) === NVML.SUCCESS) m.gi = id[0];
+    if ((await nvml.computeInstanceId(h, id)) === NVML.SUCCESS) m.ci = id[0];
     migs.push(m);
   }
   return migs;

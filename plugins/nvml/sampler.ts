@@ -72,7 +72,13 @@ export class Sampler {
    * stateIntervalMs: how often a GPU's state (MIG mode, clocks that follow the performance state, fan) is read ([nvml] state_interval).
    * gpmOnly: the GPM metrics to read, of those the driver has (default: all); the benchmark's baseline reads the seven of before issue 33.
    */
-  constructor(private readonly nvml: NvmlBinding, private readonly withProcesses: boolean, gpmMinWindowMs: number | undefined, private readonly stateIntervalMs: number, gpmOnly?: readonly (keyof GpmValues)[]) {
+  constructor(
+    private readonly nvml: NvmlBinding,
+    private readonly withProcesses: boolean,
+    gpmMinWindowMs: number | undefined,
+    private readonly stateIntervalMs: number,
+    gpmOnly?: readonly (keyof GpmValues)[],
+  ) {
     this.gpm = nvml.gpm && new GpmReader(nvml.gpm, gpmMinWindowMs, gpmOnly);
     this.procBuf = Buffer.alloc(16 * nvml.processInfo.size);
   }
@@ -86,7 +92,7 @@ export class Sampler {
   async enumerate(): Promise<void> {
     const n = this.nvml;
     const v = Buffer.alloc(BUFFER_SIZE.SYSTEM_DRIVER_VERSION);
-    this.driverVersion = await n.driverVersion(v) === NVML.SUCCESS ? cString(v) : '';
+    this.driverVersion = (await n.driverVersion(v)) === NVML.SUCCESS ? cString(v) : '';
     this.gpm?.setDriver(this.driverVersion);
     const count: [number] = [0];
     const r = await n.count(count);
@@ -108,17 +114,29 @@ export class Sampler {
         continue;
       }
       const handle = h[0]!;
-      const gpu: Gpu = { index: i, handle, uuid: '', name: '', pciBusId: '', unsupported: new Set(), reprobeAt: monoNow() + REPROBE_MS, stateAt: 0, state: {}, lastSample: new Map(), said: new Set() };
-      if (await n.uuid(handle, this.idBuf) === NVML.SUCCESS) gpu.uuid = cString(this.idBuf);
+      const gpu: Gpu = {
+        index: i,
+        handle,
+        uuid: '',
+        name: '',
+        pciBusId: '',
+        unsupported: new Set(),
+        reprobeAt: monoNow() + REPROBE_MS,
+        stateAt: 0,
+        state: {},
+        lastSample: new Map(),
+        said: new Set(),
+      };
+      if ((await n.uuid(handle, this.idBuf)) === NVML.SUCCESS) gpu.uuid = cString(this.idBuf);
       if (!gpu.uuid) {
         this.note('warn', `GPU ${i}: no UUID: not sampled (every metric is keyed by UUID)`);
         continue;
       }
-      if (await n.name(handle, this.idBuf) === NVML.SUCCESS) gpu.name = cString(this.idBuf);
+      if ((await n.name(handle, this.idBuf)) === NVML.SUCCESS) gpu.name = cString(this.idBuf);
       const pci: { busId?: string } = {};
-      if (await n.pciInfo(handle, pci) === NVML.SUCCESS) gpu.pciBusId = normalizePciBusId(pci.busId ?? '');
+      if ((await n.pciInfo(handle, pci)) === NVML.SUCCESS) gpu.pciBusId = normalizePciBusId(pci.busId ?? '');
       const minor: [number] = [0];
-      if (await n.minor(handle, minor) === NVML.SUCCESS) gpu.minor = minor[0];
+      if ((await n.minor(handle, minor)) === NVML.SUCCESS) gpu.minor = minor[0];
       this.gpus.push(gpu);
     }
   }
@@ -153,7 +171,13 @@ export class Sampler {
     const out: GpuSnapshot[] = [];
     let anyLost = false;
     for (const g of this.gpus) {
-      const s: GpuSnapshot = { index: g.index, uuid: g.uuid, name: g.name, pciBusId: g.pciBusId, ...(g.minor !== undefined ? { minor: g.minor } : {}) };
+      const s: GpuSnapshot = {
+        index: g.index,
+        uuid: g.uuid,
+        name: g.name,
+        pciBusId: g.pciBusId,
+        ...(g.minor !== undefined ? { minor: g.minor } : {}),
+      };
       try {
         if (g.lost) throw new GpuLost();
         await this.read(g, s);
@@ -161,7 +185,11 @@ export class Sampler {
       } catch (e) {
         if (!(e instanceof GpuLost)) throw e;
         anyLost = true;
-        if (!this.lostSeen.has(g.uuid)) this.note('error', `GPU ${g.index} (${g.uuid}) is lost (NVML_ERROR_GPU_IS_LOST): check \`dmesg\` for Xid 79; NVML will be re-initialised`);
+        if (!this.lostSeen.has(g.uuid))
+          this.note(
+            'error',
+            `GPU ${g.index} (${g.uuid}) is lost (NVML_ERROR_GPU_IS_LOST): check \`dmesg\` for Xid 79; NVML will be re-initialised`,
+          );
         this.lostSeen.add(g.uuid);
         out.push({ index: g.index, uuid: g.uuid, name: g.name, pciBusId: g.pciBusId, lost: true });
         continue;
@@ -189,7 +217,12 @@ export class Sampler {
       if (!g.said.has(key)) {
         g.said.add(key);
         const why = what === GPM_CALL ? ' (GPM needs a Hopper or later GPU)' : g.migMode === 1 ? ' while MIG mode is on' : '';
-        this.note('info', `GPU ${g.index} (${g.uuid}): ${what} ${r === NVML.NOT_SUPPORTED ? `is not supported${why}` : 'is missing from this NVML library'}: not read until MIG mode changes (tried again every ${REPROBE_MS / 60_000} minutes)`);
+        this.note(
+          'info',
+          `GPU ${g.index} (${g.uuid}): ${what} ${
+            r === NVML.NOT_SUPPORTED ? `is not ` + `supported${why}` : 'is missing from this NVML library'
+          }: ` + `not read until MIG mode changes (tried again every ${REPROBE_MS / 60_000} minutes)`,
+        );
       }
       return false;
     }
@@ -251,7 +284,11 @@ export class Sampler {
     for (const r of FIELD_READINGS) {
       if (r.when && !r.when(s)) continue;
       const ids = r.fields?.ids;
-      if (f && ids && ids.every((id) => f.has(id))) r.fields!.into(s, ids.map((id) => f.get(id)!));
+      if (f && ids && ids.every((id) => f.has(id)))
+        r.fields!.into(
+          s,
+          ids.map((id) => f.get(id)!),
+        );
       else if (!skip.has(r.call)) await r.own(this.ownCall(g, r.call), s);
     }
     if (fresh) await this.readState(g);
@@ -301,7 +338,11 @@ export class Sampler {
           const key = `shared-gi:${gi}`;
           if (!g.said.has(key)) {
             g.said.add(key);
-            this.note('info', `GPU ${g.index} (${g.uuid}): GPU instance ${gi} holds ${members.length} compute instances: NVML counts activity (GPM) by GPU instance only, so they get no utilization of their own`);
+            this.note(
+              'info',
+              `GPU ${g.index} (${g.uuid}): GPU instance ${gi} holds ${members.length} compute instances: ` +
+                `NVML counts activity (GPM) by GPU instance only, so they get no utilization of their own`,
+            );
           }
           continue;
         }
@@ -413,7 +454,8 @@ export class Sampler {
   private async readMig(g: Gpu, s: GpuSnapshot, fresh: boolean): Promise<void> {
     const n = this.nvml;
     if (fresh || g.migMode === undefined) {
-      const cur: [number] = [0], pend: [number] = [0];
+      const cur: [number] = [0],
+        pend: [number] = [0];
       if (!this.answered(g, 'mig', await n.migMode(g.handle, cur, pend))) return;
       if (g.migMode !== undefined && g.migMode !== cur[0]) {
         // MIG on: device utilization and remapped rows go NOT_SUPPORTED; MIG off: they come back. Next tick tries all.
@@ -438,7 +480,13 @@ export class Sampler {
         g.migs = undefined;
         g.stateAt = 0;
       }
-      s.mig.push({ uuid: m.uuid, name: m.name, gi: m.gi, ci: m.ci, ...(r === NVML.SUCCESS ? { memTotal: mem.total, memUsed: mem.used, memFree: mem.free } : {}) });
+      s.mig.push({
+        uuid: m.uuid,
+        name: m.name,
+        gi: m.gi,
+        ci: m.ci,
+        ...(r === NVML.SUCCESS ? { memTotal: mem.total, memUsed: mem.used, memFree: mem.free } : {}),
+      });
     }
   }
 
@@ -453,7 +501,8 @@ export class Sampler {
     const skip = g.unsupported;
     const u1: [number] = [0];
     const st: Gpu['state'] = {};
-    if (!skip.has('graphics clock') && this.answered(g, 'graphics clock', await n.clock(h, CLOCK.GRAPHICS, u1))) st.clockGraphicsMhz = u1[0];
+    if (!skip.has('graphics clock') && this.answered(g, 'graphics clock', await n.clock(h, CLOCK.GRAPHICS, u1)))
+      st.clockGraphicsMhz = u1[0];
     if (!skip.has('memory clock') && this.answered(g, 'memory clock', await n.clock(h, CLOCK.MEM, u1))) st.clockMemMhz = u1[0];
     if (!skip.has('fan speed') && this.answered(g, 'fan speed', await n.fanSpeed(h, u1))) st.fanPct = u1[0];
     if (!skip.has('performance state') && this.answered(g, 'performance state', await n.pstate(h, u1))) st.pstate = u1[0];

@@ -64,9 +64,15 @@ interface EventSet {
  * ("Driver Not Loaded") leaves an admin to guess.
  */
 const INIT_ADVICE: Partial<Record<number, string>> = {
-  [NVML.DRIVER_NOT_LOADED]: "NVML couldn't communicate with the NVIDIA driver. Make sure that the NVIDIA driver is installed and loaded (lsmod | grep nvidia; modprobe nvidia; dmesg | grep -i nvrm)",
-  [NVML.NO_PERMISSION]: `uid ${process.getuid?.()} may not open the NVIDIA device files: check the permissions of /dev/nvidiactl and /dev/nvidia*, or run the daemon as root`,
-  [NVML.LIB_RM_VERSION_MISMATCH]: 'the NVIDIA kernel module loaded is of another driver version than this NVML library (a driver upgrade without a reboot): reboot, or unload and reload the nvidia kernel modules',
+  [NVML.DRIVER_NOT_LOADED]:
+    "NVML couldn't communicate with the NVIDIA driver. Make sure that the NVIDIA driver is " +
+    'installed and loaded (lsmod | grep nvidia; modprobe nvidia; dmesg | grep -i nvrm)',
+  [NVML.NO_PERMISSION]:
+    `uid ${process.getuid?.()} may not open the NVIDIA device files: check the permissions of ` +
+    `/dev/nvidiactl and /dev/nvidia*, or run the daemon as root`,
+  [NVML.LIB_RM_VERSION_MISMATCH]:
+    'the NVIDIA kernel module loaded is of another driver version than this NVML library (a ' +
+    'driver upgrade without a reboot): reboot, or unload and reload the nvidia kernel modules',
 };
 
 export class NvmlSession {
@@ -104,7 +110,13 @@ export class NvmlSession {
     if (this.closed) return Promise.reject(new Error('NVML session closed'));
     if (this.inFlight) {
       // the same words every tick: the pipeline says a failure once, not once a tick
-      return Promise.reject(new Error(`NVML has not answered the previous sample's calls (a call blocked in the driver since ${new Date(this.inFlightSince).toISOString()}): no new calls until it does`));
+      return Promise.reject(
+        new Error(
+          `NVML has not answered the previous sample's calls (a call blocked in the driver since ` +
+            `${new Date(this.inFlightSince).toISOString()}): ` +
+            `no new calls until it does`,
+        ),
+      );
     }
     this.inFlightSince = Date.now();
     const work = this.sampleNow();
@@ -168,7 +180,9 @@ export class NvmlSession {
       const r = await nvml.init();
       if (r !== NVML.SUCCESS) throw new Error(`nvmlInit_v2: ${nvml.errorString(r)} (${r})${INIT_ADVICE[r] ? `: ${INIT_ADVICE[r]}` : ''}`);
       const sampler = (this.sampler ??= new Sampler(nvml, this.opts.processes, undefined, this.opts.stateInterval * 1000));
-      this.missing = Object.entries(nvml.variants).filter(([, v]) => v === 'missing').map(([k]) => k);
+      this.missing = Object.entries(nvml.variants)
+        .filter(([, v]) => v === 'missing')
+        .map(([k]) => k);
       try {
         await sampler.enumerate();
       } catch (e) {
@@ -177,13 +191,20 @@ export class NvmlSession {
       }
       this.initialized = true;
       this.backoff = 1000;
-      sampler.note('info', `NVML initialised: driver ${sampler.driverVersion}, ${sampler.gpuCount} GPU(s), library ${nvml.path} (${Object.entries(nvml.variants).filter(([, v]) => v !== 'missing').length} optional entry points${nvml.processInfo.size === PROCESS_INFO_CC.size ? '; an early R535 library: its 32-byte process entries are read as such' : ''})`);
+      sampler.note(
+        'info',
+        `NVML initialised: driver ${sampler.driverVersion}, ${sampler.gpuCount} GPU(s), library ${nvml.path} ` +
+          `(${Object.entries(nvml.variants).filter(([, v]) => v !== 'missing').length} optional entry ` +
+          `points${nvml.processInfo.size === PROCESS_INFO_CC.size ? '; an early R535 library: its 32-byte process entries are read as such' : ''})`,
+      );
       if (this.lastError) sampler.note('info', 'NVML is back');
       this.lastError = '';
       if (this.opts.events) await this.startEvents();
     } catch (e) {
       // a one-shot has no next try to promise
-      this.lastError = this.opts.oneShot ? (e as Error).message : `${(e as Error).message} (tried again with a backoff, 1 s doubling to ${BACKOFF_MAX_MS / 1000} s)`;
+      this.lastError = this.opts.oneShot
+        ? (e as Error).message
+        : `${(e as Error).message} (tried again with a backoff, 1 s doubling to ${BACKOFF_MAX_MS / 1000} s)`;
       this.nextTry = monoNow() + this.backoff;
       this.backoff = Math.min(BACKOFF_MAX_MS, this.backoff * 2);
       throw new Error(this.lastError);
@@ -215,7 +236,13 @@ export class NvmlSession {
     const n = nvml.events;
     if (!n) {
       // an NVML without the event calls still samples every GPU: only Xid counting is off
-      if (!this.saidNoEvents) sampler.note('warn', `this NVML library lacks nvmlEventSetCreate/nvmlDeviceRegisterEvents/nvmlEventSetWait_v2/nvmlEventSetFree: Xid errors will not be counted`);
+      if (!this.saidNoEvents)
+        sampler.note(
+          'warn',
+          `this NVML library lacks ` +
+            `nvmlEventSetCreate/nvmlDeviceRegisterEvents/nvmlEventSetWait_v2/nvmlEventSetFree: Xid ` +
+            `errors will not be counted`,
+        );
       this.saidNoEvents = true;
       return;
     }
@@ -230,7 +257,11 @@ export class NvmlSession {
       // the Xids (a degrading HBM stack raises corrected errors by the thousand) past what one sample reads
       const r = await n.registerEvents(handle, EVENT_TYPE.XidCriticalError, set[0]!);
       if (r === NVML.SUCCESS) registered++;
-      else sampler.note('warn', `${uuid}: nvmlDeviceRegisterEvents: ${nvml.errorString(r)} (${r}): Xid errors of this GPU will not be counted`);
+      else
+        sampler.note(
+          'warn',
+          `${uuid}: nvmlDeviceRegisterEvents: ${nvml.errorString(r)} (${r}): Xid errors of this GPU will not be counted`,
+        );
     }
     if (registered === 0) {
       await n.eventSetFree(set[0]!);
@@ -270,7 +301,12 @@ export class NvmlSession {
       const d = ev.data;
       const uuid = ev.byHandle.get(d.readBigUInt64LE(EVENT_DATA.at.device));
       if (!uuid) continue;
-      const event: XidEvent = { uuid, eventType: Number(d.readBigUInt64LE(EVENT_DATA.at.eventType)), data: Number(d.readBigUInt64LE(EVENT_DATA.at.eventData)), time: Date.now() };
+      const event: XidEvent = {
+        uuid,
+        eventType: Number(d.readBigUInt64LE(EVENT_DATA.at.eventType)),
+        data: Number(d.readBigUInt64LE(EVENT_DATA.at.eventData)),
+        time: Date.now(),
+      };
       const gi = d.readUInt32LE(EVENT_DATA.at.gpuInstanceId);
       const ci = d.readUInt32LE(EVENT_DATA.at.computeInstanceId);
       if (gi !== NO_INSTANCE) event.gi = gi;

@@ -48,25 +48,39 @@ class SimPlugin implements Plugin {
   private readonly rand: () => number;
   private last = 0;
 
-  constructor(count: number, private readonly model: string, private readonly memBytes: number, private readonly limitW: number, host: string, seed: number, private readonly clock: () => number) {
+  constructor(
+    count: number,
+    private readonly model: string,
+    private readonly memBytes: number,
+    private readonly limitW: number,
+    host: string,
+    seed: number,
+    private readonly clock: () => number,
+  ) {
     this.rand = rng(seed);
     const now = clock();
     this.gpus = Array.from({ length: count }, (_, i) => {
       const energyJ = 1e6 * (1 + this.rand());
       return {
-      attrs: gpuAttributes({ index: i, uuid: simUuid(host, i), model, vendor: 'sim', pciBusId: `0000:${(0x18 + i * 0x10).toString(16).padStart(2, '0')}:00.0` }),
-      util: 0,
-      target: 0,
-      phaseLeft: 0,
-      mem: 0.6e9,
-      memTarget: 0.6e9,
-      temp: 32 + this.rand() * 4,
-      memTemp: 36,
-      energyJ,
-      eccCorrected: 0,
-      // as if the GPU had idled since its counter started: energy and start agree
-      start: now - Math.round((energyJ / IDLE_W) * 1000),
-    };
+        attrs: gpuAttributes({
+          index: i,
+          uuid: simUuid(host, i),
+          model,
+          vendor: 'sim',
+          pciBusId: `0000:${(0x18 + i * 0x10).toString(16).padStart(2, '0')}:00.0`,
+        }),
+        util: 0,
+        target: 0,
+        phaseLeft: 0,
+        mem: 0.6e9,
+        memTarget: 0.6e9,
+        temp: 32 + this.rand() * 4,
+        memTemp: 36,
+        energyJ,
+        eccCorrected: 0,
+        // as if the GPU had idled since its counter started: energy and start agree
+        start: now - Math.round((energyJ / IDLE_W) * 1000),
+      };
     });
   }
 
@@ -150,7 +164,23 @@ export function simPluginOn(ctx: PluginContext, clock: () => number): Plugin {
 export const simPlugin: PluginManifest = {
   name: 'sim',
   reportsGpus: true,
-  metrics: [GPU.clock, GPU.ecc, GPU.energy, GPU.link, GPU.memFree, GPU.memTotal, GPU.memUsed, GPU.memUtil, GPU.pcie, GPU.power, GPU.powerLimit, GPU.pstate, GPU.temp, GPU.throttle, GPU.util].map((d) => d.name),
+  metrics: [
+    GPU.clock,
+    GPU.ecc,
+    GPU.energy,
+    GPU.link,
+    GPU.memFree,
+    GPU.memTotal,
+    GPU.memUsed,
+    GPU.memUtil,
+    GPU.pcie,
+    GPU.power,
+    GPU.powerLimit,
+    GPU.pstate,
+    GPU.temp,
+    GPU.throttle,
+    GPU.util,
+  ].map((d) => d.name),
   description: 'Simulated GPUs (gpu.vendor=sim) for demos on machines without GPUs',
   section: SIM_SECTION,
   create: (ctx) => simPluginOn(ctx, Date.now),

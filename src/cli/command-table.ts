@@ -45,8 +45,11 @@ export interface CommandSpec {
 /** Arguments bin/run.js answers with the version line itself (their route in dist/commands.json: version). */
 export const VERSION_ARGS = ['--version', '-v'] as const;
 
-const CONFIG_FILE: [string, string] = ['/etc/l9gpu/l9gpu.ini', 'the configuration (--config, $L9GPU_CONFIG); every key: docs/l9gpu.example.ini'];
-const STORE: [string, string] = ['/var/lib/l9gpu/l9gpu.db', 'the node\'s job store ([daemon] state_dir), root only'];
+const CONFIG_FILE: [string, string] = [
+  '/etc/l9gpu/l9gpu.ini',
+  'the configuration (--config, $L9GPU_CONFIG); every key: docs/l9gpu.example.ini',
+];
+const STORE: [string, string] = ['/var/lib/l9gpu/l9gpu.db', "the node's job store ([daemon] state_dir), root only"];
 const CONFIG_ENV: [string, string] = ['L9GPU_CONFIG', 'the configuration file when --config is not given'];
 const NO_COLOR: [string, string] = ['NO_COLOR', 'no colour even on a terminal'];
 const BAD_CONFIG: [string, string] = ['2', 'bad configuration or arguments: one line on stderr names the file, section and key'];
@@ -56,32 +59,108 @@ const JOBS_FLAGS: readonly FlagSpec[] = [
   CONFIG_FLAG,
   { name: 'json', type: 'boolean', description: 'Print JSON.', exclusive: ['csv'] },
   { name: 'csv', type: 'boolean', description: 'Print CSV.', exclusive: ['json'] },
-  { name: 'user', type: 'string', char: 'u', helpValue: 'USER', description: 'Only this user\'s jobs (others\' need root or [jobs] admin_group).' },
-  { name: 'state', type: 'string', options: ['running', 'completed', 'all'], default: 'all', description: 'Running jobs, ended ones, or all.' },
-  { name: 'since', type: 'string', helpValue: 'TIME', description: 'Jobs started at or after TIME: 2026-11-01, 2026-11-01T08:00, 24h, 7d.' },
+  {
+    name: 'user',
+    type: 'string',
+    char: 'u',
+    helpValue: 'USER',
+    description: "Only this user's jobs (others' need root or [jobs] admin_group).",
+  },
+  {
+    name: 'state',
+    type: 'string',
+    options: ['running', 'completed', 'all'],
+    default: 'all',
+    description: 'Running jobs, ended ones, or all.',
+  },
+  {
+    name: 'since',
+    type: 'string',
+    helpValue: 'TIME',
+    description: 'Jobs started at or after TIME: 2026-11-01, 2026-11-01T08:00, 24h, 7d.',
+  },
   { name: 'account', type: 'string', char: 'A', helpValue: 'ACCOUNT', description: 'Only this Slurm account.' },
   { name: 'partition', type: 'string', char: 'p', helpValue: 'PARTITION', description: 'Only this partition.' },
   { name: 'limit', type: 'integer', default: 100, min: 0, description: 'At most this many jobs, or groups with --by (0: all).' },
   {
-    name: 'by', type: 'string', options: GROUP_BY, helpValue: 'user|account|partition|name',
-    description: 'One row per user, account, partition or job name (in Kubernetes mode: namespace = account, workload = name) over every matching job (--limit caps the groups): jobs, GPU-hours, idle GPU-hours (each GPU\'s GPU-hours x (1 - its mean utilization)), mean utilization, GPU-hours by SM activity where GPM exists, energy, cost, CO2e.',
+    name: 'by',
+    type: 'string',
+    options: GROUP_BY,
+    helpValue: 'user|account|partition|name',
+    description:
+      'One row per user, account, partition or job name (in Kubernetes mode: namespace = account, ' +
+      'workload = name) over every matching job (--limit caps the groups): jobs, GPU-hours, idle ' +
+      "GPU-hours (each GPU's GPU-hours x (1 - its mean utilization)), mean utilization, GPU-hours " +
+      'by SM activity where GPM exists, energy, cost, CO2e.',
   },
   {
-    name: 'waste', type: 'boolean', exclusive: ['by'],
-    description: 'The jobs that wasted GPU-hours, one row per job and class (Princeton Job Defense Shield\'s: unused-gpus, low-activity, fewer-gpus, mig-slice, time-limit; docs/jobs.md), most wasted first, with the GPU-hours wasted; time limits from Slurm accounting where sacct answers.',
+    name: 'waste',
+    type: 'boolean',
+    exclusive: ['by'],
+    description:
+      "The jobs that wasted GPU-hours, one row per job and class (Princeton Job Defense Shield's: " +
+      'unused-gpus, low-activity, fewer-gpus, mig-slice, time-limit; docs/jobs.md), most wasted ' +
+      'first, with the GPU-hours wasted; time limits from Slurm accounting where sacct answers.',
   },
-  { name: 'source', type: 'string', options: ['store', 'promql'], default: 'store', description: 'With --waste: this node\'s store, or the cluster\'s ended jobs from their job-end summary metrics in the PromQL backend (--url or [jobs] promql_url; --since is the window, default 7d).' },
-  { name: 'url', type: 'string', helpValue: 'URL', description: 'With --waste --source promql: the PromQL API base URL (default: [jobs] promql_url).' },
+  {
+    name: 'source',
+    type: 'string',
+    options: ['store', 'promql'],
+    default: 'store',
+    description:
+      "With --waste: this node's store, or the cluster's ended jobs from their job-end summary " +
+      'metrics in the PromQL backend (--url or [jobs] promql_url; --since is the window, default ' +
+      '7d).',
+  },
+  {
+    name: 'url',
+    type: 'string',
+    helpValue: 'URL',
+    description: 'With --waste --source promql: the PromQL API base URL (default: [jobs] promql_url).',
+  },
 ];
 
 const JOBS_SHOW_FLAGS: readonly FlagSpec[] = [
   CONFIG_FLAG,
   { name: 'json', type: 'boolean', description: 'Print JSON.' },
-  { name: 'source', type: 'string', options: ['auto', 'store', 'sacct', 'promql'], default: 'auto', description: 'Where the figures come from. auto: this node\'s store if the job ran here, else the summary the slurmctld epilog left in the job\'s AdminComment (sacct), else the PromQL backend (--url or [jobs] promql_url).' },
-  { name: 'url', type: 'string', helpValue: 'URL', description: 'PromQL API base URL, e.g. http://victoria:8428 or http://prometheus:9090 (default: [jobs] promql_url).' },
-  { name: 'window', type: 'string', default: '30d', helpValue: 'RANGE', description: 'With --source promql: how far back to look for the job (a PromQL range: 7d, 30d).' },
-  { name: 'header', type: 'string', multiple: true, whole: true, helpValue: 'K=V', description: 'With --source promql: an HTTP header (Authorization=Bearer ..., X-Scope-OrgID=...).' },
-  { name: 'cluster', type: 'string', char: 'M', helpValue: 'CLUSTER', description: 'The Slurm cluster whose accounting holds the job (sacct -M, as in Slurm\'s own commands); default: the local cluster.' },
+  {
+    name: 'source',
+    type: 'string',
+    options: ['auto', 'store', 'sacct', 'promql'],
+    default: 'auto',
+    description:
+      "Where the figures come from. auto: this node's store if the job ran here, else the summary " +
+      "the slurmctld epilog left in the job's AdminComment (sacct), else the PromQL backend " +
+      '(--url or [jobs] promql_url).',
+  },
+  {
+    name: 'url',
+    type: 'string',
+    helpValue: 'URL',
+    description: 'PromQL API base URL, e.g. http://victoria:8428 or http://prometheus:9090 (default: [jobs] promql_url).',
+  },
+  {
+    name: 'window',
+    type: 'string',
+    default: '30d',
+    helpValue: 'RANGE',
+    description: 'With --source promql: how far back to look for the job (a PromQL range: 7d, 30d).',
+  },
+  {
+    name: 'header',
+    type: 'string',
+    multiple: true,
+    whole: true,
+    helpValue: 'K=V',
+    description: 'With --source promql: an HTTP header (Authorization=Bearer ..., X-Scope-OrgID=...).',
+  },
+  {
+    name: 'cluster',
+    type: 'string',
+    char: 'M',
+    helpValue: 'CLUSTER',
+    description: "The Slurm cluster whose accounting holds the job (sacct -M, as in Slurm's own commands); default: the local cluster.",
+  },
 ];
 
 /** The bodies of jobs and pods (one list of runs, Slurm's or Kubernetes'), and of their show. */
@@ -90,9 +169,14 @@ const showRun = async (f: FlagValues, a: string[]): Promise<void> => (await impo
 
 /** A hook's description: how slurmd runs it, and why it must not fail or be slow. */
 function hookDescription(kind: 'prolog' | 'epilog'): string {
-  return `Run by slurmd as root with the job's environment (set ${kind === 'prolog' ? 'Prolog' : 'Epilog'}= in slurm.conf to slurm/${kind}, or to a wrapper that runs \`l9gpu slurm ${kind}\`).
-Reads only the slurmd environment and [daemon]/[slurm] of the configuration; runs no Slurm command; loads neither OpenTelemetry nor this CLI framework (bin/run.js starts the hook bundle directly).
-Always exits 0 (an error is logged to stderr and <state_dir>/hooks.log) unless [slurm] hook_strict = true, and ends within [slurm] hook_timeout: a failing or slow hook would drain the node.`;
+  return (
+    `Run by slurmd as root with the job's environment (set ${kind === 'prolog' ? 'Prolog' : 'Epilog'}= in slurm.conf to ` +
+    `slurm/${kind}, or to a wrapper that runs \`l9gpu slurm ${kind}\`).
+Reads only the slurmd environment and [daemon]/[slurm] of the configuration; runs no Slurm command; loads neither OpenTelemetry nor ` +
+    `this CLI framework (bin/run.js starts the hook bundle directly).
+Always exits 0 (an error is logged to stderr and <state_dir>/hooks.log) unless [slurm] hook_strict = true, and ends within [slurm] ` +
+    `hook_timeout: a failing or slow hook would drain the node.`
+  );
 }
 
 export const COMMANDS: readonly CommandSpec[] = [
@@ -100,10 +184,13 @@ export const COMMANDS: readonly CommandSpec[] = [
     id: 'daemon',
     entry: 'daemon',
     summary: 'Run the telemetry agent: sample GPUs and the host, attribute to jobs, export.',
-    description: `Runs every enabled plugin on its interval and sends the points to every enabled sink.
+    description:
+      `Runs every enabled plugin on its interval and sends the points to every enabled sink.
 Configuration: /etc/l9gpu/l9gpu.ini (or --config / L9GPU_CONFIG), then environment, then these flags.
-Signals: SIGTERM/SIGINT flush every sink and exit 0; SIGHUP reloads the configuration (a bad file is logged and the running configuration kept).
-Exit codes: 0 normal, 1 --once found a problem (nothing delivered, a plugin named failed, GPUs the node must have not read), 2 bad configuration (one line on stderr naming file, section and key).`,
+Signals: SIGTERM/SIGINT flush every sink and exit 0; SIGHUP reloads the configuration (a bad file is logged and the running ` +
+      `configuration kept).
+Exit codes: 0 normal, 1 --once found a problem (nothing delivered, a plugin named failed, GPUs the node must have not read), 2 bad ` +
+      `configuration (one line on stderr naming file, section and key).`,
     examples: [
       '<%= config.bin %> daemon',
       '<%= config.bin %> daemon --once --sink stdout',
@@ -112,9 +199,23 @@ Exit codes: 0 normal, 1 --once found a problem (nothing delivered, a plugin name
     ],
     flags: DAEMON_FLAGS,
     man: {
-      exit: [['0', 'stopped by SIGTERM/SIGINT after flushing every sink, or --once done'], ['1', '--once: every export failed (nothing delivered), a plugin named in --plugin or [daemon] plugins failed, or fewer GPUs were read than the node must have ([daemon] expect_gpus, a GPU driver installed)'], BAD_CONFIG],
-      files: [CONFIG_FILE, STORE, ['/var/lib/l9gpu/jobs.sock', 'where users\' l9gpu jobs is answered']],
-      env: [CONFIG_ENV, ['OTEL_EXPORTER_OTLP_METRICS_ENDPOINT, OTEL_EXPORTER_OTLP_ENDPOINT', '[otlp] endpoint'], ['L9GPU_NVML_LIBRARY', '[nvml] library'], ['L9GPU_STATE_DIR', '[daemon] state_dir']],
+      exit: [
+        ['0', 'stopped by SIGTERM/SIGINT after flushing every sink, or --once done'],
+        [
+          '1',
+          '--once: every export failed (nothing delivered), a plugin named in --plugin or [daemon] ' +
+            'plugins failed, or fewer GPUs were read than the node must have ([daemon] expect_gpus, a ' +
+            'GPU driver installed)',
+        ],
+        BAD_CONFIG,
+      ],
+      files: [CONFIG_FILE, STORE, ['/var/lib/l9gpu/jobs.sock', "where users' l9gpu jobs is answered"]],
+      env: [
+        CONFIG_ENV,
+        ['OTEL_EXPORTER_OTLP_METRICS_ENDPOINT, OTEL_EXPORTER_OTLP_ENDPOINT', '[otlp] endpoint'],
+        ['L9GPU_NVML_LIBRARY', '[nvml] library'],
+        ['L9GPU_STATE_DIR', '[daemon] state_dir'],
+      ],
       see: ['l9gpu doctor', 'docs/install.md', 'docs/metrics.md', 'systemd/l9gpu.service'],
     },
   },
@@ -122,7 +223,9 @@ Exit codes: 0 normal, 1 --once found a problem (nothing delivered, a plugin name
     id: 'doctor',
     entry: 'light',
     summary: 'Report the environment: configuration and where each value came from, plugins and their sources, sinks, store.',
-    description: `Reads the configuration exactly as the daemon would (same file, environment and precedence) and checks, without sending any data, whether each enabled plugin's source and each enabled sink's destination is usable.
+    description:
+      `Reads the configuration exactly as the daemon would (same file, environment and precedence) and checks, without ` +
+      `sending any data, whether each enabled plugin's source and each enabled sink's destination is usable.
 Exit codes: 0 all enabled parts usable, 1 a problem was found, 2 bad configuration.`,
     examples: ['<%= config.bin %> doctor', '<%= config.bin %> doctor --config /etc/l9gpu/l9gpu.ini --json'],
     flags: [
@@ -131,7 +234,11 @@ Exit codes: 0 all enabled parts usable, 1 a problem was found, 2 bad configurati
       { name: 'all', type: 'boolean', description: 'List the settings of disabled plugins and sinks too.' },
     ],
     man: {
-      exit: [['0', 'every enabled part usable'], ['1', 'a problem was found (listed; GPUs the node must have but none read first)'], BAD_CONFIG],
+      exit: [
+        ['0', 'every enabled part usable'],
+        ['1', 'a problem was found (listed; GPUs the node must have but none read first)'],
+        BAD_CONFIG,
+      ],
       files: [CONFIG_FILE, STORE],
       env: [CONFIG_ENV],
       see: ['l9gpu daemon', 'docs/install.md'],
@@ -142,16 +249,32 @@ Exit codes: 0 all enabled parts usable, 1 a problem was found, 2 bad configurati
     id: 'gpus',
     entry: 'light',
     summary: 'Show every GPU of this node now: identity, utilization, memory, temperature, power, energy, throttling, processes, MIG.',
-    description: `Samples the GPU plugins once (the same code the daemon runs: nvml, amdsmi, hlsmi, and sim when it is configured) and prints one row per GPU, or stable JSON with --json.
+    description:
+      `Samples the GPU plugins once (the same code the daemon runs: nvml, amdsmi, hlsmi, and sim when it is configured) ` +
+      `and prints one row per GPU, or stable JSON with --json.
 GPUs are keyed by UUID; index is the vendor's enumeration order, which may differ from Slurm's GRES index and from /dev/nvidiaN.`,
-    examples: ['<%= config.bin %> gpus', '<%= config.bin %> gpus --json | jq \'.gpus[] | {uuid, utilization}\''],
+    examples: ['<%= config.bin %> gpus', "<%= config.bin %> gpus --json | jq '.gpus[] | {uuid, utilization}'"],
     flags: [
       CONFIG_FLAG,
       { name: 'json', type: 'boolean', description: 'Print JSON (stable field names, registry units: ratios 0..1, bytes, W, J, Cel).' },
-      { name: 'plugin', type: 'string', multiple: true, helpValue: 'NAME', description: 'GPU plugin to sample (default: the configured ones, auto-detected).' },
+      {
+        name: 'plugin',
+        type: 'string',
+        multiple: true,
+        helpValue: 'NAME',
+        description: 'GPU plugin to sample (default: the configured ones, auto-detected).',
+      },
     ],
     man: {
-      exit: [['0', 'the GPUs were listed (a vendor tool that failed is named on stderr)'], ['1', 'no GPU could be read, or fewer than the node must have ([daemon] expect_gpus, a GPU driver installed, GPUs in the store\'s inventory): said first on stderr'], BAD_CONFIG],
+      exit: [
+        ['0', 'the GPUs were listed (a vendor tool that failed is named on stderr)'],
+        [
+          '1',
+          'no GPU could be read, or fewer than the node must have ([daemon] expect_gpus, a GPU driver ' +
+            "installed, GPUs in the store's inventory): said first on stderr",
+        ],
+        BAD_CONFIG,
+      ],
       files: [CONFIG_FILE],
       env: [CONFIG_ENV, NO_COLOR],
       see: ['l9gpu jobs', 'docs/metrics.md'],
@@ -161,9 +284,12 @@ GPUs are keyed by UUID; index is the vendor's enumeration order, which may diffe
   {
     id: 'health',
     entry: 'light',
-    summary: 'Health of this node\'s GPUs: each one ok, warning or failed, the reasons in words and what to do.',
-    description: `As the daemon last judged them by the rules of docs/health.md (Xids by NVIDIA's catalog, uncorrected ECC and its trend, remapped rows, retired pages, PCIe replays, thermal and power-brake throttling, lost GPUs).
---nhc prints one line and exits 1 when a GPU failed: for NHC, or for slurm.conf HealthCheckProgram with --drain, so a failed GPU drains its node through Slurm (and a node l9gpu drained resumes once healthy).`,
+    summary: "Health of this node's GPUs: each one ok, warning or failed, the reasons in words and what to do.",
+    description:
+      `As the daemon last judged them by the rules of docs/health.md (Xids by NVIDIA's catalog, uncorrected ECC and its ` +
+      `trend, remapped rows, retired pages, PCIe replays, thermal and power-brake throttling, lost GPUs).
+--nhc prints one line and exits 1 when a GPU failed: for NHC, or for slurm.conf HealthCheckProgram with --drain, so a failed GPU ` +
+      `drains its node through Slurm (and a node l9gpu drained resumes once healthy).`,
     examples: [
       '<%= config.bin %> health',
       '<%= config.bin %> health --json',
@@ -173,14 +299,46 @@ GPUs are keyed by UUID; index is the vendor's enumeration order, which may diffe
     flags: [
       CONFIG_FLAG,
       { name: 'json', type: 'boolean', description: 'Print JSON.', exclusive: ['nhc'] },
-      { name: 'nhc', type: 'boolean', description: 'One line and an exit status for Slurm\'s HealthCheckProgram or NHC: exit 1 when a GPU failed, else 0.', exclusive: ['json'] },
-      { name: 'drain', type: 'boolean', description: 'With --nhc, as HealthCheckProgram: drain this node through scontrol when a GPU failed (reason "l9gpu: ..."), and resume it when healthy again if l9gpu drained it.' },
-      { name: 'unknown-fails', type: 'boolean', description: 'With --nhc: an unknown health (no daemon writing it) fails too, instead of passing with a warning.' },
-      { name: 'clear', type: 'string', multiple: true, helpValue: 'GPU', description: 'Clear the Xid events recorded so far for a GPU (UUID, a prefix of one UUID, index, or all), once it has been reset or repaired; a GPU named that is missing (removed, no longer monitored) is forgotten. Root only.' },
+      {
+        name: 'nhc',
+        type: 'boolean',
+        description: "One line and an exit status for Slurm's HealthCheckProgram or NHC: exit 1 when a GPU failed, else 0.",
+        exclusive: ['json'],
+      },
+      {
+        name: 'drain',
+        type: 'boolean',
+        description:
+          'With --nhc, as HealthCheckProgram: drain this node through scontrol when a GPU failed ' +
+          '(reason "l9gpu: ..."), and resume it when healthy again if l9gpu drained it.',
+      },
+      {
+        name: 'unknown-fails',
+        type: 'boolean',
+        description: 'With --nhc: an unknown health (no daemon writing it) fails too, instead of passing with a warning.',
+      },
+      {
+        name: 'clear',
+        type: 'string',
+        multiple: true,
+        helpValue: 'GPU',
+        description:
+          'Clear the Xid events recorded so far for a GPU (UUID, a prefix of one UUID, index, or ' +
+          'all), once it has been reset or repaired; a GPU named that is missing (removed, no longer ' +
+          'monitored) is forgotten. Root only.',
+      },
     ],
     man: {
-      exit: [['0', 'printed; with --nhc: no GPU failed (ok, warning, or unknown without --unknown-fails)'], ['1', '--nhc: a GPU failed (or the health is unknown, with --unknown-fails)'], BAD_CONFIG],
-      files: [CONFIG_FILE, ['/var/lib/l9gpu/health.json', 'the daemon\'s health facts ([daemon] state_dir)'], ['/var/lib/l9gpu/health-clears.json', 'what --clear wrote']],
+      exit: [
+        ['0', 'printed; with --nhc: no GPU failed (ok, warning, or unknown without --unknown-fails)'],
+        ['1', '--nhc: a GPU failed (or the health is unknown, with --unknown-fails)'],
+        BAD_CONFIG,
+      ],
+      files: [
+        CONFIG_FILE,
+        ['/var/lib/l9gpu/health.json', "the daemon's health facts ([daemon] state_dir)"],
+        ['/var/lib/l9gpu/health-clears.json', 'what --clear wrote'],
+      ],
       env: [CONFIG_ENV, ['SLURMD_NODENAME', 'the node --drain drains or resumes (set by slurmd for HealthCheckProgram)'], NO_COLOR],
       see: ['docs/health.md', 'slurm.conf(5) HealthCheckProgram', 'nhc(8)'],
     },
@@ -200,11 +358,15 @@ For one job in detail: l9gpu jobs show <jobid>.`,
       '<%= config.bin %> jobs --by user --since 7d',
       '<%= config.bin %> jobs --waste --since 7d --csv',
       '<%= config.bin %> jobs --waste --source promql --url http://victoria:8428',
-      '<%= config.bin %> jobs --user alice --json | jq \'.[] | select(.problems | length > 0)\'',
+      "<%= config.bin %> jobs --user alice --json | jq '.[] | select(.problems | length > 0)'",
     ],
     flags: JOBS_FLAGS,
     man: {
-      exit: [['0', 'listed (possibly none)'], ['1', 'the store or the daemon could not be read, or another user\'s jobs were asked for'], BAD_CONFIG],
+      exit: [
+        ['0', 'listed (possibly none)'],
+        ['1', "the store or the daemon could not be read, or another user's jobs were asked for"],
+        BAD_CONFIG,
+      ],
       files: [CONFIG_FILE, STORE, ['/var/lib/l9gpu/jobs.sock', 'asked instead of the store by users other than root']],
       env: [CONFIG_ENV, NO_COLOR],
       see: ['l9gpu jobs show', 'docs/jobs.md'],
@@ -218,11 +380,19 @@ For one job in detail: l9gpu jobs show <jobid>.`,
     description: `The report a user or support engineer reads. From this node's store by default (the job's GPUs on this node);
 with --source promql --url URL, from the metrics every node's daemon exported to Prometheus, VictoriaMetrics, Mimir or Last9:
 the whole multi-node job, per node, with the same figures and notes.`,
-    examples: ['<%= config.bin %> jobs show 4242', '<%= config.bin %> jobs show 4242_7 --json', '<%= config.bin %> jobs show 4242 --source promql --url http://victoria:8428'],
+    examples: [
+      '<%= config.bin %> jobs show 4242',
+      '<%= config.bin %> jobs show 4242_7 --json',
+      '<%= config.bin %> jobs show 4242 --source promql --url http://victoria:8428',
+    ],
     arg: { name: 'jobid', description: 'Job id, or ARRAYID_TASKID.' },
     flags: JOBS_SHOW_FLAGS,
     man: {
-      exit: [['0', 'the report was printed'], ['1', 'no such job in this node\'s store, in Slurm accounting with an l9gpu summary, or at the PromQL URL; or it is another user\'s'], BAD_CONFIG],
+      exit: [
+        ['0', 'the report was printed'],
+        ['1', "no such job in this node's store, in Slurm accounting with an l9gpu summary, or at the PromQL URL; or it is another user's"],
+        BAD_CONFIG,
+      ],
       files: [CONFIG_FILE, STORE],
       env: [CONFIG_ENV, NO_COLOR],
       see: ['l9gpu jobs', 'docs/jobs.md'],
@@ -236,7 +406,12 @@ the whole multi-node job, per node, with the same figures and notes.`,
     description: `One row per pod run, newest first, from this node's l9gpu store (kept by the daemon's kubernetes attribution):
 namespace, workload (deployment/..., statefulset/..., cronjob/...), GPU-hours, utilization, peak memory, energy, cost, problems.
 --account filters by namespace. For one pod in detail: l9gpu pods show <namespace>/<pod>.`,
-    examples: ['<%= config.bin %> pods', '<%= config.bin %> pods --state running', '<%= config.bin %> pods --account ml-train --since 7d --csv', '<%= config.bin %> pods --by account'],
+    examples: [
+      '<%= config.bin %> pods',
+      '<%= config.bin %> pods --state running',
+      '<%= config.bin %> pods --account ml-train --since 7d --csv',
+      '<%= config.bin %> pods --by account',
+    ],
     flags: JOBS_FLAGS,
     man: {
       exit: [['0', 'listed (possibly none)'], ['1', 'the store or the daemon could not be read'], BAD_CONFIG],
@@ -250,12 +425,14 @@ namespace, workload (deployment/..., statefulset/..., cronjob/...), GPU-hours, u
     id: 'pods show',
     entry: 'light',
     summary: 'How a pod used its GPUs: utilization, memory, energy, power, throttling, Xids, a plot and notes.',
-    description: 'The report of one pod run from this node\'s store: its namespace, uid, workload and promoted labels, then the same figures as a Slurm job\'s report.',
+    description:
+      "The report of one pod run from this node's store: its namespace, uid, workload and " +
+      "promoted labels, then the same figures as a Slurm job's report.",
     examples: ['<%= config.bin %> pods show ml-train/llama-ft-7d9f8c6b5-x2x9p', '<%= config.bin %> pods show ml-train/vllm-serve-0 --json'],
     arg: { name: 'pod', description: 'namespace/pod' },
     flags: JOBS_SHOW_FLAGS,
     man: {
-      exit: [['0', 'the report was printed'], ['1', 'no such pod in this node\'s store'], BAD_CONFIG],
+      exit: [['0', 'the report was printed'], ['1', "no such pod in this node's store"], BAD_CONFIG],
       files: [CONFIG_FILE, STORE],
       env: [CONFIG_ENV, NO_COLOR],
       see: ['l9gpu pods', 'docs/kubernetes.md'],
@@ -265,20 +442,60 @@ namespace, workload (deployment/..., statefulset/..., cronjob/...), GPU-hours, u
   {
     id: 'slurm ctld-epilog',
     entry: 'light',
-    summary: 'EpilogSlurmctld: keep a finished job\'s GPU summary in its AdminComment, for `l9gpu jobs show` on any login node.',
-    description: `slurm.conf: EpilogSlurmctld=/opt/l9gpu/slurm/ctld-epilog (runs this as SlurmUser on the controller).
-It returns at once: a job that held GPUs is queued in <state_dir>/ctld-queue (10,000 jobs at most) and the one worker (--worker) started where none runs; the worker waits until every node's job-end figures have reached the PromQL backend ([jobs] promql_url), reading many jobs per query, then stores them (scontrol while slurmctld holds the job, else sacctmgr) as "L9G1:" + hex(gzip(JSON)). A comment that is not l9gpu's is never replaced.`,
+    summary: "EpilogSlurmctld: keep a finished job's GPU summary in its AdminComment, for `l9gpu jobs show` on any login node.",
+    description:
+      `slurm.conf: EpilogSlurmctld=/opt/l9gpu/slurm/ctld-epilog (runs this as SlurmUser on the controller).
+It returns at once: a job that held GPUs is queued in <state_dir>/ctld-queue (10,000 jobs at most) and the one worker (--worker) ` +
+      `started where none runs; the worker waits until every node's job-end figures have reached ` +
+      `the PromQL backend ([jobs] promql_url), reading many jobs per query, then stores them ` +
+      `(scontrol while slurmctld holds the job, else sacctmgr) as "L9G1:" + hex(gzip(JSON)). A ` +
+      `comment that is not l9gpu's is never replaced.`,
     examples: ['<%= config.bin %> slurm ctld-epilog --job 4242'],
     flags: [
       CONFIG_FLAG,
-      { name: 'job', type: 'string', helpValue: 'ID', description: 'Store the summary of this finished job now, in the foreground (a job that ended before the epilog was set up, or again); exit 1 when it could not be stored.' },
-      { name: 'raw-id', type: 'string', helpValue: 'ID', description: 'With --job: the raw job id its metrics carry, when --job is ARRAYID_TASKID (default: asked of sacct).' },
-      { name: 'worker', type: 'boolean', description: 'Set by the epilog on the worker it starts: drain the queue of ended jobs, then exit (with --job: log with timestamps).' },
+      {
+        name: 'job',
+        type: 'string',
+        helpValue: 'ID',
+        description:
+          'Store the summary of this finished job now, in the foreground (a job that ended before the ' +
+          'epilog was set up, or again); exit 1 when it could not be stored.',
+      },
+      {
+        name: 'raw-id',
+        type: 'string',
+        helpValue: 'ID',
+        description: 'With --job: the raw job id its metrics carry, when --job is ARRAYID_TASKID (default: asked of sacct).',
+      },
+      {
+        name: 'worker',
+        type: 'boolean',
+        description:
+          'Set by the epilog on the worker it starts: drain the queue of ended jobs, then exit (with --job: log with timestamps).',
+      },
     ],
     man: {
-      exit: [['0', 'as EpilogSlurmctld always (the worker runs on); with --job: the summary was stored'], ['1', '--job: nothing stored (no metrics, no accounting record, a foreign AdminComment)'], BAD_CONFIG],
-      files: [CONFIG_FILE, ['/var/lib/l9gpu/ctld-queue/', 'the ended jobs waiting for the worker ([daemon] state_dir)'], ['/var/lib/l9gpu/ctld-worker.lock', 'the worker\'s lock, with its pid while it runs'], ['/var/lib/l9gpu/ctld-epilog.log', 'what the worker did (.1: the one before, past 1 MiB)']],
-      env: [['SLURM_JOB_ID, SLURM_JOB_NODELIST, SLURM_ARRAY_JOB_ID, SLURM_ARRAY_TASK_ID', 'set by slurmctld'], ['L9GPU_CTLD_BACKLOG', 'the queue\'s cap (default 10000): past it the ending job is dropped, said on stderr and counted in the log'], ['L9GPU_NODE', 'in a checkout only, the node binary slurm/ctld-epilog runs (default /usr/bin/node); the package always runs its own, /opt/l9gpu/node/bin/node'], CONFIG_ENV],
+      exit: [
+        ['0', 'as EpilogSlurmctld always (the worker runs on); with --job: the summary was stored'],
+        ['1', '--job: nothing stored (no metrics, no accounting record, a foreign AdminComment)'],
+        BAD_CONFIG,
+      ],
+      files: [
+        CONFIG_FILE,
+        ['/var/lib/l9gpu/ctld-queue/', 'the ended jobs waiting for the worker ([daemon] state_dir)'],
+        ['/var/lib/l9gpu/ctld-worker.lock', "the worker's lock, with its pid while it runs"],
+        ['/var/lib/l9gpu/ctld-epilog.log', 'what the worker did (.1: the one before, past 1 MiB)'],
+      ],
+      env: [
+        ['SLURM_JOB_ID, SLURM_JOB_NODELIST, SLURM_ARRAY_JOB_ID, SLURM_ARRAY_TASK_ID', 'set by slurmctld'],
+        ['L9GPU_CTLD_BACKLOG', "the queue's cap (default 10000): past it the ending job is dropped, said on stderr and counted in the log"],
+        [
+          'L9GPU_NODE',
+          'in a checkout only, the node binary slurm/ctld-epilog runs (default /usr/bin/node); the ' +
+            'package always runs its own, /opt/l9gpu/node/bin/node',
+        ],
+        CONFIG_ENV,
+      ],
       see: ['l9gpu jobs show', 'docs/jobs.md'],
     },
     run: async (f) => (await import('./ctld-epilog-command.js')).ctldEpilog(f),
@@ -293,7 +510,14 @@ It returns at once: a job that held GPUs is queued in <state_dir>/ctld-queue (10
     man: {
       exit: [['0', 'always, unless [slurm] hook_strict = true: a failing hook would drain the node']],
       files: [CONFIG_FILE, STORE, ['/var/lib/l9gpu/hooks.log', 'what the hooks could not do']],
-      env: [['SLURM_JOB_ID, SLURM_JOB_GPUS, CUDA_VISIBLE_DEVICES, SLURM_JOB_USER, ...', 'set by slurmd'], ['L9GPU_NODE', 'in a checkout only, the node binary slurm/prolog runs (default /usr/bin/node); the package always runs its own, /opt/l9gpu/node/bin/node']],
+      env: [
+        ['SLURM_JOB_ID, SLURM_JOB_GPUS, CUDA_VISIBLE_DEVICES, SLURM_JOB_USER, ...', 'set by slurmd'],
+        [
+          'L9GPU_NODE',
+          'in a checkout only, the node binary slurm/prolog runs (default /usr/bin/node); the package ' +
+            'always runs its own, /opt/l9gpu/node/bin/node',
+        ],
+      ],
       see: ['l9gpu slurm epilog', 'docs/slurm.md'],
     },
   },
@@ -307,7 +531,14 @@ It returns at once: a job that held GPUs is queued in <state_dir>/ctld-queue (10
     man: {
       exit: [['0', 'always, unless [slurm] hook_strict = true']],
       files: [CONFIG_FILE, STORE, ['/var/lib/l9gpu/hooks.log', 'what the hooks could not do']],
-      env: [['SLURM_JOB_ID, SLURM_JOB_EXIT_CODE, ...', 'set by slurmd'], ['L9GPU_NODE', 'in a checkout only, the node binary slurm/epilog runs (default /usr/bin/node); the package always runs its own, /opt/l9gpu/node/bin/node']],
+      env: [
+        ['SLURM_JOB_ID, SLURM_JOB_EXIT_CODE, ...', 'set by slurmd'],
+        [
+          'L9GPU_NODE',
+          'in a checkout only, the node binary slurm/epilog runs (default /usr/bin/node); the package ' +
+            'always runs its own, /opt/l9gpu/node/bin/node',
+        ],
+      ],
       see: ['l9gpu slurm prolog', 'docs/slurm.md'],
     },
   },

@@ -19,14 +19,14 @@ import { sacctJob } from '../../slurm/sacct-job.js';
 import { slurmCommand } from '../../slurm/tools.js';
 import { writeOut } from './out.js';
 
-
 export async function ctldEpilog(f: FlagValues): Promise<number> {
   const id = f.job as string | undefined;
   if (id) {
     const cfg = loadCliConfig(f.config as string | undefined);
     if (!JOB_ID.test(id)) throw new CliError(`--job: "${printable(clip(id, 40))}" is not a job id (123 or 122_4)`, 2);
     const rawFlag = f['raw-id'] as string | undefined;
-    if (rawFlag !== undefined && !RAW_JOB_ID.test(rawFlag)) throw new CliError(`--raw-id: "${printable(clip(rawFlag, 40))}" is not a raw job id (123)`, 2);
+    if (rawFlag !== undefined && !RAW_JOB_ID.test(rawFlag))
+      throw new CliError(`--raw-id: "${printable(clip(rawFlag, 40))}" is not a raw job id (123)`, 2);
     let raw = rawFlag ?? (id.includes('_') ? undefined : id);
     if (!raw) {
       const s = await sacctJob(id, { run: (c, a, e) => slurmCommand(cfg, c, a, e) });
@@ -53,8 +53,17 @@ export async function ctldEpilog(f: FlagValues): Promise<number> {
     const job = epilogJob(process.env);
     if (job) {
       const cap = backlogCap(process.env.L9GPU_CTLD_BACKLOG);
-      const r = enqueueEnded(loadCliConfig(f.config as string | undefined), process.env, job, process.argv[1]!, configArgs, cap, f.config ? undefined : (process.env.L9GPU_CONFIG || DEFAULT_CONFIG_PATH));
-      if (r.outcome === 'dropped') process.stderr.write(`l9gpu ctld-epilog: job ${job.acctId} not queued: the queue holds ${cap} jobs already\n`);
+      const r = enqueueEnded(
+        loadCliConfig(f.config as string | undefined),
+        process.env,
+        job,
+        process.argv[1]!,
+        configArgs,
+        cap,
+        f.config ? undefined : process.env.L9GPU_CONFIG || DEFAULT_CONFIG_PATH,
+      );
+      if (r.outcome === 'dropped')
+        process.stderr.write(`l9gpu ctld-epilog: job ${job.acctId} not queued: the queue holds ${cap} jobs already\n`);
     }
   } catch (e) {
     process.stderr.write(`l9gpu ctld-epilog: ${(e as Error).message}\n`);
@@ -73,6 +82,7 @@ function lingerMs(v: string | undefined): number | undefined {
 function backlogCap(v: string | undefined): number {
   if (v === undefined || v === '') return DEFAULT_BACKLOG;
   const n = Number(v);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`L9GPU_CTLD_BACKLOG: "${printable(clip(v, 20))}" is not a positive whole number of jobs`);
+  if (!Number.isInteger(n) || n < 1)
+    throw new Error(`L9GPU_CTLD_BACKLOG: "${printable(clip(v, 20))}" is not a positive whole number of jobs`);
   return n;
 }

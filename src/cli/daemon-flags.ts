@@ -9,12 +9,50 @@ import { CONFIG_FLAG, type FlagSpec } from './flag-spec.js';
 
 export const DAEMON_FLAGS: readonly FlagSpec[] = [
   CONFIG_FLAG,
-  { name: 'once', type: 'boolean', description: 'Run every enabled plugin once, flush every sink, exit 0 (1: nothing delivered, a plugin named failed, or GPUs the node must have were not read).' },
-  { name: 'interval', type: 'string', helpValue: 'SECONDS', description: 'Collection interval of every plugin for this run (10, 10s, 500ms, 1m).' },
-  { name: 'sink', type: 'string', multiple: true, helpValue: 'NAME', description: `Sink to enable (${SINK_NAMES.join(', ')}); repeat or comma-separate for several. Replaces [daemon] sinks for this run.` },
-  { name: 'plugin', type: 'string', multiple: true, helpValue: 'NAME', description: `Plugin to run (auto, ${PLUGIN_NAMES.join(', ')}); repeat or comma-separate for several. Replaces [daemon] plugins for this run.` },
-  { name: 'attribution', type: 'string', options: ['auto', ...ATTRIBUTION_NAMES, 'none'], description: `Job attribution of GPU points (default auto: the first of ${ATTRIBUTION_NAMES.join(', ')} configured on this node, else none).` },
-  { name: 'compact-store', type: 'boolean', description: 'Give the store\'s free space back to the filesystem (a store made before auto_vacuum: one VACUUM, about 20-40 s per GB), then exit. Refused while the daemon runs: stop it first (hooks wait on the store meanwhile, up to their busy timeout).' },
+  {
+    name: 'once',
+    type: 'boolean',
+    description:
+      'Run every enabled plugin once, flush every sink, exit 0 (1: nothing delivered, a plugin ' +
+      'named failed, or GPUs the node must have were not read).',
+  },
+  {
+    name: 'interval',
+    type: 'string',
+    helpValue: 'SECONDS',
+    description: 'Collection interval of every plugin for this run (10, 10s, 500ms, 1m).',
+  },
+  {
+    name: 'sink',
+    type: 'string',
+    multiple: true,
+    helpValue: 'NAME',
+    description: `Sink to enable (${SINK_NAMES.join(', ')}); repeat or comma-separate for several. Replaces [daemon] sinks for this run.`,
+  },
+  {
+    name: 'plugin',
+    type: 'string',
+    multiple: true,
+    helpValue: 'NAME',
+    description:
+      `Plugin to run (auto, ${PLUGIN_NAMES.join(', ')}); repeat or comma-separate for several. ` +
+      `Replaces [daemon] plugins for this run.`,
+  },
+  {
+    name: 'attribution',
+    type: 'string',
+    options: ['auto', ...ATTRIBUTION_NAMES, 'none'],
+    description:
+      `Job attribution of GPU points (default auto: the first of ${ATTRIBUTION_NAMES.join(', ')} ` + `configured on this node, else none).`,
+  },
+  {
+    name: 'compact-store',
+    type: 'boolean',
+    description:
+      "Give the store's free space back to the filesystem (a store made before auto_vacuum: one " +
+      'VACUUM, about 20-40 s per GB), then exit. Refused while the daemon runs: stop it first ' +
+      '(hooks wait on the store meanwhile, up to their busy timeout).',
+  },
 ];
 
 export interface DaemonFlags {

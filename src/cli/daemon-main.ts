@@ -21,8 +21,10 @@ export async function main(argv: string[]): Promise<never> {
     flags = values as DaemonFlags;
     for (const f of DAEMON_FLAGS) {
       const v = (flags as Record<string, unknown>)[f.name];
-      if (f.multiple && Array.isArray(v)) (flags as Record<string, unknown>)[f.name] = v.flatMap((x: string) => x.split(',')).filter(Boolean);
-      if (f.options && typeof v === 'string' && !f.options.includes(v)) throw new Error(`--${f.name}: "${v}" is not one of ${f.options.join(', ')}`);
+      if (f.multiple && Array.isArray(v))
+        (flags as Record<string, unknown>)[f.name] = v.flatMap((x: string) => x.split(',')).filter(Boolean);
+      if (f.options && typeof v === 'string' && !f.options.includes(v))
+        throw new Error(`--${f.name}: "${v}" is not one of ${f.options.join(', ')}`);
     }
   } catch (e) {
     process.stderr.write(`l9gpu: ${(e as Error).message.replace(/\. To specify.*$/s, '')} (see l9gpu daemon --help)\n`);

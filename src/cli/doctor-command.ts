@@ -26,7 +26,6 @@ import { tlsFilesOf } from '../core/config/client-keys.js';
 import { endpointReachable } from '../core/probe.js';
 import { redactUrl } from '../core/redact.js';
 
-
 interface Check {
   name: string;
   enabled: boolean;
@@ -73,7 +72,14 @@ export async function doctor(flags: FlagValues): Promise<number> {
   const jobs = readSection(cfg, JOBS_SECTION);
   // where the slurmctld epilog and jobs show --source promql read: its TLS files and reachability
   const promql = jobs.promql_url
-    ? { url: redactUrl(jobs.promql_url), ...(await endpointReachable(jobs.promql_url, tlsFilesOf('jobs', 'promql_', jobs), { ca: '[jobs] promql_certificate', cert: '[jobs] promql_client_certificate', endpoint: '[jobs] promql_url' })) }
+    ? {
+        url: redactUrl(jobs.promql_url),
+        ...(await endpointReachable(jobs.promql_url, tlsFilesOf('jobs', 'promql_', jobs), {
+          ca: '[jobs] promql_certificate',
+          cert: '[jobs] promql_client_certificate',
+          endpoint: '[jobs] promql_url',
+        })),
+      }
     : null;
   const security = securityFindings(cfg, enabledSinks);
 
@@ -83,7 +89,14 @@ export async function doctor(flags: FlagValues): Promise<number> {
       const p = cfg.sourceOf(s.name, k.key);
       const value = displayValue(cfg, s.name, k.key);
       // an unset key that inherits says from where (the JSON keeps the value itself: empty)
-      return { section: s.name, key: k.key, value, source: p.source, detail: p.detail, ...(value === '' && k.unset ? { means: k.unset } : {}) };
+      return {
+        section: s.name,
+        key: k.key,
+        value,
+        source: p.source,
+        detail: p.detail,
+        ...(value === '' && k.unset ? { means: k.unset } : {}),
+      };
     }),
   );
   // a driver that did not load reads no GPU, like a node without GPUs: what is installed tells them apart
@@ -91,7 +104,13 @@ export async function doctor(flags: FlagValues): Promise<number> {
   const found = plugins.filter((c) => c.enabled && c.ok).reduce((n, c) => n + (c.gpus ?? 0), 0);
   const shortfall = gpuShortfall(expected, found);
   const problems =
-    [...plugins, ...sinks].filter((c) => c.enabled && !c.ok).length + (store.ok ? 0 : 1) + (provider?.problems ?? 0) + (jobsSocket && !jobsSocket.ok ? 1 : 0) + (shortfall ? 1 : 0) + (promql && !promql.ok ? 1 : 0) + security.filter((f) => f.level === 'problem').length;
+    [...plugins, ...sinks].filter((c) => c.enabled && !c.ok).length +
+    (store.ok ? 0 : 1) +
+    (provider?.problems ?? 0) +
+    (jobsSocket && !jobsSocket.ok ? 1 : 0) +
+    (shortfall ? 1 : 0) +
+    (promql && !promql.ok ? 1 : 0) +
+    security.filter((f) => f.level === 'problem').length;
   for (const c of plugins) {
     if (!c.enabled && selection.detected[c.name]) c.detail = `not enabled by auto: ${c.detail}`;
     if (shortfall && !c.enabled && expected.plugins.includes(c.name)) c.problem = true;
@@ -120,10 +139,12 @@ export async function doctor(flags: FlagValues): Promise<number> {
     writeOut(JSON.stringify(report, null, 2) + '\n');
   } else {
     const out: string[] = [];
-    const mark = (c: { enabled: boolean; ok: boolean; problem?: boolean }): string => (c.problem ? ' FAIL' : !c.enabled ? '  -  ' : c.ok ? ' ok  ' : ' FAIL');
+    const mark = (c: { enabled: boolean; ok: boolean; problem?: boolean }): string =>
+      c.problem ? ' FAIL' : !c.enabled ? '  -  ' : c.ok ? ' ok  ' : ' FAIL';
     out.push(`l9gpu ${VERSION} (node ${process.version}) on ${report.resource['host.name']}`);
     // the node's worst news first, before the settings
-    const cause = (c: Check): string => (c.enabled || selection.detected[c.name] ? c.detail : `not enabled ([daemon] plugins does not name it): ${c.detail}`);
+    const cause = (c: Check): string =>
+      c.enabled || selection.detected[c.name] ? c.detail : `not enabled ([daemon] plugins does not name it): ${c.detail}`;
     if (shortfall) out.push(`PROBLEM: ${shortfall}`, ...causes.map((c) => `  ${c.name}: ${cause(c)}`));
     const origin = { flag: '--config', env: '$L9GPU_CONFIG', default: 'default path', none: '' }[cfg.fileOrigin];
     out.push(`config file: ${cfg.file ? `${cfg.file} (${origin})` : `none: embedded defaults (${DEFAULT_CONFIG_PATH} not found)`}`);
@@ -132,12 +153,19 @@ export async function doctor(flags: FlagValues): Promise<number> {
     for (const s of settings) {
       if (s.section !== section) out.push(`  [${(section = s.section)}]`);
       const shown = 'means' in s ? `(${s.means})` : s.value;
-      out.push(`    ${s.key} = ${shown}${' '.repeat(Math.max(1, 28 - s.key.length - shown.length))}(${s.source}${s.detail ? `: ${s.detail}` : ''})`);
+      out.push(
+        `    ${s.key} = ${shown}${' '.repeat(Math.max(1, 28 - s.key.length - shown.length))}(${s.source}${
+          s.detail ? `: ` + `${s.detail}` : ''
+        })`,
+      );
     }
     out.push('', `plugins${readSection(cfg, DAEMON_SECTION).plugins.includes(AUTO) ? ` (auto: ${selection.names.join(', ')})` : ''}:`);
     for (const c of plugins) out.push(`  ${mark(c)} ${c.name.padEnd(12)} ${c.enabled ? 'enabled ' : 'disabled'}  ${c.detail}`);
     out.push('', 'sinks:');
-    for (const c of sinks) out.push(`  ${mark(c)} ${c.name.padEnd(12)} ${c.enabled ? 'enabled ' : 'disabled'}  ${c.describe}${c.enabled ? ` - ${c.detail}` : ''}`);
+    for (const c of sinks)
+      out.push(
+        `  ${mark(c)} ${c.name.padEnd(12)} ${c.enabled ? 'enabled ' : 'disabled'}  ${c.describe}${c.enabled ? ` - ${c.detail}` : ''}`,
+      );
     out.push('', `attribution: ${attribution.resolved}${attribution.mode === AUTO ? ` (auto: ${attribution.detail})` : ''}`);
     for (const l of provider?.lines ?? []) out.push(`  ${l}`);
     out.push(`store: ${store.path} - ${store.detail}`);
@@ -168,12 +196,30 @@ async function jobsSocketCheck(stateDir: string): Promise<{ path: string; ok: bo
     health = undefined;
   }
   const lock = lockHeld(stateDir);
-  const running = lock?.held === true || (health !== undefined && healthFileAge(health, Date.now()) < Math.max(60_000, 5 * health.interval_ms));
+  const running =
+    lock?.held === true || (health !== undefined && healthFileAge(health, Date.now()) < Math.max(60_000, 5 * health.interval_ms));
   try {
-    const a = await askJobsDaemon(path, { op: 'list', user: null, account: null, partition: null, state: 'running', since: null, limit: 1 }, 5000);
+    const a = await askJobsDaemon(
+      path,
+      { op: 'list', user: null, account: null, partition: null, state: 'running', since: null, limit: 1 },
+      5000,
+    );
     return { path, ok: true, detail: a.ok ? 'answers' : `answers (${a.error})` };
   } catch (e) {
-    if (!running) return { path, ok: true, detail: `not answering; the daemon does not seem to run here (it holds no lock on the state folder, and no fresh health file): ${(e as Error).message}` };
-    return { path, ok: false, detail: `the daemon runs (${lock?.held ? `pid ${lock.pid ?? '?'} holds the state folder's lock` : 'its health file is fresh'}) but ${(e as Error).message}: users' l9gpu jobs gets no answer; restart the daemon` };
+    if (!running)
+      return {
+        path,
+        ok: true,
+        detail:
+          `not answering; the daemon does not seem to run here (it holds no lock on the state folder, ` +
+          `and no fresh health file): ${(e as Error).message}`,
+      };
+    return {
+      path,
+      ok: false,
+      detail:
+        `the daemon runs (${lock?.held ? `pid ${lock.pid ?? '?'} holds the state folder's lock` : 'its health file is fresh'}) ` +
+        `but ${(e as Error).message}: users' l9gpu jobs gets no answer; restart the daemon`,
+    };
   }
 }

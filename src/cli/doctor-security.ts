@@ -39,7 +39,9 @@ export function securityFindings(cfg: Config, enabledSinks: ReadonlySet<string>)
       out.push({
         level: 'warn',
         what: `${cfg.file} is readable by every user and holds ${inFile.join(', ')}`,
-        fix: 'move them to the section\'s headers_file or token_file (readable by root alone: chmod 600); l9gpu.ini stays readable for users\' l9gpu jobs',
+        fix:
+          "move them to the section's headers_file or token_file (readable by root alone: chmod 600); " +
+          "l9gpu.ini stays readable for users' l9gpu jobs",
       });
     }
   }
@@ -47,7 +49,12 @@ export function securityFindings(cfg: Config, enabledSinks: ReadonlySet<string>)
     for (const k of s.keys) {
       if (k.type !== 'path' || !SECRET_FILE.test(k.key)) continue;
       const path = cfg.get(s.name, k.key);
-      if (typeof path === 'string' && readableByOthers(path)) out.push({ level: 'warn', what: `[${s.name}] ${k.key} ${path} is readable by other users`, fix: `chmod 600 ${path} (root alone reads it)` });
+      if (typeof path === 'string' && readableByOthers(path))
+        out.push({
+          level: 'warn',
+          what: `[${s.name}] ${k.key} ${path} is readable by other users`,
+          fix: `chmod 600 ${path} (root alone reads it)`,
+        });
     }
   }
   return out;
@@ -73,18 +80,34 @@ function pullPage(cfg: Config): SecurityFinding[] {
     tls = !!w.config.tls;
     verified = w.config.tls?.clientAuth === 'RequireAndVerifyClientCert';
     const inline = w.config.tls?.key.inline !== undefined;
-    if (inline && readableByOthers(s.web_config)) out.push({ level: 'warn', what: `[prometheus] web_config ${s.web_config} holds the TLS key inline and is readable by other users`, fix: `chmod 600 ${s.web_config}, or move the key to a key_file of root's alone` });
+    if (inline && readableByOthers(s.web_config))
+      out.push({
+        level: 'warn',
+        what: `[prometheus] web_config ${s.web_config} holds the TLS key inline and is readable by other users`,
+        fix: `chmod 600 ${s.web_config}, or move the key to a key_file of root's alone`,
+      });
     const keyFile = w.config.tls?.key.path;
-    if (keyFile && readableByOthers(keyFile)) out.push({ level: 'warn', what: `the pull page's TLS key ${keyFile} is readable by other users`, fix: `chmod 600 ${keyFile}` });
-    if (users > 0 && !tls && !loopbackOnly(host)) out.push({ level: 'warn', what: `the pull page on ${where} takes basic-auth passwords over plain HTTP: they cross the network in the clear`, fix: 'add tls_server_config (cert_file, key_file) to the web_config' });
+    if (keyFile && readableByOthers(keyFile))
+      out.push({ level: 'warn', what: `the pull page's TLS key ${keyFile} is readable by other users`, fix: `chmod 600 ${keyFile}` });
+    if (users > 0 && !tls && !loopbackOnly(host))
+      out.push({
+        level: 'warn',
+        what: `the pull page on ${where} takes basic-auth passwords over plain HTTP: they cross the network in the clear`,
+        fix: 'add tls_server_config (cert_file, key_file) to the web_config',
+      });
   }
   const authenticated = users > 0 || verified;
   if (!authenticated && !loopbackOnly(host)) {
     const hidden = hidesPersonal(s.personal_labels, host, false);
     out.push({
       level: 'warn',
-      what: `the pull page on ${where} answers anyone who reaches the port, without authentication${tls ? '' : ' or TLS'}: every job's id, partition and GPU series${hidden ? ' (the labels that name people are left off: personal_labels)' : ', and every user\'s name, account and job name (personal_labels = show)'}`,
-      fix: 'set [prometheus] web_config with basic_auth_users or a client CA and client_auth_type = RequireAndVerifyClientCert, or host = 127.0.0.1 (docs/security.md)',
+      what:
+        `the pull page on ${where} answers anyone who reaches the port, without authentication${tls ? '' : ' or TLS'}: ` +
+        `every job's id, partition and GPU ` +
+        `series${hidden ? ' (the labels that name people are left off: personal_labels)' : ", and every user's name, account and job name (personal_labels = show)"}`,
+      fix:
+        'set [prometheus] web_config with basic_auth_users or a client CA and client_auth_type = ' +
+        'RequireAndVerifyClientCert, or host = 127.0.0.1 (docs/security.md)',
     });
   }
   return out;

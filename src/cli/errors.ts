@@ -40,7 +40,9 @@ export function internalErrorLine(e: unknown): string {
   const frames = [...(err.stack ?? '').matchAll(/\n\s+at (.+)/g)].map((m) => m[1]!);
   // the first frame in l9gpu's code, not in the runtime (JSON.parse (<anonymous>), node:internal/...)
   const at = frames.find((f) => !/<anonymous>|\(node:|^node:/.test(f)) ?? frames[0];
-  return `l9gpu: internal error (a bug: please report this line): ${err.name}: ${printable(clip(err.message, 300))}${at ? ` (at ${printable(clip(at, 200))})` : ''}`;
+  return `l9gpu: internal error (a bug: please report this line): ${err.name}: ${printable(clip(err.message, 300))}${
+    at ? ` (at ` + `${printable(clip(at, 200))})` : ''
+  }`;
 }
 
 /** Runs a command body; a CliError or ConfigError becomes one line on stderr and its exit code. */

@@ -22,8 +22,19 @@ export interface FlagSpec {
 export type FlagValues = Record<string, string | boolean | number | string[] | undefined>;
 
 /** node:util parseArgs options for these flags. */
-export function parseArgsOptions(specs: readonly FlagSpec[]): Record<string, { type: 'string' | 'boolean'; short?: string; multiple?: boolean }> {
-  return Object.fromEntries(specs.map((f) => [f.name, { type: f.type === 'boolean' ? 'boolean' : 'string', ...(f.char ? { short: f.char } : {}), ...(f.multiple ? { multiple: true } : {}) }]));
+export function parseArgsOptions(
+  specs: readonly FlagSpec[],
+): Record<string, { type: 'string' | 'boolean'; short?: string; multiple?: boolean }> {
+  return Object.fromEntries(
+    specs.map((f) => [
+      f.name,
+      {
+        type: f.type === 'boolean' ? 'boolean' : 'string',
+        ...(f.char ? { short: f.char } : {}),
+        ...(f.multiple ? { multiple: true } : {}),
+      },
+    ]),
+  );
 }
 
 /**

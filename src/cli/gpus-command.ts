@@ -13,13 +13,17 @@ import { gpuView, renderGpuTable } from './gpus-view.js';
 import type { FlagValues } from './flag-spec.js';
 import { colorOut, writeOut } from './out.js';
 
-
 /** Samples the GPU plugins once and prints them; resolves to the exit code (1: no GPU could be read, or fewer than the node must have). */
 export async function gpus(flags: FlagValues): Promise<number> {
-  const cfg = loadCliConfig(flags.config as string | undefined, flags.plugin ? [{ section: 'daemon', key: 'plugins', raw: (flags.plugin as string[]).join(','), flag: '--plugin' }] : []);
+  const cfg = loadCliConfig(
+    flags.config as string | undefined,
+    flags.plugin ? [{ section: 'daemon', key: 'plugins', raw: (flags.plugin as string[]).join(','), flag: '--plugin' }] : [],
+  );
   // warnings (a GPU NVML cannot open, a field it cannot read) belong on stderr here
   // what a vendor tool printed (a name, an error) reaches the terminal without its control characters
-  const log = createLogger('warn', (l) => process.stderr.write(`l9gpu: ${printable(l.replace(/^\S+ \w+ \[[^\]]+\] /, '').replace(/\n$/, ''))}\n`));
+  const log = createLogger('warn', (l) =>
+    process.stderr.write(`l9gpu: ${printable(l.replace(/^\S+ \w+ \[[^\]]+\] /, '').replace(/\n$/, ''))}\n`),
+  );
   const ctx = pluginContext(cfg, log, { oneShot: true });
   const { names, detected } = await selectAgentPlugins(cfg, ctx);
   const manifests = await loadPlugins();
@@ -50,7 +54,12 @@ export async function gpus(flags: FlagValues): Promise<number> {
   const expected = await expectGpus(manifests, ctx);
   const shortfall = gpuShortfall(expected, view.length);
   if (shortfall) {
-    const off = expected.plugins.filter((n) => !names.includes(n)).map((n) => ({ plugin: n, error: detected[n] ? `not enabled by auto: ${detected[n].detail}` : 'not enabled: [daemon] plugins does not name it' }));
+    const off = expected.plugins
+      .filter((n) => !names.includes(n))
+      .map((n) => ({
+        plugin: n,
+        error: detected[n] ? `not enabled by auto: ${detected[n].detail}` : 'not enabled: [daemon] plugins does not name it',
+      }));
     errors.unshift({ plugin: null, error: shortfall }, ...off);
   }
   // the job(s) on each GPU (a MIG instance's jobs under its parent, with the instance's UUID)

@@ -22,14 +22,25 @@ export interface GpuRecord {
   energy_joules: number | null;
   throttle_causes: string[];
   processes: { pid: number; memory_bytes: number }[];
-  mig: { uuid: string; model: string; gpu_instance_id: number; compute_instance_id: number; memory_used_bytes: number | null; memory_total_bytes: number | null }[];
+  mig: {
+    uuid: string;
+    model: string;
+    gpu_instance_id: number;
+    compute_instance_id: number;
+    memory_used_bytes: number | null;
+    memory_total_bytes: number | null;
+  }[];
   /** Filled by attribution (Slurm, Kubernetes) when it exists. */
   jobs: Record<string, string | number | boolean>[];
   /** What is missing from this record and why. */
   notes: string[];
 }
 
-const MIG_UTILIZATION = 'no utilization: NVML has none for a GPU in MIG mode. The daemon reports each MIG instance\'s utilization as its GPU instance\'s engine activity (GPM, Hopper and later; an instance alone in its GPU instance) over a collection interval, which one sample here cannot measure.';
+const MIG_UTILIZATION =
+  'no utilization: NVML has none for a GPU in MIG mode. The daemon reports each MIG ' +
+  "instance's utilization as its GPU instance's engine activity (GPM, Hopper and later; an " +
+  'instance alone in its GPU instance) over a collection interval, which one sample here ' +
+  'cannot measure.';
 
 export function gpuView(points: readonly Point[]): GpuRecord[] {
   const gpus = new Map<string, GpuRecord>();
@@ -42,7 +53,15 @@ export function gpuView(points: readonly Point[]): GpuRecord[] {
     if (typeof parent === 'string') {
       let m = migs.get(uuid);
       if (!m) {
-        m = { parent, uuid, model: String(a['gpu.model']), gpu_instance_id: Number(a['gpu.mig.instance_id']), compute_instance_id: Number(a['gpu.mig.compute_instance_id']), memory_used_bytes: null, memory_total_bytes: null };
+        m = {
+          parent,
+          uuid,
+          model: String(a['gpu.model']),
+          gpu_instance_id: Number(a['gpu.mig.instance_id']),
+          compute_instance_id: Number(a['gpu.mig.compute_instance_id']),
+          memory_used_bytes: null,
+          memory_total_bytes: null,
+        };
         migs.set(uuid, m);
       }
       if (p.metric.name === 'gpu.memory.used') m.memory_used_bytes = p.value;
@@ -52,24 +71,62 @@ export function gpuView(points: readonly Point[]): GpuRecord[] {
     let g = gpus.get(uuid);
     if (!g) {
       g = {
-        index: Number(a['gpu.index']), uuid, model: String(a['gpu.model']), vendor: String(a['gpu.vendor']), pci_bus_id: String(a['gpu.pci.bus_id']), lost: false,
-        utilization: null, memory_utilization: null, memory_used_bytes: null, memory_total_bytes: null, temperature_celsius: {},
-        power_watts: null, power_limit_watts: null, energy_joules: null, throttle_causes: [], processes: [], mig: [], jobs: [], notes: [],
+        index: Number(a['gpu.index']),
+        uuid,
+        model: String(a['gpu.model']),
+        vendor: String(a['gpu.vendor']),
+        pci_bus_id: String(a['gpu.pci.bus_id']),
+        lost: false,
+        utilization: null,
+        memory_utilization: null,
+        memory_used_bytes: null,
+        memory_total_bytes: null,
+        temperature_celsius: {},
+        power_watts: null,
+        power_limit_watts: null,
+        energy_joules: null,
+        throttle_causes: [],
+        processes: [],
+        mig: [],
+        jobs: [],
+        notes: [],
       };
       gpus.set(uuid, g);
     }
     switch (p.metric.name) {
-      case 'gpu.lost': g.lost = p.value === 1; break;
-      case 'gpu.utilization': g.utilization = p.value; break;
-      case 'gpu.memory.utilization': g.memory_utilization = p.value; break;
-      case 'gpu.memory.used': g.memory_used_bytes = p.value; break;
-      case 'gpu.memory.total': g.memory_total_bytes = p.value; break;
-      case 'gpu.temperature': g.temperature_celsius[String(a['gpu.temperature.sensor'])] = p.value; break;
-      case 'gpu.power.draw': g.power_watts = p.value; break;
-      case 'gpu.power.limit': g.power_limit_watts = p.value; break;
-      case 'gpu.energy.consumption': g.energy_joules = p.value; break;
-      case 'gpu.throttle.active': if (p.value === 1) g.throttle_causes.push(String(a['gpu.throttle.cause'])); break;
-      case 'gpu.process.memory.used': g.processes.push({ pid: Number(a['process.pid']), memory_bytes: p.value }); break;
+      case 'gpu.lost':
+        g.lost = p.value === 1;
+        break;
+      case 'gpu.utilization':
+        g.utilization = p.value;
+        break;
+      case 'gpu.memory.utilization':
+        g.memory_utilization = p.value;
+        break;
+      case 'gpu.memory.used':
+        g.memory_used_bytes = p.value;
+        break;
+      case 'gpu.memory.total':
+        g.memory_total_bytes = p.value;
+        break;
+      case 'gpu.temperature':
+        g.temperature_celsius[String(a['gpu.temperature.sensor'])] = p.value;
+        break;
+      case 'gpu.power.draw':
+        g.power_watts = p.value;
+        break;
+      case 'gpu.power.limit':
+        g.power_limit_watts = p.value;
+        break;
+      case 'gpu.energy.consumption':
+        g.energy_joules = p.value;
+        break;
+      case 'gpu.throttle.active':
+        if (p.value === 1) g.throttle_causes.push(String(a['gpu.throttle.cause']));
+        break;
+      case 'gpu.process.memory.used':
+        g.processes.push({ pid: Number(a['process.pid']), memory_bytes: p.value });
+        break;
     }
   }
   for (const m of migs.values()) {
@@ -87,7 +144,9 @@ const gib = (v: number | null) => (v === null ? '-' : (v / GiB).toFixed(1));
 export function renderGpuTable(gpus: readonly GpuRecord[], color: boolean): string {
   const { bold, warn } = style(color);
   const anyJobs = gpus.some((g) => g.jobs.length > 0);
-  const rows: string[][] = [['IDX', 'UUID', 'MODEL', 'UTIL', 'MEM GiB', 'TEMP', 'POWER', 'ENERGY kWh', 'THROTTLE', 'PROCS', ...(anyJobs ? ['JOBS'] : [])]];
+  const rows: string[][] = [
+    ['IDX', 'UUID', 'MODEL', 'UTIL', 'MEM GiB', 'TEMP', 'POWER', 'ENERGY kWh', 'THROTTLE', 'PROCS', ...(anyJobs ? ['JOBS'] : [])],
+  ];
   for (const g of gpus) {
     const temp = g.temperature_celsius.edge ?? g.temperature_celsius.hotspot;
     rows.push([
@@ -97,15 +156,32 @@ export function renderGpuTable(gpus: readonly GpuRecord[], color: boolean): stri
       g.lost ? 'LOST' : pct(g.utilization),
       `${gib(g.memory_used_bytes)}/${gib(g.memory_total_bytes)}`,
       temp === undefined ? '-' : `${temp}C`,
-      g.power_watts === null ? '-' : `${Math.round(g.power_watts)}/${g.power_limit_watts === null ? '-' : Math.round(g.power_limit_watts)}W`,
+      g.power_watts === null
+        ? '-'
+        : `${Math.round(g.power_watts)}/${g.power_limit_watts === null ? '-' : Math.round(g.power_limit_watts)}W`,
       g.energy_joules === null ? '-' : (g.energy_joules / 3.6e6).toFixed(2),
       g.throttle_causes.join(',') || '-',
       g.processes.map((p) => `${p.pid}(${gib(p.memory_bytes)})`).join(' ') || '-',
       ...(anyJobs ? [g.jobs.map((j) => `${j['slurm.job.id']}(${j['slurm.user'] ?? '?'})`).join(' ') || '-'] : []),
     ]);
-    for (const m of g.mig) rows.push([' └', m.uuid, m.model, '', `${gib(m.memory_used_bytes)}/${gib(m.memory_total_bytes)}`, '', '', '', '', '', ...(anyJobs ? [''] : [])]);
+    for (const m of g.mig)
+      rows.push([
+        ' └',
+        m.uuid,
+        m.model,
+        '',
+        `${gib(m.memory_used_bytes)}/${gib(m.memory_total_bytes)}`,
+        '',
+        '',
+        '',
+        '',
+        '',
+        ...(anyJobs ? [''] : []),
+      ]);
   }
-  const out = alignColumns(rows).map((line, n) => (n === 0 ? bold(line) : rows[n]![3] === 'LOST' || rows[n]![8] !== '-' ? warn(line) : line));
+  const out = alignColumns(rows).map((line, n) =>
+    n === 0 ? bold(line) : rows[n]![3] === 'LOST' || rows[n]![8] !== '-' ? warn(line) : line,
+  );
   if (gpus.length === 0) out.push('(no GPUs found)');
   for (const g of gpus) for (const n of g.notes) out.push(`${g.vendor === 'nvidia' ? 'GPU' : g.vendor} ${g.index}: ${n}`);
   return out.join('\n') + '\n';

@@ -39,7 +39,14 @@ export function healthReport(cfg: Config, now = Date.now()): HealthReport {
   } catch (e) {
     return { node, state: 'unknown', unknown: (e as Error).message, written: null, gpus: [] };
   }
-  if (!file) return { node, state: 'unknown', unknown: `no health file in ${dir}: is the l9gpu daemon running here, with [health] enabled and this state_dir?`, written: null, gpus: [] };
+  if (!file)
+    return {
+      node,
+      state: 'unknown',
+      unknown: `no health file in ${dir}: is the l9gpu daemon running here, with [health] enabled and this state_dir?`,
+      written: null,
+      gpus: [],
+    };
   const staleMs = Math.max(health.stale_after * 1000, 5 * file.interval_ms);
   const age = healthFileAge(file, now);
   const clears = readClears(dir);
@@ -56,7 +63,13 @@ export function healthReport(cfg: Config, now = Date.now()): HealthReport {
     .map((h) => ({ ...h, state_name: STATE_NAMES[h.state] }));
   const worst = Math.max(0, ...gpus.map((g) => g.state)) as HealthState;
   const what = file.gpus.length ? 'GPU health' : 'health';
-  const stale = age === Infinity ? `the daemon wrote ${what} at ${new Date(file.written).toISOString()}, later than now by this clock (it stepped back since?): not judged fresh; is it running?` : age > staleMs ? `the daemon last wrote ${what} ${Math.round(age / 1000)} s ago (stale after ${Math.round(staleMs / 1000)} s): is it running?` : null;
+  const stale =
+    age === Infinity
+      ? `the daemon wrote ${what} at ${new Date(file.written).toISOString()}, later than now by ` +
+        `this clock (it stepped back since?): not judged fresh; is it running?`
+      : age > staleMs
+        ? `the daemon last wrote ${what} ${Math.round(age / 1000)} s ago (stale after ${Math.round(staleMs / 1000)} s): is it running?`
+        : null;
   return { node, state: stale ? 'unknown' : STATE_NAMES[worst], unknown: stale, written: new Date(file.written).toISOString(), gpus };
 }
 
@@ -83,13 +96,24 @@ function render(r: HealthReport, color: boolean): string {
   if (r.unknown) out.push(`  ${r.unknown}`);
   if (r.gpus.length) {
     out.push('');
-    const rows = alignColumns([['GPU', 'UUID', 'MODEL', 'STATE', 'SCORE', 'REASONS'], ...r.gpus.map((g) => [String(g.index ?? '-'), short(g.uuid), g.model ?? '-', g.state_name, g.score.toFixed(2), g.findings.map((f) => f.code).join(', ') || '-'])]);
+    const rows = alignColumns([
+      ['GPU', 'UUID', 'MODEL', 'STATE', 'SCORE', 'REASONS'],
+      ...r.gpus.map((g) => [
+        String(g.index ?? '-'),
+        short(g.uuid),
+        g.model ?? '-',
+        g.state_name,
+        g.score.toFixed(2),
+        g.findings.map((f) => f.code).join(', ') || '-',
+      ]),
+    ]);
     out.push(s.bold(rows[0]!), ...rows.slice(1).map((line, i) => mark(r.gpus[i]!.state, line)));
     for (const g of r.gpus) {
       if (!g.findings.length) continue;
       out.push('');
       out.push(`${gpuName(g)} ${g.uuid}:`);
-      for (const f of g.findings) out.push(`  ${mark(f.severity, f.severity === 0 ? 'info' : STATE_NAMES[f.severity])}: ${f.text}\n      -> ${f.action}`);
+      for (const f of g.findings)
+        out.push(`  ${mark(f.severity, f.severity === 0 ? 'info' : STATE_NAMES[f.severity])}: ${f.text}\n      -> ${f.action}`);
     }
   }
   return out.join('\n') + '\n';
@@ -121,7 +145,9 @@ async function drainOrResume(cfg: Config, node: string, failed: boolean, line: s
   try {
     if (failed) {
       const d = await drainNode(cfg, node, line.slice(DRAIN_PREFIX.length).trim());
-      writeOut(d === 'drained' ? `l9gpu: drained ${node}\n` : `l9gpu: ${node} is already drained (${d.state}: ${d.reason ?? 'no reason'})\n`);
+      writeOut(
+        d === 'drained' ? `l9gpu: drained ${node}\n` : `l9gpu: ${node} is already drained (${d.state}: ${d.reason ?? 'no reason'})\n`,
+      );
     } else if (await resumeIfOurs(cfg, node)) writeOut(`l9gpu: resumed ${node}\n`);
   } catch (e) {
     // the verdict stands (exit status); only the drain could not be done
@@ -136,7 +162,10 @@ async function drainOrResume(cfg: Config, node: string, failed: boolean, line: s
  */
 function clear(cfg: Config, which: string[]): number {
   const dir = readSection(cfg, DAEMON_SECTION).state_dir;
-  const names = which.flatMap((x) => x.split(',')).map((x) => x.trim()).filter(Boolean);
+  const names = which
+    .flatMap((x) => x.split(','))
+    .map((x) => x.trim())
+    .filter(Boolean);
   if (!names.length) throw new CliError(`--clear: no GPU named in "${which.join(' ')}" (give a UUID, an index, or all)`, 2);
   const file = readHealthFile(dir);
   const clears = readClears(dir);
@@ -170,9 +199,13 @@ function clear(cfg: Config, which: string[]): number {
   } catch (e) {
     throw new CliError(`cannot write the clears in ${dir}: ${(e as Error).message}`, 1);
   }
-  const cleared = [...(all ? ['every GPU'] : []), ...[...chosen.values()].filter((g) => !all && !missing.has(g.uuid)).map((g) => `GPU ${g.index ?? '?'} ${g.uuid}`)];
+  const cleared = [
+    ...(all ? ['every GPU'] : []),
+    ...[...chosen.values()].filter((g) => !all && !missing.has(g.uuid)).map((g) => `GPU ${g.index ?? '?'} ${g.uuid}`),
+  ];
   if (cleared.length) writeOut(`cleared the Xid events so far of ${cleared.join(', ')}\n`);
-  if (forgot.length) writeOut(`forgot ${forgot.join(', ')}: no longer collected, it no longer counts (it is judged afresh if it comes back)\n`);
+  if (forgot.length)
+    writeOut(`forgot ${forgot.join(', ')}: no longer collected, it no longer counts (it is judged afresh if it comes back)\n`);
   return 0;
 }
 
@@ -184,6 +217,14 @@ function pickGpu<G extends { uuid: string; index: number | null }>(gpus: readonl
   const found = byIndex.length ? byIndex : gpus.filter((g) => g.uuid.startsWith(w));
   if (found.length === 1) return found[0]!;
   if (!found.length) throw new CliError(`--clear: no GPU "${w}" in ${where} (give a UUID, an index, or all)`, 2);
-  const list = found.slice(0, 4).map((g) => `${g.uuid} (GPU ${g.index ?? '?'})`).join(', ') + (found.length > 4 ? `, ... ${found.length - 4} more` : '');
-  throw new CliError(`--clear: "${w}" is ambiguous: ${found.length} GPUs have that ${byIndex.length ? 'index' : 'UUID prefix'} (${list}); give the whole UUID`, 2);
+  const list =
+    found
+      .slice(0, 4)
+      .map((g) => `${g.uuid} (GPU ${g.index ?? '?'})`)
+      .join(', ') + (found.length > 4 ? `, ... ${found.length - 4} more` : '');
+  throw new CliError(
+    `--clear: "${w}" is ambiguous: ${found.length} GPUs have that ${byIndex.length ? 'index' : 'UUID prefix'} ` +
+      `(${list}); give the whole UUID`,
+    2,
+  );
 }

@@ -12,7 +12,16 @@ import { askShow, type JobsContext } from './jobs-context.js';
 import { findTool } from '../core/tool.js';
 import type { JobReport } from '../jobs/report-model.js';
 import type { SacctJob } from '../jobs/accounting.js';
-import { accountingOnce, finishReport, firstReport, promqlSource, reportSettings, summarySource, type JobSource, type SourceName } from '../jobs/show.js';
+import {
+  accountingOnce,
+  finishReport,
+  firstReport,
+  promqlSource,
+  reportSettings,
+  summarySource,
+  type JobSource,
+  type SourceName,
+} from '../jobs/show.js';
 import { sacctJob, sacctJobs } from '../../slurm/sacct-job.js';
 import { SLURM_DIRS, slurmCommand } from '../../slurm/tools.js';
 import { readSection } from '../core/config/read.js';
@@ -37,7 +46,11 @@ export async function accountingOf(ctx: JobsContext, jobId: string, cluster: str
 }
 
 /** The accounting records of many jobs, in a few sacct calls (sacctJobs); the caller has checked there is a sacct. */
-export function accountingOfMany(ctx: JobsContext, jobIds: readonly string[], onError?: (id: string, e: Error) => void): Promise<Map<string, SacctJob | undefined>> {
+export function accountingOfMany(
+  ctx: JobsContext,
+  jobIds: readonly string[],
+  onError?: (id: string, e: Error) => void,
+): Promise<Map<string, SacctJob | undefined>> {
   return sacctJobs(jobIds, { run: (c, a, e) => slurmCommand(ctx.cfg, c, a, e), cluster: null, ...(onError ? { onError } : {}) });
 }
 
@@ -57,8 +70,15 @@ function storeSource(ctx: JobsContext): JobSource {
 }
 
 /** The finished report of `jobs show --source <source>`, or the command's error naming why each source asked has none. */
-export async function showReport(ctx: JobsContext, jobId: string, source: ShowSource, cluster: string | null, promql: PromqlTarget): Promise<JobReport> {
-  if (source === 'promql' && !promql.url) throw new CliError('--source promql needs --url (the PromQL API base URL) or [jobs] promql_url', 2);
+export async function showReport(
+  ctx: JobsContext,
+  jobId: string,
+  source: ShowSource,
+  cluster: string | null,
+  promql: PromqlTarget,
+): Promise<JobReport> {
+  if (source === 'promql' && !promql.url)
+    throw new CliError('--source promql needs --url (the PromQL API base URL) or [jobs] promql_url', 2);
   const settings = reportSettings(ctx.cfg);
   const accounting = accountingOnce(() => accountingOf(ctx, jobId, cluster));
   const all: Record<SourceName, JobSource | null> = {
@@ -72,7 +92,13 @@ export async function showReport(ctx: JobsContext, jobId: string, source: ShowSo
   if ('misses' in found) {
     if (source !== 'auto') throw new CliError(found.misses[0]!.alone ?? found.misses[0]!.why, 1);
     const why = found.misses.map((m) => m.why).join('; ');
-    throw new CliError(all.promql ? why : `${why}. From the metrics backend: l9gpu jobs show ${jobId} --source promql --url <your Prometheus/VictoriaMetrics URL> (or set [jobs] promql_url)`, 1);
+    throw new CliError(
+      all.promql
+        ? why
+        : `${why}. From the metrics backend: l9gpu jobs show ${jobId} --source promql --url <your ` +
+            `Prometheus/VictoriaMetrics URL> (or set [jobs] promql_url)`,
+      1,
+    );
   }
   // a header from accounting for a report from the store or a backend (asked once: not again if the summary source did)
   const acct = await accounting().catch(() => undefined);

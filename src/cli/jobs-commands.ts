@@ -28,10 +28,20 @@ const color = () => style(colorOut());
 export async function jobsList(f: FlagValues): Promise<void> {
   const ctx = jobsContext(f.config as string | undefined);
   if (f.waste) return jobsWaste(ctx, f);
-  const { rows, user, by, groups } = await askList(ctx, {
-    op: 'list', user: (f.user as string) ?? null, account: (f.account as string) ?? null, partition: (f.partition as string) ?? null,
-    state: f.state as 'all', since: f.since ? parseSince(f.since as string) : null, limit: f.limit as number, by: (f.by as GroupBy | undefined) ?? null,
-  }, pricesFrom(ctx.cfg));
+  const { rows, user, by, groups } = await askList(
+    ctx,
+    {
+      op: 'list',
+      user: (f.user as string) ?? null,
+      account: (f.account as string) ?? null,
+      partition: (f.partition as string) ?? null,
+      state: f.state as 'all',
+      since: f.since ? parseSince(f.since as string) : null,
+      limit: f.limit as number,
+      by: (f.by as GroupBy | undefined) ?? null,
+    },
+    pricesFrom(ctx.cfg),
+  );
   if (by && groups) {
     if (f.json) writeOut(JSON.stringify(keyedGroups(by, groups), null, 2) + '\n');
     else if (f.csv) writeOut(renderByCsv(groups, by));
@@ -46,7 +56,8 @@ export async function jobsList(f: FlagValues): Promise<void> {
 }
 
 export async function jobsShow(jobid: string, f: FlagValues): Promise<void> {
-  if (!JOB_ID.test(jobid) && !POD.test(jobid)) throw new CliError(`"${printable(clip(jobid, 40))}" is not a job id (123 or 122_4) nor a pod (namespace/name)`, 2);
+  if (!JOB_ID.test(jobid) && !POD.test(jobid))
+    throw new CliError(`"${printable(clip(jobid, 40))}" is not a job id (123 or 122_4) nor a pod (namespace/name)`, 2);
   const ctx = jobsContext(f.config as string | undefined);
   const given = Object.fromEntries(((f.header as string[]) ?? []).map((h) => [h.slice(0, h.indexOf('=')), h.slice(h.indexOf('=') + 1)]));
   try {
@@ -56,7 +67,13 @@ export async function jobsShow(jobid: string, f: FlagValues): Promise<void> {
   }
   // the configured credentials go to promql_url's origin alone: a --url elsewhere gets only its --header values
   const promql = promqlOptions(ctx.cfg, { url: f.url as string | undefined, window: f.window as string, headers: given, optional: true });
-  const report = await showReport(ctx, jobid, f.source as ShowSource, (f.cluster as string | undefined) ?? null, promql ?? { url: null, window: f.window as string });
+  const report = await showReport(
+    ctx,
+    jobid,
+    f.source as ShowSource,
+    (f.cluster as string | undefined) ?? null,
+    promql ?? { url: null, window: f.window as string },
+  );
   if (f.json) writeOut(JSON.stringify(report, null, 2) + '\n');
   else writeOut(renderReport(report, color()));
 }
@@ -78,10 +95,20 @@ async function jobsWaste(ctx: JobsContext, f: FlagValues): Promise<void> {
     }
     where = `at ${redactUrl(promql.url)}`;
   } else {
-    const a = await askList(ctx, {
-      op: 'list', user: (f.user as string) ?? null, account: (f.account as string) ?? null, partition: (f.partition as string) ?? null,
-      state: f.state as 'all', since, limit: f.limit as number, waste: true,
-    }, pricesFrom(ctx.cfg));
+    const a = await askList(
+      ctx,
+      {
+        op: 'list',
+        user: (f.user as string) ?? null,
+        account: (f.account as string) ?? null,
+        partition: (f.partition as string) ?? null,
+        state: f.state as 'all',
+        since,
+        limit: f.limit as number,
+        waste: true,
+      },
+      pricesFrom(ctx.cfg),
+    );
     inputs = a.waste ?? [];
   }
   // a time limit is Slurm accounting's alone: asked for the ended jobs together where there is a sacct (none, or one
@@ -91,10 +118,14 @@ async function jobsWaste(ctx: JobsContext, f: FlagValues): Promise<void> {
     try {
       // a job whose accounting lines do not parse has no time-limit class; each different reason said once
       const unread = new Map<string, string[]>();
-      const acct = await accountingOfMany(ctx, ended.map((j) => j.id), (id, e) => {
-        const why = e.message.replace(/\s+/g, ' ').trim();
-        unread.set(why, [...(unread.get(why) ?? []), id]);
-      });
+      const acct = await accountingOfMany(
+        ctx,
+        ended.map((j) => j.id),
+        (id, e) => {
+          const why = e.message.replace(/\s+/g, ' ').trim();
+          unread.set(why, [...(unread.get(why) ?? []), id]);
+        },
+      );
       const unknown: string[] = [];
       const said = new Set([...unread.values()].flat());
       for (const j of ended) {

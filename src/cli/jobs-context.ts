@@ -8,7 +8,15 @@ import { AccessDenied, CliError } from './errors.js';
 import { openStoreReadOnly, storePath } from '../store/open.js';
 import type { Db } from '../store/open.js';
 import { viewer, type Viewer } from '../jobs/access.js';
-import { answerJobs, type JobsAnswer, type JobsRequest, type ListAnswer, type ListRequest, type Refusal, type ShowAnswer } from '../jobs/api.js';
+import {
+  answerJobs,
+  type JobsAnswer,
+  type JobsRequest,
+  type ListAnswer,
+  type ListRequest,
+  type Refusal,
+  type ShowAnswer,
+} from '../jobs/api.js';
 import type { Prices } from '../figures/prices.js';
 import type { JobReport } from '../jobs/report-model.js';
 import { getMeta } from '../store/meta.js';
@@ -54,7 +62,10 @@ export function openJobsStore(ctx: JobsContext): { db: Db; node: string } {
     throw new CliError(`cannot read the job store ${storePath(ctx.stateDir)}: ${(e as Error).message}`, 1);
   }
   // no provider here (attribution none, or no slurm.conf on this machine): the name the hooks recorded is still the node's in Slurm
-  const node = resolveAgentAttribution(ctx.cfg).manifest?.nodeName(ctx.cfg, process.env, db) ?? getMeta(db, LEARNED_NODE_KEY) ?? hostname().split('.')[0]!;
+  const node =
+    resolveAgentAttribution(ctx.cfg).manifest?.nodeName(ctx.cfg, process.env, db) ??
+    getMeta(db, LEARNED_NODE_KEY) ??
+    hostname().split('.')[0]!;
   return { db, node };
 }
 
@@ -68,7 +79,12 @@ export async function askList(ctx: JobsContext, req: ListRequest, prices: Prices
       a = more;
       break;
     }
-    a = { ...more, rows: [...a.rows, ...more.rows], ...(a.groups ? { groups: [...a.groups, ...(more.groups ?? [])] } : {}), ...(a.waste ? { waste: [...a.waste, ...(more.waste ?? [])] } : {}) };
+    a = {
+      ...more,
+      rows: [...a.rows, ...more.rows],
+      ...(a.groups ? { groups: [...a.groups, ...(more.groups ?? [])] } : {}),
+      ...(a.waste ? { waste: [...a.waste, ...(more.waste ?? [])] } : {}),
+    };
   }
   return answered(a) as ListAnswer;
 }
@@ -111,7 +127,10 @@ async function askDaemon(ctx: JobsContext, req: JobsRequest): Promise<JobsAnswer
 /** "2026-11-01", "2026-11-01T08:00", "24h", "7d", "90m" -> ms since the epoch. */
 export function parseSince(s: string, now = Date.now()): number {
   const rel = /^(\d+(?:\.\d+)?)\s*(m|h|d|w)$/i.exec(s.trim());
-  if (rel) return now - Number(rel[1]) * { m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 }[rel[2]!.toLowerCase() as 'm' | 'h' | 'd' | 'w'];
+  if (rel)
+    return (
+      now - Number(rel[1]) * { m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 }[rel[2]!.toLowerCase() as 'm' | 'h' | 'd' | 'w']
+    );
   if (/^\d{4}-\d{2}-\d{2}/.test(s)) {
     const t = Date.parse(s.length === 10 ? `${s}T00:00:00` : s);
     if (!Number.isNaN(t)) return t;

@@ -54,4 +54,5 @@ function bug(e: unknown): never {
 
 // the bundle (dist/src/cli/light.cjs) sits three folders below the package root; it skips the bindings
 // package's search of a dozen paths for the native module
-if (typeof __dirname === 'string') useNativeBinding(join(__dirname, '..', '..', '..', 'node_modules', 'better-sqlite3', 'build', 'Release', 'better_sqlite3.node'));
+if (typeof __dirname === 'string')
+  useNativeBinding(join(__dirname, '..', '..', '..', 'node_modules', 'better-sqlite3', 'build', 'Release', 'better_sqlite3.node'));

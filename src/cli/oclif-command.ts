@@ -29,10 +29,13 @@ export function oclifCommand(id: string): typeof Command {
         main(hook);
       } else {
         const positional = spec.arg ? [String(args[spec.arg.name])] : [];
-        await reportingCliErrors((code) => this.exit(code), async () => {
-          const code = await spec.run!(flags, positional);
-          if (code) this.exit(code);
-        });
+        await reportingCliErrors(
+          (code) => this.exit(code),
+          async () => {
+            const code = await spec.run!(flags, positional);
+            if (code) this.exit(code);
+          },
+        );
       }
     }
   };

@@ -10,7 +10,12 @@ export function oclifFlag(f: FlagSpec) {
     ...(f.exclusive ? { exclusive: [...f.exclusive] } : {}),
   };
   if (f.type === 'boolean') return Flags.boolean(common);
-  if (f.type === 'integer') return Flags.integer({ ...common, ...(f.min !== undefined ? { min: f.min } : {}), ...(typeof f.default === 'number' ? { default: f.default } : {}) });
+  if (f.type === 'integer')
+    return Flags.integer({
+      ...common,
+      ...(f.min !== undefined ? { min: f.min } : {}),
+      ...(typeof f.default === 'number' ? { default: f.default } : {}),
+    });
   if (f.multiple) return Flags.string({ ...common, multiple: true, ...(f.whole ? {} : { delimiter: ',' as const }) });
   const dflt = typeof f.default === 'string' ? { default: f.default } : {};
   if (f.options) return Flags.string({ ...common, ...dflt, options: [...f.options] });

@@ -48,7 +48,13 @@ class ReloadLog {
     // the digest tells which configuration is in use (a config manager checks its run took), not the file's bytes
     const digest = createHash('sha256').update(text).digest('hex').slice(0, 12);
     this.say('done', changed, () =>
-      this.log.info('configuration reloaded', { file: cfg.file ?? '(none)', config: digest, plugins: plugins.join(','), sinks: readSection(cfg, DAEMON_SECTION).sinks.join(','), ...(unsaid ? { reloads_not_said: unsaid } : {}) }),
+      this.log.info('configuration reloaded', {
+        file: cfg.file ?? '(none)',
+        config: digest,
+        plugins: plugins.join(','),
+        sinks: readSection(cfg, DAEMON_SECTION).sinks.join(','),
+        ...(unsaid ? { reloads_not_said: unsaid } : {}),
+      }),
     );
   }
 
@@ -56,7 +62,12 @@ class ReloadLog {
     const changed = message !== this.lastFailure;
     this.lastFailure = message;
     const unsaid = this.unsaid;
-    this.say(`failed:${message}`, changed, () => this.log.error('reload failed: keeping the running configuration', { error: message, ...(unsaid ? { reloads_not_said: unsaid } : {}) }));
+    this.say(`failed:${message}`, changed, () =>
+      this.log.error('reload failed: keeping the running configuration', {
+        error: message,
+        ...(unsaid ? { reloads_not_said: unsaid } : {}),
+      }),
+    );
   }
 }
 
@@ -91,12 +102,16 @@ async function compact(dir: string, lock: StateLock | undefined, beside: StateLo
   const t0 = performance.now();
   const r = compactStore(dir);
   const mb = (b: number) => `${(b / 1048576).toFixed(1)} MB`;
-  process.stdout.write(`l9gpu: store compacted in ${((performance.now() - t0) / 1000).toFixed(1)} s: ${mb(r.before)} -> ${mb(r.after)}; it gives pruned space back from now on (auto_vacuum = incremental)\n`);
+  process.stdout.write(
+    `l9gpu: store compacted in ${((performance.now() - t0) / 1000).toFixed(1)} s: ${mb(r.before)} ` +
+      `-> ${mb(r.after)}; it gives pruned space back from now on (auto_vacuum = incremental)\n`,
+  );
   lock.release();
   return exitProcess(0, false);
 }
 
-/** Never returns: the process ends with 0, 2 on a bad configuration, 1 when --once delivered nothing, a plugin it was asked for failed or GPUs the node must have were not read. */
+/** Never returns: the process ends with 0, 2 on a bad configuration, 1 when --once delivered nothing, a plugin it was asked for failed or
+ * GPUs the node must have were not read. */
 export async function runDaemon(flags: DaemonFlags): Promise<never> {
   const load = () => loadCliConfig(flags.config, flagOverrides(flags));
   try {
@@ -110,7 +125,12 @@ export async function runDaemon(flags: DaemonFlags): Promise<never> {
       lock = takeLock(daemon.state_dir, log);
     } catch (e) {
       if (!(e instanceof StateLocked)) throw e;
-      if (!flags.once) throw new CliError(`${e.message}: stop it first (systemctl stop l9gpu), or look with l9gpu gpus, l9gpu doctor or l9gpu daemon --once, which read beside it`, 1);
+      if (!flags.once)
+        throw new CliError(
+          `${e.message}: stop it first (systemctl stop l9gpu), or look with l9gpu gpus, l9gpu doctor ` +
+            `or l9gpu daemon --once, which read beside it`,
+          1,
+        );
       beside = e;
       log.info(`${e.message}: --once samples and exports beside it, without its store's writes, its jobs socket or its health file`);
     }

@@ -1,7 +1,14 @@
-/** `npm run docs`: regenerates docs/metrics.md, docs/l9gpu.example.ini, docs/health.md's tables, the config section of every plugin README and the Ansible role's variables. */
+/** `npm run docs`: regenerates docs/metrics.md, docs/l9gpu.example.ini, docs/health.md's tables, the config section of every plugin README
+ * and the Ansible role's variables. */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { ALL_SECTIONS, METRIC_EMITTERS, PLUGINS } from '../../daemon/catalog.js';
-import { renderRoleArgumentSpecs, renderRoleDefaults, renderRoleKeys, withGeneratedBlock, withRoleVersion } from '../core/config/ansible.js';
+import {
+  renderRoleArgumentSpecs,
+  renderRoleDefaults,
+  renderRoleKeys,
+  withGeneratedBlock,
+  withRoleVersion,
+} from '../core/config/ansible.js';
 import { VERSION } from '../core/resource.js';
 import { renderExampleConfig, renderMetricsDoc, withConfigSection } from '../core/docs.js';
 import { withHealthTables } from '../health/docs.js';
@@ -16,7 +23,26 @@ for (const p of PLUGINS) {
   writeFileSync(readme, withConfigSection(readFileSync(readme, 'utf8'), p.section));
 }
 const role = (f: string) => new URL(`ansible/roles/l9gpu/${f}`, root);
-writeFileSync(role('defaults/main.yml'), withRoleVersion(withGeneratedBlock(readFileSync(role('defaults/main.yml'), 'utf8'), renderRoleDefaults(ALL_SECTIONS), 'defaults/main.yml'), VERSION));
-writeFileSync(role('meta/argument_specs.yml'), withGeneratedBlock(readFileSync(role('meta/argument_specs.yml'), 'utf8'), renderRoleArgumentSpecs(ALL_SECTIONS), 'meta/argument_specs.yml'));
-writeFileSync(role('vars/main.yml'), withGeneratedBlock(readFileSync(role('vars/main.yml'), 'utf8'), renderRoleKeys(ALL_SECTIONS), 'vars/main.yml'));
-process.stdout.write(`wrote docs/metrics.md, docs/l9gpu.example.ini, docs/health.md, the config section of ${PLUGINS.length} plugin READMEs and the Ansible role's variables\n`);
+writeFileSync(
+  role('defaults/main.yml'),
+  withRoleVersion(
+    withGeneratedBlock(readFileSync(role('defaults/main.yml'), 'utf8'), renderRoleDefaults(ALL_SECTIONS), 'defaults/main.yml'),
+    VERSION,
+  ),
+);
+writeFileSync(
+  role('meta/argument_specs.yml'),
+  withGeneratedBlock(
+    readFileSync(role('meta/argument_specs.yml'), 'utf8'),
+    renderRoleArgumentSpecs(ALL_SECTIONS),
+    'meta/argument_specs.yml',
+  ),
+);
+writeFileSync(
+  role('vars/main.yml'),
+  withGeneratedBlock(readFileSync(role('vars/main.yml'), 'utf8'), renderRoleKeys(ALL_SECTIONS), 'vars/main.yml'),
+);
+process.stdout.write(
+  `wrote docs/metrics.md, docs/l9gpu.example.ini, docs/health.md, the config section of ${PLUGINS.length} ` +
+    `plugin READMEs and the Ansible role's variables\n`,
+);

@@ -16,7 +16,11 @@ const { COMMANDS, VERSION_ARGS } = await import('./command-table.js');
 
 const root = new URL('../../../', import.meta.url);
 const config = await Config.load({ root: new URL('.', root).pathname });
-const ids = ['', ...config.commands.filter((c) => !c.hidden).map((c) => c.id), ...config.topics.filter((t) => !t.hidden && !config.findCommand(t.name)).map((t) => t.name)];
+const ids = [
+  '',
+  ...config.commands.filter((c) => !c.hidden).map((c) => c.id),
+  ...config.topics.filter((t) => !t.hidden && !config.findCommand(t.name)).map((t) => t.name),
+];
 const texts: Record<string, string> = {};
 const write = process.stdout.write.bind(process.stdout);
 for (const id of ids) {
@@ -32,5 +36,8 @@ for (const id of ids) {
   texts[id.replace(/:/g, ' ')] = out.split(config.userAgent).join('\0UA\0');
 }
 writeFileSync(new URL('dist/help.json', root), JSON.stringify(texts));
-const routes: Record<string, string> = Object.fromEntries([...COMMANDS.map((c) => [c.id, c.entry]), ...VERSION_ARGS.map((a) => [a, 'version'])]);
+const routes: Record<string, string> = Object.fromEntries([
+  ...COMMANDS.map((c) => [c.id, c.entry]),
+  ...VERSION_ARGS.map((a) => [a, 'version']),
+]);
 writeFileSync(new URL('dist/commands.json', root), JSON.stringify(routes));

@@ -74,7 +74,13 @@ export const STEP_TOLERANCE_MS = 1000;
  * moments have a monotonic time on one boot: then the monotonic clock's.
  * Never negative.
  */
-export function gapMs(wallA: number, wallB: number, monoA: number | null | undefined, monoB: number | null | undefined, sameBoot: boolean): number {
+export function gapMs(
+  wallA: number,
+  wallB: number,
+  monoA: number | null | undefined,
+  monoB: number | null | undefined,
+  sameBoot: boolean,
+): number {
   const wall = wallB - wallA;
   if (monoA != null && monoB != null && sameBoot) {
     const mono = monoB - monoA;

@@ -1,16 +1,31 @@
-/** Renders docs/metrics.md, docs/l9gpu.example.ini and the plugin READMEs' config tables from the registry, the config schema and the manifests. */
+/** Renders docs/metrics.md, docs/l9gpu.example.ini and the plugin READMEs' config tables from the registry, the config schema and the
+ * manifests. */
 import { formatValue, defaultOf, type KeySpec, type SectionSpec } from './config/schema.js';
-import { ATTRIBUTION_ATTRIBUTES, ATTRIBUTION_ATTRIBUTE_PREFIXES, METRICS, SCOPE_ATTRIBUTES, prometheusName, type MetricDef } from './metrics/registry.js';
+import {
+  ATTRIBUTION_ATTRIBUTES,
+  ATTRIBUTION_ATTRIBUTE_PREFIXES,
+  METRICS,
+  SCOPE_ATTRIBUTES,
+  prometheusName,
+  type MetricDef,
+} from './metrics/registry.js';
 
 const KIND: Record<MetricDef['kind'], string> = { gauge: 'gauge', sum: 'monotonic sum', updown: 'up-down sum', histogram: 'histogram' };
-const SCOPE_TITLE: Record<MetricDef['scope'], string> = { gpu: 'GPU', engine: 'Inference engines', nccl: 'NCCL communication', host: 'Host', agent: 'Agent self-metrics' };
+const SCOPE_TITLE: Record<MetricDef['scope'], string> = {
+  gpu: 'GPU',
+  engine: 'Inference engines',
+  nccl: 'NCCL communication',
+  host: 'Host',
+  agent: 'Agent self-metrics',
+};
 
 /** emitters: metric name -> who emits it (plugin, sink, provider or agent stage names), from the manifests. */
 export function renderMetricsDoc(emitters: ReadonlyMap<string, readonly string[]>): string {
   const out: string[] = [
     '# l9gpu metrics',
     '',
-    '<!-- Generated from src/core/metrics/registry.ts and the manifests by `npm run docs`. Do not edit: a test fails when this file is stale. -->',
+    '<!-- Generated from src/core/metrics/registry.ts and the manifests by `npm run docs`. Do ' +
+      'not edit: a test fails when this file is stale. -->',
     '',
     'Units are [UCUM](https://ucum.org/) as OpenTelemetry uses them, and are the same for every vendor:',
     'ratios are 0..1 with unit `1` (never percent), power `W`, energy `J`, memory `By`, temperature `Cel`, clocks `MHz`.',
@@ -32,18 +47,39 @@ export function renderMetricsDoc(emitters: ReadonlyMap<string, readonly string[]
     '',
     '## Identity attributes',
     '',
-    `Every GPU point carries ${SCOPE_ATTRIBUTES.gpu.required.map((a) => `\`${a}\``).join(', ')}; a MIG instance adds ${SCOPE_ATTRIBUTES.gpu.optional.map((a) => `\`${a}\``).join(', ')}.`,
-    `Job attribution adds ${ATTRIBUTION_ATTRIBUTES.map((a) => `\`${a}\``).join(', ')} to GPU points when a job holds the GPU (the slurm.* ones under Slurm, the k8s.* ones under Kubernetes; see docs/kubernetes.md), and ${ATTRIBUTION_ATTRIBUTE_PREFIXES.map((a) => `\`${a}<name>\``).join(', ')} for the pod labels \`[kubernetes] labels\` promotes.`,
-    `Every engine point carries ${SCOPE_ATTRIBUTES.engine.required.map((a) => `\`${a}\``).join(', ')} (the endpoint) and, where known, ${SCOPE_ATTRIBUTES.engine.optional.map((a) => `\`${a}\``).join(', ')}: \`process.pid\` and \`process.owner\` are the process listening on a local endpoint's port and its user (OpenTelemetry's process owner: the name, or the uid where the user database has none), whose \`[limits] series_per_user\` the page counts against; attribution adds that process's job.`,
-    `Every NCCL point carries ${SCOPE_ATTRIBUTES.nccl.required.map((a) => `\`${a}\``).join(', ')} and, where its source says, ${SCOPE_ATTRIBUTES.nccl.optional.map((a) => `\`${a}\``).join(', ')}; attribution adds the job of the process that wrote it.`,
-    'Resource attributes (OTLP resource, Prometheus `target_info`): `service.name`, `service.version`, `host.name`, `cluster.name` when configured, and `[daemon] resource_attributes`.',
+    `Every GPU point carries ${SCOPE_ATTRIBUTES.gpu.required.map((a) => `\`${a}\``).join(', ')}; ` +
+      `a MIG instance adds ${SCOPE_ATTRIBUTES.gpu.optional.map((a) => `\`${a}\``).join(', ')}.`,
+    `Job attribution adds ${ATTRIBUTION_ATTRIBUTES.map((a) => `\`${a}\``).join(', ')} to GPU ` +
+      `points when a job holds the GPU (the slurm.* ones under Slurm, the k8s.* ones under ` +
+      `Kubernetes; see docs/kubernetes.md), and ${ATTRIBUTION_ATTRIBUTE_PREFIXES.map((a) => `\`${a}<name>\``).join(', ')} ` +
+      `for the pod labels \`[kubernetes] labels\` promotes.`,
+    `Every engine point carries ${SCOPE_ATTRIBUTES.engine.required.map((a) => `\`${a}\``).join(', ')} ` +
+      `(the endpoint) and, where known, ${SCOPE_ATTRIBUTES.engine.optional.map((a) => `\`${a}\``).join(', ')}: ` +
+      `\`process.pid\` and \`process.owner\` are the process listening on a local endpoint's port ` +
+      `and its user (OpenTelemetry's process owner: the name, or the uid where the user database ` +
+      `has none), whose \`[limits] series_per_user\` the page counts against; attribution adds ` +
+      `that process's job.`,
+    `Every NCCL point carries ${SCOPE_ATTRIBUTES.nccl.required.map((a) => `\`${a}\``).join(', ')} ` +
+      `and, where its source says, ${SCOPE_ATTRIBUTES.nccl.optional.map((a) => `\`${a}\``).join(', ')}; ` +
+      `attribution adds the job of the process that wrote it.`,
+    'Resource attributes (OTLP resource, Prometheus `target_info`): `service.name`, ' +
+      '`service.version`, `host.name`, `cluster.name` when configured, and `[daemon] ' +
+      'resource_attributes`.',
     '',
   ];
   for (const scope of ['gpu', 'engine', 'nccl', 'host', 'agent'] as const) {
-    out.push(`## ${SCOPE_TITLE[scope]}`, '', '| OTLP name | unit | kind | attributes | Prometheus name | emitted by | description |', '| --- | --- | --- | --- | --- | --- | --- |');
+    out.push(
+      `## ${SCOPE_TITLE[scope]}`,
+      '',
+      '| OTLP name | unit | kind | attributes | Prometheus name | emitted by | description |',
+      '| --- | --- | --- | --- | --- | --- | --- |',
+    );
     for (const d of METRICS.filter((x) => x.scope === scope)) {
       const by = (emitters.get(d.name) ?? []).join(', ') || '-';
-      out.push(`| \`${d.name}\` | ${d.unit ? `\`${d.unit}\`` : '-'} | ${KIND[d.kind]} | ${d.attributes.map((a) => `\`${a}\``).join(', ')} | \`${prometheusName(d)}\` | ${by} | ${d.description.replace(/\|/g, '\\|')} |`);
+      out.push(
+        `| \`${d.name}\` | ${d.unit ? `\`${d.unit}\`` : '-'} | ${KIND[d.kind]} | ${d.attributes.map((a) => `\`${a}\``).join(', ')} ` +
+          `| \`${prometheusName(d)}\` | ${by} | ${d.description.replace(/\|/g, '\\|')} |`,
+      );
     }
     out.push('');
   }
@@ -98,7 +134,7 @@ const cell = (t: string) => t.replace(/\|/g, '\\|').replace(/\n/g, ' ');
 export function renderConfigSection(section: SectionSpec): string {
   const out = [
     `## Config (\`[${section.name}]\`)`,
-    '<!-- Generated from the plugin\'s manifest by `npm run docs`; a test fails when it is stale. -->',
+    "<!-- Generated from the plugin's manifest by `npm run docs`; a test fails when it is stale. -->",
     '',
     '| key | type | default | environment | description |',
     '| --- | --- | --- | --- | --- |',

@@ -23,7 +23,13 @@ export interface MigIdentity {
 }
 
 export function gpuAttributes(id: GpuIdentity, mig?: MigIdentity): Attributes {
-  const a: Attributes = { 'gpu.index': id.index, 'gpu.uuid': id.uuid, 'gpu.model': id.model, 'gpu.vendor': id.vendor, 'gpu.pci.bus_id': id.pciBusId };
+  const a: Attributes = {
+    'gpu.index': id.index,
+    'gpu.uuid': id.uuid,
+    'gpu.model': id.model,
+    'gpu.vendor': id.vendor,
+    'gpu.pci.bus_id': id.pciBusId,
+  };
   if (mig) {
     a['gpu.mig.instance_id'] = mig.gpuInstance;
     a['gpu.mig.compute_instance_id'] = mig.computeInstance;

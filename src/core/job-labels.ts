@@ -28,26 +28,56 @@ export const RUN_ID_ATTRIBUTES: readonly string[] = ['slurm.job.id', 'k8s.namesp
 /** An omit_from_points entry: a known attribution attribute, or a prefix one (k8s.pod.label.*), and never a run's id. */
 function checkOmit(v: ConfigValue): void {
   for (const name of v as string[]) {
-    if (RUN_ID_ATTRIBUTES.includes(name)) throw new Error(`"${name}" names the run: the job ledger and the reports find a job's series by it, so it stays on points`);
+    if (RUN_ID_ATTRIBUTES.includes(name))
+      throw new Error(`"${name}" names the run: the job ledger and the reports find a job's series by it, so it stays on points`);
     const prefix = name.endsWith('*') ? name.slice(0, -1) : undefined;
-    const known = prefix !== undefined
-      ? ATTRIBUTION_ATTRIBUTE_PREFIXES.some((p) => prefix.startsWith(p))
-      : (ATTRIBUTION_ATTRIBUTES as readonly string[]).includes(name) || ATTRIBUTION_ATTRIBUTE_PREFIXES.some((p) => name.startsWith(p) && name.length > p.length);
-    if (!known) throw new Error(`"${name}" is not a job attribute attribution adds (${[...ATTRIBUTION_ATTRIBUTES.filter((a) => !RUN_ID_ATTRIBUTES.includes(a)), ...ATTRIBUTION_ATTRIBUTE_PREFIXES.map((p) => `${p}*`)].join(', ')})`);
+    const known =
+      prefix !== undefined
+        ? ATTRIBUTION_ATTRIBUTE_PREFIXES.some((p) => prefix.startsWith(p))
+        : (ATTRIBUTION_ATTRIBUTES as readonly string[]).includes(name) ||
+          ATTRIBUTION_ATTRIBUTE_PREFIXES.some((p) => name.startsWith(p) && name.length > p.length);
+    if (!known)
+      throw new Error(
+        `"${name}" is not a job attribute attribution adds ` +
+          `(${[...ATTRIBUTION_ATTRIBUTES.filter((a) => !RUN_ID_ATTRIBUTES.includes(a)), ...ATTRIBUTION_ATTRIBUTE_PREFIXES.map((p) => `${p}*`)].join(', ')})`,
+      );
   }
 }
 
 export const ATTRIBUTION_SECTION = defineSection({
   name: 'attribution',
-  description: 'Where the job attributes that attribution ([daemon] attribution) adds go: on every point of a job\'s GPUs, or on one series per GPU and job (gpu.job.share) that queries join on. docs/scale.md says which to pick.',
+  description:
+    'Where the job attributes that attribution ([daemon] attribution) adds go: on every point ' +
+    "of a job's GPUs, or on one series per GPU and job (gpu.job.share) that queries join on. " +
+    'docs/scale.md says which to pick.',
   keys: [
     {
-      key: 'job_labels', type: 'enum', values: ['points', 'info'], default: 'points',
-      description: 'points: every point of a job\'s GPUs carries the job\'s attributes (gpu.utilization{slurm.job.id="42"}), and a shared GPU\'s points come once per job. info: a GPU\'s own series carry its identity alone, and the job\'s attributes ride only on gpu.job.share, one series per GPU and job that lives while the job holds the GPU; a query joins on it by host.name and gpu.uuid (the dashboards, alert rules and `l9gpu jobs --source promql` do, in both modes). Each job then adds one series per GPU instead of a copy of every series of the GPU (40-50). Series of a job\'s processes (process memory, an engine\'s page, NCCL ranks) keep the job\'s attributes in both modes, and job-end summaries (gpu.job.*) and gpu.cost.rate are per job in both.',
+      key: 'job_labels',
+      type: 'enum',
+      values: ['points', 'info'],
+      default: 'points',
+      description:
+        "points: every point of a job's GPUs carries the job's attributes " +
+        '(gpu.utilization{slurm.job.id="42"}), and a shared GPU\'s points come once per job. info: ' +
+        "a GPU's own series carry its identity alone, and the job's attributes ride only on " +
+        'gpu.job.share, one series per GPU and job that lives while the job holds the GPU; a query ' +
+        'joins on it by host.name and gpu.uuid (the dashboards, alert rules and `l9gpu jobs ' +
+        '--source promql` do, in both modes). Each job then adds one series per GPU instead of a ' +
+        "copy of every series of the GPU (40-50). Series of a job's processes (process memory, an " +
+        "engine's page, NCCL ranks) keep the job's attributes in both modes, and job-end summaries " +
+        '(gpu.job.*) and gpu.cost.rate are per job in both.',
     },
     {
-      key: 'omit_from_points', type: 'list', default: [], example: 'slurm.job.name, slurm.user', check: checkOmit,
-      description: 'Job attributes left off points (a trailing * names a prefix: k8s.pod.label.*); gpu.job.share, gpu.cost.rate and the job-end summaries still carry every one. The run\'s id (slurm.job.id; k8s.namespace.name and k8s.pod.name) always stays. User-set values (a job\'s name, pod labels) are cut to the limits section\'s label_length either way.',
+      key: 'omit_from_points',
+      type: 'list',
+      default: [],
+      example: 'slurm.job.name, slurm.user',
+      check: checkOmit,
+      description:
+        'Job attributes left off points (a trailing * names a prefix: k8s.pod.label.*); ' +
+        "gpu.job.share, gpu.cost.rate and the job-end summaries still carry every one. The run's id " +
+        "(slurm.job.id; k8s.namespace.name and k8s.pod.name) always stays. User-set values (a job's " +
+        "name, pod labels) are cut to the limits section's label_length either way.",
     },
   ],
 });

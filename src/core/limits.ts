@@ -16,26 +16,135 @@ import type { Logger } from './log.js';
 import type { Emitter } from './metrics/model.js';
 import { metric } from './metrics/registry.js';
 
-
 export const LIMITS_SECTION = defineSection({
   name: 'limits',
-  description: 'Bounds on what local users can make the daemon (root) do: files followed in their folders, bytes read, series taken from their engines and NCCL communicators, label lengths, log lines, and requests on the jobs socket. A source past a bound loses what is past it, is counted in l9gpu.budget.exceeded{l9gpu.budget, user.name} and said once; nothing else of the daemon is affected.',
+  description:
+    'Bounds on what local users can make the daemon (root) do: files followed in their folders, ' +
+    'bytes read, series taken from their engines and NCCL communicators, label lengths, log ' +
+    'lines, and requests on the jobs socket. A source past a bound loses what is past it, is ' +
+    'counted in l9gpu.budget.exceeded{l9gpu.budget, user.name} and said once; nothing else of ' +
+    'the daemon is affected.',
   keys: [
-    { key: 'files_per_user', type: 'int', default: 64, min: 1, description: 'NCCL Inspector files (rank logs and .prom files) followed for one user at a time; a user\'s files past it are not read (a job of 64 ranks on one node is far more than a node holds GPUs).' },
+    {
+      key: 'files_per_user',
+      type: 'int',
+      default: 64,
+      min: 1,
+      description:
+        "NCCL Inspector files (rank logs and .prom files) followed for one user at a time; a user's " +
+        'files past it are not read (a job of 64 ranks on one node is far more than a node holds ' +
+        'GPUs).',
+    },
     { key: 'files', type: 'int', default: 1024, min: 1, description: 'NCCL Inspector files followed on the node in all.' },
-    { key: 'read_bytes', type: 'bytes', default: 64 << 20, min: 4096, example: '64MiB', description: 'Bytes read from users\' NCCL files in one collection, all files together (a backlog is caught up over later collections).' },
-    { key: 'series_per_endpoint', type: 'int', default: 3_000, min: 10, description: 'Series taken from one engine endpoint\'s page in one scrape (a real vLLM or SGLang page has hundreds to two thousand); the page is read to 4 lines a series and no further, and the rest is dropped. Each series costs its share of every /metrics render and OTLP export (3,000 are ~0.5 MB of /metrics and ~40 MB of the daemon\'s memory); the largest real page recorded here (vLLM 0.10, several models) has 1,930.' },
-    { key: 'series_per_user', type: 'int', default: 6_000, min: 10, description: 'Series taken from the engine endpoints of one user\'s processes in one collection, all endpoints together (engines = auto).' },
-    { key: 'engine_ports_per_user', type: 'int', default: 16, min: 1, description: 'Ports of one user\'s processes asked for an engine page under engines = auto (a real engine listens on one to a few); a user whose processes named like an engine listen on more gets the first ones asked, the rest counted and not.' },
-    { key: 'page_bytes_per_user', type: 'bytes', default: 32 << 20, min: 4096, example: '32MiB', description: 'Bytes of the engine pages of one user\'s processes held at once, all their endpoints together (each is read whole before it is parsed): a page that would pass it is that endpoint\'s error for the scrape. max_page_size bounds one page.' },
-    { key: 'series_per_communicator', type: 'int', default: 4_096, min: 10, description: 'NCCL series (rank x collective x size bucket) kept for one communicator; the NCCL plugin\'s max_series bounds them all.' },
-    { key: 'nccl_series_per_user', type: 'int', default: 5_000, min: 10, description: 'NCCL series kept from one user\'s files, all their communicators together (a file picks its communicator ids, so series_per_communicator alone does not stop one user filling the NCCL plugin\'s max_series); root\'s files are bounded by max_series only.' },
-    { key: 'label_length', type: 'int', default: 256, min: 16, max: 65536, description: 'Longest value a user-controlled attribute carries (a job name, an engine\'s model name): a longer one is cut and ends in "...".' },
-    { key: 'log_lines_per_minute', type: 'int', default: 10, min: 1, description: 'Log lines about one user-controlled source (a file, an endpoint, a socket client) in one minute; the rest are counted and the next line says how many were held back.' },
-    { key: 'jobs_connections_per_user', type: 'int', default: 8, min: 1, description: 'Open connections of one uid to the jobs socket; more are refused at once.' },
+    {
+      key: 'read_bytes',
+      type: 'bytes',
+      default: 64 << 20,
+      min: 4096,
+      example: '64MiB',
+      description:
+        "Bytes read from users' NCCL files in one collection, all files together (a backlog is caught up over later collections).",
+    },
+    {
+      key: 'series_per_endpoint',
+      type: 'int',
+      default: 3_000,
+      min: 10,
+      description:
+        "Series taken from one engine endpoint's page in one scrape (a real vLLM or SGLang page has " +
+        'hundreds to two thousand); the page is read to 4 lines a series and no further, and the ' +
+        'rest is dropped. Each series costs its share of every /metrics render and OTLP export ' +
+        "(3,000 are ~0.5 MB of /metrics and ~40 MB of the daemon's memory); the largest real page " +
+        'recorded here (vLLM 0.10, several models) has 1,930.',
+    },
+    {
+      key: 'series_per_user',
+      type: 'int',
+      default: 6_000,
+      min: 10,
+      description:
+        "Series taken from the engine endpoints of one user's processes in one collection, all endpoints together (engines = auto).",
+    },
+    {
+      key: 'engine_ports_per_user',
+      type: 'int',
+      default: 16,
+      min: 1,
+      description:
+        "Ports of one user's processes asked for an engine page under engines = auto (a real engine " +
+        'listens on one to a few); a user whose processes named like an engine listen on more gets ' +
+        'the first ones asked, the rest counted and not.',
+    },
+    {
+      key: 'page_bytes_per_user',
+      type: 'bytes',
+      default: 32 << 20,
+      min: 4096,
+      example: '32MiB',
+      description:
+        "Bytes of the engine pages of one user's processes held at once, all their endpoints " +
+        'together (each is read whole before it is parsed): a page that would pass it is that ' +
+        "endpoint's error for the scrape. max_page_size bounds one page.",
+    },
+    {
+      key: 'series_per_communicator',
+      type: 'int',
+      default: 4_096,
+      min: 10,
+      description: "NCCL series (rank x collective x size bucket) kept for one communicator; the NCCL plugin's max_series bounds them all.",
+    },
+    {
+      key: 'nccl_series_per_user',
+      type: 'int',
+      default: 5_000,
+      min: 10,
+      description:
+        "NCCL series kept from one user's files, all their communicators together (a file picks its " +
+        'communicator ids, so series_per_communicator alone does not stop one user filling the NCCL ' +
+        "plugin's max_series); root's files are bounded by max_series only.",
+    },
+    {
+      key: 'label_length',
+      type: 'int',
+      default: 256,
+      min: 16,
+      max: 65536,
+      description:
+        'Longest value a user-controlled attribute carries (a job name, an engine\'s model name): a longer one is cut and ends in "...".',
+    },
+    {
+      key: 'log_lines_per_minute',
+      type: 'int',
+      default: 10,
+      min: 1,
+      description:
+        'Log lines about one user-controlled source (a file, an endpoint, a socket client) in one ' +
+        'minute; the rest are counted and the next line says how many were held back.',
+    },
+    {
+      key: 'jobs_connections_per_user',
+      type: 'int',
+      default: 8,
+      min: 1,
+      description: 'Open connections of one uid to the jobs socket; more are refused at once.',
+    },
     { key: 'jobs_connections', type: 'int', default: 128, min: 1, description: 'Open connections to the jobs socket in all.' },
-    { key: 'jobs_request_timeout', type: 'duration', default: 5, min: 0.1, max: 300, example: '5s', description: 'Whole time a jobs socket client has to send its request: bytes trickled in do not extend it.' },
-    { key: 'jobs_rows', type: 'int', default: 1000, min: 1, description: 'Most jobs in one answer of the jobs socket (`l9gpu jobs` pages past it).' },
+    {
+      key: 'jobs_request_timeout',
+      type: 'duration',
+      default: 5,
+      min: 0.1,
+      max: 300,
+      example: '5s',
+      description: 'Whole time a jobs socket client has to send its request: bytes trickled in do not extend it.',
+    },
+    {
+      key: 'jobs_rows',
+      type: 'int',
+      default: 1000,
+      min: 1,
+      description: 'Most jobs in one answer of the jobs socket (`l9gpu jobs` pages past it).',
+    },
   ],
 });
 
@@ -139,7 +248,16 @@ export class BudgetLedger {
       if (!c) {
         c = { budget, user, n: 0 };
         this.counts.set(key, c);
-        this.log?.warn(`limit reached: ${detail}`, { budget, user, raise: budget === 'not_owner' || budget === 'not_regular_file' ? undefined : budget === 'nccl_max_series' ? '[nccl] max_series' : `[limits] ${budget}` });
+        this.log?.warn(`limit reached: ${detail}`, {
+          budget,
+          user,
+          raise:
+            budget === 'not_owner' || budget === 'not_regular_file'
+              ? undefined
+              : budget === 'nccl_max_series'
+                ? '[nccl] max_series'
+                : `[limits] ${budget}`,
+        });
       }
     }
     c.n += n;

@@ -59,4 +59,3 @@ export function createLogger(
     child: (c) => createLogger(level, write, `${component}/${c}`, seen),
   };
 }
-

@@ -12,7 +12,8 @@ export function makeDirs(dir: string, mode = 0o755): void {
   for (let d = dir; ; d = dirname(d)) {
     const st = statSync(d, { throwIfNoEntry: false });
     if (st) {
-      if (!st.isDirectory()) throw new Error(d === dir ? `${dir} exists and is not a folder` : `cannot create ${dir}: ${d} is not a folder`);
+      if (!st.isDirectory())
+        throw new Error(d === dir ? `${dir} exists and is not a folder` : `cannot create ${dir}: ${d} is not a folder`);
       break;
     }
     missing.push(d);

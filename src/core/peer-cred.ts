@@ -24,7 +24,8 @@ let getsockopt: GetSockOpt | undefined;
  * connections (a flood, maybe) are not all accepted uncounted while koffi loads.
  */
 export async function loadPeerCred(): Promise<void> {
-  if (process.platform !== 'linux' || !['x64', 'arm64'].includes(process.arch)) throw new Error(`peer credentials are not supported on ${process.platform}/${process.arch}`);
+  if (process.platform !== 'linux' || !['x64', 'arm64'].includes(process.arch))
+    throw new Error(`peer credentials are not supported on ${process.platform}/${process.arch}`);
   if (!getsockopt) {
     const koffi = (await import('koffi')).default;
     getsockopt = koffi.load('libc.so.6').func('int getsockopt(int, int, int, void *, void *)') as GetSockOpt;

@@ -38,6 +38,9 @@ export class PidGpus {
   of(pid: number, now: number): string[] {
     const m = this.byPid.get(pid);
     if (!m) return [];
-    return [...m].filter(([, t]) => now - t <= this.ttlMs).map(([u]) => u).sort();
+    return [...m]
+      .filter(([, t]) => now - t <= this.ttlMs)
+      .map(([u]) => u)
+      .sort();
   }
 }

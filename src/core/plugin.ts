@@ -55,7 +55,8 @@ export interface PluginManifest {
   readonly metrics: readonly string[];
   /** Its points describe GPUs: `l9gpu gpus` samples it. */
   readonly reportsGpus: boolean;
-  /** `plugins = auto` runs it when its probe succeeds ('detect', GPU vendors; an absent one is probed again), always (host), or never (unset). */
+  /** `plugins = auto` runs it when its probe succeeds ('detect', GPU vendors; an absent one is probed again), always (host), or never
+   * (unset). */
   readonly auto?: 'always' | 'detect';
   /** A GPU vendor's: no GPU read where its software is installed (or [daemon] expect_gpus says more) is a problem. */
   readonly hardware?: GpuHardware;

@@ -20,7 +20,13 @@ const loadTls = (): typeof tls => requireBuiltin('node:tls') as typeof tls;
  * (`keys`), not taken for a reachable endpoint. `alpn`: the protocols the
  * handshake offers (a gRPC server refuses one that does not offer h2).
  */
-export async function endpointReachable(url: string, files: TlsFiles | undefined, keys: { ca: string; cert: string; endpoint: string }, timeoutMs = 2000, alpn: string[] = ['http/1.1']): Promise<ProbeResult> {
+export async function endpointReachable(
+  url: string,
+  files: TlsFiles | undefined,
+  keys: { ca: string; cert: string; endpoint: string },
+  timeoutMs = 2000,
+  alpn: string[] = ['http/1.1'],
+): Promise<ProbeResult> {
   const u = new URL(url);
   if (u.protocol !== 'https:') return tcpReachable(url, timeoutMs);
   let material;
@@ -32,7 +38,13 @@ export async function endpointReachable(url: string, files: TlsFiles | undefined
   const port = Number(u.port || 443);
   const host = u.hostname.replace(/^\[|\]$/g, '');
   return new Promise((resolve) => {
-    const sock = loadTls().connect({ host, port, servername: /^[\d.]+$|:/.test(host) ? undefined : host, ...material, ALPNProtocols: alpn });
+    const sock = loadTls().connect({
+      host,
+      port,
+      servername: /^[\d.]+$|:/.test(host) ? undefined : host,
+      ...material,
+      ALPNProtocols: alpn,
+    });
     const done = (r: ProbeResult): void => {
       sock.destroy();
       resolve(r);
@@ -42,11 +54,31 @@ export async function endpointReachable(url: string, files: TlsFiles | undefined
       // TLS 1.3: a server that refuses the client's certificate says so after the handshake, with its first record
       sock.once('error', (e: NodeJS.ErrnoException) => {
         const p = tlsProblem(e);
-        done(p ? { ok: false, detail: `${p.reason}: fix ${keys[p.fix]}` } : { ok: true, detail: `${host}:${port} accepts TLS (${sock.getProtocol()})` });
+        done(
+          p
+            ? { ok: false, detail: `${p.reason}: fix ${keys[p.fix]}` }
+            : { ok: true, detail: `${host}:${port} accepts TLS (${sock.getProtocol()})` },
+        );
       });
       // a Node.js server (a grpc-js one) refuses a client certificate it cannot verify by closing, without an alert
-      sock.once('close', () => done({ ok: false, detail: `${host}:${port} closed the connection right after the TLS handshake${material.cert ? `: it did not take the client certificate: fix ${keys.cert}` : ''}` }));
-      setTimeout(() => done({ ok: true, detail: `${host}:${port} accepts TLS (${sock.getProtocol()}), its certificate verified${material.cert ? ', the client certificate taken' : ''}` }), 200).unref();
+      sock.once('close', () =>
+        done({
+          ok: false,
+          detail: `${host}:${port} closed the connection right after the TLS handshake${
+            material.cert ? `: it did not take the ` + `client certificate: fix ${keys.cert}` : ''
+          }`,
+        }),
+      );
+      setTimeout(
+        () =>
+          done({
+            ok: true,
+            detail:
+              `${host}:${port} accepts TLS (${sock.getProtocol()}), its certificate ` +
+              `verified${material.cert ? ', the client certificate taken' : ''}`,
+          }),
+        200,
+      ).unref();
     });
     sock.once('error', (e: NodeJS.ErrnoException) => {
       const p = tlsProblem(e);
@@ -72,7 +104,8 @@ export function tcpReachable(url: string, timeoutMs = 2000): Promise<ProbeResult
   });
 }
 
-/** The Server header of an HTTP(S) answer at host:port/path (a HEAD request, 1 s; over TLS the certificate is not checked: only who answers is asked), or undefined. */
+/** The Server header of an HTTP(S) answer at host:port/path (a HEAD request, 1 s; over TLS the certificate is not checked: only who answers
+ * is asked), or undefined. */
 export async function serverHeader(host: string, port: number, path: string, tls = false, timeoutMs = 1000): Promise<string | undefined> {
   const origin = `${tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${port}`;
   const client = createHttpClient({ url: `${origin}${path}`, timeoutMs, maxResponseBytes: 4096, insecureSkipVerify: true });
@@ -91,7 +124,13 @@ export function portFree(host: string, port: number): Promise<ProbeResult> {
   return new Promise((resolve) => {
     const srv = loadNet().createServer();
     srv.once('error', (e: NodeJS.ErrnoException) =>
-      resolve({ ok: false, detail: e.code === 'EADDRINUSE' ? `${host}:${port} is in use (is the daemon already running?)` : `${host}:${port}: ${e.code ?? e.message}` }),
+      resolve({
+        ok: false,
+        detail:
+          e.code === 'EADDRINUSE'
+            ? `${host}:${port} is in use (is the daemon already running?)`
+            : `${host}:${port}: ${e.code ?? e.message}`,
+      }),
     );
     srv.listen(port, host, () => srv.close(() => resolve({ ok: true, detail: `${host}:${port} is free` })));
   });

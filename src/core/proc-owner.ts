@@ -38,7 +38,10 @@ export function userName(uid: number, now = Date.now()): string {
   let name: string | undefined;
   if (getpwuid === undefined) {
     try {
-      const koffi = createRequire(import.meta.url)('koffi') as { load(lib: string): { func(sig: string): GetPwUid }; decode(p: unknown, type: string): string };
+      const koffi = createRequire(import.meta.url)('koffi') as {
+        load(lib: string): { func(sig: string): GetPwUid };
+        decode(p: unknown, type: string): string;
+      };
       getpwuid = koffi.load('libc.so.6').func('void *getpwuid(uint32_t uid)');
       decode = koffi.decode.bind(koffi);
     } catch {
@@ -55,6 +58,9 @@ export function userName(uid: number, now = Date.now()): string {
     }
   }
   if (names.size >= 4096) names.clear();
-  names.set(uid, name === undefined ? { name: String(uid), until: getpwuid ? now + UNNAMED_RETRY_MS : Infinity } : { name, until: Infinity });
+  names.set(
+    uid,
+    name === undefined ? { name: String(uid), until: getpwuid ? now + UNNAMED_RETRY_MS : Infinity } : { name, until: Infinity },
+  );
   return name ?? String(uid);
 }

@@ -33,7 +33,14 @@ const TOKEN_LIKE_NAME = 12;
 /** The parts of a URL redactUrl hides, as a text that echoes them may spell them (raw and decoded): to mask there. */
 export function urlSecrets(u: URL): string[] {
   const name = u.username.length >= TOKEN_LIKE_NAME || (u.username && !u.password) ? u.username : '';
-  const raw = [name, u.password, ...u.search.slice(1).split('&').map((kv) => kv.slice(kv.indexOf('=') + 1))].filter(Boolean);
+  const raw = [
+    name,
+    u.password,
+    ...u.search
+      .slice(1)
+      .split('&')
+      .map((kv) => kv.slice(kv.indexOf('=') + 1)),
+  ].filter(Boolean);
   const decoded = raw.map((x) => {
     try {
       return decodeURIComponent(x.replace(/\+/g, ' '));
@@ -67,7 +74,9 @@ const BEARER = /\b(bearer)(\s+)([A-Za-z0-9._~+/-]{8,}={0,2})/gi;
 export function redactText(text: string): string {
   if (text.indexOf('@') >= 0) text = text.replace(URL_USERINFO, '$1***@');
   if (text.indexOf('asic') >= 0)
-    text = text.replace(BASIC, (m, sp: string, b64: string) => (Buffer.from(b64, 'base64').toString('latin1').includes(':') ? `Basic${sp}***` : m));
+    text = text.replace(BASIC, (m, sp: string, b64: string) =>
+      Buffer.from(b64, 'base64').toString('latin1').includes(':') ? `Basic${sp}***` : m,
+    );
   if (/earer/i.test(text)) text = text.replace(BEARER, '$1$2***');
   return text;
 }

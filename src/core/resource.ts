@@ -6,7 +6,8 @@ import { readSection } from './config/read.js';
 import { DAEMON_SECTION } from './config/sections.js';
 import type { Attributes } from './metrics/model.js';
 
-export const VERSION: string = (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+export const VERSION: string = (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string })
+  .version;
 
 export function resourceAttributes(cfg: Config): Attributes {
   const d = readSection(cfg, DAEMON_SECTION);

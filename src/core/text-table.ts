@@ -29,5 +29,10 @@ export function style(color: boolean): Style {
 export function alignColumns(rows: readonly (readonly string[])[]): string[] {
   if (rows.length === 0) return [];
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
-  return rows.map((r) => r.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd());
+  return rows.map((r) =>
+    r
+      .map((c, i) => c.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd(),
+  );
 }

@@ -45,7 +45,13 @@ const MAX_STDERR = 64 * 1024;
 /** How long the pipes may stay open after the tool exits (a child it left behind holding them). */
 const EXIT_GRACE_MS = 200;
 
-export function runTool(path: string, args: readonly string[], timeoutMs: number, signal?: AbortSignal, env: Record<string, string> = {}): Promise<string> {
+export function runTool(
+  path: string,
+  args: readonly string[],
+  timeoutMs: number,
+  signal?: AbortSignal,
+  env: Record<string, string> = {},
+): Promise<string> {
   const cmd = `${path} ${args.join(' ')}`;
   return new Promise<string>((resolve, reject) => {
     const out: Buffer[] = [];
@@ -65,7 +71,11 @@ export function runTool(path: string, args: readonly string[], timeoutMs: number
       } else resolve(value);
     };
     // its own process group: a wrapper script's children (which keep the pipes open) go with it
-    const child = (requireBuiltin('node:child_process') as typeof ChildProcess).spawn(path, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LC_ALL: 'C', ...env }, detached: true });
+    const child = (requireBuiltin('node:child_process') as typeof ChildProcess).spawn(path, args, {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, LC_ALL: 'C', ...env },
+      detached: true,
+    });
     const killGroup = (): void => {
       try {
         if (child.pid) process.kill(-child.pid, 'SIGKILL');
@@ -88,7 +98,9 @@ export function runTool(path: string, args: readonly string[], timeoutMs: number
       if (err.length < MAX_STDERR) err += d;
     });
     const done = (code: number | null, sig: NodeJS.Signals | null): void => {
-      const stdout = Buffer.concat(out).toString('utf8').replace(/\r?\n$/, '');
+      const stdout = Buffer.concat(out)
+        .toString('utf8')
+        .replace(/\r?\n$/, '');
       if (code === 0) {
         finish(null, stdout);
         killGroup();

@@ -80,7 +80,10 @@ export function openUserFile(path: string, owner?: OwnerRule): Opened {
   let why: Opened | undefined;
   if (!st.isFile()) why = { refused: 'not_regular_file', detail: kindOf(st) };
   else if (owner && (!ownerAllowed(st.uid, st.nlink, owner.folderUid) || (owner.uid !== undefined && st.uid !== owner.uid))) {
-    why = { refused: 'not_owner', detail: `owned by uid ${st.uid}${st.nlink > 1 ? ` with ${st.nlink} names` : ''}, in a folder of uid ${owner.folderUid}` };
+    why = {
+      refused: 'not_owner',
+      detail: `owned by uid ${st.uid}${st.nlink > 1 ? ` with ${st.nlink} names` : ''}, in a folder of uid ${owner.folderUid}`,
+    };
   }
   if (why) {
     closeSync(fd);
@@ -99,7 +102,8 @@ export function listUserDir(path: string): Listed {
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     // with O_DIRECTORY a link is ENOTDIR, not ELOOP: which of the two it was, for the message only
-    if (code === 'ELOOP' || (code === 'ENOTDIR' && lstatSync(path, { throwIfNoEntry: false })?.isSymbolicLink())) return { refused: 'not_regular_file', detail: 'a symbolic link' };
+    if (code === 'ELOOP' || (code === 'ENOTDIR' && lstatSync(path, { throwIfNoEntry: false })?.isSymbolicLink()))
+      return { refused: 'not_regular_file', detail: 'a symbolic link' };
     if (code === 'ENOTDIR') return { refused: 'not_regular_file', detail: 'not a folder' };
     return { refused: 'gone', detail: code ?? 'not opened' };
   }

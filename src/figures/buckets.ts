@@ -17,7 +17,8 @@ export interface Buckets {
  */
 export function addBuckets(into: Buckets | undefined, d: Buckets): Buckets {
   if (!into) return { bounds: [...d.bounds], counts: [...d.counts] };
-  if (into.bounds.length === d.bounds.length && into.bounds.every((x, i) => x === d.bounds[i])) return { bounds: into.bounds, counts: into.counts.map((c, i) => c + d.counts[i]!) };
+  if (into.bounds.length === d.bounds.length && into.bounds.every((x, i) => x === d.bounds[i]))
+    return { bounds: into.bounds, counts: into.counts.map((c, i) => c + d.counts[i]!) };
   const bounds = [...new Set([...into.bounds, ...d.bounds])].sort((a, b) => a - b);
   const counts = new Array<number>(bounds.length + 1).fill(0);
   for (const b of [into, d]) {

@@ -42,7 +42,16 @@ const patterns = new Map<string, RegExp>();
 function nodeMatches(pattern: string, node: string): boolean {
   if (!pattern.includes('*')) return pattern === node;
   let re = patterns.get(pattern);
-  if (!re) patterns.set(pattern, (re = new RegExp(`^${pattern.split('*').map((s) => s.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`)));
+  if (!re)
+    patterns.set(
+      pattern,
+      (re = new RegExp(
+        `^${pattern
+          .split('*')
+          .map((s) => s.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+          .join('.*')}$`,
+      )),
+    );
   return re.test(node);
 }
 
@@ -67,7 +76,8 @@ export interface Cost {
   co2eG: number | null;
 }
 
-/** One GPU's part of a job (unrounded): its GPU-hours at the place's price, its energy (J) times PUE at the kWh price and carbon intensity. */
+/** One GPU's part of a job (unrounded): its GPU-hours at the place's price, its energy (J) times PUE at the kWh price and carbon intensity.
+ * */
 export function gpuCost(p: Prices | null, at: Place, gpuHours: number, energyJ: number): Cost {
   if (!p) return { cost: null, co2eG: null };
   const hour = gpuHourPrice(p, at);
@@ -84,7 +94,11 @@ export function hourlyRate(p: Prices, at: Place, powerW: number | null): number 
 }
 
 /** A job's cost and CO2e: the sum over its GPUs (each at its own node's and model's price), cost to the cent, CO2e to the milligram. */
-export function jobCost(p: Prices | null, gpus: readonly { model: string | null; node: string; figures: GpuFigures }[], partition: string | null): Cost {
+export function jobCost(
+  p: Prices | null,
+  gpus: readonly { model: string | null; node: string; figures: GpuFigures }[],
+  partition: string | null,
+): Cost {
   let cost: number | null = null;
   let co2e: number | null = null;
   for (const g of gpus) {

@@ -48,7 +48,17 @@ export interface GpuSample {
 }
 
 /** The GPM figures a job's report keeps: activities (0..1) and the NVLink and PCIe rates (By/s, both directions). */
-export const GPM_KEYS = ['smActive', 'smOccupancy', 'tensorActive', 'dramActive', 'fp64Active', 'fp32Active', 'fp16Active', 'nvlinkBps', 'pcieBps'] as const;
+export const GPM_KEYS = [
+  'smActive',
+  'smOccupancy',
+  'tensorActive',
+  'dramActive',
+  'fp64Active',
+  'fp32Active',
+  'fp16Active',
+  'nvlinkBps',
+  'pcieBps',
+] as const;
 export type GpmKey = (typeof GPM_KEYS)[number];
 
 export interface GpuRollup {
@@ -98,15 +108,50 @@ export interface GpuRollup {
 export type IdleBasis = 'sm' | 'util' | 'none';
 
 /** What rollups written before the GPM figures lack (a store's state from an older daemon goes on from them). */
-const GPM_STATE = (): Pick<GpuRollup, 'gpmS' | 'gpmInt' | 'idleS' | 'idleFrom' | 'idleRunS' | 'idleLongestS' | 'idleLongestFrom' | 'idleBasis'> => ({
-  gpmS: {}, gpmInt: {}, idleS: 0, idleFrom: null, idleRunS: 0, idleLongestS: 0, idleLongestFrom: null, idleBasis: 'none',
+const GPM_STATE = (): Pick<
+  GpuRollup,
+  'gpmS' | 'gpmInt' | 'idleS' | 'idleFrom' | 'idleRunS' | 'idleLongestS' | 'idleLongestFrom' | 'idleBasis'
+> => ({
+  gpmS: {},
+  gpmInt: {},
+  idleS: 0,
+  idleFrom: null,
+  idleRunS: 0,
+  idleLongestS: 0,
+  idleLongestFrom: null,
+  idleBasis: 'none',
 });
 
 export function emptyRollup(): GpuRollup {
   return {
-    samples: 0, coveredS: 0, firstTs: 0, lastTs: 0, utilSum: 0, utilN: 0, utilMax: null, memUtilSum: 0, memUtilN: 0, memUsedMax: null, memTotal: null,
-    energyJ: 0, energyFromCounter: false, energyLast: null, powerSum: 0, powerN: 0, powerMax: null, lastPower: null, tempMax: null,
-    throttleS: {}, xid: {}, xidBase: {}, eccCorrected: 0, eccUncorrected: 0, eccBase: { c: null, u: null }, shareSum: 0, shareN: 0, ...GPM_STATE(),
+    samples: 0,
+    coveredS: 0,
+    firstTs: 0,
+    lastTs: 0,
+    utilSum: 0,
+    utilN: 0,
+    utilMax: null,
+    memUtilSum: 0,
+    memUtilN: 0,
+    memUsedMax: null,
+    memTotal: null,
+    energyJ: 0,
+    energyFromCounter: false,
+    energyLast: null,
+    powerSum: 0,
+    powerN: 0,
+    powerMax: null,
+    lastPower: null,
+    tempMax: null,
+    throttleS: {},
+    xid: {},
+    xidBase: {},
+    eccCorrected: 0,
+    eccUncorrected: 0,
+    eccBase: { c: null, u: null },
+    shareSum: 0,
+    shareN: 0,
+    ...GPM_STATE(),
   };
 }
 
@@ -291,7 +336,12 @@ export function figures(r: GpuRollup): GpuFigures {
     eccUncorrected: r.eccUncorrected,
     shareMean: r.shareN ? round(r.shareSum / r.shareN)! : 1,
     gpm: gpmFigures(r),
-    idle: { basis: r.idleBasis, seconds: round(r.idleS, 3)!, longestS: round(r.idleLongestS, 3)!, longestFrom: r.idleLongestFrom === null ? null : Math.round(r.idleLongestFrom) },
+    idle: {
+      basis: r.idleBasis,
+      seconds: round(r.idleS, 3)!,
+      longestS: round(r.idleLongestS, 3)!,
+      longestFrom: r.idleLongestFrom === null ? null : Math.round(r.idleLongestFrom),
+    },
   };
 }
 
@@ -301,8 +351,14 @@ function gpmFigures(r: GpuRollup): GpmFigures | null {
   const bytes = (k: GpmKey) => (r.gpmS[k] ? Math.round(r.gpmInt[k]!) : null);
   return {
     seconds: round(r.gpmS.smActive ?? 0, 3)!,
-    smActive: mean('smActive'), smOccupancy: mean('smOccupancy'), tensorActive: mean('tensorActive'), dramActive: mean('dramActive'),
-    fp64Active: mean('fp64Active'), fp32Active: mean('fp32Active'), fp16Active: mean('fp16Active'),
-    nvlinkBytes: bytes('nvlinkBps'), pcieBytes: bytes('pcieBps'),
+    smActive: mean('smActive'),
+    smOccupancy: mean('smOccupancy'),
+    tensorActive: mean('tensorActive'),
+    dramActive: mean('dramActive'),
+    fp64Active: mean('fp64Active'),
+    fp32Active: mean('fp32Active'),
+    fp16Active: mean('fp16Active'),
+    nvlinkBytes: bytes('nvlinkBps'),
+    pcieBytes: bytes('pcieBps'),
   };
 }

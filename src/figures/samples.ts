@@ -7,7 +7,12 @@ import type { Attributes } from '../core/metrics/model.js';
 import type { GpmKey, GpuSample } from './rollup.js';
 
 /** GPM activities by metric name (gpu.pipe.active by its gpu.pipe); the NVLink and PCIe rates add up their directions. */
-const GPM_MEANS: Record<string, GpmKey> = { 'gpu.sm.active': 'smActive', 'gpu.sm.occupancy': 'smOccupancy', 'gpu.tensor.active': 'tensorActive', 'gpu.dram.active': 'dramActive' };
+const GPM_MEANS: Record<string, GpmKey> = {
+  'gpu.sm.active': 'smActive',
+  'gpu.sm.occupancy': 'smOccupancy',
+  'gpu.tensor.active': 'tensorActive',
+  'gpu.dram.active': 'dramActive',
+};
 const PIPES: Record<string, GpmKey> = { fp64: 'fp64Active', fp32: 'fp32Active', fp16: 'fp16Active' };
 const RATES: Record<string, GpmKey> = { 'gpu.nvlink.throughput': 'nvlinkBps', 'gpu.pcie.throughput': 'pcieBps' };
 
@@ -21,15 +26,33 @@ export interface SamplePoint {
 export function addToSample(s: GpuSample, p: SamplePoint): boolean {
   const a = p.attributes;
   switch (p.name) {
-    case 'gpu.utilization': s.util = p.value; return true;
-    case 'gpu.memory.utilization': s.memUtil = p.value; return true;
-    case 'gpu.memory.used': s.memUsed = p.value; return true;
-    case 'gpu.memory.total': s.memTotal = p.value; return true;
-    case 'gpu.power.draw': s.power = p.value; return true;
-    case 'gpu.energy.consumption': s.energy = p.value; return true;
-    case 'gpu.temperature': s.temp = s.temp === undefined ? p.value : Math.max(s.temp, p.value); return true;
-    case 'gpu.throttle.active': (s.throttle ??= {})[String(a['gpu.throttle.cause'])] = p.value; return true;
-    case 'gpu.xid.errors': (s.xid ??= {})[String(a['gpu.xid.code'])] = p.value; return true;
+    case 'gpu.utilization':
+      s.util = p.value;
+      return true;
+    case 'gpu.memory.utilization':
+      s.memUtil = p.value;
+      return true;
+    case 'gpu.memory.used':
+      s.memUsed = p.value;
+      return true;
+    case 'gpu.memory.total':
+      s.memTotal = p.value;
+      return true;
+    case 'gpu.power.draw':
+      s.power = p.value;
+      return true;
+    case 'gpu.energy.consumption':
+      s.energy = p.value;
+      return true;
+    case 'gpu.temperature':
+      s.temp = s.temp === undefined ? p.value : Math.max(s.temp, p.value);
+      return true;
+    case 'gpu.throttle.active':
+      (s.throttle ??= {})[String(a['gpu.throttle.cause'])] = p.value;
+      return true;
+    case 'gpu.xid.errors':
+      (s.xid ??= {})[String(a['gpu.xid.code'])] = p.value;
+      return true;
     case 'gpu.ecc.errors':
       if (a['gpu.ecc.scope'] !== 'volatile') return false;
       if (a['error.type'] === 'corrected') s.eccCorrected = p.value;
@@ -58,7 +81,12 @@ export function addToSample(s: GpuSample, p: SamplePoint): boolean {
 }
 
 /** GPU samples of one collection, keyed by UUID (MIG instances by their MIG UUID). */
-export function samplesFromPoints<P extends { value: number; attributes: Attributes }>(points: readonly P[], t: number, nameOf: (p: P) => string, mono?: number): Map<string, GpuSample> {
+export function samplesFromPoints<P extends { value: number; attributes: Attributes }>(
+  points: readonly P[],
+  t: number,
+  nameOf: (p: P) => string,
+  mono?: number,
+): Map<string, GpuSample> {
   const out = new Map<string, GpuSample>();
   for (const p of points) {
     const uuid = p.attributes['gpu.uuid'];

@@ -104,66 +104,116 @@ const pct = (x: number) => `${Math.round(x * 100)}%`;
 /** Every rule but the Xids (one per catalog entry, below). */
 export const RULES: readonly Rule[] = [
   {
-    code: 'lost', severity: 2, factor: 0, when: 'the driver reports the GPU lost (NVML_ERROR_GPU_IS_LOST: it fell off the bus)',
+    code: 'lost',
+    severity: 2,
+    factor: 0,
+    when: 'the driver reports the GPU lost (NVML_ERROR_GPU_IS_LOST: it fell off the bus)',
     action: 'drain the node and reboot it; if the GPU is lost again, open a hardware ticket (Xid 79, GPU fell off the bus)',
     check: (f) => (f.lost ? 'the driver reports the GPU lost: it fell off the bus' : undefined),
   },
   {
-    code: 'remap-failed', severity: 2, factor: 0, when: 'a row remapping failed (NVML remapped rows: failure)',
+    code: 'remap-failed',
+    severity: 2,
+    factor: 0,
+    when: 'a row remapping failed (NVML remapped rows: failure)',
     action: 'open a hardware ticket (RMA): the GPU has no spare rows left for its memory errors',
     check: (f) => (f.remapFailed ? 'a memory row remapping failed' : undefined),
   },
   {
-    code: 'retired-pages', severity: 2, factor: 0, when: `${RETIRED_PAGES_FAIL} or more retired memory pages (DCGM's limit)`,
+    code: 'retired-pages',
+    severity: 2,
+    factor: 0,
+    when: `${RETIRED_PAGES_FAIL} or more retired memory pages (DCGM's limit)`,
     action: 'open a hardware ticket (RMA): too many memory pages retired',
     check: (f) => (f.retiredPages !== null && f.retiredPages >= RETIRED_PAGES_FAIL ? `${f.retiredPages} memory pages retired` : undefined),
   },
   {
-    code: 'remap-pending', severity: 1, factor: 0.8, when: 'a row remapping waits for a GPU reset',
+    code: 'remap-pending',
+    severity: 1,
+    factor: 0.8,
+    when: 'a row remapping waits for a GPU reset',
     action: 'reset the GPU (nvidia-smi -r) once its jobs end, to apply the row remapping',
     check: (f) => (f.remapPending ? 'a memory row remapping is pending' : undefined),
   },
   {
-    code: 'retirement-pending', severity: 1, factor: 0.8, when: 'a page retirement waits for a driver reload',
+    code: 'retirement-pending',
+    severity: 1,
+    factor: 0.8,
+    when: 'a page retirement waits for a driver reload',
     action: 'reset the GPU or reboot the node once its jobs end, to retire the pages',
     check: (f) => (f.retirePending ? 'a memory page retirement is pending' : undefined),
   },
   {
-    code: 'ecc-uncorrected', severity: 1, factor: 0.7, when: 'uncorrected ECC errors since the driver loaded (volatile count above 0)',
+    code: 'ecc-uncorrected',
+    severity: 1,
+    factor: 0.7,
+    when: 'uncorrected ECC errors since the driver loaded (volatile count above 0)',
     action: 'reset the GPU once its jobs end; if uncorrected errors come back, open a hardware ticket',
     check: (f) => (f.eccUncorrectedVolatile ? `${f.eccUncorrectedVolatile} uncorrected ECC error(s) since the driver loaded` : undefined),
   },
   {
-    code: 'ecc-uncorrected-rising', severity: 1, factor: 0.7, when: 'the lifetime uncorrected ECC count rose within the trend window (24 h by default)',
+    code: 'ecc-uncorrected-rising',
+    severity: 1,
+    factor: 0.7,
+    when: 'the lifetime uncorrected ECC count rose within the trend window (24 h by default)',
     action: 'watch the GPU: a rising uncorrected count is a failing memory; open a hardware ticket if it keeps rising',
-    check: (f) => (f.eccUncorrectedRise ? `lifetime uncorrected ECC errors rose by ${f.eccUncorrectedRise} in the trend window` : undefined),
+    check: (f) =>
+      f.eccUncorrectedRise ? `lifetime uncorrected ECC errors rose by ${f.eccUncorrectedRise} in the trend window` : undefined,
   },
   {
-    code: 'retired-pages-many', severity: 1, factor: 0.8, when: `${RETIRED_PAGES_WARN} to ${RETIRED_PAGES_FAIL - 1} retired memory pages (DCGM's soft limit)`,
+    code: 'retired-pages-many',
+    severity: 1,
+    factor: 0.8,
+    when: `${RETIRED_PAGES_WARN} to ${RETIRED_PAGES_FAIL - 1} retired memory pages (DCGM's soft limit)`,
     action: 'plan a replacement: the GPU is retiring memory pages',
-    check: (f) => (f.retiredPages !== null && f.retiredPages >= RETIRED_PAGES_WARN && f.retiredPages < RETIRED_PAGES_FAIL ? `${f.retiredPages} memory pages retired` : undefined),
+    check: (f) =>
+      f.retiredPages !== null && f.retiredPages >= RETIRED_PAGES_WARN && f.retiredPages < RETIRED_PAGES_FAIL
+        ? `${f.retiredPages} memory pages retired`
+        : undefined,
   },
   {
-    code: 'pcie-replays', severity: 1, factor: 0.9, when: `more than ${PCIE_REPLAYS_PER_MIN} PCIe replays a minute over the replay window (DCGM's limit)`,
+    code: 'pcie-replays',
+    severity: 1,
+    factor: 0.9,
+    when: `more than ${PCIE_REPLAYS_PER_MIN} PCIe replays a minute over the replay window (DCGM's limit)`,
     action: 'reseat the GPU or check its riser and slot: the PCIe link is marginal',
-    check: (f) => (f.pcieReplaysPerMin !== null && f.pcieReplaysPerMin > PCIE_REPLAYS_PER_MIN ? `${Math.round(f.pcieReplaysPerMin)} PCIe replays a minute` : undefined),
+    check: (f) =>
+      f.pcieReplaysPerMin !== null && f.pcieReplaysPerMin > PCIE_REPLAYS_PER_MIN
+        ? `${Math.round(f.pcieReplaysPerMin)} PCIe replays a minute`
+        : undefined,
   },
   {
-    code: 'thermal-throttle', severity: 1, factor: 0.9, when: `thermal slowdown for ${pct(THERMAL_SHARE)} or more of the throttle window`,
-    action: 'check the node\'s cooling: fans, airflow, inlet temperature',
-    check: (f) => (f.thermalShare !== null && f.thermalShare >= THERMAL_SHARE ? `thermally throttled ${pct(f.thermalShare)} of the time` : undefined),
+    code: 'thermal-throttle',
+    severity: 1,
+    factor: 0.9,
+    when: `thermal slowdown for ${pct(THERMAL_SHARE)} or more of the throttle window`,
+    action: "check the node's cooling: fans, airflow, inlet temperature",
+    check: (f) =>
+      f.thermalShare !== null && f.thermalShare >= THERMAL_SHARE ? `thermally throttled ${pct(f.thermalShare)} of the time` : undefined,
   },
   {
-    code: 'power-brake', severity: 1, factor: 0.9, when: `the hardware power brake engaged for ${pct(POWER_BRAKE_SHARE)} or more of the throttle window`,
-    action: 'check the node\'s power supplies: the chassis asked the GPU to slow down',
-    check: (f) => (f.powerBrakeShare !== null && f.powerBrakeShare >= POWER_BRAKE_SHARE ? `hardware power brake engaged ${pct(f.powerBrakeShare)} of the time` : undefined),
+    code: 'power-brake',
+    severity: 1,
+    factor: 0.9,
+    when: `the hardware power brake engaged for ${pct(POWER_BRAKE_SHARE)} or more of the throttle window`,
+    action: "check the node's power supplies: the chassis asked the GPU to slow down",
+    check: (f) =>
+      f.powerBrakeShare !== null && f.powerBrakeShare >= POWER_BRAKE_SHARE
+        ? `hardware power brake engaged ${pct(f.powerBrakeShare)} of the time`
+        : undefined,
   },
 ];
 
 /** A GPU the plugins stopped reporting (not even as lost), while others go on: checked by assess() with the file's times. */
 export const MISSING = {
-  code: 'missing', severity: 2, factor: 0, when: 'the GPU was not in the last three collections that carried the node\'s other GPUs',
-  action: 'check `dmesg` for Xid 79 and PCIe errors and `nvidia-smi -L`; reboot the node; open a hardware ticket if the GPU stays gone; if it was removed or is no longer monitored on purpose, `l9gpu health --clear <uuid>` forgets it',
+  code: 'missing',
+  severity: 2,
+  factor: 0,
+  when: "the GPU was not in the last three collections that carried the node's other GPUs",
+  action:
+    'check `dmesg` for Xid 79 and PCIe errors and `nvidia-smi -L`; reboot the node; open a ' +
+    'hardware ticket if the GPU stays gone; if it was removed or is no longer monitored on ' +
+    'purpose, `l9gpu health --clear <uuid>` forgets it',
 } as const;
 
 /** Current Xid events by code: count and last time. */
@@ -184,12 +234,22 @@ export function assess(f: HealthFacts, ctx: RuleContext): GpuHealth {
   let score = 1;
   for (const [code, c] of currentXids(f, ctx.xidSince)) {
     const x = xidEntry(code);
-    findings.push({ code: `xid-${code}`, severity: x.severity, text: `Xid ${code} (${x.name}) x${c.n}, last at ${new Date(c.last).toISOString()}`, action: x.advice });
+    findings.push({
+      code: `xid-${code}`,
+      severity: x.severity,
+      text: `Xid ${code} (${x.name}) x${c.n}, last at ${new Date(c.last).toISOString()}`,
+      action: x.advice,
+    });
     if (x.severity === 2) score = 0;
     else if (x.severity === 1) score *= XID_WARNING_FACTOR;
   }
   if (ctx.missingBefore !== null && f.seen < ctx.missingBefore) {
-    findings.push({ code: MISSING.code, severity: 2, text: `not collected since ${new Date(f.seen).toISOString()} while the node's other GPUs were`, action: MISSING.action });
+    findings.push({
+      code: MISSING.code,
+      severity: 2,
+      text: `not collected since ${new Date(f.seen).toISOString()} while the node's other GPUs were`,
+      action: MISSING.action,
+    });
     score = 0;
   }
   for (const r of RULES) {

@@ -71,7 +71,8 @@ export function readHealthFile(dir: string): HealthFile | undefined {
   } catch (e) {
     throw new Error(`${path} is not JSON (${(e as Error).message})`);
   }
-  if (!f || f.version !== VERSION || !Array.isArray(f.gpus) || typeof f.written !== 'number') throw new Error(`${path}: not an l9gpu health file of version ${VERSION}`);
+  if (!f || f.version !== VERSION || !Array.isArray(f.gpus) || typeof f.written !== 'number')
+    throw new Error(`${path}: not an l9gpu health file of version ${VERSION}`);
   return f;
 }
 

@@ -57,11 +57,15 @@ export class HealthTracker {
   private clears: Clears = { xids: {}, forgotten: {} };
   private clearsRead = 0;
 
-  constructor(private readonly o: HealthOptions, private readonly log: Logger) {
+  constructor(
+    private readonly o: HealthOptions,
+    private readonly log: Logger,
+  ) {
     if (o.persist === false) return;
     try {
       // what an earlier run knew: Xid events and the ECC trend go on from there
-      for (const f of readHealthFile(o.stateDir)?.gpus ?? []) this.gpus.set(f.uuid, { facts: f, identity: {}, xidPrev: new Map(), replays: [], throttle: [] });
+      for (const f of readHealthFile(o.stateDir)?.gpus ?? [])
+        this.gpus.set(f.uuid, { facts: f, identity: {}, xidPrev: new Map(), replays: [], throttle: [] });
     } catch (e) {
       log.warn('health: the earlier health file is unreadable, starting afresh', { error: (e as Error).message });
     }
@@ -92,8 +96,14 @@ export class HealthTracker {
       const t = this.gpus.get(uuid)!;
       this.finish(t, now);
       const h = assess(t.facts, { now, xidSince: xidSince(uuid, now, this.o.xidWindowMs, this.boot, this.clears), missingBefore: null });
-      const reason = h.findings.filter((f) => f.severity > 0).map((f) => f.code).join(',');
-      out.push({ metric: HEALTH, value: h.state, attributes: { ...t.identity, 'gpu.health.reason': reason } }, { metric: SCORE, value: h.score, attributes: t.identity });
+      const reason = h.findings
+        .filter((f) => f.severity > 0)
+        .map((f) => f.code)
+        .join(',');
+      out.push(
+        { metric: HEALTH, value: h.state, attributes: { ...t.identity, 'gpu.health.reason': reason } },
+        { metric: SCORE, value: h.score, attributes: t.identity },
+      );
     }
     this.save(batch);
     return out;
@@ -107,7 +117,14 @@ export class HealthTracker {
     t.facts.model = typeof a['gpu.model'] === 'string' ? a['gpu.model'] : t.facts.model;
     if (typeof a['gpu.pci.bus_id'] === 'string' && a['gpu.pci.bus_id']) t.facts.pci = a['gpu.pci.bus_id'];
     // readings of the state now: what this batch does not carry is not reported (null), not kept from before
-    Object.assign(t.facts, { lost: false, eccUncorrectedVolatile: null, remapPending: null, remapFailed: null, retiredPages: null, retirePending: null });
+    Object.assign(t.facts, {
+      lost: false,
+      eccUncorrectedVolatile: null,
+      remapPending: null,
+      remapFailed: null,
+      retiredPages: null,
+      retirePending: null,
+    });
   }
 
   private fold(t: Track, p: Point, now: number): void {
@@ -195,8 +212,14 @@ export class HealthTracker {
     for (const [uuid, t] of this.gpus) {
       if (seen.has(uuid)) continue;
       const successor = t.facts.pci ? slots.get(t.facts.pci) : undefined;
-      if (successor) this.log.info('health: another GPU is in the PCI slot of one no longer collected: that one was replaced, its findings end', { slot: t.facts.pci, gone: uuid, now: successor });
-      else if (isForgotten(t.facts, this.clears)) this.log.info('health: forgetting a GPU an admin cleared while it was missing', { gpu: uuid });
+      if (successor)
+        this.log.info('health: another GPU is in the PCI slot of one no longer collected: that one was replaced, its findings end', {
+          slot: t.facts.pci,
+          gone: uuid,
+          now: successor,
+        });
+      else if (isForgotten(t.facts, this.clears))
+        this.log.info('health: forgetting a GPU an admin cleared while it was missing', { gpu: uuid });
       else continue;
       this.gpus.delete(uuid);
     }
@@ -209,7 +232,9 @@ export class HealthTracker {
     try {
       this.clears = readClears(this.o.stateDir);
     } catch (e) {
-      this.log.once(`clears-${(e as Error).message}`, 'warn', 'health: cannot read the clears file; Xid events are not cleared', { error: (e as Error).message });
+      this.log.once(`clears-${(e as Error).message}`, 'warn', 'health: cannot read the clears file; Xid events are not cleared', {
+        error: (e as Error).message,
+      });
     }
   }
 
@@ -230,7 +255,8 @@ export class HealthTracker {
       this.writeError = '';
     } catch (e) {
       const msg = (e as Error).message;
-      if (msg !== this.writeError) this.log.error('health: cannot write the health file: `l9gpu health` reports from the last one written', { error: msg });
+      if (msg !== this.writeError)
+        this.log.error('health: cannot write the health file: `l9gpu health` reports from the last one written', { error: msg });
       this.writeError = msg;
     }
   }
@@ -256,8 +282,20 @@ function addReading(list: [number, number][], now: number, v: number, every: num
 
 function blank(uuid: string): HealthFacts {
   return {
-    uuid, index: null, model: null, seen: 0, lost: false, xids: [],
-    eccUncorrectedVolatile: null, eccUncorrectedRise: null, remapPending: null, remapFailed: null,
-    retiredPages: null, retirePending: null, pcieReplaysPerMin: null, thermalShare: null, powerBrakeShare: null,
+    uuid,
+    index: null,
+    model: null,
+    seen: 0,
+    lost: false,
+    xids: [],
+    eccUncorrectedVolatile: null,
+    eccUncorrectedRise: null,
+    remapPending: null,
+    remapFailed: null,
+    retiredPages: null,
+    retirePending: null,
+    pcieReplaysPerMin: null,
+    thermalShare: null,
+    powerBrakeShare: null,
   };
 }

@@ -10,7 +10,9 @@ export interface Viewer {
 
 function groupGid(name: string): number | undefined {
   try {
-    const line = readFileSync('/etc/group', 'utf8').split('\n').find((l) => l.split(':')[0] === name);
+    const line = readFileSync('/etc/group', 'utf8')
+      .split('\n')
+      .find((l) => l.split(':')[0] === name);
     return line ? Number(line.split(':')[2]) : undefined;
   } catch {
     return undefined;
@@ -32,7 +34,13 @@ export interface UidInfo {
 
 /** NSS through `id`, so that LDAP and SSSD users count, not /etc files alone. */
 export async function lookupUid(uid: number): Promise<UidInfo> {
-  const id = (args: string[]) => Promise.resolve().then(() => runTool(requireTool('id', ['/usr/bin', '/bin'], 'coreutils'), args, 2000)).then((out) => out.trim(), () => '');
+  const id = (args: string[]) =>
+    Promise.resolve()
+      .then(() => runTool(requireTool('id', ['/usr/bin', '/bin'], 'coreutils'), args, 2000))
+      .then(
+        (out) => out.trim(),
+        () => '',
+      );
   const [name, groups] = await Promise.all([id(['-nu', String(uid)]), id(['-nG', String(uid)])]);
   return { name, groups: groups.split(/\s+/).filter(Boolean) };
 }

@@ -17,7 +17,18 @@ import type { Prices } from '../figures/prices.js';
 import type { JobReport } from './report-model.js';
 
 /** `limit` caps the whole list (0: no cap); `offset` is where this page starts in it (the `next` of the page before). */
-export type ListRequest = { op: 'list'; user: string | null; account: string | null; partition: string | null; state: 'running' | 'completed' | 'all'; since: number | null; limit: number; by?: GroupBy | null; offset?: number; waste?: boolean };
+export type ListRequest = {
+  op: 'list';
+  user: string | null;
+  account: string | null;
+  partition: string | null;
+  state: 'running' | 'completed' | 'all';
+  since: number | null;
+  limit: number;
+  by?: GroupBy | null;
+  offset?: number;
+  waste?: boolean;
+};
 export type ShowRequest = { op: 'show'; jobId: string };
 export type JobsRequest = ListRequest | ShowRequest;
 
@@ -26,7 +37,16 @@ export type JobsRequest = ListRequest | ShowRequest;
  * (the socket's answers hold at most [limits] jobs_rows), ask again from there.
  * `denied`: the asker may not see it, and is told nothing more.
  */
-export type ListAnswer = { ok: true; op: 'list'; user: string | null; rows: JobListRow[]; by?: GroupBy; groups?: JobGroupRow[]; next?: number; waste?: WasteInput[] };
+export type ListAnswer = {
+  ok: true;
+  op: 'list';
+  user: string | null;
+  rows: JobListRow[];
+  by?: GroupBy;
+  groups?: JobGroupRow[];
+  next?: number;
+  waste?: WasteInput[];
+};
 export type ShowAnswer = { ok: true; op: 'show'; report: JobReport };
 export type Refusal = { ok: false; error: string; code: number; denied?: true };
 export type JobsAnswer = ListAnswer | ShowAnswer | Refusal;
@@ -53,15 +73,26 @@ export function parseJobsRequest(text: string): JobsRequest {
   }
   if (r.op !== 'list') throw new Error(`op: "${String(r.op).slice(0, 20)}" is not list or show`);
   if (!STATES.includes(r.state as 'all')) throw new Error('state: not running, completed or all');
-  if (!Number.isInteger(r.limit) || (r.limit as number) < 0 || (r.limit as number) > 1_000_000) throw new Error('limit: not an integer from 0 to 1000000');
+  if (!Number.isInteger(r.limit) || (r.limit as number) < 0 || (r.limit as number) > 1_000_000)
+    throw new Error('limit: not an integer from 0 to 1000000');
   if (r.since !== null && r.since !== undefined && !Number.isFinite(r.since)) throw new Error('since: not a time in ms');
-  if (r.by !== null && r.by !== undefined && !GROUP_BY.includes(r.by as GroupBy)) throw new Error('by: not user, account, partition or name');
+  if (r.by !== null && r.by !== undefined && !GROUP_BY.includes(r.by as GroupBy))
+    throw new Error('by: not user, account, partition or name');
   if (r.waste !== undefined && typeof r.waste !== 'boolean') throw new Error('waste: not true or false');
   if (r.waste === true && r.by !== null && r.by !== undefined) throw new Error('waste and by: one or the other');
-  if (r.offset !== undefined && (!Number.isInteger(r.offset) || (r.offset as number) < 0 || (r.offset as number) > 1_000_000_000)) throw new Error('offset: not an integer from 0 to 1000000000');
+  if (r.offset !== undefined && (!Number.isInteger(r.offset) || (r.offset as number) < 0 || (r.offset as number) > 1_000_000_000))
+    throw new Error('offset: not an integer from 0 to 1000000000');
   return {
-    op: 'list', user: name(r.user, 'user'), account: name(r.account, 'account'), partition: name(r.partition, 'partition'), state: r.state as ListRequest['state'], since: (r.since as number | null) ?? null, limit: r.limit as number,
-    by: (r.by as GroupBy | null | undefined) ?? null, offset: (r.offset as number | undefined) ?? 0, ...(r.waste === true ? { waste: true } : {}),
+    op: 'list',
+    user: name(r.user, 'user'),
+    account: name(r.account, 'account'),
+    partition: name(r.partition, 'partition'),
+    state: r.state as ListRequest['state'],
+    since: (r.since as number | null) ?? null,
+    limit: r.limit as number,
+    by: (r.by as GroupBy | null | undefined) ?? null,
+    offset: (r.offset as number | undefined) ?? 0,
+    ...(r.waste === true ? { waste: true } : {}),
   };
 }
 
@@ -77,9 +108,18 @@ function page(req: ListRequest, maxRows: number): { offset: number; size: number
  * (the answer's `next`). `groupsMemo`: where the groups of a --by list may be
  * kept between its pages (each page would fold every job again).
  */
-export function answerJobs(db: Db, node: string, prices: Prices | null, who: Viewer, req: JobsRequest, maxRows = Infinity, groupsMemo: (fold: () => JobGroupRow[]) => JobGroupRow[] = (fold) => fold()): JobsAnswer {
+export function answerJobs(
+  db: Db,
+  node: string,
+  prices: Prices | null,
+  who: Viewer,
+  req: JobsRequest,
+  maxRows = Infinity,
+  groupsMemo: (fold: () => JobGroupRow[]) => JobGroupRow[] = (fold) => fold(),
+): JobsAnswer {
   if (req.op === 'list') {
-    if (req.user && req.user !== who.name && !who.privileged) return { ok: false, error: `you can only list your own jobs (${who.name}); root and [jobs] admin_group see everyone's`, code: 1 };
+    if (req.user && req.user !== who.name && !who.privileged)
+      return { ok: false, error: `you can only list your own jobs (${who.name}); root and [jobs] admin_group see everyone's`, code: 1 };
     const user = req.user ?? (who.privileged ? null : who.name);
     const p = page(req, maxRows);
     const next = (got: number) => (p.capped && got > p.size ? { next: p.offset + p.size } : {});
@@ -92,19 +132,32 @@ export function answerJobs(db: Db, node: string, prices: Prices | null, who: Vie
     }
     if (p.size === 0) return { ok: true, op: 'list', user, rows: [], ...(req.waste ? { waste: [] } : {}) };
     if (req.waste) {
-      // the fold's inputs, a page of jobs at a time: the asker's CLI adds the time limits from Slurm accounting and folds them (src/jobs/waste.ts)
-      const inputs = listWasteInputs(db, { ...req, user, limit: p.size === Infinity ? 0 : p.size + (p.capped ? 1 : 0), offset: p.offset }, node);
+      // the fold's inputs, a page of jobs at a time: the asker's CLI adds the time limits from Slurm accounting and folds them
+      // (src/jobs/waste.ts)
+      const inputs = listWasteInputs(
+        db,
+        { ...req, user, limit: p.size === Infinity ? 0 : p.size + (p.capped ? 1 : 0), offset: p.offset },
+        node,
+      );
       return { ok: true, op: 'list', user, rows: [], waste: inputs.slice(0, p.size), ...next(inputs.length) };
     }
     // one row past the page says whether there is a next one
-    const rows = listJobs(db, { ...req, user, limit: p.size === Infinity ? 0 : p.size + (p.capped ? 1 : 0), offset: p.offset }, node, prices);
+    const rows = listJobs(
+      db,
+      { ...req, user, limit: p.size === Infinity ? 0 : p.size + (p.capped ? 1 : 0), offset: p.offset },
+      node,
+      prices,
+    );
     return { ok: true, op: 'list', user, rows: rows.slice(0, p.size), ...next(rows.length) };
   }
   const found = findJob(db, req.jobId);
   if (!found) {
     return {
       ok: false,
-      error: `job ${req.jobId} is not known to this node (${node}): it ran elsewhere or used no GPU here. For a cluster-wide report: l9gpu jobs show ${req.jobId} --source promql --url <your Prometheus/VictoriaMetrics URL>`,
+      error:
+        `job ${req.jobId} is not known to this node (${node}): it ran elsewhere or used no GPU ` +
+        `here. For a cluster-wide report: l9gpu jobs show ${req.jobId} --source promql --url <your ` +
+        `Prometheus/VictoriaMetrics URL>`,
       code: 1,
     };
   }

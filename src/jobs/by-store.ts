@@ -40,12 +40,24 @@ const figuresSql = (by: GroupBy, priced: boolean) => `SELECT j.${by} AS grp,
     SUM(g.energy_j) AS energy_j,
     MAX(CASE WHEN g.gpu_hours IS NULL THEN 0 WHEN g.energy_j <> 0 THEN 1 WHEN json_extract(g.state, '$.energyFromCounter') THEN 1
              WHEN json_extract(g.state, '$.powerN') > 1 THEN 1 ELSE 0 END) AS known,
-    ${priced ? 'SUM(l9gpu_gpu_cost(g.model, j.partition, g.gpu_hours, g.energy_j)) AS cost, SUM(l9gpu_gpu_co2e(g.model, j.partition, g.gpu_hours, g.energy_j)) AS co2e' : 'NULL AS cost, NULL AS co2e'}
+    ${priced ? 'SUM(l9gpu_gpu_cost(g.model, j.partition, g.gpu_hours, g.energy_j)) AS cost, ' + 'SUM(l9gpu_gpu_co2e(g.model, j.partition, g.gpu_hours, g.energy_j)) AS co2e' : 'NULL AS cost, NULL AS co2e'}
   FROM jobs j
   LEFT JOIN bindings b ON b.job_id = j.job_id AND b.run_key = j.run_key
   LEFT JOIN job_gpu g ON g.job_id = b.job_id AND g.run_key = b.run_key AND g.gpu_uuid = b.gpu_uuid`;
 
-type Row = [grp: string | null, gh: number | null, idle: number | null, utilW: number | null, utilS: number | null, gpmGh: number | null, smGh: number | null, energyJ: number | null, known: number | null, cost: number | null, co2e: number | null];
+type Row = [
+  grp: string | null,
+  gh: number | null,
+  idle: number | null,
+  utilW: number | null,
+  utilS: number | null,
+  gpmGh: number | null,
+  smGh: number | null,
+  energyJ: number | null,
+  known: number | null,
+  cost: number | null,
+  co2e: number | null,
+];
 
 const r6 = (x: number) => Math.round(x * 1e6) / 1e6;
 
@@ -54,17 +66,36 @@ const r6 = (x: number) => Math.round(x * 1e6) / 1e6;
  * fold's: every job that matches adds up). Past `maxGroups` groups it stops
  * with QuestionTooLarge.
  */
-export function groupJobsInStore(db: Db, f: Omit<ListFilter, 'limit' | 'offset'>, by: GroupBy, node: string, prices: Prices | null, maxGroups = MAX_GROUPS): JobGroupRow[] {
+export function groupJobsInStore(
+  db: Db,
+  f: Omit<ListFilter, 'limit' | 'offset'>,
+  by: GroupBy,
+  node: string,
+  prices: Prices | null,
+  maxGroups = MAX_GROUPS,
+): JobGroupRow[] {
   if (!GROUP_BY.includes(by)) throw new Error(`by: ${String(by)} is not one of ${GROUP_BY.join(', ')}`);
   if (prices) {
     // per GPU, as jobCost adds them: each at its own model's and its job's partition's price on this node
-    const cost = (model: string | null, partition: string | null, gh: number | null, energyJ: number | null) => (gh === null ? null : gpuCost(prices, { model, partition, node }, gh, energyJ ?? 0));
-    db.function('l9gpu_gpu_cost', { deterministic: true }, (m, p, gh, e) => cost(m as string | null, p as string | null, gh as number | null, e as number | null)?.cost ?? null);
-    db.function('l9gpu_gpu_co2e', { deterministic: true }, (m, p, gh, e) => cost(m as string | null, p as string | null, gh as number | null, e as number | null)?.co2eG ?? null);
+    const cost = (model: string | null, partition: string | null, gh: number | null, energyJ: number | null) =>
+      gh === null ? null : gpuCost(prices, { model, partition, node }, gh, energyJ ?? 0);
+    db.function(
+      'l9gpu_gpu_cost',
+      { deterministic: true },
+      (m, p, gh, e) => cost(m as string | null, p as string | null, gh as number | null, e as number | null)?.cost ?? null,
+    );
+    db.function(
+      'l9gpu_gpu_co2e',
+      { deterministic: true },
+      (m, p, gh, e) => cost(m as string | null, p as string | null, gh as number | null, e as number | null)?.co2eG ?? null,
+    );
   }
   const { sql, args } = listWhere(f);
   const fold = new GroupFold();
-  const rows = db.prepare(`${figuresSql(by, prices !== null)} ${sql} GROUP BY j.start_time, j.rowid`).raw().iterate(...args) as IterableIterator<Row>;
+  const rows = db
+    .prepare(`${figuresSql(by, prices !== null)} ${sql} GROUP BY j.start_time, j.rowid`)
+    .raw()
+    .iterate(...args) as IterableIterator<Row>;
   for (const [grp, gh, idle, utilW, utilS, gpmGh, smGh, energyJ, known, cost, co2e] of rows) {
     fold.add(grp, {
       gpu_hours: r6(gh ?? 0),

@@ -44,7 +44,10 @@ const SM_HOURS = ['gpm_gpu_hours', 'sm_gpu_hours', 'sm_idle_gpu_hours'] as const
 type SmHours = Pick<JobGroupRow, (typeof SM_HOURS)[number]>;
 
 /** What the roll-up adds up of one job: its figures as the list gives them. */
-export type JobFigures = Pick<JobListRow, 'gpu_hours' | 'idle_gpu_hours' | 'util_mean' | (typeof SM_HOURS)[number] | 'energy_kwh' | 'cost' | 'co2e_g'>;
+export type JobFigures = Pick<
+  JobListRow,
+  'gpu_hours' | 'idle_gpu_hours' | 'util_mean' | (typeof SM_HOURS)[number] | 'energy_kwh' | 'cost' | 'co2e_g'
+>;
 
 /** The sums of a group, each Neumaier's pair (the sum and what it lost), two by two. */
 const SUMS = ['gh', 'idle', 'utilGh', 'utilW', 'kwh', 'cost', 'co2e', ...SM_HOURS] as const;
@@ -58,7 +61,8 @@ interface GroupSums {
   v: Float64Array;
 }
 
-/** x into sum k, compensated (Neumaier): a group of 500,000 jobs adds up to its jobs' figures, not to the rounding of half a million additions. */
+/** x into sum k, compensated (Neumaier): a group of 500,000 jobs adds up to its jobs' figures, not to the rounding of half a million
+ * additions. */
 function addTo(a: GroupSums, k: Sum, x: number): void {
   const i = AT[k] * 2;
   const s = a.v[i]!;

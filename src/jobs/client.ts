@@ -14,7 +14,11 @@ export function askJobsDaemon(path: string, req: JobsRequest, timeoutMs = 15_000
     sock.on('connect', () => sock.write(JSON.stringify(req) + '\n'));
     sock.setEncoding('utf8').on('data', (d: string) => (buf += d));
     sock.on('error', (e: NodeJS.ErrnoException) =>
-      fail(e.code === 'ENOENT' || e.code === 'ECONNREFUSED' ? `the l9gpu daemon is not answering on ${path} (is it running on this node?)` : `${path}: ${e.message}`),
+      fail(
+        e.code === 'ENOENT' || e.code === 'ECONNREFUSED'
+          ? `the l9gpu daemon is not answering on ${path} (is it running on this node?)`
+          : `${path}: ${e.message}`,
+      ),
     );
     sock.on('end', () => {
       try {

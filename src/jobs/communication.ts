@@ -44,7 +44,8 @@ const LOW = 0.5;
 /** A collective group under this share of the job's communication time is not worth a note. */
 const MINOR = 0.1;
 
-/** The fabric's peak bus bandwidth for a partition (B/s): [jobs] nccl_peak_bus_bandwidths, else nccl_peak_bus_bandwidth; null: not configured. */
+/** The fabric's peak bus bandwidth for a partition (B/s): [jobs] nccl_peak_bus_bandwidths, else nccl_peak_bus_bandwidth; null: not
+ * configured. */
 export function peakFor(cfg: Config | null, partition: string | null): number | null {
   if (!cfg) return null;
   const j = readSection(cfg, JOBS_SECTION);
@@ -113,13 +114,21 @@ export function communicationOf(rows: readonly CommRow[], peak: number | null): 
   collectives.sort((a, b) => b.time_s - a.time_s || byText(a.collective, b.collective));
   // one operation group is enough here: each is already the mean over the job
   const factors = rankFactors(ops, { minOperations: 1 });
-  const slowest = factors.slice(0, 5).filter((x) => x.factor > 1).map((x) => ({ ...rankOf[x.rank]!, comm_name: rankOf[x.rank]!.comm_name || null, slowdown: x.factor, straggler: x.straggler }));
+  const slowest = factors
+    .slice(0, 5)
+    .filter((x) => x.factor > 1)
+    .map((x) => ({ ...rankOf[x.rank]!, comm_name: rankOf[x.rank]!.comm_name || null, slowdown: x.factor, straggler: x.straggler }));
   return { time_s: r3(total), peak_bus_bw_Bps: peak, collectives, slowest_ranks: slowest };
 }
 
 /** The job run's rows in this node's store (src/ledger/nccl-rollup.ts). */
 export function commRowsFromStore(db: Db, jobId: string, runKey: string, node: string): CommRow[] {
-  const rows = db.prepare('SELECT comm, comm_name, collective, size, rank, n_ranks, n_nodes, ops, bytes, seconds FROM job_nccl WHERE job_id = ? AND run_key = ?').all(jobId, runKey) as Omit<CommRow, 'node'>[];
+  const rows = db
+    .prepare(
+      'SELECT comm, comm_name, collective, size, rank, n_ranks, n_nodes, ops, bytes, seconds FROM ' +
+        'job_nccl WHERE job_id = ? AND run_key = ?',
+    )
+    .all(jobId, runKey) as Omit<CommRow, 'node'>[];
   return rows.map((r) => ({ node, ...r }));
 }
 
@@ -131,7 +140,11 @@ export function commRowsFromStore(db: Db, jobId: string, runKey: string, node: s
 export function withPeak(report: JobReport, peak: number | null): JobReport {
   const c = report.communication;
   if (!c || peak === null) return report;
-  const communication = { ...c, peak_bus_bw_Bps: peak, collectives: c.collectives.map((k) => ({ ...k, of_peak: k.bus_bw_Bps === null ? null : r3(k.bus_bw_Bps / peak) })) };
+  const communication = {
+    ...c,
+    peak_bus_bw_Bps: peak,
+    collectives: c.collectives.map((k) => ({ ...k, of_peak: k.bus_bw_Bps === null ? null : r3(k.bus_bw_Bps / peak) })),
+  };
   const notes = [...report.notes.filter((n) => !n.code.startsWith('nccl-')), ...communicationNotes(communication)];
   return { ...report, communication, notes };
 }
@@ -143,12 +156,27 @@ export function communicationNotes(c: CommunicationFigures | null): Note[] {
   if (c.peak_bus_bw_Bps) {
     for (const k of c.collectives) {
       if (k.of_peak === null || k.of_peak >= LOW || k.share < MINOR || (binaryBytes(k.size) ?? 0) < LARGE) continue;
-      out.push({ level: 'warn', code: 'nccl-bandwidth-low', text: `${k.collective} of ${k.size} messages on ${k.comm_name ?? k.comm} reached ${(k.bus_bw_Bps! / 1e9).toFixed(1)} GB/s bus bandwidth, ${Math.round(k.of_peak * 100)} % of the fabric's ${(c.peak_bus_bw_Bps / 1e9).toFixed(0)} GB/s, in ${Math.round(k.share * 100)} % of the job's communication time` });
+      out.push({
+        level: 'warn',
+        code: 'nccl-bandwidth-low',
+        text:
+          `${k.collective} of ${k.size} messages on ${k.comm_name ?? k.comm} reached ${(k.bus_bw_Bps! / 1e9).toFixed(1)} ` +
+          `GB/s bus bandwidth, ${Math.round(k.of_peak * 100)} % of the fabric's ${(c.peak_bus_bw_Bps / 1e9).toFixed(0)} ` +
+          `GB/s, in ${Math.round(k.share * 100)} % of the job's communication time`,
+      });
     }
   }
   for (const s of c.slowest_ranks) {
     if (!s.straggler) continue;
-    out.push({ level: 'warn', code: 'nccl-straggler', text: `rank ${s.rank} of ${s.comm_name ?? s.comm} on ${s.node} took ${s.slowdown.toFixed(2)}x the typical rank's time on the same collectives (an Inspector time includes waiting for peers: a rank late to a collective lengthens the others' times, so look at what this one waits on too)` });
+    out.push({
+      level: 'warn',
+      code: 'nccl-straggler',
+      text:
+        `rank ${s.rank} of ${s.comm_name ?? s.comm} on ${s.node} took ${s.slowdown.toFixed(2)}x the ` +
+        `typical rank's time on the same collectives (an Inspector time includes waiting for peers: ` +
+        `a rank late to a collective lengthens the others' times, so look at what this one waits on ` +
+        `too)`,
+    });
   }
   return out;
 }

@@ -10,7 +10,16 @@ import type { Config } from '../core/config/load.js';
 import { readSection } from '../core/config/read.js';
 import type { GpmFigures, IdleBasis } from '../figures/rollup.js';
 import { JOBS_SECTION } from './config.js';
-import type { EfficiencyClass, EfficiencyIdle, EfficiencyMeans, EfficiencySection, EfficiencyVerdict, GpuEfficiency, GpuRow, Note } from './report-model.js';
+import type {
+  EfficiencyClass,
+  EfficiencyIdle,
+  EfficiencyMeans,
+  EfficiencySection,
+  EfficiencyVerdict,
+  GpuEfficiency,
+  GpuRow,
+  Note,
+} from './report-model.js';
 
 export interface EfficiencyThresholds {
   /** SM activity below this: idle. */
@@ -49,8 +58,16 @@ const short = (uuid: string) => uuid.slice(0, 12);
 
 function meansOf(g: GpmFigures): EfficiencyMeans {
   return {
-    gpm_s: g.seconds, sm_active: g.smActive, sm_occupancy: g.smOccupancy, tensor_active: g.tensorActive, dram_active: g.dramActive,
-    fp64_active: g.fp64Active, fp32_active: g.fp32Active, fp16_active: g.fp16Active, nvlink_bytes: g.nvlinkBytes, pcie_bytes: g.pcieBytes,
+    gpm_s: g.seconds,
+    sm_active: g.smActive,
+    sm_occupancy: g.smOccupancy,
+    tensor_active: g.tensorActive,
+    dram_active: g.dramActive,
+    fp64_active: g.fp64Active,
+    fp32_active: g.fp32Active,
+    fp16_active: g.fp16Active,
+    nvlink_bytes: g.nvlinkBytes,
+    pcie_bytes: g.pcieBytes,
   };
 }
 
@@ -76,7 +93,10 @@ function jobMeans(ms: readonly EfficiencyMeans[]): EfficiencyMeans | null {
 /** The score (docs/jobs.md): the mean of SM activity and the highest of DRAM, tensor and FP64/32/16 activity. */
 function scoreOf(m: EfficiencyMeans): number | null {
   if (m.sm_active === null) return null;
-  const limit = Math.max(0, ...[m.dram_active, m.tensor_active, m.fp64_active, m.fp32_active, m.fp16_active].filter((x): x is number => x !== null));
+  const limit = Math.max(
+    0,
+    ...[m.dram_active, m.tensor_active, m.fp64_active, m.fp32_active, m.fp16_active].filter((x): x is number => x !== null),
+  );
   return r4((m.sm_active + limit) / 2);
 }
 
@@ -84,14 +104,23 @@ function scoreOf(m: EfficiencyMeans): number | null {
 export function classify(m: EfficiencyMeans | null, util: number | null, t: EfficiencyThresholds): EfficiencyVerdict {
   if (!m || m.sm_active === null) {
     // no GPM: utilization is all there is
-    if (util !== null && util < t.idleSmActive) return { class: 'idle', rule: `no GPM; utilization ${pct(util)} < ${pct(t.idleSmActive)}`, score: null };
-    return { class: 'no-gpm', rule: `no GPM counters (before Hopper, or a driver without GPM)${util !== null ? `; utilization ${pct(util)}` : ''}`, score: null };
+    if (util !== null && util < t.idleSmActive)
+      return { class: 'idle', rule: `no GPM; utilization ${pct(util)} < ${pct(t.idleSmActive)}`, score: null };
+    return {
+      class: 'no-gpm',
+      rule: `no GPM counters (before Hopper, or a driver without GPM)${util !== null ? `; utilization ${pct(util)}` : ''}`,
+      score: null,
+    };
   }
   const sm = m.sm_active;
   const score = scoreOf(m);
   if (sm < t.idleSmActive) return { class: 'idle', rule: `SM active ${pct(sm)} < ${pct(t.idleSmActive)}`, score };
   if (util !== null && util >= t.inputBoundUtil && sm < t.inputBoundSmActive) {
-    return { class: 'input-bound', rule: `utilization ${pct(util)} >= ${pct(t.inputBoundUtil)} but SM active ${pct(sm)} < ${pct(t.inputBoundSmActive)}`, score };
+    return {
+      class: 'input-bound',
+      rule: `utilization ${pct(util)} >= ${pct(t.inputBoundUtil)} but SM active ${pct(sm)} < ${pct(t.inputBoundSmActive)}`,
+      score,
+    };
   }
   const limits: [EfficiencyClass, string, number | null, number][] = [
     ['memory-bound', 'DRAM', m.dram_active, t.memoryBoundDram],
@@ -101,8 +130,21 @@ export function classify(m: EfficiencyMeans | null, util: number | null, t: Effi
   ];
   let top: (typeof limits)[number] | undefined;
   for (const l of limits) if (l[2] !== null && l[2] >= l[3] && (!top || l[2] > top[2]!)) top = l;
-  if (top) return { class: top[0], rule: `${top[1]} active ${pct(top[2]!)} >= ${pct(top[3])}${limits.filter((l) => l !== top && l[2] !== null && l[2] >= l[3]).map((l) => `, above ${l[1]} ${pct(l[2]!)}`).join('')}`, score };
-  if (m.sm_occupancy !== null && m.sm_occupancy < t.lowOccupancy) return { class: 'low-occupancy', rule: `SM occupancy ${pct(m.sm_occupancy)} < ${pct(t.lowOccupancy)}, no pipe or DRAM at its threshold`, score };
+  if (top)
+    return {
+      class: top[0],
+      rule: `${top[1]} active ${pct(top[2]!)} >= ${pct(top[3])}${limits
+        .filter((l) => l !== top && l[2] !== null && l[2] >= l[3])
+        .map((l) => `, above ${l[1]} ${pct(l[2]!)}`)
+        .join('')}`,
+      score,
+    };
+  if (m.sm_occupancy !== null && m.sm_occupancy < t.lowOccupancy)
+    return {
+      class: 'low-occupancy',
+      rule: `SM occupancy ${pct(m.sm_occupancy)} < ${pct(t.lowOccupancy)}, no pipe or DRAM at its threshold`,
+      score,
+    };
   return { class: 'mixed', rule: 'SMs busy; no pipe or DRAM at its threshold, occupancy not low', score };
 }
 
@@ -116,7 +158,14 @@ export function efficiencyOf(gpus: readonly GpuRow[], t: EfficiencyThresholds): 
   if (gpus.length === 0) return null;
   const rows: GpuEfficiency[] = gpus.map((g) => {
     const means = g.figures.gpm ? meansOf(g.figures.gpm) : null;
-    return { uuid: g.uuid, index: g.index, util_mean: g.figures.utilMean, means, idle: idleOf(g), ...classify(means, g.figures.utilMean, t) };
+    return {
+      uuid: g.uuid,
+      index: g.index,
+      util_mean: g.figures.utilMean,
+      means,
+      idle: idleOf(g),
+      ...classify(means, g.figures.utilMean, t),
+    };
   });
   const hasGpm = (r: GpuEfficiency) => r.means !== null && r.means.sm_active !== null;
   const gpm = rows.filter(hasGpm);
@@ -128,7 +177,9 @@ export function efficiencyOf(gpus: readonly GpuRow[], t: EfficiencyThresholds): 
   const means = jobMeans(gpm.map((r) => r.means!));
   const verdict = classify(means, util, t);
   // the job's score: its GPUs' scores weighted by their GPU-hours
-  const scored = rows.map((r, i) => [r.score, gpus[i]!.figures.gpuHours] as const).filter((x): x is readonly [number, number] => x[0] !== null);
+  const scored = rows
+    .map((r, i) => [r.score, gpus[i]!.figures.gpuHours] as const)
+    .filter((x): x is readonly [number, number] => x[0] !== null);
   const hours = scored.reduce((s, [, h]) => s + h, 0);
   const score = scored.length === 0 ? null : hours > 0 ? r4(scored.reduce((s, [x, h]) => s + x * h, 0) / hours) : verdict.score;
   let longest: GpuEfficiency | undefined;
@@ -139,7 +190,13 @@ export function efficiencyOf(gpus: readonly GpuRow[], t: EfficiencyThresholds): 
     const by = [...gpm].sort((a, b) => b.means!.sm_active! - a.means!.sm_active!);
     const max = by[0]!;
     const min = by.at(-1)!;
-    imbalance = { max: max.means!.sm_active!, min: min.means!.sm_active!, ratio: min.means!.sm_active! > 0 ? r4(max.means!.sm_active! / min.means!.sm_active!) : null, max_gpu: max.uuid, min_gpu: min.uuid };
+    imbalance = {
+      max: max.means!.sm_active!,
+      min: min.means!.sm_active!,
+      ratio: min.means!.sm_active! > 0 ? r4(max.means!.sm_active! / min.means!.sm_active!) : null,
+      max_gpu: max.uuid,
+      min_gpu: min.uuid,
+    };
   }
   return {
     gpus_with_gpm: gpm.length,
@@ -176,27 +233,62 @@ export function efficiencyNotes(e: EfficiencySection | null, gpus: readonly GpuR
     notes.push({
       level: 'info',
       code: 'no-gpm',
-      text: `${without.length === e.gpus.length ? 'no GPU of this job has' : `GPU(s) ${without.map((g) => short(g.uuid)).join(', ')} have`} GPM counters (before Hopper, or a driver without GPM): ${without.length === e.gpus.length ? 'its' : 'their'} efficiency is judged by utilization alone`,
+      text:
+        `${without.length === e.gpus.length ? 'no GPU of this job has' : `GPU(s) ${without.map((g) => short(g.uuid)).join(', ')} have`} ` +
+        `GPM counters (before Hopper, or a driver without GPM): ${without.length === e.gpus.length ? 'its' : 'their'} ` +
+        `efficiency is judged by utilization alone`,
     });
   }
   if (m && m.sm_active !== null) {
     switch (j.class) {
       case 'idle':
-        notes.push({ level: 'warn', code: 'sm-idle', text: `the GPUs' SMs were idle: ${pct(m.sm_active)} SM activity on average (GPM); check that the work runs on the GPU (a CPU-only build, CUDA_VISIBLE_DEVICES)` });
+        notes.push({
+          level: 'warn',
+          code: 'sm-idle',
+          text:
+            `the GPUs' SMs were idle: ${pct(m.sm_active)} SM activity on average (GPM); check that the ` +
+            `work runs on the GPU (a CPU-only build, CUDA_VISIBLE_DEVICES)`,
+        });
         break;
       case 'input-bound':
-        notes.push({ level: 'warn', code: 'input-bound', text: `kernels ran ${pct(j.util_mean!)} of the time but only ${pct(m.sm_active)} of the SMs had work: small kernels or a GPU waiting on the host; larger batches, more data-loader workers, CUDA graphs` });
+        notes.push({
+          level: 'warn',
+          code: 'input-bound',
+          text:
+            `kernels ran ${pct(j.util_mean!)} of the time but only ${pct(m.sm_active)} of the SMs had ` +
+            `work: small kernels or a GPU waiting on the host; larger batches, more data-loader ` +
+            `workers, CUDA graphs`,
+        });
         break;
       case 'memory-bound':
-        notes.push({ level: 'info', code: 'memory-bound', text: `memory-bound: DRAM bandwidth ${pct(m.dram_active!)} of peak; fusing kernels, lower precision (BF16/FP8) and better data reuse move fewer bytes` });
+        notes.push({
+          level: 'info',
+          code: 'memory-bound',
+          text:
+            `memory-bound: DRAM bandwidth ${pct(m.dram_active!)} of peak; fusing kernels, lower ` +
+            `precision (BF16/FP8) and better data reuse move fewer bytes`,
+        });
         break;
       case 'fp32-bound':
         if ((m.tensor_active ?? 0) < t.computeBoundPipe / 2) {
-          notes.push({ level: 'info', code: 'fp32-not-tensor', text: `FP32 math on the CUDA cores (${pct(m.fp32_active!)}) with the tensor cores at ${pct(m.tensor_active ?? 0)}: TF32 or BF16 mixed precision (torch.autocast, allow_tf32) runs matrix math on the tensor cores` });
+          notes.push({
+            level: 'info',
+            code: 'fp32-not-tensor',
+            text:
+              `FP32 math on the CUDA cores (${pct(m.fp32_active!)}) with the tensor cores at ${pct(m.tensor_active ?? 0)}: ` +
+              `TF32 or BF16 mixed precision (torch.autocast, allow_tf32) runs matrix math on the tensor ` +
+              `cores`,
+          });
         }
         break;
       case 'low-occupancy':
-        notes.push({ level: 'info', code: 'low-occupancy', text: `SM occupancy ${pct(m.sm_occupancy!)}: few warps per SM; larger batches or kernels with more threads per block keep the SMs fed` });
+        notes.push({
+          level: 'info',
+          code: 'low-occupancy',
+          text:
+            `SM occupancy ${pct(m.sm_occupancy!)}: few warps per SM; larger batches or kernels with ` +
+            `more threads per block keep the SMs fed`,
+        });
         break;
       default:
         break;
@@ -207,7 +299,10 @@ export function efficiencyNotes(e: EfficiencySection | null, gpus: readonly GpuR
     notes.push({
       level: 'warn',
       code: 'sm-imbalance',
-      text: `SM activity was uneven across the GPUs: ${pct(im.max)} on ${short(im.max_gpu)}, ${pct(im.min)} on ${short(im.min_gpu)}${im.ratio === null ? '' : ` (${im.ratio.toFixed(1)}x)`}; check how the work is split across ranks (stragglers, uneven shards)`,
+      text:
+        `SM activity was uneven across the GPUs: ${pct(im.max)} on ${short(im.max_gpu)}, ${pct(im.min)} ` +
+        `on ${short(im.min_gpu)}${im.ratio === null ? '' : ` (${im.ratio.toFixed(1)}x)`}; check how ` +
+        `the work is split across ranks (stragglers, uneven shards)`,
     });
   }
   const sampled = Math.max(0, ...gpus.map((g) => g.figures.seconds));
@@ -215,7 +310,10 @@ export function efficiencyNotes(e: EfficiencySection | null, gpus: readonly GpuR
     notes.push({
       level: 'info',
       code: 'idle-stretch',
-      text: `GPU ${short(j.idle.longest_gpu!)} was idle for ${Math.round(j.idle.longest_s / 60)} min at a stretch from ${j.idle.longest_start!.slice(0, 16).replace('T', ' ')} UTC (${Math.round(j.idle.seconds / 60)} GPU-min idle in all): checkpointing, data staging or waiting on other ranks`,
+      text:
+        `GPU ${short(j.idle.longest_gpu!)} was idle for ${Math.round(j.idle.longest_s / 60)} min at ` +
+        `a stretch from ${j.idle.longest_start!.slice(0, 16).replace('T', ' ')} UTC (${Math.round(j.idle.seconds / 60)} ` +
+        `GPU-min idle in all): checkpointing, data staging or waiting on other ranks`,
     });
   }
   return notes;

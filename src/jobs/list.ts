@@ -79,10 +79,19 @@ function listRuns(db: Db, f: ListFilter, node: string): ListedRun[] {
   if (jobs.length === 0) return [];
   // the GPUs of the listed runs only: notes need per-GPU figures
   const gpuRows = db
-    .prepare(`SELECT b.job_id, b.run_key, b.gpu_uuid, b.shared, g.model, g.state FROM bindings b
+    .prepare(
+      `SELECT b.job_id, b.run_key, b.gpu_uuid, b.shared, g.model, g.state FROM bindings b
               LEFT JOIN job_gpu g ON g.job_id = b.job_id AND g.run_key = b.run_key AND g.gpu_uuid = b.gpu_uuid
-              WHERE (b.job_id, b.run_key) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?))`)
-    .all(JSON.stringify(jobs.map((j) => [j.job_id, j.run_key]))) as { job_id: string; run_key: string; gpu_uuid: string; shared: number; model: string | null; state: string | null }[];
+              WHERE (b.job_id, b.run_key) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?))`,
+    )
+    .all(JSON.stringify(jobs.map((j) => [j.job_id, j.run_key]))) as {
+    job_id: string;
+    run_key: string;
+    gpu_uuid: string;
+    shared: number;
+    model: string | null;
+    state: string | null;
+  }[];
   const byRun = new Map<string, GpuRow[]>();
   for (const r of gpuRows) {
     const f = r.state ? figures(loadRollup(r.state)) : null;
@@ -93,7 +102,11 @@ function listRuns(db: Db, f: ListFilter, node: string): ListedRun[] {
   }
   const bound = new Map<string, number>();
   for (const r of gpuRows) bound.set(`${r.job_id}/${r.run_key}`, (bound.get(`${r.job_id}/${r.run_key}`) ?? 0) + 1);
-  return jobs.map((job) => ({ job, gpus: byRun.get(`${job.job_id}/${job.run_key}`) ?? [], bound: bound.get(`${job.job_id}/${job.run_key}`) ?? 0 }));
+  return jobs.map((job) => ({
+    job,
+    gpus: byRun.get(`${job.job_id}/${job.run_key}`) ?? [],
+    bound: bound.get(`${job.job_id}/${job.run_key}`) ?? 0,
+  }));
 }
 
 export function listJobs(db: Db, f: ListFilter, node: string, prices: Prices | null, now = Date.now()): JobListRow[] {
@@ -104,7 +117,9 @@ export function listJobs(db: Db, f: ListFilter, node: string, prices: Prices | n
       id: displayId(j.job_id, j.array_job_id, j.array_task_id),
       name: j.name,
       ...(j.scheduler && j.scheduler !== 'slurm' ? { scheduler: j.scheduler } : {}),
-      user: j.user, account: j.account, partition: j.partition,
+      user: j.user,
+      account: j.account,
+      partition: j.partition,
       state: jobState(j),
       start: header.start,
       elapsed_s: header.elapsed_s,
@@ -117,7 +132,9 @@ export function listJobs(db: Db, f: ListFilter, node: string, prices: Prices | n
       energy_kwh: totals.energy_kwh,
       cost: totals.cost,
       co2e_g: totals.co2e_g,
-      problems: jobNotes(header, gpus, totals).filter((n) => n.level === 'warn').map((n) => n.code),
+      problems: jobNotes(header, gpus, totals)
+        .filter((n) => n.level === 'warn')
+        .map((n) => n.code),
     };
   });
 }
@@ -127,13 +144,21 @@ export function listWasteInputs(db: Db, f: ListFilter, node: string, now = Date.
   return listRuns(db, f, node).map(({ job: j, gpus }) => {
     const header = headerOf(j, 1, [node], now);
     return {
-      id: header.id, user: j.user, account: j.account, partition: j.partition, state: header.state, start: header.start, elapsed_s: header.elapsed_s, time_limit_s: null,
+      id: header.id,
+      user: j.user,
+      account: j.account,
+      partition: j.partition,
+      state: header.state,
+      start: header.start,
+      elapsed_s: header.elapsed_s,
+      time_limit_s: null,
       gpus: wasteGpusOf(gpus),
     };
   });
 }
 
-/** A job's idle GPU-hours: each GPU's GPU-hours times (1 - its mean utilization), a GPU without readings counting none (what jobs --by sums). */
+/** A job's idle GPU-hours: each GPU's GPU-hours times (1 - its mean utilization), a GPU without readings counting none (what jobs --by
+ * sums). */
 export function idleGpuHours(gpus: readonly GpuRow[]): number {
   let idle = 0;
   for (const g of gpus) if (g.figures.utilMean !== null) idle += g.figures.gpuHours * (1 - g.figures.utilMean);
@@ -160,5 +185,7 @@ export function smGpuHours(gpus: readonly GpuRow[]): Pick<JobListRow, 'gpm_gpu_h
     sm += covered * f.gpm.smActive;
   }
   const r6 = (x: number) => Math.round(x * 1e6) / 1e6;
-  return any ? { gpm_gpu_hours: r6(gh), sm_gpu_hours: r6(sm), sm_idle_gpu_hours: r6(gh - sm) } : { gpm_gpu_hours: null, sm_gpu_hours: null, sm_idle_gpu_hours: null };
+  return any
+    ? { gpm_gpu_hours: r6(gh), sm_gpu_hours: r6(sm), sm_idle_gpu_hours: r6(gh - sm) }
+    : { gpm_gpu_hours: null, sm_gpu_hours: null, sm_idle_gpu_hours: null };
 }

@@ -87,11 +87,21 @@ export async function query(o: PromqlOptions, q: string, at?: number): Promise<S
   } catch (e) {
     const f = e as HttpFailure;
     const msg = f instanceof HttpFailure ? f.message.replace(/^PromQL: /, '').replace(client.where + ': ', '') : (e as Error).message;
-    const fix = f instanceof HttpFailure && f.tls ? ` (fix [jobs] ${f.tls.fix === 'ca' ? 'promql_certificate' : f.tls.fix === 'cert' ? 'promql_client_certificate' : 'promql_url'})` : '';
-    throw new Error(`PromQL ${where}: ${msg}${f instanceof HttpFailure && f.kind === 'redirect' && msg.includes('another origin') ? '; set [jobs] promql_url to where the API is' : ''}${fix}`);
+    const fix =
+      f instanceof HttpFailure && f.tls
+        ? ` (fix [jobs] ${f.tls.fix === 'ca' ? 'promql_certificate' : f.tls.fix === 'cert' ? 'promql_client_certificate' : 'promql_url'})`
+        : '';
+    throw new Error(
+      `PromQL ${where}: ` +
+        `${msg}${f instanceof HttpFailure && f.kind === 'redirect' && msg.includes('another origin') ? '; set [jobs] promql_url to where the API is' : ''}${fix}`,
+    );
   }
   const max = o.maxBytes ?? MAX_ANSWER_BYTES;
-  if (r.cut === 'too-large') throw new Error(`PromQL ${where}: the answer is larger than ${(max / 1048576).toFixed(0)} MiB (query: ${q}): stopped reading it; a shorter --window asks for less`);
+  if (r.cut === 'too-large')
+    throw new Error(
+      `PromQL ${where}: the answer is larger than ${(max / 1048576).toFixed(0)} MiB (query: ${q}): ` +
+        `stopped reading it; a shorter --window asks for less`,
+    );
   if (r.cut) throw new Error(`PromQL ${where}: HTTP ${r.status}, ${r.cutReason ?? 'the answer broke off'}`);
   const text = r.body.toString('utf8');
   let j: { status?: string; error?: string; data?: { resultType: string; result: (Series & { value?: [number, string] })[] } };
@@ -102,7 +112,8 @@ export async function query(o: PromqlOptions, q: string, at?: number): Promise<S
     const note = (r.status === 401 || r.status === 403) && o.credentialsNote ? ` (${o.credentialsNote})` : '';
     throw new Error(`PromQL ${where}: HTTP ${r.status}${note}, not a PromQL API answer: ${printable(client.mask(text).slice(0, 120))}`);
   }
-  if (j.status !== 'success') throw new Error(`PromQL ${where}: ${j.error === undefined ? `HTTP ${r.status}` : client.mask(String(j.error))} (query: ${q})`);
+  if (j.status !== 'success')
+    throw new Error(`PromQL ${where}: ${j.error === undefined ? `HTTP ${r.status}` : client.mask(String(j.error))} (query: ${q})`);
   if (j.data?.resultType === 'matrix') return j.data.result;
   // an instant vector (last_over_time): one sample a series
   return j.data?.resultType === 'vector' ? j.data.result.map((r) => ({ metric: r.metric, values: r.value ? [r.value] : [] })) : [];
@@ -115,7 +126,10 @@ export async function query(o: PromqlOptions, q: string, at?: number): Promise<S
  * secret files are unreadable: the query goes without them (and a refusal
  * says so) instead of failing.
  */
-export function promqlOptions(cfg: Config, o: { url?: string | undefined; window: string; headers?: Record<string, string>; optional?: boolean }): PromqlOptions | undefined {
+export function promqlOptions(
+  cfg: Config,
+  o: { url?: string | undefined; window: string; headers?: Record<string, string>; optional?: boolean },
+): PromqlOptions | undefined {
   const jobs = readSection(cfg, JOBS_SECTION);
   const url = o.url ?? jobs.promql_url;
   if (!url) return undefined;
@@ -129,9 +143,16 @@ export function promqlOptions(cfg: Config, o: { url?: string | undefined; window
   }
   if (origin !== configured) {
     const secrets = Object.keys(jobs.promql_headers).length || jobs.promql_headers_file || jobs.promql_token_file;
-    return secrets && configured ? { ...base, credentialsNote: `the configured [jobs] promql_* credentials are for ${configured} and were not sent to ${origin}` } : base;
+    return secrets && configured
+      ? { ...base, credentialsNote: `the configured [jobs] promql_* credentials are for ${configured} and were not sent to ${origin}` }
+      : base;
   }
   const secrets = new SecretHeaders(secretSourcesOf('jobs', 'promql_', jobs, { headers: jobs.promql_headers }, o.optional));
   const unread = secrets.unread.length ? `no credential from ${secrets.unread.join(', ')}: not readable by this user` : undefined;
-  return { ...base, credentials: secrets.credentials, tls: tlsFilesOf('jobs', 'promql_', jobs), ...(unread ? { credentialsNote: unread } : {}) };
+  return {
+    ...base,
+    credentials: secrets.credentials,
+    tls: tlsFilesOf('jobs', 'promql_', jobs),
+    ...(unread ? { credentialsNote: unread } : {}),
+  };
 }

@@ -37,15 +37,37 @@ import { query, type PromqlOptions, type Series } from './promql-client.js';
 export type { PromqlOptions } from './promql-client.js';
 
 const USED = [
-  'gpu.utilization', 'gpu.memory.utilization', 'gpu.memory.used', 'gpu.memory.total', 'gpu.power.draw', 'gpu.energy.consumption', 'gpu.temperature', 'gpu.throttle.active', 'gpu.xid.errors', 'gpu.ecc.errors', 'gpu.job.share',
+  'gpu.utilization',
+  'gpu.memory.utilization',
+  'gpu.memory.used',
+  'gpu.memory.total',
+  'gpu.power.draw',
+  'gpu.energy.consumption',
+  'gpu.temperature',
+  'gpu.throttle.active',
+  'gpu.xid.errors',
+  'gpu.ecc.errors',
+  'gpu.job.share',
   // the GPM figures of the efficiency section (src/figures/samples.ts)
-  'gpu.sm.active', 'gpu.sm.occupancy', 'gpu.tensor.active', 'gpu.dram.active', 'gpu.pipe.active', 'gpu.nvlink.throughput', 'gpu.pcie.throughput',
+  'gpu.sm.active',
+  'gpu.sm.occupancy',
+  'gpu.tensor.active',
+  'gpu.dram.active',
+  'gpu.pipe.active',
+  'gpu.nvlink.throughput',
+  'gpu.pcie.throughput',
 ];
 type Naming = 'otel' | 'prometheus';
 
 /** Every attribute key l9gpu emits, by its Prometheus-sanitized spelling. */
 const KEYS = (() => {
-  const all = new Set<string>(['host.name', 'cluster.name', 'service.name', ...ATTRIBUTION_ATTRIBUTES, ...Object.values(SCOPE_ATTRIBUTES).flatMap((s) => [...s.required, ...s.optional])]);
+  const all = new Set<string>([
+    'host.name',
+    'cluster.name',
+    'service.name',
+    ...ATTRIBUTION_ATTRIBUTES,
+    ...Object.values(SCOPE_ATTRIBUTES).flatMap((s) => [...s.required, ...s.optional]),
+  ]);
   for (const m of METRICS) for (const a of m.attributes) all.add(a);
   return new Map([...all].map((k) => [k.replace(/[^a-zA-Z0-9_]/g, '_'), k]));
 })();
@@ -53,7 +75,9 @@ const KEYS = (() => {
 /** The job label's matcher: one id exactly, several as one regular expression (a batch of jobs in one query). */
 function jobMatcher(naming: Naming, ids: string | readonly string[]): string {
   const label = naming === 'otel' ? '"slurm.job.id"' : 'slurm_job_id';
-  return typeof ids === 'string' || ids.length === 1 ? `${label}=${JSON.stringify(typeof ids === 'string' ? ids : ids[0])}` : `${label}=~${JSON.stringify(anyOf(ids))}`;
+  return typeof ids === 'string' || ids.length === 1
+    ? `${label}=${JSON.stringify(typeof ids === 'string' ? ids : ids[0])}`
+    : `${label}=~${JSON.stringify(anyOf(ids))}`;
 }
 
 function selector(name: string, naming: Naming, jobId: string | readonly string[]): string {
@@ -155,7 +179,11 @@ async function queryJobs(o: PromqlOptions, ids: readonly string[], make: (chunk:
  * tried first), through `expr` (the range of samples, or only each series'
  * last one); a job neither naming has is absent.
  */
-async function probeJobs(o: PromqlOptions, ids: readonly string[], expr: (selector: string) => string): Promise<Map<string, { naming: Naming; shares: Series[] }>> {
+async function probeJobs(
+  o: PromqlOptions,
+  ids: readonly string[],
+  expr: (selector: string) => string,
+): Promise<Map<string, { naming: Naming; shares: Series[] }>> {
   const out = new Map<string, { naming: Naming; shares: Series[] }>();
   let left = [...new Set(ids)];
   for (const naming of ['otel', 'prometheus'] as Naming[]) {
@@ -176,7 +204,8 @@ async function probeJobs(o: PromqlOptions, ids: readonly string[], expr: (select
 }
 
 /** The ids of `found` under one naming. */
-const namedAs = (found: Map<string, { naming: Naming }>, naming: Naming): string[] => [...found].filter(([, f]) => f.naming === naming).map(([id]) => id);
+const namedAs = (found: Map<string, { naming: Naming }>, naming: Naming): string[] =>
+  [...found].filter(([, f]) => f.naming === naming).map(([id]) => id);
 
 /** The node a series comes from: the OTLP resource's host.name, or a scrape's instance. */
 const nodeOf = (a: Attributes): string => String(a['host.name'] ?? a.instance ?? '?');
@@ -206,7 +235,8 @@ async function fetchJobs(o: PromqlOptions, ids: readonly string[]): Promise<Map<
     const group = namedAs(found, naming);
     if (group.length === 0) continue;
     const split = new Map<string, Map<string, Series[]>>();
-    for (const id of group) split.set(id, new Map([['gpu.job.share', found.get(id)!.shares], ...OTHERS.map((n) => [n, []] as [string, Series[]])]));
+    for (const id of group)
+      split.set(id, new Map([['gpu.job.share', found.get(id)!.shares], ...OTHERS.map((n) => [n, []] as [string, Series[]])]));
     // every metric of the report in one query per chunk of jobs, split by job and name
     for (const s of await queryJobs(o, group, (c) => range(namesSelector(OTHERS, naming, c)))) {
       const n = nameOf(s, naming);
@@ -253,14 +283,18 @@ async function infoSamples(o: PromqlOptions, naming: Naming, series: Map<string,
     }
   }
   if (times.size === 0) return;
-  const uuids = [...new Set(shares.filter((s) => times.has(gpuOf(s, naming)!)).map((s) => String(attributes(s.metric, naming)['gpu.uuid'])))];
+  const uuids = [
+    ...new Set(shares.filter((s) => times.has(gpuOf(s, naming)!)).map((s) => String(attributes(s.metric, naming)['gpu.uuid']))),
+  ];
   // the GPUs' own series over the job's time only, not the whole window: a GPU's month is a month of every job's
   // samples (a range selector is open at its start: one ms more)
   let from = Infinity;
   let to = 0;
   for (const t of times.values()) for (const ms of t) [from, to] = [Math.min(from, ms), Math.max(to, ms)];
   const span = `[${to - from + 1}ms]`;
-  const chunks = Array.from({ length: Math.ceil(uuids.length / UUIDS_PER_QUERY) }, (_, i) => uuids.slice(i * UUIDS_PER_QUERY, (i + 1) * UUIDS_PER_QUERY));
+  const chunks = Array.from({ length: Math.ceil(uuids.length / UUIDS_PER_QUERY) }, (_, i) =>
+    uuids.slice(i * UUIDS_PER_QUERY, (i + 1) * UUIDS_PER_QUERY),
+  );
   await Promise.all(
     OTHERS.map(async (n) => {
       const got: Series[] = [];
@@ -287,7 +321,15 @@ async function commRows(o: PromqlOptions, naming: Naming, ids: readonly string[]
     ['bytes', 'nccl.bytes', 'nccl_bytes_total'],
     ['seconds', 'nccl.exec.time_sum', 'nccl_exec_time_seconds_sum'],
   ];
-  const fieldOf = new Map(names.flatMap(([field, otel, prom]) => [[otel, field], [prom, field]] as const));
+  const fieldOf = new Map(
+    names.flatMap(
+      ([field, otel, prom]) =>
+        [
+          [otel, field],
+          [prom, field],
+        ] as const,
+    ),
+  );
   const spelled = names.map(([, otel, prom]) => (naming === 'otel' ? otel : prom));
   const byId = new Map<string, Map<string, CommRow>>(ids.map((id) => [id, new Map()]));
   // the three in one query per chunk of jobs (a range keeps each series' name)
@@ -307,7 +349,23 @@ async function commRows(o: PromqlOptions, naming: Naming, ids: readonly string[]
     const size = String(a['nccl.message.size'] ?? '');
     const k = `${node}\u0001${comm}\u0001${collective}\u0001${size}\u0001${rank}`;
     let r = rows.get(k);
-    if (!r) rows.set(k, (r = { node, comm, comm_name: commName, collective, size, rank, n_ranks: Number(a['nccl.ranks']) || 1, n_nodes: Number(a['nccl.nodes']) || 1, ops: 0, bytes: 0, seconds: 0 }));
+    if (!r)
+      rows.set(
+        k,
+        (r = {
+          node,
+          comm,
+          comm_name: commName,
+          collective,
+          size,
+          rank,
+          n_ranks: Number(a['nccl.ranks']) || 1,
+          n_nodes: Number(a['nccl.nodes']) || 1,
+          ops: 0,
+          bytes: 0,
+          seconds: 0,
+        }),
+      );
     r[field] += last;
   }
   return new Map([...byId].map(([id, rows]) => [id, [...rows.values()]]));
@@ -318,7 +376,12 @@ function median(xs: number[]): number {
   return s.length ? s[Math.floor(s.length / 2)]! : 0;
 }
 
-export async function reportFromPromql(o: PromqlOptions, jobId: string, prices: Prices | null, now = Date.now()): Promise<JobReport | undefined> {
+export async function reportFromPromql(
+  o: PromqlOptions,
+  jobId: string,
+  prices: Prices | null,
+  now = Date.now(),
+): Promise<JobReport | undefined> {
   return (await reportsFromPromql(o, [jobId], prices, now)).get(jobId);
 }
 
@@ -327,7 +390,12 @@ export async function reportFromPromql(o: PromqlOptions, jobId: string, prices: 
  * epilog's worker, a backlog of ended jobs): each job's report, undefined
  * for a job the backend has no series of.
  */
-export async function reportsFromPromql(o: PromqlOptions, ids: readonly string[], prices: Prices | null, now = Date.now()): Promise<Map<string, JobReport | undefined>> {
+export async function reportsFromPromql(
+  o: PromqlOptions,
+  ids: readonly string[],
+  prices: Prices | null,
+  now = Date.now(),
+): Promise<Map<string, JobReport | undefined>> {
   const fetched = await fetchJobs(o, ids);
   const comm = new Map<string, CommRow[]>();
   for (const naming of ['otel', 'prometheus'] as Naming[]) {
@@ -387,7 +455,14 @@ function foldReport(got: Fetched, jobId: string, comm: CommRow[], prices: Prices
     first = Math.min(first, r.firstTs);
     last = Math.max(last, r.lastTs);
     const f = figures(r);
-    rows.push({ node: g.node, uuid: g.uuid, model: (g.identity['gpu.model'] as string) ?? null, index: typeof g.identity['gpu.index'] === 'number' ? g.identity['gpu.index'] : null, shared: f.shareMean < 1, figures: f });
+    rows.push({
+      node: g.node,
+      uuid: g.uuid,
+      model: (g.identity['gpu.model'] as string) ?? null,
+      index: typeof g.identity['gpu.index'] === 'number' ? g.identity['gpu.index'] : null,
+      shared: f.shareMean < 1,
+      figures: f,
+    });
   }
   rows.sort((a, b) => byText(a.node, b.node) || (a.index ?? 0) - (b.index ?? 0) || byText(a.uuid, b.uuid));
   const str = (k: string) => (typeof labels[k] === 'string' ? (labels[k] as string) : null);
@@ -395,18 +470,41 @@ function foldReport(got: Fetched, jobId: string, comm: CommRow[], prices: Prices
   const running = now - last < 3 * Math.max(interval, 10_000);
   const job = headerOf(
     {
-      job_id: jobId, run_key: '', user: str('slurm.user'), uid: null, account: str('slurm.account'), partition: str('slurm.partition'), qos: null, name: str('slurm.job.name'),
-      cluster: str('slurm.cluster.name'), array_job_id: str('slurm.array.job.id'), array_task_id: str('slurm.array.task.id'),
-      start_time: first, end_time: running ? null : last, state: running ? null : 'ENDED', exit_code: null,
+      job_id: jobId,
+      run_key: '',
+      user: str('slurm.user'),
+      uid: null,
+      account: str('slurm.account'),
+      partition: str('slurm.partition'),
+      qos: null,
+      name: str('slurm.job.name'),
+      cluster: str('slurm.cluster.name'),
+      array_job_id: str('slurm.array.job.id'),
+      array_task_id: str('slurm.array.task.id'),
+      start_time: first,
+      end_time: running ? null : last,
+      state: running ? null : 'ENDED',
+      exit_code: null,
     },
     1,
     [...new Set(rows.map((r) => r.node))],
     now,
   );
   const totals = totalsOf(rows, prices, job.partition);
-  const series = [...perMinute.entries()].sort((a, b) => a[0] - b[0]).map(([m, v]) => [m, Math.round((v.reduce((x, y) => x + y, 0) / v.length) * 1e4) / 1e4] as [number, number]);
+  const series = [...perMinute.entries()]
+    .sort((a, b) => a[0] - b[0])
+    .map(([m, v]) => [m, Math.round((v.reduce((x, y) => x + y, 0) / v.length) * 1e4) / 1e4] as [number, number]);
   const communication = communicationOf(comm, null);
-  return { source: 'promql', job, gpus: rows, totals, inference: null, communication, series, notes: figureNotes(job, rows, totals, communication) };
+  return {
+    source: 'promql',
+    job,
+    gpus: rows,
+    totals,
+    inference: null,
+    communication,
+    series,
+    notes: figureNotes(job, rows, totals, communication),
+  };
 }
 
 /** One job-end summary point as the backend keeps it: its metric, the labels as attributes, the last value in the window. */
@@ -424,7 +522,8 @@ export interface SummaryPoint {
  * OTLP names tried first).
  */
 export async function jobEndSummaries(o: PromqlOptions, names: readonly string[]): Promise<SummaryPoint[]> {
-  const sel = (name: string, naming: Naming) => (naming === 'otel' ? `{__name__=${JSON.stringify(name)}}` : prometheusName(findMetric(name)!));
+  const sel = (name: string, naming: Naming) =>
+    naming === 'otel' ? `{__name__=${JSON.stringify(name)}}` : prometheusName(findMetric(name)!);
   const last = (name: string, naming: Naming) => query(o, `last_over_time(${sel(name, naming)}[${o.window}])`);
   for (const naming of ['otel', 'prometheus'] as Naming[]) {
     let probe: Series[];
@@ -436,7 +535,9 @@ export async function jobEndSummaries(o: PromqlOptions, names: readonly string[]
     }
     if (probe.length === 0) continue;
     const out: SummaryPoint[] = [];
-    const all = await Promise.all(names.map(async (name) => [name, name === 'gpu.job.duration' ? probe : await last(name, naming)] as const));
+    const all = await Promise.all(
+      names.map(async (name) => [name, name === 'gpu.job.duration' ? probe : await last(name, naming)] as const),
+    );
     for (const [name, list] of all) {
       for (const s of list) {
         const value = Number(s.values.at(-1)?.[1]);
@@ -523,11 +624,13 @@ const near = (a: number, b: number) => Math.abs(a - b) <= 1e-6 * Math.max(1, Mat
  * yet, or a scrape resampled the series. [] when all agree.
  */
 export function unsettled(report: JobReport, ends: ReadonlyMap<string, JobEnd>): string[] {
-  return report.gpus.filter((g) => {
-    const e = ends.get(gpuKey(g.node, g.uuid));
-    if (!e) return false;
-    return !near(g.figures.energyJ, e.energyJ) || (e.seconds !== undefined && !near(g.figures.seconds * g.figures.shareMean, e.seconds));
-  }).map((g) => `${g.node}/${g.uuid}`);
+  return report.gpus
+    .filter((g) => {
+      const e = ends.get(gpuKey(g.node, g.uuid));
+      if (!e) return false;
+      return !near(g.figures.energyJ, e.energyJ) || (e.seconds !== undefined && !near(g.figures.seconds * g.figures.shareMean, e.seconds));
+    })
+    .map((g) => `${g.node}/${g.uuid}`);
 }
 
 export interface SettleOptions {
@@ -549,7 +652,11 @@ export interface SettleOptions {
  * stay the same for settledAfterMs (a scrape resamples; a sample was lost on
  * the way), or the deadline passes.
  */
-export async function settledReport(read: () => Promise<JobReport | undefined>, ends: ReadonlyMap<string, JobEnd>, o: SettleOptions): Promise<JobReport | undefined> {
+export async function settledReport(
+  read: () => Promise<JobReport | undefined>,
+  ends: ReadonlyMap<string, JobEnd>,
+  o: SettleOptions,
+): Promise<JobReport | undefined> {
   const now = o.now ?? Date.now;
   const pause = o.sleep ?? ((ms: number) => new Promise((r) => setTimeout(r, ms)));
   let seen: { key: string; at: number } | undefined;
@@ -561,7 +668,8 @@ export async function settledReport(read: () => Promise<JobReport | undefined>, 
     const t = now();
     const key = JSON.stringify(report.gpus.map((g) => g.figures));
     if (seen?.key !== key) seen = { key, at: t };
-    const why = t >= o.deadline ? 'the wait is over' : t - seen.at >= o.settledAfterMs ? `they stayed so for ${o.settledAfterMs / 1000} s` : '';
+    const why =
+      t >= o.deadline ? 'the wait is over' : t - seen.at >= o.settledAfterMs ? `they stayed so for ${o.settledAfterMs / 1000} s` : '';
     if (why) {
       o.log?.(`the backend's figures of ${off.join(', ')} differ from the node's job-end summary and ${why}: keeping the backend's`);
       return report;

@@ -34,7 +34,10 @@ export class QuestionTooLarge extends Error {
 }
 
 export const tooManyGroups = (by: string, max = MAX_GROUPS): QuestionTooLarge =>
-  new QuestionTooLarge(`jobs --by ${by}: more than ${max.toLocaleString('en-US')} groups, the most one answer of the daemon holds; ${NARROW}, or group by a coarser field`);
+  new QuestionTooLarge(
+    `jobs --by ${by}: more than ${max.toLocaleString('en-US')} groups, the most one answer of ` +
+      `the daemon holds; ${NARROW}, or group by a coarser field`,
+  );
 
 export const tooMuchMemory = (heapMb = WORKER_HEAP_MB): QuestionTooLarge =>
   new QuestionTooLarge(`the question needed more than the ${heapMb} MB of memory the daemon gives one question; ${NARROW}`);

@@ -10,9 +10,9 @@ import { printable, printableDeep } from '../core/printable.js';
 const GiB = 1024 ** 3;
 /** Where a report's figures come from, as its first line says. */
 const SOURCE: Record<JobReport['source'], string> = {
-  store: 'this node\'s l9gpu store',
+  store: "this node's l9gpu store",
   promql: 'PromQL backend',
-  sacct: 'Slurm accounting (the summary the slurmctld epilog kept in the job\'s AdminComment)',
+  sacct: "Slurm accounting (the summary the slurmctld epilog kept in the job's AdminComment)",
 };
 const BARS = '▁▂▃▄▅▆▇█';
 
@@ -46,11 +46,35 @@ export function renderList(raw: readonly JobListRow[], st: Style): string {
   const pods = rows.length > 0 && rows.every((r) => r.scheduler === 'kubernetes');
   const out = table(
     [
-      [...(pods ? ['POD', 'NAMESPACE', 'WORKLOAD'] : ['JOBID', 'USER', 'ACCOUNT', 'PARTITION']), 'STATE', 'START', 'ELAPSED', 'GPUS', 'GPU-H', 'UTIL', 'PEAK MEM GiB', 'ENERGY kWh', ...(anyCost ? ['COST'] : []), ...(anyCo2e ? ['CO2e kg'] : []), 'PROBLEMS'],
+      [
+        ...(pods ? ['POD', 'NAMESPACE', 'WORKLOAD'] : ['JOBID', 'USER', 'ACCOUNT', 'PARTITION']),
+        'STATE',
+        'START',
+        'ELAPSED',
+        'GPUS',
+        'GPU-H',
+        'UTIL',
+        'PEAK MEM GiB',
+        'ENERGY kWh',
+        ...(anyCost ? ['COST'] : []),
+        ...(anyCo2e ? ['CO2e kg'] : []),
+        'PROBLEMS',
+      ],
       ...rows.map((r) => [
-        ...(pods ? [r.id.slice(r.id.indexOf('/') + 1), r.account ?? '-', r.name ?? '-'] : [r.id, r.user ?? '-', r.account ?? '-', r.partition ?? '-']), r.state, r.start ? r.start.slice(0, 16).replace('T', ' ') : '-', duration(r.elapsed_s),
-        String(r.gpus), r.gpu_hours.toFixed(2), pct(r.util_mean), gib(r.mem_peak_bytes), kwh(r.energy_kwh), ...(anyCost ? [r.cost === null ? '-' : r.cost.toFixed(2)] : []),
-        ...(anyCo2e ? [kg(r.co2e_g)] : []), r.problems.join(',') || '-',
+        ...(pods
+          ? [r.id.slice(r.id.indexOf('/') + 1), r.account ?? '-', r.name ?? '-']
+          : [r.id, r.user ?? '-', r.account ?? '-', r.partition ?? '-']),
+        r.state,
+        r.start ? r.start.slice(0, 16).replace('T', ' ') : '-',
+        duration(r.elapsed_s),
+        String(r.gpus),
+        r.gpu_hours.toFixed(2),
+        pct(r.util_mean),
+        gib(r.mem_peak_bytes),
+        kwh(r.energy_kwh),
+        ...(anyCost ? [r.cost === null ? '-' : r.cost.toFixed(2)] : []),
+        ...(anyCo2e ? [kg(r.co2e_g)] : []),
+        r.problems.join(',') || '-',
       ]),
     ],
     st,
@@ -87,25 +111,47 @@ export function renderReport(raw: JobReport, st: Style): string {
   if (pod) {
     const a = j.attrs ?? {};
     out.push(`  namespace      ${j.account ?? '-'}${a['k8s.pod.uid'] ? `   uid ${a['k8s.pod.uid']}` : ''}`);
-    const labels = Object.entries(a).filter(([k]) => k.startsWith('k8s.pod.label.')).map(([k, v]) => `${k.slice(14)}=${v}`);
+    const labels = Object.entries(a)
+      .filter(([k]) => k.startsWith('k8s.pod.label.'))
+      .map(([k, v]) => `${k.slice(14)}=${v}`);
     if (labels.length) out.push(`  labels         ${labels.join(', ')}`);
   } else out.push(`  user/account   ${j.user ?? '?'}${j.uid !== null ? ` (${j.uid})` : ''} / ${j.account ?? '-'}`);
-  out.push(`  state          ${j.state}${j.exit_code !== null ? `, exit code ${j.exit_code}` : ''}${j.exit_signal ? `, signal ${j.exit_signal}` : ''}${j.earlier_runs ? ` (run ${j.run}; ${j.earlier_runs} earlier run(s): ${pod ? 'recreated under the same name' : 'requeued'})` : ''}`);
-  if (!pod) out.push(`  partition      ${j.partition ?? '-'}${j.qos ? ` / QOS ${j.qos}` : ''}${j.cluster ? `   cluster ${j.cluster}` : ''}`);
+  out.push(
+    `  state          ${j.state}${j.exit_code !== null ? `, exit code ${j.exit_code}` : ''}${
+      j.exit_signal ? `, signal ` + `${j.exit_signal}` : ''
+    }${j.earlier_runs ? ` (run ${j.run}; ${j.earlier_runs} earlier run(s): ${pod ? 'recreated under the same name' : 'requeued'})` : ''}`,
+  );
+  if (!pod)
+    out.push(`  partition      ${j.partition ?? '-'}${j.qos ? ` / QOS ${j.qos}` : ''}${j.cluster ? `   cluster ${j.cluster}` : ''}`);
   out.push(`  node(s)        ${j.nodes.join(', ')}`);
   const models = [...new Set(r.gpus.map((g) => g.model ?? '?'))];
-  out.push(`  GPUs           ${r.gpus.length} x ${models.join(', ')}${j.gpus_alloc !== null && j.gpus_alloc !== r.gpus.length ? ` (${j.gpus_alloc} allocated)` : ''}`);
+  out.push(
+    `  GPUs           ${r.gpus.length} x ${models.join(', ')}${
+      j.gpus_alloc !== null && j.gpus_alloc !== r.gpus.length ? ` ` + `(${j.gpus_alloc} allocated)` : ''
+    }`,
+  );
   // the jobstats header, where Slurm accounting filled it
   if (j.cpus !== null) out.push(`  CPU cores      ${j.cpus}`);
-  if (j.mem_req_bytes !== null || j.mem_max_rss_bytes !== null) out.push(`  CPU memory     ${gib(j.mem_req_bytes)} GiB requested, max RSS ${gib(j.mem_max_rss_bytes)} GiB`);
+  if (j.mem_req_bytes !== null || j.mem_max_rss_bytes !== null)
+    out.push(`  CPU memory     ${gib(j.mem_req_bytes)} GiB requested, max RSS ${gib(j.mem_max_rss_bytes)} GiB`);
   out.push(`  start          ${j.start ?? '-'}${j.end ? `   end ${j.end}` : ''}   run time ${duration(j.elapsed_s)}`);
-  if (j.time_limit_s !== null) out.push(`  time limit     ${duration(j.time_limit_s)}${j.time_efficiency !== null ? `   time efficiency ${pct(j.time_efficiency)}` : ''}`);
+  if (j.time_limit_s !== null)
+    out.push(
+      `  time limit     ${duration(j.time_limit_s)}${j.time_efficiency !== null ? `   time efficiency ${pct(j.time_efficiency)}` : ''}`,
+    );
   out.push('', st.bold('Overall'));
   const t = r.totals;
   out.push(meter('GPU utilization', t.util_mean, st));
   const memFrac = t.mem_peak_bytes !== null ? t.mem_peak_bytes / Math.max(1, ...r.gpus.map((g) => g.figures.memTotal ?? 0)) : null;
   out.push(meter('GPU memory (peak)', memFrac, st));
-  out.push(`  GPU-hours ${t.gpu_hours.toFixed(2)}   energy ${t.energy_kwh === null || t.energy_j === null ? 'unknown (no energy counter or power readings)' : `${kwh(t.energy_kwh)} kWh (${Math.round(t.energy_j)} J)`}${t.cost !== null ? `   cost ${t.cost.toFixed(2)} ${t.currency}` : ''}${t.co2e_g !== null ? `   CO2e ${kg(t.co2e_g)} kg` : ''}`);
+  out.push(
+    `  GPU-hours ${t.gpu_hours.toFixed(2)}   energy ` +
+      `${
+        t.energy_kwh === null || t.energy_j === null
+          ? 'unknown (no energy counter or power readings)'
+          : `${kwh(t.energy_kwh)} kWh ` + `(${Math.round(t.energy_j)} J)`
+      }${t.cost !== null ? `   cost ${t.cost.toFixed(2)} ${t.currency}` : ''}${t.co2e_g !== null ? `   CO2e ${kg(t.co2e_g)} kg` : ''}`,
+  );
   if (j.nodes.length > 1) {
     out.push('', st.bold('Per node'));
     out.push(
@@ -113,7 +159,10 @@ export function renderReport(raw: JobReport, st: Style): string {
         [
           ['NODE', 'GPUS', 'UTIL mean', 'MEM peak GiB', 'ENERGY kWh', 'GPU-H'],
           ...j.nodes.map((n) => {
-            const t = totalsOf(r.gpus.filter((g) => g.node === n), null);
+            const t = totalsOf(
+              r.gpus.filter((g) => g.node === n),
+              null,
+            );
             return [n, String(t.gpus), pct(t.util_mean), gib(t.mem_peak_bytes), kwh(t.energy_kwh), t.gpu_hours.toFixed(2)];
           }),
         ],
@@ -128,12 +177,23 @@ export function renderReport(raw: JobReport, st: Style): string {
         ['NODE', 'GPU', 'UUID', 'UTIL mean/max', 'MEM peak/total GiB', 'ENERGY kWh', 'POWER mean/max W', 'TEMP max', 'THROTTLED', 'XID'],
         ...r.gpus.map((g) => {
           const f = g.figures;
-          const thr = Object.entries(f.throttledS).filter(([, s]) => s > 0).map(([c, s]) => `${c} ${Math.round(s)}s`).join(',');
+          const thr = Object.entries(f.throttledS)
+            .filter(([, s]) => s > 0)
+            .map(([c, s]) => `${c} ${Math.round(s)}s`)
+            .join(',');
           return [
-            g.node, g.index === null ? '-' : String(g.index), g.uuid + (g.shared ? ' (shared)' : ''), `${pct(f.utilMean)}/${pct(f.utilMax)}`,
-            `${gib(f.memUsedMax)}/${gib(f.memTotal)}`, kwh(f.energySource === 'none' ? null : f.energyJ / 3.6e6),
+            g.node,
+            g.index === null ? '-' : String(g.index),
+            g.uuid + (g.shared ? ' (shared)' : ''),
+            `${pct(f.utilMean)}/${pct(f.utilMax)}`,
+            `${gib(f.memUsedMax)}/${gib(f.memTotal)}`,
+            kwh(f.energySource === 'none' ? null : f.energyJ / 3.6e6),
             `${f.powerMean === null ? '-' : Math.round(f.powerMean)}/${f.powerMax === null ? '-' : Math.round(f.powerMax)}`,
-            f.tempMax === null ? '-' : `${f.tempMax}C`, thr || '-', Object.entries(f.xid).map(([c, n]) => `${c}x${n}`).join(',') || '-',
+            f.tempMax === null ? '-' : `${f.tempMax}C`,
+            thr || '-',
+            Object.entries(f.xid)
+              .map(([c, n]) => `${c}x${n}`)
+              .join(',') || '-',
           ];
         }),
       ],
@@ -145,30 +205,67 @@ export function renderReport(raw: JobReport, st: Style): string {
   if (inf) {
     const s = (x: number | null) => (x === null ? '-' : x < 1 ? `${Math.round(x * 1000)} ms` : `${x.toFixed(2)} s`);
     const n = (x: number | null) => (x === null ? '-' : thousands(Math.round(x)));
-    out.push('', st.bold('Inference') + st.dim(` (${inf.engines.map((e) => `${e.engine} ${e.endpoint}${e.model ? ` ${e.model}` : ''}`).join('; ')})`));
-    out.push(`  requests ${n(inf.requests)}   tokens in ${n(inf.prompt_tokens)} / out ${n(inf.generation_tokens)}   over ${duration(Math.round(inf.serving_s))}`);
-    out.push(`  time to first token  p50 ${s(inf.ttft_p50_s)}  p95 ${s(inf.ttft_p95_s)}   inter-token latency  p50 ${s(inf.itl_p50_s)}  p95 ${s(inf.itl_p95_s)}`);
-    out.push(`  ${inf.tokens_per_s === null ? '-' : inf.tokens_per_s.toFixed(1)} tokens/s   ${inf.tokens_per_j === null ? '-' : inf.tokens_per_j.toFixed(3)} tokens/J (of the job's GPU energy)`);
+    out.push(
+      '',
+      st.bold('Inference') + st.dim(` (${inf.engines.map((e) => `${e.engine} ${e.endpoint}${e.model ? ` ${e.model}` : ''}`).join('; ')})`),
+    );
+    out.push(
+      `  requests ${n(inf.requests)}   tokens in ${n(inf.prompt_tokens)} / out ${n(inf.generation_tokens)} ` +
+        `  over ${duration(Math.round(inf.serving_s))}`,
+    );
+    out.push(
+      `  time to first token  p50 ${s(inf.ttft_p50_s)}  p95 ${s(inf.ttft_p95_s)}   inter-token ` +
+        `latency  p50 ${s(inf.itl_p50_s)}  p95 ${s(inf.itl_p95_s)}`,
+    );
+    out.push(
+      `  ${inf.tokens_per_s === null ? '-' : inf.tokens_per_s.toFixed(1)} tokens/s   ` +
+        `${inf.tokens_per_j === null ? '-' : inf.tokens_per_j.toFixed(3)} ` +
+        `tokens/J (of the job's GPU energy)`,
+    );
   }
   const com = r.communication;
   if (com) {
     const gbs = (x: number | null) => (x === null ? '-' : (x / 1e9).toFixed(1));
-    out.push('', st.bold('Communication (NCCL)') + st.dim(` ${com.time_s.toFixed(1)} s per rank in collectives${com.peak_bus_bw_Bps ? `; fabric peak ${gbs(com.peak_bus_bw_Bps)} GB/s` : ''}`));
+    out.push(
+      '',
+      st.bold('Communication (NCCL)') +
+        st.dim(
+          ` ${com.time_s.toFixed(1)} s per rank in collectives${
+            com.peak_bus_bw_Bps ? `; fabric peak ${gbs(com.peak_bus_bw_Bps)} ` + `GB/s` : ''
+          }`,
+        ),
+    );
     out.push(
       ...table(
         [
           ['COMMUNICATOR', 'COLLECTIVE', 'SIZE', 'RANKS', 'OPS', 'TIME/RANK', 'SHARE', 'ALG GB/s', 'BUS GB/s', 'OF PEAK'],
-          ...com.collectives.slice(0, 12).map((k) => [
-            k.comm_name ?? k.comm, k.collective, k.size, `${k.ranks_seen || '-'}/${k.ranks}`, thousands(Math.round(k.operations)), `${k.time_s.toFixed(2)} s`,
-            pct(k.share), gbs(k.alg_bw_Bps), gbs(k.bus_bw_Bps), k.of_peak === null ? '-' : pct(k.of_peak),
-          ]),
+          ...com.collectives
+            .slice(0, 12)
+            .map((k) => [
+              k.comm_name ?? k.comm,
+              k.collective,
+              k.size,
+              `${k.ranks_seen || '-'}/${k.ranks}`,
+              thousands(Math.round(k.operations)),
+              `${k.time_s.toFixed(2)} s`,
+              pct(k.share),
+              gbs(k.alg_bw_Bps),
+              gbs(k.bus_bw_Bps),
+              k.of_peak === null ? '-' : pct(k.of_peak),
+            ]),
         ],
         st,
       ).map((l) => `  ${l}`),
     );
     if (com.collectives.length > 12) out.push(st.dim(`  ... ${com.collectives.length - 12} more (--json has them all)`));
     if (com.slowest_ranks.length) {
-      out.push(`  slowest ranks: ${com.slowest_ranks.map((x) => `${x.comm_name ?? x.comm} rank ${x.rank} (${x.node}) ${x.slowdown.toFixed(2)}x${x.straggler ? ' STRAGGLER' : ''}`).join('; ')}`);
+      out.push(
+        `  slowest ranks: ${com.slowest_ranks
+          .map(
+            (x) => `${x.comm_name ?? x.comm} rank ${x.rank} (${x.node}) ` + `${x.slowdown.toFixed(2)}x${x.straggler ? ' STRAGGLER' : ''}`,
+          )
+          .join('; ')}`,
+      );
     }
   }
   if (r.series.length > 1) {
@@ -186,23 +283,64 @@ const gb = (x: number | null) => (x === null ? '-' : (x / 1e9).toFixed(1));
 /** The Efficiency section: the GPUs' own counters per GPU and for the job, the class and its rule, imbalance and idle stretches. */
 function renderEfficiency(e: EfficiencySection, nodes: ReadonlyMap<string, string>, st: Style): string[] {
   const j = e.job;
-  const out = [st.bold('Efficiency') + st.dim(e.gpus_with_gpm ? ` (GPU counters, GPM: ${e.gpus_with_gpm} of ${e.gpus.length} GPUs)` : ' (no GPU of the job has GPM counters: utilization only)')];
+  const out = [
+    st.bold('Efficiency') +
+      st.dim(
+        e.gpus_with_gpm
+          ? ` (GPU counters, GPM: ${e.gpus_with_gpm} of ${e.gpus.length} GPUs)`
+          : ' (no GPU of the job has GPM counters: utilization only)',
+      ),
+  ];
   out.push(`  job            ${j.class}${j.score !== null ? `   score ${j.score.toFixed(2)}` : ''}   ${st.dim(j.rule)}`);
   const cells = (m: EfficiencyMeans | null) =>
-    m ? [pct(m.sm_active), pct(m.sm_occupancy), pct(m.tensor_active), pct(m.dram_active), pct(m.fp64_active), pct(m.fp32_active), pct(m.fp16_active), gb(m.nvlink_bytes), gb(m.pcie_bytes)] : Array<string>(9).fill('-');
+    m
+      ? [
+          pct(m.sm_active),
+          pct(m.sm_occupancy),
+          pct(m.tensor_active),
+          pct(m.dram_active),
+          pct(m.fp64_active),
+          pct(m.fp32_active),
+          pct(m.fp16_active),
+          gb(m.nvlink_bytes),
+          gb(m.pcie_bytes),
+        ]
+      : Array<string>(9).fill('-');
   out.push(
     ...table(
       [
         ['NODE', 'GPU', 'SM', 'OCC', 'TENSOR', 'DRAM', 'FP64', 'FP32', 'FP16', 'NVLINK GB', 'PCIE GB', 'IDLE', 'CLASS', 'SCORE'],
-        ...e.gpus.map((g) => [nodes.get(g.uuid) ?? '-', g.index === null ? g.uuid.slice(0, 12) : String(g.index), ...cells(g.means), duration(g.idle.seconds), g.class, g.score === null ? '-' : g.score.toFixed(2)]),
-        ...(e.gpus.length > 1 ? [['job', '', ...cells(j.means), duration(j.idle.seconds), j.class, j.score === null ? '-' : j.score.toFixed(2)]] : []),
+        ...e.gpus.map((g) => [
+          nodes.get(g.uuid) ?? '-',
+          g.index === null ? g.uuid.slice(0, 12) : String(g.index),
+          ...cells(g.means),
+          duration(g.idle.seconds),
+          g.class,
+          g.score === null ? '-' : g.score.toFixed(2),
+        ]),
+        ...(e.gpus.length > 1
+          ? [['job', '', ...cells(j.means), duration(j.idle.seconds), j.class, j.score === null ? '-' : j.score.toFixed(2)]]
+          : []),
       ],
       st,
     ).map((l) => `  ${l}`),
   );
-  if (j.imbalance) out.push(`  imbalance      SM active ${pct(j.imbalance.max)} (${j.imbalance.max_gpu.slice(0, 12)}) / ${pct(j.imbalance.min)} (${j.imbalance.min_gpu.slice(0, 12)})${j.imbalance.ratio === null ? '' : ` = ${j.imbalance.ratio.toFixed(2)}x`}`);
+  if (j.imbalance)
+    out.push(
+      `  imbalance      SM active ${pct(j.imbalance.max)} (${j.imbalance.max_gpu.slice(0, 12)}) / ` +
+        `${pct(j.imbalance.min)} (${j.imbalance.min_gpu.slice(0, 12)})${
+          j.imbalance.ratio === null ? '' : ` = ` + `${j.imbalance.ratio.toFixed(2)}x`
+        }`,
+    );
   if (j.idle.basis !== 'none') {
-    out.push(`  idle           ${duration(j.idle.seconds)} GPU-time${j.idle.basis === 'util' ? ' (by utilization)' : ' (SM active < 1%)'}${j.idle.longest_gpu ? `; longest ${duration(j.idle.longest_s)} on ${j.idle.longest_gpu.slice(0, 12)} from ${j.idle.longest_start}` : ''}`);
+    out.push(
+      `  idle           ${duration(j.idle.seconds)} ` +
+        `GPU-time${j.idle.basis === 'util' ? ' (by utilization)' : ' (SM active < 1%)'}${
+          j.idle.longest_gpu
+            ? `; longest ` + `${duration(j.idle.longest_s)} on ${j.idle.longest_gpu.slice(0, 12)} from ${j.idle.longest_start}`
+            : ''
+        }`,
+    );
   }
   return out;
 }
@@ -215,7 +353,24 @@ function csvCell(v: unknown): string {
 }
 
 export function renderCsv(rows: readonly JobListRow[]): string {
-  const cols = ['id', 'user', 'account', 'partition', 'state', 'start', 'elapsed_s', 'gpus', 'gpu_hours', 'idle_gpu_hours', 'util_mean', 'mem_peak_bytes', 'energy_kwh', 'cost', 'co2e_g', 'problems'] as const;
+  const cols = [
+    'id',
+    'user',
+    'account',
+    'partition',
+    'state',
+    'start',
+    'elapsed_s',
+    'gpus',
+    'gpu_hours',
+    'idle_gpu_hours',
+    'util_mean',
+    'mem_peak_bytes',
+    'energy_kwh',
+    'cost',
+    'co2e_g',
+    'problems',
+  ] as const;
   return [cols.join(','), ...rows.map((r) => cols.map((c) => csvCell(r[c])).join(','))].join('\n') + '\n';
 }
 
@@ -228,16 +383,39 @@ export function renderWaste(raw: readonly WasteRow[], st: Style): string {
     table(
       [
         ['JOBID', 'USER', 'ACCOUNT', 'PARTITION', 'STATE', 'GPUS', 'GPU-H', 'CLASS', 'WASTED GPU-H', 'WHY'],
-        ...rows.map((r) => [r.id, r.user ?? '-', r.account ?? '-', r.partition ?? '-', r.state, String(r.gpus), r.gpu_hours.toFixed(2), r.class, r.wasted_gpu_hours.toFixed(2), r.detail]),
+        ...rows.map((r) => [
+          r.id,
+          r.user ?? '-',
+          r.account ?? '-',
+          r.partition ?? '-',
+          r.state,
+          String(r.gpus),
+          r.gpu_hours.toFixed(2),
+          r.class,
+          r.wasted_gpu_hours.toFixed(2),
+          r.detail,
+        ]),
       ],
       st,
-    ).join('\n') +
-    `\nwasted GPU-hours by class (a job may be in several): ${[...per].map(([c, h]) => `${c} ${h.toFixed(2)}`).join(', ')}\n`
+    ).join('\n') + `\nwasted GPU-hours by class (a job may be in several): ${[...per].map(([c, h]) => `${c} ${h.toFixed(2)}`).join(', ')}\n`
   );
 }
 
 export function renderWasteCsv(rows: readonly WasteRow[]): string {
-  const cols = ['id', 'user', 'account', 'partition', 'state', 'start', 'elapsed_s', 'gpus', 'gpu_hours', 'class', 'wasted_gpu_hours', 'detail'] as const;
+  const cols = [
+    'id',
+    'user',
+    'account',
+    'partition',
+    'state',
+    'start',
+    'elapsed_s',
+    'gpus',
+    'gpu_hours',
+    'class',
+    'wasted_gpu_hours',
+    'detail',
+  ] as const;
   return [cols.join(','), ...rows.map((r) => cols.map((c) => csvCell(r[c])).join(','))].join('\n') + '\n';
 }
 
@@ -253,11 +431,27 @@ export function renderBy(raw: readonly JobGroupRow[], by: GroupBy, st: Style): s
   return (
     table(
       [
-        [by.toUpperCase(), 'JOBS', 'GPU-H', 'IDLE GPU-H', 'UTIL', ...(anyGpm ? ['GPM GPU-H', 'SM GPU-H', 'SM-IDLE GPU-H'] : []), 'ENERGY kWh', ...(anyCost ? [`COST ${currency}`] : []), ...(anyCo2e ? ['CO2e kg'] : [])],
+        [
+          by.toUpperCase(),
+          'JOBS',
+          'GPU-H',
+          'IDLE GPU-H',
+          'UTIL',
+          ...(anyGpm ? ['GPM GPU-H', 'SM GPU-H', 'SM-IDLE GPU-H'] : []),
+          'ENERGY kWh',
+          ...(anyCost ? [`COST ${currency}`] : []),
+          ...(anyCo2e ? ['CO2e kg'] : []),
+        ],
         ...rows.map((r) => [
-          r.group ?? '-', String(r.jobs), r.gpu_hours.toFixed(2), r.idle_gpu_hours.toFixed(2), pct(r.util_mean),
-          ...(anyGpm ? [h(r.gpm_gpu_hours), h(r.sm_gpu_hours), h(r.sm_idle_gpu_hours)] : []), kwh(r.energy_kwh),
-          ...(anyCost ? [r.cost === null ? '-' : r.cost.toFixed(2)] : []), ...(anyCo2e ? [r.co2e_kg === null ? '-' : r.co2e_kg.toFixed(3)] : []),
+          r.group ?? '-',
+          String(r.jobs),
+          r.gpu_hours.toFixed(2),
+          r.idle_gpu_hours.toFixed(2),
+          pct(r.util_mean),
+          ...(anyGpm ? [h(r.gpm_gpu_hours), h(r.sm_gpu_hours), h(r.sm_idle_gpu_hours)] : []),
+          kwh(r.energy_kwh),
+          ...(anyCost ? [r.cost === null ? '-' : r.cost.toFixed(2)] : []),
+          ...(anyCo2e ? [r.co2e_kg === null ? '-' : r.co2e_kg.toFixed(3)] : []),
         ]),
       ],
       st,
@@ -267,6 +461,19 @@ export function renderBy(raw: readonly JobGroupRow[], by: GroupBy, st: Style): s
 
 export function renderByCsv(rows: readonly JobGroupRow[], by: GroupBy): string {
   const keyed = keyedGroups(by, rows);
-  const cols = [by, 'jobs', 'gpu_hours', 'idle_gpu_hours', 'util_mean', 'gpm_gpu_hours', 'sm_gpu_hours', 'sm_idle_gpu_hours', 'energy_kwh', 'cost', 'currency', 'co2e_kg'];
+  const cols = [
+    by,
+    'jobs',
+    'gpu_hours',
+    'idle_gpu_hours',
+    'util_mean',
+    'gpm_gpu_hours',
+    'sm_gpu_hours',
+    'sm_idle_gpu_hours',
+    'energy_kwh',
+    'cost',
+    'currency',
+    'co2e_kg',
+  ];
   return [cols.join(','), ...keyed.map((r) => cols.map((c) => csvCell(r[c])).join(','))].join('\n') + '\n';
 }

@@ -117,7 +117,8 @@ export interface CommunicationFigures {
 }
 
 export interface JobReport {
-  /** Where the figures come from: this node's store, a PromQL backend, or the summary the slurmctld epilog left in the job's AdminComment (read through sacct). */
+  /** Where the figures come from: this node's store, a PromQL backend, or the summary the slurmctld epilog left in the job's AdminComment
+   * (read through sacct). */
   source: 'store' | 'promql' | 'sacct';
   job: JobHeader;
   gpus: GpuRow[];
@@ -137,7 +138,8 @@ export interface JobReport {
 }
 
 /** The Efficiency section's classes (src/jobs/efficiency.ts, docs/jobs.md). */
-export type EfficiencyClass = 'idle' | 'input-bound' | 'memory-bound' | 'tensor-bound' | 'fp64-bound' | 'fp32-bound' | 'low-occupancy' | 'mixed' | 'no-gpm';
+export type EfficiencyClass =
+  'idle' | 'input-bound' | 'memory-bound' | 'tensor-bound' | 'fp64-bound' | 'fp32-bound' | 'low-occupancy' | 'mixed' | 'no-gpm';
 
 /** The means of a GPU or of the job (snake_case, as the report's JSON is). */
 export interface EfficiencyMeans {

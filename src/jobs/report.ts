@@ -56,22 +56,40 @@ export function totalsOf(gpus: readonly GpuRow[], prices: Prices | null, partiti
 }
 
 interface JobRow {
-  job_id: string; run_key: string; user: string | null; uid: number | null; account: string | null; partition: string | null; qos: string | null; name: string | null;
-  cluster: string | null; array_job_id: string | null; array_task_id: string | null; start_time: number | null; end_time: number | null; state: string | null; exit_code: number | null;
-  scheduler?: string | null; attrs?: string | null;
-  start_mono?: number | null; end_mono?: number | null; boot_id?: string | null;
+  job_id: string;
+  run_key: string;
+  user: string | null;
+  uid: number | null;
+  account: string | null;
+  partition: string | null;
+  qos: string | null;
+  name: string | null;
+  cluster: string | null;
+  array_job_id: string | null;
+  array_task_id: string | null;
+  start_time: number | null;
+  end_time: number | null;
+  state: string | null;
+  exit_code: number | null;
+  scheduler?: string | null;
+  attrs?: string | null;
+  start_mono?: number | null;
+  end_mono?: number | null;
+  boot_id?: string | null;
 }
 
 export function jobState(row: { end_time: number | null; state: string | null }): string {
-  return row.end_time === null ? 'RUNNING' : row.state ?? 'ENDED';
+  return row.end_time === null ? 'RUNNING' : (row.state ?? 'ENDED');
 }
 
 /** Finds a job by raw id ("123") or array form ("122_4"): its latest run. */
 export function findJob(db: Db, id: string): { row: JobRow; runs: number } | undefined {
   const m = /^(\d+)_(\d+)$/.exec(id);
-  const rows = (m
-    ? db.prepare('SELECT * FROM jobs WHERE array_job_id = ? AND array_task_id = ? ORDER BY start_time DESC').all(m[1], m[2])
-    : db.prepare('SELECT * FROM jobs WHERE job_id = ? ORDER BY start_time DESC').all(id)) as JobRow[];
+  const rows = (
+    m
+      ? db.prepare('SELECT * FROM jobs WHERE array_job_id = ? AND array_task_id = ? ORDER BY start_time DESC').all(m[1], m[2])
+      : db.prepare('SELECT * FROM jobs WHERE job_id = ? ORDER BY start_time DESC').all(id)
+  ) as JobRow[];
   return rows[0] ? { row: rows[0], runs: rows.length } : undefined;
 }
 
@@ -81,7 +99,13 @@ export function headerOf(row: JobRow, runs: number, nodes: string[], now: number
     id: displayId(row.job_id, row.array_job_id, row.array_task_id),
     job_id: row.job_id,
     run: row.run_key,
-    user: row.user, uid: row.uid, account: row.account, partition: row.partition, qos: row.qos, name: row.name, cluster: row.cluster,
+    user: row.user,
+    uid: row.uid,
+    account: row.account,
+    partition: row.partition,
+    qos: row.qos,
+    name: row.name,
+    cluster: row.cluster,
     state: jobState(row),
     start: iso(row.start_time),
     end: iso(row.end_time),
@@ -89,18 +113,34 @@ export function headerOf(row: JobRow, runs: number, nodes: string[], now: number
     exit_code: row.exit_code,
     nodes,
     earlier_runs: runs - 1,
-    cpus: null, mem_req_bytes: null, mem_max_rss_bytes: null, time_limit_s: null, time_efficiency: null, gpus_alloc: null, exit_signal: null,
-    ...(row.scheduler && row.scheduler !== 'slurm' ? { scheduler: row.scheduler, attrs: row.attrs ? (JSON.parse(row.attrs) as Record<string, string>) : null } : {}),
+    cpus: null,
+    mem_req_bytes: null,
+    mem_max_rss_bytes: null,
+    time_limit_s: null,
+    time_efficiency: null,
+    gpus_alloc: null,
+    exit_signal: null,
+    ...(row.scheduler && row.scheduler !== 'slurm'
+      ? { scheduler: row.scheduler, attrs: row.attrs ? (JSON.parse(row.attrs) as Record<string, string>) : null }
+      : {}),
   };
 }
 
 /** The report of a job from this node's store. */
 export function reportFromStore(db: Db, row: JobRow, runs: number, node: string, prices: Prices | null): JobReport {
   const rows = db
-    .prepare(`SELECT b.gpu_uuid AS uuid, b.shared AS shared, g.model AS model, g.identity AS identity, g.state AS state FROM bindings b
+    .prepare(
+      `SELECT b.gpu_uuid AS uuid, b.shared AS shared, g.model AS model, g.identity AS identity, g.state AS state FROM bindings b
               LEFT JOIN job_gpu g ON g.job_id = b.job_id AND g.run_key = b.run_key AND g.gpu_uuid = b.gpu_uuid
-              WHERE b.job_id = ? AND b.run_key = ? ORDER BY b.gpu_uuid`)
-    .all(row.job_id, row.run_key) as { uuid: string; shared: number; model: string | null; identity: string | null; state: string | null }[];
+              WHERE b.job_id = ? AND b.run_key = ? ORDER BY b.gpu_uuid`,
+    )
+    .all(row.job_id, row.run_key) as {
+    uuid: string;
+    shared: number;
+    model: string | null;
+    identity: string | null;
+    state: string | null;
+  }[];
   const inv = db.prepare('SELECT model, vendor_index AS idx FROM gpus WHERE uuid = ?');
   const gpus: GpuRow[] = rows.map((r) => {
     const identity = r.identity ? (JSON.parse(r.identity) as Attributes) : {};
@@ -110,20 +150,27 @@ export function reportFromStore(db: Db, row: JobRow, runs: number, node: string,
       node,
       uuid: r.uuid,
       model: r.model ?? known?.model ?? null,
-      index: typeof identity['gpu.index'] === 'number' ? identity['gpu.index'] : known?.idx ?? null,
+      index: typeof identity['gpu.index'] === 'number' ? identity['gpu.index'] : (known?.idx ?? null),
       shared: !!r.shared || f.shareMean < 1,
       figures: f,
     };
   });
   const series = db
-    .prepare(`SELECT minute, SUM(util_sum) / SUM(n) AS util FROM job_gpu_series WHERE job_id = ? AND run_key = ? GROUP BY minute ORDER BY minute`)
+    .prepare(
+      `SELECT minute, SUM(util_sum) / SUM(n) AS util FROM job_gpu_series WHERE job_id = ? AND run_key = ? GROUP BY minute ORDER BY minute`,
+    )
     .all(row.job_id, row.run_key) as { minute: number; util: number }[];
   const job = headerOf(row, runs, [node]);
   const totals = totalsOf(gpus, prices, row.partition);
   const inference = inferenceOf(db, row.job_id, row.run_key, totals.energy_j ?? 0, totals.cost);
   const communication = communicationOf(commRowsFromStore(db, row.job_id, row.run_key, node), null);
   return {
-    source: 'store', job, gpus, totals, inference, communication,
+    source: 'store',
+    job,
+    gpus,
+    totals,
+    inference,
+    communication,
     series: series.map((s) => [s.minute * 60_000, Math.round(s.util * 1e4) / 1e4]),
     notes: figureNotes(job, gpus, totals, communication),
   };
@@ -131,8 +178,19 @@ export function reportFromStore(db: Db, row: JobRow, runs: number, node: string,
 
 /** The inference figures of a job run from its engines' rows (src/ledger/engine-rollup.ts), or null when it ran none. */
 export function inferenceOf(db: Db, jobId: string, runKey: string, energyJ: number, cost: number | null = null): InferenceFigures | null {
-  const rows = db.prepare('SELECT * FROM job_engine WHERE job_id = ? AND run_key = ? ORDER BY engine, endpoint, model').all(jobId, runKey) as {
-    engine: string; endpoint: string; model: string; first_time: number; last_time: number; requests: number; prompt_tokens: number | null; generation_tokens: number | null; ttft: string | null; itl: string | null;
+  const rows = db
+    .prepare('SELECT * FROM job_engine WHERE job_id = ? AND run_key = ? ORDER BY engine, endpoint, model')
+    .all(jobId, runKey) as {
+    engine: string;
+    endpoint: string;
+    model: string;
+    first_time: number;
+    last_time: number;
+    requests: number;
+    prompt_tokens: number | null;
+    generation_tokens: number | null;
+    ttft: string | null;
+    itl: string | null;
   }[];
   if (rows.length === 0) return null;
   let ttft: Buckets | undefined;
@@ -169,4 +227,3 @@ export function inferenceOf(db: Db, jobId: string, runKey: string, energyJ: numb
     cost_per_million_tokens: costPerMillionTokens(cost, generated),
   };
 }
-

@@ -65,7 +65,8 @@ export interface JobsServer {
 
 export async function startJobsServer(o: JobsServerOptions): Promise<JobsServer> {
   const path = jobsSocketPath(o.stateDir);
-  // a socket left by a daemon that died (or by this daemon before a reload) goes; anything else there (a file, a planted link) is not ours to remove
+  // a socket left by a daemon that died (or by this daemon before a reload) goes; anything else there (a file, a planted link) is not ours
+  // to remove
   try {
     if (lstatSync(path).isSocket()) unlinkSync(path);
     else throw new Error(`${path} exists and is not a socket: refusing to replace it (remove it by hand)`);
@@ -108,9 +109,16 @@ function served(o: JobsServerOptions) {
   const rate = new LogRate(limits().logLinesPerMinute);
   const onBound = (q: StoreQuestion, why: string) => {
     const a = rate.allow(q.who.name);
-    if (a.ok) o.log.warn('jobs socket: a question past its bound', { user: q.who.name, error: why, ...(a.held ? { held_back: a.held } : {}) });
+    if (a.ok)
+      o.log.warn('jobs socket: a question past its bound', { user: q.who.name, error: why, ...(a.held ? { held_back: a.held } : {}) });
   };
-  return { o, limits, budgets: o.budgets ?? new BudgetLedger(o.log), viewers: o.viewers ?? new ViewerCache(), store: new StoreAnswers(o.stateDir, { onBound, ...o.storeBounds }) };
+  return {
+    o,
+    limits,
+    budgets: o.budgets ?? new BudgetLedger(o.log),
+    viewers: o.viewers ?? new ViewerCache(),
+    store: new StoreAnswers(o.stateDir, { onBound, ...o.storeBounds }),
+  };
 }
 
 interface Served {
@@ -148,8 +156,13 @@ async function accept(sock: Socket, c: Served): Promise<void> {
     sock.once('close', () => clearTimeout(t));
     sock.end(line({ ok: false, error, code: 1 }), () => sock.destroy());
   };
-  if (mine >= lim.jobsConnectionsPerUser) return refuse('jobs_connections_per_user', `too many connections of ${known ?? `uid ${uid}`} open (${mine}): try again when they are answered`);
-  if (c.stats.connections >= lim.jobsConnections) return refuse('jobs_connections', `too many connections open (${c.stats.connections}): try again shortly`);
+  if (mine >= lim.jobsConnectionsPerUser)
+    return refuse(
+      'jobs_connections_per_user',
+      `too many connections of ${known ?? `uid ${uid}`} open (${mine}): try again when they are answered`,
+    );
+  if (c.stats.connections >= lim.jobsConnections)
+    return refuse('jobs_connections', `too many connections open (${c.stats.connections}): try again shortly`);
   c.perUid.set(uid, mine + 1);
   c.stats.connections++;
 

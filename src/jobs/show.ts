@@ -37,7 +37,12 @@ export interface ReportSettings {
 
 export function reportSettings(cfg: Config): ReportSettings {
   let site: SiteNote[] | undefined;
-  return { prices: pricesFrom(cfg), peak: (partition) => peakFor(cfg, partition), siteNotes: () => (site ??= siteNotesFrom(cfg)), efficiency: efficiencyThresholds(cfg) };
+  return {
+    prices: pricesFrom(cfg),
+    peak: (partition) => peakFor(cfg, partition),
+    siteNotes: () => (site ??= siteNotesFrom(cfg)),
+    efficiency: efficiencyThresholds(cfg),
+  };
 }
 
 /**
@@ -83,7 +88,13 @@ export function summarySource(accounting: () => Promise<SacctJob | undefined>, c
       } catch (e) {
         return { miss: { why: `sacct: ${(e as Error).message}`, alone: (e as Error).message } };
       }
-      if (!acct) return { miss: { why: 'Slurm accounting does not know it (or there is no sacct here)', alone: `Slurm accounting has no job ${jobId}${cluster ? ` on cluster ${cluster}` : ''}` } };
+      if (!acct)
+        return {
+          miss: {
+            why: 'Slurm accounting does not know it (or there is no sacct here)',
+            alone: `Slurm accounting has no job ${jobId}${cluster ? ` on cluster ${cluster}` : ''}`,
+          },
+        };
       let s: ReturnType<typeof decodeSummary>;
       try {
         s = decodeSummary(acct.adminComment, `job ${acct.jobId}`);
@@ -95,7 +106,9 @@ export function summarySource(accounting: () => Promise<SacctJob | undefined>, c
         return {
           miss: {
             why: 'Slurm accounting has the job but no l9gpu summary in its AdminComment',
-            alone: `job ${jobId} has no l9gpu summary in its AdminComment (is EpilogSlurmctld set to l9gpu's ctld-epilog, with [jobs] promql_url?)`,
+            alone:
+              `job ${jobId} has no l9gpu summary in its AdminComment (is EpilogSlurmctld set to l9gpu's ` +
+              `ctld-epilog, with [jobs] promql_url?)`,
           },
         };
       }
@@ -116,14 +129,25 @@ export function promqlSource(o: PromqlOptions): JobSource {
         // the endpoint's doing (down, refusing, an answer too large): one line, not a stack
         return { miss: { why: (e as Error).message } };
       }
-      if (!report) return { miss: { why: `no GPU metrics of job ${jobId} at ${o.url} in the last ${o.window} (are the daemons exporting there with slurm attribution?)` } };
+      if (!report)
+        return {
+          miss: {
+            why:
+              `no GPU metrics of job ${jobId} at ${o.url} in the last ${o.window} (are the daemons ` +
+              `exporting there with slurm attribution?)`,
+          },
+        };
       return { report };
     },
   };
 }
 
 /** The first source's report, or every source's miss (in the order asked). */
-export async function firstReport(jobId: string, sources: readonly JobSource[], settings: ReportSettings): Promise<{ report: JobReport } | { misses: Miss[] }> {
+export async function firstReport(
+  jobId: string,
+  sources: readonly JobSource[],
+  settings: ReportSettings,
+): Promise<{ report: JobReport } | { misses: Miss[] }> {
   const misses: Miss[] = [];
   for (const s of sources) {
     const found = await s.find(jobId, settings);
@@ -144,12 +168,21 @@ export async function firstReport(jobId: string, sources: readonly JobSource[], 
  * The figures' own notes (figureNotes, src/jobs/notes.ts) come with the raw
  * report: the daemon's socket answers a report with them.
  */
-export function finishReport(raw: JobReport, accounting: SacctJob | undefined, settings: ReportSettings, who: Viewer): { report: JobReport } | { denied: string } {
+export function finishReport(
+  raw: JobReport,
+  accounting: SacctJob | undefined,
+  settings: ReportSettings,
+  who: Viewer,
+): { report: JobReport } | { denied: string } {
   let report = accounting && raw.source !== 'sacct' ? { ...raw, job: withSacct(raw.job, accounting) } : raw;
   const denied = report.source === 'store' ? undefined : accessError(report, who);
   if (denied) return { denied };
   report = withPeak(report, settings.peak(report.job.partition));
   const efficiency = efficiencyOf(report.gpus, settings.efficiency);
-  const notes = [...report.notes, ...efficiencyNotes(efficiency, report.gpus, tooShortToJudge(report.gpus), settings.efficiency), ...slurmNotes(report.job, report.gpus, report.totals, settings.siteNotes())];
+  const notes = [
+    ...report.notes,
+    ...efficiencyNotes(efficiency, report.gpus, tooShortToJudge(report.gpus), settings.efficiency),
+    ...slurmNotes(report.job, report.gpus, report.totals, settings.siteNotes()),
+  ];
   return { report: { ...report, efficiency, notes } };
 }

@@ -38,14 +38,26 @@ export const SITE_FIELDS: Readonly<Record<string, FieldSpec>> = {
   util_mean: { type: 'number', of: (c) => c.totals.util_mean, show: pct, doc: 'mean GPU utilization, 0..1 (20% is 0.2)' },
   gpus: { type: 'number', of: (c) => c.totals.gpus, doc: 'GPUs in the report' },
   gpu_hours: { type: 'number', of: (c) => c.totals.gpu_hours, doc: 'GPU-hours' },
-  mem_peak_gib: { type: 'number', of: (c) => (c.totals.mem_peak_bytes === null ? null : c.totals.mem_peak_bytes / GiB), doc: 'peak GPU memory of any GPU, GiB' },
+  mem_peak_gib: {
+    type: 'number',
+    of: (c) => (c.totals.mem_peak_bytes === null ? null : c.totals.mem_peak_bytes / GiB),
+    doc: 'peak GPU memory of any GPU, GiB',
+  },
   energy_kwh: { type: 'number', of: (c) => c.totals.energy_kwh, doc: 'GPU energy, kWh' },
   elapsed_h: { type: 'number', of: (c) => (c.job.elapsed_s === null ? null : c.job.elapsed_s / 3600), doc: 'run time, hours' },
   time_limit_h: { type: 'number', of: (c) => (c.job.time_limit_s === null ? null : c.job.time_limit_s / 3600), doc: 'time limit, hours' },
   time_efficiency: { type: 'number', of: (c) => c.job.time_efficiency, show: pct, doc: 'run time over time limit, 0..1' },
   cpus: { type: 'number', of: (c) => c.job.cpus, doc: 'CPU cores allocated' },
-  mem_req_gib: { type: 'number', of: (c) => (c.job.mem_req_bytes === null ? null : c.job.mem_req_bytes / GiB), doc: 'CPU memory requested, GiB (whole job)' },
-  mem_max_rss_gib: { type: 'number', of: (c) => (c.job.mem_max_rss_bytes === null ? null : c.job.mem_max_rss_bytes / GiB), doc: 'largest task RSS (sacct MaxRSS), GiB' },
+  mem_req_gib: {
+    type: 'number',
+    of: (c) => (c.job.mem_req_bytes === null ? null : c.job.mem_req_bytes / GiB),
+    doc: 'CPU memory requested, GiB (whole job)',
+  },
+  mem_max_rss_gib: {
+    type: 'number',
+    of: (c) => (c.job.mem_max_rss_bytes === null ? null : c.job.mem_max_rss_bytes / GiB),
+    doc: 'largest task RSS (sacct MaxRSS), GiB',
+  },
   exit_code: { type: 'number', of: (c) => c.job.exit_code, doc: 'exit code' },
   restarts: { type: 'number', of: (c) => c.job.earlier_runs, doc: 'earlier runs (requeued)' },
   cost: { type: 'number', of: (c) => c.totals.cost, doc: 'cost, in the configured currency' },
@@ -59,16 +71,16 @@ export const SITE_FIELDS: Readonly<Record<string, FieldSpec>> = {
 };
 const FIELD_NAMES = Object.keys(SITE_FIELDS);
 
-export type Expr =
-  | { k: 'or' | 'and'; a: Expr; b: Expr }
-  | { k: 'not'; a: Expr }
-  | { k: 'cmp'; op: Op; l: Operand; r: Operand };
+export type Expr = { k: 'or' | 'and'; a: Expr; b: Expr } | { k: 'not'; a: Expr } | { k: 'cmp'; op: Op; l: Operand; r: Operand };
 type Op = '<' | '<=' | '>' | '>=' | '==' | '!=';
 type Operand = { k: 'field'; name: string } | { k: 'num'; v: number } | { k: 'str'; v: string };
 
 /** A parse error at a 1-based column of the expression. */
 export class ExprError extends Error {
-  constructor(message: string, readonly column: number) {
+  constructor(
+    message: string,
+    readonly column: number,
+  ) {
     super(`column ${column}: ${message}`);
   }
 }
@@ -170,13 +182,18 @@ export function parseCondition(src: string): Expr {
   const comparison = (): Expr => {
     const l = operand();
     const o = peek();
-    if (o.t !== 'op') throw new ExprError(`expected a comparison (< <= > >= == !=) after ${l.k === 'field' ? l.name : 'the value'} but found ${what(o)}`, o.at);
+    if (o.t !== 'op')
+      throw new ExprError(
+        `expected a comparison (< <= > >= == !=) after ${l.k === 'field' ? l.name : 'the value'} but found ${what(o)}`,
+        o.at,
+      );
     p++;
     const r = operand();
     if (l.k !== 'field' && r.k !== 'field') throw new ExprError('a comparison needs a field on one side', l.at);
     if (l.type !== r.type) throw new ExprError(`cannot compare a ${l.type} with a ${r.type}`, o.at);
     if (l.type === 'string' && o.v !== '==' && o.v !== '!=') throw new ExprError(`strings compare with == or != only, not ${o.v}`, o.at);
-    const strip = (x: typeof l): Operand => (x.k === 'field' ? { k: 'field', name: x.name } : x.k === 'num' ? { k: 'num', v: x.v } : { k: 'str', v: x.v });
+    const strip = (x: typeof l): Operand =>
+      x.k === 'field' ? { k: 'field', name: x.name } : x.k === 'num' ? { k: 'num', v: x.v } : { k: 'str', v: x.v };
     return { k: 'cmp', op: o.v as Op, l: strip(l), r: strip(r) };
   };
   if (peek().t === 'end') throw new ExprError('empty condition', 1);
@@ -203,12 +220,18 @@ export function evaluate(e: Expr, c: Ctx): boolean {
       const r = v(e.r);
       if (l === null || r === null) return false;
       switch (e.op) {
-        case '<': return l < r;
-        case '<=': return l <= r;
-        case '>': return l > r;
-        case '>=': return l >= r;
-        case '==': return l === r;
-        case '!=': return l !== r;
+        case '<':
+          return l < r;
+        case '<=':
+          return l <= r;
+        case '>':
+          return l > r;
+        case '>=':
+          return l >= r;
+        case '==':
+          return l === r;
+        case '!=':
+          return l !== r;
       }
     }
   }
@@ -250,7 +273,13 @@ export function parseSiteNotes(text: string, file: string): SiteNote[] {
     if (level && level.v !== 'info' && level.v !== 'warn') fail(level.line, `[${cur.name}] level: "${level.v}" is not info or warn`);
     const link = cur.keys.get('link');
     if (link && !/^https?:\/\/\S+$/.test(link.v)) fail(link.line, `[${cur.name}] link: "${link.v.slice(0, 60)}" is not an http(s) URL`);
-    notes.push({ name: cur.name, level: (level?.v as 'info' | 'warn' | undefined) ?? 'info', when: expr, text: t.v, link: link?.v ?? null });
+    notes.push({
+      name: cur.name,
+      level: (level?.v as 'info' | 'warn' | undefined) ?? 'info',
+      when: expr,
+      text: t.v,
+      link: link?.v ?? null,
+    });
   };
   text.split('\n').forEach((raw, i) => {
     const n = i + 1;
@@ -292,7 +321,10 @@ export function siteNotesFrom(cfg: Config): SiteNote[] {
     if (statSync(file).size > MAX_FILE_BYTES) throw new Error(`larger than ${MAX_FILE_BYTES} bytes`);
     text = readFileSync(file, 'utf8');
   } catch (e) {
-    throw new ConfigError(`[jobs] site_notes: ${file}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (e as Error).message}`, { file, section: 'jobs', key: 'site_notes' });
+    throw new ConfigError(
+      `[jobs] site_notes: ${file}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (e as Error).message}`,
+      { file, section: 'jobs', key: 'site_notes' },
+    );
   }
   return parseSiteNotes(text, file);
 }

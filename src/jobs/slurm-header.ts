@@ -52,12 +52,31 @@ export function withSacct(h: JobHeader, s: SacctJob): JobHeader {
 /** A header from sacct alone (a job no store row or metric knows: the AdminComment summary path). */
 export function headerFromSacct(s: SacctJob): JobHeader {
   const blank: JobHeader = {
-    id: s.jobId, job_id: s.jobIdRaw,
+    id: s.jobId,
+    job_id: s.jobIdRaw,
     // the hooks' run key without a SLUID (slurm/hook.ts runKey): the restart count
     run: `r${s.restarts}`,
-    user: null, uid: null, account: null, partition: null, qos: null, name: null, cluster: null,
-    state: s.state, start: null, end: null, elapsed_s: null, exit_code: null, nodes: [], earlier_runs: 0,
-    cpus: null, mem_req_bytes: null, mem_max_rss_bytes: null, time_limit_s: null, time_efficiency: null, gpus_alloc: null, exit_signal: null,
+    user: null,
+    uid: null,
+    account: null,
+    partition: null,
+    qos: null,
+    name: null,
+    cluster: null,
+    state: s.state,
+    start: null,
+    end: null,
+    elapsed_s: null,
+    exit_code: null,
+    nodes: [],
+    earlier_runs: 0,
+    cpus: null,
+    mem_req_bytes: null,
+    mem_max_rss_bytes: null,
+    time_limit_s: null,
+    time_efficiency: null,
+    gpus_alloc: null,
+    exit_signal: null,
   };
   return withSacct(blank, s);
 }

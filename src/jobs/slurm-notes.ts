@@ -46,10 +46,11 @@ interface MigGpu {
   of: number;
   profiles: { name: string; slices: number; gb: number }[];
 }
-const p = (...names: string[]) => names.map((name) => {
-  const m = /^(\d)g\.(\d+)gb$/.exec(name)!;
-  return { name, slices: Number(m[1]), gb: Number(m[2]) };
-});
+const p = (...names: string[]) =>
+  names.map((name) => {
+    const m = /^(\d)g\.(\d+)gb$/.exec(name)!;
+    return { name, slices: Number(m[1]), gb: Number(m[2]) };
+  });
 const MIG: Record<string, MigGpu> = {
   a30: { label: 'A30 24GB', of: 4, profiles: p('1g.6gb', '2g.12gb') },
   a100_40: { label: 'A100 40GB', of: 7, profiles: p('1g.5gb', '1g.10gb', '2g.10gb', '3g.20gb', '4g.20gb') },
@@ -93,7 +94,8 @@ function migNote(job: JobHeader, gpus: readonly GpuRow[]): Note | undefined {
   for (const g of gpus) {
     const f = g.figures;
     const table = migGpuOf(g.model, f.memTotal);
-    if (!table || f.memUsedMax === null || f.utilMean === null || f.seconds < MIG_MIN_SAMPLED_S || f.utilMean >= MIG_UTIL_MAX) return undefined;
+    if (!table || f.memUsedMax === null || f.utilMean === null || f.seconds < MIG_MIN_SAMPLED_S || f.utilMean >= MIG_UTIL_MAX)
+      return undefined;
     const profile = migProfileFor(table, f.memUsedMax, f.utilMean);
     if (!profile) return undefined;
     picks.push({ gpu: table, profile });
@@ -110,7 +112,10 @@ function migNote(job: JobHeader, gpus: readonly GpuRow[]): Note | undefined {
   return {
     level: 'info',
     code: 'mig-fit',
-    text: `this job would fit a MIG slice: ${each} peaked at ${gib(peak)} of memory and ${pct(util)} utilization, which a ${worst.profile} instance of the ${worst.gpu.label} holds; ask for your site's MIG GPUs and leave the whole GPU to jobs that need it`,
+    text:
+      `this job would fit a MIG slice: ${each} peaked at ${gib(peak)} of memory and ${pct(util)} ` +
+      `utilization, which a ${worst.profile} instance of the ${worst.gpu.label} holds; ask for ` +
+      `your site's MIG GPUs and leave the whole GPU to jobs that need it`,
   };
 }
 
@@ -120,35 +125,65 @@ export function slurmNotes(job: JobHeader, gpus: readonly GpuRow[], totals: Tota
   const perNodeReq = job.mem_req_bytes === null ? null : job.mem_req_bytes / nodes;
   const rss = job.mem_max_rss_bytes;
   if (job.state === 'OUT_OF_MEMORY') {
-    const figures = [rss !== null ? `the largest task peaked at ${gib(rss)} (MaxRSS)` : null, perNodeReq !== null ? `${gib(perNodeReq)} requested per node` : null].filter(Boolean).join(', ');
+    const figures = [
+      rss !== null ? `the largest task peaked at ${gib(rss)} (MaxRSS)` : null,
+      perNodeReq !== null ? `${gib(perNodeReq)} requested per node` : null,
+    ]
+      .filter(Boolean)
+      .join(', ');
     notes.push({
       level: 'warn',
       code: 'out-of-memory',
-      text: `ran out of CPU memory (state OUT_OF_MEMORY)${figures ? `: ${figures}` : ''}; ask for more with ${perNodeReq !== null ? `--mem=${memFlag(2 * perNodeReq)} (twice the request)` : '--mem'}, or check the code for a leak`,
+      text:
+        `ran out of CPU memory (state OUT_OF_MEMORY)${figures ? `: ${figures}` : ''}; ask for more ` +
+        `with ${perNodeReq !== null ? `--mem=${memFlag(2 * perNodeReq)} (twice the request)` : '--mem'}, ` +
+        `or check the code for a leak`,
     });
   }
   if (job.state === 'TIMEOUT') {
     notes.push({
       level: 'warn',
       code: 'timeout',
-      text: `hit its time limit${job.time_limit_s !== null ? ` of ${slurmDuration(job.time_limit_s)}` : ''} (state TIMEOUT) and was killed: write checkpoints and resume from them, or ask for a longer --time`,
+      text:
+        `hit its time limit${job.time_limit_s !== null ? ` of ${slurmDuration(job.time_limit_s)}` : ''} ` +
+        `(state TIMEOUT) and was killed: write checkpoints and resume from them, or ask for a ` +
+        `longer --time`,
     });
   }
   const eff = job.time_efficiency;
-  if (job.state === 'COMPLETED' && eff !== null && eff < TIME_EFFICIENCY_LOW && job.time_limit_s !== null && job.time_limit_s > MIN_LIMIT_S && job.elapsed_s !== null) {
+  if (
+    job.state === 'COMPLETED' &&
+    eff !== null &&
+    eff < TIME_EFFICIENCY_LOW &&
+    job.time_limit_s !== null &&
+    job.time_limit_s > MIN_LIMIT_S &&
+    job.elapsed_s !== null
+  ) {
     // 1.5x the run time, up to the quarter hour: headroom for a slower run
     const suggest = Math.max(900, Math.ceil((job.elapsed_s * 1.5) / 900) * 900);
     notes.push({
       level: 'info',
       code: 'time-overrequested',
-      text: `used ${pct(eff)} of its time limit (${slurmDuration(job.elapsed_s)} of ${slurmDuration(job.time_limit_s)}): --time=${slurmDuration(suggest)} would do, and shorter limits start sooner (backfill)`,
+      text:
+        `used ${pct(eff)} of its time limit (${slurmDuration(job.elapsed_s)} of ${slurmDuration(job.time_limit_s)}): ` +
+        `--time=${slurmDuration(suggest)} would do, and shorter limits start sooner (backfill)`,
     });
   }
-  if (job.state !== 'RUNNING' && job.state !== 'OUT_OF_MEMORY' && perNodeReq !== null && rss !== null && perNodeReq >= MIN_MEM_REQ && rss < MEM_USE_LOW * perNodeReq) {
+  if (
+    job.state !== 'RUNNING' &&
+    job.state !== 'OUT_OF_MEMORY' &&
+    perNodeReq !== null &&
+    rss !== null &&
+    perNodeReq >= MIN_MEM_REQ &&
+    rss < MEM_USE_LOW * perNodeReq
+  ) {
     notes.push({
       level: 'info',
       code: 'cpu-memory-overrequested',
-      text: `CPU memory over-requested: ${gib(perNodeReq)} per node, the largest task peaked at ${gib(rss)} (MaxRSS, per task: times the tasks per node): --mem=${memFlag(2 * rss)} would do for one task per node`,
+      text:
+        `CPU memory over-requested: ${gib(perNodeReq)} per node, the largest task peaked at ${gib(rss)} ` +
+        `(MaxRSS, per task: times the tasks per node): --mem=${memFlag(2 * rss)} would do for one ` +
+        `task per node`,
     });
   }
   const mig = migNote(job, gpus);

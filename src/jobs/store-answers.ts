@@ -138,7 +138,9 @@ export class StoreAnswers {
         this.idle.unref();
       }
     });
-    w.on('error', (e: Error & { code?: string }) => (e.code === 'ERR_WORKER_OUT_OF_MEMORY' ? this.lost(w, tooMuchMemory(this.heapMb).message) : this.lost(w, e.message, false)));
+    w.on('error', (e: Error & { code?: string }) =>
+      e.code === 'ERR_WORKER_OUT_OF_MEMORY' ? this.lost(w, tooMuchMemory(this.heapMb).message) : this.lost(w, e.message, false),
+    );
     w.on('exit', (code) => this.lost(w, `its store reader stopped (exit ${code})`, false));
     this.worker = w;
     return w;

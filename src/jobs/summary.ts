@@ -50,11 +50,20 @@ const pack = (s: JobSummary) => SUMMARY_PREFIX + zip().gzipSync(JSON.stringify(s
 
 /** The AdminComment text of a report; the series, then the communication detail, give way to stay under the column's size. */
 export function encodeSummary(r: JobReport, now = Date.now()): string {
-  const s: JobSummary = { v: 1, made: new Date(now).toISOString(), gpus: r.gpus, communication: r.communication, series: shrink(r.series, MAX_SERIES) };
+  const s: JobSummary = {
+    v: 1,
+    made: new Date(now).toISOString(),
+    gpus: r.gpus,
+    communication: r.communication,
+    series: shrink(r.series, MAX_SERIES),
+  };
   let text = pack(s);
   if (text.length > MAX_SUMMARY_CHARS) text = pack({ ...s, series: [] });
   if (text.length > MAX_SUMMARY_CHARS) text = pack({ ...s, series: [], communication: null });
-  if (text.length > MAX_SUMMARY_CHARS) throw new Error(`the summary of ${r.gpus.length} GPUs takes ${text.length} characters, more than AdminComment holds (${MAX_SUMMARY_CHARS})`);
+  if (text.length > MAX_SUMMARY_CHARS)
+    throw new Error(
+      `the summary of ${r.gpus.length} GPUs takes ${text.length} characters, more than AdminComment holds (${MAX_SUMMARY_CHARS})`,
+    );
   return text;
 }
 
@@ -69,11 +78,16 @@ export function decodeSummary(comment: string, where: string): JobSummary | unde
   const damaged = (why: string) => new Error(`${where}: the l9gpu summary in AdminComment is damaged (${why})`);
   let s: JobSummary;
   try {
-    s = JSON.parse(zip().gunzipSync(hexBytes(comment.slice(SUMMARY_PREFIX.length).trim()), { maxOutputLength: MAX_JSON_BYTES }).toString('utf8')) as JobSummary;
+    s = JSON.parse(
+      zip()
+        .gunzipSync(hexBytes(comment.slice(SUMMARY_PREFIX.length).trim()), { maxOutputLength: MAX_JSON_BYTES })
+        .toString('utf8'),
+    ) as JobSummary;
   } catch (e) {
     throw damaged((e as Error).message);
   }
-  if (!s || typeof s !== 'object' || s.v !== 1) throw new Error(`${where}: the AdminComment summary is not version 1 of l9gpu's (a newer l9gpu wrote it?)`);
+  if (!s || typeof s !== 'object' || s.v !== 1)
+    throw new Error(`${where}: the AdminComment summary is not version 1 of l9gpu's (a newer l9gpu wrote it?)`);
   // what the report reads of it, checked here: a field of the wrong kind is this one line, not a TypeError deep in the report
   const why = summaryProblem(s);
   if (why) throw damaged(why);
@@ -86,24 +100,74 @@ type Collective = CommunicationFigures['collectives'][number];
 type SlowRank = CommunicationFigures['slowest_ranks'][number];
 
 // every field of each shape (a field added to the type and not here does not compile)
-const GPU_ROW: Record<Exclude<keyof GpuRow, 'figures'>, Kind> = { node: 'string', uuid: 'string', model: 'string?', index: 'number?', shared: 'boolean' };
+const GPU_ROW: Record<Exclude<keyof GpuRow, 'figures'>, Kind> = {
+  node: 'string',
+  uuid: 'string',
+  model: 'string?',
+  index: 'number?',
+  shared: 'boolean',
+};
 const FIGURES: Record<Exclude<keyof GpuFigures, 'gpm' | 'idle'>, Kind> = {
-  samples: 'number', seconds: 'number', gpuHours: 'number', utilMean: 'number?', utilMax: 'number?', memUtilMean: 'number?', memUsedMax: 'number?', memTotal: 'number?',
-  energyJ: 'number', energySource: 'string', powerMean: 'number?', powerMax: 'number?', tempMax: 'number?', throttledS: 'counts', xid: 'counts',
-  eccCorrected: 'number', eccUncorrected: 'number', shareMean: 'number',
+  samples: 'number',
+  seconds: 'number',
+  gpuHours: 'number',
+  utilMean: 'number?',
+  utilMax: 'number?',
+  memUtilMean: 'number?',
+  memUsedMax: 'number?',
+  memTotal: 'number?',
+  energyJ: 'number',
+  energySource: 'string',
+  powerMean: 'number?',
+  powerMax: 'number?',
+  tempMax: 'number?',
+  throttledS: 'counts',
+  xid: 'counts',
+  eccCorrected: 'number',
+  eccUncorrected: 'number',
+  shareMean: 'number',
 };
 // a summary written before the GPM figures has neither: its GPUs read as without GPM, idleness not judged
 const GPM: Record<keyof GpmFigures, Kind> = {
-  seconds: 'number', smActive: 'number?', smOccupancy: 'number?', tensorActive: 'number?', dramActive: 'number?', fp64Active: 'number?', fp32Active: 'number?', fp16Active: 'number?',
-  nvlinkBytes: 'number?', pcieBytes: 'number?',
+  seconds: 'number',
+  smActive: 'number?',
+  smOccupancy: 'number?',
+  tensorActive: 'number?',
+  dramActive: 'number?',
+  fp64Active: 'number?',
+  fp32Active: 'number?',
+  fp16Active: 'number?',
+  nvlinkBytes: 'number?',
+  pcieBytes: 'number?',
 };
 const IDLE: Record<keyof IdleFigures, Kind> = { basis: 'string', seconds: 'number', longestS: 'number', longestFrom: 'number?' };
 const COLLECTIVE: Record<keyof Collective, Kind> = {
-  comm: 'string', comm_name: 'string?', collective: 'string', size: 'string', ranks: 'number', nodes: 'number', ranks_seen: 'number', operations: 'number',
-  time_s: 'number', share: 'number', alg_bw_Bps: 'number?', bus_bw_Bps: 'number?', of_peak: 'number?',
+  comm: 'string',
+  comm_name: 'string?',
+  collective: 'string',
+  size: 'string',
+  ranks: 'number',
+  nodes: 'number',
+  ranks_seen: 'number',
+  operations: 'number',
+  time_s: 'number',
+  share: 'number',
+  alg_bw_Bps: 'number?',
+  bus_bw_Bps: 'number?',
+  of_peak: 'number?',
 };
-const SLOW_RANK: Record<keyof SlowRank, Kind> = { comm: 'string', comm_name: 'string?', rank: 'number', node: 'string', slowdown: 'number', straggler: 'boolean' };
-const COMMUNICATION: Record<Exclude<keyof CommunicationFigures, 'collectives' | 'slowest_ranks'>, Kind> = { time_s: 'number', peak_bus_bw_Bps: 'number?' };
+const SLOW_RANK: Record<keyof SlowRank, Kind> = {
+  comm: 'string',
+  comm_name: 'string?',
+  rank: 'number',
+  node: 'string',
+  slowdown: 'number',
+  straggler: 'boolean',
+};
+const COMMUNICATION: Record<Exclude<keyof CommunicationFigures, 'collectives' | 'slowest_ranks'>, Kind> = {
+  time_s: 'number',
+  peak_bus_bw_Bps: 'number?',
+};
 
 const isNumber = (v: unknown): boolean => typeof v === 'number' && Number.isFinite(v);
 const IS: Record<Kind, (v: unknown) => boolean> = {
@@ -119,7 +183,11 @@ const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v =
 /** The first field of o that is not of its kind, by its path; undefined when every one is. */
 function fieldProblem(o: unknown, kinds: Record<string, Kind>, path: string): string | undefined {
   if (!isObject(o)) return `${path} is not an object`;
-  for (const [k, kind] of Object.entries(kinds)) if (!IS[kind](o[k])) return `${path}.${k} is not ${kind === 'counts' ? 'a map of numbers' : kind.endsWith('?') ? `a ${kind.slice(0, -1)} or null` : `a ${kind}`}`;
+  for (const [k, kind] of Object.entries(kinds))
+    if (!IS[kind](o[k]))
+      return `${path}.${k} is not ${
+        kind === 'counts' ? 'a map of numbers' : kind.endsWith('?') ? `a ${kind.slice(0, -1)} or ` + `null` : `a ${kind}`
+      }`;
   return undefined;
 }
 
@@ -144,12 +212,14 @@ function summaryProblem(s: JobSummary): string | undefined {
   return (
     (typeof s.made === 'string' ? undefined : 'made is not a string') ??
     listProblem(s.gpus, 'gpus', (g, at) => fieldProblem(g, GPU_ROW, at) ?? figuresProblem((g as GpuRow).figures, `${at}.figures`)) ??
-    listProblem(s.series, 'series', (p, at) => (Array.isArray(p) && p.length === 2 && p.every(isNumber) ? undefined : `${at} is not a [time, utilization] pair`)) ??
+    listProblem(s.series, 'series', (p, at) =>
+      Array.isArray(p) && p.length === 2 && p.every(isNumber) ? undefined : `${at} is not a [time, utilization] pair`,
+    ) ??
     (s.communication === null
       ? undefined
-      : fieldProblem(s.communication, COMMUNICATION, 'communication') ??
+      : (fieldProblem(s.communication, COMMUNICATION, 'communication') ??
         listProblem(s.communication.collectives, 'communication.collectives', (c, at) => fieldProblem(c, COLLECTIVE, at)) ??
-        listProblem(s.communication.slowest_ranks, 'communication.slowest_ranks', (c, at) => fieldProblem(c, SLOW_RANK, at)))
+        listProblem(s.communication.slowest_ranks, 'communication.slowest_ranks', (c, at) => fieldProblem(c, SLOW_RANK, at))))
   );
 }
 
@@ -164,7 +234,13 @@ export function reportFromSummary(s: JobSummary, header: JobHeader, prices: Pric
   const job = s.gpus.length ? { ...header, nodes: [...new Set(s.gpus.map((g) => g.node))] } : header;
   const totals = totalsOf(s.gpus, prices, job.partition);
   return {
-    source: 'sacct', job, gpus: s.gpus, totals, inference: null, communication: s.communication, series: s.series,
+    source: 'sacct',
+    job,
+    gpus: s.gpus,
+    totals,
+    inference: null,
+    communication: s.communication,
+    series: s.series,
     notes: figureNotes(job, s.gpus, totals, s.communication),
   };
 }

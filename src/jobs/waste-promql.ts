@@ -29,12 +29,40 @@ export async function wasteInputsFromPromql(o: PromqlOptions, who: Viewer): Prom
     const shown = str('slurm.array.job.id') && task !== null ? `${str('slurm.array.job.id')}_${task}` : id;
     let j = jobs.get(id);
     if (!j) {
-      jobs.set(id, (j = { input: { id: shown, user, account: str('slurm.account'), partition: str('slurm.partition'), state: 'ENDED', start: null, elapsed_s: null, time_limit_s: null, gpus: [] }, gpus: new Map() }));
+      jobs.set(
+        id,
+        (j = {
+          input: {
+            id: shown,
+            user,
+            account: str('slurm.account'),
+            partition: str('slurm.partition'),
+            state: 'ENDED',
+            start: null,
+            elapsed_s: null,
+            time_limit_s: null,
+            gpus: [],
+          },
+          gpus: new Map(),
+        }),
+      );
     }
     const uuid = p.attributes['gpu.uuid'];
     const k = gpuKey(p.node, uuid);
     let g = j.gpus.get(k);
-    if (!g) j.gpus.set(k, (g = { node: p.node, uuid, gpu_hours: 0, util_mean: null, sm_active: null, mem_peak_bytes: null, mem_total_bytes: sizes.get(k) ?? null }));
+    if (!g)
+      j.gpus.set(
+        k,
+        (g = {
+          node: p.node,
+          uuid,
+          gpu_hours: 0,
+          util_mean: null,
+          sm_active: null,
+          mem_peak_bytes: null,
+          mem_total_bytes: sizes.get(k) ?? null,
+        }),
+      );
     if (p.name === 'gpu.job.duration') g.gpu_hours = Math.round((p.value / 3600) * 1e6) / 1e6;
     else if (p.name === 'gpu.job.utilization') g.util_mean = p.value;
     else if (p.name === 'gpu.job.sm.active') g.sm_active = p.value;

@@ -83,7 +83,10 @@ export class CostRates {
         const rate = hourlyRate(p, at(null), g.powerW);
         if (rate === null) continue;
         const a = { ...g.identity, 'cost.currency': p.currency };
-        out.push({ metric: COST.rate, value: rate, attributes: a }, { metric: COST.idle, value: rate, attributes: { ...a, 'cost.idle.kind': 'unallocated' } });
+        out.push(
+          { metric: COST.rate, value: rate, attributes: a },
+          { metric: COST.idle, value: rate, attributes: { ...a, 'cost.idle.kind': 'unallocated' } },
+        );
         continue;
       }
       // a held GPU without a utilization reading is not called unused
@@ -93,7 +96,8 @@ export class CostRates {
         if (rate === null) continue;
         const a = { ...g.identity, ...job.attributes, 'cost.currency': p.currency };
         out.push({ metric: COST.rate, value: rate * job.share, attributes: a });
-        if (unused !== null) out.push({ metric: COST.idle, value: unused ? rate * job.share : 0, attributes: { ...a, 'cost.idle.kind': 'allocated' } });
+        if (unused !== null)
+          out.push({ metric: COST.idle, value: unused ? rate * job.share : 0, attributes: { ...a, 'cost.idle.kind': 'allocated' } });
       }
     }
     return out;
@@ -103,7 +107,11 @@ export class CostRates {
   jobEnd(f: GpuFigures, attributes: Attributes): Point[] {
     const p = this.source.prices();
     if (!p) return [];
-    const place = { model: str(attributes['gpu.model']), partition: str(attributes['slurm.partition']), node: p.perNode?.length ? this.source.node() : null };
+    const place = {
+      model: str(attributes['gpu.model']),
+      partition: str(attributes['slurm.partition']),
+      node: p.perNode?.length ? this.source.node() : null,
+    };
     const c = gpuCost(p, place, f.gpuHours, f.energyJ);
     const out: Point[] = [];
     if (c.cost !== null) out.push({ metric: COST.job, value: c.cost, attributes: { ...attributes, 'cost.currency': p.currency } });

@@ -78,10 +78,12 @@ export class DeltaRollups<R> {
     }
     this.deltas.forget(time);
     if (!seen.length) return;
-    this.db.transaction(() => {
-      this.figures.write(this.db, [...rows.values()], time);
-      this.deltas.save(seen, time);
-    }).immediate();
+    this.db
+      .transaction(() => {
+        this.figures.write(this.db, [...rows.values()], time);
+        this.deltas.save(seen, time);
+      })
+      .immediate();
     this.deltas.kept(seen, time);
   }
 

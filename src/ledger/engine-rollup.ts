@@ -33,7 +33,12 @@ interface Acc {
 
 /** a - b per bucket when a is b later on (same bounds, nothing lower), else a: a restart. */
 function histDelta(a: HistogramValue, b: HistogramValue | undefined): Buckets {
-  if (b && b.bounds.length === a.bounds.length && b.bounds.every((x, i) => x === a.bounds[i]) && a.counts.every((c, i) => c >= b.counts[i]!)) {
+  if (
+    b &&
+    b.bounds.length === a.bounds.length &&
+    b.bounds.every((x, i) => x === a.bounds[i]) &&
+    a.counts.every((c, i) => c >= b.counts[i]!)
+  ) {
     return { bounds: [...a.bounds], counts: a.counts.map((c, i) => c - b.counts[i]!) };
   }
   return { bounds: [...a.bounds], counts: [...a.counts] };
@@ -51,7 +56,10 @@ export const ENGINE_FIGURES: DeltaFigures<Acc> = {
     const engine = p.metric.name.slice(0, p.metric.name.indexOf('.'));
     const endpoint = `${String(a['server.address'])}:${String(a['server.port'])}`;
     const model = typeof a['gen_ai.request.model'] === 'string' ? a['gen_ai.request.model'] : '';
-    return { key: `${engine}\u0001${endpoint}\u0001${model}`, row: () => ({ jobId, runKey, engine, endpoint, model, requests: 0, prompt_tokens: null, generation_tokens: null }) };
+    return {
+      key: `${engine}\u0001${endpoint}\u0001${model}`,
+      row: () => ({ jobId, runKey, engine, endpoint, model, requests: 0, prompt_tokens: null, generation_tokens: null }),
+    };
   },
   add(acc, p, prev) {
     const role: InferenceRole = p.metric.inference!;
@@ -65,20 +73,49 @@ export const ENGINE_FIGURES: DeltaFigures<Acc> = {
     acc[role] = (acc[role] ?? 0) + increase(v, before);
   },
   write(db, accs, time) {
-    const get = db.prepare('SELECT requests, prompt_tokens, generation_tokens, ttft, itl, first_time FROM job_engine WHERE job_id = ? AND run_key = ? AND engine = ? AND endpoint = ? AND model = ?');
-    const put = db.prepare(`INSERT OR REPLACE INTO job_engine (job_id, run_key, engine, endpoint, model, first_time, last_time, requests, prompt_tokens, generation_tokens, ttft, itl)
-                            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
-    const add = (a: number | null, b: number | null | undefined): number | null => (a === null && (b === null || b === undefined) ? null : (a ?? 0) + (b ?? 0));
+    const get = db.prepare(
+      'SELECT requests, prompt_tokens, generation_tokens, ttft, itl, first_time FROM job_engine ' +
+        'WHERE job_id = ? AND run_key = ? AND engine = ? AND endpoint = ? AND model = ?',
+    );
+    const put = db.prepare(
+      `INSERT OR REPLACE INTO job_engine (job_id, run_key, engine, endpoint, model, first_time, last_time, requests, ` +
+        `prompt_tokens, generation_tokens, ttft, itl)
+                            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    );
+    const add = (a: number | null, b: number | null | undefined): number | null =>
+      a === null && (b === null || b === undefined) ? null : (a ?? 0) + (b ?? 0);
     for (const a of accs) {
-      const had = get.get(a.jobId, a.runKey, a.engine, a.endpoint, a.model) as { requests: number; prompt_tokens: number | null; generation_tokens: number | null; ttft: string | null; itl: string | null; first_time: number } | undefined;
+      const had = get.get(a.jobId, a.runKey, a.engine, a.endpoint, a.model) as
+        | {
+            requests: number;
+            prompt_tokens: number | null;
+            generation_tokens: number | null;
+            ttft: string | null;
+            itl: string | null;
+            first_time: number;
+          }
+        | undefined;
       const merge = (old: string | null | undefined, d: Buckets | undefined) => {
         const o = old ? (JSON.parse(old) as Buckets) : undefined;
         const m = d ? addBuckets(o, d) : o;
         return m ? JSON.stringify(m) : null;
       };
-      put.run(a.jobId, a.runKey, a.engine, a.endpoint, a.model, had?.first_time ?? time, time, (had?.requests ?? 0) + a.requests, add(a.prompt_tokens, had?.prompt_tokens), add(a.generation_tokens, had?.generation_tokens), merge(had?.ttft, a.ttft), merge(had?.itl, a.itl));
+      put.run(
+        a.jobId,
+        a.runKey,
+        a.engine,
+        a.endpoint,
+        a.model,
+        had?.first_time ?? time,
+        time,
+        (had?.requests ?? 0) + a.requests,
+        add(a.prompt_tokens, had?.prompt_tokens),
+        add(a.generation_tokens, had?.generation_tokens),
+        merge(had?.ttft, a.ttft),
+        merge(had?.itl, a.itl),
+      );
     }
   },
-  failure: 'cannot update the jobs\' inference figures: the engine counts since the last write go in at the next one',
+  failure: "cannot update the jobs' inference figures: the engine counts since the last write go in at the next one",
   kind: 'job ledger (inference figures)',
 };

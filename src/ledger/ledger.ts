@@ -68,7 +68,12 @@ export interface Retention {
  * series step then has fewer to look at), the series of jobs past the series
  * retention, the counted series' last values unseen for a day.
  */
-export function pruneSteps(rollups: RollupWriter, retention: Retention, now: number, counted: readonly { prune(now: number, limit?: number): number }[] = []): PruneStep[] {
+export function pruneSteps(
+  rollups: RollupWriter,
+  retention: Retention,
+  now: number,
+  counted: readonly { prune(now: number, limit?: number): number }[] = [],
+): PruneStep[] {
   return [
     { name: 'jobs', batch: () => rollups.pruneJobs(retention.jobsMs, now, PRUNE_BATCH), limit: PRUNE_BATCH },
     { name: 'series', batch: () => rollups.pruneSeries(retention.seriesMs, now, SERIES_BATCH), limit: SERIES_BATCH },
@@ -112,14 +117,19 @@ export class JobLedger {
     const identities = new Map<string, Attributes>();
     for (const p of batch.points) {
       const uuid = p.attributes['gpu.uuid'];
-      if (typeof uuid === 'string' && !identities.has(uuid) && (p.metric === GPU.util || p.metric === GPU.memUsed)) identities.set(uuid, identityOf(p.attributes));
+      if (typeof uuid === 'string' && !identities.has(uuid) && (p.metric === GPU.util || p.metric === GPU.memUsed))
+        identities.set(uuid, identityOf(p.attributes));
     }
     const summaries = this.endedJobs(identities, batch.jobs);
     // the rollups see what the sinks see: the same jobs and shares
     const bound = new Map<string, RollupBinding[]>();
     for (const uuid of identities.keys()) {
       const jobs = batch.jobs?.get(uuid);
-      if (jobs?.length) bound.set(uuid, jobs.map((j) => ({ jobId: j.jobId, runKey: j.runKey, share: j.share })));
+      if (jobs?.length)
+        bound.set(
+          uuid,
+          jobs.map((j) => ({ jobId: j.jobId, runKey: j.runKey, share: j.share })),
+        );
     }
     if (bound.size) {
       try {
@@ -129,7 +139,8 @@ export class JobLedger {
       } catch (e) {
         // a full disk or a lock: said when it starts (or changes) and when it ends, not every tick
         const msg = (e as Error).message;
-        if (msg !== this.writeError) this.log.error('cannot update the job rollups: the samples of this tick are not in the job reports', { error: msg });
+        if (msg !== this.writeError)
+          this.log.error('cannot update the job rollups: the samples of this tick are not in the job reports', { error: msg });
         this.writeError = msg;
       }
     }
@@ -179,7 +190,17 @@ export class JobLedger {
     const pass = runPrunePass(this.db, pruneSteps(this.rollups, this.retention, now, this.counted))
       .then((r) => {
         if (r.rows.jobs || r.pagesGivenBack) {
-          this.log.info('pruned old jobs', { jobs: r.rows.jobs, seriesOfJobs: r.rows.series, batches: r.batches, longestBatchMs: Math.round(r.longestBatchMs), mbGivenBack: +((r.pagesGivenBack * (this.db.open ? (this.db.pragma('page_size', { simple: true }) as number) : 4096)) / 1048576).toFixed(1), seconds: +(r.ms / 1000).toFixed(1) });
+          this.log.info('pruned old jobs', {
+            jobs: r.rows.jobs,
+            seriesOfJobs: r.rows.series,
+            batches: r.batches,
+            longestBatchMs: Math.round(r.longestBatchMs),
+            mbGivenBack: +(
+              (r.pagesGivenBack * (this.db.open ? (this.db.pragma('page_size', { simple: true }) as number) : 4096)) /
+              1048576
+            ).toFixed(1),
+            seconds: +(r.ms / 1000).toFixed(1),
+          });
         }
         return r;
       })

@@ -44,7 +44,20 @@ export const NCCL_FIGURES: DeltaFigures<Acc> = {
     const rank = typeof a['nccl.rank'] === 'number' ? a['nccl.rank'] : -1;
     return {
       key: `${comm}\u0001${collective}\u0001${size}\u0001${rank}`,
-      row: () => ({ jobId, runKey, comm, commName, collective, size, rank, nRanks: Number(a['nccl.ranks']) || 1, nNodes: Number(a['nccl.nodes']) || 1, ops: 0, bytes: 0, seconds: 0 }),
+      row: () => ({
+        jobId,
+        runKey,
+        comm,
+        commName,
+        collective,
+        size,
+        rank,
+        nRanks: Number(a['nccl.ranks']) || 1,
+        nNodes: Number(a['nccl.nodes']) || 1,
+        ops: 0,
+        bytes: 0,
+        seconds: 0,
+      }),
     };
   },
   add(acc, p, prev) {
@@ -52,12 +65,30 @@ export const NCCL_FIGURES: DeltaFigures<Acc> = {
     acc[field] += field === 'seconds' ? increase(p.hist?.sum ?? 0, prev?.h?.sum) : increase(p.value, prev?.v);
   },
   write(db, accs, time) {
-    const put = db.prepare(`INSERT INTO job_nccl (job_id, run_key, comm, comm_name, collective, size, rank, n_ranks, n_nodes, first_time, last_time, ops, bytes, seconds)
+    const put = db.prepare(`INSERT INTO job_nccl (job_id, run_key, comm, comm_name, collective, size, rank, n_ranks, n_nodes, first_time,
+        last_time, ops, bytes, seconds)
                             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                             ON CONFLICT (job_id, run_key, comm, collective, size, rank) DO UPDATE SET
-                              last_time = excluded.last_time, ops = ops + excluded.ops, bytes = bytes + excluded.bytes, seconds = seconds + excluded.seconds`);
-    for (const a of accs) put.run(a.jobId, a.runKey, a.comm, a.commName, a.collective, a.size, a.rank, a.nRanks, a.nNodes, time, time, a.ops, a.bytes, a.seconds);
+                              last_time = excluded.last_time, ops = ops + excluded.ops, bytes = bytes + excluded.bytes, seconds =
+                                seconds + excluded.seconds`);
+    for (const a of accs)
+      put.run(
+        a.jobId,
+        a.runKey,
+        a.comm,
+        a.commName,
+        a.collective,
+        a.size,
+        a.rank,
+        a.nRanks,
+        a.nNodes,
+        time,
+        time,
+        a.ops,
+        a.bytes,
+        a.seconds,
+      );
   },
-  failure: 'cannot update the jobs\' communication figures: the NCCL counts since the last write go in at the next one',
+  failure: "cannot update the jobs' communication figures: the NCCL counts since the last write go in at the next one",
   kind: 'job ledger (communication figures)',
 };

@@ -16,7 +16,8 @@ export interface PruneStep {
 }
 
 export interface PassOptions {
-  /** The least pause between batches; it is at least twice the last batch's time too (the store's lock held a third of the time at most). */
+  /** The least pause between batches; it is at least twice the last batch's time too (the store's lock held a third of the time at most).
+   * */
   pauseMs?: number;
   /** Free pages given back per step. */
   vacuumPages?: number;

@@ -28,13 +28,33 @@ export interface Finished {
 }
 
 /** The GPM columns of job_gpu (schema migration 6), from a rollup's figures. */
-const GPM_COLUMNS = ['gpm_s', 'sm_active', 'sm_occupancy', 'tensor_active', 'dram_active', 'fp64_active', 'fp32_active', 'fp16_active', 'nvlink_bytes', 'pcie_bytes', 'idle_s'] as const;
+const GPM_COLUMNS = [
+  'gpm_s',
+  'sm_active',
+  'sm_occupancy',
+  'tensor_active',
+  'dram_active',
+  'fp64_active',
+  'fp32_active',
+  'fp16_active',
+  'nvlink_bytes',
+  'pcie_bytes',
+  'idle_s',
+] as const;
 
 function gpmColumns(f: GpuFigures): Record<(typeof GPM_COLUMNS)[number], number | null> {
   const g = f.gpm;
   return {
-    gpm_s: g?.seconds ?? null, sm_active: g?.smActive ?? null, sm_occupancy: g?.smOccupancy ?? null, tensor_active: g?.tensorActive ?? null, dram_active: g?.dramActive ?? null,
-    fp64_active: g?.fp64Active ?? null, fp32_active: g?.fp32Active ?? null, fp16_active: g?.fp16Active ?? null, nvlink_bytes: g?.nvlinkBytes ?? null, pcie_bytes: g?.pcieBytes ?? null,
+    gpm_s: g?.seconds ?? null,
+    sm_active: g?.smActive ?? null,
+    sm_occupancy: g?.smOccupancy ?? null,
+    tensor_active: g?.tensorActive ?? null,
+    dram_active: g?.dramActive ?? null,
+    fp64_active: g?.fp64Active ?? null,
+    fp32_active: g?.fp32Active ?? null,
+    fp16_active: g?.fp16Active ?? null,
+    nvlink_bytes: g?.nvlinkBytes ?? null,
+    pcie_bytes: g?.pcieBytes ?? null,
     idle_s: f.idle.basis === 'none' ? null : f.idle.seconds,
   };
 }
@@ -50,16 +70,21 @@ export class RollupWriter {
   constructor(private readonly db: Db) {
     this.load = db.prepare('SELECT state, identity FROM job_gpu WHERE job_id = ? AND run_key = ? AND gpu_uuid = ?');
     this.upsert = db.prepare(
-      `INSERT INTO job_gpu (job_id, run_key, gpu_uuid, model, identity, samples, covered_s, gpu_hours, util_mean, mem_used_max, mem_total, energy_j, state, updated_at, ${GPM_COLUMNS.join(', ')})
-       VALUES (@job, @run, @uuid, @model, @identity, @samples, @covered, @gpuHours, @util, @mem, @memTotal, @energy, @state, @now, ${GPM_COLUMNS.map((c) => `@${c}`).join(', ')})
-       ON CONFLICT (job_id, run_key, gpu_uuid) DO UPDATE SET model = excluded.model, identity = excluded.identity, samples = excluded.samples,
-         covered_s = excluded.covered_s, gpu_hours = excluded.gpu_hours, util_mean = excluded.util_mean, mem_used_max = excluded.mem_used_max,
+      `INSERT INTO job_gpu (job_id, run_key, gpu_uuid, model, identity, samples, covered_s, gpu_hours, util_mean, mem_used_max,
+        mem_total, energy_j, state, updated_at, ${GPM_COLUMNS.join(', ')})
+       VALUES (@job, @run, @uuid, @model, @identity, @samples, @covered, @gpuHours, @util, @mem, @memTotal, @energy, @state, @now,
+         ${GPM_COLUMNS.map((c) => `@${c}`).join(', ')})
+       ON CONFLICT (job_id, run_key, gpu_uuid) DO UPDATE SET model = excluded.model, identity = excluded.identity, samples =
+         excluded.samples,
+         covered_s = excluded.covered_s, gpu_hours = excluded.gpu_hours, util_mean = excluded.util_mean, mem_used_max =
+           excluded.mem_used_max,
          mem_total = excluded.mem_total, energy_j = excluded.energy_j, state = excluded.state, updated_at = excluded.updated_at,
          ${GPM_COLUMNS.map((c) => `${c} = excluded.${c}`).join(', ')}`,
     );
     this.series = db.prepare(
       `INSERT INTO job_gpu_series (job_id, run_key, gpu_uuid, minute, util_sum, power_sum, mem_used_max, n) VALUES (?, ?, ?, ?, ?, ?, ?, 1)
-       ON CONFLICT (job_id, run_key, gpu_uuid, minute) DO UPDATE SET util_sum = util_sum + excluded.util_sum, power_sum = power_sum + excluded.power_sum,
+       ON CONFLICT (job_id, run_key, gpu_uuid, minute) DO UPDATE SET util_sum = util_sum + excluded.util_sum, power_sum = power_sum
+         + excluded.power_sum,
          mem_used_max = MAX(COALESCE(mem_used_max, 0), COALESCE(excluded.mem_used_max, 0)), n = n + 1`,
     );
   }
@@ -77,29 +102,49 @@ export class RollupWriter {
   }
 
   /** One tick: every open binding of every sampled GPU, in one transaction. */
-  record(samples: ReadonlyMap<string, GpuSample>, identities: ReadonlyMap<string, Attributes>, bindings: ReadonlyMap<string, RollupBinding[]>, maxGapMs: number, now = Date.now()): void {
+  record(
+    samples: ReadonlyMap<string, GpuSample>,
+    identities: ReadonlyMap<string, Attributes>,
+    bindings: ReadonlyMap<string, RollupBinding[]>,
+    maxGapMs: number,
+    now = Date.now(),
+  ): void {
     const work: [string, GpuSample, RollupBinding[]][] = [];
     for (const [uuid, s] of samples) {
       const b = bindings.get(uuid);
       if (b?.length) work.push([uuid, s, b]);
     }
     if (work.length === 0) return;
-    this.db.transaction(() => {
-      for (const [uuid, s, bs] of work) {
-        const identity = identities.get(uuid) ?? {};
-        for (const b of bs) {
-          const h = this.get(b.jobId, b.runKey, uuid, identity);
-          step(h.r, { ...s, share: b.share }, maxGapMs);
-          const f = figures(h.r);
-          this.upsert.run({
-            job: b.jobId, run: b.runKey, uuid, model: (identity['gpu.model'] as string) ?? null, identity: JSON.stringify(identity),
-            samples: f.samples, covered: f.seconds, gpuHours: f.gpuHours, util: f.utilMean, mem: f.memUsedMax, memTotal: f.memTotal, energy: f.energyJ,
-            state: JSON.stringify(h.r), now, ...gpmColumns(f),
-          });
-          this.series.run(b.jobId, b.runKey, uuid, Math.floor(s.t / 60_000), s.util ?? 0, s.power ?? 0, s.memUsed ?? null);
+    this.db
+      .transaction(() => {
+        for (const [uuid, s, bs] of work) {
+          const identity = identities.get(uuid) ?? {};
+          for (const b of bs) {
+            const h = this.get(b.jobId, b.runKey, uuid, identity);
+            step(h.r, { ...s, share: b.share }, maxGapMs);
+            const f = figures(h.r);
+            this.upsert.run({
+              job: b.jobId,
+              run: b.runKey,
+              uuid,
+              model: (identity['gpu.model'] as string) ?? null,
+              identity: JSON.stringify(identity),
+              samples: f.samples,
+              covered: f.seconds,
+              gpuHours: f.gpuHours,
+              util: f.utilMean,
+              mem: f.memUsedMax,
+              memTotal: f.memTotal,
+              energy: f.energyJ,
+              state: JSON.stringify(h.r),
+              now,
+              ...gpmColumns(f),
+            });
+            this.series.run(b.jobId, b.runKey, uuid, Math.floor(s.t / 60_000), s.util ?? 0, s.power ?? 0, s.memUsed ?? null);
+          }
         }
-      }
-    }).immediate();
+      })
+      .immediate();
   }
 
   /** A binding closed: its final figures (for the job-end summary), and it leaves memory. */
@@ -133,14 +178,16 @@ export class RollupWriter {
    */
   pruneJobs(jobRetentionMs: number, now: number, limit = PRUNE_BATCH): number {
     const q = (this.pruneSql ??= this.prepPrune());
-    return this.db.transaction(() => {
-      const rows = q.expired.all(now - jobRetentionMs, limit) as { id: number; job: string; run: string }[];
-      for (const r of rows) {
-        for (const d of q.drop) d.run(r.job, r.run);
-        q.dropJob.run(r.id);
-      }
-      return rows.length;
-    }).immediate();
+    return this.db
+      .transaction(() => {
+        const rows = q.expired.all(now - jobRetentionMs, limit) as { id: number; job: string; run: string }[];
+        for (const r of rows) {
+          for (const d of q.drop) d.run(r.job, r.run);
+          q.dropJob.run(r.id);
+        }
+        return rows.length;
+      })
+      .immediate();
   }
 
   /**
@@ -150,14 +197,21 @@ export class RollupWriter {
    */
   pruneSeries(seriesRetentionMs: number, now: number, limit = SERIES_BATCH): number {
     const q = (this.pruneSql ??= this.prepPrune());
-    return this.db.transaction(() => {
-      const m = /^(-?\d+):(-?\d+)$/.exec((q.mark.get() as { value: string } | undefined)?.value ?? '');
-      const rows = q.ended.all({ t: m ? Number(m[1]) : 0, id: m ? Number(m[2]) : 0, cut: now - seriesRetentionMs, limit }) as { id: number; job: string; run: string; t: number }[];
-      for (const r of rows) q.dropSeries.run(r.job, r.run);
-      const last = rows.at(-1);
-      if (last) q.setMark.run(`${last.t}:${last.id}`);
-      return rows.length;
-    }).immediate();
+    return this.db
+      .transaction(() => {
+        const m = /^(-?\d+):(-?\d+)$/.exec((q.mark.get() as { value: string } | undefined)?.value ?? '');
+        const rows = q.ended.all({ t: m ? Number(m[1]) : 0, id: m ? Number(m[2]) : 0, cut: now - seriesRetentionMs, limit }) as {
+          id: number;
+          job: string;
+          run: string;
+          t: number;
+        }[];
+        for (const r of rows) q.dropSeries.run(r.job, r.run);
+        const last = rows.at(-1);
+        if (last) q.setMark.run(`${last.t}:${last.id}`);
+        return rows.length;
+      })
+      .immediate();
   }
 }
 
@@ -170,12 +224,15 @@ const SERIES_MARK = 'prune.series_through';
 /** The prune's statements (exported for the test that every one of them uses an index: EXPLAIN QUERY PLAN). */
 export const PRUNE_SQL = {
   // jobs_end (schema 7): the oldest ended jobs first, a range of the index, never a scan of every job kept
-  expired: `SELECT rowid AS id, job_id AS job, run_key AS run FROM jobs WHERE end_time IS NOT NULL AND end_time < ? ORDER BY end_time LIMIT ?`,
+  expired:
+    `SELECT rowid AS id, job_id AS job, run_key AS run FROM jobs WHERE end_time IS NOT NULL AND ` +
+    `end_time < ? ORDER BY end_time LIMIT ?`,
   drop: JOB_TABLES.map((t) => `DELETE FROM ${t} WHERE job_id = ? AND run_key = ?`),
   dropJob: `DELETE FROM jobs WHERE rowid = ?`,
   // the series pass goes on from where the last batch stopped (end time, rowid), kept in meta across restarts
   ended: `SELECT rowid AS id, job_id AS job, run_key AS run, end_time AS t FROM jobs
-    WHERE end_time IS NOT NULL AND end_time >= @t AND end_time < @cut AND (end_time > @t OR rowid > @id) ORDER BY end_time, rowid LIMIT @limit`,
+    WHERE end_time IS NOT NULL AND end_time >= @t AND end_time < @cut AND (end_time > @t OR rowid > @id) ORDER BY end_time, rowid
+      LIMIT @limit`,
   dropSeries: `DELETE FROM job_gpu_series WHERE job_id = ? AND run_key = ?`,
   mark: `SELECT value FROM meta WHERE key = '${SERIES_MARK}'`,
   setMark: `INSERT INTO meta (key, value) VALUES ('${SERIES_MARK}', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,

@@ -16,7 +16,9 @@ const ADDED = /^(?:slurm\.|k8s\.)|^(?:gpu\.uuids?|process\.pid)$/;
 
 function seriesKey(p: Point): string {
   const a = p.attributes;
-  const keys = Object.keys(a).filter((k) => !ADDED.test(k)).sort();
+  const keys = Object.keys(a)
+    .filter((k) => !ADDED.test(k))
+    .sort();
   let k = p.metric.name;
   for (const key of keys) k += `\u0001${key}\u0002${String(a[key])}`;
   return k;
@@ -51,7 +53,9 @@ export class SeriesDeltas {
   runOf(jobId: string, now: number): string | undefined {
     const c = this.runs.get(jobId);
     if (c && now - c.at < 60_000) return c.runKey;
-    const r = this.db.prepare('SELECT run_key FROM jobs WHERE job_id = ? ORDER BY end_time IS NULL DESC, start_time DESC LIMIT 1').get(jobId) as { run_key: string } | undefined;
+    const r = this.db
+      .prepare('SELECT run_key FROM jobs WHERE job_id = ? ORDER BY end_time IS NULL DESC, start_time DESC LIMIT 1')
+      .get(jobId) as { run_key: string } | undefined;
     this.runs.set(jobId, { runKey: r?.run_key, at: now });
     return r?.run_key;
   }
@@ -63,7 +67,8 @@ export class SeriesDeltas {
     let prev: Previous | undefined;
     if (m) prev = m.jobId === jobId ? m : undefined;
     else {
-      const r = this.db.prepare('SELECT value, hist FROM engine_series WHERE key = ? AND job_id = ?').get(key, jobId) as { value: number; hist: string | null } | undefined;
+      const r = this.db.prepare('SELECT value, hist FROM engine_series WHERE key = ? AND job_id = ?').get(key, jobId) as
+        { value: number; hist: string | null } | undefined;
       prev = r ? { v: r.value, ...(r.hist ? { h: JSON.parse(r.hist) as HistogramValue } : {}) } : undefined;
     }
     seen.push([key, jobId, p.value, p.hist]);

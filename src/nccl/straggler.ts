@@ -70,7 +70,12 @@ export function rankFactors(ops: Iterable<readonly RankTime[]>, o: StragglerOpti
   // a floor under the MAD: ranks that agree to the microsecond would make any jitter a straggler
   const bar = M + k * Math.max(mad, 0.02 * M);
   return factors
-    .map((x) => ({ rank: x.rank, factor: Math.round((x.f / M) * 1000) / 1000, operations: x.n, straggler: x.f > bar && x.f >= minFactor * M }))
+    .map((x) => ({
+      rank: x.rank,
+      factor: Math.round((x.f / M) * 1000) / 1000,
+      operations: x.n,
+      straggler: x.f > bar && x.f >= minFactor * M,
+    }))
     .sort((a, b) => b.factor - a.factor || a.rank - b.rank);
 }
 

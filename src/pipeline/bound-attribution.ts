@@ -35,7 +35,8 @@ import { boundLabel } from '../core/bound-label.js';
 import { DEFAULT_LIMITS, type BudgetLedger } from '../core/limits.js';
 import { DEFAULT_JOB_LABELS, pointAttributes, type JobLabels } from '../core/job-labels.js';
 
-/** [limits] label_length on the runs' attributes, and the ledger counting the values cut (against the run's user); [attribution]'s placing of them. */
+/** [limits] label_length on the runs' attributes, and the ledger counting the values cut (against the run's user); [attribution]'s placing
+ * of them. */
 export interface LabelBound {
   readonly labelLength?: number;
   readonly budgets?: BudgetLedger;
@@ -81,7 +82,8 @@ interface GpuTally {
 export class BoundAttribution implements AttributionProvider {
   readonly name: string;
   private byGpu = new Map<string, Bound[]>();
-  /** Each open run's attributes (those points carry) and its GPUs on this node (for an engine's points: the engine's process is the run's). */
+  /** Each open run's attributes (those points carry) and its GPUs on this node (for an engine's points: the engine's process is the run's).
+   * */
   private byJob = new Map<string, { attrs: Attributes; gpus: string[] }>();
   /** "parent/GPU instance" -> the MIG device's UUID (null: ambiguous). */
   private migDevice = new Map<string, string | null>();
@@ -126,7 +128,14 @@ export class BoundAttribution implements AttributionProvider {
       if (!l.some((x) => x.jobId === b.jobId)) l.push({ jobId: b.jobId, runKey: b.runKey, attrs, pointAttrs: this.forPoints(attrs) });
       let j = jobs.get(b.jobId);
       // what the job's processes' points (an engine's, an NCCL rank's) carry
-      if (!j) jobs.set(b.jobId, (j = { attrs: this.forPoints(b.jobAttrs ? this.bounded(b, this.o.attributesOf({ ...b, bindingAttrs: null })) : attrs), gpus: [] }));
+      if (!j)
+        jobs.set(
+          b.jobId,
+          (j = {
+            attrs: this.forPoints(b.jobAttrs ? this.bounded(b, this.o.attributesOf({ ...b, bindingAttrs: null })) : attrs),
+            gpus: [],
+          }),
+        );
       if (!j.gpus.includes(b.gpuUuid)) j.gpus.push(b.gpuUuid);
     }
     for (const j of jobs.values()) j.gpus.sort();
@@ -136,7 +145,9 @@ export class BoundAttribution implements AttributionProvider {
     // MIG devices by (parent, GPU instance), from the inventory the nvml plugin's points fill; a GPU instance split
     // into several compute instances has no one device and is left out
     const mig = new Map<string, string | null>();
-    for (const r of this.db.prepare('SELECT uuid, mig_parent AS parent, mig_gi AS gi FROM gpus WHERE mig_parent IS NOT NULL AND mig_gi IS NOT NULL').all() as { uuid: string; parent: string; gi: number }[]) {
+    for (const r of this.db
+      .prepare('SELECT uuid, mig_parent AS parent, mig_gi AS gi FROM gpus WHERE mig_parent IS NOT NULL AND mig_gi IS NOT NULL')
+      .all() as { uuid: string; parent: string; gi: number }[]) {
       const k = `${r.parent}/${r.gi}`;
       mig.set(k, mig.has(k) && mig.get(k) !== r.uuid ? null : r.uuid);
     }
@@ -164,7 +175,15 @@ export class BoundAttribution implements AttributionProvider {
   }
 
   attribute(batch: Batch): Batch {
-    if (!batch.points.some((p) => typeof p.attributes['gpu.uuid'] === 'string' || p.metric.scope === 'nccl' || (p.metric.scope === 'engine' && p.attributes['process.pid'] !== undefined))) return batch;
+    if (
+      !batch.points.some(
+        (p) =>
+          typeof p.attributes['gpu.uuid'] === 'string' ||
+          p.metric.scope === 'nccl' ||
+          (p.metric.scope === 'engine' && p.attributes['process.pid'] !== undefined),
+      )
+    )
+      return batch;
     this.refresh();
     this.pidGpus.learn(batch.points, batch.time);
     // one name per MIG instance for both passes below: the device's UUID (no copy of the batch on a node without MIG)
@@ -218,7 +237,8 @@ export class BoundAttribution implements AttributionProvider {
     return out ?? points;
   }
 
-  /** A process's memory point: the run owning its pid if that run is bound to the GPU, else counted (and said once) as outside its allocation. */
+  /** A process's memory point: the run owning its pid if that run is bound to the GPU, else counted (and said once) as outside its
+   * allocation. */
   private processJob(p: Point, uuid: string, jobs: readonly Bound[] | undefined, tally: GpuTally): Point {
     const pid = Number(p.attributes['process.pid']);
     const job = this.o.pids.job(pid);
@@ -231,7 +251,12 @@ export class BoundAttribution implements AttributionProvider {
     }
     tally.outside.set(uuid, (tally.outside.get(uuid) ?? 0) + 1);
     if (this.first(`${uuid}/${pid}/${job}`)) {
-      this.log.warn('process on a GPU outside its allocation', { gpu: uuid, pid, job: job ?? 'none', bound: jobs?.map((j) => j.jobId).join(',') || 'none' });
+      this.log.warn('process on a GPU outside its allocation', {
+        gpu: uuid,
+        pid,
+        job: job ?? 'none',
+        bound: jobs?.map((j) => j.jobId).join(',') || 'none',
+      });
     }
     return job ? { ...p, attributes: { ...p.attributes, ...this.o.bareAttributes(job) } } : p;
   }
@@ -263,7 +288,8 @@ export class BoundAttribution implements AttributionProvider {
         }
         shares.set(uuid, list);
       }
-      if (tally.withProcesses.has(uuid)) extra.push({ metric: this.o.metrics.outside, value: tally.outside.get(uuid) ?? 0, attributes: identity });
+      if (tally.withProcesses.has(uuid))
+        extra.push({ metric: this.o.metrics.outside, value: tally.outside.get(uuid) ?? 0, attributes: identity });
     }
     return shares;
   }

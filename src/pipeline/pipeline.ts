@@ -9,7 +9,8 @@ import type { Logger } from '../core/log.js';
 import type { Batch, Point } from '../core/metrics/model.js';
 import type { Sink } from '../core/sink.js';
 
-/** A stage after attribution as the pipeline sees it (the job ledger, health): an attributed batch in, extra points (job-end summaries, health) out. */
+/** A stage after attribution as the pipeline sees it (the job ledger, health): an attributed batch in, extra points (job-end summaries,
+ * health) out. */
 export interface ObserverStage {
   observe(batch: Batch): Point[];
 }
@@ -28,10 +29,15 @@ export class Pipeline {
     try {
       out = this.attribution.attribute(batch);
     } catch (e) {
-      this.log.once(`attr-${(e as Error).message}`, 'error', 'attribution failed: sending points without job attributes', { error: (e as Error).message });
+      this.log.once(`attr-${(e as Error).message}`, 'error', 'attribution failed: sending points without job attributes', {
+        error: (e as Error).message,
+      });
     }
     const attributed = out;
-    for (const [stage, what] of [[this.ledger, 'job ledger failed: this batch is not in the job figures'], [this.health, 'health failed: this batch is not judged']] as const) {
+    for (const [stage, what] of [
+      [this.ledger, 'job ledger failed: this batch is not in the job figures'],
+      [this.health, 'health failed: this batch is not judged'],
+    ] as const) {
       if (!stage) continue;
       try {
         const extra = stage.observe(attributed);
@@ -46,7 +52,10 @@ export class Pipeline {
       } catch (e) {
         s.stats.errors++;
         s.stats.dropped += out.points.length;
-        this.log.once(`sink-${s.name}-${(e as Error).message}`, 'error', 'sink failed to take a batch', { sink: s.name, error: (e as Error).message });
+        this.log.once(`sink-${s.name}-${(e as Error).message}`, 'error', 'sink failed to take a batch', {
+          sink: s.name,
+          error: (e as Error).message,
+        });
       }
     }
   }

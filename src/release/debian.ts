@@ -13,7 +13,23 @@ import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CONFIG_DIR, layOut, PREFIX, STATE_DIR, treeKiB, type BuildInfo } from './release-tree.js';
-import { DAEMON_RELOAD, EMPTY_COMPILE_CACHE, FILL_COMPILE_CACHE, INSTALLED, LEAVE_SHIMS, MAKE_DIRS, PURGE_DATA, PURGE_SHIMS, REMOVE_RELEASES, REMOVED, SCHEMA_CHECK, SLURM_NAMES_HOOKS, STOP_DAEMON, SWITCH_RELEASE, UNIT_NAME } from './scriptlets.js';
+import {
+  DAEMON_RELOAD,
+  EMPTY_COMPILE_CACHE,
+  FILL_COMPILE_CACHE,
+  INSTALLED,
+  LEAVE_SHIMS,
+  MAKE_DIRS,
+  PURGE_DATA,
+  PURGE_SHIMS,
+  REMOVE_RELEASES,
+  REMOVED,
+  SCHEMA_CHECK,
+  SLURM_NAMES_HOOKS,
+  STOP_DAEMON,
+  SWITCH_RELEASE,
+  UNIT_NAME,
+} from './scriptlets.js';
 import { GLIBC_MIN } from './system-check.js';
 
 export const DEB_UNIT = '/lib/systemd/system/l9gpu.service';
@@ -49,7 +65,10 @@ Depends: libc6 (>= ${GLIBC_MIN.join('.')}), libstdc++6 (>= 8), libgcc-s1 | libgc
 Section: admin
 Priority: optional
 Description: GPU telemetry agent for HPC clusters (Slurm first)
-${description(info).split('\n').map((l) => ` ${l || '.'}`).join('\n')}
+${description(info)
+  .split('\n')
+  .map((l) => ` ${l || '.'}`)
+  .join('\n')}
 `;
 }
 
@@ -137,8 +156,11 @@ export function buildDeb(tree: string, work: string, outDir: string, info: Build
   writeFileSync(join(root, 'DEBIAN/control'), control(info, treeKiB(root)));
   const out = join(outDir, `${info.name}_${info.version}_${debArch(info)}.deb`);
   mkdirSync(outDir, { recursive: true });
-  // xz: what Debian's own archive uses, and every dpkg since 1.15 reads it (level 1 for the tests' builds: same format, a fifth of the time)
-  execFileSync('dpkg-deb', ['--root-owner-group', '-Zxz', `-z${fast ? 1 : 6}`, '--build', root, out], { stdio: ['ignore', 'ignore', 'pipe'] });
+  // xz: what Debian's own archive uses, and every dpkg since 1.15 reads it (level 1 for the tests' builds: same format, a fifth of the
+  // time)
+  execFileSync('dpkg-deb', ['--root-owner-group', '-Zxz', `-z${fast ? 1 : 6}`, '--build', root, out], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   rmSync(root, { recursive: true, force: true });
   return out;
 }

@@ -35,7 +35,13 @@ export function readElfNeeds(path: string): ElfNeeds | undefined {
   const shnum = b.readUInt16LE(0x3c);
   const sections = Array.from({ length: shnum }, (_, i) => {
     const o = shoff + i * shentsize;
-    return { type: b.readUInt32LE(o + 4), offset: Number(b.readBigUInt64LE(o + 0x18)), size: Number(b.readBigUInt64LE(o + 0x20)), link: b.readUInt32LE(o + 0x28), info: b.readUInt32LE(o + 0x2c) };
+    return {
+      type: b.readUInt32LE(o + 4),
+      offset: Number(b.readBigUInt64LE(o + 0x18)),
+      size: Number(b.readBigUInt64LE(o + 0x20)),
+      link: b.readUInt32LE(o + 0x28),
+      info: b.readUInt32LE(o + 0x2c),
+    };
   });
   const str = (section: number, at: number): string => {
     const s = sections[section];
@@ -51,7 +57,8 @@ export function readElfNeeds(path: string): ElfNeeds | undefined {
         if (b.readBigInt64LE(o) === BigInt(DT_NEEDED)) needed.push(str(s.link, Number(b.readBigUInt64LE(o + 8))));
       }
     } else if (s.type === SHT_GNU_VERNEED) {
-      // Elf64_Verneed { vn_version, vn_cnt, vn_file, vn_aux, vn_next }, each with vn_cnt Elf64_Vernaux { vna_hash, vna_flags, vna_other, vna_name, vna_next }
+      // Elf64_Verneed { vn_version, vn_cnt, vn_file, vn_aux, vn_next }, each with vn_cnt Elf64_Vernaux { vna_hash, vna_flags, vna_other,
+      // vna_name, vna_next }
       let vn = s.offset;
       for (let i = 0; i < s.info; i++) {
         const file = str(s.link, b.readUInt32LE(vn + 4));
@@ -74,7 +81,17 @@ export function readElfNeeds(path: string): ElfNeeds | undefined {
  */
 export const OLDEST_SYSTEM = {
   name: 'RHEL 8 (glibc 2.28, gcc 8 libstdc++)',
-  libraries: ['libc.so.6', 'libm.so.6', 'libdl.so.2', 'libpthread.so.0', 'librt.so.1', 'libstdc++.so.6', 'libgcc_s.so.1', 'ld-linux-x86-64.so.2', 'ld-linux-aarch64.so.1'],
+  libraries: [
+    'libc.so.6',
+    'libm.so.6',
+    'libdl.so.2',
+    'libpthread.so.0',
+    'librt.so.1',
+    'libstdc++.so.6',
+    'libgcc_s.so.1',
+    'ld-linux-x86-64.so.2',
+    'ld-linux-aarch64.so.1',
+  ],
   newest: { GLIBC: '2.28', GLIBCXX: '3.4.25', CXXABI: '1.3.11', GCC: '7.0.0' } as Record<string, string>,
 };
 
@@ -88,7 +105,8 @@ const compare = (a: string, b: string): number => {
 /** What of these needs the oldest system lacks, one line each; empty when it has all. */
 export function beyondOldest(needs: ElfNeeds): string[] {
   const out: string[] = [];
-  for (const lib of needs.needed) if (!OLDEST_SYSTEM.libraries.includes(lib)) out.push(`needs ${lib}, which ${OLDEST_SYSTEM.name} does not have`);
+  for (const lib of needs.needed)
+    if (!OLDEST_SYSTEM.libraries.includes(lib)) out.push(`needs ${lib}, which ${OLDEST_SYSTEM.name} does not have`);
   for (const { file, name } of needs.versions) {
     const m = /^([A-Z]+)_([0-9.]+)$/.exec(name);
     const newest = m ? OLDEST_SYSTEM.newest[m[1]!] : undefined;

@@ -14,7 +14,19 @@
  * docker://REGISTRY/l9gpu:VERSION` or `podman load -i FILE`).
  */
 import { execFileSync } from 'node:child_process';
-import { chmodSync, copyFileSync, cpSync, existsSync, lstatSync, mkdirSync, readlinkSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  cpSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readlinkSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
 import { artifactBase, CONFIG_DIR, PREFIX, STATE_DIR, elfFiles, type BuildInfo } from './release-tree.js';
 
@@ -92,7 +104,10 @@ export function imageRootfs(tree: string, rootfs: string): void {
 /** The oci-archive of the image, in outDir. */
 export function buildImage(tree: string, work: string, outDir: string, info: BuildInfo): string {
   const umoci = umociPath();
-  if (!umoci) throw new Error('umoci is not installed (apt-get install umoci; dnf install umoci): the image is built with it, without a container daemon');
+  if (!umoci)
+    throw new Error(
+      'umoci is not installed (apt-get install umoci; dnf install umoci): the image is built with it, without a container daemon',
+    );
   const arch = OCI_ARCH[info.platform];
   if (!arch) throw new Error(`no OCI architecture for ${info.platform}`);
   const layout = join(work, 'oci');
@@ -111,16 +126,33 @@ export function buildImage(tree: string, work: string, outDir: string, info: Bui
   renameSync(join(work, 'image-rootfs'), join(bundle, 'rootfs'));
   u('repack', ...rootless, '--image', ref, bundle);
   u(
-    'config', '--image', ref,
-    '--os', 'linux', '--architecture', arch,
-    '--config.entrypoint', IMAGE_ENTRYPOINT, '--config.cmd', 'daemon',
-    '--config.user', '0:0', '--config.workingdir', '/',
-    '--config.env', `PATH=${PREFIX}/node/bin:/usr/sbin:/usr/bin`,
-    '--config.env', `L9GPU_STATE_DIR=${STATE_DIR}`,
-    '--config.label', `org.opencontainers.image.title=l9gpu`,
-    '--config.label', `org.opencontainers.image.version=${info.version}`,
-    '--config.label', `org.opencontainers.image.revision=${info.commit}`,
-    '--config.label', 'org.opencontainers.image.description=l9gpu GPU telemetry agent (Kubernetes mode: see src/attribution/kubernetes/deploy)',
+    'config',
+    '--image',
+    ref,
+    '--os',
+    'linux',
+    '--architecture',
+    arch,
+    '--config.entrypoint',
+    IMAGE_ENTRYPOINT,
+    '--config.cmd',
+    'daemon',
+    '--config.user',
+    '0:0',
+    '--config.workingdir',
+    '/',
+    '--config.env',
+    `PATH=${PREFIX}/node/bin:/usr/sbin:/usr/bin`,
+    '--config.env',
+    `L9GPU_STATE_DIR=${STATE_DIR}`,
+    '--config.label',
+    `org.opencontainers.image.title=l9gpu`,
+    '--config.label',
+    `org.opencontainers.image.version=${info.version}`,
+    '--config.label',
+    `org.opencontainers.image.revision=${info.commit}`,
+    '--config.label',
+    'org.opencontainers.image.description=l9gpu GPU telemetry agent (Kubernetes mode: see src/attribution/kubernetes/deploy)',
   );
   u('gc', '--layout', layout);
   mkdirSync(outDir, { recursive: true });

@@ -42,7 +42,10 @@ function withoutNpmConfig(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
 /** Fails unless the runtime's node loads the module (its ABI and the symbols it needs are the runtime's). */
 function loadsOn(node: string, module: string): void {
   try {
-    execFileSync(node, ['-e', 'process.dlopen({ exports: {} }, process.argv[1])', module], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    execFileSync(node, ['-e', 'process.dlopen({ exports: {} }, process.argv[1])', module], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
   } catch (e) {
     const r = e as { stderr?: string; message: string };
     const lines = (r.stderr ?? r.message).split('\n');
@@ -60,7 +63,13 @@ export function betterSqlite3For(root: string, runtime: Runtime): string {
   const key = createHash('sha256');
   for (const f of files) key.update(readFileSync(join(compat, f)));
   key.update(execFileSync('gcc', ['--version'], { encoding: 'utf8' }));
-  const out = join(root, '.cache', 'native', `better-sqlite3-${version}-node-${runtime.version}-${runtime.platform}-${key.digest('hex').slice(0, 12)}`, 'better_sqlite3.node');
+  const out = join(
+    root,
+    '.cache',
+    'native',
+    `better-sqlite3-${version}-node-${runtime.version}-${runtime.platform}-${key.digest('hex').slice(0, 12)}`,
+    'better_sqlite3.node',
+  );
   if (existsSync(out)) {
     // a kept module from before a build setting was fixed is built again, not shipped
     try {

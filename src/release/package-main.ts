@@ -31,13 +31,22 @@ function main(argv: string[]): void {
   const info = readBuildInfo(root, runtime);
   const tree = join(work, 'tree');
   assembleTree(root, tree, info, runtime);
-  const made = [buildDeb(tree, work, outDir, info, fast), buildRpm(tree, work, outDir, info, fast), buildTarball(tree, work, outDir, info, fast)];
+  const made = [
+    buildDeb(tree, work, outDir, info, fast),
+    buildRpm(tree, work, outDir, info, fast),
+    buildTarball(tree, work, outDir, info, fast),
+  ];
   if (argv.includes('--no-image')) process.stderr.write('no container image: --no-image\n');
-  else if (!umociPath()) process.stderr.write('no container image: umoci is not installed (apt-get install umoci; dnf install umoci), the image is built with it\n');
+  else if (!umociPath())
+    process.stderr.write(
+      'no container image: umoci is not installed (apt-get install umoci; dnf install umoci), the image is built with it\n',
+    );
   else made.push(buildImage(tree, work, outDir, info));
   rmSync(work, { recursive: true, force: true });
   for (const f of made) process.stdout.write(`${f}  ${(statSync(f).size / 2 ** 20).toFixed(1)} MiB\n`);
-  process.stdout.write(`l9gpu ${info.version} (${info.commit}) for ${info.platform}, on its own Node.js ${info.nodeVersion} (ABI ${info.nodeAbi})\n`);
+  process.stdout.write(
+    `l9gpu ${info.version} (${info.commit}) for ${info.platform}, on its own Node.js ${info.nodeVersion} (ABI ${info.nodeAbi})\n`,
+  );
 }
 
 try {

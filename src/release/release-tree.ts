@@ -7,7 +7,19 @@
  * Every file is checked against the oldest system the package promises (elf.ts).
  */
 import { execFileSync } from 'node:child_process';
-import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname, join, relative, sep } from 'node:path';
 import { beyondOldest, readElfNeeds, type ElfNeeds } from './elf.js';
 import { betterSqlite3For } from './native.js';
@@ -35,7 +47,8 @@ export interface BuildInfo extends PackageTarget {
 const TOP_LEVEL = ['bin', 'package.json', 'package-lock.json', 'README.md', 'docs', 'systemd', 'dashboards'];
 /** Built output that is not the product. */
 const DIST_LEFT_OUT = new Set(['test', 'bench', 'package', join('src', 'release')]);
-/** The golden-file cases' adapters (plugins/<name>/golden.ts, and src/scrape/golden.ts that the scraped ones share): test/golden.test.ts's, never loaded by the daemon. */
+/** The golden-file cases' adapters (plugins/<name>/golden.ts, and src/scrape/golden.ts that the scraped ones share): test/golden.test.ts's,
+ * never loaded by the daemon. */
 const GOLDEN_ADAPTER = /(^|\/)golden\.js$/;
 
 /** Whether a built file (relative to dist/) is the product's. */
@@ -51,7 +64,10 @@ export function readBuildInfo(root: string, runtime: Runtime): BuildInfo {
   const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { name: string; version: string };
   let commit = 'unknown';
   try {
-    commit = execFileSync('git', ['-C', root, 'rev-parse', '--short=12', 'HEAD'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    commit = execFileSync('git', ['-C', root, 'rev-parse', '--short=12', 'HEAD'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim();
   } catch {
     // a tree exported without .git: the version alone names it
   }
@@ -68,15 +84,31 @@ export function readBuildInfo(root: string, runtime: Runtime): BuildInfo {
 
 /** Fails with what to run when the checkout is not built. */
 function requireBuilt(root: string): void {
-  for (const f of ['dist/src/cli/daemon-main.js', 'dist/hook/hook.cjs', 'dist/src/cli/light.cjs', 'dist/help.json', 'dist/commands.json', 'node_modules/better-sqlite3/build/Release/better_sqlite3.node']) {
-    if (!existsSync(join(root, f))) throw new Error(`${f} is missing: run \`npm ci\` and \`npm run build\` first (npm run package builds, but does not install)`);
+  for (const f of [
+    'dist/src/cli/daemon-main.js',
+    'dist/hook/hook.cjs',
+    'dist/src/cli/light.cjs',
+    'dist/help.json',
+    'dist/commands.json',
+    'node_modules/better-sqlite3/build/Release/better_sqlite3.node',
+  ]) {
+    if (!existsSync(join(root, f)))
+      throw new Error(`${f} is missing: run \`npm ci\` and \`npm run build\` first (npm run package builds, but does not install)`);
   }
 }
 
 /** The production dependencies' folders, as npm resolved them (optional platform packages included only when installed). */
 function productionModules(root: string): string[] {
-  const out = execFileSync('npm', ['ls', '--omit=dev', '--all', '--parseable'], { cwd: root, encoding: 'utf8', maxBuffer: 16 << 20, stdio: ['ignore', 'pipe', 'ignore'] });
-  return out.split('\n').map((l) => relative(root, l.trim())).filter((p) => p.startsWith('node_modules/'));
+  const out = execFileSync('npm', ['ls', '--omit=dev', '--all', '--parseable'], {
+    cwd: root,
+    encoding: 'utf8',
+    maxBuffer: 16 << 20,
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
+  return out
+    .split('\n')
+    .map((l) => relative(root, l.trim()))
+    .filter((p) => p.startsWith('node_modules/'));
 }
 
 /** better-sqlite3's module: the one built here for the development Node is replaced by the one for the bundled runtime. */
@@ -103,7 +135,8 @@ export function assembleTree(root: string, dest: string, info: BuildInfo, runtim
   mkdirSync(join(dest, 'dist'));
   for (const e of readdirSync(join(root, 'dist'))) {
     // the packager itself (dist/src/release) is built output too, and not the product
-    if (!DIST_LEFT_OUT.has(e)) cpSync(join(root, 'dist', e), join(dest, 'dist', e), { recursive: true, filter: (p) => shipped(relative(join(root, 'dist'), p)) });
+    if (!DIST_LEFT_OUT.has(e))
+      cpSync(join(root, 'dist', e), join(dest, 'dist', e), { recursive: true, filter: (p) => shipped(relative(join(root, 'dist'), p)) });
   }
   mkdirSync(join(dest, 'slurm'));
   for (const s of SLURM_SCRIPTS) cpSync(join(root, 'slurm', s), join(dest, 'slurm', s));
@@ -111,7 +144,10 @@ export function assembleTree(root: string, dest: string, info: BuildInfo, runtim
   for (const m of productionModules(root)) {
     // npm lists a parent before the modules nested in it, which are copied on their own
     mkdirSync(dirname(join(dest, m)), { recursive: true });
-    cpSync(join(root, m), join(dest, m), { recursive: true, filter: (p) => keep(p) && !relative(join(root, m), p).startsWith('node_modules') });
+    cpSync(join(root, m), join(dest, m), {
+      recursive: true,
+      filter: (p) => keep(p) && !relative(join(root, m), p).startsWith('node_modules'),
+    });
   }
   copyFileSync(sqlite, join(dest, SQLITE_MODULE));
   // the runtime: the binary and its license (the headers were for the build only)
@@ -125,7 +161,12 @@ export function assembleTree(root: string, dest: string, info: BuildInfo, runtim
   // filled by root's runs (postinst, the hooks): bin/run.js and slurm/hook-run use it only when root owns it
   mkdirSync(join(dest, 'cache'));
   // every executable the hooks and slurmd call by path, whatever the checkout's modes and the umask were
-  for (const x of ['bin/run.js', 'bin/check-node', 'node/bin/node', ...SLURM_SCRIPTS.filter((s) => s !== 'hook-run').map((s) => `slurm/${s}`)]) {
+  for (const x of [
+    'bin/run.js',
+    'bin/check-node',
+    'node/bin/node',
+    ...SLURM_SCRIPTS.filter((s) => s !== 'hook-run').map((s) => `slurm/${s}`),
+  ]) {
     if (existsSync(join(dest, x))) chmodSync(join(dest, x), 0o755);
   }
   throughCurrent(dest);
@@ -142,12 +183,14 @@ export function assembleTree(root: string, dest: string, info: BuildInfo, runtim
  * Without `current` (an unpacked tree, a checkout) they run where they are.
  */
 export const CURRENT_LINK = `${PREFIX}/current`;
-const ENTRY_REDIRECT = `# through ${CURRENT_LINK} (the release the daemon runs, switched by one rename at an upgrade): a hook starting
+const ENTRY_REDIRECT =
+  `# through ${CURRENT_LINK} (the release the daemon runs, switched by one rename at an upgrade): a hook starting
 # while the package manager replaces files runs one whole version. Builtins only: no fork on the job's start-up path.
 case $0 in
   ${PREFIX}/releases/*) ;;
   *) l9gpu_cwd=$PWD
-    if cd -P "\${0%/*}/../current/slurm" 2>/dev/null; then l9gpu_rel=$PWD; cd "$l9gpu_cwd" 2>/dev/null; exec "$l9gpu_rel/\${0##*/}" "$@"; fi ;;
+    if cd -P "\${0%/*}/../current/slurm" 2>/dev/null; then l9gpu_rel=$PWD; cd "$l9gpu_cwd" 2>/dev/null; exec "$l9gpu_rel/\${0##*/}" ` +
+  `"$@"; fi ;;
 esac
 `;
 

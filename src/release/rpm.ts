@@ -15,7 +15,20 @@ import { mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:
 import { join } from 'node:path';
 import { description } from './debian.js';
 import { CONFIG_DIR, layOut, PREFIX, type BuildInfo } from './release-tree.js';
-import { DAEMON_RELOAD, EMPTY_COMPILE_CACHE, FILL_COMPILE_CACHE, INSTALLED, LEAVE_SHIMS, MAKE_DIRS, REMOVE_RELEASES, REMOVED, SCHEMA_CHECK, SLURM_NAMES_HOOKS, STOP_DAEMON, SWITCH_RELEASE } from './scriptlets.js';
+import {
+  DAEMON_RELOAD,
+  EMPTY_COMPILE_CACHE,
+  FILL_COMPILE_CACHE,
+  INSTALLED,
+  LEAVE_SHIMS,
+  MAKE_DIRS,
+  REMOVE_RELEASES,
+  REMOVED,
+  SCHEMA_CHECK,
+  SLURM_NAMES_HOOKS,
+  STOP_DAEMON,
+  SWITCH_RELEASE,
+} from './scriptlets.js';
 import { machineOf } from './system-check.js';
 
 export const RPM_UNIT = '/usr/lib/systemd/system/l9gpu.service';
@@ -97,9 +110,27 @@ export function buildRpm(tree: string, work: string, outDir: string, info: Build
   mkdirSync(top, { recursive: true });
   writeFileSync(join(top, 'l9gpu.spec'), spec(info, staged, fast));
   try {
-    execFileSync('rpmbuild', ['-bb', '--quiet', '--define', `_topdir ${top}`, '--define', `_rpmdir ${join(top, 'out')}`, '--define', '_build_name_fmt %%{NAME}-%%{VERSION}-%%{RELEASE}.%%{ARCH}.rpm', '--target', machineOf(info), join(top, 'l9gpu.spec')], {
-      encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 64 << 20,
-    });
+    execFileSync(
+      'rpmbuild',
+      [
+        '-bb',
+        '--quiet',
+        '--define',
+        `_topdir ${top}`,
+        '--define',
+        `_rpmdir ${join(top, 'out')}`,
+        '--define',
+        '_build_name_fmt %%{NAME}-%%{VERSION}-%%{RELEASE}.%%{ARCH}.rpm',
+        '--target',
+        machineOf(info),
+        join(top, 'l9gpu.spec'),
+      ],
+      {
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'pipe'],
+        maxBuffer: 64 << 20,
+      },
+    );
   } catch (e) {
     const r = e as { stderr?: string; message: string };
     throw new Error(`rpmbuild failed (Debian: apt-get install rpm): ${r.stderr || r.message}`);

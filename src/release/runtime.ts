@@ -24,7 +24,9 @@ export function findRuntime(root: string, arch: string = process.arch): Runtime 
   const platform = `linux-${arch}`;
   const dir = join(root, 'runtime', 'node_modules', `node-${platform}`);
   if (process.platform !== 'linux' || !existsSync(join(dir, 'bin', 'node'))) {
-    throw new Error(`no Node.js runtime for ${platform} in ${dir}: run \`npm ci\` on a Linux x64 or arm64 machine (its postinstall installs runtime/)`);
+    throw new Error(
+      `no Node.js runtime for ${platform} in ${dir}: run \`npm ci\` on a Linux x64 or arm64 machine (its postinstall installs runtime/)`,
+    );
   }
   const version = (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { version: string }).version;
   const header = readFileSync(join(dir, 'include', 'node', 'node_version.h'), 'utf8');

@@ -27,7 +27,9 @@ export const CURRENT = `${PREFIX}/current`;
 const HOOK_PATHS = `${PREFIX}/slurm/|/etc/slurm/l9gpu/`;
 export const HOOKS = ['prolog', 'epilog', 'ctld-epilog'] as const;
 
-/** The state and configuration folders, made when missing (root's, readable by all: users' `l9gpu jobs` reach the daemon's socket there; the store file itself is 0600). */
+/** The state and configuration folders, made when missing (root's, readable by all: users' `l9gpu jobs` reach the daemon's socket there;
+ * the
+ * store file itself is 0600). */
 export const MAKE_DIRS = `for d in ${STATE_DIR} ${CONFIG_DIR}; do [ -d "\${DESTDIR:-}$d" ] || install -d -m 0755 "\${DESTDIR:-}$d"; done`;
 
 /**
@@ -104,14 +106,17 @@ export const REMOVE_RELEASES = `rm -rf ${RELEASES} ${CURRENT} ${CURRENT}.new`;
  * links beside it) still name l9gpu's hooks: printed one a line, nothing when none does.
  * slurm.conf is [slurm] slurm_conf where the configuration names one, else Slurm's own places.
  */
-export const SLURM_NAMES_HOOKS = `l9gpu_slurm_names_hooks() {
+export const SLURM_NAMES_HOOKS =
+  `l9gpu_slurm_names_hooks() {
   conf=$(sed -n '/^[[:space:]]*\\[slurm\\]/,/^[[:space:]]*\\[/s/^[[:space:]]*slurm_conf[[:space:]]*=[[:space:]]*\\([^;#[:space:]]*\\).*/\\1/p' ${CONFIG_DIR}/l9gpu.ini 2>/dev/null | tail -n 1)
   for c in $conf /etc/slurm/slurm.conf /etc/slurm-llnl/slurm.conf; do
     [ -f "$c" ] || continue
     d=\${c%/*}
-    inc=$(sed -n 's/^[[:space:]]*[Ii][Nn][Cc][Ll][Uu][Dd][Ee][[:space:]]\\{1,\\}\\([^[:space:]]*\\).*/\\1/p' "$c" | while read -r i; do case $i in /*) echo "$i" ;; *) echo "$d/$i" ;; esac; done)
+    inc=$(sed -n 's/^[[:space:]]*[Ii][Nn][Cc][Ll][Uu][Dd][Ee][[:space:]]\\{1,\\}\\([^[:space:]]*\\).*/\\1/p' "$c" | while read -r i; ` +
+  `do case $i in /*) echo "$i" ;; *) echo "$d/$i" ;; esac; done)
     for f in "$c" $inc; do
-      [ -f "$f" ] && grep -iE '^[[:space:]]*(Prolog|Epilog|PrologSlurmctld|EpilogSlurmctld)[[:space:]]*=.*(${HOOK_PATHS})' "$f" | sed "s|^|$f: |"
+      [ -f "$f" ] && grep -iE '^[[:space:]]*(Prolog|Epilog|PrologSlurmctld|EpilogSlurmctld)[[:space:]]*=.*(${HOOK_PATHS})' "$f" | ` +
+  `sed "s|^|$f: |"
     done
     for l in "$d"/prolog.d/* "$d"/epilog.d/*; do
       [ -L "$l" ] && case $(readlink "$l") in *l9gpu*) echo "$l -> $(readlink "$l")" ;; esac
@@ -128,8 +133,10 @@ export const HOOK_SHIM = `#!/bin/sh
 exit 0
 `;
 
-/** After removal (the package's files gone): shims at the hooks' paths while slurm.conf names them, with a warning saying what to change. */
-export const LEAVE_SHIMS = `named=$(l9gpu_slurm_names_hooks)
+/** After removal (the package's files gone): shims at the hooks' paths while slurm.conf names them, with a warning saying what to change.
+ * */
+export const LEAVE_SHIMS =
+  `named=$(l9gpu_slurm_names_hooks)
 if [ -n "$named" ]; then
   mkdir -p ${PREFIX}/slurm
   for h in ${HOOKS.join(' ')}; do
@@ -138,7 +145,8 @@ if [ -n "$named" ]; then
   done
   echo "l9gpu: WARNING: slurm.conf still names l9gpu's hooks:" >&2
   echo "$named" | sed 's/^/  /' >&2
-  echo "l9gpu: ${PREFIX}/slurm/{${HOOKS.join(',')}} are left as stand-ins that exit 0, so jobs still start; remove those lines (scontrol reconfigure), then purge removes the stand-ins" >&2
+  echo "l9gpu: ${PREFIX}/slurm/{${HOOKS.join(',')}} are left as stand-ins that exit 0, so jobs still start; remove those lines ` +
+  `(scontrol reconfigure), then purge removes the stand-ins" >&2
 fi`;
 
 /** On purge: the stand-ins go only once slurm.conf no longer names them. */
@@ -154,8 +162,10 @@ export const PURGE_SHIMS = `if [ -e ${PREFIX}/slurm/prolog ]; then
 fi`;
 
 /** On purge: what the package and its daemon made, said before it goes. A store elsewhere ([daemon] state_dir) is the admin's. */
-export const PURGE_DATA = `if [ -e ${STATE_DIR} ] || [ -e ${LOG_DIR} ]; then
-  echo "l9gpu purge: removing the job store ${STATE_DIR}/l9gpu.db with its -wal and -shm, the rest of ${STATE_DIR} (hooks.log, the jobs socket, the lock) and the logs in ${LOG_DIR}"
+export const PURGE_DATA =
+  `if [ -e ${STATE_DIR} ] || [ -e ${LOG_DIR} ]; then
+  echo "l9gpu purge: removing the job store ${STATE_DIR}/l9gpu.db with its -wal and -shm, the rest of ${STATE_DIR} (hooks.log, the ` +
+  `jobs socket, the lock) and the logs in ${LOG_DIR}"
   rm -rf ${STATE_DIR} ${LOG_DIR}
 fi`;
 
@@ -167,13 +177,16 @@ fi`;
  * (offset 60), which a WAL left by a daemon that did not close may hold back.
  * $1: this version's schema; $2: this version.
  */
-export const SCHEMA_CHECK = `l9gpu_schema_check() {
+export const SCHEMA_CHECK =
+  `l9gpu_schema_check() {
   dir=$(sed -n '/^[[:space:]]*\\[daemon\\]/,/^[[:space:]]*\\[/s/^[[:space:]]*state_dir[[:space:]]*=[[:space:]]*\\([^;#[:space:]]*\\).*/\\1/p' ${CONFIG_DIR}/l9gpu.ini 2>/dev/null | tail -n 1)
   db="\${dir:-${STATE_DIR}}/l9gpu.db"
   [ -s "$db" ] || return 0
   have=
   if [ -x ${NODE} ] && [ -d ${PREFIX}/node_modules/better-sqlite3 ]; then
-    have=$(${NODE} -e 'const D = require(process.argv[1]); const db = new D(process.argv[2], { readonly: true, fileMustExist: true }); process.stdout.write(String(db.pragma("user_version", { simple: true })))' ${PREFIX}/node_modules/better-sqlite3 "$db" 2>/dev/null) || have=
+    have=$(${NODE} -e 'const D = require(process.argv[1]); const db = new D(process.argv[2], { readonly: true, fileMustExist: true ` +
+  `}); process.stdout.write(String(db.pragma("user_version", { simple: true })))' ${PREFIX}/node_modules/better-sqlite3 "$db" ` +
+  `2>/dev/null) || have=
   fi
   how="read by the installed l9gpu"
   case $have in ''|*[!0-9]*)
@@ -185,12 +198,17 @@ export const SCHEMA_CHECK = `l9gpu_schema_check() {
   esac
   [ "$have" -gt "$1" ] || return 0
   if [ "\${L9GPU_ALLOW_NEWER_STORE:-}" = 1 ]; then
-    echo "l9gpu $2: installing over a job store of schema $have (newer than this version's $1), as L9GPU_ALLOW_NEWER_STORE=1 says: the daemon must keep it read-only" >&2
+    echo "l9gpu $2: installing over a job store of schema $have (newer than this version's $1), as L9GPU_ALLOW_NEWER_STORE=1 says: ` +
+  `the daemon must keep it read-only" >&2
     return 0
   fi
-  echo "l9gpu $2: refusing to install: the job store $db has schema $have ($how), newer than this version's $1: a newer l9gpu migrated it, and this one would not attribute jobs with it. Install a version with schema $have or newer, or move the store aside, or set L9GPU_ALLOW_NEWER_STORE=1 to install anyway." >&2
+  echo "l9gpu $2: refusing to install: the job store $db has schema $have ($how), newer than this version's $1: a newer l9gpu ` +
+  `migrated it, and this one would not attribute jobs with it. Install a version with schema $have or newer, or move the store ` +
+  `aside, or set L9GPU_ALLOW_NEWER_STORE=1 to install anyway." >&2
   return 1
 }`;
 
-export const INSTALLED = `l9gpu installed in ${PREFIX}; nothing was started. Next: ${CONFIG_DIR}/l9gpu.ini (every key: ${PREFIX}/docs/l9gpu.example.ini), systemctl enable --now l9gpu, l9gpu doctor.`;
+export const INSTALLED =
+  `l9gpu installed in ${PREFIX}; nothing was started. Next: ${CONFIG_DIR}/l9gpu.ini (every ` +
+  `key: ${PREFIX}/docs/l9gpu.example.ini), systemctl enable --now l9gpu, l9gpu doctor.`;
 export const REMOVED = `l9gpu removed; kept: ${STATE_DIR} (the job store) and ${CONFIG_DIR}`;

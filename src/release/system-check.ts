@@ -32,7 +32,9 @@ export function machineOf(info: PackageTarget): string {
 /** The check as a sh function `l9gpu_check_system`. Exit status 0: this system runs the package. */
 export function systemCheckFunction(info: PackageTarget): string {
   const [needMajor, needMinor] = GLIBC_MIN;
-  return `# l9gpu ${info.version} for ${machineOf(info)} with glibc ${needMajor}.${needMinor} or newer (its own Node.js ${info.nodeVersion} is in the package).
+  return (
+    `# l9gpu ${info.version} for ${machineOf(info)} with glibc ${needMajor}.${needMinor} or newer (its own Node.js ` +
+    `${info.nodeVersion} is in the package).
 l9gpu_check_system() {
   machine=$(uname -m)
   if [ "$machine" != ${machineOf(info)} ]; then
@@ -45,7 +47,8 @@ l9gpu_check_system() {
   case "$libc" in glibc\\ [0-9]*.[0-9]*) ;; *) major= ;; esac
   case "$major:$minor" in
     :*|*:|*[!0-9:]*)
-      echo "l9gpu: needs glibc ${needMajor}.${needMinor} or newer; this system's C library is not one (getconf GNU_LIBC_VERSION says \\"\${libc:-nothing}\\")" >&2
+      echo "l9gpu: needs glibc ${needMajor}.${needMinor} or newer; this system's C library is not one (getconf GNU_LIBC_VERSION says ` +
+    `\\"\${libc:-nothing}\\")" >&2
       return 1 ;;
   esac
   if [ "$major" -lt ${needMajor} ] || { [ "$major" -eq ${needMajor} ] && [ "$minor" -lt ${needMinor} ]; }; then
@@ -54,7 +57,8 @@ l9gpu_check_system() {
   fi
   return 0
 }
-`;
+`
+  );
 }
 
 /**
@@ -63,7 +67,8 @@ l9gpu_check_system() {
  */
 export function checkNodeScript(info: PackageTarget): string {
   const expect = `${info.nodeVersion} ${info.nodeAbi}`;
-  return `#!/bin/sh
+  return (
+    `#!/bin/sh
 # Says whether this system runs the l9gpu installed here, with the Node.js it ships (exit 0), or what is wrong (exit 1).
 ${systemCheckFunction(info)}
 here=$(cd "\${0%/*}/.." && pwd)
@@ -73,14 +78,18 @@ found=$("$node" -e '
   const r = require("node:module").createRequire(process.argv[1] + "/");
   const db = new (r("better-sqlite3"))(":memory:");
   r("koffi");
-  process.stdout.write(process.versions.node + " " + process.versions.modules + " sqlite " + db.prepare("select sqlite_version() v").get().v);
+  process.stdout.write(process.versions.node + " " + process.versions.modules + " sqlite " + db.prepare("select sqlite_version() ` +
+    `v").get().v);
 ' "$here" 2>&1) || {
   echo "l9gpu: the bundled Node.js ($node) does not run here: $found" >&2
   exit 1
 }
 case "$found" in
-  "${expect} sqlite "*) echo "l9gpu: the bundled Node.js ${info.nodeVersion} runs here, with better-sqlite3 (SQLite \${found##* }) and koffi" ;;
-  *) echo "l9gpu: $node says \\"$found\\"; this package was built with Node.js ${info.nodeVersion} (ABI ${info.nodeAbi}): reinstall the package" >&2; exit 1 ;;
+  "${expect} sqlite "*) echo "l9gpu: the bundled Node.js ${info.nodeVersion} runs here, with better-sqlite3 (SQLite \${found##* }) ` +
+    `and koffi" ;;
+  *) echo "l9gpu: $node says \\"$found\\"; this package was built with Node.js ${info.nodeVersion} (ABI ${info.nodeAbi}): reinstall ` +
+    `the package" >&2; exit 1 ;;
 esac
-`;
+`
+  );
 }

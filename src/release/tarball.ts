@@ -13,7 +13,8 @@ import { FILL_COMPILE_CACHE, INSTALLED, MAKE_DIRS, SWITCH_RELEASE } from './scri
 import { systemCheckFunction } from './system-check.js';
 
 function installScript(info: BuildInfo): string {
-  return `#!/bin/sh
+  return (
+    `#!/bin/sh
 # Installs this l9gpu release as the .deb and the .rpm do: ${PREFIX} (with its own Node.js), /usr/local/bin/l9gpu,
 # the systemd unit, the state and configuration folders. Starts and enables nothing. Run as root from the unpacked
 # folder, whoever unpacked it: what is installed is copied, root's, with the package's modes, never the unpacked
@@ -35,7 +36,8 @@ rm -f "$dest${PREFIX}.new/install.sh"
 chown -R -h 0:0 "$dest${PREFIX}.new"
 chmod -R u=rwX,go=rX "$dest${PREFIX}.new"
 # the release folders (the running daemon's among them) go on in the new tree, until the switch below
-for k in releases current; do if [ -e "$dest${PREFIX}/$k" ] || [ -L "$dest${PREFIX}/$k" ]; then mv "$dest${PREFIX}/$k" "$dest${PREFIX}.new/$k"; fi; done
+for k in releases current; do if [ -e "$dest${PREFIX}/$k" ] || [ -L "$dest${PREFIX}/$k" ]; then mv "$dest${PREFIX}/$k" ` +
+    `"$dest${PREFIX}.new/$k"; fi; done
 if [ -d "$dest${PREFIX}" ]; then mv "$dest${PREFIX}" "$dest${PREFIX}.old"; fi
 mv "$dest${PREFIX}.new" "$dest${PREFIX}"
 rm -rf "$dest${PREFIX}.old"
@@ -52,7 +54,8 @@ fi
 ${SWITCH_RELEASE}
 l9gpu_switch_release ${info.version}
 echo "\${dest:+$dest: }${INSTALLED}"
-`;
+`
+  );
 }
 
 /** Builds <name>-<version>-<platform>.tar.gz with one top folder of that name; returns its path. */
@@ -65,7 +68,17 @@ export function buildTarball(tree: string, work: string, outDir: string, info: B
   chmodSync(join(top, 'install.sh'), 0o755);
   mkdirSync(outDir, { recursive: true });
   const out = join(outDir, `${base}.tar.gz`);
-  execFileSync('tar', ['-C', work, '--owner=0', '--group=0', '--numeric-owner', '-cf', out, `--use-compress-program=gzip -${fast ? 1 : 6}`, base]);
+  execFileSync('tar', [
+    '-C',
+    work,
+    '--owner=0',
+    '--group=0',
+    '--numeric-owner',
+    '-cf',
+    out,
+    `--use-compress-program=gzip -${fast ? 1 : 6}`,
+    base,
+  ]);
   rmSync(top, { recursive: true, force: true });
   return out;
 }

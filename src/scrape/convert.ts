@@ -135,7 +135,13 @@ export class ConvertState {
     const had = this.madeWith;
     // one context a page: compared at its first series
     if (had !== w) {
-      if (!had || had.labelLength !== w.labelLength || !sameAttributes(had.base, w.base) || !sameAttributes(had.alsoAttributes, w.alsoAttributes)) this.made = new Map();
+      if (
+        !had ||
+        had.labelLength !== w.labelLength ||
+        !sameAttributes(had.base, w.base) ||
+        !sameAttributes(had.alsoAttributes, w.alsoAttributes)
+      )
+        this.made = new Map();
       this.madeWith = w;
     }
     let m = this.made.get(rule);
@@ -214,7 +220,8 @@ export function convertPage(table: EngineTable, families: readonly Family[], ctx
       const id = table.identity(labels);
       if (typeof id === 'string') return { attributes: id };
       a = { ...id };
-      for (const l in labels) if (l !== without && Object.hasOwn(table.labels, l) && table.labels[l]) a[table.labels[l]!] = value(l, labels[l]!);
+      for (const l in labels)
+        if (l !== without && Object.hasOwn(table.labels, l) && table.labels[l]) a[table.labels[l]!] = value(l, labels[l]!);
     } else {
       a = { ...ctx.base };
       for (const l in labels) {
@@ -375,7 +382,14 @@ function createdTimes(fam: Family, byName: Map<string, Family>, state: ConvertSt
 }
 
 /** A histogram family's series: buckets by label set, each checked, sent, and its window's quantiles. */
-function histograms(rule: SeriesRule, fam: Family, byName: Map<string, Family>, ctx: ConvertContext, scale: number, made: (l: Labels) => Made | undefined): number {
+function histograms(
+  rule: SeriesRule,
+  fam: Family,
+  byName: Map<string, Family>,
+  ctx: ConvertContext,
+  scale: number,
+  made: (l: Labels) => Made | undefined,
+): number {
   const series = new Map<string, { labels: Labels; le: [number, number][]; sum?: number; count?: number; created?: number }>();
   const get = (labels: Labels) => {
     const k = ctx.state.keyOf(labels, 'le');
@@ -410,7 +424,16 @@ function histograms(rule: SeriesRule, fam: Family, byName: Map<string, Family>, 
     const h = toHistogram(s.le, s.sum, s.count, scale);
     if (typeof h === 'string') {
       // said once per family (a key per label set would grow with whatever the page varies)
-      ctx.out.unreadable(base, `${h} (series {${clip(key.replace(/\u0000/g, '=').replace(/\u0001/g, ',').replace(/,$/, ''), 120)}})`);
+      ctx.out.unreadable(
+        base,
+        `${h} (series {${clip(
+          key
+            .replace(/\u0000/g, '=')
+            .replace(/\u0001/g, ',')
+            .replace(/,$/, ''),
+          120,
+        )}})`,
+      );
       continue;
     }
     const m = made(s.labels);
@@ -433,7 +456,12 @@ function histograms(rule: SeriesRule, fam: Family, byName: Map<string, Family>, 
 }
 
 /** Cumulative (le, count) pairs -> a histogram, or why it is none (a bucket that goes down, no +Inf, counts that disagree). */
-export function toHistogram(le: [number, number][], sum: number | undefined, count: number | undefined, scale = 1): HistogramValue | string {
+export function toHistogram(
+  le: [number, number][],
+  sum: number | undefined,
+  count: number | undefined,
+  scale = 1,
+): HistogramValue | string {
   if (le.length === 0) return 'no buckets';
   le.sort((a, b) => a[0] - b[0]);
   const last = le[le.length - 1]!;

@@ -45,7 +45,8 @@ export function endpointsOf(section: string, list: string[]): string[] {
     } catch {
       throw new Error(`[${section}] endpoints: "${e}" is not a URL`);
     }
-    if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error(`[${section}] endpoints: "${redactUrl(e)}" is not an http(s) URL`);
+    if (u.protocol !== 'http:' && u.protocol !== 'https:')
+      throw new Error(`[${section}] endpoints: "${redactUrl(e)}" is not an http(s) URL`);
   }
   return list;
 }
@@ -129,11 +130,24 @@ export class ScrapedPlugin implements Plugin {
     this.limits = o.limits ?? DEFAULT_LIMITS;
     this.budgets = o.budgets ?? new BudgetLedger(o.log);
     this.owners = ownerSeriesOf(this.budgets);
-    this.targets = o.endpoints.filter((u) => u !== 'auto').map((url) => {
-      const base = endpointAttributes(url);
-      const local = isLocalHost(String(base['server.address']), o.hostNames ?? []);
-      return { url, key: this.keyOf(url), fetcher: createPageFetcher(url, o.timeoutMs, o.maxBytes), state: new ConvertState(), labels: new LabelSets(), base, owner: local ? new PortOwner(Number(base['server.port']), o.proc) : undefined, errors: 0, empty: 0, since: Date.now() };
-    });
+    this.targets = o.endpoints
+      .filter((u) => u !== 'auto')
+      .map((url) => {
+        const base = endpointAttributes(url);
+        const local = isLocalHost(String(base['server.address']), o.hostNames ?? []);
+        return {
+          url,
+          key: this.keyOf(url),
+          fetcher: createPageFetcher(url, o.timeoutMs, o.maxBytes),
+          state: new ConvertState(),
+          labels: new LabelSets(),
+          base,
+          owner: local ? new PortOwner(Number(base['server.port']), o.proc) : undefined,
+          errors: 0,
+          empty: 0,
+          since: Date.now(),
+        };
+      });
   }
 
   private keyOf(url: string): string {
@@ -178,7 +192,12 @@ export class ScrapedPlugin implements Plugin {
       const n = (seen.get(uid) ?? 0) + 1;
       seen.set(uid, n);
       if (n <= cap) return true;
-      this.budgets.hit('engine_ports_per_user', userName(uid), `engines = auto: the processes of ${userName(uid)} named like ${this.o.table.engine} listen on more than ${cap} ports: port ${l.port} (pid ${l.pid}) and the rest not asked`);
+      this.budgets.hit(
+        'engine_ports_per_user',
+        userName(uid),
+        `engines = auto: the processes of ${userName(uid)} named like ${this.o.table.engine} listen ` +
+          `on more than ${cap} ports: port ${l.port} (pid ${l.pid}) and the rest not asked`,
+      );
       return false;
     });
   }
@@ -200,14 +219,31 @@ export class ScrapedPlugin implements Plugin {
       try {
         const page = await fetcher.get(signal, undefined, pageLines(this.limits.seriesPerEndpoint));
         answered++;
-        ours = parseExposition(page.text, { format: formatOf(page.contentType), maxBytes: this.o.maxBytes, maxSamples: this.limits.seriesPerEndpoint, ...(page.cut ? { cut: true } : {}) }).some((f) => d.recognize.test(f.name));
+        ours = parseExposition(page.text, {
+          format: formatOf(page.contentType),
+          maxBytes: this.o.maxBytes,
+          maxSamples: this.limits.seriesPerEndpoint,
+          ...(page.cut ? { cut: true } : {}),
+        }).some((f) => d.recognize.test(f.name));
       } catch (e) {
         // not a metrics page, or not yet (an engine loading its model): asked again at a later look
         if (/no whole answer/.test((e as Error).message)) silent++;
       }
       if (ours) {
         const base = { ...endpointAttributes(url), 'process.pid': l.pid };
-        this.targets.push({ url, key: this.keyOf(url), found: key, fetcher, state: new ConvertState(), labels: new LabelSets(), base, owner: undefined, errors: 0, empty: 0, since: Date.now() });
+        this.targets.push({
+          url,
+          key: this.keyOf(url),
+          found: key,
+          fetcher,
+          state: new ConvertState(),
+          labels: new LabelSets(),
+          base,
+          owner: undefined,
+          errors: 0,
+          empty: 0,
+          since: Date.now(),
+        });
         this.o.log?.info('engine found', { url, pid: l.pid });
         return;
       }
@@ -250,13 +286,28 @@ export class ScrapedPlugin implements Plugin {
           const { pid, owner, user: isUser } = identify();
           const who = whoOf();
           const userLeft = isUser ? this.owners.left(t.key, owner!, this.limits.seriesPerUser) : Infinity;
-          const parsed = parsePage(page.text, { format: formatOf(page.contentType), maxBytes: this.o.maxBytes, source: where, maxSamples: Math.min(perEndpoint, userLeft), labelSets: t.labels, ...(page.cut ? { cut: true } : {}) });
+          const parsed = parsePage(page.text, {
+            format: formatOf(page.contentType),
+            maxBytes: this.o.maxBytes,
+            source: where,
+            maxSamples: Math.min(perEndpoint, userLeft),
+            labelSets: t.labels,
+            ...(page.cut ? { cut: true } : {}),
+          });
           if (isUser) this.owners.took(t.key, owner!, parsed.samples);
           if (parsed.dropped) {
             const user = userLeft < perEndpoint;
-            this.budgets.hit(user ? 'series_per_user' : 'series_per_endpoint', who, `${where}: ${parsed.dropped}${page.cut ? '+ (the rest of the page unread)' : ''} series past ${user ? `what is left of ${owner}'s ${this.limits.seriesPerUser}` : `the ${perEndpoint} of one endpoint`} dropped`, parsed.dropped);
+            this.budgets.hit(
+              user ? 'series_per_user' : 'series_per_endpoint',
+              who,
+              `${where}: ${parsed.dropped}${page.cut ? '+ (the rest of the page unread)' : ''} series ` +
+                `past ${user ? `what is left of ${owner}'s ${this.limits.seriesPerUser}` : `the ${perEndpoint} of one endpoint`} ` +
+                `dropped`,
+              parsed.dropped,
+            );
           }
-          const base = pid === undefined ? t.base : { ...t.base, 'process.pid': pid, ...(owner !== undefined ? { 'process.owner': owner } : {}) };
+          const base =
+            pid === undefined ? t.base : { ...t.base, 'process.pid': pid, ...(owner !== undefined ? { 'process.owner': owner } : {}) };
           t.state.begin();
           const series = convertPage(this.o.table, parsed.families, {
             out,
@@ -266,7 +317,12 @@ export class ScrapedPlugin implements Plugin {
             also: this.o.genai,
             alsoAttributes: this.o.genaiAttributes,
             labelLength: this.limits.labelLength,
-            onCut: (label) => this.budgets.hit('label_length', who, `${where}: label ${printable(clip(label, 60))} longer than ${this.limits.labelLength}: cut`),
+            onCut: (label) =>
+              this.budgets.hit(
+                'label_length',
+                who,
+                `${where}: label ${printable(clip(label, 60))} longer than ${this.limits.labelLength}: cut`,
+              ),
           });
           t.state.end();
           if (series === 0) this.noSamples(t, parsed.families);
@@ -282,7 +338,11 @@ export class ScrapedPlugin implements Plugin {
         } finally {
           hold.release();
         }
-        const endpoint = { 'l9gpu.plugin': this.o.table.engine, 'server.address': t.base['server.address']!, 'server.port': t.base['server.port']! };
+        const endpoint = {
+          'l9gpu.plugin': this.o.table.engine,
+          'server.address': t.base['server.address']!,
+          'server.port': t.base['server.port']!,
+        };
         out.add(SCRAPE_ERRORS, t.errors, endpoint, t.since);
         out.add(SCRAPE_EMPTY, t.empty, endpoint, t.since);
       }),
@@ -305,7 +365,9 @@ export class ScrapedPlugin implements Plugin {
       url: redactUrl(t.url),
       families: shown,
       why: why.renamed
-        ? `its samples are named like ${printable(clip(why.renamed, 80))}: the server escaped the sample names and not their # TYPE lines (prometheus_client's escaping=underscores, client_python#1177)`
+        ? `its samples are named like ${printable(clip(why.renamed, 80))}: the server escaped the ` +
+          `sample names and not their # TYPE lines (prometheus_client's escaping=underscores, ` +
+          `client_python#1177)`
         : 'the engine has not filled them yet (before its first request), or it serves them under other names',
     });
   }
@@ -368,11 +430,20 @@ export function scrapedPlugin(spec: ScrapedSpec, section: SectionSpec, table: En
         await p.collect(out);
         const failed = out.points.filter((x) => x.metric === SCRAPE_ERRORS && x.value > 0).length;
         const n = p.endpoints.length;
-        if (n === 0) return { ok: false, detail: o.endpoints.includes('auto') ? 'no engine found on this node' : 'no endpoints configured' };
+        if (n === 0)
+          return { ok: false, detail: o.endpoints.includes('auto') ? 'no engine found on this node' : 'no endpoints configured' };
         const empty = out.points.filter((x) => x.metric === SCRAPE_EMPTY && x.value > 0).length;
         return failed === n
-          ? { ok: false, detail: `${n === 1 ? 'the endpoint does' : `none of ${n} endpoints do`} not answer: ${p.endpoints.map(redactUrl).join(', ')}` }
-          : { ok: true, detail: `${n - failed} of ${n} endpoint(s) answer: ${p.endpoints.map(redactUrl).join(', ')}${empty ? `; ${empty} with the engine's families and no sample of them (no points)` : ''}` };
+          ? {
+              ok: false,
+              detail: `${n === 1 ? 'the endpoint does' : `none of ${n} endpoints do`} not answer: ${p.endpoints.map(redactUrl).join(', ')}`,
+            }
+          : {
+              ok: true,
+              detail: `${n - failed} of ${n} endpoint(s) answer: ${p.endpoints.map(redactUrl).join(', ')}${
+                empty ? `; ${empty} with ` + `the engine's families and no sample of them (no points)` : ''
+              }`,
+            };
       } catch (e) {
         return { ok: false, detail: (e as Error).message };
       } finally {

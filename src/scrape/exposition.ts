@@ -226,7 +226,15 @@ const isNameChar = (c: number) => c < 128 && (CLASS[c]! & 8) !== 0;
 const isLabelStart = (c: number) => c < 128 && (CLASS[c]! & 1) !== 0;
 const isLabelChar = (c: number) => c < 128 && (CLASS[c]! & 2) !== 0;
 
-const SPECIAL: Record<string, number> = { nan: NaN, inf: Infinity, '+inf': Infinity, '-inf': -Infinity, infinity: Infinity, '+infinity': Infinity, '-infinity': -Infinity };
+const SPECIAL: Record<string, number> = {
+  nan: NaN,
+  inf: Infinity,
+  '+inf': Infinity,
+  '-inf': -Infinity,
+  infinity: Infinity,
+  '+infinity': Infinity,
+  '-infinity': -Infinity,
+};
 
 /**
  * A float as Go's strconv.ParseFloat reads it (Prometheus' parser), decimal
@@ -353,7 +361,8 @@ class Parser {
     }
     // the unread rest of a cut page: one, however many series it held
     if (this.cut) this.dropped++;
-    else if (this.om && !this.eof) throw new ExpositionError(this.lineNo, 'no # EOF at the end (OpenMetrics requires it: the page may be cut short)', this.source);
+    else if (this.om && !this.eof)
+      throw new ExpositionError(this.lineNo, 'no # EOF at the end (OpenMetrics requires it: the page may be cut short)', this.source);
     return this.families;
   }
 
@@ -413,25 +422,32 @@ class Parser {
     let rest = '';
     if (k < e) {
       const c = t.charCodeAt(k);
-      if (c !== SP && (this.om || c !== TAB)) this.fail(`# ${kw}: ${c === TAB ? 'a tab where OpenMetrics puts one space' : 'no space'} after the metric name`);
+      if (c !== SP && (this.om || c !== TAB))
+        this.fail(`# ${kw}: ${c === TAB ? 'a tab where OpenMetrics puts one space' : 'no space'} after the metric name`);
       k++;
       if (!this.om) while (k < e && (t.charCodeAt(k) === SP || t.charCodeAt(k) === TAB)) k++;
       rest = t.slice(k, e);
     } else if (this.om) this.fail(`# ${kw} ${name}: no space and text after the metric name`);
     if (kw === 'TYPE') {
       const type = (this.om ? rest : rest.trim()) as FamilyType;
-      if (!TYPES.has(type) || (this.om && type === 'untyped') || (!this.om && (type === 'gaugehistogram' || type === 'info' || type === 'stateset'))) this.fail(`# TYPE ${name}: unknown type "${rest.slice(0, 40)}"`);
+      if (
+        !TYPES.has(type) ||
+        (this.om && type === 'untyped') ||
+        (!this.om && (type === 'gaugehistogram' || type === 'info' || type === 'stateset'))
+      )
+        this.fail(`# TYPE ${name}: unknown type "${rest.slice(0, 40)}"`);
       const had = this.families.get(name);
       if (had && this.provisional.has(had) && had.samples.length === 0) {
         // HELP came first: TYPE sets the type (the spec puts TYPE first, real pages do not always)
         had.type = type;
         this.provisional.delete(had);
         this.owner.clear();
-    this.lastOwner = { name: '', f: undefined, le: false };
+        this.lastOwner = { name: '', f: undefined, le: false };
         return;
       }
       if (had) {
-        if (had.type !== type || had.samples.length) this.fail(`# TYPE ${name} ${type} after ${had.samples.length ? 'its samples' : `# TYPE ${had.type}`}`);
+        if (had.type !== type || had.samples.length)
+          this.fail(`# TYPE ${name} ${type} after ${had.samples.length ? 'its samples' : `# TYPE ${had.type}`}`);
         return;
       }
       this.declare(name, type);
@@ -477,7 +493,6 @@ class Parser {
   /** A quoted string at i (the opening quote); returns the unescaped text and the index after the closing quote. */
   /** what: names the string in an error (a label's name when label is set: built only on failure). */
   private quoted(i: number, e: number, name: string, label = false): string {
-
     const t = this.text;
     const s = i + 1;
     // the common case: no escape before the closing quote. The next backslash of the page is found once and kept
@@ -554,7 +569,8 @@ class Parser {
     // value: after a blank, or (Prometheus text, whose lexer reads a value from the "}" on) right after the labels
     const sep = t.charCodeAt(i);
     if (i >= e) this.fail(`${name}: no value`);
-    if (sep !== SP && sep !== TAB && (this.om || t.charCodeAt(i - 1) !== RBRACE)) this.fail(`${name}: unexpected "${t[i]}" after the ${t.charCodeAt(i - 1) === RBRACE ? 'labels' : 'name'}`);
+    if (sep !== SP && sep !== TAB && (this.om || t.charCodeAt(i - 1) !== RBRACE))
+      this.fail(`${name}: unexpected "${t[i]}" after the ${t.charCodeAt(i - 1) === RBRACE ? 'labels' : 'name'}`);
     if (this.om) {
       if (sep !== SP) this.fail(`${name}: a tab before the value`);
       i++;
@@ -578,13 +594,20 @@ class Parser {
         i = j < e ? this.skipBlanks(j, e) : e;
       }
       if (i < e) {
-        if (t.charCodeAt(i) !== HASH) this.fail(`${name}: unexpected "${t.slice(i, Math.min(e, i + 20))}" after the ${timestampMs === undefined ? 'value' : 'timestamp'}`);
+        if (t.charCodeAt(i) !== HASH)
+          this.fail(
+            `${name}: unexpected "${t.slice(i, Math.min(e, i + 20))}" after the ${timestampMs === undefined ? 'value' : 'timestamp'}`,
+          );
         if (!this.om) this.fail(`${name}: an exemplar ("# {...}") in Prometheus text: only OpenMetrics has them`);
         exemplar = this.exemplar(i, e, name);
       }
     }
     const fam = this.familyOf(name, labels);
-    const sample: Sample = exemplar ? { name, labels, value, timestampMs, exemplar } : timestampMs !== undefined ? { name, labels, value, timestampMs } : { name, labels, value };
+    const sample: Sample = exemplar
+      ? { name, labels, value, timestampMs, exemplar }
+      : timestampMs !== undefined
+        ? { name, labels, value, timestampMs }
+        : { name, labels, value };
     fam.samples.push(sample);
     if (++this.kept >= this.room) this.full = true;
   }
@@ -736,7 +759,8 @@ class Parser {
       c = t.charCodeAt(i);
       if (c === COMMA) i++;
       // Prometheus text: the next pair may follow without its comma
-      else if (c !== RBRACE && (this.om || (c !== QUOTE && !isLabelStart(c)))) this.fail(i >= e ? 'labels without their closing "}"' : `label ${key}: unexpected "${t[i]}" after its value`);
+      else if (c !== RBRACE && (this.om || (c !== QUOTE && !isLabelStart(c))))
+        this.fail(i >= e ? 'labels without their closing "}"' : `label ${key}: unexpected "${t[i]}" after its value`);
     }
   }
 
@@ -770,8 +794,10 @@ class Parser {
       if (f) this.fail(`${name}: a sample of the ${f.type} ${name} without the suffix its type needs`);
       f = this.declare(name, this.om ? 'unknown' : 'untyped');
     }
-    if (f.type === 'histogram' && name.endsWith('_bucket') && labels.le === undefined) this.fail(`${name}: a histogram bucket without an "le" label`);
-    if (f.type === 'summary' && name === f.name && labels.quantile === undefined) this.fail(`${name}: a summary quantile without a "quantile" label`);
+    if (f.type === 'histogram' && name.endsWith('_bucket') && labels.le === undefined)
+      this.fail(`${name}: a histogram bucket without an "le" label`);
+    if (f.type === 'summary' && name === f.name && labels.quantile === undefined)
+      this.fail(`${name}: a summary quantile without a "quantile" label`);
     this.owner.set(name, f);
     return f;
   }

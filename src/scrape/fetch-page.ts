@@ -91,7 +91,15 @@ export function createPageFetcher(url: string, timeoutMs: number, maxBytes: numb
       } catch (e) {
         give();
         const f = e as HttpFailure;
-        throw new Error(f.kind === 'aborted' ? `${where}: aborted` : f.kind === 'timeout' ? `${where}: no whole answer within ${timeoutMs} ms` : f.message.startsWith(where) ? f.message : `${where}: ${f.message}`);
+        throw new Error(
+          f.kind === 'aborted'
+            ? `${where}: aborted`
+            : f.kind === 'timeout'
+              ? `${where}: no whole answer within ${timeoutMs} ms`
+              : f.message.startsWith(where)
+                ? f.message
+                : `${where}: ${f.message}`,
+        );
       }
       if (res.status !== 200) {
         give();
@@ -99,7 +107,12 @@ export function createPageFetcher(url: string, timeoutMs: number, maxBytes: numb
       }
       if (res.cut && res.cut !== 'stopped') {
         give();
-        const why = res.cut === 'too-large' ? (res.cutReason ?? '').replace(/^the answer/, 'the page') : res.cut === 'timeout' ? `no whole answer within ${timeoutMs} ms` : (res.cutReason ?? 'the answer broke off');
+        const why =
+          res.cut === 'too-large'
+            ? (res.cutReason ?? '').replace(/^the answer/, 'the page')
+            : res.cut === 'timeout'
+              ? `no whole answer within ${timeoutMs} ms`
+              : (res.cutReason ?? 'the answer broke off');
         throw new Error(`${where}: ${why}`);
       }
       let text: string | undefined;

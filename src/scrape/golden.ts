@@ -16,7 +16,12 @@ export function goldenPagePoints(table: EngineTable, dir: string): Point[] {
   const out = new PointBuffer();
   const state = new ConvertState();
   state.begin();
-  convertPage(table, parseExposition(readFileSync(join(dir, 'page.prom'), 'utf8')), { out, state, base: { 'server.address': '127.0.0.1', 'server.port': 8000 }, now: Date.UTC(2026, 10, 23) });
+  convertPage(table, parseExposition(readFileSync(join(dir, 'page.prom'), 'utf8')), {
+    out,
+    state,
+    base: { 'server.address': '127.0.0.1', 'server.port': 8000 },
+    now: Date.UTC(2026, 10, 23),
+  });
   state.end();
   const unread = [...out.unread].map(([f, why]) => `${f}: ${why}`).join('\n');
   const file = join(dir, 'unreadable.txt');

@@ -51,7 +51,8 @@ export class HistogramWindows {
     for (const [k, v] of this.last) if (v.seen !== this.round) this.last.delete(k);
   }
 
-  /** created: the series' creation time where the engine says it (_created): another one is a restart, even one that counted past the old counts already. */
+  /** created: the series' creation time where the engine says it (_created): another one is a restart, even one that counted past the old
+   * counts already. */
   observe(key: string, h: HistogramValue, created?: number): WindowResult {
     const prev = this.last.get(key);
     this.last.set(key, created === undefined ? { h, seen: this.round } : { h, seen: this.round, created });

@@ -19,10 +19,23 @@ export interface Discovery {
 /** The [name] section of a scraped plugin. */
 export function scrapedSection(s: ScrapedSpec) {
   return pluginSection(s.name, s.description, [
-    { key: 'endpoints', type: 'list', default: [...s.defaultEndpoints], description: `Metrics pages to scrape (http or https URLs), each a separate engine.${s.discover ? ' auto (alone or among URLs): also every engine running on this node, found by its process (command line) and the ports it listens on, looked for every 30 s; [daemon] engines = auto runs this plugin with endpoints = auto unless this key is set.' : ''}` },
-    { key: 'max_page_size', type: 'bytes', default: 16 * 1024 * 1024, min: 1024, max: 256 * 1024 * 1024, description: 'Largest page read; a bigger one is that endpoint\'s error.' },
+    {
+      key: 'endpoints',
+      type: 'list',
+      default: [...s.defaultEndpoints],
+      description:
+        `Metrics pages to scrape (http or https URLs), each a separate ` +
+        `engine.${s.discover ? ' auto (alone or among URLs): also every engine running on this node, found by its process ' + '(command line) and the ports it listens on, looked for every 30 s; [daemon] engines = auto ' + 'runs this plugin with endpoints = auto unless this key is set.' : ''}`,
+    },
+    {
+      key: 'max_page_size',
+      type: 'bytes',
+      default: 16 * 1024 * 1024,
+      min: 1024,
+      max: 256 * 1024 * 1024,
+      description: "Largest page read; a bigger one is that endpoint's error.",
+    },
   ]);
 }
 
 export type ScrapedSection = ReturnType<typeof scrapedSection>;
-

@@ -12,7 +12,10 @@ import { processStart } from '../core/process-start.js';
 /** Listening sockets by inode: /proc/net/tcp and tcp6, state 0A. */
 export function listeningSockets(proc = '/proc'): Map<string, { host: string; port: number }> {
   const out = new Map<string, { host: string; port: number }>();
-  for (const [f, v6] of [['tcp', false], ['tcp6', true]] as const) {
+  for (const [f, v6] of [
+    ['tcp', false],
+    ['tcp6', true],
+  ] as const) {
     let text: string;
     try {
       text = readFileSync(`${proc}/net/${f}`, 'latin1');

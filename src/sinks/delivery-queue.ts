@@ -59,7 +59,9 @@ export class DeliveryQueue {
       const old = this.items.shift()!;
       this.o.stats.queueBytes -= old.body.length;
       this.o.stats.dropped += old.points;
-      this.o.log.once('queue-full', 'warn', 'retry queue full: dropping the oldest data (counted in l9gpu.sink.dropped)', { max_queue_bytes: this.o.maxBytes });
+      this.o.log.once('queue-full', 'warn', 'retry queue full: dropping the oldest data (counted in l9gpu.sink.dropped)', {
+        max_queue_bytes: this.o.maxBytes,
+      });
     }
     if (!this.timer) void this.pump();
   }
@@ -81,7 +83,11 @@ export class DeliveryQueue {
   /** drain() then close(), saying what could not be delivered: a sink's last words. */
   async shutdown(deadline: number): Promise<void> {
     await this.drain(deadline);
-    if (this.items.length > 0) this.o.log.warn('exiting with undelivered data (counted as dropped)', { requests: this.items.length, points: this.items.reduce((n, p) => n + p.points, 0) });
+    if (this.items.length > 0)
+      this.o.log.warn('exiting with undelivered data (counted as dropped)', {
+        requests: this.items.length,
+        points: this.items.reduce((n, p) => n + p.points, 0),
+      });
     this.close();
   }
 
@@ -130,7 +136,10 @@ export class DeliveryQueue {
       this.o.stats.exported += head.points - rejected;
       this.o.stats.dropped += rejected;
       if (this.downSince) {
-        this.o.log.info(this.configProblem ? 'the configuration problem is mended: delivering queued data' : 'endpoint is back: delivering queued data', { down_seconds: Math.round((monoNow() - this.downSince) / 1000), queued: this.items.length });
+        this.o.log.info(
+          this.configProblem ? 'the configuration problem is mended: delivering queued data' : 'endpoint is back: delivering queued data',
+          { down_seconds: Math.round((monoNow() - this.downSince) / 1000), queued: this.items.length },
+        );
         this.downSince = 0;
         this.configProblem = undefined;
       }
@@ -150,7 +159,12 @@ export class DeliveryQueue {
       // rotated on disk is taken at the next try), so it is said once as what it is and tried again slowly
       if (this.configProblem !== r.reason) {
         this.configProblem = r.reason;
-        this.o.log.error(`cannot deliver: a configuration problem, not an outage: fix ${r.config} (the data waits in the queue, tried again every ${Math.round(this.configRetry / 1000)} s, said again only if the problem changes)`, { reason: r.reason });
+        this.o.log.error(
+          `cannot deliver: a configuration problem, not an outage: fix ${r.config} (the data waits in ` +
+            `the queue, tried again every ${Math.round(this.configRetry / 1000)} s, said again only if ` +
+            `the problem changes)`,
+          { reason: r.reason },
+        );
       }
       if (!this.downSince) this.downSince = monoNow();
       this.backoff = this.configRetry;

@@ -17,7 +17,20 @@
  * that stops answering would still stall the event loop: keep it on local disk.
  */
 import { FILE_SECTION } from './sections.js';
-import { closeSync, constants, existsSync, fstatSync, ftruncateSync, lstatSync, openSync, renameSync, rmSync, statSync, writeSync, type Stats } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  existsSync,
+  fstatSync,
+  ftruncateSync,
+  lstatSync,
+  openSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeSync,
+  type Stats,
+} from 'node:fs';
 import { dirname } from 'node:path';
 import { ConfigError } from '../core/config/schema.js';
 import type { Config } from '../core/config/load.js';
@@ -31,8 +44,17 @@ import type { ProbeResult } from '../core/plugin.js';
 
 // libuv adds O_CLOEXEC to every open on Linux already; named here so that the flags say all that is relied on
 const O_CLOEXEC = process.platform === 'linux' ? 0o2000000 : 0;
-/** O_NONBLOCK: an open of a FIFO without a reader fails (ENXIO) instead of waiting for one; O_NOCTTY: a terminal never becomes the daemon's. */
-const OPEN_FLAGS = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY | O_CLOEXEC;
+/** O_NONBLOCK: an open of a FIFO without a reader fails (ENXIO) instead of waiting for one; O_NOCTTY: a terminal never becomes the
+ * daemon's.
+ * */
+const OPEN_FLAGS =
+  constants.O_WRONLY |
+  constants.O_APPEND |
+  constants.O_CREAT |
+  constants.O_NOFOLLOW |
+  constants.O_NONBLOCK |
+  constants.O_NOCTTY |
+  O_CLOEXEC;
 const S_ISVTX = 0o1000;
 const NEWLINE = 0x0a;
 
@@ -69,11 +91,17 @@ function unsafeFolder(path: string, asRoot: boolean, rotates: boolean): string |
   const st = statSync(dir);
   if (st.mode & 0o002) {
     if (!(st.mode & S_ISVTX)) return `its folder ${dir} is writable by others without the sticky bit (anyone could swap the file)`;
-    if (rotates) return `its folder ${dir} is writable by others: the file would be root's, but not the names it rotates to (any user may take ${path}.1 first); use a folder only root can write, or max_files = 0`;
+    if (rotates)
+      return (
+        `its folder ${dir} is writable by others: the file would be root's, but not the names it ` +
+        `rotates to (any user may take ${path}.1 first); use a folder only root can write, or ` +
+        `max_files = 0`
+      );
   } else if (asRoot && st.uid !== 0) return `its folder ${dir} is owned by uid ${st.uid}, not root (its owner could swap the file)`;
   for (let up = dirname(dir), below = dir; up !== below; below = up, up = dirname(up)) {
     const a = statSync(up);
-    if (a.mode & 0o002 && !(a.mode & S_ISVTX)) return `${up}, above its folder, is writable by others without the sticky bit (anyone could swap the folder)`;
+    if (a.mode & 0o002 && !(a.mode & S_ISVTX))
+      return `${up}, above its folder, is writable by others without the sticky bit (anyone could swap the folder)`;
   }
   return undefined;
 }
@@ -226,7 +254,8 @@ class FileSink implements Sink {
     this.stats.errors++;
     this.stats.dropped += points;
     const error = e.message;
-    if (this.failing?.error !== error) this.ctx.log.error('cannot write metrics file: dropping points until it can', { path: this.path, error });
+    if (this.failing?.error !== error)
+      this.ctx.log.error('cannot write metrics file: dropping points until it can', { path: this.path, error });
     this.failing = { dropped: (this.failing?.dropped ?? 0) + points, error };
   }
 

@@ -46,11 +46,19 @@ export function createPoster(client: HttpClient, tlsKeys: { ca: string; cert: st
       // again would duplicate it there); only its partial-success detail is lost
       if (status >= 200 && status < 300) return { ok: true, status, body: res.cut ? Buffer.alloc(0) : res.body };
       if (res.cut === 'too-large' || res.cut === 'timeout' || res.cut === 'error') {
-        return { ok: false, retryable: retryableStatus(status), reason: `HTTP ${status} (${res.cut === 'too-large' ? 'an answer larger than 1 MiB' : res.cutReason ?? res.cut})` };
+        return {
+          ok: false,
+          retryable: retryableStatus(status),
+          reason: `HTTP ${status} (${res.cut === 'too-large' ? 'an answer larger than 1 MiB' : (res.cutReason ?? res.cut)})`,
+        };
       }
       const ra = Number(res.headers['retry-after']);
       // masked before it is cut: half a secret is still a leak
-      const snippet = client.mask(res.body.toString('utf8', 0, Math.min(res.body.length, 4096))).slice(0, 200).replace(/\s+/g, ' ').trim();
+      const snippet = client
+        .mask(res.body.toString('utf8', 0, Math.min(res.body.length, 4096)))
+        .slice(0, 200)
+        .replace(/\s+/g, ' ')
+        .trim();
       return {
         ok: false,
         retryable: retryableStatus(status),

@@ -18,7 +18,8 @@ const heads = new WeakMap<MetricDef, string>();
 function head(def: MetricDef): string {
   let h = heads.get(def);
   if (h === undefined) {
-    const kind = def.kind === 'gauge' || def.kind === 'histogram' ? `"kind":"${def.kind}"` : `"kind":"sum","monotonic":${def.kind === 'sum'}`;
+    const kind =
+      def.kind === 'gauge' || def.kind === 'histogram' ? `"kind":"${def.kind}"` : `"kind":"sum","monotonic":${def.kind === 'sum'}`;
     h = `"name":${JSON.stringify(def.name)},"unit":${JSON.stringify(def.unit)},${kind},"value":`;
     heads.set(def, h);
   }
@@ -35,7 +36,9 @@ export function pointJson(batch: Batch, resource: Attributes | undefined): strin
     const p = batch.points[i]!;
     if (p.metric.kind !== 'histogram') out[n++] = `${time}${head(p.metric)}${p.value},"attributes":${JSON.stringify(p.attributes)}${tail}`;
     // a histogram metric's point without buckets is a plugin's mistake, not a histogram: left out, as by every sink
-    else if (p.hist) out[n++] = `${time}${head(p.metric)}${p.hist.count},"sum":${p.hist.sum},"bounds":${JSON.stringify(p.hist.bounds)},"counts":${JSON.stringify(p.hist.counts)},"attributes":${JSON.stringify(p.attributes)}${tail}`;
+    else if (p.hist)
+      out[n++] =
+        `${time}${head(p.metric)}${p.hist.count},"sum":${p.hist.sum},"bounds":${JSON.stringify(p.hist.bounds)},"counts":${JSON.stringify(p.hist.counts)},"attributes":${JSON.stringify(p.attributes)}${tail}`;
   }
   out.length = n;
   return out;

@@ -81,7 +81,9 @@ export function createGrpcPoster(o: GrpcPosterOptions): Poster {
     const v = source?.version ?? 0;
     if (client && v === version) return client;
     client?.close();
-    const creds = secure ? grpc.credentials.createSsl(material.ca ?? null, material.key ?? null, material.cert ?? null) : grpc.credentials.createInsecure();
+    const creds = secure
+      ? grpc.credentials.createSsl(material.ca ?? null, material.key ?? null, material.cert ?? null)
+      : grpc.credentials.createInsecure();
     client = new grpc.Client(`${u.hostname}:${port}`, creds, options);
     version = v;
     return client;
@@ -143,7 +145,8 @@ export function createGrpcPoster(o: GrpcPosterOptions): Poster {
   };
 }
 
-/** grpc-js's details on one line, without its timestamps (a reason said once must read the same at every try) or an empty resolution note. */
+/** grpc-js's details on one line, without its timestamps (a reason said once must read the same at every try) or an empty resolution note.
+ * */
 function tidy(text: string): string {
   return text
     .replace(/ \(\d{4}-\d\d-\d\dT[\d:.]+Z\)/g, '')
@@ -169,9 +172,17 @@ const ALERT = /^ERR_SSL_.*ALERT/;
  * certificate (a Node.js server does so without an alert). Undefined: no TLS
  * problem found (an outage, or a server that answers now).
  */
-function diagnose(hostname: string, port: number, material: TlsMaterial | undefined, timeoutMs: number, https: boolean): Promise<TlsProblem | undefined> {
+function diagnose(
+  hostname: string,
+  port: number,
+  material: TlsMaterial | undefined,
+  timeoutMs: number,
+  https: boolean,
+): Promise<TlsProblem | undefined> {
   const host = hostname.replace(/^\[|\]$/g, '');
-  const speaksTls = `${hostname}:${port} speaks TLS (${https ? 'the endpoint is https:// but insecure asks for plaintext' : 'is the endpoint https://?'})`;
+  const speaksTls =
+    `${hostname}:${port} speaks TLS ` +
+    `(${https ? 'the endpoint is https:// but insecure asks for plaintext' : 'is the endpoint https://?'})`;
   const isIp = (requireBuiltin('node:net') as typeof net).isIP(host) !== 0;
   return new Promise((resolve) => {
     const sock = (requireBuiltin('node:tls') as typeof tls).connect({
@@ -191,7 +202,13 @@ function diagnose(hostname: string, port: number, material: TlsMaterial | undefi
       resolve(p);
     };
     const refused = (): TlsProblem | undefined =>
-      shaken && material?.cert ? { fix: 'cert', reason: 'the server closed the connection right after the TLS handshake, without a word: it did not take the client certificate' } : undefined;
+      shaken && material?.cert
+        ? {
+            fix: 'cert',
+            reason:
+              'the server closed the connection right after the TLS handshake, without a word: it did not take the client certificate',
+          }
+        : undefined;
     sock.setTimeout(timeoutMs, () => done(undefined));
     sock.once('secureConnect', () => {
       shaken = true;

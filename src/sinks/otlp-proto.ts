@@ -110,7 +110,6 @@ class Writer extends ByteBuffer {
       v = Math.floor(v / 128);
     }
   }
-
 }
 
 /** ms since the epoch (fractions kept to the ns) -> ns, exactly. */
@@ -222,7 +221,10 @@ function keyValues(w: Writer, field: number, a: Attributes): void {
  * object every interval), field by field (7: a number point's, 9: a
  * histogram point's): a copy per point instead of a lookup per attribute.
  */
-const blocks = new Map<number, WeakMap<Attributes, Buffer>>([[7, new WeakMap()], [9, new WeakMap()]]);
+const blocks = new Map<number, WeakMap<Attributes, Buffer>>([
+  [7, new WeakMap()],
+  [9, new WeakMap()],
+]);
 const block = new Writer(1024);
 
 function pointAttributes(w: Writer, field: number, a: Attributes): void {
@@ -293,7 +295,13 @@ function ordered(g: number, p: Point, end: number): void {
  * over by the next request (take copies it, or compresses it): no buffer per
  * request besides what take makes.
  */
-export function encodeMetricsRequestWith<T>(batches: readonly Batch[], resource: Attributes, defaultStart: number, scopeVersion: string, take: (bytes: Buffer) => T): T {
+export function encodeMetricsRequestWith<T>(
+  batches: readonly Batch[],
+  resource: Attributes,
+  defaultStart: number,
+  scopeVersion: string,
+  take: (bytes: Buffer) => T,
+): T {
   // one Metric per registry metric, its points in batch order (the first and last of each, linked through `order`)
   const byMetric = new Map<MetricDef, { first: number; last: number }>();
   let n = 0;
@@ -319,7 +327,13 @@ export function encodeMetricsRequestWith<T>(batches: readonly Batch[], resource:
   }
 }
 
-function writeRequest<T>(byMetric: Map<MetricDef, { first: number }>, resource: Attributes, defaultStart: number, scopeVersion: string, take: (bytes: Buffer) => T): T {
+function writeRequest<T>(
+  byMetric: Map<MetricDef, { first: number }>,
+  resource: Attributes,
+  defaultStart: number,
+  scopeVersion: string,
+  take: (bytes: Buffer) => T,
+): T {
   const times = new TimeFields();
   const w = request;
   w.reset();

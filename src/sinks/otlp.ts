@@ -68,7 +68,17 @@ class OtlpSink implements Sink {
       // the gRPC poster is loaded at start; its TLS files are checked now, as the HTTP client checks them
       if (hasTls(this.tls) && !s.insecure && this.url.startsWith('https:')) readTlsMaterial(this.tls);
     } else {
-      this.poster = createPoster(createHttpClient({ url: this.url, what: '[otlp] endpoint', timeoutMs: s.timeout * 1000, maxResponseBytes: MAX_RESPONSE_BYTES, credentials: this.secrets.credentials, tls: this.tls }), TLS_KEYS);
+      this.poster = createPoster(
+        createHttpClient({
+          url: this.url,
+          what: '[otlp] endpoint',
+          timeoutMs: s.timeout * 1000,
+          maxResponseBytes: MAX_RESPONSE_BYTES,
+          credentials: this.secrets.credentials,
+          tls: this.tls,
+        }),
+        TLS_KEYS,
+      );
     }
   }
 
@@ -89,12 +99,23 @@ class OtlpSink implements Sink {
       // encoded into one buffer used again, which gzip reads (or a copy is taken of): a request makes only its body;
       // gRPC compresses its messages itself
       const gzip = this.gzip && !this.grpc;
-      this.encode = (batches) => encodeMetricsRequestWith(batches, this.ctx.resource, this.ctx.startTime, VERSION, (bytes) => (gzip ? gzipSync(bytes) : Buffer.from(bytes)));
+      this.encode = (batches) =>
+        encodeMetricsRequestWith(batches, this.ctx.resource, this.ctx.startTime, VERSION, (bytes) =>
+          gzip ? gzipSync(bytes) : Buffer.from(bytes),
+        );
     }
     const s = readSection(this.ctx.config, OTLP_SECTION);
     if (this.grpc) {
       const { createGrpcPoster } = await import('./otlp-grpc.js');
-      this.poster = createGrpcPoster({ url: this.url, insecure: s.insecure, tls: this.tls, credentials: this.secrets.credentials, timeoutMs: s.timeout * 1000, gzip: this.gzip, tlsKeys: TLS_KEYS });
+      this.poster = createGrpcPoster({
+        url: this.url,
+        insecure: s.insecure,
+        tls: this.tls,
+        credentials: this.secrets.credentials,
+        timeoutMs: s.timeout * 1000,
+        gzip: this.gzip,
+        tlsKeys: TLS_KEYS,
+      });
     }
     this.queue = new DeliveryQueue({
       maxBytes: s.max_queue_bytes,
@@ -174,7 +195,9 @@ export function otlpEndpoint(c: Config): string {
 
 export const otlpSink: SinkManifest = {
   name: 'otlp',
-  description: 'OTLP/HTTP (protobuf or JSON) or OTLP/gRPC push with gzip, headers, TLS (private CA, client certificate), timeout and a bounded retry queue',
+  description:
+    'OTLP/HTTP (protobuf or JSON) or OTLP/gRPC push with gzip, headers, TLS (private CA, client ' +
+    'certificate), timeout and a bounded retry queue',
   section: OTLP_SECTION,
   create: (ctx) => new OtlpSink(ctx),
   describe: (c: Config) => {

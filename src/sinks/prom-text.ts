@@ -122,7 +122,12 @@ const NO_CONSTANT: Constant = { text: '', names: [], parts: [] };
  * source hands again every collection (isStable), made once and kept in
  * `cache` for as long as they live.
  */
-function labelsOf(a: Attributes, constant: Constant, cache: WeakMap<Attributes, string> | undefined, hide: ReadonlySet<string> | undefined): string {
+function labelsOf(
+  a: Attributes,
+  constant: Constant,
+  cache: WeakMap<Attributes, string> | undefined,
+  hide: ReadonlySet<string> | undefined,
+): string {
   if (!cache || !isStable(a)) return labels(a, constant, hide);
   let l = cache.get(a);
   if (l === undefined) cache.set(a, (l = labels(a, constant, hide)));
@@ -169,7 +174,10 @@ export function targetInfo(resource: Attributes): string {
 /** A metric's HELP, UNIT and TYPE lines. */
 export function metricHeader(def: MetricDef): string {
   const name = prometheusName(def);
-  return `# HELP ${name} ${escape(def.description)}\n${def.unit ? `# UNIT ${name} ${escape(def.unit)}\n` : ''}# TYPE ${name} ${def.kind === 'sum' ? 'counter' : def.kind === 'histogram' ? 'histogram' : 'gauge'}\n`;
+  return (
+    `# HELP ${name} ${escape(def.description)}\n${def.unit ? `# UNIT ${name} ${escape(def.unit)}\n` : ''}# ` +
+    `TYPE ${name} ${def.kind === 'sum' ? 'counter' : def.kind === 'histogram' ? 'histogram' : 'gauge'}\n`
+  );
 }
 
 /** What a page without a point says after target_info (the exporter's words). */
@@ -245,7 +253,12 @@ export function batchLines(b: Batch, w: ByteBuffer, constant: Constant, o: LineO
  * batches first have each) its header and each batch's lines of it, in batch
  * order.
  */
-export function pagePieces(head: Buffer, parts: readonly ReadonlyMap<MetricDef, Buffer>[], header: (def: MetricDef) => Buffer, none: Buffer): Buffer[] {
+export function pagePieces(
+  head: Buffer,
+  parts: readonly ReadonlyMap<MetricDef, Buffer>[],
+  header: (def: MetricDef) => Buffer,
+  none: Buffer,
+): Buffer[] {
   const byMetric = new Map<MetricDef, Buffer[]>();
   for (const part of parts) {
     for (const [def, bytes] of part) {
@@ -264,5 +277,7 @@ export function pagePieces(head: Buffer, parts: readonly ReadonlyMap<MetricDef, 
 export function renderExposition(batches: readonly Batch[], resource: Attributes, keep?: RegExp, hide?: ReadonlySet<string>): string {
   const constant = constantLabels(resource, keep);
   const parts = batches.map((b) => batchLines(b, new ByteBuffer(), constant, { hide }));
-  return Buffer.concat(pagePieces(Buffer.from(targetInfo(resource)), parts, (def) => Buffer.from(metricHeader(def)), Buffer.from(NO_METRICS))).toString('utf8');
+  return Buffer.concat(
+    pagePieces(Buffer.from(targetInfo(resource)), parts, (def) => Buffer.from(metricHeader(def)), Buffer.from(NO_METRICS)),
+  ).toString('utf8');
 }

@@ -59,7 +59,8 @@ function webStateOf(c: Config, log: SinkContext['log']): WebState | undefined {
   try {
     return new WebState(file, log);
   } catch (e) {
-    if (e instanceof WebConfigError) throw new ConfigError(`[prometheus] web_config: ${e.message}`, { section: 'prometheus', key: 'web_config' });
+    if (e instanceof WebConfigError)
+      throw new ConfigError(`[prometheus] web_config: ${e.message}`, { section: 'prometheus', key: 'web_config' });
     throw e;
   }
 }
@@ -92,7 +93,11 @@ async function probePort(c: Config): Promise<ProbeResult> {
   const who = await serverHeader(host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host, port, s.path, tls);
   if (who?.startsWith('l9gpu/')) return { ok: true, detail: `${host}:${port} is served by a running l9gpu daemon (${who})` };
   // a page that asks every client for a certificate answers no one without: who holds the port is not asked
-  if (who === undefined && clientCert) return { ok: true, detail: `${host}:${port} is in use, by a server that asks for a client certificate (as web_config does): not asked further` };
+  if (who === undefined && clientCert)
+    return {
+      ok: true,
+      detail: `${host}:${port} is in use, by a server that asks for a client certificate (as web_config does): not asked further`,
+    };
   return { ok: false, detail: `${host}:${port} is in use by another program${who ? ` (${who})` : ''} ([prometheus] port)` };
 }
 
@@ -180,7 +185,9 @@ class PrometheusSink implements Sink {
     if (version === this.webVersion) return;
     this.webVersion = version;
     const s = readSection(this.ctx.config, PROMETHEUS_SECTION);
-    const hide = hidesPersonal(s.personal_labels, s.host ?? '0.0.0.0', this.web?.authenticated ?? false) ? new Set<string>(PERSONAL_ATTRIBUTES) : undefined;
+    const hide = hidesPersonal(s.personal_labels, s.host ?? '0.0.0.0', this.web?.authenticated ?? false)
+      ? new Set<string>(PERSONAL_ATTRIBUTES)
+      : undefined;
     if ((hide === undefined) === (this.hide === undefined)) return;
     this.hide = hide;
     // the rendered lines and cached label sets were made the other way: every source's next batch is rendered anew
@@ -225,13 +232,26 @@ class PrometheusSink implements Sink {
     } catch (e) {
       const err = e as NodeJS.ErrnoException;
       await listener.close();
-      throw new Error(err.code === 'EADDRINUSE' ? `cannot listen on ${host}:${s.port}: the port is in use ([prometheus] port)` : `cannot listen on ${host}:${s.port}: ${err.message}`);
+      throw new Error(
+        err.code === 'EADDRINUSE'
+          ? `cannot listen on ${host}:${s.port}: the port is in use ([prometheus] port)`
+          : `cannot listen on ${host}:${s.port}: ${err.message}`,
+      );
     }
     this.listener = listener;
     const scheme = web?.tls ? 'https' : 'http';
     this.ctx.log.info('prometheus endpoint listening', {
       url: `${scheme}://${host}:${this.port}${s.path}`,
-      ...(web ? { web_config: web.file, auth: web.config.users.size ? 'basic' : web.config.tls?.clientAuth === 'RequireAndVerifyClientCert' ? 'client certificate' : 'none' } : {}),
+      ...(web
+        ? {
+            web_config: web.file,
+            auth: web.config.users.size
+              ? 'basic'
+              : web.config.tls?.clientAuth === 'RequireAndVerifyClientCert'
+                ? 'client certificate'
+                : 'none',
+          }
+        : {}),
       ...(this.hide ? { personal_labels: 'hidden (served beyond loopback without authentication: docs/security.md)' } : {}),
     });
   }
@@ -255,7 +275,9 @@ class PrometheusSink implements Sink {
       if (r === 'ok') return this.answer(req, res);
       this.listener?.refused(r === 'throttled' ? 'auth_throttled' : 'auth');
       if (res.destroyed) return;
-      res.writeHead(401, { 'www-authenticate': 'Basic', 'content-type': 'text/plain; charset=utf-8', 'x-content-type-options': 'nosniff' }).end('Unauthorized\n');
+      res
+        .writeHead(401, { 'www-authenticate': 'Basic', 'content-type': 'text/plain; charset=utf-8', 'x-content-type-options': 'nosniff' })
+        .end('Unauthorized\n');
     });
   }
 
@@ -356,7 +378,11 @@ class PrometheusSink implements Sink {
         let into = this.rendered.get(source);
         if (!into) this.rendered.set(source, (into = new ByteBuffer(16 * 1024, 4 << 20)));
         // no otel_scope_* labels: one scope (l9gpu), they would only add noise to every series
-        l.lines = batchLines(l.batch, into, this.constant, { cache: this.labelSets, hide: this.hide, duplicate: () => this.stats.dropped++ });
+        l.lines = batchLines(l.batch, into, this.constant, {
+          cache: this.labelSets,
+          hide: this.hide,
+          duplicate: () => this.stats.dropped++,
+        });
         l.batch = undefined;
       }
       parts.push(l.lines!);
@@ -400,12 +426,20 @@ export const prometheusSink: SinkManifest = {
     let how = 'web_config unreadable';
     try {
       const w = takeWebConfig(s.web_config).config;
-      const auth = [w.users.size ? `basic auth (${w.users.size} user${w.users.size > 1 ? 's' : ''})` : '', w.tls?.clientAuth === 'RequireAndVerifyClientCert' ? 'client certificates' : ''].filter(Boolean).join(' and ');
+      const auth = [
+        w.users.size ? `basic auth (${w.users.size} user${w.users.size > 1 ? 's' : ''})` : '',
+        w.tls?.clientAuth === 'RequireAndVerifyClientCert' ? 'client certificates' : '',
+      ]
+        .filter(Boolean)
+        .join(' and ');
       how = `${w.tls ? 'TLS' : 'no TLS'}, ${auth || 'no authentication'}`;
     } catch {
       // the probe says why
     }
-    return `listening on ${s.web_config && how.startsWith('TLS') ? 'https' : 'http'}://${s.host}:${s.port}${s.path} (web_config ${s.web_config}: ${how})`;
+    return (
+      `listening on ${s.web_config && how.startsWith('TLS') ? 'https' : 'http'}://${s.host}:${s.port}${s.path} ` +
+      `(web_config ${s.web_config}: ${how})`
+    );
   },
   probe: (c: Config) => probePort(c),
 };

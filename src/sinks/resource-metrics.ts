@@ -35,7 +35,11 @@ interface Acc {
 
 /** nameOf: the descriptor's name (the OTLP name, or the Prometheus name for the pull endpoint). */
 export function toResourceMetrics(
-  batches: readonly Batch[], resource: Attributes, defaultStart: number, scopeVersion: string, nameOf: (def: MetricDef) => string = (d) => d.name,
+  batches: readonly Batch[],
+  resource: Attributes,
+  defaultStart: number,
+  scopeVersion: string,
+  nameOf: (def: MetricDef) => string = (d) => d.name,
 ): ResourceMetrics {
   const byMetric = new Map<MetricDef, Acc>();
   const defaultStartHr = hrTime(defaultStart);
@@ -49,7 +53,8 @@ export function toResourceMetrics(
       if (!acc) byMetric.set(p.metric, (acc = { def: p.metric, points: [] }));
       // Gauges: start = end (OTLP ignores it). Sums and histograms: the series' start.
       const start = p.metric.kind === 'gauge' ? end : p.start !== undefined ? hrTime(p.start) : defaultStartHr;
-      const value = p.metric.kind === 'histogram' ? { buckets: { boundaries: h!.bounds, counts: h!.counts }, sum: h!.sum, count: h!.count } : p.value;
+      const value =
+        p.metric.kind === 'histogram' ? { buckets: { boundaries: h!.bounds, counts: h!.counts }, sum: h!.sum, count: h!.count } : p.value;
       acc.points.push({ startTime: start, endTime: end, attributes: p.attributes, value });
     }
   }
@@ -61,7 +66,13 @@ export function toResourceMetrics(
         ? { descriptor, aggregationTemporality: CUMULATIVE, dataPointType: GAUGE, dataPoints: points }
         : def.kind === 'histogram'
           ? { descriptor, aggregationTemporality: CUMULATIVE, dataPointType: HISTOGRAM, dataPoints: points }
-          : { descriptor, aggregationTemporality: CUMULATIVE, dataPointType: SUM, isMonotonic: def.kind === 'sum', dataPoints: points }) as unknown as MetricData,
+          : {
+              descriptor,
+              aggregationTemporality: CUMULATIVE,
+              dataPointType: SUM,
+              isMonotonic: def.kind === 'sum',
+              dataPoints: points,
+            }) as unknown as MetricData,
     );
   }
   return {

@@ -12,7 +12,10 @@ class StdoutSink implements Sink {
   private readonly withResource: boolean;
   private readonly maxBuffer: number;
 
-  constructor(private readonly ctx: SinkContext, private readonly out: NodeJS.WriteStream = process.stdout) {
+  constructor(
+    private readonly ctx: SinkContext,
+    private readonly out: NodeJS.WriteStream = process.stdout,
+  ) {
     const s = readSection(ctx.config, STDOUT_SECTION);
     this.withResource = s.resource;
     this.maxBuffer = s.max_buffer_bytes;

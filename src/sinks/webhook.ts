@@ -36,7 +36,14 @@ class WebhookSink implements Sink {
     this.headers = { 'content-type': 'application/json', 'user-agent': `l9gpu/${VERSION}` };
     this.resourceJson = JSON.stringify(ctx.resource);
     this.maxPoints = s.max_batch_points;
-    const client = createHttpClient({ url, what: '[webhook] url', timeoutMs: s.timeout * 1000, maxResponseBytes: MAX_RESPONSE_BYTES, credentials: secrets.credentials, tls: tlsFilesOf('webhook', '', s) });
+    const client = createHttpClient({
+      url,
+      what: '[webhook] url',
+      timeoutMs: s.timeout * 1000,
+      maxResponseBytes: MAX_RESPONSE_BYTES,
+      credentials: secrets.credentials,
+      tls: tlsFilesOf('webhook', '', s),
+    });
     this.poster = createPoster(client, TLS_KEYS);
     this.queue = new DeliveryQueue({
       maxBytes: s.max_queue_bytes,

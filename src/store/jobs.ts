@@ -51,7 +51,22 @@ export interface GpuBinding {
 
 export type Source = 'prolog' | 'epilog' | 'poll';
 
-const COLS = ['cluster', 'user', 'uid', 'account', 'partition', 'qos', 'name', 'array_job_id', 'array_task_id', 'het_job_id', 'het_job_offset', 'start_time', 'scheduler', 'attrs'] as const;
+const COLS = [
+  'cluster',
+  'user',
+  'uid',
+  'account',
+  'partition',
+  'qos',
+  'name',
+  'array_job_id',
+  'array_task_id',
+  'het_job_id',
+  'het_job_offset',
+  'start_time',
+  'scheduler',
+  'attrs',
+] as const;
 
 /**
  * Longest job name kept: the name is the job's user's (sbatch -J), the
@@ -70,10 +85,20 @@ const startBy = (t: number | null | undefined, now: number): number | null => (t
 
 function jobValues(j: JobRecord, now: number): Record<(typeof COLS)[number], unknown> {
   return {
-    cluster: j.cluster ?? null, user: j.user ?? null, uid: j.uid ?? null, account: j.account ?? null, partition: j.partition ?? null,
-    qos: j.qos ?? null, name: j.name ? boundLabel(j.name, STORED_NAME_MAX) : null, array_job_id: j.arrayJobId ?? null, array_task_id: j.arrayTaskId ?? null,
-    het_job_id: j.hetJobId ?? null, het_job_offset: j.hetJobOffset ?? null, start_time: startBy(j.startTime, now),
-    scheduler: j.scheduler ?? null, attrs: j.attrs ? JSON.stringify(j.attrs) : null,
+    cluster: j.cluster ?? null,
+    user: j.user ?? null,
+    uid: j.uid ?? null,
+    account: j.account ?? null,
+    partition: j.partition ?? null,
+    qos: j.qos ?? null,
+    name: j.name ? boundLabel(j.name, STORED_NAME_MAX) : null,
+    array_job_id: j.arrayJobId ?? null,
+    array_task_id: j.arrayTaskId ?? null,
+    het_job_id: j.hetJobId ?? null,
+    het_job_offset: j.hetJobOffset ?? null,
+    start_time: startBy(j.startTime, now),
+    scheduler: j.scheduler ?? null,
+    attrs: j.attrs ? JSON.stringify(j.attrs) : null,
   };
 }
 
@@ -84,11 +109,22 @@ function upsertJob(db: Db, j: JobRecord, source: Source, now: number): void {
   db.prepare(
     `INSERT INTO jobs (job_id, run_key, ${COLS.join(', ')}, source, updated_at, start_mono, boot_id)
      VALUES (@job_id, @run_key, ${COLS.map((c) => `@${c}`).join(', ')}, @source, @now, @start_mono, @boot_id)
-     ON CONFLICT (job_id, run_key) DO UPDATE SET ${COLS.map((c) => `${c} = COALESCE(excluded.${c}, jobs.${c})`).join(', ')}, updated_at = excluded.updated_at,
-       start_mono = CASE WHEN excluded.source = 'prolog' OR jobs.start_mono IS NULL THEN COALESCE(excluded.start_mono, jobs.start_mono) ELSE jobs.start_mono END,
-       boot_id = CASE WHEN excluded.source = 'prolog' OR jobs.boot_id IS NULL THEN COALESCE(excluded.boot_id, jobs.boot_id) ELSE jobs.boot_id END,
+     ON CONFLICT (job_id, run_key) DO UPDATE SET ${COLS.map((c) => `${c} = COALESCE(excluded.${c}, jobs.${c})`).join(', ')},
+       updated_at = excluded.updated_at,
+       start_mono = CASE WHEN excluded.source = 'prolog' OR jobs.start_mono IS NULL THEN COALESCE(excluded.start_mono,
+         jobs.start_mono) ELSE jobs.start_mono END,
+       boot_id = CASE WHEN excluded.source = 'prolog' OR jobs.boot_id IS NULL THEN COALESCE(excluded.boot_id, jobs.boot_id) ELSE
+         jobs.boot_id END,
        source = CASE WHEN excluded.source = 'prolog' THEN 'prolog' ELSE jobs.source END`,
-  ).run({ job_id: j.jobId, run_key: j.runKey, ...v, source, now, start_mono: start === null ? null : monoAt(start), boot_id: bootId() || null });
+  ).run({
+    job_id: j.jobId,
+    run_key: j.runKey,
+    ...v,
+    source,
+    now,
+    start_mono: start === null ? null : monoAt(start),
+    boot_id: bootId() || null,
+  });
 }
 
 /**
@@ -101,12 +137,20 @@ function upsertJob(db: Db, j: JobRecord, source: Source, now: number): void {
 export function recordStart(db: Db, j: JobRecord, gpus: readonly GpuBinding[], source: Source, now = Date.now()): void {
   db.transaction(() => {
     const start = startBy(j.startTime, now) ?? now;
-    db.prepare(`UPDATE bindings SET end_time = ?, closed_by = 'requeue' WHERE job_id = ? AND run_key <> ? AND end_time IS NULL`).run(now, j.jobId, j.runKey);
-    db.prepare(`UPDATE jobs SET end_time = ?, end_mono = ?, state = COALESCE(state, 'REQUEUED'), updated_at = ? WHERE job_id = ? AND run_key <> ? AND end_time IS NULL`).run(now, monoAt(now), now, j.jobId, j.runKey);
+    db.prepare(`UPDATE bindings SET end_time = ?, closed_by = 'requeue' WHERE job_id = ? AND run_key <> ? AND end_time IS NULL`).run(
+      now,
+      j.jobId,
+      j.runKey,
+    );
+    db.prepare(
+      `UPDATE jobs SET end_time = ?, end_mono = ?, state = COALESCE(state, 'REQUEUED'), ` +
+        `updated_at = ? WHERE job_id = ? AND run_key <> ? AND end_time IS NULL`,
+    ).run(now, monoAt(now), now, j.jobId, j.runKey);
     upsertJob(db, { ...j, startTime: start }, source, now);
     const ins = db.prepare(
       `INSERT INTO bindings (job_id, run_key, gpu_uuid, start_time, source, shared, attrs) VALUES (?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT (job_id, run_key, gpu_uuid) DO UPDATE SET shared = MAX(bindings.shared, excluded.shared), attrs = COALESCE(excluded.attrs, bindings.attrs),
+       ON CONFLICT (job_id, run_key, gpu_uuid) DO UPDATE SET shared = MAX(bindings.shared, excluded.shared), attrs =
+         COALESCE(excluded.attrs, bindings.attrs),
          source = CASE WHEN excluded.source = 'prolog' THEN 'prolog' ELSE bindings.source END`,
     );
     // a GPU that another job holds open is shared, whatever the job's environment said: both bindings say so
@@ -133,18 +177,36 @@ export function recordEnd(db: Db, job: JobRecord, end: JobEnd, gpus: readonly Gp
     const open = db.prepare('SELECT run_key AS k FROM jobs WHERE job_id = ? AND end_time IS NULL').all(j.jobId) as { k: string }[];
     if (open.length > 0 && !open.some((r) => r.k === j.runKey)) j = { ...j, runKey: open[0]!.k };
     upsertJob(db, j, closedBy, now);
-    const start = (db.prepare('SELECT start_time FROM jobs WHERE job_id = ? AND run_key = ?').get(j.jobId, j.runKey) as { start_time: number | null }).start_time ?? end.endTime;
+    const start =
+      (db.prepare('SELECT start_time FROM jobs WHERE job_id = ? AND run_key = ?').get(j.jobId, j.runKey) as { start_time: number | null })
+        .start_time ?? end.endTime;
     const ins = db.prepare(
       `INSERT INTO bindings (job_id, run_key, gpu_uuid, start_time, end_time, source, closed_by, shared) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (job_id, run_key, gpu_uuid) DO NOTHING`,
     );
     for (const g of gpus) ins.run(j.jobId, j.runKey, g.uuid, start, end.endTime, closedBy, closedBy, g.shared ? 1 : 0);
-    db.prepare(`UPDATE bindings SET end_time = ?, closed_by = ? WHERE job_id = ? AND run_key = ? AND end_time IS NULL`).run(end.endTime, closedBy, j.jobId, j.runKey);
+    db.prepare(`UPDATE bindings SET end_time = ?, closed_by = ? WHERE job_id = ? AND run_key = ? AND end_time IS NULL`).run(
+      end.endTime,
+      closedBy,
+      j.jobId,
+      j.runKey,
+    );
     db.prepare(
       // the first end recorded wins: a second epilog (or a late poll) does not rewrite it
-      `UPDATE jobs SET end_mono = CASE WHEN end_time IS NULL THEN @endMono ELSE end_mono END, end_time = COALESCE(end_time, @end), state = COALESCE(state, @state), exit_code = COALESCE(exit_code, @code), exit_signal = COALESCE(exit_signal, @sig), updated_at = @now
+      `UPDATE jobs SET end_mono = CASE WHEN end_time IS NULL THEN @endMono ELSE end_mono END, end_time = COALESCE(end_time, @end),
+        state = COALESCE(state, @state), exit_code = COALESCE(exit_code, @code), exit_signal = COALESCE(exit_signal, @sig),
+          updated_at = @now
        WHERE job_id = @job AND run_key = @run`,
-    ).run({ end: end.endTime, endMono: monoAt(end.endTime), state: end.state ?? null, code: end.exitCode ?? null, sig: end.exitSignal ?? null, now, job: j.jobId, run: j.runKey });
+    ).run({
+      end: end.endTime,
+      endMono: monoAt(end.endTime),
+      state: end.state ?? null,
+      code: end.exitCode ?? null,
+      sig: end.exitSignal ?? null,
+      now,
+      job: j.jobId,
+      run: j.runKey,
+    });
   }).immediate();
 }
 
@@ -156,14 +218,25 @@ export function recordEnd(db: Db, job: JobRecord, end: JobEnd, gpus: readonly Gp
  * the run was reopened.
  */
 export function reopenRun(db: Db, jobId: string, runKey: string, before: number, now = Date.now()): boolean {
-  return db.transaction(() => {
-    const row = db.prepare(`SELECT end_time AS e FROM jobs WHERE job_id = ? AND run_key = ?`).get(jobId, runKey) as { e: number | null } | undefined;
-    if (!row || row.e === null || row.e > before) return false;
-    const n = db.prepare(`UPDATE bindings SET end_time = NULL, closed_by = NULL WHERE job_id = ? AND run_key = ? AND closed_by = 'epilog' AND end_time <= ?`).run(jobId, runKey, before).changes;
-    if (n === 0) return false;
-    db.prepare(`UPDATE jobs SET end_time = NULL, end_mono = NULL, state = NULL, exit_code = NULL, exit_signal = NULL, updated_at = ? WHERE job_id = ? AND run_key = ?`).run(now, jobId, runKey);
-    return true;
-  }).immediate();
+  return db
+    .transaction(() => {
+      const row = db.prepare(`SELECT end_time AS e FROM jobs WHERE job_id = ? AND run_key = ?`).get(jobId, runKey) as
+        { e: number | null } | undefined;
+      if (!row || row.e === null || row.e > before) return false;
+      const n = db
+        .prepare(
+          `UPDATE bindings SET end_time = NULL, closed_by = NULL WHERE job_id = ? AND run_key = ? AND ` +
+            `closed_by = 'epilog' AND end_time <= ?`,
+        )
+        .run(jobId, runKey, before).changes;
+      if (n === 0) return false;
+      db.prepare(
+        `UPDATE jobs SET end_time = NULL, end_mono = NULL, state = NULL, exit_code = NULL, ` +
+          `exit_signal = NULL, updated_at = ? WHERE job_id = ? AND run_key = ?`,
+      ).run(now, jobId, runKey);
+      return true;
+    })
+    .immediate();
 }
 
 export interface InventoryGpu {
@@ -180,13 +253,20 @@ export interface InventoryGpu {
 
 /** Every GPU of the inventory, as upsertInventory takes them. */
 export function inventory(db: Db): InventoryGpu[] {
-  return db.prepare('SELECT uuid, vendor, vendor_index AS vendorIndex, minor, pci_bus_id AS pciBusId, model, mig_parent AS migParent, mig_gi AS migGi, mig_ci AS migCi FROM gpus').all() as InventoryGpu[];
+  return db
+    .prepare(
+      'SELECT uuid, vendor, vendor_index AS vendorIndex, minor, pci_bus_id AS pciBusId, model, ' +
+        'mig_parent AS migParent, mig_gi AS migGi, mig_ci AS migCi FROM gpus',
+    )
+    .all() as InventoryGpu[];
 }
 
 /** Whole GPUs (not MIG instances) of the inventory by vendor, and how many of them have no PCI bus id. */
 export function inventoryByVendor(db: Db): Record<string, { gpus: number; withoutPci: number }> {
   const by: Record<string, { gpus: number; withoutPci: number }> = {};
-  for (const r of db.prepare('SELECT vendor, COUNT(*) AS n, SUM(pci_bus_id IS NULL) AS nopci FROM gpus WHERE mig_parent IS NULL GROUP BY vendor').all() as { vendor: string; n: number; nopci: number }[]) {
+  for (const r of db
+    .prepare('SELECT vendor, COUNT(*) AS n, SUM(pci_bus_id IS NULL) AS nopci FROM gpus WHERE mig_parent IS NULL GROUP BY vendor')
+    .all() as { vendor: string; n: number; nopci: number }[]) {
     by[r.vendor] = { gpus: r.n, withoutPci: r.nopci };
   }
   return by;
@@ -196,8 +276,10 @@ export function upsertInventory(db: Db, gpus: readonly InventoryGpu[], now = Dat
   const st = db.prepare(
     `INSERT INTO gpus (uuid, vendor, vendor_index, minor, pci_bus_id, model, mig_parent, mig_gi, mig_ci, first_seen, last_seen)
      VALUES (@uuid, @vendor, @vendorIndex, @minor, @pciBusId, @model, @migParent, @migGi, @migCi, @now, @now)
-     ON CONFLICT (uuid) DO UPDATE SET vendor = excluded.vendor, vendor_index = excluded.vendor_index, minor = COALESCE(excluded.minor, gpus.minor),
-       pci_bus_id = excluded.pci_bus_id, model = excluded.model, mig_parent = excluded.mig_parent, mig_gi = excluded.mig_gi, mig_ci = excluded.mig_ci, last_seen = excluded.last_seen`,
+     ON CONFLICT (uuid) DO UPDATE SET vendor = excluded.vendor, vendor_index = excluded.vendor_index, minor =
+       COALESCE(excluded.minor, gpus.minor),
+       pci_bus_id = excluded.pci_bus_id, model = excluded.model, mig_parent = excluded.mig_parent, mig_gi = excluded.mig_gi, mig_ci
+         = excluded.mig_ci, last_seen = excluded.last_seen`,
   );
   db.transaction(() => {
     for (const g of gpus) st.run({ ...g, now });
@@ -222,7 +304,11 @@ export interface OpenBinding {
   bindingAttrs: Attributes | null;
 }
 
-type OpenRow = Omit<OpenBinding, 'shared' | 'jobAttrs' | 'bindingAttrs'> & { shared: number; jobAttrs: string | null; bindingAttrs: string | null };
+type OpenRow = Omit<OpenBinding, 'shared' | 'jobAttrs' | 'bindingAttrs'> & {
+  shared: number;
+  jobAttrs: string | null;
+  bindingAttrs: string | null;
+};
 
 /** The open bindings of one provider's runs ('slurm' also takes runs written before runs named their provider). */
 export function openBindings(db: Db, scheduler = 'slurm'): OpenBinding[] {
@@ -257,7 +343,10 @@ export function openBindingCount(db: Db): number {
 
 /** The key of this job's open run keyed by SLUID (a hook's, 25.11+), if there is one. */
 export function openSluidRun(db: Db, jobId: string): string | undefined {
-  return (db.prepare(`SELECT run_key AS k FROM jobs WHERE job_id = ? AND end_time IS NULL AND run_key LIKE 'sluid:%'`).get(jobId) as { k: string } | undefined)?.k;
+  return (
+    db.prepare(`SELECT run_key AS k FROM jobs WHERE job_id = ? AND end_time IS NULL AND run_key LIKE 'sluid:%'`).get(jobId) as
+      { k: string } | undefined
+  )?.k;
 }
 
 /** Drops a run's open "gres:<index>" bindings (once its GPUs are bound by UUID). */
@@ -280,18 +369,26 @@ export function openRunsBound(db: Db): { jobId: string; runKey: string; start: n
 
 /** One provider's open runs and their starts. */
 export function openRunsOf(db: Db, scheduler: string): { jobId: string; runKey: string; start: number | null }[] {
-  return db.prepare(`SELECT job_id AS jobId, run_key AS runKey, start_time AS start FROM jobs WHERE scheduler = ? AND end_time IS NULL`).all(scheduler) as { jobId: string; runKey: string; start: number | null }[];
+  return db
+    .prepare(`SELECT job_id AS jobId, run_key AS runKey, start_time AS start FROM jobs WHERE scheduler = ? AND end_time IS NULL`)
+    .all(scheduler) as { jobId: string; runKey: string; start: number | null }[];
 }
 
 /** Runs with a binding opened before `before` that is still open. */
 export function runsBoundSince(db: Db, before: number): { jobId: string; runKey: string }[] {
-  return db.prepare(`SELECT DISTINCT job_id AS jobId, run_key AS runKey FROM bindings WHERE end_time IS NULL AND start_time < ?`).all(before) as { jobId: string; runKey: string }[];
+  return db
+    .prepare(`SELECT DISTINCT job_id AS jobId, run_key AS runKey FROM bindings WHERE end_time IS NULL AND start_time < ?`)
+    .all(before) as { jobId: string; runKey: string }[];
 }
 
 /** Closes a run's open bindings of GPUs it no longer holds (closed by a poll). */
 export function closeBindingsExcept(db: Db, jobId: string, runKey: string, keep: ReadonlySet<string>, now: number): void {
-  const close = db.prepare(`UPDATE bindings SET end_time = ?, closed_by = 'poll' WHERE job_id = ? AND run_key = ? AND end_time IS NULL AND gpu_uuid = ?`);
-  for (const { uuid } of db.prepare(`SELECT gpu_uuid AS uuid FROM bindings WHERE job_id = ? AND run_key = ? AND end_time IS NULL`).all(jobId, runKey) as { uuid: string }[]) {
+  const close = db.prepare(
+    `UPDATE bindings SET end_time = ?, closed_by = 'poll' WHERE job_id = ? AND run_key = ? AND end_time IS NULL AND gpu_uuid = ?`,
+  );
+  for (const { uuid } of db
+    .prepare(`SELECT gpu_uuid AS uuid FROM bindings WHERE job_id = ? AND run_key = ? AND end_time IS NULL`)
+    .all(jobId, runKey) as { uuid: string }[]) {
     if (!keep.has(uuid)) close.run(now, jobId, runKey, uuid);
   }
 }
@@ -299,7 +396,12 @@ export function closeBindingsExcept(db: Db, jobId: string, runKey: string, keep:
 /** Jobs that ended and were updated after `since` with no end state yet, or FAILED (which may be more precise), latest end first. */
 export function endsWithoutState(db: Db, since: number): string[] {
   return (
-    db.prepare(`SELECT DISTINCT job_id AS jobId FROM jobs WHERE end_time IS NOT NULL AND end_time > ? AND (state IS NULL OR state = 'FAILED') AND updated_at > ? ORDER BY end_time DESC`).all(since, since) as {
+    db
+      .prepare(
+        `SELECT DISTINCT job_id AS jobId FROM jobs WHERE end_time IS NOT NULL AND end_time > ? AND ` +
+          `(state IS NULL OR state = 'FAILED') AND updated_at > ? ORDER BY end_time DESC`,
+      )
+      .all(since, since) as {
       jobId: string;
     }[]
   ).map((t) => t.jobId);
@@ -310,12 +412,23 @@ export function endsWithoutState(db: Db, since: number): string[] {
  * FAILED), and, given its end time, the end of the bindings a poll closed
  * later than that. Returns how many runs got the state.
  */
-export function recordEndState(db: Db, jobId: string, end: { state: string; exitCode: number | null; exitSignal: number | null; endTime: number | null }, now: number): number {
+export function recordEndState(
+  db: Db,
+  jobId: string,
+  end: { state: string; exitCode: number | null; exitSignal: number | null; endTime: number | null },
+  now: number,
+): number {
   const n = db
     .prepare(
-      `UPDATE jobs SET state = @state, exit_code = COALESCE(@code, exit_code), exit_signal = COALESCE(@sig, exit_signal), updated_at = @now WHERE job_id = @job AND end_time IS NOT NULL AND (state IS NULL OR state = 'FAILED')`,
+      `UPDATE jobs SET state = @state, exit_code = COALESCE(@code, exit_code), exit_signal = ` +
+        `COALESCE(@sig, exit_signal), updated_at = @now WHERE job_id = @job AND end_time IS NOT ` +
+        `NULL AND (state IS NULL OR state = 'FAILED')`,
     )
     .run({ state: end.state, code: end.exitCode, sig: end.exitSignal, now, job: jobId }).changes;
-  if (end.endTime) db.prepare(`UPDATE bindings SET end_time = @end WHERE job_id = @job AND closed_by = 'poll' AND end_time > @end`).run({ end: end.endTime, job: jobId });
+  if (end.endTime)
+    db.prepare(`UPDATE bindings SET end_time = @end WHERE job_id = @job AND closed_by = 'poll' AND end_time > @end`).run({
+      end: end.endTime,
+      job: jobId,
+    });
   return n;
 }

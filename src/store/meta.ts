@@ -2,7 +2,9 @@
 import type { Db } from './open.js';
 
 export function setMeta(db: Db, key: string, value: string): void {
-  db.prepare(`INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value WHERE value IS NOT excluded.value`).run(key, value);
+  db.prepare(
+    `INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value WHERE value IS NOT excluded.value`,
+  ).run(key, value);
 }
 
 export function getMeta(db: Db, key: string): string | null {

@@ -57,7 +57,8 @@ export function openNewerStore(stateDir: string, busyTimeoutMs = 50): { db: Db; 
   try {
     db.pragma('query_only = ON');
     const version = db.pragma('user_version', { simple: true }) as number;
-    if (version <= SCHEMA_VERSION) throw new Error(`store ${path} has schema version ${version}, not newer than this l9gpu (${SCHEMA_VERSION}): open it for writing`);
+    if (version <= SCHEMA_VERSION)
+      throw new Error(`store ${path} has schema version ${version}, not newer than this l9gpu (${SCHEMA_VERSION}): open it for writing`);
     return { db, newer: { path, version, supported: SCHEMA_VERSION, message: newerMessage(path, version) } };
   } catch (e) {
     db.close();

@@ -106,7 +106,10 @@ export function openStore(stateDir: string, o: OpenOptions = {}): Db {
     if (e instanceof StoreUnusable) throw e;
     if (!isCorrupt(e)) throw new StoreUnusable(`store ${path}: ${(e as Error).message}${folderProblem(path)}`);
     const aside = moveAside(path, ino, e as Error);
-    o.onRecovered?.(`store ${path} was damaged (${(e as Error).message}): moved to ${aside}, a new store started (the reconciler restores the running jobs' bindings)`);
+    o.onRecovered?.(
+      `store ${path} was damaged (${(e as Error).message}): moved to ${aside}, a new store ` +
+        `started (the reconciler restores the running jobs' bindings)`,
+    );
     try {
       return openChecked(path, o);
     } catch (e2) {
@@ -183,10 +186,15 @@ export function cheapCheck(db: Db): void {
 function convertToIncremental(db: Db, notice: OpenOptions['onNotice']): void {
   if ((db.pragma('auto_vacuum', { simple: true }) as number) !== 0) return;
   const pageSize = db.pragma('page_size', { simple: true }) as number;
-  const live = ((db.pragma('page_count', { simple: true }) as number) - (db.pragma('freelist_count', { simple: true }) as number)) * pageSize;
+  const live =
+    ((db.pragma('page_count', { simple: true }) as number) - (db.pragma('freelist_count', { simple: true }) as number)) * pageSize;
   const mb = (b: number) => `${(b / 1048576).toFixed(1)} MB`;
   if (live > CONVERT_MAX_BYTES) {
-    notice?.(`store ${db.name} (${mb(live)} in use) was made without auto_vacuum: pruned space is used again but not given back to the filesystem; to give it back, run \`systemctl stop l9gpu; l9gpu daemon --compact-store; systemctl start l9gpu\` (about 20-40 s per GB)`);
+    notice?.(
+      `store ${db.name} (${mb(live)} in use) was made without auto_vacuum: pruned space is used ` +
+        `again but not given back to the filesystem; to give it back, run \`systemctl stop l9gpu; ` +
+        `l9gpu daemon --compact-store; systemctl start l9gpu\` (about 20-40 s per GB)`,
+    );
     return;
   }
   const before = statSync(db.name).size;
@@ -198,7 +206,11 @@ function convertToIncremental(db: Db, notice: OpenOptions['onNotice']): void {
     notice?.(`store ${db.name}: not converted to auto_vacuum = incremental this time: ${(e as Error).message}`);
     return;
   }
-  notice?.(`store ${db.name} converted to auto_vacuum = incremental in ${Math.round(performance.now() - t0)} ms (${mb(before)} before, ${mb(statSync(db.name).size)} after): pruned space is given back from now on`);
+  notice?.(
+    `store ${db.name} converted to auto_vacuum = incremental in ${Math.round(performance.now() - t0)} ` +
+      `ms (${mb(before)} before, ${mb(statSync(db.name).size)} after): pruned space is given back ` +
+      `from now on`,
+  );
 }
 
 /** auto_vacuum = incremental and a VACUUM: the whole file copied under the write lock. */

@@ -19,7 +19,9 @@ export interface PageCheck {
 export function checkPages(path: string): Promise<PageCheck> {
   const t0 = performance.now();
   return new Promise((resolve) => {
-    const w = new Worker(new URL('./page-check-worker.js', import.meta.url), { workerData: { path, nativeBinding: nativeBindingOption().nativeBinding } });
+    const w = new Worker(new URL('./page-check-worker.js', import.meta.url), {
+      workerData: { path, nativeBinding: nativeBindingOption().nativeBinding },
+    });
     // a check is no reason to keep a stopping daemon alive
     w.unref();
     let done = false;

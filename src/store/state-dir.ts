@@ -34,11 +34,14 @@ export function assertSafeStateDir(dir: string, uid: number | undefined = proces
   }
   if (st.isSymbolicLink()) throw new Error(`state dir ${dir} is a symbolic link: refusing to write through it`);
   if (!st.isDirectory()) throw new Error(`state dir ${dir} is not a folder`);
-  if (uid !== undefined && st.uid !== uid && st.uid !== 0) throw new Error(`state dir ${dir} belongs to uid ${st.uid}, not to uid ${uid} or root: refusing to write there`);
-  if (st.mode & 0o022) throw new Error(`state dir ${dir} is writable by others (mode ${(st.mode & 0o777).toString(8)}): refusing to write there (chmod go-w)`);
+  if (uid !== undefined && st.uid !== uid && st.uid !== 0)
+    throw new Error(`state dir ${dir} belongs to uid ${st.uid}, not to uid ${uid} or root: refusing to write there`);
+  if (st.mode & 0o022)
+    throw new Error(`state dir ${dir} is writable by others (mode ${(st.mode & 0o777).toString(8)}): refusing to write there (chmod go-w)`);
   for (const f of STATE_FILES) {
     const fs = lstatOrNull(join(dir, f));
-    if (fs && !fs.isFile()) throw new Error(`${join(dir, f)} is ${fs.isSymbolicLink() ? 'a symbolic link' : 'not a regular file'}: refusing to write through it`);
+    if (fs && !fs.isFile())
+      throw new Error(`${join(dir, f)} is ${fs.isSymbolicLink() ? 'a symbolic link' : 'not a regular file'}: refusing to write through it`);
     // a hard link planted while the folder was open to others is another name of someone else's file
     if (fs && fs.nlink > 1) throw new Error(`${join(dir, f)} has ${fs.nlink} names (a hard link): refusing to write through it`);
   }

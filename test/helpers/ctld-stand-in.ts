@@ -49,7 +49,11 @@ export interface StandIn {
   /** The job ids whose AdminComment was written, once per write. */
   writes(): string[];
   /** Runs the real slurm/ctld-epilog as slurmctld does; resolves with its exit code and stderr. */
-  epilog(id: string, nodes: string, extraEnv?: Record<string, string>): Promise<{ code: number | null; stderr: string; ms: number; pid: number }>;
+  epilog(
+    id: string,
+    nodes: string,
+    extraEnv?: Record<string, string>,
+  ): Promise<{ code: number | null; stderr: string; ms: number; pid: number }>;
   log(): string;
 }
 
@@ -64,9 +68,18 @@ export function standIn(vm: VictoriaMetrics, root = ROOT): StandIn {
   writeFileSync(join(bin, 'scontrol'), SCONTROL, { mode: 0o755 });
   writeFileSync(join(bin, 'sacctmgr'), '#!/bin/sh\necho "sacctmgr: not here" >&2\nexit 1\n', { mode: 0o755 });
   const slurmConf = join(dir, 'slurm.conf');
-  writeFileSync(slurmConf, 'ClusterName=stand\nSlurmctldHost=ctl\nGresTypes=gpu\nNodeName=DEFAULT CPUs=8\nNodeName=gpu[1-4] Gres=gpu:h100:4\nNodeName=cpu[1-2]\nPartitionName=all Nodes=ALL\n');
+  writeFileSync(
+    slurmConf,
+    'ClusterName=stand\nSlurmctldHost=ctl\nGresTypes=gpu\nNodeName=DEFAULT ' +
+      'CPUs=8\nNodeName=gpu[1-4] Gres=gpu:h100:4\nNodeName=cpu[1-2]\nPartitionName=all ' +
+      'Nodes=ALL\n',
+  );
   const config = join(dir, 'l9gpu.ini');
-  writeFileSync(config, `[daemon]\nstate_dir = ${stateDir}\n\n[jobs]\npromql_url = ${vm.url}\nsummary_wait = 60\n\n[slurm]\nbin_dir = ${bin}\nslurm_conf = ${slurmConf}\n`);
+  writeFileSync(
+    config,
+    `[daemon]\nstate_dir = ${stateDir}\n\n[jobs]\npromql_url = ${vm.url}\nsummary_wait = ` +
+      `60\n\n[slurm]\nbin_dir = ${bin}\nslurm_conf = ${slurmConf}\n`,
+  );
   return {
     dir,
     stateDir,
@@ -81,7 +94,19 @@ export function standIn(vm: VictoriaMetrics, root = ROOT): StandIn {
       new Promise((resolve, reject) => {
         const t0 = performance.now();
         // what slurmctld sets (no PATH, no HOME), and the two a checkout's EpilogSlurmctld wrapper adds
-        const env = { SLURM_JOB_ID: id, SLURM_JOBID: id, SLURM_JOB_NODELIST: nodes, SLURM_SCRIPT_CONTEXT: 'epilog_slurmctld', SLURM_JOB_USER: 'zoe', SLURM_JOB_PARTITION: 'all', SLURM_CLUSTER_NAME: 'stand', L9GPU_CONFIG: config, L9GPU_NODE: process.execPath, L9GPU_CTLD_LINGER: '0', ...extraEnv };
+        const env = {
+          SLURM_JOB_ID: id,
+          SLURM_JOBID: id,
+          SLURM_JOB_NODELIST: nodes,
+          SLURM_SCRIPT_CONTEXT: 'epilog_slurmctld',
+          SLURM_JOB_USER: 'zoe',
+          SLURM_JOB_PARTITION: 'all',
+          SLURM_CLUSTER_NAME: 'stand',
+          L9GPU_CONFIG: config,
+          L9GPU_NODE: process.execPath,
+          L9GPU_CTLD_LINGER: '0',
+          ...extraEnv,
+        };
         const p = spawn(join(root, 'slurm', 'ctld-epilog'), [], { env, stdio: ['ignore', 'ignore', 'pipe'] });
         let stderr = '';
         p.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
@@ -100,12 +125,21 @@ export async function pushGpuJob(vm: VictoriaMetrics, ids: readonly string[], en
   const lines: string[] = [];
   ids.forEach((id, i) => {
     const node = `gpu${(i % 4) + 1}`;
-    const gpu = { 'host.name': node, 'gpu.uuid': `GPU-${id.padStart(8, '0')}-0000-0000-0000-000000000000`, 'gpu.index': '0', 'gpu.model': 'NVIDIA H100 80GB HBM3' };
+    const gpu = {
+      'host.name': node,
+      'gpu.uuid': `GPU-${id.padStart(8, '0')}-0000-0000-0000-000000000000`,
+      'gpu.index': '0',
+      'gpu.model': 'NVIDIA H100 80GB HBM3',
+    };
     const job = { 'slurm.job.id': id, 'slurm.user': 'zoe', 'slurm.account': 'ml', 'slurm.partition': 'gpu' };
     const ts = Array.from({ length: samples }, (_, k) => endMs - (samples - 1 - k) * 10_000);
     lines.push(
       JSON.stringify({ metric: { __name__: 'gpu.job.share', ...gpu, ...job }, values: ts.map(() => 1), timestamps: ts }),
-      JSON.stringify({ metric: { __name__: 'gpu.utilization', ...gpu, ...job }, values: ts.map((_, k) => 0.5 + (k % 2) * 0.25), timestamps: ts }),
+      JSON.stringify({
+        metric: { __name__: 'gpu.utilization', ...gpu, ...job },
+        values: ts.map((_, k) => 0.5 + (k % 2) * 0.25),
+        timestamps: ts,
+      }),
       // the node's figures of the binding: no energy samples were sent, so 0 J agrees with the samples
       JSON.stringify({ metric: { __name__: 'gpu.job.energy', ...gpu, ...job }, values: [0], timestamps: [endMs] }),
     );

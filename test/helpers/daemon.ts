@@ -29,7 +29,8 @@ writeFileSync(EMPTY_CONFIG, '; intentionally empty: embedded defaults\n');
 /** Environment for a child: no OTEL_* or L9GPU_* leaking in from the caller's shell. */
 export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('OTEL_') && !k.startsWith('L9GPU_') && !k.startsWith('SLURM')) env[k] = v;
+  for (const [k, v] of Object.entries(process.env))
+    if (!k.startsWith('OTEL_') && !k.startsWith('L9GPU_') && !k.startsWith('SLURM')) env[k] = v;
   return { ...env, L9GPU_CONFIG: EMPTY_CONFIG, ...extra };
 }
 
@@ -75,7 +76,10 @@ export function jsonKind(kind: MetricKind): JsonPoint['kind'] {
  * histogram's). Every test that reads points checks this.
  */
 export function parseLines(stdout: string): JsonPoint[] {
-  const pts = stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as JsonPoint);
+  const pts = stdout
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as JsonPoint);
   for (const p of pts) {
     const def = findMetric(p.name);
     if (!def) throw new Error(`point with a name not in the registry: ${p.name}`);
@@ -83,8 +87,16 @@ export function parseLines(stdout: string): JsonPoint[] {
     if (p.kind !== jsonKind(def.kind)) throw new Error(`${p.name}: kind ${p.kind}, the registry says ${def.kind}`);
     if (p.kind !== 'histogram') {
       if ('sum' in p || 'bounds' in p || 'counts' in p) throw new Error(`${p.name}: a ${p.kind} with histogram fields`);
-    } else if (typeof p.sum !== 'number' || !Array.isArray(p.bounds) || !Array.isArray(p.counts) || p.counts.length !== p.bounds.length + 1 || p.counts.reduce((a, b) => a + b, 0) !== p.value) {
-      throw new Error(`${p.name}: histogram fields do not fit: ${JSON.stringify({ value: p.value, sum: p.sum, bounds: p.bounds, counts: p.counts })}`);
+    } else if (
+      typeof p.sum !== 'number' ||
+      !Array.isArray(p.bounds) ||
+      !Array.isArray(p.counts) ||
+      p.counts.length !== p.bounds.length + 1 ||
+      p.counts.reduce((a, b) => a + b, 0) !== p.value
+    ) {
+      throw new Error(
+        `${p.name}: histogram fields do not fit: ${JSON.stringify({ value: p.value, sum: p.sum, bounds: p.bounds, counts: p.counts })}`,
+      );
     }
   }
   return pts;
@@ -145,7 +157,10 @@ export class DaemonProcess {
     this.exit = new Promise((r) =>
       this.child.on('exit', (code, signal) => {
         // a daemon ended by a signal has no exit code: the assertions on it show stderr, which then says which
-        if (signal) this.stderr += `\n[test helper: the daemon was ended by ${signal}${this.stopping ? ` after the helper sent ${this.stopping}` : ''}]\n`;
+        if (signal)
+          this.stderr += `\n[test helper: the daemon was ended by ${signal}${
+            this.stopping ? ` after the helper sent ` + `${this.stopping}` : ''
+          }]\n`;
         r(code);
       }),
     );
@@ -160,7 +175,11 @@ export class DaemonProcess {
    * shows the end of what the daemon said instead.
    */
   waitStderr(re: RegExp, timeoutMs = 15_000, since = 0): Promise<RegExpMatchArray> {
-    return waitFor(`stderr matching ${re}${since ? ` after its first ${since} characters` : ''}`, () => this.stderr.slice(since).match(re) ?? undefined, timeoutMs).catch((e: Error) => {
+    return waitFor(
+      `stderr matching ${re}${since ? ` after its first ${since} characters` : ''}`,
+      () => this.stderr.slice(since).match(re) ?? undefined,
+      timeoutMs,
+    ).catch((e: Error) => {
       throw new Error(`${e.message}; the daemon's stderr ends:\n${this.stderr.slice(-3000)}`);
     });
   }

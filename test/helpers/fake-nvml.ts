@@ -35,7 +35,8 @@ export interface ProfileSpec {
 export const PROFILES = {
   r470: {
     symbols: '470.256.02',
-    source: "NVIDIA 470.256.02 as Debian's libnvidia-tesla-470-ml1 ships it: before memory info v2, processes v3, clock event reasons and GPM",
+    source:
+      "NVIDIA 470.256.02 as Debian's libnvidia-tesla-470-ml1 ships it: before memory info v2, processes v3, clock event reasons and GPM",
   },
   r535: { symbols: '535.261.03', source: "NVIDIA 535.261.03 as Debian bookworm's libnvidia-ml1 ships it" },
   'r535-early': {
@@ -77,7 +78,12 @@ export function recordedSymbols(version: string): Set<string> {
 /** The global symbols an object or library defines (nm). */
 export function definedSymbols(file: string, dynamic = false): Set<string> {
   const out = execFileSync('nm', [...(dynamic ? ['-D'] : ['-g']), '--defined-only', file], { encoding: 'utf8' });
-  return new Set(out.split('\n').map((l) => l.trim().split(/\s+/)[2]).filter((x): x is string => !!x));
+  return new Set(
+    out
+      .split('\n')
+      .map((l) => l.trim().split(/\s+/)[2])
+      .filter((x): x is string => !!x),
+  );
 }
 
 interface Built {
@@ -112,7 +118,8 @@ function build(): Built {
     writeFileSync(map, `{\n  global:\n${want.map((s) => `    ${s};`).join('\n')}\n  local: *;\n};\n`);
     gcc('-shared', '-o', out, `-Wl,--version-script=${map}`, spec.processInfoCc ? objects.cc : objects.plain, '-lpthread', '-lm');
     const got = definedSymbols(out, true);
-    if ([...got].sort().join() !== want.join()) throw new Error(`fake NVML profile ${name}: exports ${[...got].sort().join(' ')}, wanted ${want.join(' ')}`);
+    if ([...got].sort().join() !== want.join())
+      throw new Error(`fake NVML profile ${name}: exports ${[...got].sort().join(' ')}, wanted ${want.join(' ')}`);
     libraries[name] = out;
     exported[name] = got;
   }
@@ -158,15 +165,28 @@ export function h100(i: number, over: Record<string, unknown> = {}): FakeGpu {
     name: 'NVIDIA H100 80GB HBM3',
     pci_bus_id: `00000000:${hex(0x18 + i * 0x10).toUpperCase()}:00.0`,
     minor: i,
-    util_gpu: 87, util_mem: 40,
-    mem_total: 85_899_345_920, mem_used: 42_949_672_960, mem_free: 42_412_802_048, mem_reserved: 536_870_912,
-    temp_gpu: 45, power_mw: 350_123, power_limit_mw: 700_000, energy_mj: 123_456_789,
-    clock_graphics: 1755, clock_sm: 1755, clock_mem: 2619, clock_reasons: 0,
+    util_gpu: 87,
+    util_mem: 40,
+    mem_total: 85_899_345_920,
+    mem_used: 42_949_672_960,
+    mem_free: 42_412_802_048,
+    mem_reserved: 536_870_912,
+    temp_gpu: 45,
+    power_mw: 350_123,
+    power_limit_mw: 700_000,
+    energy_mj: 123_456_789,
+    clock_graphics: 1755,
+    clock_sm: 1755,
+    clock_mem: 2619,
+    clock_reasons: 0,
     ecc: { corrected_volatile: 1, uncorrected_volatile: 0, corrected_aggregate: 5, uncorrected_aggregate: 0 },
     remapped: { corrected: 2, uncorrected: 0, pending: 0, failure: 0 },
     retired: { sbe: 0, dbe: 0 },
-    pcie_tx_kbs: 1000, pcie_rx_kbs: 2000, pcie_replay: 3,
-    fan: 30, pstate: 0,
+    pcie_tx_kbs: 1000,
+    pcie_rx_kbs: 2000,
+    pcie_replay: 3,
+    fan: 30,
+    pstate: 0,
     processes: [{ pid: 4242 + i, used: 1_048_576_000 }],
     fields: { '82': { type: 1, value: 50 }, '138': { value: 1000 }, '139': { value: 2000 }, '31': { type: 1, value: 0 } },
     mig_mode: 0,
@@ -179,7 +199,10 @@ export function h100(i: number, over: Record<string, unknown> = {}): FakeGpu {
 /** A JSON description on disk; write() replaces it atomically (the fake re-reads on change). */
 export class FakeNvml {
   readonly path: string;
-  constructor(public desc: FakeNvmlDescription, dir = tempDir('l9gpu-nvml-desc-')) {
+  constructor(
+    public desc: FakeNvmlDescription,
+    dir = tempDir('l9gpu-nvml-desc-'),
+  ) {
     this.path = join(dir, 'nvml.json');
     this.write();
   }

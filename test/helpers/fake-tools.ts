@@ -19,16 +19,25 @@ export class FakeTools {
     mkdirSync(this.bin);
     mkdirSync(this.data);
     const script = (name: string, body: string) => {
-      writeFileSync(join(this.bin, name), `#!/bin/sh\nd='${this.data}'\necho "$@" >> "$d/${name}.calls"\nif [ -f "$d/${name}.fail" ]; then cat "$d/${name}.fail" >&2; exit 1; fi\n${body}`);
+      writeFileSync(
+        join(this.bin, name),
+        `#!/bin/sh\nd='${this.data}'\necho "$@" >> "$d/${name}.calls"\nif [ -f "$d/${name}.fail" ]; ` +
+          `then cat "$d/${name}.fail" >&2; exit 1; fi\n${body}`,
+      );
       chmodSync(join(this.bin, name), 0o755);
     };
-    script('amd-smi', 'case "$1" in\n  list|static|metric|process) exec cat "$d/amd-$1.json" ;;\n  *) echo "amd-smi: invalid choice: $1" >&2; exit 2 ;;\nesac\n');
+    script(
+      'amd-smi',
+      'case "$1" in\n  list|static|metric|process) exec cat "$d/amd-$1.json" ;;\n  *) echo ' +
+        '"amd-smi: invalid choice: $1" >&2; exit 2 ;;\nesac\n',
+    );
     script('hl-smi', '[ "$1" = "-Q" ] && [ "$3" = "-f" ] || { echo "hl-smi: bad arguments: $*" >&2; exit 2; }\nexec cat "$d/hl-smi.csv"\n');
   }
 
   /** Which recorded case amd-smi prints: `amd-smi <cmd> --json` prints testdata/<name>/<cmd>.json. */
   amd(name: string): this {
-    for (const cmd of ['list', 'static', 'metric', 'process']) copyFileSync(join(AMD_TD, name, `${cmd}.json`), join(this.data, `amd-${cmd}.json`));
+    for (const cmd of ['list', 'static', 'metric', 'process'])
+      copyFileSync(join(AMD_TD, name, `${cmd}.json`), join(this.data, `amd-${cmd}.json`));
     return this;
   }
 
@@ -48,7 +57,9 @@ export class FakeTools {
 
   calls(tool: string): string[] {
     try {
-      return readFileSync(join(this.data, `${tool}.calls`), 'utf8').trim().split('\n');
+      return readFileSync(join(this.data, `${tool}.calls`), 'utf8')
+        .trim()
+        .split('\n');
     } catch {
       return [];
     }

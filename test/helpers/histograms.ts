@@ -7,7 +7,14 @@ import { histogramFault, type HistogramValue } from '../../src/core/metrics/mode
 import type { MetricDef } from '../../src/core/metrics/registry.js';
 
 export function histogramDef(name: string, unit: string, attributes: readonly string[] = []): MetricDef {
-  return Object.freeze({ name, unit, kind: 'histogram', scope: 'agent', description: `Test histogram (${unit || 'no unit'}).`, attributes: Object.freeze([...attributes]) });
+  return Object.freeze({
+    name,
+    unit,
+    kind: 'histogram',
+    scope: 'agent',
+    description: `Test histogram (${unit || 'no unit'}).`,
+    attributes: Object.freeze([...attributes]),
+  });
 }
 
 /**

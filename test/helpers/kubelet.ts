@@ -38,7 +38,9 @@ export class PodResourcesServer {
       },
       Get: (_: unknown, cb: grpc.sendUnaryData<unknown>) => cb({ code: grpc.status.UNIMPLEMENTED, details: 'not in this stand-in' }),
     });
-    await new Promise<void>((resolve, reject) => server.bindAsync(`unix:${this.socket}`, grpc.ServerCredentials.createInsecure(), (e) => (e ? reject(e) : resolve())));
+    await new Promise<void>((resolve, reject) =>
+      server.bindAsync(`unix:${this.socket}`, grpc.ServerCredentials.createInsecure(), (e) => (e ? reject(e) : resolve())),
+    );
     this.server = server;
   }
 
@@ -70,7 +72,29 @@ export class PodsServer {
     const dir = tempDir('l9gpu-k8s-tls-');
     this.caFile = join(dir, 'cert.pem');
     const key = join(dir, 'key.pem');
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', this.caFile, '-days', '2', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'pipe' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-keyout',
+        key,
+        '-out',
+        this.caFile,
+        '-days',
+        '2',
+        '-subj',
+        '/CN=127.0.0.1',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+      ],
+      { stdio: 'pipe' },
+    );
     this.tokenFile = join(dir, 'token');
     writeFileSync(this.tokenFile, `${this.token}\n`);
     this.keyPem = readFileSync(key);
@@ -85,11 +109,14 @@ export class PodsServer {
     this.server = createServer({ key: this.keyPem, cert: readFileSync(this.caFile) }, (req, res) => {
       this.requests.push({ path: req.url ?? '', authorization: req.headers.authorization });
       if (req.headers.authorization !== `Bearer ${this.token}`) {
-        res.writeHead(401, { 'content-type': 'application/json' }).end('{"kind":"Status","status":"Failure","message":"Unauthorized","code":401}');
+        res
+          .writeHead(401, { 'content-type': 'application/json' })
+          .end('{"kind":"Status","status":"Failure","message":"Unauthorized","code":401}');
         return;
       }
       const u = new URL(req.url ?? '/', 'https://x');
-      if (u.pathname === '/pods' || u.pathname === '/api/v1/pods') res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(this.pods));
+      if (u.pathname === '/pods' || u.pathname === '/api/v1/pods')
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(this.pods));
       else res.writeHead(404).end();
     });
     await new Promise<void>((r) => this.server!.listen(0, '127.0.0.1', r));

@@ -61,7 +61,9 @@ function serviceWall(from: string, to: string): string | undefined {
   const a = serviceOf(from);
   const b = serviceOf(to);
   if (a === undefined || b === undefined || !WALLED[a]?.includes(b)) return undefined;
-  return a === 'figures' ? 'src/figures imports the core alone' : `src/${a} and src/${b} share their figures through src/figures, never each other`;
+  return a === 'figures'
+    ? 'src/figures imports the core alone'
+    : `src/${a} and src/${b} share their figures through src/figures, never each other`;
 }
 
 export function allowed(from: Layer, to: Layer): boolean {
@@ -112,7 +114,8 @@ export function violations(files: readonly string[], edges: readonly Edge[]): st
     const a = layerOf(e.from);
     const b = layerOf(e.to);
     if (!a || !b) continue;
-    if (!allowed(a, b)) out.push(`${e.from}:${e.line}: imports ${e.to}: ${a.group} (rank ${a.rank}) may not import ${b.group} (rank ${b.rank})`);
+    if (!allowed(a, b))
+      out.push(`${e.from}:${e.line}: imports ${e.to}: ${a.group} (rank ${a.rank}) may not import ${b.group} (rank ${b.rank})`);
     else {
       const wall = serviceWall(e.from, e.to);
       if (wall) out.push(`${e.from}:${e.line}: imports ${e.to}: ${wall}`);

@@ -39,7 +39,15 @@ export interface CollectReport {
   readonly unread: number;
 }
 
-const BUDGETS = ['files_per_user', 'files', 'read_bytes', 'series_per_communicator', 'log_lines_per_minute', 'not_owner', 'not_regular_file'] as const;
+const BUDGETS = [
+  'files_per_user',
+  'files',
+  'read_bytes',
+  'series_per_communicator',
+  'log_lines_per_minute',
+  'not_owner',
+  'not_regular_file',
+] as const;
 
 const fds = () => readdirSync('/proc/self/fd').length;
 
@@ -71,7 +79,9 @@ async function main(): Promise<void> {
     points: (last?.points ?? []).map((x) => ({ name: x.metric.name, value: x.value, attributes: x.attributes })),
     allPoints: all,
     budgets: Object.fromEntries(BUDGETS.map((b) => [b, budgets.total(b)])),
-    byUser: Object.fromEntries(ledger.points.map((x) => [`${String(x.attributes['l9gpu.budget'])}/${String(x.attributes['user.name'])}`, x.value])),
+    byUser: Object.fromEntries(
+      ledger.points.map((x) => [`${String(x.attributes['l9gpu.budget'])}/${String(x.attributes['user.name'])}`, x.value]),
+    ),
     log,
     fdsBefore,
     fdsAfter: fds(),

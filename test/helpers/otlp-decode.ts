@@ -8,7 +8,13 @@ import { createRequire } from 'node:module';
 const require = createRequire(import.meta.url);
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const root = require('otlp-proto-decoder/build/src/generated/root.js') as {
-  opentelemetry: { proto: { collector: { metrics: { v1: { ExportMetricsServiceRequest: { decode(b: Uint8Array): unknown; toObject(m: unknown, o: object): unknown } } } } } };
+  opentelemetry: {
+    proto: {
+      collector: {
+        metrics: { v1: { ExportMetricsServiceRequest: { decode(b: Uint8Array): unknown; toObject(m: unknown, o: object): unknown } } };
+      };
+    };
+  };
 };
 const Req = root.opentelemetry.proto.collector.metrics.v1.ExportMetricsServiceRequest;
 
@@ -37,7 +43,10 @@ export interface OtlpMetric {
   sum?: { dataPoints: OtlpNumberDataPoint[]; aggregationTemporality: number; isMonotonic?: boolean };
 }
 export interface OtlpRequest {
-  resourceMetrics: { resource: { attributes: OtlpKeyValue[] }; scopeMetrics: { scope: { name: string; version?: string }; metrics: OtlpMetric[] }[] }[];
+  resourceMetrics: {
+    resource: { attributes: OtlpKeyValue[] };
+    scopeMetrics: { scope: { name: string; version?: string }; metrics: OtlpMetric[] }[];
+  }[];
 }
 
 export function decodeOtlp(body: Uint8Array): OtlpRequest {

@@ -40,7 +40,13 @@ export interface ReceivedCall {
 /** An answer, given at once or `delayMs` after the call came. */
 export type Answer = { readonly delayMs?: number } & (
   | { readonly ok: true; readonly rejected?: number; readonly message?: string }
-  | { readonly ok?: false; readonly code: grpc.status; readonly details?: string; readonly retryDelayMs?: number; readonly statusDetails?: Buffer }
+  | {
+      readonly ok?: false;
+      readonly code: grpc.status;
+      readonly details?: string;
+      readonly retryDelayMs?: number;
+      readonly statusDetails?: Buffer;
+    }
 );
 
 export interface ReceiverTls {
@@ -73,7 +79,15 @@ export class OtlpGrpcReceiver {
     const server = new grpc.Server();
     const raw = (b: Buffer): Buffer => b;
     const service: grpc.ServiceDefinition = {
-      Export: { path: EXPORT_PATH, requestStream: false, responseStream: false, requestSerialize: raw, requestDeserialize: raw, responseSerialize: raw, responseDeserialize: raw },
+      Export: {
+        path: EXPORT_PATH,
+        requestStream: false,
+        responseStream: false,
+        requestSerialize: raw,
+        requestDeserialize: raw,
+        responseSerialize: raw,
+        responseDeserialize: raw,
+      },
     };
     server.addService(service, {
       Export: (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
@@ -83,17 +97,25 @@ export class OtlpGrpcReceiver {
         } catch {
           request = undefined;
         }
-        const answer: Answer = request ? (this.script.shift() ?? { ok: true }) : { code: grpc.status.INVALID_ARGUMENT, details: 'not an ExportMetricsServiceRequest' };
+        const answer: Answer = request
+          ? (this.script.shift() ?? { ok: true })
+          : { code: grpc.status.INVALID_ARGUMENT, details: 'not an ExportMetricsServiceRequest' };
         const metadata: Record<string, string[]> = {};
-        for (const [k, v] of Object.entries(call.metadata.toJSON())) metadata[k] = v.map((x) => (Buffer.isBuffer(x) ? x.toString('base64') : String(x)));
+        for (const [k, v] of Object.entries(call.metadata.toJSON()))
+          metadata[k] = v.map((x) => (Buffer.isBuffer(x) ? x.toString('base64') : String(x)));
         this.calls.push({ at: Date.now(), metadata, encoding: incomingEncoding(call), request, answer });
         const reply = (): void => {
           if (answer.ok === true) {
-            const partial = answer.rejected || answer.message ? { partialSuccess: { rejectedDataPoints: answer.rejected ?? 0, errorMessage: answer.message ?? '' } } : {};
+            const partial =
+              answer.rejected || answer.message
+                ? { partialSuccess: { rejectedDataPoints: answer.rejected ?? 0, errorMessage: answer.message ?? '' } }
+                : {};
             return cb(null, Buffer.from(Response.encode(partial).finish()));
           }
           const trailers = new grpc.Metadata();
-          const details = answer.statusDetails ?? (answer.retryDelayMs !== undefined ? statusWithRetryInfo(answer.code, answer.details ?? '', answer.retryDelayMs) : undefined);
+          const details =
+            answer.statusDetails ??
+            (answer.retryDelayMs !== undefined ? statusWithRetryInfo(answer.code, answer.details ?? '', answer.retryDelayMs) : undefined);
           if (details) trailers.set('grpc-status-details-bin', details);
           cb({ code: answer.code, details: answer.details ?? grpc.status[answer.code], metadata: trailers });
         };
@@ -102,10 +124,16 @@ export class OtlpGrpcReceiver {
       },
     });
     const creds = opts.tls
-      ? grpc.ServerCredentials.createSsl(opts.tls.clientCa ?? null, [{ cert_chain: opts.tls.cert, private_key: opts.tls.key }], !!opts.tls.clientCa)
+      ? grpc.ServerCredentials.createSsl(
+          opts.tls.clientCa ?? null,
+          [{ cert_chain: opts.tls.cert, private_key: opts.tls.key }],
+          !!opts.tls.clientCa,
+        )
       : grpc.ServerCredentials.createInsecure();
     const port = opts.port ?? (await freePort());
-    this.port = await new Promise<number>((resolve, reject) => server.bindAsync(`127.0.0.1:${port}`, creds, (e, p) => (e ? reject(e) : resolve(p))));
+    this.port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync(`127.0.0.1:${port}`, creds, (e, p) => (e ? reject(e) : resolve(p))),
+    );
     this.server = server;
     return this;
   }
@@ -129,7 +157,7 @@ export class OtlpGrpcReceiver {
  */
 function incomingEncoding(call: grpc.ServerUnaryCall<Buffer, Buffer>): string {
   const e = (call as unknown as { call?: { incomingEncoding?: unknown } }).call?.incomingEncoding;
-  return typeof e === 'string' ? e : '(unknown: this grpc-js keeps the call\'s grpc-encoding elsewhere)';
+  return typeof e === 'string' ? e : "(unknown: this grpc-js keeps the call's grpc-encoding elsewhere)";
 }
 
 /**

@@ -65,12 +65,17 @@ export function chooseEncoder(accept: string | undefined, textPages: readonly st
       const v = version(toks);
       const e = escaping(toks);
       if (!v) return { page: 'page.om-underscores', contentType: 'application/openmetrics-text; version=1.0.0; charset=utf-8' };
-      if (atLeast1(v)) return { page: `page.om-${e}`, contentType: `application/openmetrics-text; version=${v}; charset=utf-8; escaping=${e}` };
+      if (atLeast1(v))
+        return { page: `page.om-${e}`, contentType: `application/openmetrics-text; version=${v}; charset=utf-8; escaping=${e}` };
     } else if (type === 'text/plain') {
       const v = version(toks);
       const e = escaping(toks);
       // text 1.0.0 under an escaping is page.prom's bytes unless the library wrote a page of its own for it
-      if (v && atLeast1(v)) return { page: textPages.includes(`page.text-${e}`) ? `page.text-${e}` : 'page.prom', contentType: `text/plain; version=1.0.0; charset=utf-8; escaping=${e}` };
+      if (v && atLeast1(v))
+        return {
+          page: textPages.includes(`page.text-${e}`) ? `page.text-${e}` : 'page.prom',
+          contentType: `text/plain; version=1.0.0; charset=utf-8; escaping=${e}`,
+        };
     }
   }
   return { page: 'page.prom', contentType: 'text/plain; version=0.0.4; charset=utf-8' };

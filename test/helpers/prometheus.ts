@@ -73,7 +73,10 @@ export class Prometheus {
     let job = `  - job_name: l9gpu\n    static_configs:\n      - targets: [${list}]\n`;
     if (o.scheme) job += `    scheme: ${o.scheme}\n`;
     if (o.metricsPath) job += `    metrics_path: ${o.metricsPath}\n`;
-    if (o.basicAuth) job += `    basic_auth:\n      username: ${JSON.stringify(o.basicAuth.username)}\n      password: ${JSON.stringify(o.basicAuth.password)}\n`;
+    if (o.basicAuth)
+      job +=
+        `    basic_auth:\n      username: ${JSON.stringify(o.basicAuth.username)}\n      password: ` +
+        `${JSON.stringify(o.basicAuth.password)}\n`;
     if (o.tls) {
       job += '    tls_config:\n';
       if (o.tls.ca) job += `      ca_file: ${o.tls.ca}\n`;
@@ -81,7 +84,16 @@ export class Prometheus {
       if (o.tls.serverName) job += `      server_name: ${o.tls.serverName}\n`;
     }
     writeFileSync(cfg, `global:\n  scrape_interval: ${scrapeInterval}\n  scrape_timeout: ${scrapeInterval}\nscrape_configs:\n${job}`);
-    this.proc = spawn(o.version === 3 ? PROMETHEUS3_BIN : PROMETHEUS_BIN, [`--config.file=${cfg}`, `--storage.tsdb.path=${join(this.dir, 'data')}`, `--web.listen-address=127.0.0.1:${this.port}`, '--log.level=warn'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    this.proc = spawn(
+      o.version === 3 ? PROMETHEUS3_BIN : PROMETHEUS_BIN,
+      [
+        `--config.file=${cfg}`,
+        `--storage.tsdb.path=${join(this.dir, 'data')}`,
+        `--web.listen-address=127.0.0.1:${this.port}`,
+        '--log.level=warn',
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     this.proc.on('error', (e) => (this.log += `spawn failed: ${e.message}\n`));
     this.proc.stdout!.on('data', (d: Buffer) => (this.log += d.toString()));
     this.proc.stderr!.on('data', (d: Buffer) => (this.log += d.toString()));

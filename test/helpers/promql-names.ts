@@ -7,7 +7,15 @@
 import { METRICS, prometheusName } from '../../src/core/metrics/registry.js';
 
 /** Series Prometheus itself makes for every scrape target or rule evaluation, not the daemon. */
-export const PROMETHEUS_OWN = new Set(['up', 'scrape_duration_seconds', 'scrape_samples_scraped', 'scrape_samples_post_metric_relabeling', 'scrape_series_added', 'ALERTS', 'ALERTS_FOR_STATE']);
+export const PROMETHEUS_OWN = new Set([
+  'up',
+  'scrape_duration_seconds',
+  'scrape_samples_scraped',
+  'scrape_samples_post_metric_relabeling',
+  'scrape_series_added',
+  'ALERTS',
+  'ALERTS_FOR_STATE',
+]);
 
 /** Every name the pull endpoint (and a backend with Prometheus naming) can carry for the registry's metrics. */
 export function exportedPrometheusNames(): Set<string> {
@@ -21,8 +29,20 @@ export function exportedPrometheusNames(): Set<string> {
 }
 
 const KEYWORDS = new Set([
-  'by', 'without', 'on', 'ignoring', 'group_left', 'group_right', 'bool', 'and', 'or', 'unless', 'offset', 'atan2',
-  'inf', 'nan',
+  'by',
+  'without',
+  'on',
+  'ignoring',
+  'group_left',
+  'group_right',
+  'bool',
+  'and',
+  'or',
+  'unless',
+  'offset',
+  'atan2',
+  'inf',
+  'nan',
 ]);
 
 /**
@@ -41,7 +61,9 @@ export function promqlSkeleton(expr: string): string {
   s = s.replace(/\{[^}]*\}/g, ' ').replace(/\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)/g, ' ');
   // range and subquery selectors [5m], [1h:1m]
   s = s.replace(/\[[^\]]*\]/g, ' ');
-  return s.replace(/^\s*label_values\s*\(([^]*?),\s*[A-Za-z_]\w*\s*\)\s*$/, '($1)').replace(/^\s*label_values\s*\(\s*[A-Za-z_]\w*\s*\)\s*$/, '');
+  return s
+    .replace(/^\s*label_values\s*\(([^]*?),\s*[A-Za-z_]\w*\s*\)\s*$/, '($1)')
+    .replace(/^\s*label_values\s*\(\s*[A-Za-z_]\w*\s*\)\s*$/, '');
 }
 
 /**

@@ -24,8 +24,14 @@ export interface RealNvmlLibrary {
 function suite(name: string): { root: string; packages: Record<string, string> } {
   const root = join(DIR, name);
   const list = join(root, 'packages');
-  if (!existsSync(list)) throw new Error(`NVIDIA's NVML (Debian ${name}) is not in ${root}: run \`sudo bash test/setup/install-test-deps.sh\``);
-  const packages = Object.fromEntries(readFileSync(list, 'utf8').trim().split('\n').map((l) => l.split(' ') as [string, string]));
+  if (!existsSync(list))
+    throw new Error(`NVIDIA's NVML (Debian ${name}) is not in ${root}: run \`sudo bash test/setup/install-test-deps.sh\``);
+  const packages = Object.fromEntries(
+    readFileSync(list, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => l.split(' ') as [string, string]),
+  );
   return { root, packages };
 }
 

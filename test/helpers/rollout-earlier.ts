@@ -22,7 +22,8 @@ export interface EarlierPackage {
   readonly why: string;
 }
 
-const git = (...args: string[]): string => execFileSync('git', ['-C', ROOT, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+const git = (...args: string[]): string =>
+  execFileSync('git', ['-C', ROOT, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
 
 /** The commit before the newest committed schema change, when this clone has it (and its packager). */
 export function earlierCommit(): string | null {
@@ -67,7 +68,8 @@ export function prepareEarlier(work: string): Promise<EarlierTree | null> {
     const dir = join(work, `earlier-${short}`);
     mkdirSync(dir, { recursive: true });
     execFileSync('sh', ['-c', 'git -C "$1" archive "$2" | tar -x -C "$3"', 'sh', ROOT, commit, dir]);
-    // what a checkout has installed and built, not committed: the modules, the bundled runtime (runtime/ holds only its pin), the native build cache
+    // what a checkout has installed and built, not committed: the modules, the bundled runtime (runtime/ holds only its pin), the native
+    // build cache
     for (const l of ['node_modules', 'runtime/node_modules', '.cache']) {
       mkdirSync(dirname(join(dir, l)), { recursive: true });
       if (!existsSync(join(dir, l))) symlinkSync(join(ROOT, l), join(dir, l));
@@ -100,11 +102,22 @@ export function prepareEarlier(work: string): Promise<EarlierTree | null> {
  * Builds the earlier .deb into outDir. `fallback(version)` builds this tree's under the given version
  * (the caller's packager), used only when the clone lacks the commit.
  */
-export async function buildEarlierDeb(work: string, outDir: string, currentVersion: string, fallback: (version: string) => string): Promise<EarlierPackage> {
+export async function buildEarlierDeb(
+  work: string,
+  outDir: string,
+  currentVersion: string,
+  fallback: (version: string) => string,
+): Promise<EarlierPackage> {
   const tree = await prepareEarlier(work);
   if (!tree) {
     const version = `${currentVersion}~pre`;
-    return { deb: fallback(version), version, commit: null, schema: -1, why: 'this clone has no earlier commit with an older store schema (shallow?): the current tree stands in, under an earlier version' };
+    return {
+      deb: fallback(version),
+      version,
+      commit: null,
+      schema: -1,
+      why: 'this clone has no earlier commit with an older store schema (shallow?): the current tree stands in, under an earlier version',
+    };
   }
   const { commit, short, dir, version } = tree;
   // that commit's packager, the .deb only (its rpm and tarball are not upgraded from here)
@@ -118,8 +131,19 @@ export async function buildEarlierDeb(work: string, outDir: string, currentVersi
     const tree = ${JSON.stringify(join(dir, 'pkg-work/tree'))};
     assembleTree(${JSON.stringify(dir)}, tree, info, runtime);
     process.stdout.write(buildDeb(tree, ${JSON.stringify(join(dir, 'pkg-work'))}, ${JSON.stringify(outDir)}, info, true));`;
-  const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { cwd: dir, encoding: 'utf8', maxBuffer: 16 << 20, timeout: 300_000 });
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+    cwd: dir,
+    encoding: 'utf8',
+    maxBuffer: 16 << 20,
+    timeout: 300_000,
+  });
   if (r.status !== 0) throw new Error(`the packager at ${short}: exit ${r.status}\n${r.stderr}`);
-  const schemaJs = await import(pathToFileURL(join(dir, 'dist/src/store/schema.js')).href) as { MIGRATIONS: readonly string[] };
-  return { deb: r.stdout.trim(), version, commit, schema: schemaJs.MIGRATIONS.length, why: `built from commit ${short} (store schema ${schemaJs.MIGRATIONS.length}) by its own packager` };
+  const schemaJs = (await import(pathToFileURL(join(dir, 'dist/src/store/schema.js')).href)) as { MIGRATIONS: readonly string[] };
+  return {
+    deb: r.stdout.trim(),
+    version,
+    commit,
+    schema: schemaJs.MIGRATIONS.length,
+    why: `built from commit ${short} (store schema ${schemaJs.MIGRATIONS.length}) by its own packager`,
+  };
 }

@@ -96,7 +96,21 @@ export class ServiceManager {
       const p = join(root, RUN.slice(1), f);
       if (!existsSync(p) && spawnSync('mkfifo', ['-m', '0600', p]).status !== 0) throw new Error(`mkfifo ${p} failed`);
     }
-    this.proc = spawn('unshare', ['--mount-proc=' + join(root, 'proc'), '--net', 'chroot', root, '/usr/bin/env', '-i', 'PATH=/usr/sbin:/usr/bin:/sbin:/bin', 'LANG=C.UTF-8', '/usr/local/sbin/l9gpu-test-init'], { stdio: 'ignore' });
+    this.proc = spawn(
+      'unshare',
+      [
+        '--mount-proc=' + join(root, 'proc'),
+        '--net',
+        'chroot',
+        root,
+        '/usr/bin/env',
+        '-i',
+        'PATH=/usr/sbin:/usr/bin:/sbin:/bin',
+        'LANG=C.UTF-8',
+        '/usr/local/sbin/l9gpu-test-init',
+      ],
+      { stdio: 'ignore' },
+    );
   }
 
   static start(root: string): ServiceManager {
@@ -112,14 +126,19 @@ export class ServiceManager {
   /** Waits for the manager to have handled n requests in all. */
   async handled(n: number): Promise<void> {
     const f = join(this.root, RUN.slice(1), 'handled');
-    await waitFor(`${n} requests handled by the stand-in service manager`, () => existsSync(f) && readFileSync(f, 'utf8').trim().split('\n').length >= n);
+    await waitFor(
+      `${n} requests handled by the stand-in service manager`,
+      () => existsSync(f) && readFileSync(f, 'utf8').trim().split('\n').length >= n,
+    );
   }
 
   /** Stops the daemon (as systemd's shutdown would), then the manager. */
   async stop(): Promise<void> {
     if (this.proc.exitCode !== null) return;
     const exited = new Promise((r) => this.proc.once('exit', r));
-    const r = spawnSync('sh', ['-c', 'echo exit > "$1/ctl" && read -r s < "$1/reply"', 'sh', join(this.root, RUN.slice(1))], { timeout: 60_000 });
+    const r = spawnSync('sh', ['-c', 'echo exit > "$1/ctl" && read -r s < "$1/reply"', 'sh', join(this.root, RUN.slice(1))], {
+      timeout: 60_000,
+    });
     if (r.status !== 0) this.proc.kill('SIGKILL');
     await exited;
   }

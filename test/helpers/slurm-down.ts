@@ -12,8 +12,18 @@ import { join } from 'node:path';
 export function slurmControllerDown(dir: string, node: string): { daemon: string; slurm: string; state: string } {
   const bin = join(dir, 'bin');
   mkdirSync(bin, { recursive: true });
-  writeFileSync(join(bin, 'scontrol'), `#!/bin/sh\n[ "$1" = listjobs ] && { echo 'invalid keyword: listjobs' >&2; exit 1; }\necho 'slurm_load_jobs error: Unable to contact slurm controller (connect failure)' >&2; exit 1\n`, { mode: 0o755 });
+  writeFileSync(
+    join(bin, 'scontrol'),
+    `#!/bin/sh\n[ "$1" = listjobs ] && { echo 'invalid keyword: listjobs' >&2; exit 1; }\necho ` +
+      `'slurm_load_jobs error: Unable to contact slurm controller (connect failure)' >&2; exit ` +
+      `1\n`,
+    { mode: 0o755 },
+  );
   writeFileSync(join(dir, 'slurm.conf'), 'ClusterName=ci\n');
   const state = join(dir, 'state');
-  return { state, daemon: `attribution = slurm\nstate_dir = ${state}\n`, slurm: `[slurm]\nslurm_conf = ${join(dir, 'slurm.conf')}\nnode_name = ${node}\nbin_dir = ${bin}\n` };
+  return {
+    state,
+    daemon: `attribution = slurm\nstate_dir = ${state}\n`,
+    slurm: `[slurm]\nslurm_conf = ${join(dir, 'slurm.conf')}\nnode_name = ${node}\nbin_dir = ${bin}\n`,
+  };
 }

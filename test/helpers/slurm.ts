@@ -19,7 +19,23 @@
  * chroot (one cluster of a release at a time, should two runs share a machine).
  */
 import { execFile, spawn, spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, rmdirSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  copyFileSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  renameSync,
+  rmdirSync,
+  rmSync,
+  symlinkSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -98,7 +114,9 @@ async function reservePorts(): Promise<{ slot: string; ports: SlurmPorts }> {
     if (free.every(Boolean)) return { slot, ports };
     unlock(slot);
   }
-  throw new Error(`no free block of Slurm test ports in ${PORT_BASE}-${PORT_BASE + 10 * SLOTS}: ${SLOTS} clusters running, or other programs hold them`);
+  throw new Error(
+    `no free block of Slurm test ports in ${PORT_BASE}-${PORT_BASE + 10 * SLOTS}: ${SLOTS} clusters running, or other programs hold them`,
+  );
 }
 
 /** Processes whose root is this folder (running inside the chroot). */
@@ -155,7 +173,9 @@ export class SlurmCluster {
 
   /** Runs a Slurm client command (as a user when given). */
   async cmd(args: string[], user?: string): Promise<string> {
-    const [file, argv] = this.inside(...((user ? ['runuser', ['-u', user, '--', ...args]] : [args[0]!, args.slice(1)]) as [string, string[]]));
+    const [file, argv] = this.inside(
+      ...((user ? ['runuser', ['-u', user, '--', ...args]] : [args[0]!, args.slice(1)]) as [string, string[]]),
+    );
     const { stdout } = await exec(file, argv, { env: this.env, timeout: 30_000 });
     return stdout;
   }
@@ -164,7 +184,10 @@ export class SlurmCluster {
   logLines(jobId: string): string {
     const pick = (f: string) => {
       try {
-        return readFileSync(join(this.base, 'log', f), 'utf8').split('\n').filter((l) => new RegExp(`\\b${jobId}\\b`).test(l)).slice(-40);
+        return readFileSync(join(this.base, 'log', f), 'utf8')
+          .split('\n')
+          .filter((l) => new RegExp(`\\b${jobId}\\b`).test(l))
+          .slice(-40);
       } catch (e) {
         return [`(${f}: ${(e as Error).message})`];
       }
@@ -180,7 +203,8 @@ export class SlurmCluster {
   /** Mounts what the chroot shares with this machine (at the same paths), once per start. */
   private mountChroot(): void {
     const root = this.root!;
-    if (!existsSync(join(root, 'usr', 'sbin', 'slurmctld'))) throw new Error(`no Slurm chroot at ${root}: run test/setup/install-test-deps.sh`);
+    if (!existsSync(join(root, 'usr', 'sbin', 'slurmctld')))
+      throw new Error(`no Slurm chroot at ${root}: run test/setup/install-test-deps.sh`);
     this.unmountChroot();
     const sh = (c: string, a: string[]) => {
       const r = spawnSync(c, a, { encoding: 'utf8' });
@@ -204,7 +228,8 @@ export class SlurmCluster {
     renameSync(`${node}.${process.pid}`, node);
     copyFileSync('/etc/hosts', join(root, 'etc', 'hosts'));
     const uid = spawnSync('id', ['-u', TEST_USER], { encoding: 'utf8' }).stdout.trim();
-    if (spawnSync('chroot', [root, 'id', TEST_USER]).status !== 0) sh('chroot', [root, 'useradd', '-u', uid, '-M', '-s', '/bin/sh', TEST_USER]);
+    if (spawnSync('chroot', [root, 'id', TEST_USER]).status !== 0)
+      sh('chroot', [root, 'useradd', '-u', uid, '-M', '-s', '/bin/sh', TEST_USER]);
     if (!existsSync(join(root, 'etc', 'munge', 'munge.key'))) {
       sh('chroot', [root, 'dd', 'if=/dev/urandom', 'of=/etc/munge/munge.key', 'bs=128', 'count=1']);
       sh('chroot', [root, 'chown', 'munge:munge', '/etc/munge/munge.key']);
@@ -221,7 +246,12 @@ export class SlurmCluster {
   private unmountChroot(): void {
     const root = this.root!;
     for (let pass = 0; pass < 5; pass++) {
-      const mounts = readFileSync('/proc/mounts', 'utf8').split('\n').map((l) => l.split(' ')[1] ?? '').filter((m) => m.startsWith(root + '/')).sort().reverse();
+      const mounts = readFileSync('/proc/mounts', 'utf8')
+        .split('\n')
+        .map((l) => l.split(' ')[1] ?? '')
+        .filter((m) => m.startsWith(root + '/'))
+        .sort()
+        .reverse();
       if (mounts.length === 0) return;
       for (const m of mounts) spawnSync('umount', ['-l', m]);
     }
@@ -236,7 +266,8 @@ export class SlurmCluster {
    * time): a queue as long as a busy cluster's, without running anything.
    */
   async submitHeld(n: number): Promise<void> {
-    const script = `seq ${n} | xargs -P 8 -n 50 sh -c 'for i; do sbatch -H -o /dev/null -e /dev/null --wrap true >/dev/null || exit 1; done' sh`;
+    const script =
+      `seq ${n} | xargs -P 8 -n 50 sh -c 'for i; do sbatch -H -o /dev/null -e /dev/null --wrap ` + `true >/dev/null || exit 1; done' sh`;
     const [file, argv] = this.inside('sh', ['-c', script]);
     await exec(file, argv, { env: this.env, timeout: 600_000 });
   }
@@ -250,7 +281,8 @@ export class SlurmCluster {
     const out = await this.cmd(['sdiag']);
     const m = new Map<string, { count: number; totalUs: number }>();
     const section = out.slice(out.indexOf('by message type'), out.indexOf('by user') > 0 ? out.indexOf('by user') : undefined);
-    for (const r of section.matchAll(/^\s*(\w+)\s+\(\s*\d+\)\s+count:(\d+)\s+ave_time:\d+\s+total_time:(\d+)/gm)) m.set(r[1]!, { count: Number(r[2]), totalUs: Number(r[3]) });
+    for (const r of section.matchAll(/^\s*(\w+)\s+\(\s*\d+\)\s+count:(\d+)\s+ave_time:\d+\s+total_time:(\d+)/gm))
+      m.set(r[1]!, { count: Number(r[2]), totalUs: Number(r[3]) });
     return m;
   }
 
@@ -274,10 +306,15 @@ export class SlurmCluster {
   }
 
   waitState(jobId: string, states: string[], timeoutMs = 30_000): Promise<string> {
-    return waitFor(`job ${jobId} in ${states.join('/')}`, async () => {
-      const s = await this.state(jobId);
-      return states.includes(s) ? s : undefined;
-    }, timeoutMs, 200);
+    return waitFor(
+      `job ${jobId} in ${states.join('/')}`,
+      async () => {
+        const s = await this.state(jobId);
+        return states.includes(s) ? s : undefined;
+      },
+      timeoutMs,
+      200,
+    );
   }
 
   async start(): Promise<this> {
@@ -291,9 +328,12 @@ export class SlurmCluster {
       // a run of an older checkout takes no lock: give its processes inside a while to end (mounting unmounts its binds);
       // daemons a killed run left behind never end, so after that the cluster starts anyway, as it always did
       const root = this.root;
-      await waitFor(`no other test run's process inside ${root}`, () => processesInside(root).length === 0, 180_000, 1000).catch(() => undefined);
+      await waitFor(`no other test run's process inside ${root}`, () => processesInside(root).length === 0, 180_000, 1000).catch(
+        () => undefined,
+      );
     }
-    for (const d of ['etc', 'state/ctld', 'state/d', 'log', 'run', 'dev', 'hooks', 'munge', 'bin']) mkdirSync(join(b, d), { recursive: true });
+    for (const d of ['etc', 'state/ctld', 'state/d', 'log', 'run', 'dev', 'hooks', 'munge', 'bin'])
+      mkdirSync(join(b, d), { recursive: true });
     if (this.root) this.mountChroot();
     chmodSync(b, 0o755);
     // munged insists on a socket folder owned by munge, mode 0755
@@ -301,11 +341,18 @@ export class SlurmCluster {
     chownSync(join(b, 'munge'), munge, munge);
     chmodSync(join(b, 'munge'), 0o755);
     // gres.conf File= must name character devices: minor N for fake GPU N
-    for (let i = 0; i < this.o.gpus; i++) if (!existsSync(join(b, 'dev', `fakegpu${i}`))) spawnSync('mknod', [join(b, 'dev', `fakegpu${i}`), 'c', '195', String(i)]);
+    for (let i = 0; i < this.o.gpus; i++)
+      if (!existsSync(join(b, 'dev', `fakegpu${i}`))) spawnSync('mknod', [join(b, 'dev', `fakegpu${i}`), 'c', '195', String(i)]);
     // slurmd gives hooks no PATH and no HOME: the wrappers name everything absolutely
     for (const h of ['prolog', 'epilog']) {
       // hooks/slow-<hook> holding N makes the hook take N seconds first (a job stays COMPLETING while its epilog runs)
-      writeFileSync(join(b, 'hooks', h), `#!/bin/sh\n[ -f '${b}/hooks/slow-${h}' ] && /bin/sleep "$(/bin/cat '${b}/hooks/slow-${h}')"\nL9GPU_CONFIG='${this.o.hookConfig}' L9GPU_NODE='${process.execPath}' exec '${join(ROOT, 'slurm', h)}'\n`, { mode: 0o755 });
+      writeFileSync(
+        join(b, 'hooks', h),
+        `#!/bin/sh\n[ -f '${b}/hooks/slow-${h}' ] && /bin/sleep "$(/bin/cat ` +
+          `'${b}/hooks/slow-${h}')"\nL9GPU_CONFIG='${this.o.hookConfig}' ` +
+          `L9GPU_NODE='${process.execPath}' exec '${join(ROOT, 'slurm', h)}'\n`,
+        { mode: 0o755 },
+      );
     }
     const ms = join(b, 'munge', 'munge.socket.2');
     const acct = this.o.withDbd
@@ -315,7 +362,9 @@ export class SlurmCluster {
     // ids, since the daemon's NCCL discovery reads every process's environment on the machine, as on a real node,
     // and another cluster's job 23 would be credited to this cluster's job 23
     const firstJobId = 1 + 100_000 * ((ports.ctld - PORT_BASE) / 10);
-    writeFileSync(this.conf, `ClusterName=ci
+    writeFileSync(
+      this.conf,
+      `ClusterName=ci
 FirstJobId=${firstJobId}
 SlurmctldHost=${NODE}(127.0.0.1)
 SlurmUser=root
@@ -347,18 +396,33 @@ Epilog=${b}/hooks/epilog
 KillWait=2
 MinJobAge=300
 SlurmdTimeout=10
-NodeName=${SLURM_NODE} NodeHostname=${NODE} NodeAddr=127.0.0.1 CPUs=16 RealMemory=1000 Gres=gpu:${this.o.gpus},shard:${this.o.gpus * 2} State=UNKNOWN
+NodeName=${SLURM_NODE} NodeHostname=${NODE} NodeAddr=127.0.0.1 CPUs=16 RealMemory=1000 ` +
+        `Gres=gpu:${this.o.gpus},shard:${this.o.gpus * 2} State=UNKNOWN
 PartitionName=gpu Nodes=${SLURM_NODE} Default=YES MaxTime=INFINITE State=UP
 ${(this.o.extraConf ?? '').replaceAll('$BASE', b)}
-`);
-    writeFileSync(join(b, 'etc', 'gres.conf'), `AutoDetect=off\nNodeName=${SLURM_NODE} Name=gpu File=${b}/dev/fakegpu[0-${this.o.gpus - 1}]\nNodeName=${SLURM_NODE} Name=shard Count=${this.o.gpus * 2} File=${b}/dev/fakegpu[0-${this.o.gpus - 1}]\n`);
+`,
+    );
+    writeFileSync(
+      join(b, 'etc', 'gres.conf'),
+      `AutoDetect=off\nNodeName=${SLURM_NODE} Name=gpu File=${b}/dev/fakegpu[0-${this.o.gpus - 1}]\nNodeName=${SLURM_NODE} ` +
+        `Name=shard Count=${this.o.gpus * 2} File=${b}/dev/fakegpu[0-${this.o.gpus - 1}]\n`,
+    );
     // 24.05+ wants a cgroup plugin; a container has no writable cgroup tree
     if (this.root) writeFileSync(join(b, 'etc', 'cgroup.conf'), 'CgroupPlugin=disabled\n');
     const run = (file: string, args: string[]) => {
       const r = spawnSync(...this.inside(file, args), { env: this.env, encoding: 'utf8' });
       if (r.status !== 0) throw new Error(`${file} ${args.join(' ')}: ${r.stderr || r.error?.message}`);
     };
-    run('runuser', ['-u', 'munge', '--', '/usr/sbin/munged', `--socket=${ms}`, `--pid-file=${b}/munge/munged.pid`, `--log-file=${b}/munge/munged.log`, `--seed-file=${b}/munge/munged.seed`]);
+    run('runuser', [
+      '-u',
+      'munge',
+      '--',
+      '/usr/sbin/munged',
+      `--socket=${ms}`,
+      `--pid-file=${b}/munge/munged.pid`,
+      `--log-file=${b}/munge/munged.log`,
+      `--seed-file=${b}/munge/munged.seed`,
+    ]);
     if (this.o.withDbd) await this.startDbd(ms);
     run('slurmctld', ['-f', this.conf]);
     run('slurmd', ['-f', this.conf, '-N', SLURM_NODE]);
@@ -373,18 +437,61 @@ ${(this.o.extraConf ?? '').replaceAll('$BASE', b)}
     // other's temporary table ("Could not remove temporary table: '/tmp/#sql-temptable-1ab6-1-3'", Aborting)
     mkdirSync(join(my, 'tmp'), { recursive: true });
     spawnSync('chown', ['-R', 'mysql:mysql', my]);
-    const r = spawnSync('mariadb-install-db', ['--user=mysql', `--datadir=${my}/data`, `--tmpdir=${my}/tmp`, '--auth-root-authentication-method=normal', '--skip-test-db'], { encoding: 'utf8' });
+    const r = spawnSync(
+      'mariadb-install-db',
+      ['--user=mysql', `--datadir=${my}/data`, `--tmpdir=${my}/tmp`, '--auth-root-authentication-method=normal', '--skip-test-db'],
+      { encoding: 'utf8' },
+    );
     if (r.status !== 0) throw new Error(`mariadb-install-db: ${r.stderr}`);
-    spawn('mariadbd', ['--user=mysql', `--datadir=${my}/data`, `--tmpdir=${my}/tmp`, `--socket=${my}/sock`, `--pid-file=${my}/pid`, '--bind-address=127.0.0.1', `--port=${this.ports.mariadb}`, `--log-error=${my}/err.log`], { stdio: 'ignore', detached: true }).unref();
-    await waitFor('MariaDB', () => spawnSync('mariadb-admin', [`--socket=${my}/sock`, 'ping'], { encoding: 'utf8' }).status === 0, 30_000, 100);
-    const sql = spawnSync('mariadb', [`--socket=${my}/sock`, '-uroot', '-e', "CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY 'slurm'; GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';"], { encoding: 'utf8' });
+    spawn(
+      'mariadbd',
+      [
+        '--user=mysql',
+        `--datadir=${my}/data`,
+        `--tmpdir=${my}/tmp`,
+        `--socket=${my}/sock`,
+        `--pid-file=${my}/pid`,
+        '--bind-address=127.0.0.1',
+        `--port=${this.ports.mariadb}`,
+        `--log-error=${my}/err.log`,
+      ],
+      { stdio: 'ignore', detached: true },
+    ).unref();
+    await waitFor(
+      'MariaDB',
+      () => spawnSync('mariadb-admin', [`--socket=${my}/sock`, 'ping'], { encoding: 'utf8' }).status === 0,
+      30_000,
+      100,
+    );
+    const sql = spawnSync(
+      'mariadb',
+      [
+        `--socket=${my}/sock`,
+        '-uroot',
+        '-e',
+        "CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY 'slurm'; GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';",
+      ],
+      { encoding: 'utf8' },
+    );
     if (sql.status !== 0) throw new Error(`mariadb: ${sql.stderr}`);
     const dbdConf = join(b, 'etc', 'slurmdbd.conf');
-    writeFileSync(dbdConf, `AuthType=auth/munge\nAuthInfo=socket=${ms}\nDbdHost=localhost\nDbdAddr=127.0.0.1\nDbdPort=${this.ports.dbd}\nSlurmUser=root\nLogFile=${b}/log/slurmdbd.log\nPidFile=${b}/run/slurmdbd.pid\nStorageType=accounting_storage/mysql\nStorageHost=127.0.0.1\nStoragePort=${this.ports.mariadb}\nStorageUser=slurm\nStoragePass=slurm\nStorageLoc=slurm_acct_db\n`, { mode: 0o600 });
+    writeFileSync(
+      dbdConf,
+      `AuthType=auth/munge\nAuthInfo=socket=${ms}\nDbdHost=localhost\nDbdAddr=127.0.0.1\nDbdPort=${this.ports.dbd}\nSlurmUser=root\nLogFile=${b}/log/slurmdbd.log\nPidFile=${b}/run/slurmdbd.pid\nStorageType=accounting_storage/mysql\nStorageHost=127.0.0.1\nStoragePort=${this.ports.mariadb}\nStorageUser=slurm\nStoragePass=slurm\nStorageLoc=slurm_acct_db\n`,
+      { mode: 0o600 },
+    );
     // slurmdbd reads slurmdbd.conf next to slurm.conf
     const d = spawnSync(...this.inside('slurmdbd', []), { env: this.env, encoding: 'utf8' });
     if (d.status !== 0) throw new Error(`slurmdbd: ${d.stderr}`);
-    await waitFor('slurmdbd', async () => (await this.cmd(['sacctmgr', '-n', 'list', 'cluster']).then(() => true).catch(() => false)) || undefined, 30_000, 200);
+    await waitFor(
+      'slurmdbd',
+      async () =>
+        (await this.cmd(['sacctmgr', '-n', 'list', 'cluster'])
+          .then(() => true)
+          .catch(() => false)) || undefined,
+      30_000,
+      200,
+    );
     await this.cmd(['sacctmgr', '-i', 'add', 'cluster', 'ci']).catch(() => '');
   }
 
@@ -418,11 +525,17 @@ ${(this.o.extraConf ?? '').replaceAll('$BASE', b)}
    * registered): resumed again whenever it shows down, drained or failing.
    */
   private async resumed(): Promise<void> {
-    await waitFor('node idle or mixed', async () => {
-      const st = (await this.cmd(['sinfo', '-h', '-o', '%T']).catch(() => '')).trim();
-      if (!/^(idle|mixed|allocated)$/.test(st)) await this.cmd(['scontrol', 'update', `nodename=${SLURM_NODE}`, 'state=resume']).catch(() => '');
-      return /^(idle|mixed|allocated)$/.test(st);
-    }, 60_000, 500);
+    await waitFor(
+      'node idle or mixed',
+      async () => {
+        const st = (await this.cmd(['sinfo', '-h', '-o', '%T']).catch(() => '')).trim();
+        if (!/^(idle|mixed|allocated)$/.test(st))
+          await this.cmd(['scontrol', 'update', `nodename=${SLURM_NODE}`, 'state=resume']).catch(() => '');
+        return /^(idle|mixed|allocated)$/.test(st);
+      },
+      60_000,
+      500,
+    );
   }
 
   /** What configless mode added to this machine (and the chroot), removed again by leaveConfigless. */
@@ -452,11 +565,19 @@ ${(this.o.extraConf ?? '').replaceAll('$BASE', b)}
     }
     const env = { ...this.env };
     delete env.SLURM_CONF;
-    const r = spawnSync(...this.inside('slurmd', ['--conf-server', `127.0.0.1:${this.ports.ctld}`, '-N', SLURM_NODE]), { env, encoding: 'utf8' });
+    const r = spawnSync(...this.inside('slurmd', ['--conf-server', `127.0.0.1:${this.ports.ctld}`, '-N', SLURM_NODE]), {
+      env,
+      encoding: 'utf8',
+    });
     if (r.status !== 0) throw new Error(`slurmd --conf-server: ${r.stderr}`);
     const link = join(root, 'run', 'slurm', 'conf');
     // slurmd writes the files it fetched one by one: wait for the last one the tests read too
-    const cache = await waitFor('slurmd linked /run/slurm/conf with slurm.conf and gres.conf', () => (['slurm.conf', 'gres.conf'].every((f) => existsSync(join(link, f))) ? readlinkSync(link) : undefined), 30_000, 100);
+    const cache = await waitFor(
+      'slurmd linked /run/slurm/conf with slurm.conf and gres.conf',
+      () => (['slurm.conf', 'gres.conf'].every((f) => existsSync(join(link, f))) ? readlinkSync(link) : undefined),
+      30_000,
+      100,
+    );
     this.configless.push(link);
     if (this.root && !existsSync('/run/slurm/conf')) {
       if (!existsSync('/run/slurm')) {
@@ -498,7 +619,12 @@ ${(this.o.extraConf ?? '').replaceAll('$BASE', b)}
     if (alive(pidOf('run/slurmctld.pid'))) {
       const ids = (await this.cmd(['squeue', '-h', '-o', '%A']).catch(() => '')).split('\n').filter(Boolean);
       if (ids.length) await this.cmd(['scancel', ...ids]).catch(() => '');
-      await waitFor('no running jobs', async () => (await this.cmd(['squeue', '-h', '-t', 'R,CG,CF', '-o', '%A']).catch(() => '')).trim() === '', 20_000, 200).catch(() => undefined);
+      await waitFor(
+        'no running jobs',
+        async () => (await this.cmd(['squeue', '-h', '-t', 'R,CG,CF', '-o', '%A']).catch(() => '')).trim() === '',
+        20_000,
+        200,
+      ).catch(() => undefined);
     }
     for (const f of ['run/slurmd.pid', 'run/slurmctld.pid', 'run/slurmdbd.pid', 'mysql/pid', 'munge/munged.pid']) {
       const p = pidOf(f);

@@ -36,11 +36,18 @@ export class VictoriaMetrics {
   log = '';
 
   async start(opts: VmOptions = {}): Promise<this> {
-    if (!existsSync(VM_BIN)) throw new Error(`VictoriaMetrics not found at ${VM_BIN}: run test/setup/install-test-deps.sh (as root) or set L9GPU_TEST_VM_BIN`);
+    if (!existsSync(VM_BIN))
+      throw new Error(`VictoriaMetrics not found at ${VM_BIN}: run test/setup/install-test-deps.sh (as root) or set L9GPU_TEST_VM_BIN`);
     this.opts = opts;
     this.port = opts.port ?? (await freePort());
     this.dir = tempDir('l9gpu-vm-');
-    const args = [`-storageDataPath=${join(this.dir, 'data')}`, `-httpListenAddr=127.0.0.1:${this.port}`, '-search.latencyOffset=0s', '-loggerLevel=ERROR', '-search.disableCache'];
+    const args = [
+      `-storageDataPath=${join(this.dir, 'data')}`,
+      `-httpListenAddr=127.0.0.1:${this.port}`,
+      '-search.latencyOffset=0s',
+      '-loggerLevel=ERROR',
+      '-search.disableCache',
+    ];
     if (opts.prometheusNaming) args.push('-opentelemetry.usePrometheusNaming');
     if (opts.tls) args.push('-tls', `-tlsCertFile=${opts.tls.cert}`, `-tlsKeyFile=${opts.tls.key}`);
     if (opts.auth) args.push(`-httpAuth.username=${opts.auth.username}`, `-httpAuth.password=${opts.auth.password}`);
@@ -92,7 +99,12 @@ export class VictoriaMetrics {
 
   /** Instant query (now, or at timeMs); VictoriaMetrics looks back 5 minutes for the latest point of each series. */
   async query(promql: string, timeMs?: number): Promise<PromSample[]> {
-    return (await this.api<{ result: PromSample[] }>('/api/v1/query', { query: promql, ...(timeMs === undefined ? {} : { time: String(timeMs / 1000) }) })).result;
+    return (
+      await this.api<{ result: PromSample[] }>('/api/v1/query', {
+        query: promql,
+        ...(timeMs === undefined ? {} : { time: String(timeMs / 1000) }),
+      })
+    ).result;
   }
 
   async series(match: string): Promise<Record<string, string>[]> {
@@ -105,8 +117,13 @@ export class VictoriaMetrics {
 
   /** Raw samples of a selector over the last hour (export API: every stored point, no step alignment). */
   async exportRaw(match: string): Promise<{ metric: Record<string, string>; values: number[]; timestamps: number[] }[]> {
-    const { text } = await this.get(`/api/v1/export?${new URLSearchParams({ 'match[]': match, start: String(Math.floor(Date.now() / 1000) - 3600) })}`);
-    return text.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    const { text } = await this.get(
+      `/api/v1/export?${new URLSearchParams({ 'match[]': match, start: String(Math.floor(Date.now() / 1000) - 3600) })}`,
+    );
+    return text
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
   }
 
   /**
@@ -117,10 +134,15 @@ export class VictoriaMetrics {
   async ownMetrics(): Promise<Sample[]> {
     const page = async () => (await this.get('/metrics')).text;
     const cached = await page();
-    const text = await waitFor('a /metrics page made after the call', async () => {
-      const t = await page();
-      return t !== cached ? t : undefined;
-    }, 10_000, 100);
+    const text = await waitFor(
+      'a /metrics page made after the call',
+      async () => {
+        const t = await page();
+        return t !== cached ? t : undefined;
+      },
+      10_000,
+      100,
+    );
     return parseExposition(text).flatMap((f) => f.samples);
   }
 

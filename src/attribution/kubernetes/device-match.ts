@@ -15,8 +15,7 @@ import { normalizePciBusId } from '../../core/pci.js';
 import type { InventoryGpu } from '../../store/jobs.js';
 
 export type DeviceMatch =
-  | { readonly uuid: string; readonly shared: boolean; readonly how: string }
-  | { readonly uuid?: undefined; readonly why: string };
+  { readonly uuid: string; readonly shared: boolean; readonly how: string } | { readonly uuid?: undefined; readonly why: string };
 
 /** The GPUs of this node, looked up every way a device id may name one. */
 export class KnownGpus {
@@ -71,7 +70,9 @@ const PLAIN_UUID = new RegExp(`^(?:GPU|MIG)-${UUID}$`);
 const PCI = /^(?:[0-9a-fA-F]{1,8}:)?[0-9a-fA-F]{1,2}:[0-9a-fA-F]{1,2}\.[0-7]$/;
 
 const one = (found: InventoryGpu[], shared: boolean, how: string, what: string): DeviceMatch =>
-  found.length === 1 ? { uuid: found[0]!.uuid, shared, how } : { why: found.length ? `${what} names ${found.length} GPUs` : `no GPU of this node is ${what}` };
+  found.length === 1
+    ? { uuid: found[0]!.uuid, shared, how }
+    : { why: found.length ? `${what} names ${found.length} GPUs` : `no GPU of this node is ${what}` };
 
 /** One device id of a device-plugin resource, or a device name of a DRA driver, as a GPU UUID, or why not. */
 export function matchDevice(resource: string, id: string, gpus: KnownGpus, dra = false): DeviceMatch {
@@ -79,18 +80,31 @@ export function matchDevice(resource: string, id: string, gpus: KnownGpus, dra =
   const base = rep ? rep[1]! : id;
   const shared = !!rep;
   const mig = MIG_OLD.exec(base);
-  if (mig) return one(gpus.mig(mig[1]!, Number(mig[2]), Number(mig[3])), shared, 'MIG parent/gi/ci', `MIG device ${mig[2]}/${mig[3]} of ${mig[1]}`);
+  if (mig)
+    return one(
+      gpus.mig(mig[1]!, Number(mig[2]), Number(mig[3])),
+      shared,
+      'MIG parent/gi/ci',
+      `MIG device ${mig[2]}/${mig[3]} of ${mig[1]}`,
+    );
   // a UUID names its GPU whether or not the GPU has reported yet (the inventory fills as the plugins sample)
   if (PLAIN_UUID.test(base)) return { uuid: base, shared, how: 'UUID' };
   if (PCI.test(base)) return one(gpus.atPci(base), shared, 'PCI bus id', `at PCI ${normalizePciBusId(base)}`);
   if (dra && resource === 'gpu.nvidia.com') {
     const minor = /^gpu-(\d+)$/.exec(base);
     if (minor) return one(gpus.withMinor('nvidia', Number(minor[1])), shared, 'DRA device minor', `/dev/nvidia${minor[1]}`);
-    if (/^gpu-\d+-mig-/.test(base)) return { why: `DRA MIG device "${base}" names its parent's minor and a placement, not the instance: only the driver's ResourceSlice (its uuid attribute) says which MIG device it is` };
+    if (/^gpu-\d+-mig-/.test(base))
+      return {
+        why:
+          `DRA MIG device "${base}" names its parent's minor and a placement, not the instance: only ` +
+          `the driver's ResourceSlice (its uuid attribute) says which MIG device it is`,
+      };
   }
   if (/^\d+(:\d+)?$/.test(base)) return { why: `"${base}" is an index, which does not say which GPU it is for sure` };
-  if (/^amdgpu_xcp_\d+$/.test(base)) return { why: `"${base}" is an AMD compute partition; which GPU holds it is only in sysfs of the host` };
-  if (resource.startsWith('habana.ai/')) return { why: `"${base}" is a Gaudi serial number; the hl-smi plugin keys Gaudis by UUID and does not read serials yet` };
+  if (/^amdgpu_xcp_\d+$/.test(base))
+    return { why: `"${base}" is an AMD compute partition; which GPU holds it is only in sysfs of the host` };
+  if (resource.startsWith('habana.ai/'))
+    return { why: `"${base}" is a Gaudi serial number; the hl-smi plugin keys Gaudis by UUID and does not read serials yet` };
   return { why: `"${base}" is no device id form l9gpu knows${dra ? ` for DRA driver ${resource}` : ''}` };
 }
 

@@ -1,4 +1,5 @@
-/** What doctor and `l9gpu gpus` say of Kubernetes attribution: the store's open pods, and live answers of the kubelet and the metadata source. */
+/** What doctor and `l9gpu gpus` say of Kubernetes attribution: the store's open pods, and live answers of the kubelet and the metadata
+ * source. */
 import type { DoctorSection } from '../../core/attribution.js';
 import type { Config } from '../../core/config/load.js';
 import { readSection } from '../../core/config/read.js';
@@ -45,20 +46,36 @@ export async function doctorKubernetes(cfg: Config, env: NodeJS.ProcessEnv): Pro
     const known = new KnownGpus();
     known.learn(gpus);
     const { held, unmatched } = matchPods(list, known, k.resources, k.draDrivers);
-    lines.push(`node ${k.nodeName}; pod-resources ${k.socket}: ${list.length} pod(s), ${held.length} holding GPUs (${held.map((p) => p.key).join(', ') || 'none'})`);
+    lines.push(
+      `node ${k.nodeName}; pod-resources ${k.socket}: ${list.length} pod(s), ${held.length} ` +
+        `holding GPUs (${held.map((p) => p.key).join(', ') || 'none'})`,
+    );
     if (alloc instanceof Error) lines.push(`allocatable devices: ${alloc.message}`);
     else {
-      const ids = alloc.filter((d) => isGpuResource(d.resource_name, k.resources)).flatMap((d) => d.device_ids.map((id) => `${d.resource_name}=${id}`));
-      lines.push(`allocatable GPU devices: ${ids.length}${ids.length ? ` (${[...new Set(alloc.filter((d) => isGpuResource(d.resource_name, k.resources)).map((d) => d.resource_name))].join(', ')})` : ' (no device plugin has registered GPUs with the kubelet)'}`);
+      const ids = alloc
+        .filter((d) => isGpuResource(d.resource_name, k.resources))
+        .flatMap((d) => d.device_ids.map((id) => `${d.resource_name}=${id}`));
+      lines.push(
+        `allocatable GPU devices: ${ids.length}${
+          ids.length
+            ? ` ` +
+              `(${[...new Set(alloc.filter((d) => isGpuResource(d.resource_name, k.resources)).map((d) => d.resource_name))].join(', ')})`
+            : ' (no device plugin has registered GPUs with the kubelet)'
+        }`,
+      );
       json.allocatable = ids;
     }
     for (const u of unmatched) lines.push(`  unmatched: pod ${u.pod} container ${u.container}: ${u.resource} ${u.id}: ${u.why}`);
-    if (unmatched.length && gpus.length === 0) lines.push('  (the GPU inventory is empty: ids by PCI address or MIG parent match once the daemon has sampled the GPUs)');
+    if (unmatched.length && gpus.length === 0)
+      lines.push('  (the GPU inventory is empty: ids by PCI address or MIG parent match once the daemon has sampled the GPUs)');
     problems += unmatched.length ? 1 : 0;
     json.pods = held.map((p) => ({ pod: p.key, gpus: [...p.gpus.keys()] }));
     json.unmatched = unmatched;
   } catch (e) {
-    lines.push(`pod-resources: ${(e as Error).message}  <- the daemon keeps the last known bindings while the kubelet is away, and applies none from before its start until the kubelet answers`);
+    lines.push(
+      `pod-resources: ${(e as Error).message}  <- the daemon keeps the last known bindings while ` +
+        `the kubelet is away, and applies none from before its start until the kubelet answers`,
+    );
     json.error = (e as Error).message;
     problems++;
   } finally {
@@ -70,13 +87,19 @@ export async function doctorKubernetes(cfg: Config, env: NodeJS.ProcessEnv): Pro
   } else {
     try {
       const { pods, skipped } = parsePodList(await fetchPodList(k.pods), k.pods.labels);
-      lines.push(`pod metadata from ${k.pods.url.origin}${k.pods.url.pathname}: ${pods.size} pod(s) on this node${skipped.length ? `; ${skipped.length} unreadable item(s)` : ''}`);
+      lines.push(
+        `pod metadata from ${k.pods.url.origin}${k.pods.url.pathname}: ${pods.size} pod(s) on this ` +
+          `node${skipped.length ? `; ${skipped.length} unreadable item(s)` : ''}`,
+      );
     } catch (e) {
       lines.push(`pod metadata: ${(e as Error).message}`);
       problems++;
     }
   }
-  lines.push(`${open.length} open pod binding(s) in the store${open.length ? `: ${[...new Set(open.map((b) => b.jobId))].join(', ')}` : ''}; ${gpus.length} GPU(s) in the inventory`);
+  lines.push(
+    `${open.length} open pod binding(s) in the store${open.length ? `: ${[...new Set(open.map((b) => b.jobId))].join(', ')}` : ''}; ` +
+      `${gpus.length} GPU(s) in the inventory`,
+  );
   json.open_bindings = open.length;
   return { lines, json, problems };
 }

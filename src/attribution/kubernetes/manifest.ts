@@ -26,13 +26,16 @@ const bare = (jobId: string): Attributes => {
 
 export const kubernetesAttribution: AttributionManifest = {
   name: 'kubernetes',
-  description: 'Kubernetes pods: the kubelet pod-resources API (which container holds which GPU) and pod metadata from the API server or kubelet',
+  description:
+    'Kubernetes pods: the kubelet pod-resources API (which container holds which GPU) and pod metadata from the API server or kubelet',
   sections: [KUBERNETES_SECTION],
   metrics: Object.values(K8S_METRIC).map((d) => d.name),
 
   detect(cfg) {
     const { socket } = readSection(cfg, KUBERNETES_SECTION);
-    return existsSync(socket) ? { ok: true, detail: `kubelet pod-resources socket at ${socket}` } : { ok: false, detail: `no kubelet pod-resources socket at ${socket}` };
+    return existsSync(socket)
+      ? { ok: true, detail: `kubelet pod-resources socket at ${socket}` }
+      : { ok: false, detail: `no kubelet pod-resources socket at ${socket}` };
   },
 
   async create({ config: cfg, log, env, store, labelLength, budgets, jobLabels, readOnly }): Promise<AttributionProvider> {
@@ -47,7 +50,9 @@ export const kubernetesAttribution: AttributionManifest = {
     if (k.problem) klog.warn(`${k.problem}: pods are named without uid, owners and labels`);
     const client = new PodResourcesClient(k.socket, k.timeoutMs, klog);
     const pids = new PodPids();
-    const runsQuery = store.prepare(`SELECT job_id AS jobId, json_extract(attrs, '$."k8s.pod.uid"') AS uid FROM jobs WHERE scheduler = ? AND end_time IS NULL`);
+    const runsQuery = store.prepare(
+      `SELECT job_id AS jobId, json_extract(attrs, '$."k8s.pod.uid"') AS uid FROM jobs WHERE scheduler = ? AND end_time IS NULL`,
+    );
     const transform = new BoundAttribution(store, klog, {
       labelLength,
       budgets,
@@ -60,15 +65,26 @@ export const kubernetesAttribution: AttributionManifest = {
       lastSynced: () => sync.lastOk,
     });
     const onChange = () => {
-      pids.update((runsQuery.all(SCHEDULER) as { jobId: string; uid: string | null }[]).filter((r): r is { jobId: string; uid: string } => !!r.uid));
+      pids.update(
+        (runsQuery.all(SCHEDULER) as { jobId: string; uid: string | null }[]).filter((r): r is { jobId: string; uid: string } => !!r.uid),
+      );
       transform.invalidate();
     };
     const sync = new PodSync({
-      db: store, client, pods: k.pods, resources: k.resources, draDrivers: k.draDrivers, nodeName: k.nodeName, metadataIntervalMs: k.metadataMs, log: klog, onChange,
+      db: store,
+      client,
+      pods: k.pods,
+      resources: k.resources,
+      draDrivers: k.draDrivers,
+      nodeName: k.nodeName,
+      metadataIntervalMs: k.metadataMs,
+      log: klog,
+      onChange,
     });
     onChange();
     // beside the daemon that owns the store: its runs as they are, no sync writing into them
-    if (readOnly) return { name: SCHEDULER, attribute: (b) => transform.attribute(b), status: () => transform.status(), close: () => client.close() };
+    if (readOnly)
+      return { name: SCHEDULER, attribute: (b) => transform.attribute(b), status: () => transform.status(), close: () => client.close() };
     // pods that ended while the daemon was down are closed before the first batch is attributed; a kubelet that
     // does not answer is waited for boundedly
     let bound: NodeJS.Timeout | undefined;

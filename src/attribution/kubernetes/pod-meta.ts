@@ -100,7 +100,8 @@ export function parsePodList(body: string, promote: readonly string[]): { pods: 
     throw new Error(`the pod list is not JSON: ${(e as Error).message}`);
   }
   const items = (doc as { items?: unknown })?.items;
-  if (!Array.isArray(items)) throw new Error(`the answer is not a PodList (kind ${JSON.stringify((doc as { kind?: unknown })?.kind ?? null)}, no items array)`);
+  if (!Array.isArray(items))
+    throw new Error(`the answer is not a PodList (kind ${JSON.stringify((doc as { kind?: unknown })?.kind ?? null)}, no items array)`);
   const pods = new Map<string, PodMeta>();
   const skipped: string[] = [];
   items.forEach((it: unknown, i) => {
@@ -121,7 +122,15 @@ export function parsePodList(body: string, promote: readonly string[]): { pods: 
     const owner = ownerAttributes(md?.ownerReferences, labels);
     const attrs: Attributes = { 'k8s.pod.uid': uid, ...owner.attrs };
     for (const l of promote) if (labels[l] !== undefined) attrs[`k8s.pod.label.${l}`] = labels[l]!;
-    pods.set(`${namespace}/${name}`, { namespace, name, uid, phase: str(status?.phase), startTime: Number.isFinite(t) ? t : undefined, attrs, workload: owner.workload ?? `pod/${name}` });
+    pods.set(`${namespace}/${name}`, {
+      namespace,
+      name,
+      uid,
+      phase: str(status?.phase),
+      startTime: Number.isFinite(t) ? t : undefined,
+      attrs,
+      workload: owner.workload ?? `pod/${name}`,
+    });
   });
   return { pods, skipped };
 }
@@ -133,13 +142,25 @@ function clientOf(src: PodSource): HttpClient {
   let c = clients.get(src);
   if (c) return c;
   // projected service account tokens rotate: the file is read again when it changes
-  const token = src.tokenFile ? new SecretHeaders({ section: 'kubernetes', tokenFile: { key: 'token_file', path: src.tokenFile } }) : undefined;
+  const token = src.tokenFile
+    ? new SecretHeaders({ section: 'kubernetes', tokenFile: { key: 'token_file', path: src.tokenFile } })
+    : undefined;
   c = createHttpClient({
     url: src.url.href,
     timeoutMs: src.timeoutMs,
     maxResponseBytes: MAX_BODY,
     ...(token ? { credentials: token.credentials } : {}),
-    ...(src.caFile && !src.insecure ? { tls: { section: 'kubernetes', keys: { ca: src.caKey, cert: 'client_certificate', key: 'client_key' }, ca: src.caFile, cert: null, key: null } } : {}),
+    ...(src.caFile && !src.insecure
+      ? {
+          tls: {
+            section: 'kubernetes',
+            keys: { ca: src.caKey, cert: 'client_certificate', key: 'client_key' },
+            ca: src.caFile,
+            cert: null,
+            key: null,
+          },
+        }
+      : {}),
     insecureSkipVerify: src.insecure,
   });
   clients.set(src, c);
@@ -166,6 +187,11 @@ export async function fetchPodList(src: PodSource): Promise<string> {
   if (res.cut) throw new Error(`${where}: ${res.cutReason ?? res.cut}`);
   const body = res.body.toString('utf8');
   if (res.status === 200) return body;
-  const hint = res.status === 401 ? ' (the token was refused)' : res.status === 403 ? ' (RBAC: the service account may not list these pods; see the ClusterRole in deploy/)' : '';
+  const hint =
+    res.status === 401
+      ? ' (the token was refused)'
+      : res.status === 403
+        ? ' (RBAC: the service account may not list these pods; see the ClusterRole in deploy/)'
+        : '';
   throw new Error(`${where}: HTTP ${res.status}${hint}: ${client.mask(body.slice(0, 200)).replace(/\s+/g, ' ')}`);
 }

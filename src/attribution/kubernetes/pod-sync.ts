@@ -14,7 +14,15 @@
 import type { Logger } from '../../core/log.js';
 import type { Attributes, Point } from '../../core/metrics/model.js';
 import { inventoryOf } from '../../ledger/inventory.js';
-import { closeBindingsExcept, inventory, openRunsOf, recordEnd, recordStart, type GpuBinding, type InventoryGpu } from '../../store/jobs.js';
+import {
+  closeBindingsExcept,
+  inventory,
+  openRunsOf,
+  recordEnd,
+  recordStart,
+  type GpuBinding,
+  type InventoryGpu,
+} from '../../store/jobs.js';
 import type { Db } from '../../store/open.js';
 import { isGpuResource, KnownGpus, matchDevice } from './device-match.js';
 import { fetchPodList, parsePodList, type PodMeta, type PodSource } from './pod-meta.js';
@@ -56,7 +64,12 @@ export interface Unmatched {
 const TERMINAL = new Set(['Succeeded', 'Failed']);
 
 /** The GPUs each listed pod holds (pods without GPUs left out), and every GPU device id that matched no GPU. */
-export function matchPods(list: readonly PodResources[], gpus: KnownGpus, resources: readonly string[], draDrivers: readonly string[]): { held: HeldPod[]; unmatched: Unmatched[] } {
+export function matchPods(
+  list: readonly PodResources[],
+  gpus: KnownGpus,
+  resources: readonly string[],
+  draDrivers: readonly string[],
+): { held: HeldPod[]; unmatched: Unmatched[] } {
   const held: HeldPod[] = [];
   const unmatched: Unmatched[] = [];
   for (const pod of list) {
@@ -71,9 +84,12 @@ export function matchPods(list: readonly PodResources[], gpus: KnownGpus, resour
       g.shared ||= m.shared;
     };
     for (const c of pod.containers) {
-      for (const d of c.devices) if (isGpuResource(d.resource_name, resources)) for (const id of d.device_ids) add(c.name, d.resource_name, id);
+      for (const d of c.devices)
+        if (isGpuResource(d.resource_name, resources)) for (const id of d.device_ids) add(c.name, d.resource_name, id);
       // the kubelet lists the claims of this node's pods only: their devices are this node's, whatever the pool
-      for (const dr of c.dynamic_resources) for (const r of dr.claim_resources) if (draDrivers.includes(r.driver_name) && r.device_name) add(c.name, r.driver_name, r.device_name, true);
+      for (const dr of c.dynamic_resources)
+        for (const r of dr.claim_resources)
+          if (draDrivers.includes(r.driver_name) && r.device_name) add(c.name, r.driver_name, r.device_name, true);
     }
     if (mine.size) held.push({ key, namespace: pod.namespace, name: pod.name, gpus: mine });
   }
@@ -114,7 +130,7 @@ export class PodSync {
   private async refreshOnce(now: number): Promise<void> {
     try {
       this.list = await this.o.client.list();
-      if (this.lastError) this.o.log.info('the kubelet\'s pod-resources API answers again', { after: this.lastError });
+      if (this.lastError) this.o.log.info("the kubelet's pod-resources API answers again", { after: this.lastError });
       this.lastError = '';
       this.lastOk = Date.now();
     } catch (e) {
@@ -122,8 +138,9 @@ export class PodSync {
       if (msg !== this.lastError)
         this.o.log.warn(
           this.reconciled
-            ? 'the kubelet\'s pod-resources API does not answer: the last known pod bindings are kept'
-            : 'the kubelet\'s pod-resources API does not answer: GPU points carry no pod until it does (the store\'s pods are the previous run\'s, unconfirmed)',
+            ? "the kubelet's pod-resources API does not answer: the last known pod bindings are kept"
+            : "the kubelet's pod-resources API does not answer: GPU points carry no pod until it does " +
+                "(the store's pods are the previous run's, unconfirmed)",
           { error: msg },
         );
       this.lastError = msg;
@@ -141,13 +158,23 @@ export class PodSync {
   }
 
   private warnUnknownDevices(devices: readonly ContainerDevices[]): void {
-    const ids = devices.filter((d) => isGpuResource(d.resource_name, this.o.resources)).flatMap((d) => d.device_ids.map((id) => ({ resource: d.resource_name, id, m: matchDevice(d.resource_name, id, this.gpus) })));
+    const ids = devices
+      .filter((d) => isGpuResource(d.resource_name, this.o.resources))
+      .flatMap((d) => d.device_ids.map((id) => ({ resource: d.resource_name, id, m: matchDevice(d.resource_name, id, this.gpus) })));
     const bad = ids.filter((x) => x.m.uuid === undefined);
     if (bad.length && this.gpus.size)
-      this.o.log.once(`k8s-alloc-${bad.map((x) => x.id).join()}`, 'warn', 'the kubelet offers GPU devices that match no GPU of this node: pods given them will not be attributed', {
-        devices: bad.slice(0, 5).map((x) => `${x.resource}=${x.id}: ${(x.m as { why: string }).why}`).join('; '),
-        of: ids.length,
-      });
+      this.o.log.once(
+        `k8s-alloc-${bad.map((x) => x.id).join()}`,
+        'warn',
+        'the kubelet offers GPU devices that match no GPU of this node: pods given them will not be attributed',
+        {
+          devices: bad
+            .slice(0, 5)
+            .map((x) => `${x.resource}=${x.id}: ${(x.m as { why: string }).why}`)
+            .join('; '),
+          of: ids.length,
+        },
+      );
   }
 
   /** Pod metadata when it is due, or when a pod holding GPUs is not known yet or has ended. */
@@ -155,11 +182,17 @@ export class PodSync {
     if (!this.o.pods || now < this.metaRetryAt) return;
     const openKeys = openRunsOf(this.o.db, SCHEDULER).map((r) => r.jobId);
     const heldKeys = new Set(this.held.map((p) => p.key));
-    const due = now - this.metaAt >= this.o.metadataIntervalMs || this.held.some((p) => !this.meta.has(p.key)) || openKeys.some((k) => !heldKeys.has(k));
+    const due =
+      now - this.metaAt >= this.o.metadataIntervalMs ||
+      this.held.some((p) => !this.meta.has(p.key)) ||
+      openKeys.some((k) => !heldKeys.has(k));
     if (!due) return;
     try {
       const { pods, skipped } = parsePodList(await fetchPodList(this.o.pods), this.o.pods.labels);
-      if (skipped.length) this.o.log.once(`k8s-skipped-${skipped.join()}`, 'warn', 'pod list items without metadata were left out', { items: skipped.slice(0, 5).join('; ') });
+      if (skipped.length)
+        this.o.log.once(`k8s-skipped-${skipped.join()}`, 'warn', 'pod list items without metadata were left out', {
+          items: skipped.slice(0, 5).join('; '),
+        });
       this.meta = pods;
       this.metaAt = now;
       this.metaFailures = 0;
@@ -167,7 +200,8 @@ export class PodSync {
       this.metaError = '';
     } catch (e) {
       const msg = (e as Error).message;
-      if (msg !== this.metaError) this.o.log.warn('cannot read pod metadata: pods are named without uid, owners and labels until it can', { error: msg });
+      if (msg !== this.metaError)
+        this.o.log.warn('cannot read pod metadata: pods are named without uid, owners and labels until it can', { error: msg });
       this.metaError = msg;
       // 1 s, 2 s, 4 s ... 5 min: an API server that refuses is not asked every refresh
       this.metaRetryAt = now + Math.min(300_000, 1000 * 2 ** Math.min(this.metaFailures++, 9));
@@ -201,8 +235,17 @@ export class PodSync {
   private apply(now: number): void {
     const desired = this.held.map((p) => {
       const meta = this.meta.get(p.key);
-      const attrs: Attributes = { 'k8s.namespace.name': p.namespace, 'k8s.pod.name': p.name, 'k8s.node.name': this.o.nodeName, ...meta?.attrs };
-      const gpus: GpuBinding[] = [...p.gpus].map(([uuid, g]) => ({ uuid, shared: g.shared, attrs: { 'k8s.container.name': [...g.containers].sort().join(',') } }));
+      const attrs: Attributes = {
+        'k8s.namespace.name': p.namespace,
+        'k8s.pod.name': p.name,
+        'k8s.node.name': this.o.nodeName,
+        ...meta?.attrs,
+      };
+      const gpus: GpuBinding[] = [...p.gpus].map(([uuid, g]) => ({
+        uuid,
+        shared: g.shared,
+        attrs: { 'k8s.container.name': [...g.containers].sort().join(',') },
+      }));
       return { p, meta, attrs, gpus };
     });
     const print = JSON.stringify(desired.map((d) => [d.p.key, d.attrs, d.gpus, d.meta?.phase]));
@@ -228,7 +271,21 @@ export class PodSync {
         run = undefined;
       }
       const runKey = run ?? meta?.uid ?? `seen-${now}`;
-      recordStart(db, { jobId: p.key, runKey, account: p.namespace, name: meta?.workload ?? `pod/${p.name}`, scheduler: SCHEDULER, attrs: d.attrs, startTime: (run ? started.get(p.key) : undefined) ?? meta?.startTime ?? now }, d.gpus, 'poll', now);
+      recordStart(
+        db,
+        {
+          jobId: p.key,
+          runKey,
+          account: p.namespace,
+          name: meta?.workload ?? `pod/${p.name}`,
+          scheduler: SCHEDULER,
+          attrs: d.attrs,
+          startTime: (run ? started.get(p.key) : undefined) ?? meta?.startTime ?? now,
+        },
+        d.gpus,
+        'poll',
+        now,
+      );
       closeBindingsExcept(db, p.key, runKey, new Set(d.gpus.map((g) => g.uuid)), now);
     }
     // runs of pods no longer holding GPUs here: deleted, or finished (the metadata says which)

@@ -43,7 +43,14 @@ export interface PodResources {
 }
 
 /** proto-loader's options for both ends: the proto's own field names, and empty repeated fields as []. */
-export const PROTO_OPTIONS: protoLoader.Options = { keepCase: true, longs: String, enums: String, defaults: true, arrays: true, oneofs: true };
+export const PROTO_OPTIONS: protoLoader.Options = {
+  keepCase: true,
+  longs: String,
+  enums: String,
+  defaults: true,
+  arrays: true,
+  oneofs: true,
+};
 
 /** The checked-in proto, found from the package root wherever this code was bundled to. */
 export function podResourcesProto(): string {
@@ -56,7 +63,8 @@ export function podResourcesProto(): string {
   }
 }
 
-type Lister = grpc.Client & Record<string, (req: object, md: grpc.Metadata, opts: grpc.CallOptions, cb: (e: grpc.ServiceError | null, r: unknown) => void) => void>;
+type Lister = grpc.Client &
+  Record<string, (req: object, md: grpc.Metadata, opts: grpc.CallOptions, cb: (e: grpc.ServiceError | null, r: unknown) => void) => void>;
 let listerCtor: (new (target: string, creds: grpc.ChannelCredentials, opts?: grpc.ChannelOptions) => Lister) | undefined;
 
 /** The PodResourcesLister service definition (for a server: the tests' kubelet stand-in). */
@@ -128,7 +136,9 @@ export class PodResourcesClient {
     for (let wait = this.limit.take(); wait > 0; wait = this.limit.take()) await new Promise((r) => setTimeout(r, wait));
     if (!existsSync(this.socket)) {
       this.close();
-      throw new Error(`${this.socket} does not exist (is the kubelet running, and is /var/lib/kubelet/pod-resources mounted into this container?)`);
+      throw new Error(
+        `${this.socket} does not exist (is the kubelet running, and is /var/lib/kubelet/pod-resources mounted into this container?)`,
+      );
     }
     listerCtor ??= loadPackage().PodResourcesLister as unknown as typeof listerCtor;
     this.client ??= new listerCtor!(`unix:${this.socket}`, grpc.credentials.createInsecure(), {
@@ -146,13 +156,26 @@ export class PodResourcesClient {
         if (size) {
           const bytes = Number(size[1]);
           const before = this.receiveBytes;
-          if (bytes > MAX_RECEIVE_BYTES) return reject(new Error(`pod-resources ${method} on ${this.socket}: the answer is ${bytes} bytes, over l9gpu's bound of ${MAX_RECEIVE_BYTES / MIB} MiB`));
+          if (bytes > MAX_RECEIVE_BYTES)
+            return reject(
+              new Error(
+                `pod-resources ${method} on ${this.socket}: the answer is ${bytes} bytes, over l9gpu's ` +
+                  `bound of ${MAX_RECEIVE_BYTES / MIB} MiB`,
+              ),
+            );
           // room to grow: the next answers are read without another failed call
           this.receiveBytes = Math.min(MAX_RECEIVE_BYTES, Math.ceil((bytes * 1.25) / MIB) * MIB);
-          this.log?.info(`the kubelet's pod-resources ${method} answer is over the receive bound: read again with a larger one`, { bytes, from_mib: before / MIB, to_mib: this.receiveBytes / MIB });
+          this.log?.info(`the kubelet's pod-resources ${method} answer is over the receive bound: read again with a larger one`, {
+            bytes,
+            from_mib: before / MIB,
+            to_mib: this.receiveBytes / MIB,
+          });
           if (again) return resolve(this.call(method, false));
         }
-        const why = e.code === grpc.status.UNIMPLEMENTED ? `the kubelet does not serve ${method} (pod-resources v1 needs Kubernetes 1.20+, GetAllocatableResources 1.23+)` : e.details || e.message;
+        const why =
+          e.code === grpc.status.UNIMPLEMENTED
+            ? `the kubelet does not serve ${method} (pod-resources v1 needs Kubernetes 1.20+, GetAllocatableResources 1.23+)`
+            : e.details || e.message;
         reject(new Error(`pod-resources ${method} on ${this.socket}: ${why}`));
       });
     });

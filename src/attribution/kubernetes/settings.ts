@@ -29,8 +29,12 @@ export function kubeSettings(cfg: Config, env: NodeJS.ProcessEnv): KubeSettings 
   let problem: string | undefined;
   const base = { tokenFile: k.token_file, timeoutMs, labels: k.labels };
   if (source === 'apiserver') {
-    const api = k.api_url ?? (env.KUBERNETES_SERVICE_HOST ? hostPort(env.KUBERNETES_SERVICE_HOST, env.KUBERNETES_SERVICE_PORT ?? '443') : undefined);
-    if (!api) problem = 'pods_source = apiserver, but neither [kubernetes] api_url nor $KUBERNETES_SERVICE_HOST is set (outside a pod, set api_url or pods_source = none)';
+    const api =
+      k.api_url ?? (env.KUBERNETES_SERVICE_HOST ? hostPort(env.KUBERNETES_SERVICE_HOST, env.KUBERNETES_SERVICE_PORT ?? '443') : undefined);
+    if (!api)
+      problem =
+        'pods_source = apiserver, but neither [kubernetes] api_url nor $KUBERNETES_SERVICE_HOST is ' +
+        'set (outside a pod, set api_url or pods_source = none)';
     else {
       const url = new URL(`${api.replace(/\/$/, '')}/api/v1/pods`);
       url.searchParams.set('fieldSelector', `spec.nodeName=${nodeName}`);
@@ -39,7 +43,14 @@ export function kubeSettings(cfg: Config, env: NodeJS.ProcessEnv): KubeSettings 
   } else if (source === 'kubelet') {
     const kubelet = k.kubelet_url ?? (env.NODE_IP ? hostPort(env.NODE_IP, '10250') : undefined);
     if (!kubelet) problem = 'pods_source = kubelet, but neither [kubernetes] kubelet_url nor $NODE_IP is set';
-    else pods = { ...base, url: new URL(`${kubelet.replace(/\/$/, '')}/pods`), caFile: k.kubelet_ca_file ?? k.ca_file, caKey: k.kubelet_ca_file ? 'kubelet_ca_file' : 'ca_file', insecure: k.insecure_skip_tls_verify };
+    else
+      pods = {
+        ...base,
+        url: new URL(`${kubelet.replace(/\/$/, '')}/pods`),
+        caFile: k.kubelet_ca_file ?? k.ca_file,
+        caKey: k.kubelet_ca_file ? 'kubelet_ca_file' : 'ca_file',
+        insecure: k.insecure_skip_tls_verify,
+      };
   }
   return {
     socket: k.socket,

@@ -14,7 +14,17 @@ import type { KeySpec, SectionSpec } from './schema.js';
 export const roleVariable = (section: string, key: string): string => `l9gpu_${section}_${key}`;
 
 const ARG_TYPES: Record<KeySpec['type'], string> = {
-  string: 'str', path: 'path', int: 'int', number: 'float', duration: 'raw', bytes: 'raw', bool: 'bool', list: 'list', enum: 'str', url: 'str', map: 'dict',
+  string: 'str',
+  path: 'path',
+  int: 'int',
+  number: 'float',
+  duration: 'raw',
+  bytes: 'raw',
+  bool: 'bool',
+  list: 'list',
+  enum: 'str',
+  url: 'str',
+  map: 'dict',
 };
 
 /** defaults/main.yml's generated block: every key, null, with its description and the daemon's default. */
@@ -43,7 +53,20 @@ export function renderRoleArgumentSpecs(sections: readonly SectionSpec[]): strin
       if (k.type === 'list') out.push('        elements: str');
       if (k.secret) out.push('        no_log: true');
       // a folded scalar: the text as written, wrapped for yamllint's line length
-      out.push('        description: >-', ...wrap(`[${s.name}] ${k.key}: ${k.description} ${k.type === 'enum' ? `One of ${k.values!.join(', ')} (checked with the file: the daemon's loader validates it before it is installed). ` : ''}Daemon default: ${defaultText(k)}. Null leaves the key out of the file.`, '          ', 110));
+      out.push(
+        '        description: >-',
+        ...wrap(
+          `[${s.name}] ${k.key}: ${k.description} ${
+            k.type === 'enum'
+              ? `One of ${k.values!.join(', ')} (checked with the file: the ` +
+                `daemon's loader validates it ` +
+                `before it is installed). `
+              : ''
+          }Daemon ` + `default: ${defaultText(k)}. Null leaves the key out of the file.`,
+          '          ',
+          110,
+        ),
+      );
     }
   }
   return out.join('\n') + '\n';

@@ -17,20 +17,60 @@ import type { SecretSources } from '../net/secret-files.js';
 export function tlsClientKeys<const P extends string>(prefix: P, who: string, env?: { ca: string[]; cert: string[]; key: string[] }) {
   const vars = (names: string[] | undefined) => (names ? { env: names.map((name) => ({ name })) } : {});
   return [
-    { key: `${prefix}certificate`, type: 'path', default: null, example: '/etc/l9gpu/tls/ca.pem', ...vars(env?.ca), description: `PEM bundle of the CAs ${who}'s certificate is checked against, in place of the system's (a private CA). Read again when it changes on disk.` },
-    { key: `${prefix}client_certificate`, type: 'path', default: null, example: '/etc/l9gpu/tls/client.pem', ...vars(env?.cert), description: `PEM client certificate presented to ${who} (mTLS), with ${prefix}client_key. Read again when it changes on disk.` },
-    { key: `${prefix}client_key`, type: 'path', default: null, example: '/etc/l9gpu/tls/client-key.pem', ...vars(env?.key), description: `PEM private key of ${prefix}client_certificate (keep it readable by root alone: doctor warns otherwise).` },
+    {
+      key: `${prefix}certificate`,
+      type: 'path',
+      default: null,
+      example: '/etc/l9gpu/tls/ca.pem',
+      ...vars(env?.ca),
+      description:
+        `PEM bundle of the CAs ${who}'s certificate is checked against, in place of the system's (a ` +
+        `private CA). Read again when it changes on disk.`,
+    },
+    {
+      key: `${prefix}client_certificate`,
+      type: 'path',
+      default: null,
+      example: '/etc/l9gpu/tls/client.pem',
+      ...vars(env?.cert),
+      description: `PEM client certificate presented to ${who} (mTLS), with ${prefix}client_key. Read again when it changes on disk.`,
+    },
+    {
+      key: `${prefix}client_key`,
+      type: 'path',
+      default: null,
+      example: '/etc/l9gpu/tls/client-key.pem',
+      ...vars(env?.key),
+      description: `PEM private key of ${prefix}client_certificate (keep it readable by root alone: doctor warns otherwise).`,
+    },
   ] as const satisfies readonly [KeySpec, KeySpec, KeySpec];
 }
 
-/** headers_file and token_file: a client's secrets in files of their own, so that l9gpu.ini holds none and can stay readable by every user. */
+/** headers_file and token_file: a client's secrets in files of their own, so that l9gpu.ini holds none and can stay readable by every user.
+ * */
 export function secretFileKeys<const P extends string>(prefix: P, who: string) {
   return [
-    { key: `${prefix}headers_file`, type: 'path', default: null, example: '/etc/l9gpu/secrets/headers', description: `A file of request headers sent to ${who}, one "Name: value" a line (# comments), over the ones of ${prefix}headers: an Authorization or tenant header kept out of l9gpu.ini. Read again when it changes; keep it readable by root alone.` },
-    { key: `${prefix}token_file`, type: 'path', default: null, example: '/etc/l9gpu/secrets/token', description: `A file holding a bearer token sent to ${who} as "Authorization: Bearer <token>" (over any Authorization header). Read again when it changes; keep it readable by root alone.` },
+    {
+      key: `${prefix}headers_file`,
+      type: 'path',
+      default: null,
+      example: '/etc/l9gpu/secrets/headers',
+      description:
+        `A file of request headers sent to ${who}, one "Name: value" a line (# comments), over the ` +
+        `ones of ${prefix}headers: an Authorization or tenant header kept out of l9gpu.ini. Read ` +
+        `again when it changes; keep it readable by root alone.`,
+    },
+    {
+      key: `${prefix}token_file`,
+      type: 'path',
+      default: null,
+      example: '/etc/l9gpu/secrets/token',
+      description:
+        `A file holding a bearer token sent to ${who} as "Authorization: Bearer <token>" (over any ` +
+        `Authorization header). Read again when it changes; keep it readable by root alone.`,
+    },
   ] as const satisfies readonly [KeySpec, KeySpec];
 }
-
 
 /** The values of tlsClientKeys(prefix) in a section read by readSection. */
 type TlsValues<P extends string> = { readonly [K in `${P}certificate` | `${P}client_certificate` | `${P}client_key`]: string | null };
@@ -44,7 +84,13 @@ export function tlsFilesOf<P extends string>(section: string, prefix: P, v: TlsV
 type SecretValues<P extends string> = { readonly [K in `${P}headers_file` | `${P}token_file`]: string | null };
 
 /** A section's secret files (with the headers and token written in it) as a client takes them. */
-export function secretSourcesOf<P extends string>(section: string, prefix: P, v: SecretValues<P>, inline: { headers?: Readonly<Record<string, string>>; token?: string | null }, optional = false): SecretSources {
+export function secretSourcesOf<P extends string>(
+  section: string,
+  prefix: P,
+  v: SecretValues<P>,
+  inline: { headers?: Readonly<Record<string, string>>; token?: string | null },
+  optional = false,
+): SecretSources {
   return {
     section,
     ...inline,

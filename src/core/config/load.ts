@@ -5,10 +5,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { redactUrl } from '../redact.js';
 import * as ini from 'ini';
-import {
-  ConfigError, closest, defaultOf, formatValue, parseValue,
-  type ConfigValue, type KeySpec, type SectionSpec,
-} from './schema.js';
+import { ConfigError, closest, defaultOf, formatValue, parseValue, type ConfigValue, type KeySpec, type SectionSpec } from './schema.js';
 
 export const DEFAULT_CONFIG_PATH = '/etc/l9gpu/l9gpu.ini';
 const MAX_CONFIG_BYTES = 1 << 20;
@@ -108,16 +105,25 @@ function checkRawLines(file: string, text: string, known: (section: string) => b
       section = hdr[1]!.trim();
       if (known(section)) return;
       const hint = closest(section, sections);
-      throw new ConfigError(`${where(file, i + 1, section)}: unknown section${hint ? ` (did you mean [${hint}]?)` : ''}`, { file, section });
+      throw new ConfigError(`${where(file, i + 1, section)}: unknown section${hint ? ` (did you mean [${hint}]?)` : ''}`, {
+        file,
+        section,
+      });
     }
     const kv = /^([^=]*?)\s*(\[\])?\s*=/.exec(line);
     if (!kv) return;
     const key = kv[1]!;
-    if (kv[2]) throw new ConfigError(`${where(file, i + 1, section, key)}: "${key}[]" is INI array syntax: l9gpu lists are one line, comma-separated (${key} = a, b)`, { file, section, key });
-    if (key === '__proto__' || key === 'constructor' || key === 'prototype') throw new ConfigError(`${where(file, i + 1, section, key)}: unknown key`, { file, section, key });
+    if (kv[2])
+      throw new ConfigError(
+        `${where(file, i + 1, section, key)}: "${key}[]" is INI array syntax: l9gpu lists are one line, comma-separated (${key} = a, b)`,
+        { file, section, key },
+      );
+    if (key === '__proto__' || key === 'constructor' || key === 'prototype')
+      throw new ConfigError(`${where(file, i + 1, section, key)}: unknown key`, { file, section, key });
     const id = `${section}\0${key}`;
     const first = seen.get(id);
-    if (first !== undefined) throw new ConfigError(`${where(file, i + 1, section, key)}: set twice (first on line ${first}): say it once`, { file, section, key });
+    if (first !== undefined)
+      throw new ConfigError(`${where(file, i + 1, section, key)}: set twice (first on line ${first}): say it once`, { file, section, key });
     seen.set(id, i + 1);
   });
 }
@@ -131,7 +137,10 @@ function readConfigFile(path: string): string {
   } catch (e) {
     if (e instanceof ConfigError) throw e;
     const code = (e as NodeJS.ErrnoException).code;
-    throw new ConfigError(`config file ${path}: ${code === 'ENOENT' ? 'not found' : code === 'EACCES' ? 'permission denied' : (e as Error).message}`, { file: path });
+    throw new ConfigError(
+      `config file ${path}: ${code === 'ENOENT' ? 'not found' : code === 'EACCES' ? 'permission denied' : (e as Error).message}`,
+      { file: path },
+    );
   }
   if (size > MAX_CONFIG_BYTES) throw new ConfigError(`config file ${path}: ${size} bytes is larger than the 1 MiB limit`, { file: path });
   let bytes: Buffer;
@@ -144,7 +153,10 @@ function readConfigFile(path: string): string {
     // fatal: bytes that are not UTF-8 are an error, not U+FFFD; a byte-order mark (some editors write one) is dropped
     return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
   } catch {
-    const bad = bytes.toString('utf8').split('\n').findIndex((l) => l.includes('\uFFFD'));
+    const bad = bytes
+      .toString('utf8')
+      .split('\n')
+      .findIndex((l) => l.includes('\uFFFD'));
     throw new ConfigError(`config file ${path}${bad >= 0 ? `:${bad + 1}` : ''}: not valid UTF-8`, { file: path });
   }
 }
@@ -200,8 +212,15 @@ export function loadConfig(opts: LoadOptions): Config {
         const k = spec.keys.find((x) => x.key === key);
         const line = lineOf(text, section, key);
         if (!k) {
-          const hint = closest(key, spec.keys.map((x) => x.key));
-          throw new ConfigError(`${where(file, line, section, key)}: unknown key${hint ? ` (did you mean ${hint}?)` : ''}`, { file, section, key });
+          const hint = closest(
+            key,
+            spec.keys.map((x) => x.key),
+          );
+          throw new ConfigError(`${where(file, line, section, key)}: unknown key${hint ? ` (did you mean ${hint}?)` : ''}`, {
+            file,
+            section,
+            key,
+          });
         }
         if (v !== null && typeof v === 'object' && !Array.isArray(v)) {
           throw new ConfigError(`${where(file, line, section, key)}: expected a value, found a section`, { file, section, key });
@@ -222,7 +241,11 @@ export function loadConfig(opts: LoadOptions): Config {
         try {
           mapped = e.map ? e.map(raw) : raw;
         } catch (err) {
-          throw new ConfigError(`environment ${e.name} (for [${s.name}] ${k.key}): ${(err as Error).message}`, { env: e.name, section: s.name, key: k.key });
+          throw new ConfigError(`environment ${e.name} (for [${s.name}] ${k.key}): ${(err as Error).message}`, {
+            env: e.name,
+            section: s.name,
+            key: k.key,
+          });
         }
         set(s, k, mapped, { source: 'env', detail: e.name }, () => `environment ${e.name} (for [${s.name}] ${k.key})`);
         break; // the first variable present wins (the metrics-specific OTEL_* before the generic one)
@@ -245,7 +268,11 @@ export function displayValue(cfg: Config, section: string, key: string): string 
   const spec = cfg.sections.find((s) => s.name === section)!.keys.find((k) => k.key === key)!;
   const v = cfg.get(section, key);
   if (spec.secret && v !== null && !(typeof v === 'object' && Object.keys(v).length === 0)) {
-    return typeof v === 'object' && !Array.isArray(v) ? Object.keys(v).map((x) => `${x}=***`).join(',') : '***';
+    return typeof v === 'object' && !Array.isArray(v)
+      ? Object.keys(v)
+          .map((x) => `${x}=***`)
+          .join(',')
+      : '***';
   }
   const shown = formatValue(spec, v);
   return spec.type === 'url' && typeof v === 'string' ? redactUrl(shown) : shown;

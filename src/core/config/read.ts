@@ -15,24 +15,39 @@ import { defaultOf, type ConfigValue, type KeySpec, type SectionSpec } from './s
  * that), or a URL written empty. A number, boolean or enum is never empty: the
  * loader refuses "" for them.
  */
-type Unset<S extends KeySpec> = S['default'] extends null ? null : S['default'] extends () => infer R ? (null extends R ? null : never) : never;
+type Unset<S extends KeySpec> = S['default'] extends null
+  ? null
+  : S['default'] extends () => infer R
+    ? null extends R
+      ? null
+      : never
+    : never;
 
 /** What the loader's parseValue makes of a key of this spec (of each, for a key declared two ways: [daemon] attribution). */
 type Parsed<S extends KeySpec> = S extends KeySpec ? ParsedOne<S> : never;
-type ParsedOne<S extends KeySpec> =
-  S['type'] extends 'int' | 'number' | 'duration' | 'bytes' ? number | Unset<S>
-  : S['type'] extends 'bool' ? boolean | Unset<S>
-  : S['type'] extends 'list' ? string[]
-  : S['type'] extends 'map' ? Record<string, string>
-  : S['type'] extends 'enum' ? (S['values'] extends readonly (infer V)[] ? V : string) | Unset<S>
-  : S['type'] extends 'string' | 'path' ? (S['required'] extends true ? string | Unset<S> : string | null)
-  : string | null;
+type ParsedOne<S extends KeySpec> = S['type'] extends 'int' | 'number' | 'duration' | 'bytes'
+  ? number | Unset<S>
+  : S['type'] extends 'bool'
+    ? boolean | Unset<S>
+    : S['type'] extends 'list'
+      ? string[]
+      : S['type'] extends 'map'
+        ? Record<string, string>
+        : S['type'] extends 'enum'
+          ? (S['values'] extends readonly (infer V)[] ? V : string) | Unset<S>
+          : S['type'] extends 'string' | 'path'
+            ? S['required'] extends true
+              ? string | Unset<S>
+              : string | null
+            : string | null;
 
 /** The values of a section: one property per key, named as in the INI file. */
 export type SectionValues<S extends Pick<SectionSpec, 'keys'>> = { readonly [K in S['keys'][number] as K['key']]: Parsed<K> };
 
 /** A spec whose keys were widened to string (declared `: SectionSpec`, not through defineSection) would type nothing: refused. */
-type Literal<S extends Pick<SectionSpec, 'keys'>> = string extends S['keys'][number]['key'] ? 'declare the section with defineSection (its key names must stay literal)' : S;
+type Literal<S extends Pick<SectionSpec, 'keys'>> = string extends S['keys'][number]['key']
+  ? 'declare the section with defineSection (its key names must stay literal)'
+  : S;
 
 /** A list or map the loader left unset reads as empty, as every caller would write it. */
 function normalized(k: KeySpec, v: ConfigValue): ConfigValue {

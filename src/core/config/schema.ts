@@ -14,19 +14,36 @@ const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
  * word, or would contradict the client's own (Transfer-Encoding beside its
  * Content-Length: a request the server refuses, every export).
  */
-const CLIENT_HEADERS = ['connection', 'content-encoding', 'content-length', 'content-type', 'expect', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade'];
+const CLIENT_HEADERS = [
+  'connection',
+  'content-encoding',
+  'content-length',
+  'content-type',
+  'expect',
+  'keep-alive',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+];
 
-/** A header a request can carry and that is not the client's own: throws a message naming what is wrong (never the value: it may be a secret). */
+/** A header a request can carry and that is not the client's own: throws a message naming what is wrong (never the value: it may be a
+ * secret). */
 export function checkHeader(name: string, value: string): void {
-  if (!HEADER_NAME.test(name)) throw new Error(`header name "${name.slice(0, 40)}" is not an HTTP token (letters, digits and !#$%&'*+-.^_\`|~)`);
-  if (!HEADER_VALUE.test(value)) throw new Error(`the value of ${name} has a character an HTTP header cannot carry (a control character, or beyond Latin-1)`);
-  if (CLIENT_HEADERS.includes(name.toLowerCase())) throw new Error(`header ${name} is not one to set: the HTTP client writes it itself (${CLIENT_HEADERS.join(', ')} are its own)`);
+  if (!HEADER_NAME.test(name))
+    throw new Error(`header name "${name.slice(0, 40)}" is not an HTTP token (letters, digits and !#$%&'*+-.^_\`|~)`);
+  if (!HEADER_VALUE.test(value))
+    throw new Error(`the value of ${name} has a character an HTTP header cannot carry (a control character, or beyond Latin-1)`);
+  if (CLIENT_HEADERS.includes(name.toLowerCase()))
+    throw new Error(`header ${name} is not one to set: the HTTP client writes it itself (${CLIENT_HEADERS.join(', ')} are its own)`);
 }
 
 /** KeySpec.check of a map of request headers: none the client writes itself. */
 export function checkRequestHeaders(v: ConfigValue): void {
   for (const name of Object.keys(v as Record<string, string>)) {
-    if (CLIENT_HEADERS.includes(name.toLowerCase())) throw new Error(`header ${name} is not one to set: the HTTP client writes it itself (${CLIENT_HEADERS.join(', ')} are its own)`);
+    if (CLIENT_HEADERS.includes(name.toLowerCase()))
+      throw new Error(`header ${name} is not one to set: the HTTP client writes it itself (${CLIENT_HEADERS.join(', ')} are its own)`);
   }
 }
 
@@ -82,7 +99,10 @@ export function defineSection<const K extends readonly KeySpec[]>(spec: SectionS
 }
 
 export class ConfigError extends Error {
-  constructor(message: string, readonly where?: { file?: string; section?: string; key?: string; env?: string }) {
+  constructor(
+    message: string,
+    readonly where?: { file?: string; section?: string; key?: string; env?: string },
+  ) {
     super(message);
     this.name = 'ConfigError';
   }
@@ -90,7 +110,14 @@ export class ConfigError extends Error {
 
 const UNITS_DURATION: Record<string, number> = { ms: 0.001, s: 1, m: 60, h: 3600, d: 86400 };
 const UNITS_BYTES: Record<string, number> = {
-  '': 1, b: 1, kb: 1e3, mb: 1e6, gb: 1e9, kib: 1024, mib: 1024 ** 2, gib: 1024 ** 3,
+  '': 1,
+  b: 1,
+  kb: 1e3,
+  mb: 1e6,
+  gb: 1e9,
+  kib: 1024,
+  mib: 1024 ** 2,
+  gib: 1024 ** 3,
 };
 
 /** Parses one raw value to the key's type; throws a plain message naming what was expected. */
@@ -111,7 +138,8 @@ function parseTyped(spec: KeySpec, s: string): ConfigValue {
     case 'string':
     case 'path':
       // a value left empty (`state_dir =`, L9GPU_STATE_DIR=$UNSET) is a mistake where the key cannot mean "none"
-      if (s === '' && spec.required) throw new Error(`empty: it needs a value${spec.type === 'path' ? ' (an absolute path)' : ''}; leave the key out for the default`);
+      if (s === '' && spec.required)
+        throw new Error(`empty: it needs a value${spec.type === 'path' ? ' (an absolute path)' : ''}; leave the key out for the default`);
       if (spec.type === 'path' && s !== '' && !s.startsWith('/')) throw new Error(`"${s}" is not an absolute path`);
       return s === '' ? null : s;
     case 'int': {
@@ -165,14 +193,16 @@ function parseTyped(spec: KeySpec, s: string): ConfigValue {
         if (eq <= 0) throw new Error(`"${part.trim().slice(0, 40)}" is not key=value`);
         const name = part.slice(0, eq).trim();
         // what an HTTP request could not carry would fail every export: refused here, at load
-        if (!HEADER_NAME.test(name)) throw new Error(`header name "${name.slice(0, 40)}" is not an HTTP token (letters, digits and !#$%&'*+-.^_\`|~)`);
+        if (!HEADER_NAME.test(name))
+          throw new Error(`header name "${name.slice(0, 40)}" is not an HTTP token (letters, digits and !#$%&'*+-.^_\`|~)`);
         let v: string;
         try {
           v = decodeURIComponent(part.slice(eq + 1).trim());
         } catch {
           throw new Error(`the value of ${name} is not percent-encoded correctly (write %25 for a literal %)`);
         }
-        if (!HEADER_VALUE.test(v)) throw new Error(`the value of ${name} has a character an HTTP header cannot carry (a control character, or beyond Latin-1)`);
+        if (!HEADER_VALUE.test(v))
+          throw new Error(`the value of ${name} has a character an HTTP header cannot carry (a control character, or beyond Latin-1)`);
         if (spec.mapValues === 'number') {
           const n = Number(v);
           if (v === '' || !Number.isFinite(n)) throw new Error(`the value of ${name}, "${v.slice(0, 40)}", is not a number`);
@@ -193,8 +223,12 @@ export function defaultOf(spec: KeySpec): ConfigValue {
 export function formatValue(spec: KeySpec, v: ConfigValue): string {
   if (v === null) return '';
   if (Array.isArray(v)) return v.join(', ');
-  if (typeof v === 'object') return Object.entries(v).map(([k, x]) => `${k}=${encodeURIComponent(x)}`).join(',');
-  if (spec.type === 'duration' && typeof v === 'number') return v < 1 ? `${Math.round(v * 1000)}ms` : v >= 86400 && v % 86400 === 0 ? `${v / 86400}d` : `${v}s`;
+  if (typeof v === 'object')
+    return Object.entries(v)
+      .map(([k, x]) => `${k}=${encodeURIComponent(x)}`)
+      .join(',');
+  if (spec.type === 'duration' && typeof v === 'number')
+    return v < 1 ? `${Math.round(v * 1000)}ms` : v >= 86400 && v % 86400 === 0 ? `${v / 86400}d` : `${v}s`;
   return String(v);
 }
 

@@ -78,7 +78,8 @@ export interface JobShare {
 
 /** What a plugin's collect() writes into. */
 export interface Emitter {
-  /** The collection's time (the batch's), where the caller set it: a cumulative series that starts now starts then, not after its first point. */
+  /** The collection's time (the batch's), where the caller set it: a cumulative series that starts now starts then, not after its first
+   * point. */
   readonly time?: number;
   add(metric: MetricDef, value: number, attributes: Attributes, start?: number): void;
   /** A histogram metric's point (kind 'histogram'). */
@@ -123,7 +124,9 @@ export class PointBuffer implements Emitter {
       this.rejected.set(metric.name, { value: h.count, attributes });
       return;
     }
-    this.points.push(start === undefined ? { metric, value: h.count, attributes, hist: h } : { metric, value: h.count, attributes, start, hist: h });
+    this.points.push(
+      start === undefined ? { metric, value: h.count, attributes, hist: h } : { metric, value: h.count, attributes, start, hist: h },
+    );
   }
 }
 

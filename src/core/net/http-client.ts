@@ -165,7 +165,12 @@ export class HttpClient {
     this.tlsVersion = this.tls?.version ?? 0;
     const common = { keepAlive: true, maxSockets: this.o.maxSockets ?? 1 };
     this.agent = this.https
-      ? new (loadHttps().Agent)({ ...common, ...(material?.ca ? { ca: material.ca } : {}), ...(material?.cert ? { cert: material.cert, key: material.key } : {}), ...(this.o.insecureSkipVerify ? { rejectUnauthorized: false } : {}) })
+      ? new (loadHttps().Agent)({
+          ...common,
+          ...(material?.ca ? { ca: material.ca } : {}),
+          ...(material?.cert ? { cert: material.cert, key: material.key } : {}),
+          ...(this.o.insecureSkipVerify ? { rejectUnauthorized: false } : {}),
+        })
       : new (loadHttp().Agent)(common);
     return this.agent;
   }
@@ -179,7 +184,8 @@ export class HttpClient {
   /** One request, with redirects followed within the origin (GET and HEAD). */
   async request(r: RequestOptions = {}): Promise<HttpResponse> {
     let at = new URL(r.url ?? this.o.url);
-    if (at.origin !== this.base.origin) throw new Error(`${redactUrl(at.href)} is not at ${this.base.origin}: a client sends only to its own origin`);
+    if (at.origin !== this.base.origin)
+      throw new Error(`${redactUrl(at.href)} is not at ${this.base.origin}: a client sends only to its own origin`);
     const method = r.method ?? 'GET';
     const deadline = performance.now() + this.o.timeoutMs;
     for (let hops = 0; ; hops++) {
@@ -196,7 +202,11 @@ export class HttpClient {
       next.password = '';
       // an origin carries no user information: it may be shown
       if (next.origin !== this.base.origin) {
-        throw new HttpFailure(`${this.where}: HTTP ${res.status} redirects to another origin (${next.origin}): not followed, the configured credentials are only for ${this.base.origin}`, 'redirect');
+        throw new HttpFailure(
+          `${this.where}: HTTP ${res.status} redirects to another origin (${next.origin}): not ` +
+            `followed, the configured credentials are only for ${this.base.origin}`,
+          'redirect',
+        );
       }
       if (hops >= this.o.redirects) throw new HttpFailure(`${this.where}: more than ${this.o.redirects} redirects`, 'redirect');
       at = next;
@@ -224,7 +234,11 @@ export class HttpClient {
         clearTimeout(timer);
         r.signal?.removeEventListener('abort', onAbort);
         if (cut) req.destroy();
-        resolve({ ...answer!, body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks), ...(cut ? { cut, ...(cutReason ? { cutReason } : {}) } : {}) });
+        resolve({
+          ...answer!,
+          body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks),
+          ...(cut ? { cut, ...(cutReason ? { cutReason } : {}) } : {}),
+        });
       };
       const failed = (f: HttpFailure): void => {
         if (settled) return;
@@ -262,10 +276,13 @@ export class HttpClient {
         res.on('aborted', () => done('error', 'the connection closed before the answer ended'));
         res.on('end', () => done());
       });
-      const timer = setTimeout(() => {
-        if (answer) done('timeout', `its answer did not end within ${this.o.timeoutMs} ms`);
-        else failed(new HttpFailure(`${this.where}: no answer within ${this.o.timeoutMs} ms`, 'timeout', 'ETIMEDOUT'));
-      }, Math.max(0, deadline - performance.now()));
+      const timer = setTimeout(
+        () => {
+          if (answer) done('timeout', `its answer did not end within ${this.o.timeoutMs} ms`);
+          else failed(new HttpFailure(`${this.where}: no answer within ${this.o.timeoutMs} ms`, 'timeout', 'ETIMEDOUT'));
+        },
+        Math.max(0, deadline - performance.now()),
+      );
       if (r.signal) {
         if (r.signal.aborted) queueMicrotask(onAbort);
         else r.signal.addEventListener('abort', onAbort, { once: true });

@@ -48,7 +48,8 @@ export function parseHeadersFile(text: string, where: string): Record<string, st
     } catch (e) {
       throw new Error(`${where}:${i + 1}: ${(e as Error).message}`);
     }
-    if (Object.keys(out).some((k) => k.toLowerCase() === name.toLowerCase())) throw new Error(`${where}:${i + 1}: header ${name} set twice`);
+    if (Object.keys(out).some((k) => k.toLowerCase() === name.toLowerCase()))
+      throw new Error(`${where}:${i + 1}: header ${name} set twice`);
     out[name] = value;
   });
   return out;
@@ -57,7 +58,8 @@ export function parseHeadersFile(text: string, where: string): Record<string, st
 function readSecret(path: string): string {
   const st = statSync(path);
   if (!st.isFile()) throw Object.assign(new Error('not a regular file'), { code: 'ENOTFILE' });
-  if (st.size > MAX_SECRET_BYTES) throw Object.assign(new Error(`${st.size} bytes, over the 64 KiB a secret file may have`), { code: 'EFBIG' });
+  if (st.size > MAX_SECRET_BYTES)
+    throw Object.assign(new Error(`${st.size} bytes, over the 64 KiB a secret file may have`), { code: 'EFBIG' });
   return readFileSync(path, 'utf8');
 }
 

@@ -56,7 +56,11 @@ function readPem(f: TlsFiles, which: 'ca' | 'cert' | 'key'): Buffer {
     b = readFileSync(path);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    throw fail(f, which, `cannot read ${path}: ${code === 'ENOENT' ? 'not found' : code === 'EACCES' ? 'permission denied' : (e as Error).message}`);
+    throw fail(
+      f,
+      which,
+      `cannot read ${path}: ${code === 'ENOENT' ? 'not found' : code === 'EACCES' ? 'permission denied' : (e as Error).message}`,
+    );
   }
   if (!b.includes('-----BEGIN ')) throw fail(f, which, `${path} holds no PEM block (-----BEGIN ...)`);
   return b;
@@ -70,7 +74,11 @@ function readPem(f: TlsFiles, which: 'ca' | 'cert' | 'key'): Buffer {
 export function readTlsMaterial(f: TlsFiles): TlsMaterial {
   if (!!f.cert !== !!f.key) {
     const given = f.cert ? 'cert' : 'key';
-    throw fail(f, given, `set without ${f.keys[given === 'cert' ? 'key' : 'cert']}: a client certificate needs its key, and the key its certificate`);
+    throw fail(
+      f,
+      given,
+      `set without ${f.keys[given === 'cert' ? 'key' : 'cert']}: a client certificate needs its key, and the key its certificate`,
+    );
   }
   const m: { ca?: Buffer; cert?: Buffer; key?: Buffer } = {};
   if (f.ca) m.ca = readPem(f, 'ca');
@@ -89,7 +97,11 @@ export function readTlsMaterial(f: TlsFiles): TlsMaterial {
       t.createSecureContext({ cert: m.cert, key: m.key });
     } catch (e) {
       const msg = (e as Error).message;
-      throw fail(f, 'cert', `${f.cert} with ${f.keys.key} ${f.key}: ${/key values mismatch/i.test(msg) ? 'the key is not the certificate\'s' : msg}`);
+      throw fail(
+        f,
+        'cert',
+        `${f.cert} with ${f.keys.key} ${f.key}: ${/key values mismatch/i.test(msg) ? "the key is not the certificate's" : msg}`,
+      );
     }
   }
   return m;
@@ -161,15 +173,37 @@ export interface TlsProblem {
 
 /** OpenSSL's and Node's codes for a server certificate the client could not verify. */
 const VERIFY_CODES = new Set([
-  'UNABLE_TO_GET_ISSUER_CERT', 'UNABLE_TO_GET_CRL', 'UNABLE_TO_DECRYPT_CERT_SIGNATURE', 'UNABLE_TO_DECRYPT_CRL_SIGNATURE',
-  'UNABLE_TO_DECODE_ISSUER_PUBLIC_KEY', 'CERT_SIGNATURE_FAILURE', 'CRL_SIGNATURE_FAILURE', 'CERT_NOT_YET_VALID', 'CERT_HAS_EXPIRED',
-  'CRL_NOT_YET_VALID', 'CRL_HAS_EXPIRED', 'ERROR_IN_CERT_NOT_BEFORE_FIELD', 'ERROR_IN_CERT_NOT_AFTER_FIELD', 'DEPTH_ZERO_SELF_SIGNED_CERT',
-  'SELF_SIGNED_CERT_IN_CHAIN', 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'CERT_CHAIN_TOO_LONG', 'CERT_REVOKED',
-  'INVALID_CA', 'PATH_LENGTH_EXCEEDED', 'INVALID_PURPOSE', 'CERT_UNTRUSTED', 'CERT_REJECTED', 'HOSTNAME_MISMATCH', 'ERR_TLS_CERT_ALTNAME_INVALID',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_CRL',
+  'UNABLE_TO_DECRYPT_CERT_SIGNATURE',
+  'UNABLE_TO_DECRYPT_CRL_SIGNATURE',
+  'UNABLE_TO_DECODE_ISSUER_PUBLIC_KEY',
+  'CERT_SIGNATURE_FAILURE',
+  'CRL_SIGNATURE_FAILURE',
+  'CERT_NOT_YET_VALID',
+  'CERT_HAS_EXPIRED',
+  'CRL_NOT_YET_VALID',
+  'CRL_HAS_EXPIRED',
+  'ERROR_IN_CERT_NOT_BEFORE_FIELD',
+  'ERROR_IN_CERT_NOT_AFTER_FIELD',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'CERT_CHAIN_TOO_LONG',
+  'CERT_REVOKED',
+  'INVALID_CA',
+  'PATH_LENGTH_EXCEEDED',
+  'INVALID_PURPOSE',
+  'CERT_UNTRUSTED',
+  'CERT_REJECTED',
+  'HOSTNAME_MISMATCH',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
 ]);
 
 /** Alerts a server sends when it refuses the client's certificate (or the lack of one). */
-const CLIENT_CERT_ALERT = /ALERT_(CERTIFICATE_REQUIRED|BAD_CERTIFICATE|UNKNOWN_CA|CERTIFICATE_UNKNOWN|ACCESS_DENIED|CERTIFICATE_EXPIRED|CERTIFICATE_REVOKED|UNSUPPORTED_CERTIFICATE|DECRYPT_ERROR)/;
+const CLIENT_CERT_ALERT =
+  /ALERT_(CERTIFICATE_REQUIRED|BAD_CERTIFICATE|UNKNOWN_CA|CERTIFICATE_UNKNOWN|ACCESS_DENIED|CERTIFICATE_EXPIRED|CERTIFICATE_REVOKED|UNSUPPORTED_CERTIFICATE|DECRYPT_ERROR)/;
 
 /**
  * The meaning of a request's error, from its code: a server certificate not
@@ -184,7 +218,8 @@ export function tlsProblem(e: NodeJS.ErrnoException & { reason?: string }): TlsP
   if (code === 'ERR_SSL_WRONG_VERSION_NUMBER' || code === 'ERR_SSL_PACKET_LENGTH_TOO_LONG' || code === 'ERR_SSL_HTTP_REQUEST') {
     return { fix: 'endpoint', reason: `the server does not speak TLS on that port (is the endpoint http://?): ${e.message} (${code})` };
   }
-  if (code.startsWith('ERR_SSL_') || code.startsWith('ERR_TLS_')) return { fix: 'endpoint', reason: `no TLS session could be set up: ${e.message} (${code})` };
+  if (code.startsWith('ERR_SSL_') || code.startsWith('ERR_TLS_'))
+    return { fix: 'endpoint', reason: `no TLS session could be set up: ${e.message} (${code})` };
   return undefined;
 }
 

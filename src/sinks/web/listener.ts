@@ -43,8 +43,23 @@ export interface ListenerLimits {
 }
 
 export const REFUSAL_REASONS = [
-  'per_peer', 'connection_rate', 'evicted', 'total', 'header_timeout', 'request_timeout', 'idle_timeout', 'header_too_large', 'body',
-  'bad_request', 'tls_handshake', 'plain_http', 'client_cert', 'auth', 'auth_throttled', 'rate_limited', 'method',
+  'per_peer',
+  'connection_rate',
+  'evicted',
+  'total',
+  'header_timeout',
+  'request_timeout',
+  'idle_timeout',
+  'header_too_large',
+  'body',
+  'bad_request',
+  'tls_handshake',
+  'plain_http',
+  'client_cert',
+  'auth',
+  'auth_throttled',
+  'rate_limited',
+  'method',
 ] as const;
 export type RefusalReason = (typeof REFUSAL_REASONS)[number];
 
@@ -134,7 +149,11 @@ export class BoundedListener {
 
   private count(r: RefusalReason): void {
     this.counts.set(r, (this.counts.get(r) ?? 0) + 1);
-    this.log.once(`listener-${r}`, r === 'auth' || r === 'idle_timeout' || r === 'evicted' ? 'info' : 'warn', `prometheus endpoint: ${WORDS[r]} (counted in l9gpu.listener.refused; said once)`);
+    this.log.once(
+      `listener-${r}`,
+      r === 'auth' || r === 'idle_timeout' || r === 'evicted' ? 'info' : 'warn',
+      `prometheus endpoint: ${WORDS[r]} (counted in l9gpu.listener.refused; said once)`,
+    );
   }
 
   async listen(port: number, host: string): Promise<number> {
@@ -188,7 +207,13 @@ export class BoundedListener {
       }
       raw.unshift(first);
       const T = requireBuiltin('node:tls') as typeof tls;
-      const t = new T.TLSSocket(raw, { isServer: true, secureContext: tlsConf.context, requestCert: tlsConf.requestCert, rejectUnauthorized: tlsConf.rejectUnauthorized, ALPNProtocols: ['http/1.1'] });
+      const t = new T.TLSSocket(raw, {
+        isServer: true,
+        secureContext: tlsConf.context,
+        requestCert: tlsConf.requestCert,
+        rejectUnauthorized: tlsConf.rejectUnauthorized,
+        ALPNProtocols: ['http/1.1'],
+      });
       t.on('error', () => {
         if (!c.http) this.count('tls_handshake');
         raw.destroy();
@@ -265,7 +290,9 @@ export class BoundedListener {
     const length = req.headers['content-length'];
     if ((length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined) {
       this.count('body');
-      res.writeHead(413, { 'content-type': 'text/plain; charset=utf-8', connection: 'close' }).end('a request to this endpoint has no body\n');
+      res
+        .writeHead(413, { 'content-type': 'text/plain; charset=utf-8', connection: 'close' })
+        .end('a request to this endpoint has no body\n');
       req.socket.destroySoon?.();
       return;
     }
@@ -278,7 +305,8 @@ export class BoundedListener {
     if (this.clientErrors.has(socket)) return void socket.destroy();
     this.clientErrors.add(socket);
     const answer = (status: string): void => {
-      if (socket.writable && socket.bytesWritten === 0) socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\n\r\n`, () => socket.destroy());
+      if (socket.writable && socket.bytesWritten === 0)
+        socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\n\r\n`, () => socket.destroy());
       else socket.destroy();
     };
     if (e.code === 'HPE_HEADER_OVERFLOW') {

@@ -100,12 +100,19 @@ export function serverTls(file: string, t: TlsServerSettings): ServerTls {
     T.createSecureContext({ cert, key });
   } catch (e) {
     const msg = (e as Error).message;
-    throw new WebConfigError(file, certKey, `failed to load X509KeyPair: ${/key values mismatch/i.test(msg) ? 'tls: private key does not match public key' : msg}`);
+    throw new WebConfigError(
+      file,
+      certKey,
+      `failed to load X509KeyPair: ${/key values mismatch/i.test(msg) ? 'tls: private key does not match public key' : msg}`,
+    );
   }
   const pair = keyPairProblem(cert, key);
   if (pair) throw new WebConfigError(file, certKey, `failed to load X509KeyPair: ${pair}`);
   // TLS 1.3's suites are not configurable in Go (they are always offered): only the TLS 1.2 ones are given to OpenSSL
-  const tls12 = t.cipherSuites.map((c) => CIPHER_SUITES[c]!).filter((c) => !c.tls13).map((c) => c.openssl);
+  const tls12 = t.cipherSuites
+    .map((c) => CIPHER_SUITES[c]!)
+    .filter((c) => !c.tls13)
+    .map((c) => c.openssl);
   const only13 = t.cipherSuites.length > 0 && tls12.length === 0;
   let context: tls.SecureContext;
   try {
@@ -119,7 +126,16 @@ export function serverTls(file: string, t: TlsServerSettings): ServerTls {
       // client handshake_failure. Given no TLS 1.2 suite Node would raise the minimum version to TLS 1.3 instead (a
       // protocol_version alert), so OpenSSL gets one it never chooses: a PSK suite, which needs the PSK callback this
       // server has not
-      ...(tls12.length || only13 ? { ciphers: [...(only13 ? ['PSK-AES128-GCM-SHA256'] : tls12), 'TLS_AES_128_GCM_SHA256', 'TLS_AES_256_GCM_SHA384', 'TLS_CHACHA20_POLY1305_SHA256'].join(':') } : {}),
+      ...(tls12.length || only13
+        ? {
+            ciphers: [
+              ...(only13 ? ['PSK-AES128-GCM-SHA256'] : tls12),
+              'TLS_AES_128_GCM_SHA256',
+              'TLS_AES_256_GCM_SHA384',
+              'TLS_CHACHA20_POLY1305_SHA256',
+            ].join(':'),
+          }
+        : {}),
       ...(t.curves.length ? { ecdhCurve: t.curves.map((c) => CURVES[c]!).join(':') } : {}),
       honorCipherOrder: t.preferServerCipherSuites,
     });
@@ -145,7 +161,8 @@ export function serverTls(file: string, t: TlsServerSettings): ServerTls {
       if (sans) {
         if (!has) return 'no client certificate to check client_allowed_sans against';
         const found = certificateSans(peer);
-        if (!found.some((s) => sans.includes(s))) return `could not find allowed SANs in client cert (it has ${found.length ? found.join(', ') : 'none'})`;
+        if (!found.some((s) => sans.includes(s)))
+          return `could not find allowed SANs in client cert (it has ${found.length ? found.join(', ') : 'none'})`;
       }
       return undefined;
     },

@@ -33,7 +33,8 @@ import { dirname, isAbsolute, join } from 'node:path';
 import type YAML from 'yaml';
 import { requireBuiltin } from '../../core/builtin.js';
 
-export type ClientAuth = 'NoClientCert' | 'RequestClientCert' | 'RequireAnyClientCert' | 'VerifyClientCertIfGiven' | 'RequireAndVerifyClientCert';
+export type ClientAuth =
+  'NoClientCert' | 'RequestClientCert' | 'RequireAnyClientCert' | 'VerifyClientCertIfGiven' | 'RequireAndVerifyClientCert';
 export type TlsVersion = 'TLS10' | 'TLS11' | 'TLS12' | 'TLS13';
 
 /** A PEM given as a file or inline in the YAML. */
@@ -112,7 +113,12 @@ export const CIPHER_SUITES: Readonly<Record<string, { readonly openssl: string; 
 /** exporter-toolkit's curves: OpenSSL's names. */
 export const CURVES: Readonly<Record<string, string>> = { CurveP256: 'P-256', CurveP384: 'P-384', CurveP521: 'P-521', X25519: 'X25519' };
 
-export const TLS_VERSIONS: Readonly<Record<TlsVersion, 'TLSv1' | 'TLSv1.1' | 'TLSv1.2' | 'TLSv1.3'>> = { TLS10: 'TLSv1', TLS11: 'TLSv1.1', TLS12: 'TLSv1.2', TLS13: 'TLSv1.3' };
+export const TLS_VERSIONS: Readonly<Record<TlsVersion, 'TLSv1' | 'TLSv1.1' | 'TLSv1.2' | 'TLSv1.3'>> = {
+  TLS10: 'TLSv1',
+  TLS11: 'TLSv1.1',
+  TLS12: 'TLSv1.2',
+  TLS13: 'TLSv1.3',
+};
 
 /** The response headers exporter-toolkit lets a site set, and the values allowed where it restricts them. */
 const EXTRA_HEADERS: Readonly<Record<string, readonly string[] | null>> = {
@@ -137,8 +143,10 @@ const MAX_FILE_BYTES = 1 << 20;
 export function bcryptHashProblem(hash: string): string | undefined {
   const b = Buffer.from(hash, 'utf8');
   if (b.length < 59) return 'crypto/bcrypt: hashedSecret too short to be a bcrypted password';
-  if (b[0] !== 0x24) return `crypto/bcrypt: bcrypt hashes must start with '$', but hashedSecret started with '${String.fromCharCode(b[0]!)}'`;
-  if (b[1]! > 0x32) return `crypto/bcrypt: bcrypt algorithm version '${String.fromCharCode(b[1]!)}' requested is newer than current version '2'`;
+  if (b[0] !== 0x24)
+    return `crypto/bcrypt: bcrypt hashes must start with '$', but hashedSecret started with '${String.fromCharCode(b[0]!)}'`;
+  if (b[1]! > 0x32)
+    return `crypto/bcrypt: bcrypt algorithm version '${String.fromCharCode(b[1]!)}' requested is newer than current version '2'`;
   const at = b[2] === 0x24 ? 3 : 4;
   const digits = b.subarray(at, at + 2).toString('latin1');
   // strconv.Atoi: an optional sign, then digits only
@@ -169,9 +177,10 @@ function goDurationMs(v: unknown): number | undefined {
   if (v === '0') return 0;
   const m = /^([+-]?)((?:\d+(?:\.\d*)?|\.\d+)(?:ns|us|µs|μs|ms|s|m|h))+$/.exec(v);
   if (!m) return undefined;
-  const unit: Record<string, number> = { ns: 1e-6, us: 1e-3, 'µs': 1e-3, 'μs': 1e-3, ms: 1, s: 1e3, m: 6e4, h: 3.6e6 };
+  const unit: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, μs: 1e-3, ms: 1, s: 1e3, m: 6e4, h: 3.6e6 };
   let ms = 0;
-  for (const part of v.replace(/^[+-]/, '').matchAll(/(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)/g)) ms += Number(part[1]) * unit[part[2]!]!;
+  for (const part of v.replace(/^[+-]/, '').matchAll(/(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)/g))
+    ms += Number(part[1]) * unit[part[2]!]!;
   return m[1] === '-' ? -ms : ms;
 }
 
@@ -212,7 +221,8 @@ class Fields {
 
   /** Unknown keys (as written): yaml.v2's UnmarshalStrict refuses them. */
   done(): void {
-    for (const k of Object.keys(this.t)) if (!this.seen.has(k)) throw this.err(k, `field ${k} not found in type ${this.at || 'web.Config'}`);
+    for (const k of Object.keys(this.t))
+      if (!this.seen.has(k)) throw this.err(k, `field ${k} not found in type ${this.at || 'web.Config'}`);
   }
 
   string(key: string): string {
@@ -263,7 +273,8 @@ class Fields {
     const v = this.text(key);
     const out = new Map<string, string>();
     if (v === undefined || v === null) return out;
-    if (typeof v !== 'object' || Array.isArray(v)) throw this.err(key, `cannot unmarshal ${JSON.stringify(v).slice(0, 40)} into a mapping of strings`);
+    if (typeof v !== 'object' || Array.isArray(v))
+      throw this.err(key, `cannot unmarshal ${JSON.stringify(v).slice(0, 40)} into a mapping of strings`);
     for (const [k, x] of Object.entries(v as Obj)) {
       if (x === null || x === undefined) out.set(k, '');
       else if (typeof x === 'string') out.set(k, x);
@@ -295,7 +306,11 @@ function readText(file: string): string {
     st = statSync(file);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    throw new WebConfigError(file, undefined, code === 'ENOENT' ? 'not found' : code === 'EACCES' ? 'permission denied' : (e as Error).message);
+    throw new WebConfigError(
+      file,
+      undefined,
+      code === 'ENOENT' ? 'not found' : code === 'EACCES' ? 'permission denied' : (e as Error).message,
+    );
   }
   if (!st.isFile()) throw new WebConfigError(file, undefined, 'not a regular file');
   if (st.size > MAX_FILE_BYTES) throw new WebConfigError(file, undefined, `${st.size} bytes, over the 1 MiB limit`);
@@ -312,7 +327,12 @@ export function readPem(file: string, key: string, src: PemSource): Buffer {
     return readFileSync(src.path);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    throw new WebConfigError(file, key, `failed to read ${src.path}: ${code === 'ENOENT' ? 'no such file or directory' : code === 'EACCES' ? 'permission denied' : (e as Error).message}`);
+    throw new WebConfigError(
+      file,
+      key,
+      `failed to read ${src.path}: ` +
+        `${code === 'ENOENT' ? 'no such file or directory' : code === 'EACCES' ? 'permission denied' : (e as Error).message}`,
+    );
   }
 }
 
@@ -374,7 +394,12 @@ export function readWebConfig(file: string): WebConfig {
     throw new WebConfigError(file, undefined, `not YAML: ${(e as Error).message.split('\n')[0]}`);
   }
   if (top !== null && top !== undefined && (typeof top !== 'object' || Array.isArray(top))) {
-    throw new WebConfigError(file, undefined, 'cannot unmarshal the document into web.Config: it is not a mapping of tls_server_config, http_server_config, basic_auth_users and rate_limit');
+    throw new WebConfigError(
+      file,
+      undefined,
+      'cannot unmarshal the document into web.Config: it is not a mapping of tls_server_config, ' +
+        'http_server_config, basic_auth_users and rate_limit',
+    );
   }
   const root = new Fields(file, '', (top ?? {}) as Obj, (textTop ?? {}) as Obj);
   const dir = dirname(file);
@@ -413,9 +438,19 @@ export function readWebConfig(file: string): WebConfig {
   const headers = Object.fromEntries(h.stringMap('headers'));
   h.done();
   for (const [k, v] of Object.entries(headers)) {
-    if (!(k in EXTRA_HEADERS)) throw new WebConfigError(file, `http_server_config.headers.${k}`, `HTTP header "${k}" can not be configured (only ${Object.keys(EXTRA_HEADERS).join(', ')})`);
+    if (!(k in EXTRA_HEADERS))
+      throw new WebConfigError(
+        file,
+        `http_server_config.headers.${k}`,
+        `HTTP header "${k}" can not be configured (only ${Object.keys(EXTRA_HEADERS).join(', ')})`,
+      );
     const allowed = EXTRA_HEADERS[k];
-    if (allowed && !allowed.includes(v)) throw new WebConfigError(file, `http_server_config.headers.${k}`, `invalid value for ${k}. Expected one of: ${allowed.map((a) => JSON.stringify(a)).join(', ')}, but got: ${JSON.stringify(v)}`);
+    if (allowed && !allowed.includes(v))
+      throw new WebConfigError(
+        file,
+        `http_server_config.headers.${k}`,
+        `invalid value for ${k}. Expected one of: ${allowed.map((a) => JSON.stringify(a)).join(', ')}, but got: ${JSON.stringify(v)}`,
+      );
   }
 
   const users = root.stringMap('basic_auth_users');
@@ -427,22 +462,41 @@ export function readWebConfig(file: string): WebConfig {
   const r = root.mapping('rate_limit') ?? new Fields(file, 'rate_limit', {}, {});
   const intervalRaw = r.raw('interval');
   const intervalMs = intervalRaw === undefined || intervalRaw === null ? 0 : goDurationMs(intervalRaw);
-  if (intervalMs === undefined) throw r.error('interval', `time: invalid duration ${JSON.stringify(intervalRaw)} (a Go duration: 100ms, 1s, 2m)`);
+  if (intervalMs === undefined)
+    throw r.error('interval', `time: invalid duration ${JSON.stringify(intervalRaw)} (a Go duration: 100ms, 1s, 2m)`);
   const burst = r.int('burst');
   r.done();
   root.done();
 
   // ConfigToTLSConfig: TLS once any of these is set, and then complete
-  const enabled = certFile !== '' || certInline !== '' || keyFile !== '' || keyInline !== '' || caFile !== '' || caInline !== '' || clientAuthRaw !== '';
+  const enabled =
+    certFile !== '' || certInline !== '' || keyFile !== '' || keyInline !== '' || caFile !== '' || caInline !== '' || clientAuthRaw !== '';
   let tls: TlsServerSettings | null = null;
   if (enabled) {
     if (certFile === '' && certInline === '') throw new WebConfigError(file, 'tls_server_config', 'missing one of cert or cert_file');
     if (keyFile === '' && keyInline === '') throw new WebConfigError(file, 'tls_server_config', 'missing one of key or key_file');
     const clientAuth = CLIENT_AUTH[clientAuthRaw];
-    if (!clientAuth) throw new WebConfigError(file, 'tls_server_config.client_auth_type', `invalid ClientAuth: ${clientAuthRaw} (NoClientCert, RequestClientCert, RequireAnyClientCert, VerifyClientCertIfGiven or RequireAndVerifyClientCert)`);
-    if ((caFile !== '' || caInline !== '') && clientAuth === 'NoClientCert') throw new WebConfigError(file, 'tls_server_config.client_ca_file', "client CA's have been configured without a Client Auth Policy (set client_auth_type)");
+    if (!clientAuth)
+      throw new WebConfigError(
+        file,
+        'tls_server_config.client_auth_type',
+        `invalid ClientAuth: ${clientAuthRaw} (NoClientCert, RequestClientCert, ` +
+          `RequireAnyClientCert, VerifyClientCertIfGiven or RequireAndVerifyClientCert)`,
+      );
+    if ((caFile !== '' || caInline !== '') && clientAuth === 'NoClientCert')
+      throw new WebConfigError(
+        file,
+        'tls_server_config.client_ca_file',
+        "client CA's have been configured without a Client Auth Policy (set client_auth_type)",
+      );
     if (http2 && cipherNames.length > 0 && minVersion !== 'TLS13' && !cipherNames.some((c) => HTTP2_REQUIRED.includes(c))) {
-      throw new WebConfigError(file, 'tls_server_config.cipher_suites', `http2: TLSConfig.CipherSuites is missing an HTTP/2-required AES_128_GCM_SHA256 cipher (need at least one of ${HTTP2_REQUIRED.join(' or ')}; or set http_server_config.http2: false)`);
+      throw new WebConfigError(
+        file,
+        'tls_server_config.cipher_suites',
+        `http2: TLSConfig.CipherSuites is missing an HTTP/2-required AES_128_GCM_SHA256 cipher ` +
+          `(need at least one of ${HTTP2_REQUIRED.join(' or ')}; or set http_server_config.http2: ` +
+          `false)`,
+      );
     }
     tls = {
       cert: certFile !== '' ? { path: certFile } : { inline: certInline },
