@@ -31,58 +31,31 @@ import { fileURLToPath } from 'node:url';
 const HERE = dirname(fileURLToPath(import.meta.url));
 
 /**
- * The unit lane, by name. A file belongs here only if its tests run in the
- * test process on their own temporary files: no daemon or CLI child, no
- * listening socket, no real component, no fixed port or path outside its
- * temporary folder, no root-only machine state (a compiler writing its own
- * temporary folder, as the fake NVML's build does, is allowed). A new file
- * is a system file until it is put here; test/lanes.test.ts checks each
- * one's imports against the rule.
+ * A file's lane is its folder:
+ *
+ *   test/unit/      runs only in the test process on its own temporary files: no
+ *                   daemon or CLI child, no listening socket, no real component, no
+ *                   fixed port or path outside its temporary folder, no root-only
+ *                   machine state (a compiler writing its own temporary folder, as
+ *                   the fake NVML's build does, is allowed); test/unit/lanes.test.ts
+ *                   checks each one's imports against the rule.
+ *   test/slurm/     the real-Slurm suites, one per release: each cluster has its own
+ *                   ports, MariaDB, munge and chroot lock, so they run side by side.
+ *   test/packages/  the packages installed into roots of their own (chroot, unshare,
+ *                   rpm --root): it mostly waits on dpkg and the disk.
+ *   test/system/    everything else: daemons, real components, fixed resources,
+ *                   root-only machine state.
  */
-export const UNIT_FILES = [
-  'config',
-  'fuzz',
-  'golden',
-  'host',
-  'jobs-unit',
-  'layers',
-  'ledger',
-  'limits',
-  'nccl-fixtures',
-  'nccl-parse',
-  'nccl-straggler',
-  'nvml-convert',
-  'nvml-sampler',
-  'registry',
-  'sacct-job',
-  'slurm-notes',
-  'slurm-parse',
-  'summary',
-  'xid-catalog',
-  'lanes',
-  'web-config',
-  'clock',
-  'store-years',
-].map((n) => `${n}.test.js`);
-
-export const SLURM_FILES = /^slurm-\d+\.\d+\.test\.js$/;
-
-/**
- * The packages lane: the .deb, .rpm, tarball, image and Ansible role installed
- * into roots of their own (chroot, unshare, rpm --root: no port, no shared
- * path but its own copies of the roots). It mostly waits on dpkg and the disk,
- * so it runs beside the unit and slurm lanes (about 190 s it would add to the
- * serial system lane).
- */
-export const PACKAGES_FILES = ['rollout.test.js'];
+export const FOLDERS = ['unit', 'slurm', 'packages', 'system'] as const;
+export type Folder = (typeof FOLDERS)[number];
 
 /**
  * The bundled lane: files whose hooks, CLI and daemon children are the
  * product under test (PRODUCT, test/helpers/paths.ts), run again on a release
  * tree and its own Node.js (the test process stays on the machine's). The
- * packages themselves are installed and run by rollout.test.ts.
+ * packages themselves are installed and run by test/packages/rollout.test.ts.
  */
-export const BUNDLED_FILES = ['hooks.test.js', 'smoke.test.js'];
+export const BUNDLED_FILES = ['system/hooks.test.js', 'system/smoke.test.js'];
 
 interface Lane {
   name: string;
@@ -90,14 +63,23 @@ interface Lane {
   files: string[];
 }
 
-/** The lanes for these files (all of dist/test/*.test.js by default). */
+/** `unit/a.test.js` for a path ending in `.../test/unit/a.test.js` (or given so). */
+export function laneKey(file: string): string {
+  return `${basename(dirname(file))}/${basename(file)}`;
+}
+
+/** The folder a file's lane is named by (a file outside the four folders is a system file). */
+export function folderOf(file: string): Folder {
+  const dir = basename(dirname(file));
+  return (FOLDERS as readonly string[]).includes(dir) ? (dir as Folder) : 'system';
+}
+
+/** The lanes for these files (every dist/test/<folder>/*.test.js by default). */
 export function lanesFor(files: string[]): Lane[] {
-  const unit = files.filter((f) => UNIT_FILES.includes(basename(f)));
-  const slurm = files.filter((f) => SLURM_FILES.test(basename(f)));
-  const packages = files.filter((f) => PACKAGES_FILES.includes(basename(f)));
-  const system = files.filter((f) => !unit.includes(f) && !slurm.includes(f) && !packages.includes(f));
+  const of = (folder: Folder) => files.filter((f) => folderOf(f) === folder);
+  const slurm = of('slurm');
   return [
-    { name: 'unit', concurrency: Math.max(2, availableParallelism()), files: unit },
+    { name: 'unit', concurrency: Math.max(2, availableParallelism()), files: of('unit') },
     // the three suites side by side (each cluster has its own ports, MariaDB, munge and chroot lock): 190-200 s
     // against 476 s one after the other on 2 cores. L9GPU_TEST_SLURM_AT_ONCE=1 runs them one at a time (a suspected
     // interaction between two clusters is ruled in or out that way)
@@ -106,9 +88,9 @@ export function lanesFor(files: string[]): Lane[] {
       concurrency: Math.max(1, Math.min(slurm.length, Number(process.env.L9GPU_TEST_SLURM_AT_ONCE) || slurm.length)),
       files: slurm,
     },
-    { name: 'packages', concurrency: 1, files: packages },
-    { name: 'system', concurrency: 1, files: system },
-    { name: 'bundled', concurrency: 1, files: files.filter((f) => BUNDLED_FILES.includes(basename(f))) },
+    { name: 'packages', concurrency: 1, files: of('packages') },
+    { name: 'system', concurrency: 1, files: of('system') },
+    { name: 'bundled', concurrency: 1, files: files.filter((f) => BUNDLED_FILES.includes(laneKey(f))) },
   ];
 }
 
@@ -213,10 +195,12 @@ async function main(): Promise<number> {
   const asked = process.argv.slice(2);
   const files = asked.length
     ? asked
-    : readdirSync(HERE)
-        .filter((f) => f.endsWith('.test.js'))
-        .sort()
-        .map((f) => join(HERE, f));
+    : FOLDERS.flatMap((d) =>
+        readdirSync(join(HERE, d))
+          .filter((f) => f.endsWith('.test.js'))
+          .sort()
+          .map((f) => join(HERE, d, f)),
+      );
   const lanes = lanesFor(files).filter((l) => l.files.length > 0);
   const total = Object.fromEntries(SUMMARY.map((k) => [k, 0])) as Counts;
   let n = 0;

@@ -1,0 +1,4 @@
+/** Slurm 24.11 (Debian trixie): the attribution cases of helpers/slurm-suite.ts. */
+import { slurmSuite } from '../helpers/slurm-suite.js';
+
+slurmSuite('trixie');
