@@ -45,8 +45,10 @@ const HERE = dirname(fileURLToPath(import.meta.url));
  *                   rpm --root): it mostly waits on dpkg and the disk.
  *   test/system/    everything else: daemons, real components, fixed resources,
  *                   root-only machine state.
+ *   test/lint/      the formatter's and the linter's checks over the sources (their
+ *                   own children, reading files only).
  */
-export const FOLDERS = ['unit', 'slurm', 'packages', 'system'] as const;
+export const FOLDERS = ['unit', 'slurm', 'packages', 'system', 'lint'] as const;
 export type Folder = (typeof FOLDERS)[number];
 
 /**
@@ -89,13 +91,14 @@ export function lanesFor(files: string[]): Lane[] {
       files: slurm,
     },
     { name: 'packages', concurrency: 1, files: of('packages') },
+    { name: 'lint', concurrency: 1, files: of('lint') },
     { name: 'system', concurrency: 1, files: of('system') },
     { name: 'bundled', concurrency: 1, files: files.filter((f) => BUNDLED_FILES.includes(laneKey(f))) },
   ];
 }
 
 /** Which lanes run side by side: first unit, slurm and packages together, then system alone, then bundled alone. */
-const PHASES = [['unit', 'slurm', 'packages'], ['system'], ['bundled']];
+const PHASES = [['unit', 'slurm', 'packages', 'lint'], ['system'], ['bundled']];
 
 const SUMMARY = ['tests', 'suites', 'pass', 'fail', 'cancelled', 'skipped', 'todo'] as const;
 type Counts = Record<(typeof SUMMARY)[number], number>;

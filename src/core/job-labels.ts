@@ -39,7 +39,10 @@ function checkOmit(v: ConfigValue): void {
     if (!known)
       throw new Error(
         `"${name}" is not a job attribute attribution adds ` +
-          `(${[...ATTRIBUTION_ATTRIBUTES.filter((a) => !RUN_ID_ATTRIBUTES.includes(a)), ...ATTRIBUTION_ATTRIBUTE_PREFIXES.map((p) => `${p}*`)].join(', ')})`,
+          `(${[
+            ...ATTRIBUTION_ATTRIBUTES.filter((a) => !RUN_ID_ATTRIBUTES.includes(a)),
+            ...ATTRIBUTION_ATTRIBUTE_PREFIXES.map((p) => `${p}*`),
+          ].join(', ')})`,
       );
   }
 }

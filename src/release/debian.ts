@@ -12,7 +12,7 @@
 import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { CONFIG_DIR, layOut, PREFIX, STATE_DIR, treeKiB, type BuildInfo } from './release-tree.js';
+import { CONFIG_DIR, layOut, PREFIX, treeKiB, type BuildInfo } from './release-tree.js';
 import {
   DAEMON_RELOAD,
   EMPTY_COMPILE_CACHE,

@@ -108,7 +108,9 @@ export const REMOVE_RELEASES = `rm -rf ${RELEASES} ${CURRENT} ${CURRENT}.new`;
  */
 export const SLURM_NAMES_HOOKS =
   `l9gpu_slurm_names_hooks() {
-  conf=$(sed -n '/^[[:space:]]*\\[slurm\\]/,/^[[:space:]]*\\[/s/^[[:space:]]*slurm_conf[[:space:]]*=[[:space:]]*\\([^;#[:space:]]*\\).*/\\1/p' ${CONFIG_DIR}/l9gpu.ini 2>/dev/null | tail -n 1)
+  conf=$(sed -n -e '/^[[:space:]]*\\[slurm\\]/,/^[[:space:]]*\\[/{' \\
+    -e 's/^[[:space:]]*slurm_conf[[:space:]]*=[[:space:]]*\\([^;#[:space:]]*\\).*/\\1/p' -e '}' ${CONFIG_DIR}/l9gpu.ini 2>/dev/null |
+    tail -n 1)
   for c in $conf /etc/slurm/slurm.conf /etc/slurm-llnl/slurm.conf; do
     [ -f "$c" ] || continue
     d=\${c%/*}
@@ -179,7 +181,9 @@ fi`;
  */
 export const SCHEMA_CHECK =
   `l9gpu_schema_check() {
-  dir=$(sed -n '/^[[:space:]]*\\[daemon\\]/,/^[[:space:]]*\\[/s/^[[:space:]]*state_dir[[:space:]]*=[[:space:]]*\\([^;#[:space:]]*\\).*/\\1/p' ${CONFIG_DIR}/l9gpu.ini 2>/dev/null | tail -n 1)
+  dir=$(sed -n -e '/^[[:space:]]*\\[daemon\\]/,/^[[:space:]]*\\[/{' \\
+    -e 's/^[[:space:]]*state_dir[[:space:]]*=[[:space:]]*\\([^;#[:space:]]*\\).*/\\1/p' -e '}' ${CONFIG_DIR}/l9gpu.ini 2>/dev/null |
+    tail -n 1)
   db="\${dir:-${STATE_DIR}}/l9gpu.db"
   [ -s "$db" ] || return 0
   have=

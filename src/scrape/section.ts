@@ -1,6 +1,11 @@
 /** A scraped plugin's config section, apart from its code: reading a configuration loads no HTTP client. */
 import { pluginSection } from '../core/config/sections.js';
 
+const DISCOVER_TEXT =
+  ' auto (alone or among URLs): also every engine running on this node, found by its process ' +
+  '(command line) and the ports it listens on, looked for every 30 s; [daemon] engines = auto ' +
+  'runs this plugin with endpoints = auto unless this key is set.';
+
 export interface ScrapedSpec {
   readonly name: string;
   /** The section's and the manifest's description. */
@@ -23,9 +28,7 @@ export function scrapedSection(s: ScrapedSpec) {
       key: 'endpoints',
       type: 'list',
       default: [...s.defaultEndpoints],
-      description:
-        `Metrics pages to scrape (http or https URLs), each a separate ` +
-        `engine.${s.discover ? ' auto (alone or among URLs): also every engine running on this node, found by its process ' + '(command line) and the ports it listens on, looked for every 30 s; [daemon] engines = auto ' + 'runs this plugin with endpoints = auto unless this key is set.' : ''}`,
+      description: `Metrics pages to scrape (http or https URLs), each a separate ` + `engine.${s.discover ? DISCOVER_TEXT : ''}`,
     },
     {
       key: 'max_page_size',

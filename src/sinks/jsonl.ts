@@ -38,7 +38,8 @@ export function pointJson(batch: Batch, resource: Attributes | undefined): strin
     // a histogram metric's point without buckets is a plugin's mistake, not a histogram: left out, as by every sink
     else if (p.hist)
       out[n++] =
-        `${time}${head(p.metric)}${p.hist.count},"sum":${p.hist.sum},"bounds":${JSON.stringify(p.hist.bounds)},"counts":${JSON.stringify(p.hist.counts)},"attributes":${JSON.stringify(p.attributes)}${tail}`;
+        `${time}${head(p.metric)}${p.hist.count},"sum":${p.hist.sum},"bounds":${JSON.stringify(p.hist.bounds)},` +
+        `"counts":${JSON.stringify(p.hist.counts)},"attributes":${JSON.stringify(p.attributes)}${tail}`;
   }
   out.length = n;
   return out;

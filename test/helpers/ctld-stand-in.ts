@@ -25,7 +25,9 @@ for id in $ids; do
   [ -f "$d/$id" ] || continue
   end=Unknown; [ -f "$d/$id.end" ] && end=$(cat "$d/$id.end")
   c=""; [ -f "$d/$id.comment" ] && c=$(cat "$d/$id.comment")
-  printf '%s\\037%s\\037zoe\\0371000\\037ml\\037gpu\\037normal\\037stand\\037COMPLETED\\0370:0\\037%s\\037%s\\03760\\03760\\0371\\0371000M\\037\\0371\\037gpu1\\037gres/gpu=1\\037%s\\n' "$id" "$id" "$(cat "$d/$id")" "$end" "$c"
+  f='%s\\037%s\\037zoe\\0371000\\037ml\\037gpu\\037normal\\037stand\\037COMPLETED\\0370:0\\037'
+  f="$f"'%s\\037%s\\03760\\03760\\0371\\0371000M\\037\\0371\\037gpu1\\037gres/gpu=1\\037%s\\n'
+  printf "$f" "$id" "$id" "$(cat "$d/$id")" "$end" "$c"
 done
 `;
 

@@ -6,7 +6,6 @@
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const root = require('otlp-proto-decoder/build/src/generated/root.js') as {
   opentelemetry: {
     proto: {

@@ -15,7 +15,6 @@ import { freePort } from './net.js';
 
 const require = createRequire(import.meta.url);
 type Message = { encode(m: object): { finish(): Uint8Array } };
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const root = require('otlp-proto-decoder/build/src/generated/root.js') as {
   opentelemetry: { proto: { collector: { metrics: { v1: { ExportMetricsServiceResponse: Message } } } } };
 };

@@ -40,11 +40,6 @@ export function earlierCommit(): string | null {
   }
 }
 
-const ok = (cmd: string, args: string[], cwd: string, what: string): void => {
-  const r = spawnSync(cmd, args, { cwd, encoding: 'utf8', maxBuffer: 64 << 20, timeout: 300_000 });
-  if (r.status !== 0) throw new Error(`${what}: exit ${r.status}\n${r.stdout}\n${r.stderr}`);
-};
-
 /** The earlier commit exported and built, or null (no such commit here). */
 interface EarlierTree {
   commit: string;

@@ -553,7 +553,11 @@ test(
     assert.equal(manager.daemonPid(), undefined, 'prerm stopped the daemon');
     assert.match(
       removed.stderr,
-      /WARNING: slurm\.conf still names l9gpu's hooks:\n {2}\/etc\/slurm\/slurm\.conf: Prolog=\/opt\/l9gpu\/slurm\/prolog\n {2}\/etc\/slurm\/slurm\.conf: Epilog=\/opt\/l9gpu\/slurm\/epilog\n/,
+      new RegExp(
+        String.raw`WARNING: slurm\.conf still names l9gpu's hooks:\n {2}\/etc\/slurm\/slurm\.conf: ` +
+          String.raw`Prolog=\/opt\/l9gpu\/slurm\/prolog\n {2}\/etc\/slurm\/slurm\.conf: ` +
+          String.raw`Epilog=\/opt\/l9gpu\/slurm\/epilog\n`,
+      ),
     );
     assert.deepEqual(readdirSync(join(root, 'opt/l9gpu')), ['slurm']);
     assert.deepEqual(readdirSync(join(root, 'opt/l9gpu/slurm')).sort(), ['ctld-epilog', 'epilog', 'prolog']);
@@ -566,7 +570,12 @@ test(
     const purged = ok(dpkg('--purge', 'l9gpu'), 'dpkg --purge');
     assert.match(
       purged,
-      /^l9gpu purge: removing the job store \/var\/lib\/l9gpu\/l9gpu\.db with its -wal and -shm, the rest of \/var\/lib\/l9gpu \(hooks\.log, the jobs socket, the lock\) and the logs in \/var\/log\/l9gpu$/m,
+      new RegExp(
+        String.raw`^l9gpu purge: removing the job store \/var\/lib\/l9gpu\/l9gpu\.db with its -wal ` +
+          String.raw`and -shm, the rest of \/var\/lib\/l9gpu \(hooks\.log, the jobs socket, the ` +
+          String.raw`lock\) and the logs in \/var\/log\/l9gpu$`,
+        'm',
+      ),
     );
     for (const gone of ['var/lib/l9gpu', 'var/log/l9gpu', 'opt/l9gpu', 'etc/l9gpu'])
       assert.ok(!existsSync(join(root, gone)), `${gone} purged`);
@@ -855,8 +864,12 @@ test("the tarball, unpacked by another user, installs root's files only as root;
  * docs, the help and the admin's files write it: what an admin copies into slurm.conf or a wrapper. /etc is left
  * out: what is there is the admin's (config, drop-ins), not the package's.
  */
-const INSTALLED_PATH =
-  /(?<![\w./-])\/(?:opt|usr\/(?:local\/)?(?:lib|libexec|share|bin|sbin))\/l9gpu(?![\w-])(?:\/[\w.+@-]+)*|(?<![\w./-])\/(?:usr\/)?lib\/systemd\/system\/l9gpu\.service/g;
+const INSTALLED_PATH = new RegExp(
+  String.raw`(?<![\w./-])\/(?:opt|usr\/(?:local\/)?(?:lib|libexec|share|bin|sbin))\/l9gp` +
+    String.raw`u(?![\w-])(?:\/[\w.+@-]+)*|(?<![\w./-])\/(?:usr\/)?lib\/systemd\/system\/l9gp` +
+    String.raw`u\.service`,
+  'g',
+);
 
 /** Every file an admin reads or copies from: the docs and READMEs, the unit, the Ansible role, the manifests, the example config. */
 function adminTexts(dir: string, out: [string, string][] = []): [string, string][] {

@@ -13,7 +13,17 @@ import { ROOT } from '../helpers/paths.js';
 // what a unit file may import: Node's in-process modules and the helpers that start nothing and listen on nothing
 // (fake-nvml runs gcc into its own temporary folder, which the rule allows)
 const NODE_OK = new Set(['assert/strict', 'test', 'fs', 'path', 'zlib', 'module', 'os', 'url', 'crypto', 'util', 'buffer', 'events']);
-const HELPERS_OK = new Set(['paths', 'config', 'layers', 'fake-nvml', 'histograms', 'otlp-decode', 'promql-names', 'wait']);
+const HELPERS_OK = new Set([
+  'paths',
+  'config',
+  'layers',
+  'string-coupling',
+  'fake-nvml',
+  'histograms',
+  'otlp-decode',
+  'promql-names',
+  'wait',
+]);
 
 test(
   'a unit-lane file runs in the test process only: no child processes, sockets, daemons or ' + 'real components (its imports and calls)',

@@ -202,8 +202,19 @@ const VERIFY_CODES = new Set([
 ]);
 
 /** Alerts a server sends when it refuses the client's certificate (or the lack of one). */
-const CLIENT_CERT_ALERT =
-  /ALERT_(CERTIFICATE_REQUIRED|BAD_CERTIFICATE|UNKNOWN_CA|CERTIFICATE_UNKNOWN|ACCESS_DENIED|CERTIFICATE_EXPIRED|CERTIFICATE_REVOKED|UNSUPPORTED_CERTIFICATE|DECRYPT_ERROR)/;
+const CLIENT_CERT_ALERT = new RegExp(
+  `ALERT_(${[
+    'CERTIFICATE_REQUIRED',
+    'BAD_CERTIFICATE',
+    'UNKNOWN_CA',
+    'CERTIFICATE_UNKNOWN',
+    'ACCESS_DENIED',
+    'CERTIFICATE_EXPIRED',
+    'CERTIFICATE_REVOKED',
+    'UNSUPPORTED_CERTIFICATE',
+    'DECRYPT_ERROR',
+  ].join('|')})`,
+);
 
 /**
  * The meaning of a request's error, from its code: a server certificate not
