@@ -51,8 +51,9 @@ export class PluginRunner {
   }
 
   start(): void {
-    void this.collectOnce();
-    this.schedule(monoNow() + this.intervalMs);
+    const slot = monoNow();
+    void this.collectOnce(slot);
+    this.schedule(slot + this.intervalMs);
   }
 
   /**
@@ -64,7 +65,7 @@ export class PluginRunner {
     if (this.stopped) return;
     this.timer = setTimeout(
       () => {
-        void this.collectOnce();
+        void this.collectOnce(next);
         let n = next + this.intervalMs;
         const now = monoNow();
         if (n <= now) n += Math.ceil((now - n) / this.intervalMs) * this.intervalMs;
@@ -78,16 +79,24 @@ export class PluginRunner {
    * One collection, published unless it failed or outlived its timeout.
    * Resolves when the collection ends or times out, whichever is first; while
    * the plugin has not returned, further calls are skipped and counted.
+   *
+   * The batch is stamped with its slot (the tick's scheduled monotonic time,
+   * as wall time now), not with the moment a loaded machine got round to it:
+   * consecutive samples are then whole intervals apart, so a gap is never a
+   * few ms either side of the 2.5-interval cap of covered time, and the store
+   * and PromQL over the exported points (which sees only the timestamps) fold
+   * the same gaps into the same seconds (docs/jobs.md, "Two sources, one
+   * figure"). Prometheus aligns its scrape timestamps for the same reason.
    */
-  collectOnce(): Promise<void> {
+  collectOnce(slot = monoNow()): Promise<void> {
     if (this.work) {
       this.stats.skipped++;
       this.log.debug('tick skipped: previous collection still running', { plugin: this.name, skipped: this.stats.skipped });
       return Promise.resolve();
     }
     const started = monoNow();
-    let time = Date.now();
-    let mono = started;
+    let time = Math.round(Date.now() - (started - slot));
+    let mono = slot;
     const ac = new AbortController();
     let timedOut = false;
     let release!: () => void;
