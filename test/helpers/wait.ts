@@ -7,9 +7,16 @@ export async function waitFor<T>(
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
+  const late = Symbol('late');
   for (;;) {
     try {
-      const v = await fn();
+      // a check that never settles (a socket nobody closes) must not outlive the deadline: the wait would hang the file
+      let timer: NodeJS.Timeout | undefined;
+      const v = await Promise.race([
+        Promise.resolve(fn()),
+        new Promise<typeof late>((r) => (timer = setTimeout(() => r(late), Math.max(0, deadline - Date.now()) + everyMs))),
+      ]).finally(() => clearTimeout(timer));
+      if (v === late) throw new Error('the check itself did not settle');
       if (v !== undefined && v !== false) return v;
     } catch (e) {
       last = e;

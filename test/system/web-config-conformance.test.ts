@@ -656,6 +656,8 @@ function answersBytes(port: number, tlsOn: boolean): Promise<boolean> {
       s.destroy();
     });
     s.on('error', () => {});
+    // a server that neither answers nor closes is asked again by the caller's waitFor (a socket left open would hang it)
+    s.setTimeout(2000, () => s.destroy());
     s.on('close', () => resolve(got));
   });
 }
