@@ -43,7 +43,7 @@ test('the plugins with recorded output all have golden cases', () => {
 for (const p of withCases) {
   for (const dir of cases(p.name)) {
     test(`golden: plugins/${p.name}/testdata/${dir.split('/').at(-1)}`, async () => {
-      const golden = (await import(`../plugins/${p.name}/golden.js`)) as { goldenPoints(dir: string): Point[] | Promise<Point[]> };
+      const golden = (await import(`../../plugins/${p.name}/golden.js`)) as { goldenPoints(dir: string): Point[] | Promise<Point[]> };
       const points = await golden.goldenPoints(dir);
       const got = points.map(line);
       for (const pt of points)

@@ -55,9 +55,9 @@ test('dynamic imports, re-exports and type-only imports count', () => {
 
 test('src/nccl is a service: the nccl plugin and the job report both use it, and it uses neither', () => {
   const edges = [
-    ...importsOf('plugins/nccl/aggregate.ts', "import { bandwidth } from '../../../src/nccl/bandwidth.js';\n", '/r'),
-    ...importsOf('src/jobs/communication.ts', "import { rankFactors } from '../../nccl/straggler.js';\n", '/r'),
-    ...importsOf('src/nccl/straggler.ts', "import { x } from '../../../plugins/nccl/aggregate.js';\n", '/r'),
+    ...importsOf('plugins/nccl/aggregate.ts', "import { bandwidth } from '../../src/nccl/bandwidth.js';\n", '/r'),
+    ...importsOf('src/jobs/communication.ts', "import { rankFactors } from '../nccl/straggler.js';\n", '/r'),
+    ...importsOf('src/nccl/straggler.ts', "import { x } from '../../plugins/nccl/aggregate.js';\n", '/r'),
   ];
   assert.deepEqual(violations(['plugins/nccl/aggregate.ts', 'src/jobs/communication.ts', 'src/nccl/straggler.ts'], edges), [
     'src/nccl/straggler.ts:1: imports plugins/nccl/aggregate.ts: services (rank 1) may not import plugins/nccl (rank 2)',
@@ -66,16 +66,16 @@ test('src/nccl is a service: the nccl plugin and the job report both use it, and
 
 test('src/figures sits below the ledger and the job reports, which never import each other', () => {
   const edges = [
-    ...importsOf('src/ledger/ledger.ts', "import { samplesFromPoints } from '../../figures/samples.js';\n", '/r'),
+    ...importsOf('src/ledger/ledger.ts', "import { samplesFromPoints } from '../figures/samples.js';\n", '/r'),
     ...importsOf(
       'src/jobs/report.ts',
-      "import { addBuckets } from '../../figures/buckets.js';\nimport { x } from '../../ledger/engine-rollup.js';\n",
+      "import { addBuckets } from '../figures/buckets.js';\nimport { x } from '../ledger/engine-rollup.js';\n",
       '/r',
     ),
-    ...importsOf('src/ledger/cost-rate.ts', "import type { Prices } from '../../jobs/prices.js';\n", '/r'),
+    ...importsOf('src/ledger/cost-rate.ts', "import type { Prices } from '../jobs/prices.js';\n", '/r'),
     ...importsOf(
       'src/figures/samples.ts',
-      "import type { Attributes } from '../../core/metrics/model.js';\nimport type { Db } from '../../store/open.js';\n",
+      "import type { Attributes } from '../core/metrics/model.js';\nimport type { Db } from '../store/open.js';\n",
       '/r',
     ),
   ];
