@@ -4,21 +4,14 @@
  * reading of a process's job (cgroup path or environment).
  */
 import type { Logger } from '../src/core/log.js';
-import type { Attributes } from '../src/core/metrics/model.js';
 import { PidJobCache } from '../src/core/pid-job-cache.js';
 import { BoundAttribution, type LabelBound } from '../src/pipeline/bound-attribution.js';
-import type { OpenBinding } from '../src/store/jobs.js';
+import { jobOwnerLookup } from '../src/store/jobs.js';
 import type { Db } from '../src/store/open.js';
 import { SLURM_METRIC } from './metrics.js';
 import { userName } from '../src/core/proc-owner.js';
 import { ownJobOfPid } from './proc-job.js';
 import { jobAttributes } from './job-attributes.js';
-
-/** Who the store has a job as (its latest run): what a job named by a user's process or file is checked against. */
-function jobOwnerOf(db: Db): (job: string) => { uid: number | null; user: string | null } | undefined {
-  const q = db.prepare('SELECT uid, user FROM jobs WHERE job_id = ? ORDER BY start_time DESC LIMIT 1');
-  return (job) => q.get(job) as { uid: number | null; user: string | null } | undefined;
-}
 
 export class SlurmAttribution extends BoundAttribution {
   constructor(db: Db, log: Logger, lastReconciled: () => number | undefined = () => undefined, bound: LabelBound = {}) {
@@ -28,7 +21,8 @@ export class SlurmAttribution extends BoundAttribution {
         uid === undefined ? 'unknown' : userName(uid),
         `process ${pid} says it is in job ${job} (SLURM_JOB_ID in its environment), a job of another user: not attributed to it`,
       );
-    const owner = jobOwnerOf(db);
+    // who the store has a job as (its latest run): what a job named by a user's process or file is checked against
+    const owner = jobOwnerLookup(db);
     super(db, log, {
       ...bound,
       name: 'slurm',

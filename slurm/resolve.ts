@@ -8,6 +8,7 @@
  */
 import type { Db } from '../src/store/open.js';
 import type { GpuBinding } from '../src/store/jobs.js';
+import { gpuLookups } from '../src/store/gpus.js';
 import { AUTODETECT_VENDOR, deviceMinor, readGresLayout, type GresLayout } from './gres.js';
 import { expandIndexList } from './hostlist.js';
 
@@ -30,13 +31,11 @@ export interface Inventory {
 }
 
 export function storeInventory(db: Db): Inventory {
-  const byMinor = db.prepare('SELECT uuid FROM gpus WHERE minor = ? AND mig_parent IS NULL ORDER BY last_seen DESC LIMIT 1');
-  const mig = db.prepare('SELECT uuid FROM gpus WHERE mig_parent = ? AND mig_gi = ? AND mig_ci = ? LIMIT 1');
-  const byPci = db.prepare('SELECT uuid, pci_bus_id AS pci FROM gpus WHERE vendor = ? AND mig_parent IS NULL');
+  const q = gpuLookups(db);
   return {
-    uuidsByPci: (vendor) => pciOrder(byPci.all(vendor) as { uuid: string; pci: string | null }[]),
-    uuidByMinor: (m) => (byMinor.get(m) as { uuid: string } | undefined)?.uuid,
-    migUuid: (p, gi, ci) => (mig.get(p, gi, ci) as { uuid: string } | undefined)?.uuid,
+    uuidsByPci: (vendor) => pciOrder(q.wholeGpusOf(vendor)),
+    uuidByMinor: (m) => q.uuidByMinor(m),
+    migUuid: (p, gi, ci) => q.migUuid(p, gi, ci),
   };
 }
 

@@ -4,6 +4,8 @@ import { printable } from '../src/core/printable.js';
 import { join } from 'node:path';
 import { openStoreReadOnly, storePath } from '../src/store/open.js';
 import { inventoryByVendor, openBindings, type OpenBinding } from '../src/store/jobs.js';
+import { gpuCount } from '../src/store/gpus.js';
+import { allMeta } from '../src/store/meta.js';
 import { LEARNED_NODE_KEY } from './node-name.js';
 
 export interface SlurmStoreStatus {
@@ -60,11 +62,9 @@ export function slurmStoreStatus(stateDir: string): SlurmStoreStatus {
     const db = openStoreReadOnly(stateDir);
     try {
       st.openBindings = openBindings(db);
-      st.gpusInInventory = (db.prepare('SELECT COUNT(*) AS n FROM gpus').get() as { n: number }).n;
+      st.gpusInInventory = gpuCount(db);
       st.inventoryByVendor = inventoryByVendor(db);
-      const meta = new Map(
-        (db.prepare('SELECT key, value FROM meta').all() as { key: string; value: string }[]).map((r) => [r.key, r.value]),
-      );
+      const meta = allMeta(db);
       const ok = meta.get('reconcile.last_ok');
       st.lastReconcileOk = ok ? new Date(Number(ok)).toISOString() : null;
       st.lastReconcileError = meta.get('reconcile.last_error') ?? null;

@@ -10,8 +10,12 @@
  * it that have figures; the costs are gpuCost's, per GPU, called from SQL.
  * Only the order of additions differs (SQLite's SUM, the store's order of the
  * jobs): a last-bit difference, below the sixth decimal the figures keep.
+ *
+ * The query is the tables' owner's (src/store/rollups.ts runFigures); the
+ * filter (list.ts listWhere), the prices it calls and the fold are here.
  */
 import type { Db } from '../store/open.js';
+import { runFigures } from '../store/rollups.js';
 import { gpuCost, type Prices } from '../figures/prices.js';
 import { GROUP_BY, GroupFold, type GroupBy, type JobGroupRow } from './by.js';
 import { listWhere, type ListFilter } from './list.js';
@@ -19,45 +23,6 @@ import { MAX_GROUPS, tooManyGroups } from './question-bounds.js';
 
 /** What src/figures/prices.ts counts a kWh in. */
 const J_PER_KWH = 3.6e6;
-
-/**
- * One row per job run: its group, then its GPUs' sums as totalsOf,
- * idleGpuHours and smGpuHours (list.ts) make them. known: whether any GPU's
- * energy was measured (its figures' energySource is not 'none'), asked of the
- * state only where none was counted (a counter read once is a known 0 J).
- * Grouped by start time and rowid: so, SQLite takes each job's rows as they
- * come, whichever index of jobs the filter uses (by rowid alone it sorts them
- * all when the filter uses jobs_user_start: EXPLAIN QUERY PLAN says "USE TEMP
- * B-TREE FOR GROUP BY").
- */
-const figuresSql = (by: GroupBy, priced: boolean) => `SELECT j.${by} AS grp,
-    SUM(g.gpu_hours) AS gh,
-    SUM(CASE WHEN g.util_mean IS NOT NULL THEN g.gpu_hours * (1 - g.util_mean) END) AS idle,
-    SUM(CASE WHEN g.util_mean IS NOT NULL THEN g.util_mean * g.covered_s END) AS util_w,
-    SUM(CASE WHEN g.util_mean IS NOT NULL THEN g.covered_s END) AS util_s,
-    SUM(CASE WHEN g.sm_active IS NOT NULL AND g.covered_s > 0 THEN g.gpu_hours * MIN(1, g.gpm_s / g.covered_s) END) AS gpm_gh,
-    SUM(CASE WHEN g.sm_active IS NOT NULL AND g.covered_s > 0 THEN g.gpu_hours * MIN(1, g.gpm_s / g.covered_s) * g.sm_active END) AS sm_gh,
-    SUM(g.energy_j) AS energy_j,
-    MAX(CASE WHEN g.gpu_hours IS NULL THEN 0 WHEN g.energy_j <> 0 THEN 1 WHEN json_extract(g.state, '$.energyFromCounter') THEN 1
-             WHEN json_extract(g.state, '$.powerN') > 1 THEN 1 ELSE 0 END) AS known,
-    ${priced ? 'SUM(l9gpu_gpu_cost(g.model, j.partition, g.gpu_hours, g.energy_j)) AS cost, ' + 'SUM(l9gpu_gpu_co2e(g.model, j.partition, g.gpu_hours, g.energy_j)) AS co2e' : 'NULL AS cost, NULL AS co2e'}
-  FROM jobs j
-  LEFT JOIN bindings b ON b.job_id = j.job_id AND b.run_key = j.run_key
-  LEFT JOIN job_gpu g ON g.job_id = b.job_id AND g.run_key = b.run_key AND g.gpu_uuid = b.gpu_uuid`;
-
-type Row = [
-  grp: string | null,
-  gh: number | null,
-  idle: number | null,
-  utilW: number | null,
-  utilS: number | null,
-  gpmGh: number | null,
-  smGh: number | null,
-  energyJ: number | null,
-  known: number | null,
-  cost: number | null,
-  co2e: number | null,
-];
 
 const r6 = (x: number) => Math.round(x * 1e6) / 1e6;
 
@@ -90,13 +55,9 @@ export function groupJobsInStore(
       (m, p, gh, e) => cost(m as string | null, p as string | null, gh as number | null, e as number | null)?.co2eG ?? null,
     );
   }
-  const { sql, args } = listWhere(f);
   const fold = new GroupFold();
-  const rows = db
-    .prepare(`${figuresSql(by, prices !== null)} ${sql} GROUP BY j.start_time, j.rowid`)
-    .raw()
-    .iterate(...args) as IterableIterator<Row>;
-  for (const [grp, gh, idle, utilW, utilS, gpmGh, smGh, energyJ, known, cost, co2e] of rows) {
+  // the query is the rollups' owner's (src/store/rollups.ts runFigures): one row per run, as it comes
+  for (const [grp, gh, idle, utilW, utilS, gpmGh, smGh, energyJ, known, cost, co2e] of runFigures(db, by, prices !== null, listWhere(f))) {
     fold.add(grp, {
       gpu_hours: r6(gh ?? 0),
       idle_gpu_hours: r6(idle ?? 0),

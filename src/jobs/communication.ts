@@ -20,6 +20,7 @@ import { bandwidth } from '../nccl/bandwidth.js';
 import { rankFactors, type RankTime } from '../nccl/straggler.js';
 import type { CommunicationFigures, JobReport, Note } from './report-model.js';
 import type { Db } from '../store/open.js';
+import { ncclRows } from '../store/counted.js';
 import { byText } from '../core/text-table.js';
 
 export interface CommRow {
@@ -123,13 +124,7 @@ export function communicationOf(rows: readonly CommRow[], peak: number | null): 
 
 /** The job run's rows in this node's store (src/ledger/nccl-rollup.ts). */
 export function commRowsFromStore(db: Db, jobId: string, runKey: string, node: string): CommRow[] {
-  const rows = db
-    .prepare(
-      'SELECT comm, comm_name, collective, size, rank, n_ranks, n_nodes, ops, bytes, seconds FROM ' +
-        'job_nccl WHERE job_id = ? AND run_key = ?',
-    )
-    .all(jobId, runKey) as Omit<CommRow, 'node'>[];
-  return rows.map((r) => ({ node, ...r }));
+  return ncclRows(db, jobId, runKey).map((r) => ({ node, ...r }));
 }
 
 /**

@@ -1,9 +1,11 @@
 /** `l9gpu jobs`: one row per job from the store, filtered in SQL, newest first. */
 import type { Db } from '../store/open.js';
+import { listedRuns } from '../store/jobs.js';
+import { gpusOfRuns } from '../store/rollups.js';
 import { figures, loadRollup } from '../figures/rollup.js';
 import { displayId, headerOf, jobState, totalsOf } from './report.js';
 import type { Prices } from '../figures/prices.js';
-import type { GpuRow } from './report-model.js';
+import type { GpuRow, JobHeader } from './report-model.js';
 import { jobNotes } from './notes.js';
 import { wasteGpusOf, type WasteInput } from './waste.js';
 
@@ -18,18 +20,10 @@ export interface ListFilter {
   offset?: number;
 }
 
-export interface JobListRow {
-  id: string;
-  /** The job name; a pod's workload ("deployment/llama-ft"). */
-  name: string | null;
+/** A row of `l9gpu jobs`: the run as the report's header names it (name: a pod's workload, "deployment/llama-ft"), and its totals. */
+export interface JobListRow extends Pick<JobHeader, 'id' | 'name' | 'user' | 'account' | 'partition' | 'state' | 'start' | 'elapsed_s'> {
   /** Present for runs of another provider than Slurm: "kubernetes" for a pod. */
   scheduler?: string;
-  user: string | null;
-  account: string | null;
-  partition: string | null;
-  state: string;
-  start: string | null;
-  elapsed_s: number | null;
   gpus: number;
   gpu_hours: number;
   /** GPU-hours not used: each GPU's GPU-hours x (1 - its mean utilization) (src/jobs/by.ts). */
@@ -58,12 +52,16 @@ interface ListedRun {
 export function listWhere(f: Omit<ListFilter, 'limit' | 'offset'>): { sql: string; args: unknown[] } {
   const where: string[] = [];
   const args: unknown[] = [];
-  if (f.user) (where.push('j.user = ?'), args.push(f.user));
-  if (f.account) (where.push('j.account = ?'), args.push(f.account));
-  if (f.partition) (where.push('j.partition = ?'), args.push(f.partition));
-  if (f.state === 'running') where.push('j.end_time IS NULL');
-  if (f.state === 'completed') where.push('j.end_time IS NOT NULL');
-  if (f.since) (where.push('j.start_time >= ?'), args.push(f.since));
+  const add = (clause: string, ...values: unknown[]): void => {
+    where.push(clause);
+    args.push(...values);
+  };
+  if (f.user) add('j.user = ?', f.user);
+  if (f.account) add('j.account = ?', f.account);
+  if (f.partition) add('j.partition = ?', f.partition);
+  if (f.state === 'running') add('j.end_time IS NULL');
+  if (f.state === 'completed') add('j.end_time IS NOT NULL');
+  if (f.since) add('j.start_time >= ?', f.since);
   return { sql: where.length ? `WHERE ${where.join(' AND ')}` : '', args };
 }
 
@@ -72,26 +70,13 @@ export const LIST_ORDER = 'j.start_time DESC, j.job_id DESC, j.run_key DESC';
 
 /** The runs that match, newest first, each with its GPUs' figures (the rows of list, the inputs of --waste). */
 function listRuns(db: Db, f: ListFilter, node: string): ListedRun[] {
-  const { sql, args } = listWhere(f);
-  const jobs = db
-    .prepare(`SELECT * FROM jobs j ${sql} ORDER BY ${LIST_ORDER} LIMIT ? OFFSET ?`)
-    .all(...args, f.limit > 0 ? f.limit : -1, f.offset ?? 0) as Parameters<typeof headerOf>[0][];
+  const jobs = listedRuns(db, listWhere(f), LIST_ORDER, f.limit, f.offset ?? 0) as Parameters<typeof headerOf>[0][];
   if (jobs.length === 0) return [];
   // the GPUs of the listed runs only: notes need per-GPU figures
-  const gpuRows = db
-    .prepare(
-      `SELECT b.job_id, b.run_key, b.gpu_uuid, b.shared, g.model, g.state FROM bindings b
-              LEFT JOIN job_gpu g ON g.job_id = b.job_id AND g.run_key = b.run_key AND g.gpu_uuid = b.gpu_uuid
-              WHERE (b.job_id, b.run_key) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?))`,
-    )
-    .all(JSON.stringify(jobs.map((j) => [j.job_id, j.run_key]))) as {
-    job_id: string;
-    run_key: string;
-    gpu_uuid: string;
-    shared: number;
-    model: string | null;
-    state: string | null;
-  }[];
+  const gpuRows = gpusOfRuns(
+    db,
+    jobs.map((j) => [j.job_id, j.run_key] as const),
+  );
   const byRun = new Map<string, GpuRow[]>();
   for (const r of gpuRows) {
     const f = r.state ? figures(loadRollup(r.state)) : null;

@@ -5,6 +5,10 @@
  */
 import type { Attributes } from '../core/metrics/model.js';
 import type { Db } from '../store/open.js';
+import { engineRows } from '../store/counted.js';
+import { gpuModelLookup } from '../store/gpus.js';
+import { runsOfArrayTask, runsOfJob } from '../store/jobs.js';
+import { gpusOfRun, utilizationSeries } from '../store/rollups.js';
 import { emptyRollup, figures, loadRollup } from '../figures/rollup.js';
 import { figureNotes } from './notes.js';
 import type { GpuRow, InferenceFigures, JobHeader, JobReport, Totals } from './report-model.js';
@@ -14,6 +18,7 @@ import { commRowsFromStore, communicationOf } from './communication.js';
 import { costPerMillionTokens, jobCost, type Prices } from '../figures/prices.js';
 import { jobElapsedS } from './elapsed.js';
 import { bootId, monoNow } from '../core/clock.js';
+import type { RunIdentityRow } from '../core/run-identity.js';
 
 /** Array tasks print as ARRAYID_TASKID, like squeue and sacct. */
 export function displayId(jobId: string, arrayJobId: string | null, arrayTaskId: string | null): string {
@@ -55,20 +60,8 @@ export function totalsOf(gpus: readonly GpuRow[], prices: Prices | null, partiti
   };
 }
 
-interface JobRow {
-  job_id: string;
-  run_key: string;
-  user: string | null;
-  uid: number | null;
-  account: string | null;
-  partition: string | null;
-  qos: string | null;
-  name: string | null;
-  cluster: string | null;
-  array_job_id: string | null;
-  array_task_id: string | null;
-  start_time: number | null;
-  end_time: number | null;
+/** A row of the jobs table: the run identity's columns, and the run's end and provider. */
+interface JobRow extends Omit<RunIdentityRow, 'het_job_id' | 'het_job_offset'> {
   state: string | null;
   exit_code: number | null;
   scheduler?: string | null;
@@ -85,11 +78,7 @@ export function jobState(row: { end_time: number | null; state: string | null })
 /** Finds a job by raw id ("123") or array form ("122_4"): its latest run. */
 export function findJob(db: Db, id: string): { row: JobRow; runs: number } | undefined {
   const m = /^(\d+)_(\d+)$/.exec(id);
-  const rows = (
-    m
-      ? db.prepare('SELECT * FROM jobs WHERE array_job_id = ? AND array_task_id = ? ORDER BY start_time DESC').all(m[1], m[2])
-      : db.prepare('SELECT * FROM jobs WHERE job_id = ? ORDER BY start_time DESC').all(id)
-  ) as JobRow[];
+  const rows = (m ? runsOfArrayTask(db, m[1]!, m[2]!) : runsOfJob(db, id)) as JobRow[];
   return rows[0] ? { row: rows[0], runs: rows.length } : undefined;
 }
 
@@ -128,23 +117,11 @@ export function headerOf(row: JobRow, runs: number, nodes: string[], now: number
 
 /** The report of a job from this node's store. */
 export function reportFromStore(db: Db, row: JobRow, runs: number, node: string, prices: Prices | null): JobReport {
-  const rows = db
-    .prepare(
-      `SELECT b.gpu_uuid AS uuid, b.shared AS shared, g.model AS model, g.identity AS identity, g.state AS state FROM bindings b
-              LEFT JOIN job_gpu g ON g.job_id = b.job_id AND g.run_key = b.run_key AND g.gpu_uuid = b.gpu_uuid
-              WHERE b.job_id = ? AND b.run_key = ? ORDER BY b.gpu_uuid`,
-    )
-    .all(row.job_id, row.run_key) as {
-    uuid: string;
-    shared: number;
-    model: string | null;
-    identity: string | null;
-    state: string | null;
-  }[];
-  const inv = db.prepare('SELECT model, vendor_index AS idx FROM gpus WHERE uuid = ?');
+  const rows = gpusOfRun(db, row.job_id, row.run_key);
+  const inv = gpuModelLookup(db);
   const gpus: GpuRow[] = rows.map((r) => {
     const identity = r.identity ? (JSON.parse(r.identity) as Attributes) : {};
-    const known = inv.get(r.uuid) as { model: string | null; idx: number | null } | undefined;
+    const known = inv(r.uuid);
     const f = r.state ? figures(loadRollup(r.state)) : figures(emptyRollup());
     return {
       node,
@@ -155,11 +132,7 @@ export function reportFromStore(db: Db, row: JobRow, runs: number, node: string,
       figures: f,
     };
   });
-  const series = db
-    .prepare(
-      `SELECT minute, SUM(util_sum) / SUM(n) AS util FROM job_gpu_series WHERE job_id = ? AND run_key = ? GROUP BY minute ORDER BY minute`,
-    )
-    .all(row.job_id, row.run_key) as { minute: number; util: number }[];
+  const series = utilizationSeries(db, row.job_id, row.run_key);
   const job = headerOf(row, runs, [node]);
   const totals = totalsOf(gpus, prices, row.partition);
   const inference = inferenceOf(db, row.job_id, row.run_key, totals.energy_j ?? 0, totals.cost);
@@ -178,20 +151,7 @@ export function reportFromStore(db: Db, row: JobRow, runs: number, node: string,
 
 /** The inference figures of a job run from its engines' rows (src/ledger/engine-rollup.ts), or null when it ran none. */
 export function inferenceOf(db: Db, jobId: string, runKey: string, energyJ: number, cost: number | null = null): InferenceFigures | null {
-  const rows = db
-    .prepare('SELECT * FROM job_engine WHERE job_id = ? AND run_key = ? ORDER BY engine, endpoint, model')
-    .all(jobId, runKey) as {
-    engine: string;
-    endpoint: string;
-    model: string;
-    first_time: number;
-    last_time: number;
-    requests: number;
-    prompt_tokens: number | null;
-    generation_tokens: number | null;
-    ttft: string | null;
-    itl: string | null;
-  }[];
+  const rows = engineRows(db, jobId, runKey);
   if (rows.length === 0) return null;
   let ttft: Buckets | undefined;
   let itl: Buckets | undefined;

@@ -92,7 +92,7 @@ export class CostRates {
       // a held GPU without a utilization reading is not called unused
       const unused = g.util === null ? null : g.util < UNUSED_UTIL;
       for (const job of holders) {
-        const rate = hourlyRate(p, at(str(job.attributes['slurm.partition'])), g.powerW);
+        const rate = hourlyRate(p, at(job.partition ?? null), g.powerW);
         if (rate === null) continue;
         const a = { ...g.identity, ...job.attributes, 'cost.currency': p.currency };
         out.push({ metric: COST.rate, value: rate * job.share, attributes: a });
@@ -103,13 +103,16 @@ export class CostRates {
     return out;
   }
 
-  /** What a job's time on one GPU cost and emitted, as it leaves the GPU: attributes are its job-end summary's (GPU identity and job). */
-  jobEnd(f: GpuFigures, attributes: Attributes): Point[] {
+  /**
+   * What a job's time on one GPU cost and emitted, as it leaves the GPU: attributes are its job-end summary's (GPU identity and job),
+   * partition its share's (JobShare.partition), for its price.
+   */
+  jobEnd(f: GpuFigures, attributes: Attributes, partition: string | null = null): Point[] {
     const p = this.source.prices();
     if (!p) return [];
     const place = {
       model: str(attributes['gpu.model']),
-      partition: str(attributes['slurm.partition']),
+      partition,
       node: p.perNode?.length ? this.source.node() : null,
     };
     const c = gpuCost(p, place, f.gpuHours, f.energyJ);

@@ -17,6 +17,7 @@ import type { InferenceRole } from '../core/metrics/registry.js';
 import { addBuckets, type Buckets } from '../figures/buckets.js';
 import type { DeltaFigures } from './deltas-rollup.js';
 import { increase } from './series-deltas.js';
+import { engineRowStatements } from '../store/counted.js';
 
 interface Acc {
   jobId: string;
@@ -47,9 +48,8 @@ function histDelta(a: HistogramValue, b: HistogramValue | undefined): Buckets {
 export const ENGINE_FIGURES: DeltaFigures<Acc> = {
   takes: (p) => p.metric.inference !== undefined,
   jobOf(p) {
-    if (!p.metric.inference) return undefined;
-    const jobId = p.attributes['slurm.job.id'] ?? p.attributes['k8s.pod.name'];
-    return typeof jobId === 'string' ? jobId : undefined;
+    // the run key attribution stamped on the engine's points (an engine's process is its job's)
+    return p.metric.inference ? p.job?.id : undefined;
   },
   rowOf(p, jobId, runKey) {
     const a: Attributes = p.attributes;
@@ -73,15 +73,7 @@ export const ENGINE_FIGURES: DeltaFigures<Acc> = {
     acc[role] = (acc[role] ?? 0) + increase(v, before);
   },
   write(db, accs, time) {
-    const get = db.prepare(
-      'SELECT requests, prompt_tokens, generation_tokens, ttft, itl, first_time FROM job_engine ' +
-        'WHERE job_id = ? AND run_key = ? AND engine = ? AND endpoint = ? AND model = ?',
-    );
-    const put = db.prepare(
-      `INSERT OR REPLACE INTO job_engine (job_id, run_key, engine, endpoint, model, first_time, last_time, requests, ` +
-        `prompt_tokens, generation_tokens, ttft, itl)
-                            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    );
+    const { get, put } = engineRowStatements(db);
     const add = (a: number | null, b: number | null | undefined): number | null =>
       a === null && (b === null || b === undefined) ? null : (a ?? 0) + (b ?? 0);
     for (const a of accs) {

@@ -165,7 +165,7 @@ export class JobLedger {
           ...(f.figures.utilMean !== null ? [{ metric: SUMMARY.util, value: f.figures.utilMean, attributes: a }] : []),
           ...(f.figures.memUsedMax !== null ? [{ metric: SUMMARY.mem, value: f.figures.memUsedMax, attributes: a }] : []),
           ...gpmSummary(f.figures.gpm, a),
-          ...(this.cost?.jobEnd(f.figures, a) ?? []),
+          ...(this.cost?.jobEnd(f.figures, a, j.partition ?? null) ?? []),
         );
       }
       if (now.length) this.holders.set(uuid, now);

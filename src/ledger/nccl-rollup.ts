@@ -8,6 +8,8 @@
 import type { Attributes } from '../core/metrics/model.js';
 import type { DeltaFigures } from './deltas-rollup.js';
 import { increase } from './series-deltas.js';
+import { ncclRowStatement } from '../store/counted.js';
+import { jobHintOf } from '../core/metrics/registry.js';
 
 interface Acc {
   jobId: string;
@@ -30,8 +32,10 @@ export const NCCL_FIGURES: DeltaFigures<Acc> = {
   takes: (p) => p.metric.scope === 'nccl',
   jobOf(p) {
     if (!FIELD[p.metric.name]) return undefined;
-    const a: Attributes = p.attributes;
-    const jobId = a['slurm.job.id'] ?? a['k8s.pod.name'] ?? a['nccl.job.id'];
+    if (p.job) return p.job.id;
+    // no run attributed (no provider, or the file's owner may not name that job): the job the points' declared hint names
+    const hint = jobHintOf(p.metric);
+    const jobId = hint === undefined ? undefined : p.attributes[hint];
     return typeof jobId === 'string' ? jobId : undefined;
   },
   rowOf(p, jobId, runKey) {
@@ -65,12 +69,7 @@ export const NCCL_FIGURES: DeltaFigures<Acc> = {
     acc[field] += field === 'seconds' ? increase(p.hist?.sum ?? 0, prev?.h?.sum) : increase(p.value, prev?.v);
   },
   write(db, accs, time) {
-    const put = db.prepare(`INSERT INTO job_nccl (job_id, run_key, comm, comm_name, collective, size, rank, n_ranks, n_nodes, first_time,
-        last_time, ops, bytes, seconds)
-                            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                            ON CONFLICT (job_id, run_key, comm, collective, size, rank) DO UPDATE SET
-                              last_time = excluded.last_time, ops = ops + excluded.ops, bytes = bytes + excluded.bytes, seconds =
-                                seconds + excluded.seconds`);
+    const put = ncclRowStatement(db);
     for (const a of accs)
       put.run(
         a.jobId,

@@ -6,7 +6,11 @@
  */
 import type { Attributes } from '../core/metrics/model.js';
 import { emptyRollup, figures, loadRollup, step, type GpuFigures, type GpuRollup, type GpuSample } from '../figures/rollup.js';
+import { metaKeySql } from '../store/meta.js';
+import { COUNTED_PRUNE_SQL } from '../store/counted.js';
+import { RUN_PRUNE_SQL } from '../store/jobs.js';
 import type { Db } from '../store/open.js';
+import { ROLLUP_PRUNE_SQL, rollupStatements, type GpmColumn } from '../store/rollups.js';
 
 export interface RollupBinding {
   jobId: string;
@@ -27,22 +31,8 @@ export interface Finished {
   figures: GpuFigures;
 }
 
-/** The GPM columns of job_gpu (schema migration 6), from a rollup's figures. */
-const GPM_COLUMNS = [
-  'gpm_s',
-  'sm_active',
-  'sm_occupancy',
-  'tensor_active',
-  'dram_active',
-  'fp64_active',
-  'fp32_active',
-  'fp16_active',
-  'nvlink_bytes',
-  'pcie_bytes',
-  'idle_s',
-] as const;
-
-function gpmColumns(f: GpuFigures): Record<(typeof GPM_COLUMNS)[number], number | null> {
+/** The GPM columns of job_gpu (schema migration 6, src/store/rollups.ts), from a rollup's figures. */
+function gpmColumns(f: GpuFigures): Record<GpmColumn, number | null> {
   const g = f.gpm;
   return {
     gpm_s: g?.seconds ?? null,
@@ -68,25 +58,10 @@ export class RollupWriter {
   private readonly series;
 
   constructor(private readonly db: Db) {
-    this.load = db.prepare('SELECT state, identity FROM job_gpu WHERE job_id = ? AND run_key = ? AND gpu_uuid = ?');
-    this.upsert = db.prepare(
-      `INSERT INTO job_gpu (job_id, run_key, gpu_uuid, model, identity, samples, covered_s, gpu_hours, util_mean, mem_used_max,
-        mem_total, energy_j, state, updated_at, ${GPM_COLUMNS.join(', ')})
-       VALUES (@job, @run, @uuid, @model, @identity, @samples, @covered, @gpuHours, @util, @mem, @memTotal, @energy, @state, @now,
-         ${GPM_COLUMNS.map((c) => `@${c}`).join(', ')})
-       ON CONFLICT (job_id, run_key, gpu_uuid) DO UPDATE SET model = excluded.model, identity = excluded.identity, samples =
-         excluded.samples,
-         covered_s = excluded.covered_s, gpu_hours = excluded.gpu_hours, util_mean = excluded.util_mean, mem_used_max =
-           excluded.mem_used_max,
-         mem_total = excluded.mem_total, energy_j = excluded.energy_j, state = excluded.state, updated_at = excluded.updated_at,
-         ${GPM_COLUMNS.map((c) => `${c} = excluded.${c}`).join(', ')}`,
-    );
-    this.series = db.prepare(
-      `INSERT INTO job_gpu_series (job_id, run_key, gpu_uuid, minute, util_sum, power_sum, mem_used_max, n) VALUES (?, ?, ?, ?, ?, ?, ?, 1)
-       ON CONFLICT (job_id, run_key, gpu_uuid, minute) DO UPDATE SET util_sum = util_sum + excluded.util_sum, power_sum = power_sum
-         + excluded.power_sum,
-         mem_used_max = MAX(COALESCE(mem_used_max, 0), COALESCE(excluded.mem_used_max, 0)), n = n + 1`,
-    );
+    const st = rollupStatements(db);
+    this.load = st.load;
+    this.upsert = st.upsert;
+    this.series = st.series;
   }
 
   private get(job: string, run: string, uuid: string, identity: Attributes): Held {
@@ -215,27 +190,22 @@ export class RollupWriter {
   }
 }
 
-/** The tables holding a job run's figures, cleared before its row goes (bindings last: their foreign key). */
-const JOB_TABLES = ['job_gpu', 'job_gpu_series', 'job_engine', 'job_nccl', 'bindings'] as const;
-
 /** Where the series retention's pass stopped: the end time and rowid of the last job it took. */
-const SERIES_MARK = 'prune.series_through';
+const SERIES_MARK = metaKeySql('prune.series_through');
 
-/** The prune's statements (exported for the test that every one of them uses an index: EXPLAIN QUERY PLAN). */
+/**
+ * The prune's statements (exported for the test that every one of them uses an index: EXPLAIN QUERY PLAN), each
+ * its table's owner's: a job run's figures, series, engines and NCCL cleared before its row goes (bindings last:
+ * their foreign key); the series pass goes on from where the last batch stopped, kept in meta across restarts.
+ */
 export const PRUNE_SQL = {
-  // jobs_end (schema 7): the oldest ended jobs first, a range of the index, never a scan of every job kept
-  expired:
-    `SELECT rowid AS id, job_id AS job, run_key AS run FROM jobs WHERE end_time IS NOT NULL AND ` +
-    `end_time < ? ORDER BY end_time LIMIT ?`,
-  drop: JOB_TABLES.map((t) => `DELETE FROM ${t} WHERE job_id = ? AND run_key = ?`),
-  dropJob: `DELETE FROM jobs WHERE rowid = ?`,
-  // the series pass goes on from where the last batch stopped (end time, rowid), kept in meta across restarts
-  ended: `SELECT rowid AS id, job_id AS job, run_key AS run, end_time AS t FROM jobs
-    WHERE end_time IS NOT NULL AND end_time >= @t AND end_time < @cut AND (end_time > @t OR rowid > @id) ORDER BY end_time, rowid
-      LIMIT @limit`,
-  dropSeries: `DELETE FROM job_gpu_series WHERE job_id = ? AND run_key = ?`,
-  mark: `SELECT value FROM meta WHERE key = '${SERIES_MARK}'`,
-  setMark: `INSERT INTO meta (key, value) VALUES ('${SERIES_MARK}', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
+  expired: RUN_PRUNE_SQL.expired,
+  drop: [...ROLLUP_PRUNE_SQL.drop, ...COUNTED_PRUNE_SQL.drop, RUN_PRUNE_SQL.dropBindings],
+  dropJob: RUN_PRUNE_SQL.dropJob,
+  ended: RUN_PRUNE_SQL.ended,
+  dropSeries: ROLLUP_PRUNE_SQL.dropSeries,
+  mark: SERIES_MARK.get,
+  setMark: SERIES_MARK.set,
 } as const;
 
 /**

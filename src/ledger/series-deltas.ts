@@ -9,23 +9,27 @@
  * attribution adds, which changes as the job's bindings load.
  */
 import type { HistogramValue, Point } from '../core/metrics/model.js';
+import { FORGET_SQL, forgetSeries, seriesValueStatement, storedSeriesValue } from '../store/counted.js';
+import { latestRunKey } from '../store/jobs.js';
 import type { Db } from '../store/open.js';
 
-/** Attributes attribution adds: not part of a series' identity. */
-const ADDED = /^(?:slurm\.|k8s\.)|^(?:gpu\.uuids?|process\.pid)$/;
+/** The counted series' forgetting statement (src/store/counted.ts, engine_series' owner), for the test that it uses an index. */
+export { FORGET_SQL };
+
+/** Attributes attribution may add (a process's GPUs), and the pid, which a restart of the process changes: not a series' identity. */
+const NOT_IDENTITY = new Set(['gpu.uuid', 'gpu.uuids', 'process.pid']);
 
 function seriesKey(p: Point): string {
   const a = p.attributes;
+  // and the keys attribution added for the run (p.job.added: its provider's, whichever it is)
+  const added = p.job?.added;
   const keys = Object.keys(a)
-    .filter((k) => !ADDED.test(k))
+    .filter((k) => !NOT_IDENTITY.has(k) && !added?.includes(k))
     .sort();
   let k = p.metric.name;
   for (const key of keys) k += `\u0001${key}\u0002${String(a[key])}`;
   return k;
 }
-
-/** Series unseen since a moment, a batch of them (exported for the test that it uses an index). */
-export const FORGET_SQL = 'DELETE FROM engine_series WHERE key IN (SELECT key FROM engine_series WHERE seen < ? LIMIT ?)';
 
 /** How long a series' last value is kept after its last scrape. */
 const KEEP_MS = 86_400_000;
@@ -53,11 +57,9 @@ export class SeriesDeltas {
   runOf(jobId: string, now: number): string | undefined {
     const c = this.runs.get(jobId);
     if (c && now - c.at < 60_000) return c.runKey;
-    const r = this.db
-      .prepare('SELECT run_key FROM jobs WHERE job_id = ? ORDER BY end_time IS NULL DESC, start_time DESC LIMIT 1')
-      .get(jobId) as { run_key: string } | undefined;
-    this.runs.set(jobId, { runKey: r?.run_key, at: now });
-    return r?.run_key;
+    const runKey = latestRunKey(this.db, jobId);
+    this.runs.set(jobId, { runKey, at: now });
+    return runKey;
   }
 
   /** The series' value before this one (this process's, else the store's), noting this one in `seen` for save(). */
@@ -67,8 +69,7 @@ export class SeriesDeltas {
     let prev: Previous | undefined;
     if (m) prev = m.jobId === jobId ? m : undefined;
     else {
-      const r = this.db.prepare('SELECT value, hist FROM engine_series WHERE key = ? AND job_id = ?').get(key, jobId) as
-        { value: number; hist: string | null } | undefined;
+      const r = storedSeriesValue(this.db, key, jobId);
       prev = r ? { v: r.value, ...(r.hist ? { h: JSON.parse(r.hist) as HistogramValue } : {}) } : undefined;
     }
     seen.push([key, jobId, p.value, p.hist]);
@@ -82,7 +83,7 @@ export class SeriesDeltas {
    * tick counts from them and adds what the failed one would have.
    */
   save(seen: readonly Seen[], time: number): void {
-    const put = this.db.prepare('INSERT OR REPLACE INTO engine_series (key, job_id, value, hist, seen) VALUES (?, ?, ?, ?, ?)');
+    const put = seriesValueStatement(this.db);
     for (const [k, jobId, v, h] of seen) put.run(k, jobId, v, h ? JSON.stringify(h) : null, time);
   }
 
@@ -100,6 +101,6 @@ export class SeriesDeltas {
   /** At most `limit` series unseen for a day forgotten (engine_series_seen, schema 7); returns how many (fewer than `limit`: none left). */
   prune(now: number, limit = 500): number {
     this.runs.clear();
-    return this.db.prepare(FORGET_SQL).run(now - KEEP_MS, limit).changes;
+    return forgetSeries(this.db, now - KEEP_MS, limit);
   }
 }

@@ -20,17 +20,31 @@
  * job-end summaries and cost rates.
  *
  * It writes nothing: the job ledger downstream keeps rollups, inventory and
- * job-end summaries from the batch's `jobs`.
+ * job-end summaries from the batch's `jobs` (each run's share and partition),
+ * and counts a process's own series (an engine's, an NCCL rank's) by the run
+ * key stamped on its points (Point.job), whatever the provider: it reads no
+ * provider's attribute keys. A job a point names in its source's words is the
+ * one its scope's declared job hint names (jobHintOf), not a key known here.
  */
 import type { AttributionProvider } from '../core/attribution.js';
 import { identityOf } from '../core/gpu-identity.js';
 import { PidGpus } from '../core/pid-gpus.js';
 import type { Logger } from '../core/log.js';
 import { GPU } from '../core/metrics/gpu-metrics.js';
-import { isStable, stableAttributes, type Attributes, type Batch, type Emitter, type JobShare, type Point } from '../core/metrics/model.js';
-import type { MetricDef } from '../core/metrics/registry.js';
+import {
+  isStable,
+  stableAttributes,
+  type Attributes,
+  type Batch,
+  type Emitter,
+  type JobShare,
+  type Point,
+  type PointJob,
+} from '../core/metrics/model.js';
+import { jobHintOf, type MetricDef } from '../core/metrics/registry.js';
 import { openBindings, type OpenBinding } from '../store/jobs.js';
 import type { Db } from '../store/open.js';
+import { migInstances } from '../store/gpus.js';
 import { boundLabel } from '../core/bound-label.js';
 import { DEFAULT_LIMITS, type BudgetLedger } from '../core/limits.js';
 import { DEFAULT_JOB_LABELS, pointAttributes, type JobLabels } from '../core/job-labels.js';
@@ -67,7 +81,17 @@ interface Bound {
   attrs: Attributes;
   /** Those its points carry (omit_from_points). */
   pointAttrs: Attributes;
+  /** The run's partition, for the ledger's prices (on its shares). */
+  partition: string | null;
 }
+
+/** What a process's points (an engine's, an NCCL rank's) of one run get: its attributes, and its run key for the ledger. */
+interface RunAdd {
+  attrs: Attributes;
+  job: PointJob;
+}
+
+const runAdd = (id: string, attrs: Attributes): RunAdd => ({ attrs, job: { id, added: Object.keys(attrs) } });
 
 /** What one batch's point pass counts per GPU for the shares pass. */
 interface GpuTally {
@@ -91,7 +115,7 @@ export class BoundAttribution implements AttributionProvider {
   private readonly pidGpus = new PidGpus();
   private readonly said = new Set<string>();
   /** What an engine's points of each job get (its run's attributes and GPUs here), made once until the bindings change. */
-  private engineAdds = new Map<string, Attributes>();
+  private engineAdds = new Map<string, RunAdd>();
   /** An engine series' attributes with its job's added, by the series' own (stable) attributes: made once, not every tick. */
   private readonly withJob = new WeakMap<Attributes, { add: Attributes; attributes: Attributes }>();
   /** Whether a GPU's own points carry its runs' attributes (job_labels = points). */
@@ -125,7 +149,8 @@ export class BoundAttribution implements AttributionProvider {
       const attrs = this.bounded(b, this.o.attributesOf(b));
       let l = m.get(b.gpuUuid);
       if (!l) m.set(b.gpuUuid, (l = []));
-      if (!l.some((x) => x.jobId === b.jobId)) l.push({ jobId: b.jobId, runKey: b.runKey, attrs, pointAttrs: this.forPoints(attrs) });
+      if (!l.some((x) => x.jobId === b.jobId))
+        l.push({ jobId: b.jobId, runKey: b.runKey, attrs, pointAttrs: this.forPoints(attrs), partition: this.boundPartition(b) });
       let j = jobs.get(b.jobId);
       // what the job's processes' points (an engine's, an NCCL rank's) carry
       if (!j)
@@ -145,9 +170,7 @@ export class BoundAttribution implements AttributionProvider {
     // MIG devices by (parent, GPU instance), from the inventory the nvml plugin's points fill; a GPU instance split
     // into several compute instances has no one device and is left out
     const mig = new Map<string, string | null>();
-    for (const r of this.db
-      .prepare('SELECT uuid, mig_parent AS parent, mig_gi AS gi FROM gpus WHERE mig_parent IS NOT NULL AND mig_gi IS NOT NULL')
-      .all() as { uuid: string; parent: string; gi: number }[]) {
+    for (const r of migInstances(this.db)) {
       const k = `${r.parent}/${r.gi}`;
       mig.set(k, mig.has(k) && mig.get(k) !== r.uuid ? null : r.uuid);
     }
@@ -172,6 +195,12 @@ export class BoundAttribution implements AttributionProvider {
       }
     }
     return out ?? attrs;
+  }
+
+  /** A run's partition as the store has it, cut to label_length as its attributes are. */
+  private boundPartition(b: OpenBinding): string | null {
+    const max = this.o.labelLength ?? DEFAULT_LIMITS.labelLength;
+    return b.partition === null ? null : b.partition.length > max ? boundLabel(b.partition, max) : b.partition;
   }
 
   attribute(batch: Batch): Batch {
@@ -209,10 +238,10 @@ export class BoundAttribution implements AttributionProvider {
       else if (q !== points[i]) (out = points.slice(0, i)).push(q);
     };
     // a rank's series are several points of one process: its run and GPUs looked up once a batch
-    const ncclBy = new Map<string, Attributes>();
+    const ncclBy = new Map<string, { attrs: Attributes; job?: PointJob }>();
     // an engine's page is thousands of points of one process: its job looked up once a batch (/proc/<pid>/stat read
     // per point was 3,000 reads a tick for a user's page at its series budget)
-    const engineBy = new Map<number, Attributes | null>();
+    const engineBy = new Map<number, RunAdd | null>();
     // indexed loops over the points (an engine's page is thousands): an unoptimized for-of makes an object a point
     for (let i = 0; i < points.length; i++) {
       const p = points[i]!;
@@ -284,7 +313,7 @@ export class BoundAttribution implements AttributionProvider {
         for (const j of jobs) {
           const share = total > 0 ? (mem!.get(j.jobId) ?? 0) / total : 1 / jobs.length;
           extra.push({ metric: this.o.metrics.share, value: share, attributes: { ...identity, ...j.attrs } });
-          list.push({ jobId: j.jobId, runKey: j.runKey, share, attributes: j.attrs });
+          list.push({ jobId: j.jobId, runKey: j.runKey, share, attributes: j.attrs, partition: j.partition });
         }
         shares.set(uuid, list);
       }
@@ -309,7 +338,7 @@ export class BoundAttribution implements AttributionProvider {
   }
 
   /** An engine's point: the run its listening process belongs to, its attributes and GPUs here. */
-  private engineJob(p: Point, memo: Map<number, Attributes | null>): Point {
+  private engineJob(p: Point, memo: Map<number, RunAdd | null>): Point {
     const pid = p.attributes['process.pid'];
     if (typeof pid !== 'number') return p;
     let add = memo.get(pid);
@@ -320,20 +349,21 @@ export class BoundAttribution implements AttributionProvider {
     }
     if (!add) return p;
     const a = p.attributes;
-    if (!isStable(a)) return { ...p, attributes: { ...a, ...add } };
+    const job = add.job;
+    if (!isStable(a)) return { ...p, attributes: { ...a, ...add.attrs }, job };
     // the same series in the same job: the same object as the last tick's, and what the sinks made of it holds
     const had = this.withJob.get(a);
-    if (had?.add === add) return { ...p, attributes: had.attributes };
-    const attributes = stableAttributes({ ...a, ...add });
-    this.withJob.set(a, { add, attributes });
-    return { ...p, attributes };
+    if (had?.add === add.attrs) return { ...p, attributes: had.attributes, job };
+    const attributes = stableAttributes({ ...a, ...add.attrs });
+    this.withJob.set(a, { add: add.attrs, attributes });
+    return { ...p, attributes, job };
   }
 
-  private engineAdd(job: string): Attributes {
+  private engineAdd(job: string): RunAdd {
     let add = this.engineAdds.get(job);
     if (!add) {
       const j = this.byJob.get(job);
-      add = j ? { ...j.attrs, 'gpu.uuids': j.gpus.join(',') } : this.o.bareAttributes(job);
+      add = runAdd(job, j ? { ...j.attrs, 'gpu.uuids': j.gpus.join(',') } : this.o.bareAttributes(job));
       // jobs of processes that are gone stay until the bindings change: bounded all the same
       if (this.engineAdds.size >= 4096) this.engineAdds.clear();
       this.engineAdds.set(job, add);
@@ -343,26 +373,31 @@ export class BoundAttribution implements AttributionProvider {
 
   /**
    * An NCCL rank's point: the run of the process that wrote it, else the job
-   * its dump folder names (the process has ended); the process's GPU from
+   * the point's declared job hint names (its scope's jobHint, src/core/metrics/registry.ts: the NCCL
+   * Inspector's dump folder, when the process has ended); the process's GPU from
    * NVML's process list, where the source named none.
    */
-  private ncclJob(p: Point, now: number, memo: Map<string, Attributes>): Point {
+  private ncclJob(p: Point, now: number, memo: Map<string, { attrs: Attributes; job?: PointJob }>): Point {
     const a = p.attributes;
     const pid = a['process.pid'];
     const owner = a['process.owner'];
-    const k = `${String(pid)}\u0001${String(a['nccl.job.id'])}\u0001${a['gpu.uuid'] === undefined}\u0001${String(owner)}`;
+    const hintKey = jobHintOf(p.metric);
+    const hint = hintKey === undefined ? undefined : a[hintKey];
+    const k = `${String(pid)}\u0001${String(hint)}\u0001${a['gpu.uuid'] === undefined}\u0001${String(owner)}`;
     let add = memo.get(k);
     if (!add) {
-      const job = (typeof pid === 'number' ? this.o.pids.job(pid) : undefined) ?? this.namedJob(a['nccl.job.id'], owner);
+      const job = (typeof pid === 'number' ? this.o.pids.job(pid) : undefined) ?? this.namedJob(hint, owner);
       const gpus = typeof pid === 'number' && a['gpu.uuid'] === undefined ? this.pidGpus.of(pid, now) : [];
       const j = job ? this.byJob.get(job) : undefined;
-      add = {
+      const attrs = {
         ...(gpus.length === 1 ? { 'gpu.uuid': gpus[0]! } : gpus.length > 1 ? { 'gpu.uuids': gpus.join(',') } : {}),
         ...(j ? j.attrs : job ? this.o.bareAttributes(job) : {}),
       };
+      add = job ? { attrs, job: { id: job, added: Object.keys(attrs) } } : { attrs };
       memo.set(k, add);
     }
-    return Object.keys(add).length ? { ...p, attributes: { ...a, ...add } } : p;
+    if (add.job) return { ...p, attributes: { ...a, ...add.attrs }, job: add.job };
+    return Object.keys(add.attrs).length ? { ...p, attributes: { ...a, ...add.attrs } } : p;
   }
 
   /**

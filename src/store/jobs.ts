@@ -12,22 +12,10 @@ import type { Attributes } from '../core/metrics/model.js';
 import type { Db } from './open.js';
 import { boundLabel } from '../core/bound-label.js';
 import { bootId, monoAt } from '../core/clock.js';
+import type { RunIdentity } from '../core/run-identity.js';
 
-export interface JobRecord {
-  jobId: string;
-  runKey: string;
-  cluster?: string | null;
-  user?: string | null;
-  uid?: number | null;
-  account?: string | null;
-  partition?: string | null;
-  qos?: string | null;
-  name?: string | null;
-  arrayJobId?: string | null;
-  arrayTaskId?: string | null;
-  hetJobId?: string | null;
-  hetJobOffset?: string | null;
-  startTime?: number | null;
+/** A run as written to the jobs table: the run identity (what the writer knows of it; the end is JobEnd's). */
+export interface JobRecord extends Pick<RunIdentity, 'jobId' | 'runKey'>, Partial<Omit<RunIdentity, 'jobId' | 'runKey' | 'endTime'>> {
   /** The provider that wrote the run; null: Slurm (runs written before there were others). */
   scheduler?: string | null;
   /** The run's attributes as its provider puts them on points (other schedulers than Slurm). */
@@ -239,66 +227,17 @@ export function reopenRun(db: Db, jobId: string, runKey: string, before: number,
     .immediate();
 }
 
-export interface InventoryGpu {
-  uuid: string;
-  vendor: string;
-  vendorIndex: number | null;
-  minor: number | null;
-  pciBusId: string | null;
-  model: string | null;
-  migParent: string | null;
-  migGi: number | null;
-  migCi: number | null;
-}
+/** The GPU inventory is src/store/gpus.ts's (the gpus table's owner); named here too for the callers that always took it from here. */
+export { inventory, inventoryByVendor, upsertInventory, type InventoryGpu } from './gpus.js';
 
-/** Every GPU of the inventory, as upsertInventory takes them. */
-export function inventory(db: Db): InventoryGpu[] {
-  return db
-    .prepare(
-      'SELECT uuid, vendor, vendor_index AS vendorIndex, minor, pci_bus_id AS pciBusId, model, ' +
-        'mig_parent AS migParent, mig_gi AS migGi, mig_ci AS migCi FROM gpus',
-    )
-    .all() as InventoryGpu[];
-}
-
-/** Whole GPUs (not MIG instances) of the inventory by vendor, and how many of them have no PCI bus id. */
-export function inventoryByVendor(db: Db): Record<string, { gpus: number; withoutPci: number }> {
-  const by: Record<string, { gpus: number; withoutPci: number }> = {};
-  for (const r of db
-    .prepare('SELECT vendor, COUNT(*) AS n, SUM(pci_bus_id IS NULL) AS nopci FROM gpus WHERE mig_parent IS NULL GROUP BY vendor')
-    .all() as { vendor: string; n: number; nopci: number }[]) {
-    by[r.vendor] = { gpus: r.n, withoutPci: r.nopci };
-  }
-  return by;
-}
-
-export function upsertInventory(db: Db, gpus: readonly InventoryGpu[], now = Date.now()): void {
-  const st = db.prepare(
-    `INSERT INTO gpus (uuid, vendor, vendor_index, minor, pci_bus_id, model, mig_parent, mig_gi, mig_ci, first_seen, last_seen)
-     VALUES (@uuid, @vendor, @vendorIndex, @minor, @pciBusId, @model, @migParent, @migGi, @migCi, @now, @now)
-     ON CONFLICT (uuid) DO UPDATE SET vendor = excluded.vendor, vendor_index = excluded.vendor_index, minor =
-       COALESCE(excluded.minor, gpus.minor),
-       pci_bus_id = excluded.pci_bus_id, model = excluded.model, mig_parent = excluded.mig_parent, mig_gi = excluded.mig_gi, mig_ci
-         = excluded.mig_ci, last_seen = excluded.last_seen`,
-  );
-  db.transaction(() => {
-    for (const g of gpus) st.run({ ...g, now });
-  }).immediate();
-}
-
-export interface OpenBinding {
-  jobId: string;
-  runKey: string;
+/** An open binding of a GPU to a run, with the run identity's fields its points carry. */
+export interface OpenBinding extends Pick<
+  RunIdentity,
+  'jobId' | 'runKey' | 'cluster' | 'user' | 'account' | 'partition' | 'name' | 'arrayJobId' | 'arrayTaskId'
+> {
   gpuUuid: string;
   shared: boolean;
   start: number;
-  cluster: string | null;
-  user: string | null;
-  account: string | null;
-  partition: string | null;
-  name: string | null;
-  arrayJobId: string | null;
-  arrayTaskId: string | null;
   /** The run's and the binding's attributes, for providers other than Slurm (JSON in the store). */
   jobAttrs: Attributes | null;
   bindingAttrs: Attributes | null;
@@ -432,3 +371,71 @@ export function recordEndState(
     });
   return n;
 }
+
+/*
+ * The readers' questions (the attribution transforms, the ledger's counted
+ * figures, the job reports) and the prune's statements: named here, the jobs
+ * and bindings tables' one owner, so no other module writes SQL on them.
+ */
+
+/** Who the store has a job as (its latest run), prepared once: what a job named by a user's process or file is checked against. */
+export function jobOwnerLookup(db: Db): (jobId: string) => { uid: number | null; user: string | null } | undefined {
+  const q = db.prepare('SELECT uid, user FROM jobs WHERE job_id = ? ORDER BY start_time DESC LIMIT 1');
+  return (jobId) => q.get(jobId) as { uid: number | null; user: string | null } | undefined;
+}
+
+/** One attribute of each open run of a provider (null where the run has none), prepared once. */
+export function openRunAttribute(db: Db, attribute: string): (scheduler: string) => { jobId: string; value: string | null }[] {
+  const q = db.prepare(`SELECT job_id AS jobId, json_extract(attrs, ?) AS value FROM jobs WHERE scheduler = ? AND end_time IS NULL`);
+  const path = `$.${JSON.stringify(attribute)}`;
+  return (scheduler) => q.all(path, scheduler) as { jobId: string; value: string | null }[];
+}
+
+/** The run of a job its figures count for: the open one, else the latest. */
+export function latestRunKey(db: Db, jobId: string): string | undefined {
+  return (
+    db.prepare('SELECT run_key FROM jobs WHERE job_id = ? ORDER BY end_time IS NULL DESC, start_time DESC LIMIT 1').get(jobId) as
+      { run_key: string } | undefined
+  )?.run_key;
+}
+
+/** Every run of a job (its rows as stored), latest first. */
+export function runsOfJob(db: Db, jobId: string): unknown[] {
+  return db.prepare('SELECT * FROM jobs WHERE job_id = ? ORDER BY start_time DESC').all(jobId);
+}
+
+/** Every run of an array task (its rows as stored), latest first. */
+export function runsOfArrayTask(db: Db, arrayJobId: string, taskId: string): unknown[] {
+  return db.prepare('SELECT * FROM jobs WHERE array_job_id = ? AND array_task_id = ? ORDER BY start_time DESC').all(arrayJobId, taskId);
+}
+
+/**
+ * A page of the runs a filter takes (its rows as stored): `where` is a WHERE
+ * clause over `jobs j` and its arguments, `order` an ORDER BY list over `j`
+ * (src/jobs/list.ts listWhere, LIST_ORDER); limit <= 0: no limit.
+ */
+export function listedRuns(
+  db: Db,
+  where: { sql: string; args: readonly unknown[] },
+  order: string,
+  limit: number,
+  offset: number,
+): unknown[] {
+  return db
+    .prepare(`SELECT * FROM jobs j ${where.sql} ORDER BY ${order} LIMIT ? OFFSET ?`)
+    .all(...where.args, limit > 0 ? limit : -1, offset);
+}
+
+/** The prune's statements on jobs and bindings (src/ledger/rollup-writer.ts PRUNE_SQL; each searches an index). */
+export const RUN_PRUNE_SQL = {
+  // jobs_end (schema 7): the oldest ended jobs first, a range of the index, never a scan of every job kept
+  expired:
+    `SELECT rowid AS id, job_id AS job, run_key AS run FROM jobs WHERE end_time IS NOT NULL AND ` +
+    `end_time < ? ORDER BY end_time LIMIT ?`,
+  dropBindings: `DELETE FROM bindings WHERE job_id = ? AND run_key = ?`,
+  dropJob: `DELETE FROM jobs WHERE rowid = ?`,
+  // the series pass goes on from where the last batch stopped (end time, rowid)
+  ended: `SELECT rowid AS id, job_id AS job, run_key AS run, end_time AS t FROM jobs
+    WHERE end_time IS NOT NULL AND end_time >= @t AND end_time < @cut AND (end_time > @t OR rowid > @id) ORDER BY end_time, rowid
+      LIMIT @limit`,
+} as const;

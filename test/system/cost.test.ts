@@ -191,6 +191,8 @@ const job = (id: string, partition: string, share = 1): JobShare => ({
   runKey: 'r0',
   share,
   attributes: { 'slurm.job.id': id, 'slurm.partition': partition, 'slurm.user': 'alice' },
+  // what the ledger prices by: the share's partition, as attribution puts it (JobShare.partition)
+  partition,
 });
 function gpuPoints(i: number, util: number, powerW: number, held: readonly JobShare[]): Point[] {
   const copies = held.length ? held.map((j) => ({ ...ident(i), ...j.attributes })) : [ident(i)];
@@ -407,6 +409,7 @@ function buildStore(): { db: ReturnType<typeof openStore>; ends: Point[]; dir: s
           'slurm.account': j.account,
           'slurm.partition': j.partition,
         } as Attributes,
+        partition: j.partition,
       },
     })),
   );
@@ -437,7 +440,8 @@ function buildStore(): { db: ReturnType<typeof openStore>; ends: Point[]; dir: s
     source: 'vllm',
     time: T0 + 30 * 60_000,
     intervalMs: 60_000,
-    points: [{ metric: metric('vllm.tokens.generation'), value: 250_000, attributes: served }],
+    // as attribution leaves it: the job's attributes, and the run key the ledger reads
+    points: [{ metric: metric('vllm.tokens.generation'), value: 250_000, attributes: served, job: { id: '101', added: ['slurm.job.id'] } }],
   });
   for (let minute = 0; minute <= 60; minute++) tick(minute, true);
   const ends = tick(61, false);
@@ -634,7 +638,9 @@ test('jobs --by user and --by account over the store; a user sees only their own
     });
     assert.equal(
       renderByCsv(byAccount, 'account'),
-      'account,jobs,gpu_hours,idle_gpu_hours,util_mean,gpm_gpu_hours,sm_gpu_hours,sm_idle_gpu_hours,energy_kwh,cost,currency,co2e_kg\nphys,2,3,1.2,0.6,3,1.2,1.8,2.16,9.54,EUR,1.08\nbio,1,1,0.5,0.5,,,,0.36,1.09,EUR,0.18\n',
+      'account,jobs,gpu_hours,idle_gpu_hours,util_mean,gpm_gpu_hours,sm_gpu_hours,' +
+        'sm_idle_gpu_hours,energy_kwh,cost,currency,co2e_kg\nphys,2,3,1.2,0.6,3,1.2,1.8,2.16,9.54,' +
+        'EUR,1.08\nbio,1,1,0.5,0.5,,,,0.36,1.09,EUR,0.18\n',
     );
     // a group none of whose jobs had GPM: no SM columns in the text
     assert.doesNotMatch(renderBy(byAccount.slice(1), 'account', style(false)), /SM GPU-H/);
@@ -663,7 +669,12 @@ test('l9gpu jobs --by account through the CLI: text, --json and --csv from the s
   assert.equal(text.status, 0, text.stderr);
   assert.match(
     text.stdout,
-    /^ACCOUNT +JOBS +GPU-H +IDLE GPU-H +UTIL +GPM GPU-H +SM GPU-H +SM-IDLE GPU-H +ENERGY kWh +COST EUR +CO2e kg\nphys +2 +3\.00 +1\.20 +60% +3\.00 +1\.20 +1\.80 +2\.160 +9\.54 +1\.080\nbio +1 +1\.00 +0\.50 +50% +- +- +- +0\.360 +1\.09 +0\.180\n$/,
+    new RegExp(
+      String.raw`^ACCOUNT +JOBS +GPU-H +IDLE GPU-H +UTIL +GPM GPU-H +SM GPU-H +SM-IDLE GPU-H ` +
+        String.raw`+ENERGY kWh +COST EUR +CO2e kg\nphys +2 +3\.00 +1\.20 +60% +3\.00 +1\.20 +1\.80 ` +
+        String.raw`+2\.160 +9\.54 +1\.080\nbio +1 +1\.00 +0\.50 +50% +- +- +- +0\.360 +1\.09 ` +
+        String.raw`+0\.180\n$`,
+    ),
   );
   const json = await runCli(['jobs', '--by', 'account', '--json', '--config', cfg]);
   assert.deepEqual(JSON.parse(json.stdout)[0], {
@@ -683,7 +694,9 @@ test('l9gpu jobs --by account through the CLI: text, --json and --csv from the s
   const csv = await runCli(['jobs', '--by', 'user', '--csv', '--config', cfg]);
   assert.equal(
     csv.stdout,
-    'user,jobs,gpu_hours,idle_gpu_hours,util_mean,gpm_gpu_hours,sm_gpu_hours,sm_idle_gpu_hours,energy_kwh,cost,currency,co2e_kg\nalice,2,3,1.7,0.433333,2,0.3,1.7,1.44,7.36,EUR,0.72\nbob,1,1,0,1,1,0.9,0.1,1.08,3.27,EUR,0.54\n',
+    'user,jobs,gpu_hours,idle_gpu_hours,util_mean,gpm_gpu_hours,sm_gpu_hours,sm_idle_gpu_hours,' +
+      'energy_kwh,cost,currency,co2e_kg\nalice,2,3,1.7,0.433333,2,0.3,1.7,1.44,7.36,EUR,0.72\nbob,' +
+      '1,1,0,1,1,0.9,0.1,1.08,3.27,EUR,0.54\n',
   );
   const bad = await runCli(['jobs', '--by', 'qos', '--config', cfg]);
   assert.equal(bad.status, 2, 'oclif refuses a dimension it does not know');

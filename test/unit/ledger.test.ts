@@ -18,6 +18,19 @@ import { inferenceOf } from '../../src/jobs/report.js';
 import { addBuckets } from '../../src/figures/buckets.js';
 import { tempDir } from '../helpers/paths.js';
 
+/**
+ * A batch of a process's series as the Slurm attribution leaves it: each point of a job carries the job's
+ * slurm.* attributes and the provider-neutral run key the ledger reads (Point.job: the job id, and the keys added).
+ */
+function observeAttributed(ledger: JobLedger, b: Batch): Point[] {
+  const stamp = (p: Point): Point => {
+    const id = p.attributes['slurm.job.id'];
+    if (typeof id !== 'string') return p;
+    return { ...p, job: { id, added: Object.keys(p.attributes).filter((k) => k.startsWith('slurm.')) } };
+  };
+  return ledger.observe({ ...b, points: b.points.map(stamp) });
+}
+
 const id = gpuAttributes({ index: 0, uuid: 'GPU-aaaa', model: 'NVIDIA H100 80GB HBM3', vendor: 'nvidia', pciBusId: '0000:18:00.0' });
 const pod: Attributes = { 'k8s.pod.name': 'trainer-0', 'k8s.namespace.name': 'ml' };
 
@@ -123,7 +136,7 @@ test(
         hist: { bounds: [0.1, 1], counts, sum: 0, count: counts.reduce((a, b) => a + b, 0) },
       });
       const tick = (time: number, finished: [number, number], gen: number, ttft: number[]) =>
-        ledger.observe({
+        observeAttributed(ledger, {
           source: 'vllm',
           time,
           intervalMs: 1000,
@@ -160,7 +173,7 @@ test(
         createLogger('error', () => {}),
         { seriesMs: 1e12, jobsMs: 1e12 },
       );
-      again.observe({
+      observeAttributed(again, {
         source: 'vllm',
         time: 4000,
         intervalMs: 1000,
@@ -223,7 +236,7 @@ test(
         },
       ];
       const tick = (time: number, r0: [number, number], r1: [number, number]) =>
-        ledger.observe({
+        observeAttributed(ledger, {
           source: 'nccl',
           time,
           intervalMs: 1000,
@@ -283,7 +296,7 @@ test(
       );
       const job = { 'slurm.job.id': '77' };
       const tick = (time: number, n: number) =>
-        ledger.observe({
+        observeAttributed(ledger, {
           source: 'x',
           time,
           intervalMs: 1000,
@@ -321,11 +334,17 @@ test(
       assert.equal(lines.length, 2, lines.join(''));
       assert.match(
         lines[0]!,
-        /error \[l9gpu\] cannot update the jobs' inference figures: the engine counts since the last write go in at the next one error=.*database is locked/,
+        new RegExp(
+          String.raw`error \[l9gpu\] cannot update the jobs' inference figures: the engine counts ` +
+            String.raw`since the last write go in at the next one error=.*database is locked`,
+        ),
       );
       assert.match(
         lines[1]!,
-        /error \[l9gpu\] cannot update the jobs' communication figures: the NCCL counts since the last write go in at the next one error=.*database is locked/,
+        new RegExp(
+          String.raw`error \[l9gpu\] cannot update the jobs' communication figures: the NCCL counts ` +
+            String.raw`since the last write go in at the next one error=.*database is locked`,
+        ),
       );
       assert.deepEqual(last(), [1000, 1000], 'nothing written under the lock');
       tick(4000, 4);

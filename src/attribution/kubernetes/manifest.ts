@@ -39,20 +39,19 @@ export const kubernetesAttribution: AttributionManifest = {
   },
 
   async create({ config: cfg, log, env, store, labelLength, budgets, jobLabels, readOnly }): Promise<AttributionProvider> {
-    const [{ PodResourcesClient }, { PodSync, SCHEDULER }, { BoundAttribution }, { PodPids }] = await Promise.all([
+    const [{ PodResourcesClient }, { PodSync, SCHEDULER }, { BoundAttribution }, { PodPids }, { openRunAttribute }] = await Promise.all([
       import('./podresources-client.js'),
       import('./pod-sync.js'),
       import('../../pipeline/bound-attribution.js'),
       import('./pod-pids.js'),
+      import('../../store/jobs.js'),
     ]);
     const klog = log.child('kubernetes');
     const k = kubeSettings(cfg, env);
     if (k.problem) klog.warn(`${k.problem}: pods are named without uid, owners and labels`);
     const client = new PodResourcesClient(k.socket, k.timeoutMs, klog);
     const pids = new PodPids();
-    const runsQuery = store.prepare(
-      `SELECT job_id AS jobId, json_extract(attrs, '$."k8s.pod.uid"') AS uid FROM jobs WHERE scheduler = ? AND end_time IS NULL`,
-    );
+    const podUids = openRunAttribute(store, 'k8s.pod.uid');
     const transform = new BoundAttribution(store, klog, {
       labelLength,
       budgets,
@@ -65,9 +64,7 @@ export const kubernetesAttribution: AttributionManifest = {
       lastSynced: () => sync.lastOk,
     });
     const onChange = () => {
-      pids.update(
-        (runsQuery.all(SCHEDULER) as { jobId: string; uid: string | null }[]).filter((r): r is { jobId: string; uid: string } => !!r.uid),
-      );
+      pids.update(podUids(SCHEDULER).flatMap((r) => (r.value ? [{ jobId: r.jobId, uid: r.value }] : [])));
       transform.invalidate();
     };
     const sync = new PodSync({

@@ -50,6 +50,22 @@ export interface Point {
   readonly start?: number;
   /** The buckets of a histogram metric's point (kind 'histogram'), and only there. */
   readonly hist?: HistogramValue;
+  /**
+   * Set by attribution on a point of a process's own series (an engine's, an NCCL rank's): the run it belongs to.
+   * Internal: sinks encode the attributes alone, never this.
+   */
+  readonly job?: PointJob;
+}
+
+/**
+ * The provider-neutral run key attribution stamps on a point for the job ledger: whichever scheduler (Slurm,
+ * Kubernetes, a later one), the ledger reads this and no scheduler's attribute keys.
+ */
+export interface PointJob {
+  /** The job id as the store keys its runs (a Slurm job id, a pod's "namespace/name"). */
+  readonly id: string;
+  /** The attribute keys attribution added to the point: none of them is part of the source's own series. */
+  readonly added: readonly string[];
 }
 
 export interface Batch {
@@ -74,6 +90,8 @@ export interface JobShare {
   /** How much of the GPU the job gets, 0..1 (1 for an exclusive GPU). */
   readonly share: number;
   readonly attributes: Attributes;
+  /** The partition (or queue) the scheduler runs the job in, for its prices ([jobs] partition_gpu_hour_prices); null: none. */
+  readonly partition?: string | null;
 }
 
 /** What a plugin's collect() writes into. */

@@ -33,7 +33,19 @@ export interface MetricDef {
 export type InferenceRole = 'requests' | 'prompt_tokens' | 'generation_tokens' | 'ttft' | 'itl';
 
 /** Identity carried by every point of a scope. */
-export const SCOPE_ATTRIBUTES: Record<MetricScope, { required: readonly string[]; optional: readonly string[] }> = {
+export const SCOPE_ATTRIBUTES: Record<
+  MetricScope,
+  {
+    required: readonly string[];
+    optional: readonly string[];
+    /**
+     * The job hint: the attribute of the scope's points that names a job in the source's own words (the NCCL
+     * Inspector's dump folder), declared here so that the attribution transform and the ledger read it by this
+     * declaration, not by name. A hint is a user's word: attribution believes it only for the user's own jobs.
+     */
+    jobHint?: string;
+  }
+> = {
   gpu: {
     required: ['gpu.index', 'gpu.uuid', 'gpu.model', 'gpu.vendor', 'gpu.pci.bus_id'],
     optional: ['gpu.mig.instance_id', 'gpu.mig.compute_instance_id', 'gpu.mig.parent_uuid'],
@@ -66,8 +78,12 @@ export const SCOPE_ATTRIBUTES: Record<MetricScope, { required: readonly string[]
       'gpu.uuid',
       'gpu.uuids',
     ],
+    jobHint: 'nccl.job.id',
   },
 };
+
+/** The attribute a metric's points name a job with, where its scope declares one (SCOPE_ATTRIBUTES jobHint). */
+export const jobHintOf = (d: MetricDef): string | undefined => SCOPE_ATTRIBUTES[d.scope].jobHint;
 
 /** Attributes the attribution step may add to GPU points. */
 export const ATTRIBUTION_ATTRIBUTES = [
