@@ -6,24 +6,11 @@
  */
 import { expandHostlist, expandIndexList } from './hostlist.js';
 import { clip, printable } from '../src/core/printable.js';
+import type { RunIdentity } from '../src/core/run-identity.js';
 
-export interface SlurmJob {
-  jobId: string;
-  arrayJobId: string | null;
-  arrayTaskId: string | null;
-  hetJobId: string | null;
-  hetJobOffset: string | null;
-  user: string | null;
-  uid: number | null;
-  account: string | null;
-  partition: string | null;
-  qos: string | null;
-  name: string | null;
-  cluster: string | null;
+/** A running job as Slurm's commands say it: the run identity but its run key (the reconciler's, from the fields below). */
+export interface SlurmJob extends Omit<RunIdentity, 'runKey'> {
   state: string;
-  /** ms since epoch, null when unknown */
-  startTime: number | null;
-  endTime: number | null;
   restarts: number;
   /** The run's SLUID (26.05: squeue/scontrol JSON step_id.sluid, scontrol text SLUID=); null before 25.11. */
   sluid: string | null;

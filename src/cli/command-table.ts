@@ -8,9 +8,9 @@
  * (dist/commands.json, written at build by write-help.ts). Loading it loads no
  * plugin, sink or CLI framework: the bodies are imported when run.
  */
-import { CONFIG_FLAG, type FlagSpec, type FlagValues } from './flag-spec.js';
+import { typedRun, type FlagSpec, type FlagValues } from './flag-spec.js';
 import { DAEMON_FLAGS } from './daemon-flags.js';
-import { GROUP_BY } from '../jobs/by.js';
+import { CTLD_EPILOG_FLAGS, DOCTOR_FLAGS, GPUS_FLAGS, HEALTH_FLAGS, JOBS_FLAGS, JOBS_SHOW_FLAGS } from './command-flags.js';
 
 export interface ManSections {
   exit: [string, string][];
@@ -54,118 +54,9 @@ const CONFIG_ENV: [string, string] = ['L9GPU_CONFIG', 'the configuration file wh
 const NO_COLOR: [string, string] = ['NO_COLOR', 'no colour even on a terminal'];
 const BAD_CONFIG: [string, string] = ['2', 'bad configuration or arguments: one line on stderr names the file, section and key'];
 
-/** The flags of jobs and pods (and of their show). */
-const JOBS_FLAGS: readonly FlagSpec[] = [
-  CONFIG_FLAG,
-  { name: 'json', type: 'boolean', description: 'Print JSON.', exclusive: ['csv'] },
-  { name: 'csv', type: 'boolean', description: 'Print CSV.', exclusive: ['json'] },
-  {
-    name: 'user',
-    type: 'string',
-    char: 'u',
-    helpValue: 'USER',
-    description: "Only this user's jobs (others' need root or [jobs] admin_group).",
-  },
-  {
-    name: 'state',
-    type: 'string',
-    options: ['running', 'completed', 'all'],
-    default: 'all',
-    description: 'Running jobs, ended ones, or all.',
-  },
-  {
-    name: 'since',
-    type: 'string',
-    helpValue: 'TIME',
-    description: 'Jobs started at or after TIME: 2026-11-01, 2026-11-01T08:00, 24h, 7d.',
-  },
-  { name: 'account', type: 'string', char: 'A', helpValue: 'ACCOUNT', description: 'Only this Slurm account.' },
-  { name: 'partition', type: 'string', char: 'p', helpValue: 'PARTITION', description: 'Only this partition.' },
-  { name: 'limit', type: 'integer', default: 100, min: 0, description: 'At most this many jobs, or groups with --by (0: all).' },
-  {
-    name: 'by',
-    type: 'string',
-    options: GROUP_BY,
-    helpValue: 'user|account|partition|name',
-    description:
-      'One row per user, account, partition or job name (in Kubernetes mode: namespace = account, ' +
-      'workload = name) over every matching job (--limit caps the groups): jobs, GPU-hours, idle ' +
-      "GPU-hours (each GPU's GPU-hours x (1 - its mean utilization)), mean utilization, GPU-hours " +
-      'by SM activity where GPM exists, energy, cost, CO2e.',
-  },
-  {
-    name: 'waste',
-    type: 'boolean',
-    exclusive: ['by'],
-    description:
-      "The jobs that wasted GPU-hours, one row per job and class (Princeton Job Defense Shield's: " +
-      'unused-gpus, low-activity, fewer-gpus, mig-slice, time-limit; docs/jobs.md), most wasted ' +
-      'first, with the GPU-hours wasted; time limits from Slurm accounting where sacct answers.',
-  },
-  {
-    name: 'source',
-    type: 'string',
-    options: ['store', 'promql'],
-    default: 'store',
-    description:
-      "With --waste: this node's store, or the cluster's ended jobs from their job-end summary " +
-      'metrics in the PromQL backend (--url or [jobs] promql_url; --since is the window, default ' +
-      '7d).',
-  },
-  {
-    name: 'url',
-    type: 'string',
-    helpValue: 'URL',
-    description: 'With --waste --source promql: the PromQL API base URL (default: [jobs] promql_url).',
-  },
-];
-
-const JOBS_SHOW_FLAGS: readonly FlagSpec[] = [
-  CONFIG_FLAG,
-  { name: 'json', type: 'boolean', description: 'Print JSON.' },
-  {
-    name: 'source',
-    type: 'string',
-    options: ['auto', 'store', 'sacct', 'promql'],
-    default: 'auto',
-    description:
-      "Where the figures come from. auto: this node's store if the job ran here, else the summary " +
-      "the slurmctld epilog left in the job's AdminComment (sacct), else the PromQL backend " +
-      '(--url or [jobs] promql_url).',
-  },
-  {
-    name: 'url',
-    type: 'string',
-    helpValue: 'URL',
-    description: 'PromQL API base URL, e.g. http://victoria:8428 or http://prometheus:9090 (default: [jobs] promql_url).',
-  },
-  {
-    name: 'window',
-    type: 'string',
-    default: '30d',
-    helpValue: 'RANGE',
-    description: 'With --source promql: how far back to look for the job (a PromQL range: 7d, 30d).',
-  },
-  {
-    name: 'header',
-    type: 'string',
-    multiple: true,
-    whole: true,
-    helpValue: 'K=V',
-    description: 'With --source promql: an HTTP header (Authorization=Bearer ..., X-Scope-OrgID=...).',
-  },
-  {
-    name: 'cluster',
-    type: 'string',
-    char: 'M',
-    helpValue: 'CLUSTER',
-    description: "The Slurm cluster whose accounting holds the job (sacct -M, as in Slurm's own commands); default: the local cluster.",
-  },
-];
-
 /** The bodies of jobs and pods (one list of runs, Slurm's or Kubernetes'), and of their show. */
-const listRuns = async (f: FlagValues): Promise<void> => (await import('./jobs-commands.js')).jobsList(f);
-const showRun = async (f: FlagValues, a: string[]): Promise<void> => (await import('./jobs-commands.js')).jobsShow(a[0]!, f);
+const listRuns = typedRun(JOBS_FLAGS, async (f) => (await import('./jobs-commands.js')).jobsList(f));
+const showRun = typedRun(JOBS_SHOW_FLAGS, async (f, a) => (await import('./jobs-commands.js')).jobsShow(a[0]!, f));
 
 /** A hook's description: how slurmd runs it, and why it must not fail or be slow. */
 function hookDescription(kind: 'prolog' | 'epilog'): string {
@@ -228,11 +119,7 @@ Exit codes: 0 normal, 1 --once found a problem (nothing delivered, a plugin name
       `sending any data, whether each enabled plugin's source and each enabled sink's destination is usable.
 Exit codes: 0 all enabled parts usable, 1 a problem was found, 2 bad configuration.`,
     examples: ['<%= config.bin %> doctor', '<%= config.bin %> doctor --config /etc/l9gpu/l9gpu.ini --json'],
-    flags: [
-      CONFIG_FLAG,
-      { name: 'json', type: 'boolean', description: 'Print the report as JSON.' },
-      { name: 'all', type: 'boolean', description: 'List the settings of disabled plugins and sinks too.' },
-    ],
+    flags: DOCTOR_FLAGS,
     man: {
       exit: [
         ['0', 'every enabled part usable'],
@@ -243,7 +130,7 @@ Exit codes: 0 all enabled parts usable, 1 a problem was found, 2 bad configurati
       env: [CONFIG_ENV],
       see: ['l9gpu daemon', 'docs/install.md'],
     },
-    run: async (f) => (await import('./doctor-command.js')).doctor(f),
+    run: typedRun(DOCTOR_FLAGS, async (f) => (await import('./doctor-command.js')).doctor(f)),
   },
   {
     id: 'gpus',
@@ -254,17 +141,7 @@ Exit codes: 0 all enabled parts usable, 1 a problem was found, 2 bad configurati
       `and prints one row per GPU, or stable JSON with --json.
 GPUs are keyed by UUID; index is the vendor's enumeration order, which may differ from Slurm's GRES index and from /dev/nvidiaN.`,
     examples: ['<%= config.bin %> gpus', "<%= config.bin %> gpus --json | jq '.gpus[] | {uuid, utilization}'"],
-    flags: [
-      CONFIG_FLAG,
-      { name: 'json', type: 'boolean', description: 'Print JSON (stable field names, registry units: ratios 0..1, bytes, W, J, Cel).' },
-      {
-        name: 'plugin',
-        type: 'string',
-        multiple: true,
-        helpValue: 'NAME',
-        description: 'GPU plugin to sample (default: the configured ones, auto-detected).',
-      },
-    ],
+    flags: GPUS_FLAGS,
     man: {
       exit: [
         ['0', 'the GPUs were listed (a vendor tool that failed is named on stderr)'],
@@ -279,7 +156,7 @@ GPUs are keyed by UUID; index is the vendor's enumeration order, which may diffe
       env: [CONFIG_ENV, NO_COLOR],
       see: ['l9gpu jobs', 'docs/metrics.md'],
     },
-    run: async (f) => (await import('./gpus-command.js')).gpus(f),
+    run: typedRun(GPUS_FLAGS, async (f) => (await import('./gpus-command.js')).gpus(f)),
   },
   {
     id: 'health',
@@ -296,38 +173,7 @@ GPUs are keyed by UUID; index is the vendor's enumeration order, which may diffe
       '<%= config.bin %> health --nhc --drain    # slurm.conf: HealthCheckProgram=/usr/local/sbin/l9gpu-healthcheck',
       '<%= config.bin %> health --clear GPU-5c1e4c8a    # after a GPU reset or repair',
     ],
-    flags: [
-      CONFIG_FLAG,
-      { name: 'json', type: 'boolean', description: 'Print JSON.', exclusive: ['nhc'] },
-      {
-        name: 'nhc',
-        type: 'boolean',
-        description: "One line and an exit status for Slurm's HealthCheckProgram or NHC: exit 1 when a GPU failed, else 0.",
-        exclusive: ['json'],
-      },
-      {
-        name: 'drain',
-        type: 'boolean',
-        description:
-          'With --nhc, as HealthCheckProgram: drain this node through scontrol when a GPU failed ' +
-          '(reason "l9gpu: ..."), and resume it when healthy again if l9gpu drained it.',
-      },
-      {
-        name: 'unknown-fails',
-        type: 'boolean',
-        description: 'With --nhc: an unknown health (no daemon writing it) fails too, instead of passing with a warning.',
-      },
-      {
-        name: 'clear',
-        type: 'string',
-        multiple: true,
-        helpValue: 'GPU',
-        description:
-          'Clear the Xid events recorded so far for a GPU (UUID, a prefix of one UUID, index, or ' +
-          'all), once it has been reset or repaired; a GPU named that is missing (removed, no longer ' +
-          'monitored) is forgotten. Root only.',
-      },
-    ],
+    flags: HEALTH_FLAGS,
     man: {
       exit: [
         ['0', 'printed; with --nhc: no GPU failed (ok, warning, or unknown without --unknown-fails)'],
@@ -342,7 +188,7 @@ GPUs are keyed by UUID; index is the vendor's enumeration order, which may diffe
       env: [CONFIG_ENV, ['SLURMD_NODENAME', 'the node --drain drains or resumes (set by slurmd for HealthCheckProgram)'], NO_COLOR],
       see: ['docs/health.md', 'slurm.conf(5) HealthCheckProgram', 'nhc(8)'],
     },
-    run: async (f) => (await import('./health-command.js')).health(f),
+    run: typedRun(HEALTH_FLAGS, async (f) => (await import('./health-command.js')).health(f)),
   },
   {
     id: 'jobs',
@@ -451,29 +297,7 @@ It returns at once: a job that held GPUs is queued in <state_dir>/ctld-queue (10
       `(scontrol while slurmctld holds the job, else sacctmgr) as "L9G1:" + hex(gzip(JSON)). A ` +
       `comment that is not l9gpu's is never replaced.`,
     examples: ['<%= config.bin %> slurm ctld-epilog --job 4242'],
-    flags: [
-      CONFIG_FLAG,
-      {
-        name: 'job',
-        type: 'string',
-        helpValue: 'ID',
-        description:
-          'Store the summary of this finished job now, in the foreground (a job that ended before the ' +
-          'epilog was set up, or again); exit 1 when it could not be stored.',
-      },
-      {
-        name: 'raw-id',
-        type: 'string',
-        helpValue: 'ID',
-        description: 'With --job: the raw job id its metrics carry, when --job is ARRAYID_TASKID (default: asked of sacct).',
-      },
-      {
-        name: 'worker',
-        type: 'boolean',
-        description:
-          'Set by the epilog on the worker it starts: drain the queue of ended jobs, then exit (with --job: log with timestamps).',
-      },
-    ],
+    flags: CTLD_EPILOG_FLAGS,
     man: {
       exit: [
         ['0', 'as EpilogSlurmctld always (the worker runs on); with --job: the summary was stored'],
@@ -498,7 +322,7 @@ It returns at once: a job that held GPUs is queued in <state_dir>/ctld-queue (10
       ],
       see: ['l9gpu jobs show', 'docs/jobs.md'],
     },
-    run: async (f) => (await import('./ctld-epilog-command.js')).ctldEpilog(f),
+    run: typedRun(CTLD_EPILOG_FLAGS, async (f) => (await import('./ctld-epilog-command.js')).ctldEpilog(f)),
   },
   {
     id: 'slurm prolog',

@@ -9,7 +9,8 @@ import { loadCliConfig } from './config.js';
 import { CliError } from './errors.js';
 import { JOB_ID, RAW_JOB_ID } from '../core/job-id.js';
 import { clip, printable } from '../core/printable.js';
-import type { FlagValues } from './flag-spec.js';
+import type { FlagsOf } from './flag-spec.js';
+import type { CTLD_EPILOG_FLAGS } from './command-flags.js';
 import { enqueueEnded, epilogJob, storeSummary } from '../../slurm/ctld-epilog.js';
 import { DEFAULT_BACKLOG } from '../../slurm/ctld-queue.js';
 import { DEFAULT_CONFIG_PATH } from '../core/config/load.js';
@@ -19,12 +20,12 @@ import { sacctJob } from '../../slurm/sacct-job.js';
 import { slurmCommand } from '../../slurm/tools.js';
 import { writeOut } from './out.js';
 
-export async function ctldEpilog(f: FlagValues): Promise<number> {
-  const id = f.job as string | undefined;
+export async function ctldEpilog(f: FlagsOf<typeof CTLD_EPILOG_FLAGS>): Promise<number> {
+  const id = f.job;
   if (id) {
-    const cfg = loadCliConfig(f.config as string | undefined);
+    const cfg = loadCliConfig(f.config);
     if (!JOB_ID.test(id)) throw new CliError(`--job: "${printable(clip(id, 40))}" is not a job id (123 or 122_4)`, 2);
-    const rawFlag = f['raw-id'] as string | undefined;
+    const rawFlag = f['raw-id'];
     if (rawFlag !== undefined && !RAW_JOB_ID.test(rawFlag))
       throw new CliError(`--raw-id: "${printable(clip(rawFlag, 40))}" is not a raw job id (123)`, 2);
     let raw = rawFlag ?? (id.includes('_') ? undefined : id);
@@ -37,9 +38,9 @@ export async function ctldEpilog(f: FlagValues): Promise<number> {
     writeOut(`${f.worker ? `${new Date().toISOString()} ` : ''}${r.detail}\n`);
     return r.stored ? 0 : 1;
   }
-  const configArgs = f.config ? ['--config', f.config as string] : [];
+  const configArgs = f.config ? ['--config', f.config] : [];
   if (f.worker) {
-    const cfg = loadCliConfig(f.config as string | undefined);
+    const cfg = loadCliConfig(f.config);
     const stateDir = readSection(cfg, DAEMON_SECTION).state_dir;
     const { ctldLog } = await import('../../slurm/ctld-log.js');
     const { runWorker } = await import('../../slurm/ctld-worker.js');
@@ -54,7 +55,7 @@ export async function ctldEpilog(f: FlagValues): Promise<number> {
     if (job) {
       const cap = backlogCap(process.env.L9GPU_CTLD_BACKLOG);
       const r = enqueueEnded(
-        loadCliConfig(f.config as string | undefined),
+        loadCliConfig(f.config),
         process.env,
         job,
         process.argv[1]!,

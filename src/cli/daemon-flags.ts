@@ -5,9 +5,9 @@
  */
 import { ATTRIBUTION_NAMES, PLUGIN_NAMES, SINK_NAMES } from '../../daemon/schema.js';
 import type { Override } from '../core/config/load.js';
-import { CONFIG_FLAG, type FlagSpec } from './flag-spec.js';
+import { CONFIG_FLAG, type FlagSpec, type FlagsOf } from './flag-spec.js';
 
-export const DAEMON_FLAGS: readonly FlagSpec[] = [
+export const DAEMON_FLAGS = [
   CONFIG_FLAG,
   {
     name: 'once',
@@ -53,17 +53,10 @@ export const DAEMON_FLAGS: readonly FlagSpec[] = [
       'VACUUM, about 20-40 s per GB), then exit. Refused while the daemon runs: stop it first ' +
       '(hooks wait on the store meanwhile, up to their busy timeout).',
   },
-];
+] as const satisfies readonly FlagSpec[];
 
-export interface DaemonFlags {
-  config?: string;
-  once?: boolean;
-  interval?: string;
-  sink?: string[];
-  plugin?: string[];
-  attribution?: string;
-  'compact-store'?: boolean;
-}
+/** The daemon's flags, typed from the table (a misspelt flag does not compile). */
+export type DaemonFlags = FlagsOf<typeof DAEMON_FLAGS>;
 
 /** Flags as config overrides (flags > environment > file > defaults). */
 export function flagOverrides(flags: DaemonFlags): Override[] {

@@ -6,7 +6,7 @@
  */
 import { parseArgs } from 'node:util';
 import { DAEMON_FLAGS, type DaemonFlags } from './daemon-flags.js';
-import { parseArgsOptions } from './flag-spec.js';
+import { parseArgsOptions, typedFlags, type FlagSpec } from './flag-spec.js';
 import { runDaemon } from './run-daemon.js';
 
 export async function main(argv: string[]): Promise<never> {
@@ -18,14 +18,15 @@ export async function main(argv: string[]): Promise<never> {
       options: parseArgsOptions(DAEMON_FLAGS),
     });
     if (positionals.length) throw new Error(`unexpected argument: ${positionals[0]}`);
-    flags = values as DaemonFlags;
-    for (const f of DAEMON_FLAGS) {
-      const v = (flags as Record<string, unknown>)[f.name];
-      if (f.multiple && Array.isArray(v))
-        (flags as Record<string, unknown>)[f.name] = v.flatMap((x: string) => x.split(',')).filter(Boolean);
+    const parsed: Record<string, unknown> = { ...values };
+    const specs: readonly FlagSpec[] = DAEMON_FLAGS;
+    for (const f of specs) {
+      const v = parsed[f.name];
+      if (f.multiple && Array.isArray(v)) parsed[f.name] = v.flatMap((x: string) => x.split(',')).filter(Boolean);
       if (f.options && typeof v === 'string' && !f.options.includes(v))
         throw new Error(`--${f.name}: "${v}" is not one of ${f.options.join(', ')}`);
     }
+    flags = typedFlags(DAEMON_FLAGS, parsed);
   } catch (e) {
     process.stderr.write(`l9gpu: ${(e as Error).message.replace(/\. To specify.*$/s, '')} (see l9gpu daemon --help)\n`);
     process.exit(2);

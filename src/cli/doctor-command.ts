@@ -12,7 +12,8 @@ import { pluginContext } from '../core/plugin.js';
 import { dirWritable } from '../core/probe.js';
 import { VERSION, resourceAttributes } from '../core/resource.js';
 import { loadCliConfig } from './config.js';
-import type { FlagValues } from './flag-spec.js';
+import type { FlagsOf } from './flag-spec.js';
+import type { DOCTOR_FLAGS } from './command-flags.js';
 import { askJobsDaemon } from '../jobs/client.js';
 import { jobsSocketPath } from '../jobs/server.js';
 import { healthFileAge, readHealthFile } from '../health/state-file.js';
@@ -39,8 +40,8 @@ interface Check {
 }
 
 /** Prints the report; resolves to the exit code (1: a problem was found). */
-export async function doctor(flags: FlagValues): Promise<number> {
-  const cfg = loadCliConfig(flags.config as string | undefined);
+export async function doctor(flags: FlagsOf<typeof DOCTOR_FLAGS>): Promise<number> {
+  const cfg = loadCliConfig(flags.config);
   const enabledSinks = new Set(readSection(cfg, DAEMON_SECTION).sinks);
   const ctx = pluginContext(cfg, createLogger('error'));
   const selection = await selectAgentPlugins(cfg, ctx);

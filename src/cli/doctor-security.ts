@@ -11,6 +11,9 @@ import { PROMETHEUS_SECTION } from '../sinks/sections.js';
 import { hidesPersonal, loopbackOnly } from '../sinks/prometheus.js';
 import { takeWebConfig } from '../sinks/web/web-state.js';
 
+const PEOPLE_HIDDEN = ' (the labels that name people are left off: personal_labels)';
+const PEOPLE_SHOWN = ", and every user's name, account and job name (personal_labels = show)";
+
 export interface SecurityFinding {
   /** warn: said, the exit status kept; problem: counted as one. */
   readonly level: 'warn' | 'problem';
@@ -104,7 +107,7 @@ function pullPage(cfg: Config): SecurityFinding[] {
       what:
         `the pull page on ${where} answers anyone who reaches the port, without authentication${tls ? '' : ' or TLS'}: ` +
         `every job's id, partition and GPU ` +
-        `series${hidden ? ' (the labels that name people are left off: personal_labels)' : ", and every user's name, account and job name (personal_labels = show)"}`,
+        `series${hidden ? PEOPLE_HIDDEN : PEOPLE_SHOWN}`,
       fix:
         'set [prometheus] web_config with basic_auth_users or a client CA and client_auth_type = ' +
         'RequireAndVerifyClientCert, or host = 127.0.0.1 (docs/security.md)',

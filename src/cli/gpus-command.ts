@@ -10,14 +10,15 @@ import { PointBuffer, type Point } from '../core/metrics/model.js';
 import { pluginContext, type Plugin } from '../core/plugin.js';
 import { loadCliConfig } from './config.js';
 import { gpuView, renderGpuTable } from './gpus-view.js';
-import type { FlagValues } from './flag-spec.js';
+import type { FlagsOf } from './flag-spec.js';
+import type { GPUS_FLAGS } from './command-flags.js';
 import { colorOut, writeOut } from './out.js';
 
 /** Samples the GPU plugins once and prints them; resolves to the exit code (1: no GPU could be read, or fewer than the node must have). */
-export async function gpus(flags: FlagValues): Promise<number> {
+export async function gpus(flags: FlagsOf<typeof GPUS_FLAGS>): Promise<number> {
   const cfg = loadCliConfig(
-    flags.config as string | undefined,
-    flags.plugin ? [{ section: 'daemon', key: 'plugins', raw: (flags.plugin as string[]).join(','), flag: '--plugin' }] : [],
+    flags.config,
+    flags.plugin ? [{ section: 'daemon', key: 'plugins', raw: flags.plugin.join(','), flag: '--plugin' }] : [],
   );
   // warnings (a GPU NVML cannot open, a field it cannot read) belong on stderr here
   // what a vendor tool printed (a name, an error) reaches the terminal without its control characters

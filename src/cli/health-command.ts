@@ -8,7 +8,8 @@
 import { slurmNodeName } from '../../slurm/node-name.js';
 import { loadCliConfig } from './config.js';
 import { CliError } from './errors.js';
-import type { FlagValues } from './flag-spec.js';
+import type { FlagsOf } from './flag-spec.js';
+import type { HEALTH_FLAGS } from './command-flags.js';
 import { alignColumns, byText, style } from '../core/text-table.js';
 import { assess, MISSING, STATE_NAMES, type GpuHealth, type HealthState } from '../health/rules.js';
 import { bootTime, isForgotten, healthFileAge, readClears, readHealthFile, writeClears, xidSince } from '../health/state-file.js';
@@ -120,9 +121,9 @@ function render(r: HealthReport, color: boolean): string {
 }
 
 /** Resolves to the exit code. */
-export async function health(f: FlagValues): Promise<number> {
-  const cfg = loadCliConfig(f.config as string | undefined);
-  if (f.clear) return clear(cfg, f.clear as string[]);
+export async function health(f: FlagsOf<typeof HEALTH_FLAGS>): Promise<number> {
+  const cfg = loadCliConfig(f.config);
+  if (f.clear) return clear(cfg, f.clear);
   if (f.drain && !f.nhc) throw new CliError('--drain goes with --nhc (HealthCheckProgram=... l9gpu health --nhc --drain)', 2);
   const r = healthReport(cfg);
   if (f.json) {

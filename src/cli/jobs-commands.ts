@@ -4,15 +4,17 @@
  * commands and by the light entry that runs them without the CLI framework.
  */
 import { CliError } from './errors.js';
-import type { FlagValues } from './flag-spec.js';
+import type { FlagsOf } from './flag-spec.js';
+import type { JOBS_FLAGS, JOBS_SHOW_FLAGS } from './command-flags.js';
 import { askList, jobsContext, parseSince, type JobsContext } from './jobs-context.js';
-import { accountingOfMany, hasSacct, showReport, type ShowSource } from './job-sources.js';
+import { accountingOfMany, hasSacct, showReport } from './job-sources.js';
 import { timeLimitNotes, wasteRows, wasteThresholds, type WasteInput } from '../jobs/waste.js';
 import { wasteInputsFromPromql } from '../jobs/waste-promql.js';
 import { redactUrl } from '../core/redact.js';
 import { pricesFrom } from '../jobs/prices.js';
 import { renderBy, renderByCsv, renderCsv, renderList, renderReport, renderWaste, renderWasteCsv } from '../jobs/render.js';
-import { keyedGroups, type GroupBy } from '../jobs/by.js';
+import { keyedGroups } from '../jobs/by.js';
+import { reportJson } from '../jobs/report-json.js';
 import { style } from '../core/text-table.js';
 import { JOB_ID } from '../core/job-id.js';
 import { checkRequestHeaders } from '../core/config/schema.js';
@@ -25,20 +27,23 @@ const POD = /^(?=[^/]{1,63}\/)[a-z0-9](?:[-a-z0-9]*[a-z0-9])?\/(?=.{1,253}$)[a-z
 
 const color = () => style(colorOut());
 
-export async function jobsList(f: FlagValues): Promise<void> {
-  const ctx = jobsContext(f.config as string | undefined);
+type ListFlags = FlagsOf<typeof JOBS_FLAGS>;
+type ShowFlags = FlagsOf<typeof JOBS_SHOW_FLAGS>;
+
+export async function jobsList(f: ListFlags): Promise<void> {
+  const ctx = jobsContext(f.config);
   if (f.waste) return jobsWaste(ctx, f);
   const { rows, user, by, groups } = await askList(
     ctx,
     {
       op: 'list',
-      user: (f.user as string) ?? null,
-      account: (f.account as string) ?? null,
-      partition: (f.partition as string) ?? null,
-      state: f.state as 'all',
-      since: f.since ? parseSince(f.since as string) : null,
-      limit: f.limit as number,
-      by: (f.by as GroupBy | undefined) ?? null,
+      user: f.user ?? null,
+      account: f.account ?? null,
+      partition: f.partition ?? null,
+      state: f.state,
+      since: f.since ? parseSince(f.since) : null,
+      limit: f.limit,
+      by: f.by ?? null,
     },
     pricesFrom(ctx.cfg),
   );
@@ -55,38 +60,32 @@ export async function jobsList(f: FlagValues): Promise<void> {
   else writeOut(renderList(rows, color()));
 }
 
-export async function jobsShow(jobid: string, f: FlagValues): Promise<void> {
+export async function jobsShow(jobid: string, f: ShowFlags): Promise<void> {
   if (!JOB_ID.test(jobid) && !POD.test(jobid))
     throw new CliError(`"${printable(clip(jobid, 40))}" is not a job id (123 or 122_4) nor a pod (namespace/name)`, 2);
-  const ctx = jobsContext(f.config as string | undefined);
-  const given = Object.fromEntries(((f.header as string[]) ?? []).map((h) => [h.slice(0, h.indexOf('=')), h.slice(h.indexOf('=') + 1)]));
+  const ctx = jobsContext(f.config);
+  const given = Object.fromEntries((f.header ?? []).map((h) => [h.slice(0, h.indexOf('=')), h.slice(h.indexOf('=') + 1)]));
   try {
     checkRequestHeaders(given);
   } catch (e) {
     throw new CliError(`--header: ${(e as Error).message}`, 2);
   }
   // the configured credentials go to promql_url's origin alone: a --url elsewhere gets only its --header values
-  const promql = promqlOptions(ctx.cfg, { url: f.url as string | undefined, window: f.window as string, headers: given, optional: true });
-  const report = await showReport(
-    ctx,
-    jobid,
-    f.source as ShowSource,
-    (f.cluster as string | undefined) ?? null,
-    promql ?? { url: null, window: f.window as string },
-  );
-  if (f.json) writeOut(JSON.stringify(report, null, 2) + '\n');
+  const promql = promqlOptions(ctx.cfg, { url: f.url, window: f.window, headers: given, optional: true });
+  const report = await showReport(ctx, jobid, f.source, f.cluster ?? null, promql ?? { url: null, window: f.window });
+  if (f.json) writeOut(JSON.stringify(reportJson(report), null, 2) + '\n');
   else writeOut(renderReport(report, color()));
 }
 
 /** `l9gpu jobs --waste`: the fold's inputs from the store (or the cluster's from PromQL), their time limits from accounting, folded. */
-async function jobsWaste(ctx: JobsContext, f: FlagValues): Promise<void> {
-  const since = f.since ? parseSince(f.since as string) : null;
+async function jobsWaste(ctx: JobsContext, f: ListFlags): Promise<void> {
+  const since = f.since ? parseSince(f.since) : null;
   let inputs: WasteInput[];
   let where = 'on this node';
   if (f.source === 'promql') {
     const from = since ?? Date.now() - 7 * 86_400_000;
     const window = `${Math.max(60, Math.ceil((Date.now() - from) / 1000))}s`;
-    const promql = promqlOptions(ctx.cfg, { url: f.url as string | undefined, window, optional: true });
+    const promql = promqlOptions(ctx.cfg, { url: f.url, window, optional: true });
     if (!promql) throw new CliError('--waste --source promql needs --url (the PromQL API base URL) or [jobs] promql_url', 2);
     try {
       inputs = await wasteInputsFromPromql(promql, ctx.viewer);
@@ -99,12 +98,12 @@ async function jobsWaste(ctx: JobsContext, f: FlagValues): Promise<void> {
       ctx,
       {
         op: 'list',
-        user: (f.user as string) ?? null,
-        account: (f.account as string) ?? null,
-        partition: (f.partition as string) ?? null,
-        state: f.state as 'all',
+        user: f.user ?? null,
+        account: f.account ?? null,
+        partition: f.partition ?? null,
+        state: f.state,
         since,
-        limit: f.limit as number,
+        limit: f.limit,
         waste: true,
       },
       pricesFrom(ctx.cfg),

@@ -5,7 +5,8 @@
  */
 import { Args, Command } from '@oclif/core';
 import { commandSpec } from './command-table.js';
-import type { DaemonFlags } from './daemon-flags.js';
+import { DAEMON_FLAGS } from './daemon-flags.js';
+import { typedFlags } from './flag-spec.js';
 import { reportingCliErrors } from './errors.js';
 import { oclifFlags } from './oclif-flags.js';
 
@@ -23,7 +24,7 @@ export function oclifCommand(id: string): typeof Command {
       const { args, flags } = await this.parse(this.constructor as typeof Command);
       if (spec.entry === 'daemon') {
         const { runDaemon } = await import('./run-daemon.js');
-        await runDaemon(flags as DaemonFlags);
+        await runDaemon(typedFlags(DAEMON_FLAGS, flags));
       } else if (hook) {
         const { main } = await import('../../slurm/hook.js');
         main(hook);

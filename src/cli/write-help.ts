@@ -2,7 +2,7 @@
  * Build step: every command's and topic's --help as oclif renders it (no
  * colour, 80 columns), written to dist/help.json, so bin/run.js prints help
  * without loading the CLI framework (3.4x bare node's start-up otherwise).
- * test/cli.test.ts compares each text with oclif's own output. Beside it,
+ * test/serial/cli.test.ts compares each text with oclif's own output. Beside it,
  * dist/commands.json: each command's entry from the command table (and the
  * version flags, the light entry's), the routes bin/run.js starts by.
  */

@@ -7,20 +7,11 @@
  * needs nothing of slurm/.
  */
 
-/** One job run as sacct reports it; null wherever sacct does not say. */
-export interface SacctJob {
-  /** Display id: "123", array task "122_4", het component "123+0". */
-  jobId: string;
+import type { RunIdentity, RunOwner } from '../core/run-identity.js';
+
+/** One job run as sacct reports it (the run identity's fields sacct has; start and end below); null wherever sacct does not say. */
+export interface SacctJob extends Pick<RunIdentity, 'jobId' | 'arrayJobId' | 'arrayTaskId'>, RunOwner {
   jobIdRaw: string;
-  arrayJobId: string | null;
-  arrayTaskId: string | null;
-  name: string | null;
-  user: string | null;
-  uid: number | null;
-  account: string | null;
-  partition: string | null;
-  qos: string | null;
-  cluster: string | null;
   /** Base state word: COMPLETED, FAILED, CANCELLED ("CANCELLED by 0"), TIMEOUT, OUT_OF_MEMORY, RUNNING... */
   state: string;
   exitCode: number | null;

@@ -20,6 +20,8 @@ import { readSection } from '../core/config/read.js';
 import { secretSourcesOf, tlsFilesOf } from '../core/config/client-keys.js';
 import { JOBS_SECTION } from './config.js';
 
+const ELSEWHERE = '; set [jobs] promql_url to where the API is';
+
 export interface Series {
   metric: Record<string, string>;
   values: [number, string][];
@@ -78,7 +80,8 @@ export function closePromql(o: PromqlOptions): void {
 
 /** An instant query, at `at` (ms since epoch; default: the backend's now). */
 export async function query(o: PromqlOptions, q: string, at?: number): Promise<Series[]> {
-  const u = `${o.url.replace(/\/+$/, '')}/api/v1/query?${new URLSearchParams(at === undefined ? { query: q } : { query: q, time: (at / 1000).toFixed(3) })}`;
+  const params = new URLSearchParams(at === undefined ? { query: q } : { query: q, time: (at / 1000).toFixed(3) });
+  const u = `${o.url.replace(/\/+$/, '')}/api/v1/query?${params}`;
   const where = redactUrl(o.url);
   const client = clientOf(o);
   let r;
@@ -93,7 +96,7 @@ export async function query(o: PromqlOptions, q: string, at?: number): Promise<S
         : '';
     throw new Error(
       `PromQL ${where}: ` +
-        `${msg}${f instanceof HttpFailure && f.kind === 'redirect' && msg.includes('another origin') ? '; set [jobs] promql_url to where the API is' : ''}${fix}`,
+        `${msg}${f instanceof HttpFailure && f.kind === 'redirect' && msg.includes('another origin') ? ELSEWHERE : ''}${fix}`,
     );
   }
   const max = o.maxBytes ?? MAX_ANSWER_BYTES;

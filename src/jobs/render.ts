@@ -102,10 +102,27 @@ export function sparkline(series: readonly [number, number][], width = 60): stri
   return cols.map((v) => BARS[Math.min(BARS.length - 1, Math.round(v * (BARS.length - 1)))]).join('');
 }
 
+/** The report a user reads: its sections in order, each after a blank line (a section with nothing to say is left out). */
 export function renderReport(raw: JobReport, st: Style): string {
   const r = printableDeep(raw);
-  const j = r.job;
+  const sections = [
+    headerSection(r, st),
+    overallSection(r, st),
+    perNodeSection(r, st),
+    perGpuSection(r, st),
+    r.efficiency ? renderEfficiency(r.efficiency, new Map(r.gpus.map((g) => [g.uuid, g.node])), st) : [],
+    inferenceSection(r, st),
+    communicationSection(r, st),
+    seriesSection(r, st),
+    notesSection(r, st),
+  ].filter((x) => x.length > 0);
+  return sections.map((x) => x.join('\n')).join('\n\n') + '\n';
+}
+
+/** The header: who ran the job, where, its state, GPUs, the jobstats header from accounting, its times. */
+function headerSection(r: JobReport, st: Style): string[] {
   const out: string[] = [];
+  const j = r.job;
   const pod = j.scheduler === 'kubernetes';
   out.push(st.bold(`${pod ? 'Pod' : 'Job'} ${j.id}${j.name ? ` (${j.name})` : ''}`) + st.dim(`   source: ${SOURCE[r.source]}`));
   if (pod) {
@@ -139,7 +156,13 @@ export function renderReport(raw: JobReport, st: Style): string {
     out.push(
       `  time limit     ${duration(j.time_limit_s)}${j.time_efficiency !== null ? `   time efficiency ${pct(j.time_efficiency)}` : ''}`,
     );
-  out.push('', st.bold('Overall'));
+  return out;
+}
+
+/** Overall: the job's utilization and peak memory meters, GPU-hours, energy, cost and CO2e. */
+function overallSection(r: JobReport, st: Style): string[] {
+  const out: string[] = [];
+  out.push(st.bold('Overall'));
   const t = r.totals;
   out.push(meter('GPU utilization', t.util_mean, st));
   const memFrac = t.mem_peak_bytes !== null ? t.mem_peak_bytes / Math.max(1, ...r.gpus.map((g) => g.figures.memTotal ?? 0)) : null;
@@ -152,8 +175,15 @@ export function renderReport(raw: JobReport, st: Style): string {
           : `${kwh(t.energy_kwh)} kWh ` + `(${Math.round(t.energy_j)} J)`
       }${t.cost !== null ? `   cost ${t.cost.toFixed(2)} ${t.currency}` : ''}${t.co2e_g !== null ? `   CO2e ${kg(t.co2e_g)} kg` : ''}`,
   );
+  return out;
+}
+
+/** Per node, for a multi-node job: each node's totals (none for a job on one node). */
+function perNodeSection(r: JobReport, st: Style): string[] {
+  const out: string[] = [];
+  const j = r.job;
   if (j.nodes.length > 1) {
-    out.push('', st.bold('Per node'));
+    out.push(st.bold('Per node'));
     out.push(
       ...table(
         [
@@ -170,7 +200,13 @@ export function renderReport(raw: JobReport, st: Style): string {
       ).map((l) => `  ${l}`),
     );
   }
-  out.push('', st.bold('Per GPU'));
+  return out;
+}
+
+/** Per GPU: each GPU's figures. */
+function perGpuSection(r: JobReport, st: Style): string[] {
+  const out: string[] = [];
+  out.push(st.bold('Per GPU'));
   out.push(
     ...table(
       [
@@ -200,13 +236,17 @@ export function renderReport(raw: JobReport, st: Style): string {
       st,
     ).map((l) => `  ${l}`),
   );
-  if (r.efficiency) out.push('', ...renderEfficiency(r.efficiency, new Map(r.gpus.map((g) => [g.uuid, g.node])), st));
+  return out;
+}
+
+/** Inference: what the job's engines served (none for a job without). */
+function inferenceSection(r: JobReport, st: Style): string[] {
+  const out: string[] = [];
   const inf = r.inference;
   if (inf) {
     const s = (x: number | null) => (x === null ? '-' : x < 1 ? `${Math.round(x * 1000)} ms` : `${x.toFixed(2)} s`);
     const n = (x: number | null) => (x === null ? '-' : thousands(Math.round(x)));
     out.push(
-      '',
       st.bold('Inference') + st.dim(` (${inf.engines.map((e) => `${e.engine} ${e.endpoint}${e.model ? ` ${e.model}` : ''}`).join('; ')})`),
     );
     out.push(
@@ -223,11 +263,16 @@ export function renderReport(raw: JobReport, st: Style): string {
         `tokens/J (of the job's GPU energy)`,
     );
   }
+  return out;
+}
+
+/** Communication (NCCL): the job's collectives and its slowest ranks (none for a job without). */
+function communicationSection(r: JobReport, st: Style): string[] {
+  const out: string[] = [];
   const com = r.communication;
   if (com) {
     const gbs = (x: number | null) => (x === null ? '-' : (x / 1e9).toFixed(1));
     out.push(
-      '',
       st.bold('Communication (NCCL)') +
         st.dim(
           ` ${com.time_s.toFixed(1)} s per rank in collectives${
@@ -268,14 +313,26 @@ export function renderReport(raw: JobReport, st: Style): string {
       );
     }
   }
+  return out;
+}
+
+/** The utilization sparkline over the job (none for a job of one minute). */
+function seriesSection(r: JobReport, st: Style): string[] {
+  const out: string[] = [];
   if (r.series.length > 1) {
-    out.push('', st.bold('GPU utilization over the job') + st.dim(` (per minute, ${r.series.length} min)`));
+    out.push(st.bold('GPU utilization over the job') + st.dim(` (per minute, ${r.series.length} min)`));
     out.push(`  ${sparkline(r.series)}`);
   }
-  out.push('', st.bold('Notes'));
+  return out;
+}
+
+/** Notes: what the report's rules found. */
+function notesSection(r: JobReport, st: Style): string[] {
+  const out: string[] = [];
+  out.push(st.bold('Notes'));
   if (r.notes.length === 0) out.push('  none: the GPUs were well used');
   for (const n of r.notes) out.push(n.level === 'warn' ? st.warn(`  ! ${n.text}`) : `  - ${n.text}`);
-  return out.join('\n') + '\n';
+  return out;
 }
 
 const gb = (x: number | null) => (x === null ? '-' : (x / 1e9).toFixed(1));

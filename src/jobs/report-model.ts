@@ -1,5 +1,7 @@
 /** The shapes of a job report, shared by the store and PromQL sources, the notes and the renderers. */
 import type { GpuFigures, IdleBasis } from '../figures/rollup.js';
+import type { RunOwner } from '../core/run-identity.js';
+import type { SnakeKeys } from '../core/snake-case.js';
 
 export interface Note {
   level: 'info' | 'warn';
@@ -7,17 +9,11 @@ export interface Note {
   text: string;
 }
 
-export interface JobHeader {
+/** The report's header: the run identity in snake_case (start and end as ISO times), with what the report adds. */
+export interface JobHeader extends SnakeKeys<RunOwner> {
   id: string;
   job_id: string;
   run: string;
-  user: string | null;
-  uid: number | null;
-  account: string | null;
-  partition: string | null;
-  qos: string | null;
-  name: string | null;
-  cluster: string | null;
   state: string;
   start: string | null;
   end: string | null;

@@ -30,6 +30,11 @@ import { isDrained, parseNodeState } from '../../slurm/node-drain.js';
 
 const CONFIGLESS_AT: Record<SlurmRelease, 'early' | 'middle' | 'late'> = { bookworm: 'early', trixie: 'middle', sid: 'late' };
 
+/** The end of a log file for a failure's message, or (none). */
+function tail(file: string, chars: number): string {
+  return existsSync(file) ? readFileSync(file, 'utf8').slice(-chars) : '(none)';
+}
+
 export function slurmSuite(release: SlurmRelease): void {
   const L = `[Slurm ${SLURM_VERSION[release]}] `;
   const dir = tempDir('l9gpu-slurmtest-');
@@ -667,14 +672,14 @@ summary_wait = 60s
   interface Fig {
     samples: number;
     seconds: number;
-    gpuHours: number;
-    utilMean: number | null;
-    utilMax: number | null;
-    memUsedMax: number | null;
-    energyJ: number;
-    energySource: string;
-    powerMean: number | null;
-    shareMean: number;
+    gpu_hours: number;
+    util_mean: number | null;
+    util_max: number | null;
+    mem_used_max: number | null;
+    energy_j: number;
+    energy_source: string;
+    power_mean: number | null;
+    share_mean: number;
   }
   interface Report {
     source: string;
@@ -712,7 +717,8 @@ summary_wait = 60s
     async () => {
       await idle();
       const multi = await cluster.sbatch(['--gres=gpu:2', '-J', 'two-gpus', '--wrap', 'sleep 6']);
-      const single = await cluster.sbatch(['--gres=gpu:1', '--wrap', 'sleep 6']);
+      // one job of a user's own: the case's checks of who sees what need no earlier case's jobs
+      const single = await cluster.sbatch(['--gres=gpu:1', '--wrap', 'sleep 6'], TEST_USER);
       const [sh1, sh2] = await Promise.all([
         cluster.sbatch(['--gres=shard:1', '--wrap', 'sleep 6']),
         cluster.sbatch(['--gres=shard:1', '--wrap', 'sleep 6']),
@@ -735,11 +741,11 @@ summary_wait = 60s
           const minor = MINORS[gpus.findIndex((x) => x.uuid === g.uuid)]!;
           const f = g.figures;
           assert.ok(f.samples >= 10, `${j}: ${f.samples} samples`);
-          assert.equal(f.utilMean, UTIL[minor]! / 100, 'mean utilization of a constant 0..1 value');
-          assert.equal(f.utilMax, UTIL[minor]! / 100);
-          assert.equal(f.memUsedMax, MEM[minor], 'peak memory');
-          assert.equal(f.powerMean, WATTS[minor], 'power mean, W');
-          assert.equal(f.energySource, 'counter');
+          assert.equal(f.util_mean, UTIL[minor]! / 100, 'mean utilization of a constant 0..1 value');
+          assert.equal(f.util_max, UTIL[minor]! / 100);
+          assert.equal(f.mem_used_max, MEM[minor], 'peak memory');
+          assert.equal(f.power_mean, WATTS[minor], 'power mean, W');
+          assert.equal(f.energy_source, 'counter');
           // energy = the delta of the counter values the daemon exported for this job and GPU, times the share
           const counter = points().filter(
             (pt) => pt.name === 'gpu.energy.consumption' && pt.attributes['slurm.job.id'] === j && pt.attributes['gpu.uuid'] === g.uuid,
@@ -754,16 +760,16 @@ summary_wait = 60s
           );
           let delta = 0;
           for (let i = 1; i < counter.length; i++) delta += (counter[i]!.value - counter[i - 1]!.value) * shareAt.get(counter[i]!.time)!;
-          assert.ok(Math.abs(f.energyJ - delta) < 1e-3, `${j}: energy ${f.energyJ} J, counter deltas x shares ${delta} J`);
+          assert.ok(Math.abs(f.energy_j - delta) < 1e-3, `${j}: energy ${f.energy_j} J, counter deltas x shares ${delta} J`);
           // and physically: the counter grows at the GPU's power (read a few ms after each sample, so not exactly)
-          const physical = WATTS[minor]! * f.seconds * f.shareMean;
-          assert.ok(Math.abs(f.energyJ - physical) <= 0.15 * physical, `${j}: energy ${f.energyJ} J, power x time ${physical} J`);
+          const physical = WATTS[minor]! * f.seconds * f.share_mean;
+          assert.ok(Math.abs(f.energy_j - physical) <= 0.15 * physical, `${j}: energy ${f.energy_j} J, power x time ${physical} J`);
           assert.ok(f.seconds > 4 && f.seconds < 10, `${j}: ${f.seconds} s sampled of a 6 s job`);
           // the report rounds seconds (ms) and the share (6 places) on their own: recomputed from them, GPU-hours may differ in the last
           // place
           assert.ok(
-            Math.abs(f.gpuHours - (f.seconds * f.shareMean) / 3600) <= 1.5e-6,
-            `GPU-hours = sampled seconds x share: ${f.gpuHours} vs ${f.seconds} s x ${f.shareMean}`,
+            Math.abs(f.gpu_hours - (f.seconds * f.share_mean) / 3600) <= 1.5e-6,
+            `GPU-hours = sampled seconds x share: ${f.gpu_hours} vs ${f.seconds} s x ${f.share_mean}`,
           );
         }
         // the same job from the metrics the daemon exported to VictoriaMetrics
@@ -786,7 +792,7 @@ summary_wait = 60s
         assert.deepEqual(p.efficiency, e, `${j}: store and PromQL give the same Efficiency section`);
       }
       const m = await show(multi);
-      const idleGpu = m.gpus.find((g) => g.figures.utilMax === 0);
+      const idleGpu = m.gpus.find((g) => g.figures.util_max === 0);
       assert.ok(idleGpu, 'the 2-GPU job got the idle GPU (GRES index 1)');
       assert.equal(m.totals.util_mean, (UTIL[idx[multi]![0]!]! + UTIL[idx[multi]![1]!]!) / 200);
       assert.ok(
@@ -811,13 +817,13 @@ summary_wait = 60s
         `${sh1}: shares ${s1Shares.join(',')}; ${sh2}'s from ${new Date(Math.min(...s2Times)).toISOString()} ` +
           `to ${new Date(Math.max(...s2Times)).toISOString()}`,
       );
-      assert.equal(s1.gpus[0]!.figures.shareMean, Math.round((s1Shares.reduce((a, b) => a + b, 0) / s1Shares.length) * 1e6) / 1e6);
+      assert.equal(s1.gpus[0]!.figures.share_mean, Math.round((s1Shares.reduce((a, b) => a + b, 0) / s1Shares.length) * 1e6) / 1e6);
       assert.ok(s1.notes.some((n) => n.code === 'shared'));
       // the job-end summary was exported once, with the store's figures
       const summary = await waitFor('job-end summary', () =>
         points().find((pt) => pt.name === 'gpu.job.energy' && pt.attributes['slurm.job.id'] === single),
       );
-      assert.equal(summary.value, (await show(single)).gpus[0]!.figures.energyJ);
+      assert.equal(summary.value, (await show(single)).gpus[0]!.figures.energy_j);
 
       // the list, filters and formats
       const list = JSON.parse(
@@ -833,7 +839,8 @@ summary_wait = 60s
         .split('\n');
       assert.equal(
         csv[0],
-        'id,user,account,partition,state,start,elapsed_s,gpus,gpu_hours,idle_gpu_hours,util_mean,mem_peak_bytes,energy_kwh,cost,co2e_g,problems',
+        'id,user,account,partition,state,start,elapsed_s,gpus,gpu_hours,idle_gpu_hours,util_mean,' +
+          'mem_peak_bytes,energy_kwh,cost,co2e_g,problems',
       );
       assert.equal(csv.length, 4);
       const text = (await runCli(['jobs', 'show', multi, '--config', configFile], { SLURM_CONF: cluster.conf })).stdout;
@@ -845,7 +852,10 @@ summary_wait = 60s
       assert.equal(unknown.status, 1);
       assert.match(
         unknown.stderr,
-        /job 999999 is not known to this node .*; Slurm accounting does not know it .*; no GPU metrics of job 999999 at http:\/\/127\.0\.0\.1:\d+ /,
+        new RegExp(
+          String.raw`job 999999 is not known to this node .*; Slurm accounting does not know it .*; ` +
+            String.raw`no GPU metrics of job 999999 at http:\/\/127\.0\.0\.1:\d+ `,
+        ),
       );
       // root sees everyone; a user sees their own jobs only, and not someone else's report
       const all = JSON.parse((await runCli(['jobs', '--json', '--config', configFile], {})).stdout) as { user: string }[];
@@ -1158,10 +1168,7 @@ summary_wait = 60s
         120_000,
         1000,
       ).catch((e: Error) => {
-        throw new Error(
-          `${e.message}; ctld-epilog.log: ` +
-            `${existsSync(join(stateDir, 'ctld-epilog.log')) ? readFileSync(join(stateDir, 'ctld-epilog.log'), 'utf8').slice(-600) : '(none)'}`,
-        );
+        throw new Error(`${e.message}; ctld-epilog.log: ` + tail(join(stateDir, 'ctld-epilog.log'), 600));
       });
       assert.ok(comment.length < 6000, `${comment.length} characters for 2 GPUs`);
       // the metrics backend loses everything: a new, empty VictoriaMetrics on the same port
@@ -1348,7 +1355,7 @@ summary_wait = 60s
         ).catch((e: Error) => {
           throw new Error(
             `${e.message}; ctld-epilog.log: ` +
-              `${existsSync(join(stateDir, 'ctld-epilog.log')) ? readFileSync(join(stateDir, 'ctld-epilog.log'), 'utf8').slice(-1500) : '(none)'}; ` +
+              `${tail(join(stateDir, 'ctld-epilog.log'), 1500)}; ` +
               `the queue: ${readdirSync(join(stateDir, 'ctld-queue'), { recursive: true }).join(' ')}`,
           );
         });

@@ -19,6 +19,7 @@ import { Pipeline } from '../../src/pipeline/pipeline.js';
 import { otlpSink } from '../../src/sinks/otlp.js';
 import { jobEndCoverage, reportFromPromql, settledReport, type PromqlOptions } from '../../src/jobs/promql.js';
 import type { JobReport } from '../../src/jobs/report-model.js';
+import { reportJson, type JobReportJson } from '../../src/jobs/report-json.js';
 import { recordEnd, recordStart, type GpuBinding } from '../../src/store/jobs.js';
 import { openStore, type Db } from '../../src/store/open.js';
 import { simPlugin, simUuid } from '../../plugins/sim/index.js';
@@ -61,9 +62,7 @@ before(async () => {
       budgets: new BudgetLedger(),
       jobLabels,
     });
-    const pipeline = new Pipeline(log);
-    pipeline.attribution = attribution;
-    pipeline.ledger = new JobLedger(db, log, { seriesMs: 86_400_000, jobsMs: 86_400_000 });
+    const pipeline = new Pipeline(log, { attribution, ledger: new JobLedger(db, log, { seriesMs: 86_400_000, jobsMs: 86_400_000 }) });
     const [otel, prom] = await Promise.all([new VictoriaMetrics().start(), new VictoriaMetrics().start({ prometheusNaming: true })]);
     halves.push({ name, db, attribution, pipeline, otel, prom });
   }
@@ -101,7 +100,7 @@ test(
         }),
       ),
     );
-    halves.forEach((h, i) => (h.pipeline.sinks = sinks.slice(2 * i, 2 * i + 2)));
+    halves.forEach((h, i) => h.pipeline.configure({ sinks: sinks.slice(2 * i, 2 * i + 2) }));
     // 7001 holds GPUs 0 and 1 for 14 ticks; 7002 shares GPU 1 with it from tick 4 to 11; GPU 2 is 7003's from tick 2
     // to 7, nobody's, then 7004's from tick 10 on (open at the end): in info mode GPU 2's series goes on between them
     const events: Record<number, [job: string, user: string, gpus: GpuBinding[] | null][]> = {
@@ -212,7 +211,7 @@ async function endJob(db: Db, vm: VictoriaMetrics, jobId: string): Promise<void>
 async function assertNodeFigures(config: string, vm: VictoriaMetrics, jobId: string): Promise<JobReport> {
   const store = await runCli(['jobs', 'show', jobId, '--json', '--config', config]);
   assert.equal(store.status, 0, store.stderr);
-  const node = JSON.parse(store.stdout) as JobReport;
+  const node = JSON.parse(store.stdout) as JobReportJson;
   assert.equal(node.source, 'store');
   const q: PromqlOptions = { url: vm.url, window: '1h' };
   const cov = await jobEndCoverage(q, jobId);
@@ -226,9 +225,9 @@ async function assertNodeFigures(config: string, vm: VictoriaMetrics, jobId: str
   });
   assert.deepEqual(logged, []);
   assert.deepEqual(
-    report!.gpus.map((g) => [g.uuid, g.figures]),
+    reportJson(report!).gpus.map((g) => [g.uuid, g.figures]),
     node.gpus.map((g) => [g.uuid, g.figures]),
-    "the node's figures, exactly",
+    "the node's figures, exactly (--json: snake_case)",
   );
   return report!;
 }
@@ -294,14 +293,14 @@ for (const mode of ['points', 'info'] as const)
         // the pull endpoint through a real Prometheus: the job's GPU and its samples (a scrape resamples: not exact)
         const r = await runCli(['jobs', 'show', '6161', '--json', '--config', config, '--source', 'promql', '--url', prom.url]);
         assert.equal(r.status, 0, r.stderr);
-        const viaProm = JSON.parse(r.stdout) as JobReport;
+        const viaProm = JSON.parse(r.stdout) as JobReportJson;
         assert.deepEqual(
           viaProm.gpus.map((g) => g.uuid),
           [uuid],
         );
         const f = viaProm.gpus[0]!.figures;
-        assert.ok(f.samples >= 5 && f.utilMean !== null && f.shareMean === 1, JSON.stringify(f));
-        assert.equal(f.memTotal, report.gpus[0]!.figures.memTotal);
+        assert.ok(f.samples >= 5 && f.util_mean !== null && f.share_mean === 1, JSON.stringify(f));
+        assert.equal(f.mem_total, report.gpus[0]!.figures.memTotal);
         assert.equal(viaProm.job.user, 'alice');
       } finally {
         await prom.stop();

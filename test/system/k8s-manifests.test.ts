@@ -26,7 +26,7 @@ import { Secret } from 'kubernetes-models/v1/Secret';
 import { ServiceAccount } from 'kubernetes-models/v1/ServiceAccount';
 import { ALL_SECTIONS, loadAgentConfig, resolveAgentAttribution } from '../../daemon/schema.js';
 import { DAEMON_FLAGS, flagOverrides, type DaemonFlags } from '../../src/cli/daemon-flags.js';
-import { parseArgsOptions } from '../../src/cli/flag-spec.js';
+import { parseArgsOptions, type FlagSpec } from '../../src/cli/flag-spec.js';
 import { KUBERNETES_SECTION } from '../../src/attribution/kubernetes/config.js';
 import { IMAGE_ENTRYPOINT, IMAGE_NAME } from '../../src/release/image.js';
 import { readSection } from '../../src/core/config/read.js';
@@ -310,7 +310,10 @@ test('the volumes are exactly the pod-resources folder (read-only), the state fo
   const walk = (x: unknown): void => {
     if (Array.isArray(x)) x.forEach(walk);
     else if (x && typeof x === 'object')
-      for (const [k, v] of Object.entries(x)) k === 'hostPath' ? hostPaths.push((v as Obj).path) : walk(v);
+      for (const [k, v] of Object.entries(x)) {
+        if (k === 'hostPath') hostPaths.push((v as Obj).path);
+        else walk(v);
+      }
   };
   ALL.forEach((m) => walk(m.obj));
   assert.deepEqual(hostPaths.sort(), ['/var/lib/kubelet/pod-resources', '/var/lib/l9gpu']);
@@ -422,7 +425,7 @@ function argOverrides(): ReturnType<typeof flagOverrides> {
   assert.equal(MAIN.args[0], 'daemon');
   const { values, positionals } = parseArgs({ args: MAIN.args.slice(1), allowPositionals: true, options: parseArgsOptions(DAEMON_FLAGS) });
   assert.deepEqual(positionals, []);
-  for (const f of DAEMON_FLAGS) {
+  for (const f of DAEMON_FLAGS as readonly FlagSpec[]) {
     const v = (values as Record<string, unknown>)[f.name];
     if (f.options && typeof v === 'string') assert.ok(f.options.includes(v), `--${f.name} ${v}: one of ${f.options.join(', ')}`);
   }
