@@ -180,19 +180,18 @@ export async function simulateChurn(o: ChurnOptions): Promise<ChurnResult> {
       });
       const ctx = pluginContext(cfg, log);
       const db = openStore(dir);
-      const pipeline = new Pipeline(log);
-      pipeline.attribution = new SlurmAttribution(db, log, undefined, {
+      const attribution = new SlurmAttribution(db, log, undefined, {
         labelLength: limitsFrom(cfg).labelLength,
         budgets: ctx.budgets,
         jobLabels: jobLabelsFrom(cfg),
       });
       const jobs = readSection(cfg, JOBS_SECTION);
-      pipeline.ledger = new JobLedger(db, log, { seriesMs: jobs.series_retention * 1000, jobsMs: jobs.job_retention * 1000 });
-      pipeline.health = new HealthTracker({ ...healthOptions(cfg), persist: false }, log);
+      const ledger = new JobLedger(db, log, { seriesMs: jobs.series_retention * 1000, jobsMs: jobs.job_retention * 1000 });
+      const health = new HealthTracker({ ...healthOptions(cfg), persist: false }, log);
       const resource = resourceAttributes(cfg);
       const sink = otlpSink.create({ config: cfg, log, resource, startTime: t0 });
       await sink.start?.();
-      pipeline.sinks = [sink, new SeriesCount(resource, counted)];
+      const pipeline = new Pipeline(log, { attribution, ledger, health, sinks: [sink, new SeriesCount(resource, counted)] });
       nodes.push({
         dir,
         uuids: Array.from({ length: o.gpusPerNode }, (_, g) => simUuid(host, g)),

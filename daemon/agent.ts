@@ -125,14 +125,16 @@ export class Agent {
     if (key === this.healthKey) return;
     this.healthKey = key;
     if (!health.enabled) {
-      this.pipeline.health = undefined;
+      this.pipeline.configure({ health: undefined });
       return;
     }
     const [{ HealthTracker }, { healthOptions }] = await Promise.all([
       import('../src/health/tracker.js'),
       import('../src/health/config.js'),
     ]);
-    this.pipeline.health = new HealthTracker({ ...healthOptions(this.cfg), persist: !this.oneShot }, this.log.child('health'));
+    this.pipeline.configure({
+      health: new HealthTracker({ ...healthOptions(this.cfg), persist: !this.oneShot }, this.log.child('health')),
+    });
   }
 
   get config(): Config {
@@ -235,7 +237,7 @@ export class Agent {
       this.log,
     );
     if (this.running) this.selfRunner.start();
-    this.pipeline.sinks = this.sinkList();
+    this.pipeline.configure({ sinks: this.sinkList() });
   }
 
   private addRunner(f: PluginManifest, ctx: PluginContext): void {
@@ -313,7 +315,7 @@ export class Agent {
     try {
       await sink.start?.();
       this.sinks.set(name, { item: sink, fingerprint: this.fingerprint(name) });
-      this.pipeline.sinks = this.sinkList();
+      this.pipeline.configure({ sinks: this.sinkList() });
       if (attempt > 0) this.log.info('sink started', { sink: name, attempt: attempt + 1 });
     } catch (e) {
       const delay = SINK_RETRY_MS[Math.min(attempt, SINK_RETRY_MS.length - 1)]!;

@@ -12,7 +12,7 @@ import type { Config } from '../src/core/config/load.js';
 import type { Logger } from '../src/core/log.js';
 import { limitsFrom, type BudgetLedger } from '../src/core/limits.js';
 import { jobLabelsFrom } from '../src/core/job-labels.js';
-import type { Pipeline } from '../src/pipeline/pipeline.js';
+import type { Pipeline, PipelineStages } from '../src/pipeline/pipeline.js';
 import type { Db } from '../src/store/open.js';
 import type { ViewerCache } from '../src/jobs/access.js';
 import type { JobsServer } from '../src/jobs/server.js';
@@ -113,7 +113,7 @@ export class JobAttribution {
     const cfg = this.o.config();
     const r = resolveAttribution(this.o.manifests, cfg, this.o.env);
     let provider: AttributionProvider = noneProvider;
-    let ledger: Pipeline['ledger'];
+    let ledger: PipelineStages['ledger'];
     let close = (): void => {};
     clearTimeout(this.storeRetry);
     clearTimeout(this.pageCheck);
@@ -161,8 +161,7 @@ export class JobAttribution {
     }
     if (!db) this.stopJobsServer();
     this.closeProvider();
-    this.o.pipeline.attribution = provider;
-    this.o.pipeline.ledger = ledger;
+    this.o.pipeline.configure({ attribution: provider, ledger });
     this.closeProvider = close;
   }
 
@@ -228,8 +227,7 @@ export class JobAttribution {
       throw e;
     }
     this.closeProvider();
-    this.o.pipeline.attribution = provider;
-    this.o.pipeline.ledger = undefined;
+    this.o.pipeline.configure({ attribution: provider, ledger: undefined });
     this.closeProvider = () => {
       provider.close?.();
       db.close();

@@ -56,6 +56,8 @@ function gresOrderLine(gresConf: string, node: string, st: SlurmStoreStatus): { 
   };
 }
 
+const NODE_FROM_HOST_NAME = ': not learned yet from a prolog or from Slurm; the reconciler checks it with Slurm before closing anything';
+
 export const slurmAttribution: AttributionManifest = {
   name: 'slurm',
   description: 'Slurm jobs: bindings written by the prolog/epilog hooks, reconciled with squeue/scontrol/sacct',
@@ -139,7 +141,7 @@ export const slurmAttribution: AttributionManifest = {
     const gresOrder = gresOrderLine(gres, node, st);
     const lines = [
       `node ${node} (from ` +
-        `${nodeSource}${nodeSource === 'host name' ? ': not learned yet from a prolog or from Slurm; the reconciler checks it with Slurm before ' + 'closing anything' : ''}); ` +
+        `${nodeSource}${nodeSource === 'host name' ? NODE_FROM_HOST_NAME : ''}); ` +
         `slurm.conf ${conf}; gres.conf ${gres}${existsSync(gres) ? '' : ' (not found: GRES indices cannot be mapped to UUIDs)'}`,
       gresOrder.line,
       `${st.openBindings.length} open binding(s)${

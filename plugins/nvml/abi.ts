@@ -3,7 +3,7 @@
  * codes, enum values, field and GPM metric ids, bit masks, buffer sizes,
  * versioned-struct words, and the layouts of the structs read from raw
  * buffers. Each group is named so that its keys give the nvml.h name (the
- * comment on each says how); test/nvml-real.test.ts compiles a C program
+ * comment on each says how); test/system/nvml-real.test.ts compiles a C program
  * against NVIDIA's own nvml.h (Debian's libnvidia-ml-dev) and fails on any
  * value here that differs, and on any key it cannot map.
  */

@@ -130,7 +130,7 @@ export interface NvmlEvents {
 }
 
 let typesDeclared = false;
-/** The structs koffi marshals itself, by their nvml.h names (test/nvml-real.test.ts checks their layout against the header). */
+/** The structs koffi marshals itself, by their nvml.h names (test/system/nvml-real.test.ts checks their layout against the header). */
 export const KOFFI_STRUCTS = ['nvmlPciInfo_t', 'nvmlUtilization_t', 'nvmlMemory_t', 'nvmlMemory_v2_t', 'nvmlTemperature_t'] as const;
 function declareTypes(koffi: Koffi): void {
   if (typesDeclared) return;

@@ -10,9 +10,10 @@
  * re-initialised.
  */
 import { normalizePciBusId } from '../../src/core/pci.js';
-import { BUFFER_SIZE, CLOCK, ENUM, NO_INSTANCE, NVML, SAMPLE, SAMPLING, VALUE_NOT_AVAILABLE } from './abi.js';
+import { BUFFER_SIZE, NO_INSTANCE, NVML, SAMPLE, SAMPLING, VALUE_NOT_AVAILABLE } from './abi.js';
 import { cString, type Handle, type NvmlBinding } from './binding.js';
 import { FIELD_IDS, FIELD_READINGS, fieldRequest, fieldValues, unionValue, type OwnCall } from './fields.js';
+import { DEVICE_READINGS, type ReadingPhase } from './device-readings.js';
 import { GpmReader, type GpmValues } from './gpm.js';
 import { enumerateMig, type MigInstance } from './mig.js';
 import type { GpuSnapshot, MigSnapshot, ProcessSnapshot, Snapshot } from './snapshot.js';
@@ -235,8 +236,6 @@ export class Sampler {
   }
 
   private async read(g: Gpu, s: GpuSnapshot): Promise<void> {
-    const n = this.nvml;
-    const h = g.handle;
     if (monoNow() >= g.reprobeAt) {
       g.unsupported.clear();
       g.reprobeAt = monoNow() + REPROBE_MS;
@@ -252,28 +251,12 @@ export class Sampler {
     // tick; the instantaneous reading only where there is no interval (first tick, nothing new, no sample buffers)
     const util = await this.interval(g, SAMPLING.GPU_UTILIZATION_SAMPLES, 'utilization samples');
     const memUtil = await this.interval(g, SAMPLING.MEMORY_UTILIZATION_SAMPLES, 'memory utilization samples');
-    if ((!util || !memUtil) && !skip.has('utilization')) {
-      const u: { gpu?: number; memory?: number } = {};
-      if (this.answered(g, 'utilization', await n.utilization(h, u))) {
-        s.utilGpuPct = u.gpu;
-        s.utilMemPct = u.memory;
-      }
-    }
     if (util) {
       s.utilGpuPct = util.mean;
       s.utilGpuMaxPct = util.max;
     }
     if (memUtil) s.utilMemPct = memUtil.mean;
-    if (!skip.has('memory')) {
-      const m: { total?: number; used?: number; free?: number; reserved?: number } = {};
-      if (this.answered(g, 'memory', await n.memory(h, m))) {
-        s.memTotal = m.total;
-        s.memUsed = m.used;
-        s.memFree = m.free;
-        if (n.memoryV2) s.memReserved = m.reserved;
-      }
-    }
-    if (!skip.has('temperature') && this.answered(g, 'temperature', await n.temperature(h, ENUM.TEMPERATURE_GPU, u1))) s.tempGpuC = u1[0];
+    await this.readDevice(g, 'tick', s, u1);
     const f = skip.has('field values') ? undefined : await this.readFields(g, s);
     // the sample buffers' power first: field 185 and the power call serve only where they give no interval
     const power = await this.interval(g, SAMPLING.TOTAL_POWER_SAMPLES, 'power samples');
@@ -299,11 +282,14 @@ export class Sampler {
       // GPM's PCIe traffic is the mean over the whole interval; nvmlDeviceGetPcieThroughput counts 20 ms of it
       s.pcieTxKBs = s.gpm.pcieTxMiBs * 1024;
       s.pcieRxKBs = s.gpm.pcieRxMiBs * 1024;
-    } else if (!skip.has('pcie throughput')) {
-      if (this.answered(g, 'pcie throughput', await n.pcieThroughput(h, ENUM.PCIE_UTIL_TX_BYTES, u1))) {
-        s.pcieTxKBs = u1[0];
-        if (this.answered(g, 'pcie throughput', await n.pcieThroughput(h, ENUM.PCIE_UTIL_RX_BYTES, u1))) s.pcieRxKBs = u1[0];
-      }
+    } else await this.readDevice(g, 'pcie', s, u1);
+  }
+
+  /** The rows of DEVICE_READINGS of one phase, in order; a call this GPU answered NOT_SUPPORTED is not made. */
+  private async readDevice(g: Gpu, phase: ReadingPhase, s: Partial<GpuSnapshot>, u1: [number]): Promise<void> {
+    for (const r of DEVICE_READINGS) {
+      if (r.phase !== phase || g.unsupported.has(r.call) || (r.when && !r.when(s))) continue;
+      await r.read(this.ownCall(g, r.call), s, u1);
     }
   }
 
@@ -496,16 +482,8 @@ export class Sampler {
    * serves the latest tick's points, and a scrape must not miss them).
    */
   private async readState(g: Gpu): Promise<void> {
-    const n = this.nvml;
-    const h = g.handle;
-    const skip = g.unsupported;
-    const u1: [number] = [0];
     const st: Gpu['state'] = {};
-    if (!skip.has('graphics clock') && this.answered(g, 'graphics clock', await n.clock(h, CLOCK.GRAPHICS, u1)))
-      st.clockGraphicsMhz = u1[0];
-    if (!skip.has('memory clock') && this.answered(g, 'memory clock', await n.clock(h, CLOCK.MEM, u1))) st.clockMemMhz = u1[0];
-    if (!skip.has('fan speed') && this.answered(g, 'fan speed', await n.fanSpeed(h, u1))) st.fanPct = u1[0];
-    if (!skip.has('performance state') && this.answered(g, 'performance state', await n.pstate(h, u1))) st.pstate = u1[0];
+    await this.readDevice(g, 'state', st, [0]);
     g.state = st;
   }
 }

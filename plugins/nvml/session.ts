@@ -25,6 +25,8 @@ import { Sampler } from './sampler.js';
 import type { Snapshot, XidEvent } from './snapshot.js';
 import { monoNow } from '../../src/core/clock.js';
 
+const EARLY_R535 = '; an early R535 library: its 32-byte process entries are read as such';
+
 export interface SessionOptions {
   library: string;
   processes: boolean;
@@ -195,7 +197,7 @@ export class NvmlSession {
         'info',
         `NVML initialised: driver ${sampler.driverVersion}, ${sampler.gpuCount} GPU(s), library ${nvml.path} ` +
           `(${Object.entries(nvml.variants).filter(([, v]) => v !== 'missing').length} optional entry ` +
-          `points${nvml.processInfo.size === PROCESS_INFO_CC.size ? '; an early R535 library: its 32-byte process entries are read as such' : ''})`,
+          `points${nvml.processInfo.size === PROCESS_INFO_CC.size ? EARLY_R535 : ''})`,
       );
       if (this.lastError) sampler.note('info', 'NVML is back');
       this.lastError = '';

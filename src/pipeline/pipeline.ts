@@ -15,19 +15,40 @@ export interface ObserverStage {
   observe(batch: Batch): Point[];
 }
 
-export class Pipeline {
-  attribution: AttributionProvider = noneProvider;
+/** What the pipeline runs a batch through; each is swapped whole (a reload changes one at a time). */
+export interface PipelineStages {
+  attribution: AttributionProvider;
   ledger: ObserverStage | undefined;
   /** GPU health (src/health): on every node, attribution or not. */
   health: ObserverStage | undefined;
-  sinks: readonly Sink[] = [];
+  sinks: readonly Sink[];
+}
 
-  constructor(private readonly log: Logger) {}
+export class Pipeline {
+  private stages: PipelineStages = { attribution: noneProvider, ledger: undefined, health: undefined, sinks: [] };
+
+  constructor(
+    private readonly log: Logger,
+    stages: Partial<PipelineStages> = {},
+  ) {
+    this.configure(stages);
+  }
+
+  /** Replaces the stages named (a key given as undefined removes that stage); the others stay as they are. */
+  configure(change: Partial<PipelineStages>): void {
+    this.stages = { ...this.stages, ...change };
+  }
+
+  /** The provider batches are attributed by now (the self-metrics report its status). */
+  get attribution(): AttributionProvider {
+    return this.stages.attribution;
+  }
 
   publish(batch: Batch): void {
+    const { attribution, ledger, health, sinks } = this.stages;
     let out = batch;
     try {
-      out = this.attribution.attribute(batch);
+      out = attribution.attribute(batch);
     } catch (e) {
       this.log.once(`attr-${(e as Error).message}`, 'error', 'attribution failed: sending points without job attributes', {
         error: (e as Error).message,
@@ -35,8 +56,8 @@ export class Pipeline {
     }
     const attributed = out;
     for (const [stage, what] of [
-      [this.ledger, 'job ledger failed: this batch is not in the job figures'],
-      [this.health, 'health failed: this batch is not judged'],
+      [ledger, 'job ledger failed: this batch is not in the job figures'],
+      [health, 'health failed: this batch is not judged'],
     ] as const) {
       if (!stage) continue;
       try {
@@ -46,7 +67,7 @@ export class Pipeline {
         this.log.once(`stage-${(e as Error).message}`, 'error', what, { error: (e as Error).message });
       }
     }
-    for (const s of this.sinks) {
+    for (const s of sinks) {
       try {
         s.write(out);
       } catch (e) {
