@@ -4,7 +4,7 @@
  * provider is a line in its ATTRIBUTIONS), and who emits each metric.
  * Importing this file loads every plugin's and sink's code: the daemon, the
  * docs and the tests do; the CLI's light commands use schema.ts's loaders.
- * Only the CLI, bench and tests import it (test/layers.test.ts holds
+ * Only the CLI, bench and tests import it (test/unit/layers.test.ts holds
  * everyone to it).
  */
 import type { PluginManifest } from '../src/core/plugin.js';

@@ -10,6 +10,11 @@ import type { Logger } from '../src/core/log.js';
 import { PointBuffer, type Batch } from '../src/core/metrics/model.js';
 import type { Plugin } from '../src/core/plugin.js';
 
+/** How late a collection may start and still be stamped with its slot: a tenth of the interval, 50 ms at most. */
+export function slotTolerance(intervalMs: number): number {
+  return Math.min(50, intervalMs / 10);
+}
+
 export class CollectorStats {
   runs = 0;
   points = 0;
@@ -80,13 +85,14 @@ export class PluginRunner {
    * Resolves when the collection ends or times out, whichever is first; while
    * the plugin has not returned, further calls are skipped and counted.
    *
-   * The batch is stamped with its slot (the tick's scheduled monotonic time,
-   * as wall time now), not with the moment a loaded machine got round to it:
-   * consecutive samples are then whole intervals apart, so a gap is never a
-   * few ms either side of the 2.5-interval cap of covered time, and the store
-   * and PromQL over the exported points (which sees only the timestamps) fold
-   * the same gaps into the same seconds (docs/jobs.md, "Two sources, one
-   * figure"). Prometheus aligns its scrape timestamps for the same reason.
+   * A collection that starts within SLOT_TOLERANCE of its slot (the tick's
+   * scheduled monotonic time) is stamped with the slot, as Prometheus aligns
+   * its scrape timestamps: the gaps between on-time samples are then whole
+   * intervals, so the median gap PromQL sees is the configured interval and
+   * its cap on covered time (2.5 x the median) is the store's (2.5 x the
+   * interval) to the millisecond: the two sources fold the same gaps into the
+   * same seconds (docs/jobs.md, "Two sources, one figure"). A later start is
+   * stamped when it ran: its readings (an energy counter) belong to that time.
    */
   collectOnce(slot = monoNow()): Promise<void> {
     if (this.work) {
@@ -95,8 +101,9 @@ export class PluginRunner {
       return Promise.resolve();
     }
     const started = monoNow();
-    let time = Math.round(Date.now() - (started - slot));
-    let mono = slot;
+    const onTime = started - slot <= slotTolerance(this.intervalMs);
+    let time = onTime ? Math.round(Date.now() - (started - slot)) : Date.now();
+    let mono = onTime ? slot : started;
     const ac = new AbortController();
     let timedOut = false;
     let release!: () => void;

@@ -43,12 +43,22 @@ const HERE = dirname(fileURLToPath(import.meta.url));
  *                   ports, MariaDB, munge and chroot lock, so they run side by side.
  *   test/packages/  the packages installed into roots of their own (chroot, unshare,
  *                   rpm --root): it mostly waits on dpkg and the disk.
- *   test/system/    everything else: daemons, real components, fixed resources,
- *                   root-only machine state.
+ *   test/system/    daemons, CLI children and real components, each on its own
+ *                   temporary state folder and free ports: three at a time, beside
+ *                   the lanes above (they mostly wait on their daemons).
+ *   test/serial/    files that share something of the node's with each other: the
+ *                   default state folder /var/lib/l9gpu (its lock, store and
+ *                   socket), or the machine-wide discovery of engines and NCCL logs
+ *                   (every process of the node, the user nobody's limits): one at a
+ *                   time, beside the lanes above.
+ *   test/alone/     floods and bounds on the daemon's own latency, memory and open
+ *                   files (tens of thousands of connections, pkill of the user
+ *                   nobody's helpers): one at a time, after everything else, on a
+ *                   machine nothing else of the run loads.
  *   test/lint/      the formatter's and the linter's checks over the sources (their
  *                   own children, reading files only).
  */
-export const FOLDERS = ['unit', 'slurm', 'packages', 'system', 'lint'] as const;
+export const FOLDERS = ['unit', 'slurm', 'packages', 'system', 'serial', 'alone', 'lint'] as const;
 export type Folder = (typeof FOLDERS)[number];
 
 /**
@@ -70,10 +80,10 @@ export function laneKey(file: string): string {
   return `${basename(dirname(file))}/${basename(file)}`;
 }
 
-/** The folder a file's lane is named by (a file outside the four folders is a system file). */
+/** The folder a file's lane is named by (a file outside the folders runs one at a time, in the serial lane). */
 export function folderOf(file: string): Folder {
   const dir = basename(dirname(file));
-  return (FOLDERS as readonly string[]).includes(dir) ? (dir as Folder) : 'system';
+  return (FOLDERS as readonly string[]).includes(dir) ? (dir as Folder) : 'serial';
 }
 
 /** The lanes for these files (every dist/test/<folder>/*.test.js by default). */
@@ -92,13 +102,15 @@ export function lanesFor(files: string[]): Lane[] {
     },
     { name: 'packages', concurrency: 1, files: of('packages') },
     { name: 'lint', concurrency: 1, files: of('lint') },
-    { name: 'system', concurrency: 1, files: of('system') },
+    { name: 'system', concurrency: Number(process.env.L9GPU_TEST_SYSTEM_AT_ONCE) || 3, files: of('system') },
+    { name: 'serial', concurrency: 1, files: of('serial') },
+    { name: 'alone', concurrency: 1, files: of('alone') },
     { name: 'bundled', concurrency: 1, files: files.filter((f) => BUNDLED_FILES.includes(laneKey(f))) },
   ];
 }
 
-/** Which lanes run side by side: first unit, slurm and packages together, then system alone, then bundled alone. */
-const PHASES = [['unit', 'slurm', 'packages', 'lint'], ['system'], ['bundled']];
+/** Which lanes run side by side: every lane but alone and bundled at once, then alone, then bundled. */
+const PHASES = [['unit', 'slurm', 'packages', 'lint', 'system', 'serial'], ['alone'], ['bundled']];
 
 const SUMMARY = ['tests', 'suites', 'pass', 'fail', 'cancelled', 'skipped', 'todo'] as const;
 type Counts = Record<(typeof SUMMARY)[number], number>;

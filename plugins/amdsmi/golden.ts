@@ -1,7 +1,7 @@
 /**
  * Golden-file case of this plugin: testdata/<case>/ holds what `amd-smi list,
  * static, metric, process --json` printed (list.json ...), and the points they
- * give are compared with expected.jsonl by test/golden.test.ts.
+ * give are compared with expected.jsonl by test/unit/golden.test.ts.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -1,6 +1,6 @@
 /**
  * Golden-file case of this plugin: testdata/<case>/hl-smi.csv is what
- * `hl-smi -Q ... -f csv` printed; test/golden.test.ts compares its points
+ * `hl-smi -Q ... -f csv` printed; test/unit/golden.test.ts compares its points
  * with expected.jsonl.
  */
 import { readFileSync } from 'node:fs';

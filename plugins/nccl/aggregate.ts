@@ -152,7 +152,7 @@ export class Aggregator {
     const pid = src.noPid ? 0 : (src.pid ?? r.pid);
     // a communicator's name, ranks and nodes are its id's: not part of the key (first seen wins)
     // the file's owner too: two users' files for one GPU and communicator id are two sources, never one series
-    const key = `${pid}\u0001${r.commId}\u0001${r.rank}\u0001${r.op}\u0001${bucket}\u0001${src.jobId ?? ''}\u0001${src.gpuUuid ?? ''}\u0001${src.user ?? ''}`;
+    const key = [pid, r.commId, r.rank, r.op, bucket, src.jobId ?? '', src.gpuUuid ?? '', src.user ?? ''].join('\u0001');
     let s = this.series.get(key);
     if (!s) {
       // the user's own bound first: one user's flood is that user's hit, and leaves max_series to the others

@@ -2,7 +2,7 @@
  * Golden-file case of this plugin: testdata/<case>/ holds the files the
  * Inspector writes (built from the NCCL sources, see testdata/README.md);
  * one collection of the folder, as node01 (the fixtures' host), at a fixed
- * time, is compared with expected.jsonl by test/golden.test.ts.
+ * time, is compared with expected.jsonl by test/unit/golden.test.ts.
  */
 import { createLogger } from '../../src/core/log.js';
 import { PointBuffer, wholePoints, type Point } from '../../src/core/metrics/model.js';

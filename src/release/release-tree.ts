@@ -47,8 +47,10 @@ export interface BuildInfo extends PackageTarget {
 const TOP_LEVEL = ['bin', 'package.json', 'package-lock.json', 'README.md', 'docs', 'systemd', 'dashboards'];
 /** Built output that is not the product. */
 const DIST_LEFT_OUT = new Set(['test', 'bench', 'package', join('src', 'release')]);
-/** The golden-file cases' adapters (plugins/<name>/golden.ts, and src/scrape/golden.ts that the scraped ones share): test/golden.test.ts's,
- * never loaded by the daemon. */
+/**
+ * The golden-file cases' adapters (plugins/<name>/golden.ts, and src/scrape/golden.ts that the scraped ones share):
+ * test/unit/golden.test.ts's, never loaded by the daemon.
+ */
 const GOLDEN_ADAPTER = /(^|\/)golden\.js$/;
 
 /** Whether a built file (relative to dist/) is the product's. */

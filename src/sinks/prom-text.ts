@@ -4,7 +4,7 @@
  * (the metrics SDK, semantic conventions) costs the daemon ~8 MB of heap and
  * ~15 MB at start-up for a few string joins. The output is the exporter's
  * own, line for line, under the registry's Prometheus names
- * (test/sinks.test.ts compares them): target_info first, then per metric
+ * (test/serial/sinks.test.ts compares them): target_info first, then per metric
  * HELP, UNIT, TYPE and one line per point, the resource labels picked by
  * [prometheus] resource_labels after each point's own. A histogram's point is
  * the exporter's lines too: _count, _sum, then _bucket with cumulative counts,
@@ -15,7 +15,7 @@
  * the page's order around them (pagePieces). Rendering the whole page as
  * strings at every scrape cost ~8 MB of garbage a scrape for a page of 3,000
  * engine series scraped ten times a second, which V8 grew its heap to hold
- * (test/hostile.test.ts, engine-at-budget).
+ * (test/alone/hostile.test.ts, engine-at-budget).
  */
 import { ByteBuffer } from '../core/byte-buffer.js';
 import { isStable, type Attributes, type Batch, type HistogramValue } from '../core/metrics/model.js';

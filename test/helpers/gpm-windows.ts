@@ -4,7 +4,7 @@
  * takes the start samples, each next one a GPM window holding exactly one of
  * the fake's refreshes (FAKE_NVML_GPM_REFRESH_US=1000000, set before the
  * process's first GPM sample), so that its means are the description's values
- * exactly (test/nvml-gpm.test.ts).
+ * exactly (test/system/nvml-gpm.test.ts).
  */
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';

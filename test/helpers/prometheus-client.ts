@@ -4,7 +4,7 @@
  * Accept header by choose_encoder (prometheus_client/exposition.py, v0.25.0,
  * ported line for line below) out of pages the real library wrote
  * (a case folder made by its record.py). The folder's negotiation.json holds
- * the real function's answers; test/prometheus-client.test.ts holds this port
+ * the real function's answers; test/system/prometheus-client.test.ts holds this port
  * to them, so the server here negotiates as the library does.
  */
 import { existsSync, readFileSync } from 'node:fs';

@@ -89,7 +89,7 @@ export interface SlurmPorts {
  */
 const PORT_BASE = 16800;
 const SLOTS = 32;
-const CONFIGLESS_LOCK = 'slurm-configless';
+export const CONFIGLESS_LOCK = 'slurm-configless';
 
 function canListen(port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -356,7 +356,14 @@ export class SlurmCluster {
     }
     const ms = join(b, 'munge', 'munge.socket.2');
     const acct = this.o.withDbd
-      ? `AccountingStorageType=accounting_storage/slurmdbd\nAccountingStorageHost=127.0.0.1\nAccountingStoragePort=${ports.dbd}\nAccountingStoragePass=${ms}\nAccountingStorageTRES=gres/gpu\nJobAcctGatherType=jobacct_gather/linux`
+      ? [
+          'AccountingStorageType=accounting_storage/slurmdbd',
+          'AccountingStorageHost=127.0.0.1',
+          `AccountingStoragePort=${ports.dbd}`,
+          `AccountingStoragePass=${ms}`,
+          'AccountingStorageTRES=gres/gpu',
+          'JobAcctGatherType=jobacct_gather/linux',
+        ].join('\n')
       : 'AccountingStorageType=accounting_storage/none\nJobAcctGatherType=jobacct_gather/none';
     // job ids of their own per port slot (1, 100001, 200001 ...): clusters side by side on one machine must not share
     // ids, since the daemon's NCCL discovery reads every process's environment on the machine, as on a real node,
@@ -477,7 +484,23 @@ ${(this.o.extraConf ?? '').replaceAll('$BASE', b)}
     const dbdConf = join(b, 'etc', 'slurmdbd.conf');
     writeFileSync(
       dbdConf,
-      `AuthType=auth/munge\nAuthInfo=socket=${ms}\nDbdHost=localhost\nDbdAddr=127.0.0.1\nDbdPort=${this.ports.dbd}\nSlurmUser=root\nLogFile=${b}/log/slurmdbd.log\nPidFile=${b}/run/slurmdbd.pid\nStorageType=accounting_storage/mysql\nStorageHost=127.0.0.1\nStoragePort=${this.ports.mariadb}\nStorageUser=slurm\nStoragePass=slurm\nStorageLoc=slurm_acct_db\n`,
+      [
+        'AuthType=auth/munge',
+        `AuthInfo=socket=${ms}`,
+        'DbdHost=localhost',
+        'DbdAddr=127.0.0.1',
+        `DbdPort=${this.ports.dbd}`,
+        'SlurmUser=root',
+        `LogFile=${b}/log/slurmdbd.log`,
+        `PidFile=${b}/run/slurmdbd.pid`,
+        'StorageType=accounting_storage/mysql',
+        'StorageHost=127.0.0.1',
+        `StoragePort=${this.ports.mariadb}`,
+        'StorageUser=slurm',
+        'StoragePass=slurm',
+        'StorageLoc=slurm_acct_db',
+        '',
+      ].join('\n'),
       { mode: 0o600 },
     );
     // slurmdbd reads slurmdbd.conf next to slurm.conf

@@ -15,7 +15,7 @@
 #   - faketime (libfaketime: wall-clock steps of -1 h and +2 h on the daemon and the hooks, never the machine's clock)
 #   - NVIDIA's own NVML without a GPU (Debian non-free): libnvidia-ml1 of bookworm (R535) and of trixie (R550)
 #     and trixie's libnvidia-ml-dev (nvml.h), at whatever versions the mirror has, unpacked into
-#     .cache/nvidia-ml/<suite>/ with a `packages` file naming them (test/nvml-real.test.ts)
+#     .cache/nvidia-ml/<suite>/ with a `packages` file naming them (test/system/nvml-real.test.ts)
 #   - rollout: roots under /var/cache/l9gpu-test: a clean bookworm minbase one (the .deb's
 #     install test), a clean bullseye minbase one (glibc 2.31, older than the build host's: the
 #     .rpm is installed into it with rpm --root), and a bookworm one with ansible-core,

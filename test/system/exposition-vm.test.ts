@@ -6,7 +6,7 @@
  * src/scrape/exposition.ts; the series and values must be the same.
  *
  * Where the two are known to differ by design, the generator stays out (each
- * is a unit case in test/exposition.test.ts instead): VictoriaMetrics drops
+ * is a unit case in test/system/exposition.test.ts instead): VictoriaMetrics drops
  * NaN samples and empty label values (Prometheus' semantics too: we compare
  * without them), stores 12 significant digits, reads 1e400 as +Inf (Go's
  * ParseFloat, which Prometheus uses, and this parser refuse it), refuses a

@@ -2,7 +2,7 @@
  * The exposition parser (src/scrape/exposition.ts) case by case: what each
  * format allows, grouping by name rather than position, and an error naming
  * the line for everything else. The differential test against a real
- * VictoriaMetrics is test/exposition-vm.test.ts.
+ * VictoriaMetrics is test/system/exposition-vm.test.ts.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';

@@ -75,7 +75,11 @@ test('gpus --json: NVIDIA (with MIG and processes), AMD and Gaudi together, dete
   assert.equal(n1.utilization, null);
   assert.match(
     String(n1.notes),
-    /^no utilization: NVML has none for a GPU in MIG mode\. The daemon reports each MIG instance's utilization as its GPU instance's engine activity \(GPM, Hopper and later; an instance alone/,
+    new RegExp(
+      String.raw`^no utilization: NVML has none for a GPU in MIG mode\. The daemon reports each ` +
+        String.raw`MIG instance's utilization as its GPU instance's engine activity \(GPM, Hopper ` +
+        String.raw`and later; an instance alone`,
+    ),
     'says what is missing and why',
   );
   assert.deepEqual(n0.notes, []);

@@ -123,7 +123,10 @@ describe('health rules, case by case', () => {
     const line = nhcLine(r([judge(facts({ remapPending: true })), judge(facts({ index: 3, uuid: 'GPU-77777777-1', lost: true }))]));
     assert.match(
       line,
-      /^l9gpu: GPU 3 \(GPU-77777777\) failed: the driver reports the GPU lost: it fell off the bus: drain the node and reboot it.* \(\+1 more GPU\(s\) not ok\)$/,
+      new RegExp(
+        String.raw`^l9gpu: GPU 3 \(GPU-77777777\) failed: the driver reports the GPU lost: it fell ` +
+          String.raw`off the bus: drain the node and reboot it.* \(\+1 more GPU\(s\) not ok\)$`,
+      ),
     );
     assert.ok(!line.includes('\n'));
   });
@@ -380,7 +383,10 @@ describe('health through the fake NVML and the daemon', () => {
     assert.equal(amb.status, 2, amb.stdout);
     assert.match(
       amb.stderr,
-      /--clear: "GPU-0" is ambiguous: 10 GPUs have that UUID prefix \(GPU-0[0-9a-f-]+ \(GPU \d+\), .*, \.\.\. 6 more\); give the whole UUID/,
+      new RegExp(
+        String.raw`--clear: "GPU-0" is ambiguous: 10 GPUs have that UUID prefix \(GPU-0[0-9a-f-]+ ` +
+          String.raw`\(GPU \d+\), .*, \.\.\. 6 more\); give the whole UUID`,
+      ),
     );
     for (const arg of [',', ' , ']) {
       const none = await cli('--clear', arg);

@@ -208,7 +208,10 @@ test(
     const doctor = async () => (await runCli(['doctor'], { ...slurm, L9GPU_CONFIG: env.L9GPU_CONFIG! })).stdout;
     assert.match(
       await doctor(),
-      /GRES order: AutoDetect=nvml, slurmd numbers GPUs by PCI bus id \(4 GPU\(s\) in the inventory\); unsure, kept as GRES indices: job 312 gres:7/,
+      new RegExp(
+        String.raw`GRES order: AutoDetect=nvml, slurmd numbers GPUs by PCI bus id \(4 GPU\(s\) in ` +
+          String.raw`the inventory\); unsure, kept as GRES indices: job 312 gres:7`,
+      ),
     );
     const w = openStore(state);
     upsertInventory(w, [inv('GPU-m4', 4, null)]);

@@ -9,7 +9,6 @@
  */
 import assert from 'node:assert/strict';
 import { chmodSync } from 'node:fs';
-import { join } from 'node:path';
 import { test } from 'node:test';
 import { createLogger } from '../../src/core/log.js';
 import { DEFAULT_LIMITS } from '../../src/core/limits.js';
@@ -259,7 +258,10 @@ test("a question past the worker's heap is answered why; the socket answers the 
     assert.deepEqual(big, { ok: false, error: tooMuchMemory(16).message, code: 1 });
     assert.match(
       big.ok ? '' : big.error,
-      /^the question needed more than the 16 MB of memory the daemon gives one question; narrow it with --since, --state, --user, --account or --partition$/,
+      new RegExp(
+        String.raw`^the question needed more than the 16 MB of memory the daemon gives one ` +
+          String.raw`question; narrow it with --since, --state, --user, --account or --partition$`,
+      ),
     );
     // the question asked behind it went to the next worker
     assert.ok(behind.ok && behind.op === 'list' && behind.rows.length === 3, JSON.stringify(behind));

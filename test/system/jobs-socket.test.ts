@@ -134,7 +134,11 @@ test('daemon --once beside the running daemon reads its store and leaves jobs.so
   assert.equal(once.status, 0, once.stderr);
   assert.match(
     once.stderr,
-    /another l9gpu daemon \(pid \d+\) runs on this state folder .*--once samples and exports beside it, without its store's writes, its jobs socket or its health file/,
+    new RegExp(
+      String.raw`another l9gpu daemon \(pid \d+\) runs on this state folder .*--once samples and ` +
+        String.raw`exports beside it, without its store's writes, its jobs socket or its health ` +
+        String.raw`file`,
+    ),
   );
   assert.match(once.stdout, /"name":"gpu\.utilization"/, 'it sampled and exported');
   assert.equal(statSync(sock).ino, before, 'the same socket file: not removed, not made again');

@@ -421,7 +421,10 @@ describe('kubernetes attribution: daemon, kubelet stand-in, API server stand-in'
         assert.equal(again.status, 0, again.stderr);
         assert.match(
           again.stderr,
-          /the kubelet offers GPU devices that match no GPU of this node.*amd\.com\/gpu=0000:c1:00\.0: no GPU of this node is at PCI 0000:c1:00\.0/,
+          new RegExp(
+            String.raw`the kubelet offers GPU devices that match no GPU of this ` +
+              String.raw`node.*amd\.com\/gpu=0000:c1:00\.0: no GPU of this node is at PCI 0000:c1:00\.0`,
+          ),
         );
         assert.doesNotMatch(again.stderr, /nvidia\.com\/gpu=GPU-00/);
         const badToken = join(dir, 'bad-token');
@@ -442,7 +445,10 @@ describe('kubernetes attribution: daemon, kubelet stand-in, API server stand-in'
         const gone = await runCli(['doctor', '--config', ok], fake.env());
         assert.match(
           gone.stdout,
-          /kubelet\.sock does not exist \(is the kubelet running, and is \/var\/lib\/kubelet\/pod-resources mounted into this container\?\)/,
+          new RegExp(
+            String.raw`kubelet\.sock does not exist \(is the kubelet running, and is ` +
+              String.raw`\/var\/lib\/kubelet\/pod-resources mounted into this container\?\)`,
+          ),
         );
       } finally {
         await kubelet.stop();
@@ -496,7 +502,10 @@ describe("kubernetes attribution at a start: the previous run's pods and the kub
         );
         assert.match(
           early.stderr,
-          /pod-resources API does not answer: GPU points carry no pod until it does \(the store's pods are the previous run's, unconfirmed\)/,
+          new RegExp(
+            String.raw`pod-resources API does not answer: GPU points carry no pod until it does \(the ` +
+              String.raw`store's pods are the previous run's, unconfirmed\)`,
+          ),
         );
         // the kubelet is back: debug-shell did not survive the reboot, and the List answer is over 16 MiB (synthetic: no
         // real node has a million devices of one resource; what is tested is the receive bound, 17 MB answered)
@@ -521,7 +530,10 @@ describe("kubernetes attribution at a start: the previous run's pods and the kub
         const d = new DaemonProcess(['--config', cfg, '--interval', '200ms'], fake.env());
         try {
           await d.waitStderr(
-            /the kubelet's pod-resources List answer is over the receive bound: read again with a larger one bytes=1\d{7} from_mib=16 to_mib=2\d/,
+            new RegExp(
+              String.raw`the kubelet's pod-resources List answer is over the receive bound: read again ` +
+                String.raw`with a larger one bytes=1\d{7} from_mib=16 to_mib=2\d`,
+            ),
             30_000,
           );
           const points = await waitFor(

@@ -19,7 +19,7 @@ import { createLogger } from '../../src/core/log.js';
 import { runCli } from '../helpers/daemon.js';
 import { definedSymbols, fakeNvmlEntryPoints, fakeNvmlExports, type Profile } from '../helpers/fake-nvml.js';
 import { tempDir } from '../helpers/paths.js';
-import { realNvmlHeader, realNvmlLibraries, type RealNvmlLibrary } from '../helpers/real-nvml.js';
+import { realNvmlHeader, realNvmlLibraries } from '../helpers/real-nvml.js';
 
 const koffi = createRequire(import.meta.url)('koffi') as typeof import('koffi').default;
 

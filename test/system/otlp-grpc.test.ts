@@ -10,8 +10,7 @@
  * doctor).
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
@@ -502,12 +501,20 @@ test(
       {
         f: ini('doctor-ca', tls.url, `certificate = ${pki.ca2}\n`),
         status: 1,
-        re: /^FAIL otlp\s+enabled .* - the server's certificate was not verified: unable to verify the first certificate \(UNABLE_TO_VERIFY_LEAF_SIGNATURE\): fix \[otlp\] certificate$/,
+        re: new RegExp(
+          String.raw`^FAIL otlp\s+enabled .* - the server's certificate was not verified: unable to ` +
+            String.raw`verify the first certificate \(UNABLE_TO_VERIFY_LEAF_SIGNATURE\): fix \[otlp\] ` +
+            String.raw`certificate$`,
+        ),
       },
       {
         f: ini('doctor-cert', mtls.url, `certificate = ${pki.ca}\n`),
         status: 1,
-        re: /^FAIL otlp\s+enabled .* - the server refused the client certificate: .*alert certificate required.*\(ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED\): fix \[otlp\] client_certificate$/,
+        re: new RegExp(
+          String.raw`^FAIL otlp\s+enabled .* - the server refused the client certificate: .*alert ` +
+            String.raw`certificate required.*\(ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED\): fix ` +
+            String.raw`\[otlp\] client_certificate$`,
+        ),
       },
       // a grpc-js server closes the connection on a client certificate it cannot verify, without an alert
       {
@@ -517,12 +524,20 @@ test(
           `certificate = ${pki.ca}\nclient_certificate = ${pki.client2}\nclient_key = ${pki.client2Key}\n`,
         ),
         status: 1,
-        re: /^FAIL otlp\s+enabled .* - 127\.0\.0\.1:\d+ closed the connection right after the TLS handshake: it did not take the client certificate: fix \[otlp\] client_certificate$/,
+        re: new RegExp(
+          String.raw`^FAIL otlp\s+enabled .* - 127\.0\.0\.1:\d+ closed the connection right after the` +
+            String.raw` TLS handshake: it did not take the client certificate: fix \[otlp\] ` +
+            String.raw`client_certificate$`,
+        ),
       },
       {
         f: ini('doctor-ok', mtls.url, `certificate = ${pki.ca}\nclient_certificate = ${pki.client}\nclient_key = ${pki.clientKey}\n`),
         status: 0,
-        re: /^ok\s+otlp\s+enabled\s+grpc to https:\/\/127\.0\.0\.1:\d+ .* - 127\.0\.0\.1:\d+ accepts TLS \(TLSv1\.3\), its certificate verified, the client certificate taken$/,
+        re: new RegExp(
+          String.raw`^ok\s+otlp\s+enabled\s+grpc to https:\/\/127\.0\.0\.1:\d+ .* - 127\.0\.0\.1:\d+ ` +
+            String.raw`accepts TLS \(TLSv1\.3\), its certificate verified, the client certificate ` +
+            String.raw`taken$`,
+        ),
       },
       // insecure: plaintext (h2c) to an https:// endpoint, as the sink sends: no handshake asked of it
       {

@@ -19,7 +19,15 @@ import { metric, type MetricDef } from '../../src/core/metrics/registry.js';
 import { rng } from '../../src/core/rng.js';
 import { toHistogram } from '../../src/scrape/convert.js';
 import { parseExposition, type Family, type Labels, type Sample } from '../../src/scrape/exposition.js';
-import { batchLines, constantLabels, metricHeader, NO_METRICS, pagePieces, renderExposition, targetInfo } from '../../src/sinks/prom-text.js';
+import {
+  batchLines,
+  constantLabels,
+  metricHeader,
+  NO_METRICS,
+  pagePieces,
+  renderExposition,
+  targetInfo,
+} from '../../src/sinks/prom-text.js';
 import { promtoolCheckMetrics } from '../helpers/prometheus.js';
 
 const GAUGE = metric('vllm.requests.running');

@@ -120,7 +120,11 @@ test(
       assert.equal(log.length, 1, `one line for the endpoint, not one a scrape: ${log.join('')}`);
       assert.match(
         log[0]!,
-        / warn .*endpoint page has no samples of the engine url=http:\/\/127\.0\.0\.1:\d+\/metrics families="sglang:num_running_reqs, sglang:num_queue_reqs, sglang:num_used_tokens and 10 more"/,
+        new RegExp(
+          String.raw` warn .*endpoint page has no samples of the engine ` +
+            String.raw`url=http:\/\/127\.0\.0\.1:\d+\/metrics families="sglang:num_running_reqs, ` +
+            String.raw`sglang:num_queue_reqs, sglang:num_used_tokens and 10 more"`,
+        ),
       );
       assert.match(
         log[0]!,
@@ -148,7 +152,11 @@ test(
       assert.equal(log.length, 1, log.join(''));
       assert.match(
         log[0]!,
-        /endpoint page has no samples of the engine .*families="sglang:num_running_reqs, .* and 10 more" why="the engine has not filled them yet \(before its first request\)/,
+        new RegExp(
+          String.raw`endpoint page has no samples of the engine .*families="sglang:num_running_reqs, ` +
+            String.raw`.* and 10 more" why="the engine has not filled them yet \(before its first ` +
+            String.raw`request\)`,
+        ),
       );
       // vLLM's plugin on SGLang's page: not its families, nothing to say
       const other = await scrape(s.url, 1, VLLM_TABLE);

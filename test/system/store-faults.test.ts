@@ -58,15 +58,6 @@ function storeWithJob(state: string, jobId: string): void {
   db.close();
 }
 
-function userVersion(path: string): number {
-  const db = new Database(path, { readonly: true });
-  try {
-    return db.pragma('user_version', { simple: true }) as number;
-  } finally {
-    db.close();
-  }
-}
-
 for (const [what, spoil] of [
   [
     'overwritten with garbage',
@@ -114,7 +105,11 @@ test('a store made by a newer l9gpu (a downgrade): read, never written; its jobs
   const d = daemon(n);
   try {
     await d.waitStderr(
-      /store \S+ has schema version 999, newer than this l9gpu \(\d+\): a downgrade\. It is opened read-only and never written: GPU metrics keep the jobs the store already binds .* Upgrade l9gpu/,
+      new RegExp(
+        String.raw`store \S+ has schema version 999, newer than this l9gpu \(\d+\): a downgrade\. ` +
+          String.raw`It is opened read-only and never written: GPU metrics keep the jobs the store ` +
+          String.raw`already binds .* Upgrade l9gpu`,
+      ),
     );
     // the binding the newer daemon wrote still attributes the GPU: no silent loss of attribution
     await waitFor('job 41 on the GPU', () => gpuPoints(d).some((p) => p.attributes['slurm.job.id'] === '41'), 20_000);

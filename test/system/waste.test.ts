@@ -288,7 +288,12 @@ test('the CLI: text, --json and --csv from the store; --source promql from the b
   const text = await runCli(['jobs', '--waste', '--config', cfg]);
   assert.match(
     text.stdout,
-    /^JOBID +USER +ACCOUNT +PARTITION +STATE +GPUS +GPU-H +CLASS +WASTED GPU-H +WHY\n202 +alice +acct +gpu +COMPLETED +4 +4\.00 +low-activity +3\.20 +SM activity 20% on the GPUs it used \(under 25%\)\n202 .* fewer-gpus +3\.00 +4 GPUs used, 1 would do/,
+    new RegExp(
+      String.raw`^JOBID +USER +ACCOUNT +PARTITION +STATE +GPUS +GPU-H +CLASS +WASTED GPU-H ` +
+        String.raw`+WHY\n202 +alice +acct +gpu +COMPLETED +4 +4\.00 +low-activity +3\.20 +SM ` +
+        String.raw`activity 20% on the GPUs it used \(under 25%\)\n202 .* fewer-gpus +3\.00 +4 GPUs` +
+        String.raw` used, 1 would do`,
+    ),
   );
   assert.match(
     text.stdout,
@@ -312,7 +317,11 @@ test('the CLI: text, --json and --csv from the store; --source promql from the b
   assert.deepEqual(brief(JSON.parse(unknown.stdout) as WasteRow[]), EXPECTED);
   assert.match(
     unknown.stderr,
-    /^l9gpu: no time-limit class for job\(s\) 206, 205, 204, 203, 202 and 1 more: not in Slurm accounting \(slurmdbd may not have the record yet\)$/m,
+    new RegExp(
+      String.raw`^l9gpu: no time-limit class for job\(s\) 206, 205, 204, 203, 202 and 1 more: not` +
+        String.raw` in Slurm accounting \(slurmdbd may not have the record yet\)$`,
+      'm',
+    ),
   );
   // a config that names no PromQL backend (the file exists: the refusal is about the URL, not a missing file)
   writeFileSync(join(dir, 'none.ini'), `[daemon]\nstate_dir = ${dir}\n`);

@@ -829,7 +829,7 @@ const cell = (s: string): string => s.replace(/\|/g, '\\|').replace(/\s+/g, ' ')
 /** The section of docs/security.md between the markers, from what was measured. */
 function renderTable(): string {
   const out: string[] = [
-    'Written by `test/web-config-conformance.test.ts` (`L9GPU_UPDATE_DOCS=1` writes it again). node_exporter is 1.11.1',
+    'Written by `test/system/web-config-conformance.test.ts` (`L9GPU_UPDATE_DOCS=1` writes it again). node_exporter is 1.11.1',
     "(exporter-toolkit on Go 1.26's TLS); `$DIR` is the test's folder. The PKI (`test/helpers/certs.ts`): a CA, an EC",
     'server certificate for 127.0.0.1, client certificates of the CA (`client`: DNS:scraper.example,',
     'URI:spiffe://example/prometheus) and of a second CA (`client2`: DNS:other.example). alice and bob have the password',

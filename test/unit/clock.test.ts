@@ -3,7 +3,7 @@
  * of the wall clock seen once, durations by the monotonic clock where both
  * ends have it and never negative, a rollup that goes on folding samples
  * whose wall time went back, and a health file's age. The daemon under
- * libfaketime is test/clock-steps.test.ts.
+ * libfaketime is test/system/clock-steps.test.ts.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';

@@ -272,7 +272,13 @@ fuzz(
 fuzz(
   'NCCL Inspector line',
   mutatedJson(
-    '{"header":{"id":"0x7f8c496ae9f661","comm_name":"unknown","rank":2,"n_ranks":8,"nnodes":1},"metadata":{"inspector_output_format_version":"v4.0","git_rev":"","rec_mechanism":"nccl_profiler_interface","dump_timestamp_us":1748030377748202,"hostname":"node01","pid":1639453},"coll_perf":{"coll":"AllReduce","coll_sn":1407,"coll_msg_size_bytes":17179869184,"coll_exec_time_us":61974,"coll_timing_source":"kernel_gpu","coll_algobw_gbs":277.210914,"coll_busbw_gbs":485.119099}}',
+    '{"header":{"id":"0x7f8c496ae9f661","comm_name":"unknown","rank":2,"n_ranks":8,"nnodes":1},' +
+      '"metadata":{"inspector_output_format_version":"v4.0","git_rev":"",' +
+      '"rec_mechanism":"nccl_profiler_interface","dump_timestamp_us":1748030377748202,' +
+      '"hostname":"node01","pid":1639453},"coll_perf":{"coll":"AllReduce","coll_sn":1407,' +
+      '"coll_msg_size_bytes":17179869184,"coll_exec_time_us":61974,' +
+      '"coll_timing_source":"kernel_gpu","coll_algobw_gbs":277.210914,' +
+      '"coll_busbw_gbs":485.119099}}',
   ),
   (s) => {
     const r = parseInspectorLine(s, 'node01-pid1.log:1');

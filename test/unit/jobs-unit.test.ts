@@ -216,7 +216,12 @@ test(
     );
     assert.match(
       text,
-      /Inference \(vllm 127\.0\.0\.1:8000 meta-llama\/Llama-3\.1-8B\)\n  requests 1,234   tokens in 56,789 \/ out 98,765   over 01:00:00\n  time to first token  p50 123 ms  p95 1\.50 s   inter-token latency  p50 21 ms  p95 -\n  27\.4 tokens\/s   0\.013 tokens\/J/,
+      new RegExp(
+        String.raw`Inference \(vllm 127\.0\.0\.1:8000 meta-llama\/Llama-3\.1-8B\)\n  requests 1,234` +
+          String.raw`   tokens in 56,789 \/ out 98,765   over 01:00:00\n  time to first token  p50 ` +
+          String.raw`123 ms  p95 1\.50 s   inter-token latency  p50 21 ms  p95 -\n  27\.4 tokens\/s  ` +
+          String.raw` 0\.013 tokens\/J`,
+      ),
     );
   },
 );

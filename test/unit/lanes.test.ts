@@ -42,8 +42,8 @@ test(
 );
 
 test(
-  "a file's lane is its folder: unit, slurm, packages or system, each file in one; a file " +
-    'elsewhere runs in the serial system lane; the bundled lane runs its files again',
+  "a file's lane is its folder (unit, slurm, packages, system, serial, alone, lint), each file in one; a file " +
+    'elsewhere runs in the serial lane; the bundled lane runs its files again',
   () => {
     const files = FOLDERS.flatMap((d) =>
       readdirSync(join(ROOT, 'test', d))
@@ -61,7 +61,7 @@ test(
     );
     assert.deepEqual(lanes.find((l) => l.name === 'bundled')!.files.sort(), [...BUNDLED_FILES].sort());
     const of = (f: string) => lanes.find((l) => l.files.includes(f))!;
-    assert.equal(of('new.test.js').name, 'system');
+    assert.equal(of('new.test.js').name, 'serial');
     assert.equal(of('new.test.js').concurrency, 1);
     assert.deepEqual(lanes.find((l) => l.name === 'slurm')!.files.sort(), [
       'slurm/slurm-22.05.test.js',
@@ -70,6 +70,7 @@ test(
     ]);
     assert.equal(of('unit/slurm-parse.test.js').name, 'unit');
     assert.equal(of('packages/rollout.test.js').name, 'packages');
+    assert.ok(of('system/smoke.test.js').concurrency > 1, 'system files run several at a time');
     assert.equal(laneKey('/x/dist/test/system/hooks.test.js'), 'system/hooks.test.js');
   },
 );

@@ -11,7 +11,13 @@ import { bandwidth } from '../../src/nccl/bandwidth.js';
 // the example line shared/reference/amd-gaudi-nccl.md quotes from the Inspector's README (NVIDIA/nccl); its
 // comm_name places it at 2.30.3 or later
 const README_LINE =
-  '{"header":{"id":"0x7f8c496ae9f661","comm_name":"unknown","rank":2,"n_ranks":8,"nnodes":1},"metadata":{"inspector_output_format_version":"v4.0","git_rev":"","rec_mechanism":"nccl_profiler_interface","dump_timestamp_us":1748030377748202,"hostname":"node01","pid":1639453},"coll_perf":{"coll":"AllReduce","coll_sn":1407,"coll_msg_size_bytes":17179869184,"coll_exec_time_us":61974,"coll_timing_source":"kernel_gpu","coll_algobw_gbs":277.210914,"coll_busbw_gbs":485.119099}}';
+  '{"header":{"id":"0x7f8c496ae9f661","comm_name":"unknown","rank":2,"n_ranks":8,"nnodes":1},' +
+  '"metadata":{"inspector_output_format_version":"v4.0","git_rev":"",' +
+  '"rec_mechanism":"nccl_profiler_interface","dump_timestamp_us":1748030377748202,' +
+  '"hostname":"node01","pid":1639453},"coll_perf":{"coll":"AllReduce","coll_sn":1407,' +
+  '"coll_msg_size_bytes":17179869184,"coll_exec_time_us":61974,' +
+  '"coll_timing_source":"kernel_gpu","coll_algobw_gbs":277.210914,' +
+  '"coll_busbw_gbs":485.119099}}';
 
 test("the README's AllReduce line: the record in bytes and seconds, and its bandwidths recomputed as the Inspector computes them", () => {
   const r = parseInspectorLine(README_LINE, 'node01-pid1639453.log:1');
@@ -57,7 +63,12 @@ test('releases: no comm_name before 2.30.3; p2p_perf lines; "nan" bandwidths', (
   delete old.header.comm_name;
   assert.equal('commName' in parseInspectorLine(JSON.stringify(old), 'x'), false);
   const p2p =
-    '{"header":{"id":"0x1a","comm_name":"pp","rank":0,"n_ranks":2,"nnodes":2},"metadata":{"inspector_output_format_version":"v4.0","git_rev":"","rec_mechanism":"nccl_profiler_interface","dump_timestamp_us":1,"hostname":"n1","pid":7},"p2p_perf":{"p2p":"Send","p2p_sn":3,"p2p_peer":1,"p2p_msg_size_bytes":1048576,"p2p_exec_time_us":20,"p2p_timing_source":"kernel_gpu","p2p_algobw_gbs":"nan","p2p_busbw_gbs":"nan"}}';
+    '{"header":{"id":"0x1a","comm_name":"pp","rank":0,"n_ranks":2,"nnodes":2},' +
+    '"metadata":{"inspector_output_format_version":"v4.0","git_rev":"",' +
+    '"rec_mechanism":"nccl_profiler_interface","dump_timestamp_us":1,"hostname":"n1","pid":7},' +
+    '"p2p_perf":{"p2p":"Send","p2p_sn":3,"p2p_peer":1,"p2p_msg_size_bytes":1048576,' +
+    '"p2p_exec_time_us":20,"p2p_timing_source":"kernel_gpu","p2p_algobw_gbs":"nan",' +
+    '"p2p_busbw_gbs":"nan"}}';
   const r = parseInspectorLine(p2p, 'x');
   assert.deepEqual([r.kind, r.op, r.peer, r.bytes, r.execS, r.algBw, r.busBw], ['p2p', 'Send', 1, 1048576, 0.00002, null, null]);
 });

@@ -145,7 +145,8 @@ const rawAs = async (user: string, path: string, req: object) =>
       await runAs(user, [
         '-e',
         `const s=require('net').connect(${JSON.stringify(path)});let ` +
-          `b='';s.on('connect',()=>s.write(${JSON.stringify(JSON.stringify(req) + '\n')}));s.setEncoding('utf8').on('data',(c)=>b+=c).on('end',()=>process.stdout.write(b))`,
+          `b='';s.on('connect',()=>s.write(${JSON.stringify(JSON.stringify(req) + '\n')}));` +
+          `s.setEncoding('utf8').on('data',(c)=>b+=c).on('end',()=>process.stdout.write(b))`,
       ])
     ).stdout,
   ) as Record<string, unknown>;

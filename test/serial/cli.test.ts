@@ -8,6 +8,8 @@ import { pathToFileURL } from 'node:url';
 import { test } from 'node:test';
 import { METRICS } from '../../src/core/metrics/registry.js';
 import { DaemonProcess, EMPTY_CONFIG, jsonKind, parseLines, runCli } from '../helpers/daemon.js';
+import { lock, unlock } from '../helpers/host-lock.js';
+import { CONFIGLESS_LOCK } from '../helpers/slurm.js';
 import { freePort } from '../helpers/net.js';
 import { ROOT, tempDir } from '../helpers/paths.js';
 import { MAN_COMMANDS } from '../../src/cli/help.js';
@@ -217,71 +219,80 @@ test('every sim point follows the stdout contract with the registry unit and kin
 });
 
 test('doctor reports the config file, provenance, plugins, sinks and store', async () => {
-  const port = await freePort();
-  const f = join(dir, 'doctor.ini');
-  writeFileSync(
-    f,
-    `[daemon]\nplugins = host, sim\nsinks = prometheus, otlp\n[prometheus]\nhost = ` +
-      `127.0.0.1\nport = ${port}\n[otlp]\nendpoint = http://127.0.0.1:${await freePort()}/v1/metrics\nheaders ` +
-      `= authorization=secret\n`,
-  );
-  const r = await runCli(['doctor', '--config', f], { L9GPU_STATE_DIR: join(dir, 'state'), OTEL_EXPORTER_OTLP_TIMEOUT: '3000' });
-  assert.equal(r.status, 1, 'the otlp endpoint is down: one problem');
-  assert.match(r.stdout, new RegExp(`config file: ${f} \\(--config\\)`));
-  assert.match(r.stdout, new RegExp(`plugins = host, sim\\s+\\(file: ${f}:2\\)`));
-  assert.match(r.stdout, /interval = 10s\s+\(default\)/);
-  assert.match(r.stdout, /timeout = 3s\s+\(env: OTEL_EXPORTER_OTLP_TIMEOUT\)/);
-  assert.match(r.stdout, /headers = authorization=\*\*\*/);
-  assert.ok(!r.stdout.includes('secret'), 'secrets are masked');
-  assert.match(r.stdout, /ok\s+host\s+enabled\s+\S+\/stat readable/);
-  assert.match(r.stdout, /ok\s+sim\s+enabled\s+8 simulated GPUs/);
-  assert.match(
-    r.stdout,
-    new RegExp(`ok\\s+prometheus\\s+enabled\\s+listening on http://127.0.0.1:${port}/metrics - 127.0.0.1:${port} is free`),
-  );
-  assert.match(r.stdout, /FAIL otlp\s+enabled .* ECONNREFUSED/);
-  assert.match(r.stdout, /-\s+webhook\s+disabled/);
-  assert.match(
-    r.stdout,
-    new RegExp(`store: ${join(dir, 'state', 'l9gpu.db')} - ${join(dir, 'state')} does not exist yet; ${dir} is writable`),
-  );
-  assert.match(
-    r.stdout,
-    /attribution: none \(auto: no slurm.conf found; no kubelet pod-resources socket at \/var\/lib\/kubelet\/pod-resources\/kubelet.sock\)/,
-  );
-  assert.match(r.stdout, /1 problem\(s\) found/);
+  // its attribution = auto finds no slurm.conf: a Slurm suite beside it in configless mode links one under /run/slurm
+  await lock(CONFIGLESS_LOCK, 600_000);
+  try {
+    const port = await freePort();
+    const f = join(dir, 'doctor.ini');
+    writeFileSync(
+      f,
+      `[daemon]\nplugins = host, sim\nsinks = prometheus, otlp\n[prometheus]\nhost = ` +
+        `127.0.0.1\nport = ${port}\n[otlp]\nendpoint = http://127.0.0.1:${await freePort()}/v1/metrics\nheaders ` +
+        `= authorization=secret\n`,
+    );
+    const r = await runCli(['doctor', '--config', f], { L9GPU_STATE_DIR: join(dir, 'state'), OTEL_EXPORTER_OTLP_TIMEOUT: '3000' });
+    assert.equal(r.status, 1, 'the otlp endpoint is down: one problem');
+    assert.match(r.stdout, new RegExp(`config file: ${f} \\(--config\\)`));
+    assert.match(r.stdout, new RegExp(`plugins = host, sim\\s+\\(file: ${f}:2\\)`));
+    assert.match(r.stdout, /interval = 10s\s+\(default\)/);
+    assert.match(r.stdout, /timeout = 3s\s+\(env: OTEL_EXPORTER_OTLP_TIMEOUT\)/);
+    assert.match(r.stdout, /headers = authorization=\*\*\*/);
+    assert.ok(!r.stdout.includes('secret'), 'secrets are masked');
+    assert.match(r.stdout, /ok\s+host\s+enabled\s+\S+\/stat readable/);
+    assert.match(r.stdout, /ok\s+sim\s+enabled\s+8 simulated GPUs/);
+    assert.match(
+      r.stdout,
+      new RegExp(`ok\\s+prometheus\\s+enabled\\s+listening on http://127.0.0.1:${port}/metrics - 127.0.0.1:${port} is free`),
+    );
+    assert.match(r.stdout, /FAIL otlp\s+enabled .* ECONNREFUSED/);
+    assert.match(r.stdout, /-\s+webhook\s+disabled/);
+    assert.match(
+      r.stdout,
+      new RegExp(`store: ${join(dir, 'state', 'l9gpu.db')} - ${join(dir, 'state')} does not exist yet; ${dir} is writable`),
+    );
+    assert.match(
+      r.stdout,
+      new RegExp(
+        String.raw`attribution: none \(auto: no slurm.conf found; no kubelet pod-resources socket at ` +
+          String.raw`\/var\/lib\/kubelet\/pod-resources\/kubelet.sock\)`,
+      ),
+    );
+    assert.match(r.stdout, /1 problem\(s\) found/);
 
-  // defaults: plugins = auto finds no GPU source here (no NVML, no amd-smi, no hl-smi): host and nccl (always on: it reads
-  // Inspector output when a job writes some), and that is no problem
-  const j = await runCli(['doctor', '--json'], {
-    L9GPU_STATE_DIR: join(dir, 'state'),
-    L9GPU_NVML_LIBRARY: '/nonexistent/libnvidia-ml.so.1',
-    PATH: '/usr/bin:/bin',
-  });
-  const rep = JSON.parse(j.stdout);
-  assert.equal(j.status, 0, j.stdout);
-  assert.equal(rep.config.file, EMPTY_CONFIG);
-  assert.equal(rep.config.origin, 'env');
-  assert.deepEqual(rep.plugins_enabled, ['host', 'nccl']);
-  assert.deepEqual(
-    rep.plugins.map((p: { name: string; enabled: boolean }) => [p.name, p.enabled]),
-    [
-      ['host', true],
-      ['nvml', false],
-      ['amdsmi', false],
-      ['hlsmi', false],
-      ['sim', false],
-      ['vllm', false],
-      ['sglang', false],
-      ['tgi', false],
-      ['triton', false],
-      ['nim', false],
-      ['dcgm', false],
-      ['nccl', true],
-    ],
-  );
-  assert.match(rep.plugins[1].detail, /^not enabled by auto: \/nonexistent\/libnvidia-ml.so.1 not found$/);
-  assert.equal(rep.settings.find((s: { section: string; key: string }) => s.section === 'daemon' && s.key === 'state_dir').source, 'env');
+    // defaults: plugins = auto finds no GPU source here (no NVML, no amd-smi, no hl-smi): host and nccl (always on: it reads
+    // Inspector output when a job writes some), and that is no problem
+    const j = await runCli(['doctor', '--json'], {
+      L9GPU_STATE_DIR: join(dir, 'state'),
+      L9GPU_NVML_LIBRARY: '/nonexistent/libnvidia-ml.so.1',
+      PATH: '/usr/bin:/bin',
+    });
+    const rep = JSON.parse(j.stdout);
+    assert.equal(j.status, 0, j.stdout);
+    assert.equal(rep.config.file, EMPTY_CONFIG);
+    assert.equal(rep.config.origin, 'env');
+    assert.deepEqual(rep.plugins_enabled, ['host', 'nccl']);
+    assert.deepEqual(
+      rep.plugins.map((p: { name: string; enabled: boolean }) => [p.name, p.enabled]),
+      [
+        ['host', true],
+        ['nvml', false],
+        ['amdsmi', false],
+        ['hlsmi', false],
+        ['sim', false],
+        ['vllm', false],
+        ['sglang', false],
+        ['tgi', false],
+        ['triton', false],
+        ['nim', false],
+        ['dcgm', false],
+        ['nccl', true],
+      ],
+    );
+    assert.match(rep.plugins[1].detail, /^not enabled by auto: \/nonexistent\/libnvidia-ml.so.1 not found$/);
+    assert.equal(rep.settings.find((s: { section: string; key: string }) => s.section === 'daemon' && s.key === 'state_dir').source, 'env');
+  } finally {
+    unlock(CONFIGLESS_LOCK);
+  }
 });
 
 test('doctor never prints credentials of an endpoint: user information and query values are ***, in text and --json', async () => {
@@ -506,7 +517,10 @@ test(
     assert.equal(auto.stderr.split('\n').length, 2, auto.stderr);
     assert.match(
       auto.stderr,
-      /; job 4106: the l9gpu summary in AdminComment is damaged \(unexpected end of file\)\. From the metrics backend: l9gpu jobs show 4106 --source promql/,
+      new RegExp(
+        String.raw`; job 4106: the l9gpu summary in AdminComment is damaged \(unexpected end of ` +
+          String.raw`file\)\. From the metrics backend: l9gpu jobs show 4106 --source promql`,
+      ),
     );
   },
 );

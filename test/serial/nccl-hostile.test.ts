@@ -78,7 +78,13 @@ function line(pid: number, sn: number, o: { comm?: string; bytes?: number; rank?
   const bytes = o.bytes ?? 1 << 26;
   const us = 300;
   const alg = bytes / 1e9 / (us / 1e6);
-  return `{"header":{"id":"${o.comm ?? '0x1f2e3d4c5b6a7988'}","comm_name":"c","rank":${o.rank ?? 0},"n_ranks":2,"nnodes":1},"metadata":{"inspector_output_format_version":"v4.0","git_rev":"6da4220","rec_mechanism":"nccl_profiler_interface","dump_timestamp_us":${1_763_900_000_000_000 + sn},"hostname":"${HOST}","pid":${pid}},"coll_perf":{"coll":"AllReduce","coll_sn":${sn},"coll_msg_size_bytes":${bytes},"coll_exec_time_us":${us},"coll_timing_source":"kernel_gpu","coll_algobw_gbs":${alg.toFixed(6)},"coll_busbw_gbs":${alg.toFixed(6)}}}\n`;
+  return (
+    `{"header":{"id":"${o.comm ?? '0x1f2e3d4c5b6a7988'}","comm_name":"c","rank":${o.rank ?? 0},"n_ranks":2,"nnodes":1},` +
+    `"metadata":{"inspector_output_format_version":"v4.0","git_rev":"6da4220","rec_mechanism":"nccl_profiler_interface",` +
+    `"dump_timestamp_us":${1_763_900_000_000_000 + sn},"hostname":"${HOST}","pid":${pid}},` +
+    `"coll_perf":{"coll":"AllReduce","coll_sn":${sn},"coll_msg_size_bytes":${bytes},"coll_exec_time_us":${us},` +
+    `"coll_timing_source":"kernel_gpu","coll_algobw_gbs":${alg.toFixed(6)},"coll_busbw_gbs":${alg.toFixed(6)}}}\n`
+  );
 }
 
 function lines(pid: number, n: number, o: { comm?: string } = {}): string {
@@ -572,7 +578,9 @@ test(
     const dir = nobodyDir(b, 'nccl-inspector-prom-flood');
     let text = '';
     for (let i = 0; i < 10_000; i++) {
-      const l = `{version="v5.1",node="${HOST}",comm_name="c${i}",n_nodes="1",nranks="8",collective="AllReduce",message_size="64-65MB",algo_proto="RING_SIMPLE"}`;
+      const l =
+        `{version="v5.1",node="${HOST}",comm_name="c${i}",n_nodes="1",nranks="8",` +
+        `collective="AllReduce",message_size="64-65MB",algo_proto="RING_SIMPLE"}`;
       text += `nccl_bus_bandwidth_gbs${l} 1\nnccl_collective_exec_time_microseconds${l} 2\n`;
     }
     writeFileSync(join(b, 'seed.prom'), text);

@@ -232,7 +232,13 @@ function line(pid: number, sn: number, comm = '0x1f2e3d4c5b6a7988'): string {
   const bytes = 1 << 26;
   const us = 300 + (sn % 7);
   const alg = bytes / 1e9 / (us / 1e6);
-  return `{"header":{"id":"${comm}","comm_name":"live","rank":0,"n_ranks":2,"nnodes":1},"metadata":{"inspector_output_format_version":"v4.0","git_rev":"6da4220","rec_mechanism":"nccl_profiler_interface","dump_timestamp_us":${1_763_900_000_000_000 + sn},"hostname":"${hostname()}","pid":${pid}},"coll_perf":{"coll":"AllReduce","coll_sn":${sn},"coll_msg_size_bytes":${bytes},"coll_exec_time_us":${us},"coll_timing_source":"kernel_gpu","coll_algobw_gbs":${alg.toFixed(6)},"coll_busbw_gbs":${alg.toFixed(6)}}}\n`;
+  return (
+    `{"header":{"id":"${comm}","comm_name":"live","rank":0,"n_ranks":2,"nnodes":1},` +
+    `"metadata":{"inspector_output_format_version":"v4.0","git_rev":"6da4220",` +
+    `"rec_mechanism":"nccl_profiler_interface","dump_timestamp_us":${1_763_900_000_000_000 + sn},"hostname":"${hostname()}",` +
+    `"pid":${pid}},"coll_perf":{"coll":"AllReduce","coll_sn":${sn},"coll_msg_size_bytes":${bytes},"coll_exec_time_us":${us},` +
+    `"coll_timing_source":"kernel_gpu","coll_algobw_gbs":${alg.toFixed(6)},"coll_busbw_gbs":${alg.toFixed(6)}}}\n`
+  );
 }
 
 test(

@@ -668,7 +668,7 @@ async function suite(): Promise<void> {
           const specs = Array.from({ length: IDLE.processes }, (_, i) =>
             spec('idle', peersFrom(2 + i * IDLE.peersEach, IDLE.peersEach), IDLE.perPeer, 6000),
           );
-          const { r, refused, row } = await phase(
+          const { refused, row } = await phase(
             'idle',
             specs,
             (r) =>

@@ -21,8 +21,11 @@ import { waitFor } from '../helpers/wait.js';
 
 /** nvml.h: NVML_ERROR_DRIVER_NOT_LOADED. */
 const DRIVER_NOT_LOADED = 9;
-const ADVICE =
-  /nvmlInit_v2: Driver Not Loaded \(9\): NVML couldn't communicate with the NVIDIA driver\. Make sure that the NVIDIA driver is installed and loaded \(lsmod \| grep nvidia; modprobe nvidia; dmesg \| grep -i nvrm\)/;
+const ADVICE = new RegExp(
+  String.raw`nvmlInit_v2: Driver Not Loaded \(9\): NVML couldn't communicate with the NVIDIA ` +
+    String.raw`driver\. Make sure that the NVIDIA driver is installed and loaded \(lsmod \| ` +
+    String.raw`grep nvidia; modprobe nvidia; dmesg \| grep -i nvrm\)`,
+);
 
 /** A config of its own: stdout only (doctor checks no port), a state folder of its own. */
 function config(extra = ''): { path: string; state: string } {
@@ -53,7 +56,10 @@ test('plugins = auto: a driver loaded after the daemon started is sampled withou
     await d.waitStderr(/configuration reloaded/);
     fake.write({ devices: [h100(0)] });
     await d.waitStderr(
-      /info \[l9gpu\] plugins = auto: its source answers now: started plugin=nvml source="driver \S+, 1 GPU\(s\) via \S+libnvidia-ml.so.1" since_start_s=\d+/,
+      new RegExp(
+        String.raw`info \[l9gpu\] plugins = auto: its source answers now: started plugin=nvml ` +
+          String.raw`source="driver \S+, 1 GPU\(s\) via \S+libnvidia-ml.so.1" since_start_s=\d+`,
+      ),
       20_000,
     );
     await waitFor('GPU 0 sampled', () => d.points().some((p) => p.name === 'gpu.utilization' && p.attributes['gpu.uuid'] === h100(0).uuid));
@@ -126,8 +132,10 @@ test('a driver not loaded: gpus, doctor and daemon --once say so first, with wha
 test('[daemon] expect_gpus: fewer GPUs found is a problem; 0 says none belong here whatever is installed', async () => {
   const fake = new FakeNvml({ devices: [h100(0)] });
   const two = config('expect_gpus = 2\n');
-  const shortfall =
-    /1 GPU\(s\) found, 2 expected \(\[daemon\] expect_gpus = 2\): a GPU that fell off the bus or failed to initialise is missing \(dmesg, lspci\)/;
+  const shortfall = new RegExp(
+    String.raw`1 GPU\(s\) found, 2 expected \(\[daemon\] expect_gpus = 2\): a GPU that fell off` +
+      String.raw` the bus or failed to initialise is missing \(dmesg, lspci\)`,
+  );
   const gpus = await runCli(['gpus', '--config', two.path], fake.env());
   assert.equal(gpus.status, 1);
   assert.match(lines(gpus.stderr)[0]!, new RegExp(`^l9gpu: ${shortfall.source}$`));

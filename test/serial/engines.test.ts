@@ -181,7 +181,10 @@ test(
       );
     } finally {
       assert.equal(await d.stop(), 0, d.stderr);
-      for (const s of [good, garbage, hung]) (s.server.closeAllConnections(), s.server.close());
+      for (const s of [good, garbage, hung]) {
+        s.server.closeAllConnections();
+        s.server.close();
+      }
     }
     const lines = d.stderr.trim().split('\n');
     const about = (url: string, re: RegExp) => lines.filter((l) => l.includes('endpoint failed') && l.includes(`url=${url}`) && re.test(l));

@@ -2,7 +2,7 @@
  * The node's /metrics page against hostile engine pages. Under [daemon]
  * engines = auto the root daemon scrapes any process whose command line reads
  * `vllm serve` (src/scrape/discover.ts), here an unprivileged user's (nobody,
- * through runuser, as test/engines-hostile.test.ts serves them), and
+ * through runuser, as test/alone/engines-hostile.test.ts serves them), and
  * republishes the page's series on its own pull page: label names and values
  * are the user's. One series a scraper cannot take loses the whole page, every
  * GPU of the node (up = 0). Real Prometheus 2.42 and 3.5 scrape the daemon
@@ -443,7 +443,8 @@ test(
       const url = `http://127.0.0.1:${promPort}/metrics`;
       const ofEngine = (p: Page) =>
         new RegExp(
-          `^vllm_\\w+\\{server_address="127\\.0\\.0\\.1",server_port="${ports.get(p)}",process_pid="${servers.get(p)}",process_owner="nobody"`,
+          `^vllm_\\w+\\{server_address="127\\.0\\.0\\.1",server_port="${ports.get(p)}",` +
+            `process_pid="${servers.get(p)}",process_owner="nobody"`,
           'm',
         );
       const sim = /^gpu_utilization_ratio\{[^}]*gpu_vendor="sim"/m;

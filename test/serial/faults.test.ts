@@ -229,7 +229,10 @@ test(
       assert.equal(r.status, 1, r.stderr);
       assert.match(
         r.stderr,
-        /^l9gpu: PromQL http:\/\/127\.0\.0\.1:\d+: the answer is larger than 64 MiB \(query: .*\): stopped reading it; a shorter --window asks for less\n$/,
+        new RegExp(
+          String.raw`^l9gpu: PromQL http:\/\/127\.0\.0\.1:\d+: the answer is larger than 64 MiB ` +
+            String.raw`\(query: .*\): stopped reading it; a shorter --window asks for less\n$`,
+        ),
         'one line, no stack',
       );
     } finally {

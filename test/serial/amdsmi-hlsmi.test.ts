@@ -337,7 +337,11 @@ test(
       );
       assert.equal(
         d.stderr.match(
-          /field not readable: skipped plugin=amdsmi field="amd-smi metric --json gpu 0 power.socket_power" error="value \\"overheating\\" is not a number"/g,
+          new RegExp(
+            String.raw`field not readable: skipped plugin=amdsmi field="amd-smi metric --json gpu 0 ` +
+              String.raw`power.socket_power" error="value \\"overheating\\" is not a number"`,
+            'g',
+          ),
         )?.length,
         1,
       );
