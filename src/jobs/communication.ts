@@ -20,22 +20,12 @@ import { bandwidth } from '../nccl/bandwidth.js';
 import { rankFactors, type RankTime } from '../nccl/straggler.js';
 import type { CommunicationFigures, JobReport, Note } from './report-model.js';
 import type { Db } from '../store/open.js';
-import { ncclRows } from '../store/counted.js';
+import { ncclRows, type NcclRow } from '../store/counted.js';
 import { byText } from '../core/text-table.js';
 
-export interface CommRow {
+/** A stored NCCL row with its node (rank -1: a row of no one rank, 2.30's interval files). */
+export interface CommRow extends NcclRow {
   node: string;
-  comm: string;
-  comm_name: string;
-  collective: string;
-  size: string;
-  /** -1: a row of no one rank (2.30's interval files). */
-  rank: number;
-  n_ranks: number;
-  n_nodes: number;
-  ops: number;
-  bytes: number;
-  seconds: number;
 }
 
 /** Sizes from which a collective should come near the fabric's peak (smaller ones are latency-bound). */

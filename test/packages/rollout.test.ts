@@ -60,7 +60,11 @@ let rpm = '';
 let tarball = '';
 let image = '';
 
-function run(cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string } = {}): SpawnSyncReturns<string> {
+function run(
+  cmd: string,
+  args: string[],
+  opts: { env?: NodeJS.ProcessEnv; cwd?: string; timeout?: number } = {},
+): SpawnSyncReturns<string> {
   return spawnSync(cmd, args, { encoding: 'utf8', maxBuffer: 64 << 20, timeout: 300_000, ...opts });
 }
 
@@ -131,7 +135,8 @@ before(() => {
   void prepareEarlier(work);
   // what `npm run package` runs once the checkout is built (--fast: the same formats at the lowest compression)
   const out = ok(
-    run(process.execPath, [join(ROOT, 'dist/src/release/package-main.js'), '--out', join(work, 'out'), '--fast']),
+    // the packaging is CPU work beside every other lane of npm test: its own deadline, not the default 5 minutes
+    run(process.execPath, [join(ROOT, 'dist/src/release/package-main.js'), '--out', join(work, 'out'), '--fast'], { timeout: 900_000 }),
     'npm run package',
   );
   deb = /^(\S+\.deb) /m.exec(out)?.[1] ?? '';

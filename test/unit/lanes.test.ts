@@ -70,7 +70,6 @@ test(
     ]);
     assert.equal(of('unit/slurm-parse.test.js').name, 'unit');
     assert.equal(of('packages/rollout.test.js').name, 'packages');
-    assert.ok(of('system/smoke.test.js').concurrency > 1, 'system files run several at a time');
     assert.equal(laneKey('/x/dist/test/system/hooks.test.js'), 'system/hooks.test.js');
   },
 );
