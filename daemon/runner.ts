@@ -85,7 +85,7 @@ export class PluginRunner {
    * Resolves when the collection ends or times out, whichever is first; while
    * the plugin has not returned, further calls are skipped and counted.
    *
-   * A collection that starts within SLOT_TOLERANCE of its slot (the tick's
+   * A collection that starts within slotTolerance() of its slot (the tick's
    * scheduled monotonic time) is stamped with the slot, as Prometheus aligns
    * its scrape timestamps: the gaps between on-time samples are then whole
    * intervals, so the median gap PromQL sees is the configured interval and
