@@ -6,9 +6,11 @@
  *           ports, so the three run at once (they mostly wait for jobs).
  *   packages the packages installed into roots of their own (rollout.test.ts),
  *           beside unit and slurm: it mostly waits on dpkg and the disk.
- *   system  everything else (daemons, real components, fixed resources,
- *           root-only machine state): one file at a time, after the others,
- *           on a machine nothing else of the run loads.
+ *   system  daemons, CLI children and real components on their own state
+ *           folders and ports: three files at a time, once unit, slurm and
+ *           lint are done (beside the end of packages).
+ *   serial, alone: one file at a time, after those (AFTER says which lane
+ *           waits for which).
  *   bundled the product's own subset (BUNDLED_FILES) once more, last, its
  *           hooks, CLI and daemon run from a release tree assembled as
  *           `npm run package` does, on the Node.js the package ships.
@@ -45,12 +47,12 @@ const HERE = dirname(fileURLToPath(import.meta.url));
  *                   rpm --root): it mostly waits on dpkg and the disk.
  *   test/system/    daemons, CLI children and real components, each on its own
  *                   temporary state folder and free ports (L9GPU_TEST_SYSTEM_AT_ONCE
- *                   of them at a time, 1 by default), after the lanes above.
+ *                   of them at a time, 3 by default), after unit, slurm and lint.
  *   test/serial/    files that share something of the node's with each other: the
  *                   default state folder /var/lib/l9gpu (its lock, store and
  *                   socket), or the machine-wide discovery of engines and NCCL logs
  *                   (every process of the node, the user nobody's limits): one at a
- *                   time, after the system lane.
+ *                   time, after the system and packages lanes.
  *   test/alone/     floods and bounds on the daemon's own latency, memory and open
  *                   files (tens of thousands of connections, pkill of the user
  *                   nobody's helpers): one at a time, after everything else, on a
@@ -102,18 +104,31 @@ export function lanesFor(files: string[]): Lane[] {
     },
     { name: 'packages', concurrency: 1, files: of('packages') },
     { name: 'lint', concurrency: 1, files: of('lint') },
-    // one at a time by default: run beside the Slurm and packages lanes, three at a time, the whole suite took 7.5 min
-    // instead of 18 but daemons with 100 ms plugin timeouts and the ctld worker's settling waits failed under that load
-    // (L9GPU_TEST_SYSTEM_AT_ONCE=3 runs them so, for the work of making them hold there)
-    { name: 'system', concurrency: Number(process.env.L9GPU_TEST_SYSTEM_AT_ONCE) || 1, files: of('system') },
+    // three at a time once the Slurm suites are done: 115 s against 336 s one at a time. Beside the Slurm suites too, the
+    // daemons with 100 ms plugin timeouts and the ctld worker's settling waits failed (L9GPU_TEST_SYSTEM_AT_ONCE=1: one
+    // at a time)
+    { name: 'system', concurrency: Number(process.env.L9GPU_TEST_SYSTEM_AT_ONCE) || 3, files: of('system') },
     { name: 'serial', concurrency: 1, files: of('serial') },
     { name: 'alone', concurrency: 1, files: of('alone') },
     { name: 'bundled', concurrency: 1, files: files.filter((f) => BUNDLED_FILES.includes(laneKey(f))) },
   ];
 }
 
-/** Which lanes run side by side: unit, slurm, packages and lint at once; then system, serial, alone and bundled, each alone. */
-const PHASES = [['unit', 'slurm', 'packages', 'lint'], ['system'], ['serial'], ['alone'], ['bundled']];
+/**
+ * The lanes each lane waits for: unit, slurm, packages and lint start at once; system once the Slurm suites (the
+ * heaviest load) and the short lanes are done, beside the end of the packages lane (its installs mostly wait on dpkg
+ * and the disk); serial after both; alone and bundled last, each on its own.
+ */
+export const AFTER: Record<string, readonly string[]> = {
+  unit: [],
+  slurm: [],
+  packages: [],
+  lint: [],
+  system: ['unit', 'slurm', 'lint'],
+  serial: ['system', 'packages'],
+  alone: ['serial'],
+  bundled: ['alone'],
+};
 
 const SUMMARY = ['tests', 'suites', 'pass', 'fail', 'cancelled', 'skipped', 'todo'] as const;
 type Counts = Record<(typeof SUMMARY)[number], number>;
@@ -232,7 +247,18 @@ async function main(): Promise<number> {
     if (r.code !== 0 || counts.fail > 0 || counts.cancelled > 0) failed = true;
   };
   process.stdout.write('TAP version 13\n');
-  for (const phase of PHASES) await Promise.all(lanes.filter((l) => phase.includes(l.name)).map(async (l) => print(await runLane(l))));
+  // a lane waits for those of AFTER that this run has (a lane with no files is done at once)
+  const done = new Map<string, Promise<void>>();
+  const start = (l: Lane): Promise<void> => {
+    let p = done.get(l.name);
+    if (!p) {
+      const before = lanes.filter((b) => AFTER[l.name]!.includes(b.name));
+      p = Promise.all(before.map(start)).then(async () => print(await runLane(l)));
+      done.set(l.name, p);
+    }
+    return p;
+  };
+  await Promise.all(lanes.map(start));
   process.stdout.write(`1..${n}\n`);
   for (const k of SUMMARY) process.stdout.write(`# ${k} ${total[k]}\n`);
   process.stdout.write(`# duration_ms ${Date.now() - t0}\n`);
