@@ -183,15 +183,22 @@ export async function runDaemon(flags: DaemonFlags): Promise<never> {
     process.on('SIGHUP', () => {
       if (!stopping) void reload();
     });
-    await agent.start();
-    started = true;
-    log.info('l9gpu daemon started', {
-      config: cfg.file ?? '(embedded defaults)',
-      plugins: agent.pluginNames.join(','),
-      sinks: daemon.sinks.join(','),
-      attribution: daemon.attribution,
-    });
+    // a stop asked while the agent starts (systemd's stop during a slow start) is kept and done once it has: the signal's
+    // default action would end the process mid-start, sinks unflushed, with no exit status
+    let asked: string | undefined;
+    let startHangs: NodeJS.Timeout | undefined;
     const stop = (sig: string): void => {
+      if (!started) {
+        if (asked) return;
+        asked = sig;
+        // a start that hangs (a driver call that never returns) must not make the daemon unstoppable: nothing was
+        // collected yet, so nothing is lost by leaving without it
+        startHangs = setTimeout(() => {
+          log.warn('stopping: the start did not end within 5 s of the signal; exiting without waiting for it', { signal: sig });
+          void exitProcess(0, true);
+        }, 5000).unref();
+        return;
+      }
       if (stopping) return;
       stopping = true;
       log.info('stopping: flushing sinks', { signal: sig });
@@ -205,7 +212,17 @@ export async function runDaemon(flags: DaemonFlags): Promise<never> {
     };
     process.on('SIGTERM', () => stop('SIGTERM'));
     process.on('SIGINT', () => stop('SIGINT'));
-    if (again) void reload();
+    await agent.start();
+    started = true;
+    log.info('l9gpu daemon started', {
+      config: cfg.file ?? '(embedded defaults)',
+      plugins: agent.pluginNames.join(','),
+      sinks: daemon.sinks.join(','),
+      attribution: daemon.attribution,
+    });
+    clearTimeout(startHangs);
+    if (asked) stop(asked);
+    else if (again) void reload();
     // runs until a signal: stop() ends the process
     return await new Promise<never>(() => {});
   } catch (e) {
