@@ -384,14 +384,21 @@ summary_wait = 60s
     const doc = await runCli(['doctor', '--config', configFile], { ...fake.env(), ...cluster.clientEnv() });
     assert.match(doc.stdout, new RegExp(`node ${SLURM_NODE} \\(from learned\\)`));
     await idle();
-    // a stale open binding (a job long gone whose epilog never ran here) and a wrong name for this node
+    // a wrong name for this node first, then a stale open binding (a job long gone whose epilog never ran here). A
+    // reconcile reads the name as it starts: once one that started after the name's write has ended, every later one
+    // has it; a binding written sooner could be closed by a reconcile that read the right name just before
     const rw = new Database(join(stateDir, 'l9gpu.db'), { timeout: 5000 });
+    const named = Date.now();
+    rw.prepare(`UPDATE meta SET value = 'not-this-node' WHERE key = 'slurm.node_name'`).run();
+    await waitFor(
+      'a whole reconcile begun after the wrong name',
+      () => Number(q<{ value: string }>(`SELECT value FROM meta WHERE key = 'reconcile.last_ok'`)[0]?.value) > named,
+    );
     const old = Date.now() - 3_600_000;
     rw.prepare(`INSERT INTO jobs (job_id, run_key, start_time, source, updated_at) VALUES ('777777', 'r0', ?, 'prolog', ?)`).run(old, old);
     rw.prepare(
       `INSERT INTO bindings (job_id, run_key, gpu_uuid, start_time, source, shared) VALUES ('777777', 'r0', ?, ?, 'prolog', 0)`,
     ).run(gpus[0]!.uuid, old);
-    rw.prepare(`UPDATE meta SET value = 'not-this-node' WHERE key = 'slurm.node_name'`).run();
     rw.close();
     await daemon.waitStderr(/this node's name in Slurm is not \\"not-this-node\\" \(Slurm knows no such node\)/, 30_000);
     assert.equal(bindings('777777')[0]!.end_time, null, 'nothing closed on the word of a name Slurm does not know');
