@@ -88,9 +88,9 @@ export class PluginRunner {
    * A collection that starts within slotTolerance() of its slot (the tick's
    * scheduled monotonic time) is stamped with the slot, as Prometheus aligns
    * its scrape timestamps: the gaps between on-time samples are then whole
-   * intervals, so the median gap PromQL sees is the configured interval and
-   * its cap on covered time (2.5 x the median) is the store's (2.5 x the
-   * interval) to the millisecond: the two sources fold the same gaps into the
+   * intervals, so the most frequent gap PromQL sees is the configured interval
+   * and its cap on covered time (src/figures/gap-cap.ts) is the store's to the
+   * millisecond: the two sources fold the same gaps into the
    * same seconds (docs/jobs.md, "Two sources, one figure"). A later start is
    * stamped when it ran: its readings (an energy counter) belong to that time.
    */

@@ -28,6 +28,7 @@ import { headerOf, totalsOf } from './report.js';
 import type { Prices } from '../figures/prices.js';
 import type { GpuRow, JobReport } from './report-model.js';
 import { figureNotes } from './notes.js';
+import { collectionInterval, gapCapMs } from '../figures/gap-cap.js';
 import { communicationOf, type CommRow } from './communication.js';
 import { byText } from '../core/text-table.js';
 import { type PromqlOptions } from './promql-client.js';
@@ -114,10 +115,10 @@ function foldReport(got: Fetched, jobId: string, comm: CommRow[], prices: Prices
   let last = 0;
   for (const g of gpus.values()) {
     const samples = [...g.samples.values()].sort((a, b) => a.t - b.t);
-    const gap = median(samples.slice(1).map((s, i) => s.t - samples[i]!.t));
+    const cap = gapCapMs(collectionInterval(samples.map((s) => s.t)));
     const r: GpuRollup = emptyRollup();
     for (const s of samples) {
-      step(r, s, gap > 0 ? 2.5 * gap : Infinity);
+      step(r, s, cap);
       if (s.util !== undefined) {
         const m = Math.floor(s.t / 60_000) * 60_000;
         if (!perMinute.has(m)) perMinute.set(m, []);

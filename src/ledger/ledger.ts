@@ -6,6 +6,7 @@
  * job-end summary when a job leaves a GPU. It knows no scheduler: Slurm,
  * Kubernetes or any later provider feeds it the same way.
  */
+import { gapCapMs } from '../figures/gap-cap.js';
 import { identityOf } from '../core/gpu-identity.js';
 import type { Logger } from '../core/log.js';
 import { GPU } from '../core/metrics/gpu-metrics.js';
@@ -133,7 +134,7 @@ export class JobLedger {
     }
     if (bound.size) {
       try {
-        this.rollups.record(samples, identities, bound, 2.5 * batch.intervalMs, batch.time);
+        this.rollups.record(samples, identities, bound, gapCapMs(batch.intervalMs), batch.time);
         if (this.writeError) this.log.info('job ledger: writing again', { after: this.writeError });
         this.writeError = '';
       } catch (e) {
