@@ -320,7 +320,10 @@ test(
         second - first < 40,
         `the peak grew by ${(second - first).toFixed(1)} MB with a backlog twice the size: memory follows the file`,
       );
-      assert.ok(second < 128, `peak RSS ${second} MB`);
+      // the peak is the idle daemon's and one collection's fold of [limits] read_bytes (64 MiB by default) of lines, which
+      // V8's heap grows under once: measured 110-114 MB after the first backlog and 128-130 MB after the second on this
+      // 2-core machine, idle 61 MB. A reader that held the backlog would be past idle + 100 MB
+      assert.ok(second < idle + 64 + 12, `peak RSS ${second.toFixed(1)} MB, idle ${idle.toFixed(1)} MB`);
       // 6. deleted after its last lines
       write(7);
       rmSync(log);
