@@ -2,7 +2,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, fstatSync, openSync, readFileSync, readSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { constants as osConstants } from 'node:os';
 import { findMetric, type MetricKind } from '../../src/core/metrics/registry.js';
 import { PRODUCT, tempDir } from './paths.js';
 import { waitFor } from './wait.js';
@@ -142,16 +141,6 @@ export class PointsFile {
   }
 }
 
-/** Whether a process has a handler for the signal (its SigCgt mask in /proc): false once it is gone. */
-function catches(pid: number, signal: 'SIGTERM' | 'SIGINT'): boolean {
-  try {
-    const m = /^SigCgt:\s+([0-9a-f]+)$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m !== null && (BigInt(`0x${m[1]}`) & (1n << BigInt(osConstants.signals[signal] - 1))) !== 0n;
-  } catch {
-    return false;
-  }
-}
-
 export class DaemonProcess {
   readonly child: ChildProcess;
   stdout = '';
@@ -232,13 +221,14 @@ export class DaemonProcess {
   async stop(signal: NodeJS.Signals = 'SIGTERM', timeoutMs = 15_000): Promise<number | null> {
     if (this.child.exitCode !== null) return this.child.exitCode;
     // a daemon stopped a moment after its spawn (a loaded machine, a test whose condition an earlier daemon's file
-    // met) would die by the signal's default action before it handles it: wait until it catches it, as systemd's stop
-    // finds a started service
+    // met) dies by the signal's default action before its handler is there (Node's own, from its start, re-raises
+    // it): wait for its start line, as systemd's stop finds a started service; 10 s at most, for a daemon that
+    // logs above info
     if (signal === 'SIGTERM' || signal === 'SIGINT')
       await waitFor(
-        `the daemon (pid ${this.child.pid}) handling ${signal}`,
-        () => this.child.exitCode !== null || this.child.signalCode !== null || catches(this.child.pid!, signal) || undefined,
-        30_000,
+        `the daemon (pid ${this.child.pid}) started`,
+        () => this.child.exitCode !== null || this.child.signalCode !== null || /l9gpu daemon started/.test(this.stderr) || undefined,
+        10_000,
       ).catch(() => undefined);
     if (this.child.exitCode !== null) return this.child.exitCode;
     this.stopping = signal;

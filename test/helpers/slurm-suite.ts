@@ -1540,7 +1540,13 @@ summary_wait = 60s
       });
       // sdiag counts every client's RPCs: a step left by an earlier case (slurmd killed under it) would be one more
       // job for this reconciler to ask about and close
-      await waitFor(`steps of ${k} alone on the node`, async () => [...(await stepsHere())].join() === k, 150_000, 500);
+      let seen = '';
+      await waitFor(`steps of ${k} alone on the node`, async () => (seen = [...(await stepsHere())].join()) === k, 150_000, 500).catch(
+        (e: Error) => {
+          // which job's steps stayed says which earlier case left them (a slurmd killed under a job, a step that never ended)
+          throw new Error(`${e.message}; the node's steps at the end: ${seen || 'none'}`);
+        },
+      );
       const t0 = Date.now();
       daemon.child.kill('SIGSTOP');
       try {
