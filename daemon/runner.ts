@@ -15,6 +15,33 @@ export function slotTolerance(intervalMs: number): number {
   return Math.min(50, intervalMs / 10);
 }
 
+/**
+ * The times a runner stamps its collections with. One that starts within slotTolerance() of its slot is stamped with
+ * the slot's wall time, as Prometheus aligns its scrape timestamps; the slots are whole intervals apart on the monotonic
+ * clock, and so are their stamps: each is the wall time of one anchor slot plus the monotonic time since it, not
+ * Date.now() less the delay, whose truncation to the millisecond would put on-time neighbours 1 ms off the interval as
+ * often as on it. The anchor is taken again when that drifts more than 2 ms from Date.now()'s reading (the wall clock
+ * slewed or stepped). A later start is stamped when it ran: its readings (an energy counter) belong to that time.
+ */
+export class SlotStamps {
+  private anchor: { wall: number; mono: number } | undefined;
+
+  constructor(private readonly intervalMs: number) {}
+
+  /** started: monotonic ms when the collection began; wall: Date.now() then. */
+  stamp(slot: number, started: number, wall: number): { time: number; mono: number } {
+    if (started - slot > slotTolerance(this.intervalMs)) return { time: wall, mono: started };
+    const atSlot = wall - (started - slot);
+    const a = this.anchor;
+    if (a) {
+      const time = Math.round(a.wall + (slot - a.mono));
+      if (Math.abs(time - atSlot) <= 2) return { time, mono: slot };
+    }
+    this.anchor = { wall: Math.round(atSlot), mono: slot };
+    return { time: this.anchor.wall, mono: slot };
+  }
+}
+
 export class CollectorStats {
   runs = 0;
   points = 0;
@@ -32,6 +59,7 @@ export class PluginRunner {
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
   private failing = false;
+  private readonly stamps: SlotStamps;
   /** Metrics and fields whose skipped values were said (once each). */
   private readonly saidSkipped = new Set<string>();
 
@@ -42,7 +70,9 @@ export class PluginRunner {
     readonly timeoutMs: number,
     private readonly publish: (b: Batch) => void,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.stamps = new SlotStamps(intervalMs);
+  }
 
   /** True while the plugin has not returned from a collection (it may be stuck in a blocking call). */
   get blocked(): boolean {
@@ -85,14 +115,11 @@ export class PluginRunner {
    * Resolves when the collection ends or times out, whichever is first; while
    * the plugin has not returned, further calls are skipped and counted.
    *
-   * A collection that starts within slotTolerance() of its slot (the tick's
-   * scheduled monotonic time) is stamped with the slot, as Prometheus aligns
-   * its scrape timestamps: the gaps between on-time samples are then whole
-   * intervals, so the most frequent gap PromQL sees is the configured interval
-   * and its cap on covered time (src/figures/gap-cap.ts) is the store's to the
-   * millisecond: the two sources fold the same gaps into the
-   * same seconds (docs/jobs.md, "Two sources, one figure"). A later start is
-   * stamped when it ran: its readings (an energy counter) belong to that time.
+   * Its stamp (SlotStamps): on-time collections are whole intervals apart to
+   * the millisecond, so the most frequent gap PromQL sees is the configured
+   * interval and its cap on covered time (src/figures/gap-cap.ts) is the
+   * store's: the two sources fold the same gaps into the same seconds
+   * (docs/jobs.md, "Two sources, one figure").
    */
   collectOnce(slot = monoNow()): Promise<void> {
     if (this.work) {
@@ -101,9 +128,7 @@ export class PluginRunner {
       return Promise.resolve();
     }
     const started = monoNow();
-    const onTime = started - slot <= slotTolerance(this.intervalMs);
-    let time = onTime ? Math.round(Date.now() - (started - slot)) : Date.now();
-    let mono = onTime ? slot : started;
+    let { time, mono } = this.stamps.stamp(slot, started, Date.now());
     const ac = new AbortController();
     let timedOut = false;
     let release!: () => void;

@@ -36,7 +36,11 @@ export function collectionInterval(timesMs: readonly number[]): number {
     counts.set(g, n);
     if (n > most || (n === most && g < best)) [best, most] = [g, n];
   }
-  if (most >= 2) return best;
-  const sorted = gaps.sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
+  return most >= 2 ? best : median(gaps);
+}
+
+/** The middle value (the upper one of an even count), 0 of none. */
+export function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? s[Math.floor(s.length / 2)]! : 0;
 }

@@ -28,18 +28,13 @@ import { headerOf, totalsOf } from './report.js';
 import type { Prices } from '../figures/prices.js';
 import type { GpuRow, JobReport } from './report-model.js';
 import { figureNotes } from './notes.js';
-import { collectionInterval, gapCapMs } from '../figures/gap-cap.js';
+import { collectionInterval, gapCapMs, median } from '../figures/gap-cap.js';
 import { communicationOf, type CommRow } from './communication.js';
 import { byText } from '../core/text-table.js';
 import { type PromqlOptions } from './promql-client.js';
 import { attributes, commRows, fetchJobs, gpuKey, namedAs, nodeOf, type Fetched, type Naming } from './promql-series.js';
 
 export type { PromqlOptions } from './promql-client.js';
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length ? s[Math.floor(s.length / 2)]! : 0;
-}
 
 export async function reportFromPromql(
   o: PromqlOptions,
