@@ -25,7 +25,7 @@ test("the collection interval from timestamps alone: the most frequent gap, wher
   assert.equal(gapCapMs(0), Infinity);
 });
 
-test('on-time collections are stamped whole intervals apart to the millisecond; a late one when it ran; a moved wall clock re-anchors', () => {
+test('on-time stamps are whole intervals apart to the millisecond; a late one keeps when it ran; a moved clock re-anchors', () => {
   const stamps = new SlotStamps(300);
   // the wall clock's offset from the monotonic one has a fraction of a ms: Date.now() truncates it
   const offset = 1_764_763_200_000.73;
