@@ -7,7 +7,7 @@
  * resource/v1, collector/metrics/v1); what a point becomes is what
  * resource-metrics.ts gives the OpenTelemetry serializers (one Metric per
  * registry metric, gauges, cumulative sums and histograms, double values,
- * integer attributes as int_value), and test/serial/sinks.test.ts decodes both with
+ * integer attributes as int_value), and test/system/sinks.test.ts decodes both with
  * an independent decoder and compares them.
  */
 import { ByteBuffer } from '../core/byte-buffer.js';

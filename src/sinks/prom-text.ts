@@ -4,7 +4,7 @@
  * (the metrics SDK, semantic conventions) costs the daemon ~8 MB of heap and
  * ~15 MB at start-up for a few string joins. The output is the exporter's
  * own, line for line, under the registry's Prometheus names
- * (test/serial/sinks.test.ts compares them): target_info first, then per metric
+ * (test/system/sinks.test.ts compares them): target_info first, then per metric
  * HELP, UNIT, TYPE and one line per point, the resource labels picked by
  * [prometheus] resource_labels after each point's own. A histogram's point is
  * the exporter's lines too: _count, _sum, then _bucket with cumulative counts,

@@ -1,6 +1,6 @@
 /** Runs the real CLI as a child process and watches its output. */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, fstatSync, openSync, readFileSync, readSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { findMetric, type MetricKind } from '../../src/core/metrics/registry.js';
 import { PRODUCT, tempDir } from './paths.js';
@@ -26,6 +26,28 @@ export interface JsonPoint {
 export const EMPTY_CONFIG = join(tempDir('l9gpu-empty-'), 'empty.ini');
 writeFileSync(EMPTY_CONFIG, '; intentionally empty: embedded defaults\n');
 
+let ownState: string | undefined;
+
+/**
+ * Called at the top of a file that runs beside others (the system lane): its daemons and CLI children keep their
+ * state (the daemon's lock, store, socket) in one temporary folder of this test process instead of the node's
+ * default /var/lib/l9gpu, wherever neither the child's environment nor its configuration file names a state_dir.
+ * The folder is returned. A file that tests the node's default folder itself does not call it.
+ */
+export function ownStateDir(): string {
+  ownState ??= tempDir('l9gpu-state-');
+  return ownState;
+}
+
+/** The file's own state folder for a child's environment, unless the environment or the config names one. */
+function withStateDir(args: string[], env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  if (!ownState || env.L9GPU_STATE_DIR !== undefined) return env;
+  const at = Math.max(args.indexOf('--config'), args.indexOf('-c'));
+  const config = at >= 0 ? args[at + 1] : env.L9GPU_CONFIG;
+  if (config && existsSync(config) && /^\s*state_dir\s*=/m.test(readFileSync(config, 'utf8'))) return env;
+  return { ...env, L9GPU_STATE_DIR: ownState };
+}
+
 /** Environment for a child: no OTEL_* or L9GPU_* leaking in from the caller's shell. */
 export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
@@ -48,8 +70,9 @@ export interface RunResult {
 export function runCli(args: string[], env: Record<string, string> = {}, timeoutMs = 60_000): Promise<RunResult> {
   const e = cleanEnv(env);
   if (args.includes('--config') || args.includes('-c')) delete e.L9GPU_CONFIG;
+  const childEnv = withStateDir(args, e);
   return new Promise((resolve, reject) => {
-    const child = spawn(PRODUCT.node, [PRODUCT.cli, ...args], { env: e, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(PRODUCT.node, [PRODUCT.cli, ...args], { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
@@ -151,7 +174,7 @@ export class DaemonProcess {
   constructor(args: string[], env: Record<string, string> = {}) {
     const e = cleanEnv(env);
     if (args.includes('--config') || args.includes('-c')) delete e.L9GPU_CONFIG;
-    this.child = spawn(PRODUCT.node, [PRODUCT.cli, 'daemon', ...args], { env: e, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.child = spawn(PRODUCT.node, [PRODUCT.cli, 'daemon', ...args], { env: withStateDir(args, e), stdio: ['ignore', 'pipe', 'pipe'] });
     this.child.stdout!.setEncoding('utf8').on('data', (d: string) => (this.stdout += d));
     this.child.stderr!.setEncoding('utf8').on('data', (d: string) => (this.stderr += d));
     this.exit = new Promise((r) =>

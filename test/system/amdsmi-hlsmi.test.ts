@@ -9,10 +9,13 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { emitRows, parseCsv } from '../../plugins/hlsmi/parse.js';
 import { gpuEntries, leaf } from '../../plugins/amdsmi/parse.js';
-import { DaemonProcess, parseLines, runCli, type JsonPoint } from '../helpers/daemon.js';
+import { DaemonProcess, parseLines, runCli, type JsonPoint, ownStateDir } from '../helpers/daemon.js';
 import { AMD_TD, FakeTools, HL_TD } from '../helpers/fake-tools.js';
 import { PointBuffer } from '../../src/core/metrics/model.js';
 import { waitFor } from '../helpers/wait.js';
+
+// beside the other files of the system lane: state in a folder of this file's own, not the node's /var/lib/l9gpu
+ownStateDir();
 
 const MiB = 1024 * 1024;
 

@@ -22,13 +22,16 @@ import { slurmControllerDown } from '../helpers/slurm-down.js';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { configFrom } from '../helpers/config.js';
-import { DaemonProcess, parseLines, runCli } from '../helpers/daemon.js';
+import { DaemonProcess, parseLines, runCli, ownStateDir } from '../helpers/daemon.js';
 import { cumulative, histogramDef, HISTOGRAM_SHAPES } from '../helpers/histograms.js';
 import { FakeNvml, h100 } from '../helpers/fake-nvml.js';
 import { freePort } from '../helpers/net.js';
 import { tempDir } from '../helpers/paths.js';
 import { VictoriaMetrics } from '../helpers/victoriametrics.js';
 import { waitFor } from '../helpers/wait.js';
+
+// beside the other files of the system lane: state in a folder of this file's own, not the node's /var/lib/l9gpu
+ownStateDir();
 
 const dir = tempDir();
 const vm = new VictoriaMetrics();

@@ -11,11 +11,14 @@ import { METRICS } from '../../src/core/metrics/registry.js';
 import { loaderMayFind } from '../../plugins/nvml/index.js';
 import { recordEnd, recordStart } from '../../src/store/jobs.js';
 import { openStore } from '../../src/store/open.js';
-import { DaemonProcess, parseLines, runCli, type JsonPoint } from '../helpers/daemon.js';
+import { DaemonProcess, parseLines, runCli, type JsonPoint, ownStateDir } from '../helpers/daemon.js';
 import { FakeNvml, h100 } from '../helpers/fake-nvml.js';
 import { tempDir } from '../helpers/paths.js';
 import { slurmControllerDown } from '../helpers/slurm-down.js';
 import { waitFor } from '../helpers/wait.js';
+
+// beside the other files of the system lane: state in a folder of this file's own, not the node's /var/lib/l9gpu
+ownStateDir();
 
 /** What GPM gives (two samples a window, Hopper and later; test/system/nvml-gpm.test.ts checks each value). */
 const GPM_NAMES = [

@@ -15,8 +15,11 @@ import { test } from 'node:test';
 import { reportFromPromql } from '../../src/jobs/promql.js';
 import { createLogger } from '../../src/core/log.js';
 import { redactText } from '../../src/core/redact.js';
-import { DaemonProcess } from '../helpers/daemon.js';
+import { DaemonProcess, ownStateDir } from '../helpers/daemon.js';
 import { tempDir } from '../helpers/paths.js';
+
+// beside the other files of the system lane: state in a folder of this file's own, not the node's /var/lib/l9gpu
+ownStateDir();
 
 interface Seen {
   path: string;

@@ -3,7 +3,7 @@ import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { parseLines, runCli } from '../helpers/daemon.js';
+import { parseLines, runCli, ownStateDir } from '../helpers/daemon.js';
 import { configFrom } from '../helpers/config.js';
 import { cumulative, histogramDef, HISTOGRAM_SHAPES } from '../helpers/histograms.js';
 import { HttpCapture } from '../helpers/http-capture.js';
@@ -22,6 +22,9 @@ import { prometheusSink } from '../../src/sinks/prometheus.js';
 import { renderExposition } from '../../src/sinks/prom-text.js';
 import { toResourceMetrics } from '../../src/sinks/resource-metrics.js';
 import { webhookSink } from '../../src/sinks/webhook.js';
+
+// beside the other files of the system lane: state in a folder of this file's own, not the node's /var/lib/l9gpu
+ownStateDir();
 
 const dir = tempDir();
 

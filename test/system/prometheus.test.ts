@@ -6,11 +6,14 @@ import { gunzipSync } from 'node:zlib';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { DaemonProcess } from '../helpers/daemon.js';
+import { DaemonProcess, ownStateDir } from '../helpers/daemon.js';
 import { freePort } from '../helpers/net.js';
 import { tempDir } from '../helpers/paths.js';
 import { Prometheus, promtoolCheckMetrics } from '../helpers/prometheus.js';
 import { waitFor } from '../helpers/wait.js';
+
+// beside the other files of the system lane: state in a folder of this file's own, not the node's /var/lib/l9gpu
+ownStateDir();
 
 let daemon: DaemonProcess;
 let prom: Prometheus;

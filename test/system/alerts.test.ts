@@ -12,12 +12,15 @@ import { after, before, test } from 'node:test';
 import { parse, stringify } from 'yaml';
 import { ATTRIBUTION_ATTRIBUTES, METRICS, prometheusName } from '../../src/core/metrics/registry.js';
 import { xidEntry } from '../../src/health/xid-catalog.js';
-import { DaemonProcess } from '../helpers/daemon.js';
+import { DaemonProcess, ownStateDir } from '../helpers/daemon.js';
 import { freePort } from '../helpers/net.js';
 import { ROOT, tempDir } from '../helpers/paths.js';
 import { Prometheus, PROMTOOL_BIN } from '../helpers/prometheus.js';
 import { exportedPrometheusNames, unknownMetricNames } from '../helpers/promql-names.js';
 import { waitFor } from '../helpers/wait.js';
+
+// beside the other files of the system lane: state in a folder of this file's own, not the node's /var/lib/l9gpu
+ownStateDir();
 
 const DIR = join(ROOT, 'dashboards', 'alerts');
 const RULES = join(DIR, 'l9gpu.rules.yml');

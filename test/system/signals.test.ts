@@ -2,12 +2,15 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { DaemonProcess } from '../helpers/daemon.js';
+import { DaemonProcess, ownStateDir } from '../helpers/daemon.js';
 import { HttpCapture } from '../helpers/http-capture.js';
 import { freePort } from '../helpers/net.js';
 import { decodeOtlp } from '../helpers/otlp-decode.js';
 import { tempDir } from '../helpers/paths.js';
 import { waitFor } from '../helpers/wait.js';
+
+// beside the other files of the system lane: state in a folder of this file's own, not the node's /var/lib/l9gpu
+ownStateDir();
 
 const dir = tempDir();
 

@@ -14,10 +14,13 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { upsertInventory } from '../../src/store/jobs.js';
 import { openStore } from '../../src/store/open.js';
-import { DaemonProcess, runCli } from '../helpers/daemon.js';
+import { DaemonProcess, runCli, ownStateDir } from '../helpers/daemon.js';
 import { FakeNvml, h100 } from '../helpers/fake-nvml.js';
 import { tempDir } from '../helpers/paths.js';
 import { waitFor } from '../helpers/wait.js';
+
+// beside the other files of the system lane: state in a folder of this file's own, not the node's /var/lib/l9gpu
+ownStateDir();
 
 /** nvml.h: NVML_ERROR_DRIVER_NOT_LOADED. */
 const DRIVER_NOT_LOADED = 9;

@@ -14,11 +14,14 @@ import { makeDirs } from '../../src/core/make-dirs.js';
 import { redactUrl, urlSecrets } from '../../src/core/redact.js';
 import { createPoster, MAX_RESPONSE_BYTES } from '../../src/sinks/http-post.js';
 import { createHttpClient } from '../../src/core/net/http-client.js';
-import { DaemonProcess, parseLines, runCli, type JsonPoint } from '../helpers/daemon.js';
+import { DaemonProcess, parseLines, runCli, type JsonPoint, ownStateDir } from '../helpers/daemon.js';
 import { freePort } from '../helpers/net.js';
 import { tempDir } from '../helpers/paths.js';
 import { VictoriaMetrics } from '../helpers/victoriametrics.js';
 import { waitFor } from '../helpers/wait.js';
+
+// beside the other files of the system lane: state in a folder of this file's own, not the node's /var/lib/l9gpu
+ownStateDir();
 
 const dir = tempDir();
 
