@@ -200,7 +200,10 @@ test(
       1,
       `the engine down, said once:\n${d.stderr}`,
     );
-    assert.equal(lines.filter((l) => / (error|warn) /.test(l)).length, 3, `nothing else said:\n${d.stderr}`);
+    // nothing else said, but for the host plugin's first collection outlasting the 500 ms interval on a loaded machine
+    // (its code loaded then): the runner's own warning, about the host plugin, not an engine
+    const hostLate = /collection timed out: .* plugin=host /;
+    assert.equal(lines.filter((l) => / (error|warn) /.test(l) && !hostLate.test(l)).length, 3, `nothing else said:\n${d.stderr}`);
     // and counted, per endpoint, every failed scrape
     const errors = (port: number) =>
       Math.max(
