@@ -8,12 +8,14 @@
  *           beside unit and slurm: it mostly waits on dpkg and the disk.
  *   system  daemons, CLI children and real components on their own state
  *           folders and ports: three files at a time, once unit, slurm and
- *           lint are done (beside the end of packages).
- *   serial, alone: one file at a time, after those (AFTER says which lane
- *           waits for which).
- *   bundled the product's own subset (BUNDLED_FILES) once more, last, its
- *           hooks, CLI and daemon run from a release tree assembled as
- *           `npm run package` does, on the Node.js the package ships.
+ *           lint are done (beside serial, bundled and the end of packages).
+ *   serial  one file at a time, beside system.
+ *   bundled the product's own subset (BUNDLED_FILES) once more, beside
+ *           system, its hooks, CLI and daemon run from a release tree
+ *           assembled as `npm run package` does, on the Node.js the package
+ *           ships.
+ *   alone, wire: one file at a time each, the two side by side, last
+ *           (AFTER says which lane waits for which).
  *
  * Each lane is its own `node --test` (TAP). Its output is printed whole when
  * it ends (lanes never interleave), its top-level tests numbered on from the
@@ -52,15 +54,17 @@ const HERE = dirname(fileURLToPath(import.meta.url));
  *                   default state folder /var/lib/l9gpu (its lock, store and
  *                   socket), or the machine-wide discovery of engines and NCCL logs
  *                   (every process of the node, the user nobody's limits): one at a
- *                   time, after the system and packages lanes.
- *   test/alone/     floods and bounds on the daemon's own latency, memory and open
- *                   files (tens of thousands of connections, pkill of the user
- *                   nobody's helpers): one at a time, after everything else, on a
- *                   machine nothing else of the run loads.
+ *                   time, beside the system lane (whose files do neither).
+ *   test/alone/     the user nobody's attacks, with bounds on the daemon's own
+ *                   latency, memory and open files (pkill of nobody's helpers): one
+ *                   at a time, last, beside the wire lane only.
+ *   test/wire/      floods of the daemon's listeners from loopback peers (tens of
+ *                   thousands of connections, root's, no user nobody), with the same
+ *                   bounds: one at a time, last, beside the alone lane only.
  *   test/lint/      the formatter's and the linter's checks over the sources (their
  *                   own children, reading files only).
  */
-export const FOLDERS = ['unit', 'slurm', 'packages', 'system', 'serial', 'alone', 'lint'] as const;
+export const FOLDERS = ['unit', 'slurm', 'packages', 'system', 'serial', 'alone', 'wire', 'lint'] as const;
 export type Folder = (typeof FOLDERS)[number];
 
 /**
@@ -110,14 +114,16 @@ export function lanesFor(files: string[]): Lane[] {
     { name: 'system', concurrency: Number(process.env.L9GPU_TEST_SYSTEM_AT_ONCE) || 3, files: of('system') },
     { name: 'serial', concurrency: 1, files: of('serial') },
     { name: 'alone', concurrency: 1, files: of('alone') },
+    { name: 'wire', concurrency: 1, files: of('wire') },
     { name: 'bundled', concurrency: 1, files: files.filter((f) => BUNDLED_FILES.includes(laneKey(f))) },
   ];
 }
 
 /**
- * The lanes each lane waits for: unit, slurm, packages and lint start at once; system once the Slurm suites (the
- * heaviest load) and the short lanes are done, beside the end of the packages lane (its installs mostly wait on dpkg
- * and the disk); serial after both; alone and bundled last, each on its own.
+ * The lanes each lane waits for: unit, slurm, packages and lint start at once; system, serial and bundled once the
+ * Slurm suites (the heaviest load) and the short lanes are done, beside the end of the packages lane (its installs
+ * mostly wait on dpkg and the disk); alone and wire last, side by side (their floods mostly wait on their own
+ * deadlines: 5-30% of the machine's CPU), once everything else is done.
  */
 export const AFTER: Record<string, readonly string[]> = {
   unit: [],
@@ -125,10 +131,18 @@ export const AFTER: Record<string, readonly string[]> = {
   packages: [],
   lint: [],
   system: ['unit', 'slurm', 'lint'],
-  serial: ['system', 'packages'],
-  alone: ['serial'],
-  bundled: ['alone'],
+  serial: ['unit', 'slurm', 'lint'],
+  bundled: ['unit', 'slurm', 'lint'],
+  alone: ['system', 'serial', 'bundled', 'packages'],
+  wire: ['system', 'serial', 'bundled', 'packages'],
 };
+
+/**
+ * The niceness a lane's processes run at: the lanes with no deadline (the unit files, the formatter and linter) take
+ * the CPU the Slurm suites leave, so that the clusters' settling waits keep theirs. A lane not named runs at the
+ * runner's own. The packages lane is not niced: at 10 it took 598 s against 336-505 s, and alone waits for it.
+ */
+export const NICE: Record<string, number> = { unit: 10, lint: 10 };
 
 const SUMMARY = ['tests', 'suites', 'pass', 'fail', 'cancelled', 'skipped', 'todo'] as const;
 type Counts = Record<(typeof SUMMARY)[number], number>;
@@ -183,7 +197,11 @@ async function runLane(lane: Lane): Promise<LaneResult> {
 
 function runFiles(lane: Lane, env: NodeJS.ProcessEnv, t0: number): Promise<LaneResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--test', `--test-concurrency=${lane.concurrency}`, '--test-reporter=tap', ...lane.files], {
+    const argv = [process.execPath, '--test', `--test-concurrency=${lane.concurrency}`, '--test-reporter=tap', ...lane.files];
+    // nice(1), not os.setPriority after the spawn: Linux sets a niceness per thread, and the child starts its threads at once
+    const nice = NICE[lane.name];
+    const [file, ...args] = nice ? ['nice', '-n', String(nice), ...argv] : argv;
+    const child = spawn(file!, args, {
       env,
       stdio: ['ignore', 'pipe', 'inherit'],
     });

@@ -42,7 +42,7 @@ test(
 );
 
 test(
-  "a file's lane is its folder (unit, slurm, packages, system, serial, alone, lint), each file in one; a file " +
+  "a file's lane is its folder (unit, slurm, packages, system, serial, alone, wire, lint), each file in one; a file " +
     'elsewhere runs in the serial lane; the bundled lane runs its files again',
   () => {
     const files = FOLDERS.flatMap((d) =>
@@ -70,6 +70,8 @@ test(
     ]);
     assert.equal(of('unit/slurm-parse.test.js').name, 'unit');
     assert.equal(of('packages/rollout.test.js').name, 'packages');
+    assert.equal(of('wire/listener-hostile.test.js').name, 'wire');
+    assert.equal(of('alone/hostile.test.js').name, 'alone');
     assert.equal(laneKey('/x/dist/test/system/hooks.test.js'), 'system/hooks.test.js');
   },
 );
