@@ -1,14 +1,15 @@
 /**
  * `npm test`: every test file, in lanes (the rule is in test/README.md).
  *
- *   unit    files that run only in the test process: run several at a time.
+ *   unit    files that run only in the test process: several at a time, last,
+ *           at nice 19 beside alone and wire.
  *   slurm   the real-Slurm suites, one per release: each cluster has its own
  *           ports, so the three run at once (they mostly wait for jobs).
  *   packages the packages installed into roots of their own (rollout.test.ts),
- *           beside unit and slurm: it mostly waits on dpkg and the disk.
+ *           beside slurm: it mostly waits on dpkg and the disk.
  *   system  daemons, CLI children and real components on their own state
- *           folders and ports: three files at a time, once unit, slurm and
- *           lint are done (beside serial, bundled and the end of packages).
+ *           folders and ports: three files at a time, once slurm and lint
+ *           are done (beside serial, bundled and the end of packages).
  *   serial  one file at a time, beside system.
  *   bundled the product's own subset (BUNDLED_FILES) once more, beside
  *           system, its hooks, CLI and daemon run from a release tree
@@ -49,7 +50,7 @@ const HERE = dirname(fileURLToPath(import.meta.url));
  *                   rpm --root): it mostly waits on dpkg and the disk.
  *   test/system/    daemons, CLI children and real components, each on its own
  *                   temporary state folder and free ports (L9GPU_TEST_SYSTEM_AT_ONCE
- *                   of them at a time, 3 by default), after unit, slurm and lint.
+ *                   of them at a time, 3 by default), after slurm and lint.
  *   test/serial/    files that share something of the node's with each other: the
  *                   default state folder /var/lib/l9gpu (its lock, store and
  *                   socket), or the machine-wide discovery of engines and NCCL logs
@@ -120,29 +121,31 @@ export function lanesFor(files: string[]): Lane[] {
 }
 
 /**
- * The lanes each lane waits for: unit, slurm, packages and lint start at once; system, serial and bundled once the
- * Slurm suites (the heaviest load) and the short lanes are done, beside the end of the packages lane (its installs
- * mostly wait on dpkg and the disk); alone and wire last, side by side (their floods mostly wait on their own
- * deadlines: 5-30% of the machine's CPU), once everything else is done.
+ * The lanes each lane waits for: slurm, packages and lint start at once; system, serial and bundled once the Slurm
+ * suites (the heaviest load) and lint are done, beside the end of the packages lane (its installs mostly wait on dpkg
+ * and the disk); alone and wire last, side by side (their floods mostly wait on their own deadlines: 5-30% of the
+ * machine's CPU), with the unit lane beside them at nice 19 on the CPU they leave (NICE).
  */
 export const AFTER: Record<string, readonly string[]> = {
-  unit: [],
   slurm: [],
   packages: [],
   lint: [],
-  system: ['unit', 'slurm', 'lint'],
-  serial: ['unit', 'slurm', 'lint'],
-  bundled: ['unit', 'slurm', 'lint'],
+  system: ['slurm', 'lint'],
+  serial: ['slurm', 'lint'],
+  bundled: ['slurm', 'lint'],
   alone: ['system', 'serial', 'bundled', 'packages'],
   wire: ['system', 'serial', 'bundled', 'packages'],
+  unit: ['system', 'serial', 'bundled', 'packages'],
 };
 
 /**
- * The niceness a lane's processes run at: the lanes with no deadline (the unit files, the formatter and linter) take
- * the CPU the Slurm suites leave, so that the clusters' settling waits keep theirs. A lane not named runs at the
- * runner's own. The packages lane is not niced: at 10 it took 598 s against 336-505 s, and alone waits for it.
+ * The niceness a lane's processes run at, for the lanes with no deadline: the formatter and linter take the CPU the
+ * Slurm suites leave (their clusters have settling waits), and the unit files the CPU the floods of alone and wire
+ * leave (at 19 a runnable process weighs 15 against a nice-0 one's 1024: the floods' daemons keep their CPU, as
+ * their bounds on latency need). A lane not named runs at the runner's own. The packages lane is not niced: at 10
+ * it took 598 s against 336-505 s, and alone waits for it.
  */
-export const NICE: Record<string, number> = { unit: 10, lint: 10 };
+export const NICE: Record<string, number> = { lint: 10, unit: 19 };
 
 const SUMMARY = ['tests', 'suites', 'pass', 'fail', 'cancelled', 'skipped', 'todo'] as const;
 type Counts = Record<(typeof SUMMARY)[number], number>;
