@@ -140,8 +140,10 @@ test('a failing or missing amd-smi is a clear, counted error and a FAIL in docto
       d.stderr,
       /collection failed plugin=amdsmi error="\S+\/amd-smi (list|static) --json: exit code 1: ERROR:root:Unable to detect any GPU devices/,
     );
-    // the first, cold collection may also time out at 100 ms (a warning of its own): the failure itself is said once
-    assert.equal(d.stderr.split('collection failed plugin=amdsmi').length - 1, 1, 'said once');
+    // the first, cold collection may also time out at 100 ms on a loaded machine (a warning of its own, and the
+    // amd-smi it cut a failure of another kind): this failure itself is said once, however many ticks repeat it
+    const said = d.stderr.split('\n').filter((l) => /collection failed plugin=amdsmi .*Unable to detect any GPU devices/.test(l));
+    assert.equal(said.length, 1, `said once:\n${d.stderr}`);
   } finally {
     assert.equal(await d.stop(), 0);
   }
