@@ -39,10 +39,15 @@ export function ownStateDir(): string {
   return ownState;
 }
 
-/** The file's own state folder for a child's environment, unless the environment or the config names one. */
-function withStateDir(args: string[], env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
-  if (!ownState || env.L9GPU_STATE_DIR !== undefined) return env;
+/**
+ * A CLI child's environment (cleanEnv): the config a --config argument names replaces L9GPU_CONFIG, and the file's
+ * own state folder (ownStateDir) is added unless the environment or that config names a state_dir.
+ */
+function childEnv(args: string[], extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env = cleanEnv(extra);
   const at = Math.max(args.indexOf('--config'), args.indexOf('-c'));
+  if (at >= 0) delete env.L9GPU_CONFIG;
+  if (!ownState || env.L9GPU_STATE_DIR !== undefined) return env;
   const config = at >= 0 ? args[at + 1] : env.L9GPU_CONFIG;
   if (config && existsSync(config) && /^\s*state_dir\s*=/m.test(readFileSync(config, 'utf8'))) return env;
   return { ...env, L9GPU_STATE_DIR: ownState };
@@ -68,11 +73,8 @@ export interface RunResult {
  * test process itself must keep answering while the CLI runs.
  */
 export function runCli(args: string[], env: Record<string, string> = {}, timeoutMs = 60_000): Promise<RunResult> {
-  const e = cleanEnv(env);
-  if (args.includes('--config') || args.includes('-c')) delete e.L9GPU_CONFIG;
-  const childEnv = withStateDir(args, e);
   return new Promise((resolve, reject) => {
-    const child = spawn(PRODUCT.node, [PRODUCT.cli, ...args], { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(PRODUCT.node, [PRODUCT.cli, ...args], { env: childEnv(args, env), stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
@@ -172,9 +174,7 @@ export class DaemonProcess {
   readonly startedAt = Date.now();
 
   constructor(args: string[], env: Record<string, string> = {}) {
-    const e = cleanEnv(env);
-    if (args.includes('--config') || args.includes('-c')) delete e.L9GPU_CONFIG;
-    this.child = spawn(PRODUCT.node, [PRODUCT.cli, 'daemon', ...args], { env: withStateDir(args, e), stdio: ['ignore', 'pipe', 'pipe'] });
+    this.child = spawn(PRODUCT.node, [PRODUCT.cli, 'daemon', ...args], { env: childEnv(args, env), stdio: ['ignore', 'pipe', 'pipe'] });
     this.child.stdout!.setEncoding('utf8').on('data', (d: string) => (this.stdout += d));
     this.child.stderr!.setEncoding('utf8').on('data', (d: string) => (this.stderr += d));
     this.exit = new Promise((r) =>
