@@ -228,7 +228,17 @@ async function underAttack(a: Attack): Promise<Figures> {
   let peakFds = 0;
   let markerBytes = 0;
   try {
-    await waitFor("the daemon's first page", async () => (await fetch(url).catch(() => undefined))?.ok, 30_000);
+    // the bounds are the attack's: the window opens once the first collections are in (a cold start on a loaded
+    // machine, the plugins' code loaded and NVML opened, is no tick the attack made late)
+    await waitFor(
+      "the daemon's first page with GPU and host points",
+      async () => {
+        const r = await fetch(url).catch(() => undefined);
+        const text = r?.ok ? await r.text() : '';
+        return text.includes('\ngpu_utilization_ratio{') && text.includes('\nsystem_cpu_utilization_ratio{');
+      },
+      30_000,
+    );
     await a.run?.(dir, d, url);
     const start = Date.now();
     const end = start + ATTACK_MS;
