@@ -9,13 +9,14 @@
  * as many series as [limits] series_per_endpoint lets through, scraped every
  * second with Slurm attribution, and /metrics read ten times a second.
  */
-import { spawn, spawnSync } from 'node:child_process';
-import { closeSync, openSync, readdirSync, readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { createGunzip } from 'node:zlib';
 import { buildFakeNvml, fakeDescription } from './nvml.js';
 import { openStore } from '../src/store/open.js';
 import { recordStart } from '../src/store/jobs.js';
@@ -63,7 +64,25 @@ export interface DaemonResult {
   /** The same-run baseline: an idle Node process with the daemon's timer (`setInterval` at the interval), measured over the same window. */
   idleCpuMsPerTick: number;
   idlePeakRssMb: number;
+  /** Series on the daemon's last scraped page. */
+  series: number;
+  /** node_exporter beside the daemon in the same window, scraped alike ({ nodeExporter: true }), or why it did not run. */
+  nodeExporter?: PeerResult | { missing: string };
 }
+
+/** A peer agent's figures over the daemon's window. */
+export interface PeerResult {
+  cpuMsPerTick: number;
+  peakRssMb: number;
+  series: number;
+  version: string;
+}
+
+/** Debian sid's prometheus-node-exporter, unpacked by test/setup/install-test-deps.sh (never installed). */
+export const NODE_EXPORTER = join(ROOT, '.cache', 'sid-peers', 'usr', 'bin', 'prometheus-node-exporter');
+
+/** Series of a Prometheus text page: its sample lines. */
+const seriesOf = (page: string): number => page.split('\n').filter((l) => l !== '' && !l.startsWith('#')).length;
 
 export interface DaemonOptions {
   /** Node flags for the daemon (e.g. `--cpu-prof`). */
@@ -74,6 +93,8 @@ export interface DaemonOptions {
   warmupS?: number;
   /** A file for the daemon's stdout and stderr (V8's traces, its log); by default they are dropped. */
   output?: string;
+  /** Run node_exporter (its default collectors) beside the daemon, scraped on the daemon's schedule, measured in the same window. */
+  nodeExporter?: boolean;
 }
 
 export type DaemonPath = 'sim' | 'nvml' | 'nvml+slurm' | 'nvml+engines' | 'engine-at-budget';
@@ -175,28 +196,43 @@ export async function benchDaemon(seconds = 60, intervalS = 10, path: DaemonPath
     ['-e', `const p = process.ppid; setInterval(() => { try { process.kill(p, 0); } catch { process.exit(); } }, ${intervalS * 1000})`],
     { stdio: 'ignore' },
   );
+  const peer = opts.nodeExporter ? await startNodeExporter() : undefined;
   // scraped once per tick as Prometheus scrapes: gzip asked, the connection kept between scrapes (its client keeps
   // idle connections 5 minutes; Node's default agent drops them after 5 s, which would connect again every scrape)
-  const scraper = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const scraper = new http.Agent({ keepAlive: true, maxSockets: 2 });
+  const pagesSeen = new Map<number, string>();
+  const get = (port: number) =>
+    http
+      .get(`http://127.0.0.1:${port}/metrics`, { agent: scraper, headers: { 'accept-encoding': 'gzip' } }, (r) => {
+        const parts: Buffer[] = [];
+        const body = r.headers['content-encoding'] === 'gzip' ? r.pipe(createGunzip()) : r;
+        body.on('data', (c: Buffer) => parts.push(c));
+        body.on('end', () => pagesSeen.set(port, Buffer.concat(parts).toString()));
+        body.on('error', () => {});
+      })
+      .on('error', () => {});
   const scrape = setInterval(
-    () =>
-      http
-        .get(`http://127.0.0.1:${promPort}/metrics`, { agent: scraper, headers: { 'accept-encoding': 'gzip' } }, (r) => r.resume())
-        .on('error', () => {}),
+    () => {
+      get(promPort);
+      if (peer && 'port' in peer) get(peer.port);
+    },
     path === 'engine-at-budget' ? 100 : intervalS * 1000,
   );
   // measure after start-up (module loading is a one-off, not steady state)
   await new Promise((r) => setTimeout(r, (opts.warmupS ?? 5) * 1000));
   const a = procStat(pid);
   const ia = procStat(idle.pid!);
+  const pa = peer && 'pid' in peer ? procStat(peer.pid) : undefined;
   const t0 = Date.now();
   await new Promise((r) => setTimeout(r, seconds * 1000));
   const b = procStat(pid);
   const ib = procStat(idle.pid!);
+  const pb = peer && 'pid' in peer ? procStat(peer.pid) : undefined;
   const wall = (Date.now() - t0) / 1000;
   clearInterval(scrape);
   scraper.destroy();
   idle.kill('SIGTERM');
+  if (peer && 'child' in peer) peer.child.kill('SIGTERM');
   child.kill('SIGTERM');
   await new Promise((r) => child.once('exit', r));
   rx.close();
@@ -215,5 +251,42 @@ export async function benchDaemon(seconds = 60, intervalS = 10, path: DaemonPath
     otlpRequests: requests,
     idleCpuMsPerTick: ((ib.cpuS - ia.cpuS) * 1000) / ticks,
     idlePeakRssMb: ib.hwmKb / 1024,
+    series: seriesOf(pagesSeen.get(promPort) ?? ''),
+    ...(peer
+      ? {
+          nodeExporter:
+            'missing' in peer
+              ? peer
+              : {
+                  cpuMsPerTick: ((pb!.cpuS - pa!.cpuS) * 1000) / ticks,
+                  peakRssMb: pb!.hwmKb / 1024,
+                  series: seriesOf(pagesSeen.get(peer.port) ?? ''),
+                  version: peer.version,
+                },
+        }
+      : {}),
   };
+}
+
+/** node_exporter on a free loopback port with its default collectors, once it answers; or why it cannot run. */
+async function startNodeExporter(): Promise<{ child: ChildProcess; pid: number; port: number; version: string } | { missing: string }> {
+  if (!existsSync(NODE_EXPORTER)) return { missing: `${NODE_EXPORTER} not found (bash test/setup/install-test-deps.sh unpacks it)` };
+  const v = spawnSync(NODE_EXPORTER, ['--version'], { encoding: 'utf8' });
+  const version = /version (\S+)/.exec(`${v.stdout}${v.stderr}`)?.[1] ?? '?';
+  const port = await freePort();
+  const child = spawn(NODE_EXPORTER, [`--web.listen-address=127.0.0.1:${port}`], { stdio: 'ignore' });
+  for (let i = 0; i < 100; i++) {
+    const up = await new Promise<boolean>((r) =>
+      http
+        .get(`http://127.0.0.1:${port}/metrics`, (res) => {
+          res.resume();
+          r(res.statusCode === 200);
+        })
+        .on('error', () => r(false)),
+    );
+    if (up) return { child, pid: child.pid!, port, version };
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  child.kill('SIGKILL');
+  return { missing: 'node_exporter did not answer in 10 s' };
 }

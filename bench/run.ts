@@ -288,7 +288,9 @@ const daemonPaths = [
 // BENCH_DAEMON_WARMUP: seconds before the window (default 5); the JIT compiles a 10 s tick's code over the first minutes
 const warmupS = Number(process.env.BENCH_DAEMON_WARMUP ?? 5);
 for (const [path, what] of daemonPaths) {
-  const d = await benchDaemon(Number(process.env.BENCH_DAEMON_SECONDS ?? 60), 10, path, { warmupS });
+  // issue 43: node_exporter beside the sim and nvml paths, scraped alike, in the same window
+  const peer = path === 'sim' || path === 'nvml';
+  const d = await benchDaemon(Number(process.env.BENCH_DAEMON_SECONDS ?? 60), 10, path, { warmupS, nodeExporter: peer });
   // issue 34: <= 8 ms a tick for 8 GPUs with host, OTLP and Prometheus scraped every tick (sim and nvml)
   const goal = path === 'sim' || path === 'nvml';
   line(
@@ -306,6 +308,23 @@ for (const [path, what] of daemonPaths) {
   line(`daemon (${path}): RSS after start-up`, `${fmt(d.rssMb, 1)} MB`, '<= 64 MB', d.rssMb <= 64);
   line(`daemon (${path}): peak RSS / idle node's`, `${fmt(d.peakRssMb, 1)} / ${fmt(d.idlePeakRssMb, 1)} MB`, '<= 64 MB', d.peakRssMb <= 64);
   line(`daemon (${path}): OTLP requests in ${fmt(d.seconds)} s`, fmt(d.otlpRequests), '(info)', true);
+  line(`daemon (${path}): series on the page`, fmt(d.series), '(info)', true);
+  const ne = d.nodeExporter;
+  if (ne && 'missing' in ne) line(`node_exporter beside daemon (${path})`, 'not run', ne.missing, false);
+  else if (ne) {
+    line(
+      `node_exporter ${ne.version} beside (${path}): CPU per 10 s / RSS / series`,
+      `${fmt(ne.cpuMsPerTick, 1)} ms / ${fmt(ne.peakRssMb, 1)} MB / ${fmt(ne.series)}`,
+      '(same run)',
+      true,
+    );
+    line(
+      `daemon (${path}) CPU per 10 s / node_exporter's`,
+      `${fmt(d.cpuMsPerTick / ne.cpuMsPerTick, 2)}x`,
+      '<= 1x',
+      d.cpuMsPerTick <= ne.cpuMsPerTick,
+    );
+  }
   if (path === 'sim') line('bare `node -e 0`: peak RSS', `${fmt(d.bareNodePeakRssMb, 1)} MB`, '(reference)', true);
 }
 
