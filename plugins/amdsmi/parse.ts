@@ -6,10 +6,12 @@
  * and {"gpu_data": [...]} (25.x and later). A leaf is {"value", "unit"} or
  * "N/A"; N/A is skipped, never zero.
  */
+import { boundLabel } from '../../src/core/bound-label.js';
 import { gpuAttributes } from '../../src/core/gpu-identity.js';
-import { GPU } from '../../src/core/metrics/gpu-metrics.js';
+import { GPU, memoryFraction } from '../../src/core/metrics/gpu-metrics.js';
 import type { Attributes, Emitter } from '../../src/core/metrics/model.js';
 import { normalizePciBusId } from '../../src/core/pci.js';
+import { printable } from '../../src/core/printable.js';
 import { toBase, type BaseUnit } from '../../src/core/units.js';
 
 type Json = Record<string, unknown>;
@@ -20,6 +22,8 @@ export interface AmdGpuIdentity {
   bdf: string;
   model: string;
   powerLimitW?: number;
+  /** gpu.info's facts from `static --json` (infoFacts), where amd-smi has them. */
+  info?: Attributes;
 }
 
 /** The per-GPU entries of an amd-smi --json output, whichever top-level shape it has. */
@@ -84,7 +88,35 @@ function readable(unreadable: Emitter['unreadable']): (v: unknown, expect: BaseU
   };
 }
 
-/** Identity from `amd-smi list --json` (uuid, bdf) and `amd-smi static --json` (model, power cap). */
+/** Longer than any serial number or version amd-smi prints; a longer value is cut, marked "...". */
+const MAX_FACT = 64;
+
+/**
+ * A fact for gpu.info from the static JSON: a string that is not "N/A" or blank, trimmed, bounded, and with control
+ * and invisible format characters made "?" (the tool prints what the board's FRU and VBIOS hold).
+ */
+function fact(v: unknown): string | undefined {
+  const s = typeof v === 'string' ? v.trim() : '';
+  return s && s !== 'N/A' ? boundLabel(printable(s), MAX_FACT) : undefined;
+}
+
+/**
+ * gpu.info's attributes of one GPU from `amd-smi static --json`, undefined when it has none of them:
+ * `driver.version`; the board's serial number, `board.product_serial` (the FRU's, what the board's label says),
+ * else `asic.asic_serial` (the chip's, for an output without a board serial, as testdata's MI300X); the VBIOS
+ * version, `vbios.version`, or `ifwi.version` (the same section renamed in newer amd-smi releases).
+ */
+export function infoFacts(s: unknown): Attributes | undefined {
+  const facts: [string, string | undefined][] = [
+    ['gpu.driver.version', fact(at(s, 'driver', 'version'))],
+    ['gpu.serial_number', fact(at(s, 'board', 'product_serial')) ?? fact(at(s, 'asic', 'asic_serial'))],
+    ['gpu.firmware.version', fact(at(s, 'vbios', 'version')) ?? fact(at(s, 'ifwi', 'version'))],
+  ];
+  const known = facts.filter((f): f is [string, string] => f[1] !== undefined);
+  return known.length ? Object.fromEntries(known) : undefined;
+}
+
+/** Identity from `amd-smi list --json` (uuid, bdf) and `amd-smi static --json` (model, power cap, gpu.info's facts). */
 export function parseIdentity(listText: string, staticText: string, unreadable: Emitter['unreadable']): AmdGpuIdentity[] {
   const read = readable(unreadable);
   const stat = new Map(gpuEntries(staticText, 'amd-smi static --json').map((e) => [e.gpu as number, e]));
@@ -99,6 +131,8 @@ export function parseIdentity(listText: string, staticText: string, unreadable: 
     const where = `amd-smi static --json gpu ${id.index} limit`;
     const cap = read(at(s, 'limit', 'socket_power'), 'W', where) ?? read(at(s, 'limit', 'max_power'), 'W', where);
     if (cap !== undefined) id.powerLimitW = cap;
+    const info = infoFacts(s);
+    if (info) id.info = info;
     return id;
   });
 }
@@ -123,8 +157,11 @@ export function emitMetrics(text: string, ids: ReadonlyMap<number, AmdGpuIdentit
     put(GPU.util, gfx);
     put(GPU.engineActive, gfx);
     put(GPU.memUtil, read(at(e, 'usage', 'umc_activity'), '1', `${w} usage.umc_activity`));
-    put(GPU.memTotal, read(at(e, 'mem_usage', 'total_vram'), 'By', `${w} mem_usage.total_vram`));
-    put(GPU.memUsed, read(at(e, 'mem_usage', 'used_vram'), 'By', `${w} mem_usage.used_vram`));
+    const total = read(at(e, 'mem_usage', 'total_vram'), 'By', `${w} mem_usage.total_vram`);
+    const used = read(at(e, 'mem_usage', 'used_vram'), 'By', `${w} mem_usage.used_vram`);
+    put(GPU.memTotal, total);
+    put(GPU.memUsed, used);
+    put(GPU.memCapacity, memoryFraction(used, total));
     put(GPU.memFree, read(at(e, 'mem_usage', 'free_vram'), 'By', `${w} mem_usage.free_vram`));
     for (const [key, sensor] of [
       ['edge', 'edge'],
@@ -137,8 +174,8 @@ export function emitMetrics(text: string, ids: ReadonlyMap<number, AmdGpuIdentit
     put(GPU.power, read(at(e, 'power', 'socket_power') ?? at(e, 'power', 'average_socket_power'), 'W', `${w} power.socket_power`));
     if (id.powerLimitW !== undefined) put(GPU.powerLimit, id.powerLimitW);
     put(GPU.energy, read(at(e, 'energy', 'total_energy_consumption'), 'J', `${w} energy.total_energy_consumption`), undefined, energyStart);
-    put(GPU.clock, read(at(e, 'clock', 'gfx_0', 'clk'), 'MHz', `${w} clock.gfx_0.clk`), { 'gpu.clock.type': 'graphics' });
-    put(GPU.clock, read(at(e, 'clock', 'mem_0', 'clk'), 'MHz', `${w} clock.mem_0.clk`), { 'gpu.clock.type': 'memory' });
+    put(GPU.clock, read(at(e, 'clock', 'gfx_0', 'clk'), 'Hz', `${w} clock.gfx_0.clk`), { 'gpu.clock.type': 'graphics' });
+    put(GPU.clock, read(at(e, 'clock', 'mem_0', 'clk'), 'Hz', `${w} clock.mem_0.clk`), { 'gpu.clock.type': 'memory' });
     // RAS counters since the driver loaded: the volatile scope in NVML's terms
     put(
       GPU.ecc,
@@ -172,6 +209,8 @@ export function emitMetrics(text: string, ids: ReadonlyMap<number, AmdGpuIdentit
     }
     put(GPU.replays, read(at(e, 'pcie', 'replay_count'), '1', `${w} pcie.replay_count`), undefined, energyStart);
     put(GPU.fan, read(at(e, 'fan', 'usage'), '1', `${w} fan.usage`));
+    // every tick, as the other vendors' gpu.info, from the static facts read with the identity
+    if (id.info) put(GPU.info, 1, id.info);
   }
 }
 

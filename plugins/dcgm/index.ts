@@ -62,7 +62,7 @@ const rule = ([name, names, scale, attributes]: Row): SeriesRule => ({
 const GPU_RULES = (
   [
     ['gpu.utilization', ['DCGM_FI_DEV_GPU_UTIL'], PCT],
-    ['gpu.memory.utilization', ['DCGM_FI_DEV_MEM_COPY_UTIL'], PCT],
+    ['gpu.memory.controller.utilization', ['DCGM_FI_DEV_MEM_COPY_UTIL'], PCT],
     ['gpu.memory.used', ['DCGM_FI_DEV_FB_USED'], MIB],
     ['gpu.memory.free', ['DCGM_FI_DEV_FB_FREE'], MIB],
     ['gpu.memory.reserved', ['DCGM_FI_DEV_FB_RESERVED'], MIB],
@@ -70,8 +70,8 @@ const GPU_RULES = (
     ['gpu.temperature', ['DCGM_FI_DEV_MEMORY_TEMP'], 1, { 'gpu.temperature.sensor': 'memory' }],
     ['gpu.power.draw', ['DCGM_FI_DEV_POWER_USAGE']],
     ['gpu.energy.consumption', ['DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION'], 1e-3],
-    ['gpu.clock.frequency', ['DCGM_FI_DEV_SM_CLOCK'], 1, { 'gpu.clock.type': 'sm' }],
-    ['gpu.clock.frequency', ['DCGM_FI_DEV_MEM_CLOCK'], 1, { 'gpu.clock.type': 'memory' }],
+    ['gpu.clock.frequency', ['DCGM_FI_DEV_SM_CLOCK'], 1e6, { 'gpu.clock.type': 'sm' }],
+    ['gpu.clock.frequency', ['DCGM_FI_DEV_MEM_CLOCK'], 1e6, { 'gpu.clock.type': 'memory' }],
     ['gpu.pcie.replays', ['DCGM_FI_DEV_PCIE_REPLAY_COUNTER']],
     ['gpu.memory.remapped_rows', ['DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS'], 1, { 'gpu.memory.remap.cause': 'corrected' }],
     ['gpu.memory.remapped_rows', ['DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS'], 1, { 'gpu.memory.remap.cause': 'uncorrected' }],

@@ -34,7 +34,9 @@ class HlSmiPlugin implements Plugin {
 export const hlsmiPlugin: PluginManifest = {
   name: 'hlsmi',
   reportsGpus: true,
-  metrics: [GPU.ecc, GPU.info, GPU.memFree, GPU.memTotal, GPU.memUsed, GPU.power, GPU.powerLimit, GPU.temp, GPU.util].map((d) => d.name),
+  metrics: [GPU.ecc, GPU.info, GPU.memCapacity, GPU.memFree, GPU.memTotal, GPU.memUsed, GPU.power, GPU.powerLimit, GPU.temp, GPU.util].map(
+    (d) => d.name,
+  ),
   auto: 'detect',
   hardware: { vendor: 'intel', installed: (ctx) => toolInstalled(opts(ctx).command, EXTRA_DIRS) },
   description: 'Intel Gaudi accelerators through hl-smi -Q ... -f csv',

@@ -3,10 +3,12 @@
  * position; a header may carry its unit in brackets ("power.draw [W]") and a
  * cell may carry it too ("226 W"); "[N/A]" is skipped, never zero.
  */
+import { boundLabel } from '../../src/core/bound-label.js';
 import { gpuAttributes } from '../../src/core/gpu-identity.js';
-import { GPU } from '../../src/core/metrics/gpu-metrics.js';
+import { GPU, memoryFraction } from '../../src/core/metrics/gpu-metrics.js';
 import type { Attributes, Emitter } from '../../src/core/metrics/model.js';
 import { normalizePciBusId } from '../../src/core/pci.js';
+import { printable } from '../../src/core/printable.js';
 import { parseQuantity, toBase, type BaseUnit } from '../../src/core/units.js';
 
 /** The fields queried with -Q, in this order. */
@@ -27,6 +29,8 @@ export const HL_FIELDS = [
   'ecc.errors.uncorrected.volatile.total',
   'ecc.errors.corrected.aggregate.total',
   'ecc.errors.uncorrected.aggregate.total',
+  // the board's serial number, for gpu.info (a -Q field in Habana's documentation); last: the columns before keep their places
+  'serial',
 ] as const;
 
 /** Units hl-smi uses when a header or cell names none. */
@@ -77,6 +81,27 @@ function value(row: HlRow, field: string, expect: BaseUnit | 'count', where: str
   }
 }
 
+/** Longer than any serial number or version hl-smi prints; a longer value is cut, marked "...". */
+const MAX_FACT = 64;
+
+/**
+ * gpu.info's attributes of a row: `driver_version` and `serial` where hl-smi has them (not [N/A]), bounded and with
+ * control and invisible format characters made "?"; undefined when it has neither. No -Q field gives a firmware
+ * version (hl-smi -q prints four, FIT, SPI, U-Boot and OS, as text): Gaudi's gpu.firmware.version stays absent.
+ */
+function infoFacts(row: HlRow): Attributes | undefined {
+  const fact = (field: string): string | undefined => {
+    const t = row.get(field)?.text;
+    return t && !/N\/A/.test(t) ? boundLabel(printable(t), MAX_FACT) : undefined;
+  };
+  const facts: [string, string | undefined][] = [
+    ['gpu.driver.version', fact('driver_version')],
+    ['gpu.serial_number', fact('serial')],
+  ];
+  const known = facts.filter((f): f is [string, string] => f[1] !== undefined);
+  return known.length ? Object.fromEntries(known) : undefined;
+}
+
 export function emitRows(rows: HlRow[], out: Emitter, start: number): void {
   for (const row of rows) {
     const uuid = row.get('uuid')?.text;
@@ -95,8 +120,11 @@ export function emitRows(rows: HlRow[], out: Emitter, start: number): void {
       if (v !== undefined) out.add(def, v, extra ? { ...a, ...extra } : a, s);
     };
     put(GPU.util, value(row, 'utilization.aip', '1', where, out));
-    put(GPU.memTotal, value(row, 'memory.total', 'By', where, out));
-    put(GPU.memUsed, value(row, 'memory.used', 'By', where, out));
+    const total = value(row, 'memory.total', 'By', where, out);
+    const used = value(row, 'memory.used', 'By', where, out);
+    put(GPU.memTotal, total);
+    put(GPU.memUsed, used);
+    put(GPU.memCapacity, memoryFraction(used, total));
     put(GPU.memFree, value(row, 'memory.free', 'By', where, out));
     // the AIP die sensor: the one every accelerator has, reported as sensor=edge like NVML's GPU sensor
     put(GPU.temp, value(row, 'temperature.aip', 'Cel', where, out), { 'gpu.temperature.sensor': 'edge' });
@@ -115,7 +143,7 @@ export function emitRows(rows: HlRow[], out: Emitter, start: number): void {
         start,
       );
     }
-    const drv = row.get('driver_version')?.text;
-    if (drv && !/N\/A/.test(drv)) put(GPU.info, 1, { 'gpu.driver.version': drv });
+    const info = infoFacts(row);
+    if (info) put(GPU.info, 1, info);
   }
 }

@@ -28,13 +28,18 @@ const MEM_UTIL = metric('system.memory.utilization');
 
 const BASELINE_MS = 100;
 
+/** The conventions' cpu.mode values (semantic conventions' registry), in /proc/stat's order; interrupt is irq plus softirq. */
+export const CPU_MODES = ['user', 'nice', 'system', 'idle', 'iowait', 'interrupt', 'steal'] as const;
+export type CpuMode = (typeof CPU_MODES)[number];
+
 export interface CpuTimes {
-  busy: number;
+  /** Jiffies in each mode, all CPUs together. */
+  modes: Record<CpuMode, number>;
   total: number;
   cpus: number;
 }
 
-/** Aggregate jiffies from /proc/stat. iowait counts as idle; guest time is already inside user. */
+/** Aggregate jiffies from /proc/stat by mode. guest time is already inside user (and guest_nice inside nice). */
 export function parseProcStat(text: string, file = '/proc/stat'): CpuTimes {
   const lines = text.split('\n');
   const agg = lines.find((l) => l.startsWith('cpu '));
@@ -42,8 +47,9 @@ export function parseProcStat(text: string, file = '/proc/stat'): CpuTimes {
   const f = agg.trim().split(/\s+/).slice(1).map(Number);
   if (f.length < 4 || f.some((x) => !Number.isFinite(x))) throw new Error(`${file}: malformed "cpu" line: ${agg.slice(0, 80)}`);
   const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = f;
+  const modes = { user, nice, system, idle, iowait, interrupt: irq + softirq, steal };
   const total = user + nice + system + idle + iowait + irq + softirq + steal;
-  return { busy: total - idle - iowait, total, cpus: lines.filter((l) => /^cpu\d+\s/.test(l)).length };
+  return { modes, total, cpus: lines.filter((l) => /^cpu\d+\s/.test(l)).length };
 }
 
 /** /proc/meminfo values in bytes (the file says kB and means KiB). */
@@ -84,9 +90,11 @@ export class HostPlugin implements Plugin {
       readFile(join(this.proc, 'meminfo'), 'utf8'),
       readFile(join(this.proc, 'loadavg'), 'utf8'),
     ]);
-    const dTotal = cur.total - this.prev.total;
-    // a counter that went backwards (CPU hot-unplug) gives no rate this time
-    if (dTotal > 0 && cur.busy >= this.prev.busy) out.add(CPU_UTIL, Math.min(1, (cur.busy - this.prev.busy) / dTotal), {});
+    const prev = this.prev;
+    const dTotal = cur.total - prev.total;
+    // a counter that went backwards (CPU hot-unplug) gives no rate this time: every mode or none, so that they add up to 1
+    if (dTotal > 0 && CPU_MODES.every((m) => cur.modes[m] >= prev.modes[m]))
+      for (const m of CPU_MODES) out.add(CPU_UTIL, (cur.modes[m] - prev.modes[m]) / dTotal, { 'cpu.mode': m });
     this.prev = cur;
     out.add(CPU_COUNT, cur.cpus, {});
 
@@ -95,12 +103,20 @@ export class HostPlugin implements Plugin {
     const free = mem.MemFree ?? 0;
     const buffers = mem.Buffers ?? 0;
     const cached = (mem.Cached ?? 0) + (mem.SReclaimable ?? 0);
+    const used = Math.max(0, total - free - buffers - cached);
     out.add(MEM_LIMIT, total, {});
-    out.add(MEM_USAGE, Math.max(0, total - free - buffers - cached), { 'system.memory.state': 'used' });
+    out.add(MEM_USAGE, used, { 'system.memory.state': 'used' });
     out.add(MEM_USAGE, free, { 'system.memory.state': 'free' });
     out.add(MEM_USAGE, buffers, { 'system.memory.state': 'buffers' });
     out.add(MEM_USAGE, cached, { 'system.memory.state': 'cached' });
-    if (mem.MemAvailable !== undefined && total > 0) out.add(MEM_UTIL, 1 - mem.MemAvailable / total, {});
+    if (total > 0)
+      for (const [state, v] of [
+        ['used', used],
+        ['free', free],
+        ['buffers', buffers],
+        ['cached', cached],
+      ] as const)
+        out.add(MEM_UTIL, Math.min(1, v / total), { 'system.memory.state': state });
 
     const [l1, l5, l15] = parseLoadavg(loadText, join(this.proc, 'loadavg'));
     out.add(LOAD1, l1, {});

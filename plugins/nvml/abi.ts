@@ -141,7 +141,13 @@ export const ENUM = {
 } as const;
 
 /** Buffer sizes the calls that fill a string want: NVML_<key>_BUFFER_SIZE. */
-export const BUFFER_SIZE = { DEVICE_UUID_V2: 96, DEVICE_NAME_V2: 96, SYSTEM_DRIVER_VERSION: 80 } as const;
+export const BUFFER_SIZE = {
+  DEVICE_UUID_V2: 96,
+  DEVICE_NAME_V2: 96,
+  SYSTEM_DRIVER_VERSION: 80,
+  DEVICE_SERIAL: 30,
+  DEVICE_VBIOS_VERSION: 32,
+} as const;
 
 /** NVML_VALUE_NOT_AVAILABLE ((-1) in a 64-bit field: WDDM, or a MIG process without permission). */
 export const VALUE_NOT_AVAILABLE = 0xffff_ffff_ffff_ffffn;

@@ -76,6 +76,10 @@ export interface NvmlBinding {
   name(h: Handle, out: Buffer): Promise<number>;
   pciInfo(h: Handle, out: Partial<PciInfo>): Promise<number>;
   minor(h: Handle, out: Out<number>): Promise<number>;
+  /** The board's serial number (NVML_DEVICE_SERIAL_BUFFER_SIZE): NOT_SUPPORTED on a board without an inforom (GeForce). */
+  serial(h: Handle, out: Buffer): Promise<number>;
+  /** The VBIOS version (NVML_DEVICE_VBIOS_VERSION_BUFFER_SIZE). */
+  vbiosVersion(h: Handle, out: Buffer): Promise<number>;
   utilization(h: Handle, out: { gpu?: number; memory?: number }): Promise<number>;
   /** v2 when present (reserved memory apart), else v1 (reserved counted as used). */
   memory(h: Handle, out: Partial<MemoryV2>): Promise<number>;
@@ -277,6 +281,16 @@ export function loadNvml(path: string): NvmlBinding {
     )(req('int nvmlDeviceGetName(nvmlDevice_t, _Out_ char *, uint)')),
     pciInfo: req('int nvmlDeviceGetPciInfo_v3(nvmlDevice_t, _Out_ nvmlPciInfo_t *)'),
     minor: req('int nvmlDeviceGetMinorNumber(nvmlDevice_t, _Out_ uint *)'),
+    // optional: a library without them still samples every GPU (gpu.info lacks the two facts); every NVIDIA library
+    // Debian ships has both (test/fixtures/fake-nvml/symbols)
+    serial: (
+      (f: Fn3) => (h: Handle, out: Buffer) =>
+        f(h, out, out.length)
+    )(pick('serial', 'int nvmlDeviceGetSerial(nvmlDevice_t, _Out_ char *, uint)')),
+    vbiosVersion: (
+      (f: Fn3) => (h: Handle, out: Buffer) =>
+        f(h, out, out.length)
+    )(pick('vbios', 'int nvmlDeviceGetVbiosVersion(nvmlDevice_t, _Out_ char *, uint)')),
     utilization: req('int nvmlDeviceGetUtilizationRates(nvmlDevice_t, _Out_ nvmlUtilization_t *)'),
     memory: hasV2
       ? (h, out) => {

@@ -30,6 +30,8 @@ export const THROTTLE_CAUSES: readonly [string, number][] = [
   ['power_brake', R.HwPowerBrakeSlowdown],
 ];
 
+/** NVML reports clocks in MHz; the registry's unit is Hz. */
+const MHZ = 1e6;
 const KIB = 1024;
 
 interface LinkPrev {
@@ -68,10 +70,27 @@ export class NvmlConverter {
     return a;
   }
 
-  /** gpu.info attributes: the driver version and the /dev/nvidiaN minor (what Slurm's gres.conf File= names). */
+  /**
+   * gpu.info attributes: the driver version, the /dev/nvidiaN minor (what Slurm's gres.conf File= names), and the
+   * board's serial number and VBIOS version where NVML has them. Cached by all four with the GPU's other variants,
+   * so a warm tick allocates no object, and a fact that changes (a VBIOS flashed, then a re-init) makes a new
+   * object rather than changing one a sink may still hold.
+   */
   private info(g: GpuSnapshot, driver: string): Attributes {
-    const a = this.with(g, 'gpu.driver.version', driver);
-    return g.minor === undefined || a['gpu.device.minor'] === g.minor ? a : Object.assign(a, { 'gpu.device.minor': g.minor });
+    const base = this.ident(g);
+    let v = this.variants.get(g.uuid);
+    if (!v) this.variants.set(g.uuid, (v = new Map()));
+    // 'gpu.info' is no attribute key: no with() entry has this key
+    const k = `gpu.info\u0000${driver}\u0000${g.minor ?? ''}\u0000${g.serial ?? ''}\u0000${g.vbiosVersion ?? ''}`;
+    let a = v.get(k);
+    if (!a) {
+      a = { ...base, 'gpu.driver.version': driver };
+      if (g.minor !== undefined) a['gpu.device.minor'] = g.minor;
+      if (g.serial !== undefined) a['gpu.serial_number'] = g.serial;
+      if (g.vbiosVersion !== undefined) a['gpu.firmware.version'] = g.vbiosVersion;
+      v.set(k, a);
+    }
+    return a;
   }
 
   addEvent(e: XidEvent): void {
@@ -98,6 +117,7 @@ export class NvmlConverter {
       if (g.memUsed !== undefined) out.add(GPU.memUsed, g.memUsed, a);
       if (g.memFree !== undefined) out.add(GPU.memFree, g.memFree, a);
       if (g.memTotal !== undefined) out.add(GPU.memTotal, g.memTotal, a);
+      if (g.memUsed !== undefined && g.memTotal) out.add(GPU.memCapacity, g.memUsed / g.memTotal, a);
       if (g.memReserved !== undefined) out.add(GPU.memReserved, g.memReserved, a);
       if (g.tempGpuC !== undefined) out.add(GPU.temp, g.tempGpuC, this.with(g, 'gpu.temperature.sensor', 'edge'));
       if (g.tempMemC !== undefined) out.add(GPU.temp, g.tempMemC, this.with(g, 'gpu.temperature.sensor', 'memory'));
@@ -105,9 +125,9 @@ export class NvmlConverter {
       if (g.powerMaxMw !== undefined) out.add(GPU.powerMax, g.powerMaxMw / 1000, a);
       if (g.powerLimitMw !== undefined) out.add(GPU.powerLimit, g.powerLimitMw / 1000, a);
       if (g.energyMj !== undefined) this.addEnergy(g, a, s.time, out);
-      if (g.clockGraphicsMhz !== undefined) out.add(GPU.clock, g.clockGraphicsMhz, this.with(g, 'gpu.clock.type', 'graphics'));
-      if (g.clockSmMhz !== undefined) out.add(GPU.clock, g.clockSmMhz, this.with(g, 'gpu.clock.type', 'sm'));
-      if (g.clockMemMhz !== undefined) out.add(GPU.clock, g.clockMemMhz, this.with(g, 'gpu.clock.type', 'memory'));
+      if (g.clockGraphicsMhz !== undefined) out.add(GPU.clock, g.clockGraphicsMhz * MHZ, this.with(g, 'gpu.clock.type', 'graphics'));
+      if (g.clockSmMhz !== undefined) out.add(GPU.clock, g.clockSmMhz * MHZ, this.with(g, 'gpu.clock.type', 'sm'));
+      if (g.clockMemMhz !== undefined) out.add(GPU.clock, g.clockMemMhz * MHZ, this.with(g, 'gpu.clock.type', 'memory'));
       if (g.clockReasons !== undefined) {
         for (const [cause, mask] of THROTTLE_CAUSES)
           out.add(GPU.throttle, g.clockReasons & mask ? 1 : 0, this.with(g, 'gpu.throttle.cause', cause));

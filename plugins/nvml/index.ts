@@ -71,6 +71,8 @@ const LOSES: Record<string, string> = {
   fieldValues: 'no NVLink counters, memory temperature or pending retirement; a call of its own for each other field',
   processes: 'no processes',
   mig: 'no MIG instances',
+  serial: 'no gpu.serial_number on gpu.info',
+  vbios: 'no gpu.firmware.version on gpu.info',
 };
 
 /**
@@ -171,6 +173,7 @@ export const nvmlPlugin: PluginManifest = {
     GPU.memTotal,
     GPU.memUsed,
     GPU.memUtil,
+    GPU.memCapacity,
     GPU.pcie,
     GPU.power,
     GPU.powerLimit,

@@ -10,6 +10,7 @@
  * re-initialised.
  */
 import { normalizePciBusId } from '../../src/core/pci.js';
+import { printable } from '../../src/core/printable.js';
 import { BUFFER_SIZE, NO_INSTANCE, NVML, SAMPLE, SAMPLING, VALUE_NOT_AVAILABLE } from './abi.js';
 import { cString, type Handle, type NvmlBinding } from './binding.js';
 import { FIELD_IDS, FIELD_READINGS, fieldRequest, fieldValues, unionValue, type OwnCall } from './fields.js';
@@ -28,6 +29,9 @@ interface Gpu {
   name: string;
   pciBusId: string;
   minor?: number;
+  /** The board's serial number and VBIOS version as read at enumeration (boardString). */
+  serial?: string;
+  vbiosVersion?: string;
   /** Calls this GPU answered NOT_SUPPORTED (or the library lacks): not made again until the next re-probe. */
   unsupported: Set<string>;
   /** When the unsupported calls are tried again: MIG mode changes what a GPU supports. */
@@ -52,13 +56,22 @@ interface Gpu {
 
 const GPM_CALL = 'SM/engine activity (GPM)';
 
+/**
+ * A string the driver wrote about the board (serial number, VBIOS version) as an attribute value: no longer than
+ * its NVML_DEVICE_*_BUFFER_SIZE buffer (NUL included, cString), trimmed, and with control and invisible format
+ * characters made "?" (printable()): the driver's bytes go onto every sink and into terminals. Empty is none.
+ */
+function boardString(b: Buffer): string | undefined {
+  return printable(cString(b).trim()) || undefined;
+}
+
 /** Unsupported calls are tried again this often (and at once when MIG mode changes). */
 const REPROBE_MS = 600_000;
 
 export class Sampler {
   private gpus: Gpu[] = [];
   private notes: Snapshot['notes'] = [];
-  /** UUIDs and names (NVML_DEVICE_UUID_V2_BUFFER_SIZE, NVML_DEVICE_NAME_V2_BUFFER_SIZE) */
+  /** UUIDs and names (NVML_DEVICE_UUID_V2_BUFFER_SIZE, NVML_DEVICE_NAME_V2_BUFFER_SIZE); its start: serials, VBIOS versions */
   private readonly idBuf = Buffer.alloc(Math.max(BUFFER_SIZE.DEVICE_UUID_V2, BUFFER_SIZE.DEVICE_NAME_V2));
   /** The nvmlFieldValue_t array, ids and scopes written once: NVML fills in the rest of each entry. */
   private readonly fields = fieldRequest();
@@ -138,8 +151,34 @@ export class Sampler {
       if ((await n.pciInfo(handle, pci)) === NVML.SUCCESS) gpu.pciBusId = normalizePciBusId(pci.busId ?? '');
       const minor: [number] = [0];
       if ((await n.minor(handle, minor)) === NVML.SUCCESS) gpu.minor = minor[0];
+      // the board's facts do not change while the driver runs: read here, never a tick
+      const serial = await this.readBoardString(gpu, 'nvmlDeviceGetSerial', (b) => n.serial(handle, b), BUFFER_SIZE.DEVICE_SERIAL);
+      if (serial !== undefined) gpu.serial = serial;
+      const vbios = await this.readBoardString(
+        gpu,
+        'nvmlDeviceGetVbiosVersion',
+        (b) => n.vbiosVersion(handle, b),
+        BUFFER_SIZE.DEVICE_VBIOS_VERSION,
+      );
+      if (vbios !== undefined) gpu.vbiosVersion = vbios;
       this.gpus.push(gpu);
     }
+  }
+
+  /**
+   * One board string of a GPU into a buffer of its nvml.h size (cleared first: what the driver leaves unwritten is
+   * not read). NOT_SUPPORTED (a GeForce board has no serial number) or a library without the call is no attribute,
+   * said nowhere: nothing is missing that the board has. Another error leaves the attribute out too, said at each
+   * enumeration (start, and NVML re-initialised after a lost GPU), never a tick.
+   */
+  private async readBoardString(g: Gpu, call: string, read: (b: Buffer) => Promise<number>, size: number): Promise<string | undefined> {
+    const b = this.idBuf.subarray(0, size).fill(0);
+    const r = await read(b);
+    if (r === NVML.SUCCESS) return boardString(b);
+    // a lost GPU is found lost by the next sample, which says so
+    if (r !== NVML.NOT_SUPPORTED && r !== NVML.FUNCTION_NOT_FOUND && r !== NVML.GPU_IS_LOST)
+      this.note('warn', `GPU ${g.index} (${g.uuid}): ${call}: ${this.nvml.errorString(r)} (${r}): gpu.info goes without it`);
+    return undefined;
   }
 
   get gpuCount(): number {
@@ -178,6 +217,8 @@ export class Sampler {
         name: g.name,
         pciBusId: g.pciBusId,
         ...(g.minor !== undefined ? { minor: g.minor } : {}),
+        ...(g.serial !== undefined ? { serial: g.serial } : {}),
+        ...(g.vbiosVersion !== undefined ? { vbiosVersion: g.vbiosVersion } : {}),
       };
       try {
         if (g.lost) throw new GpuLost();

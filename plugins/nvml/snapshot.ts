@@ -32,6 +32,9 @@ export interface GpuSnapshot {
   name: string;
   pciBusId: string;
   minor?: number;
+  /** The board's serial number and VBIOS version, printable and bounded (sampler.ts); absent where NVML has none. */
+  serial?: string;
+  vbiosVersion?: string;
   lost?: boolean;
   /** Interval means from NVML's sample buffers (since the last tick), else the instantaneous reading. */
   utilGpuPct?: number;

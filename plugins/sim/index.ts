@@ -10,7 +10,7 @@
 import { gpuAttributes } from '../../src/core/gpu-identity.js';
 import { SIM_SECTION } from './config.js';
 import { readSection } from '../../src/core/config/read.js';
-import { GPU } from '../../src/core/metrics/gpu-metrics.js';
+import { GPU, memoryFraction } from '../../src/core/metrics/gpu-metrics.js';
 import type { Attributes, Emitter } from '../../src/core/metrics/model.js';
 import type { Plugin, PluginContext, PluginManifest } from '../../src/core/plugin.js';
 import { hash32, rng } from '../../src/core/rng.js';
@@ -101,14 +101,15 @@ class SimPlugin implements Plugin {
       out.add(GPU.memUsed, Math.round(g.mem), a);
       out.add(GPU.memFree, Math.round(this.memBytes - g.mem), a);
       out.add(GPU.memTotal, this.memBytes, a);
+      out.add(GPU.memCapacity, memoryFraction(Math.round(g.mem), this.memBytes)!, a);
       out.add(GPU.temp, round(g.temp, 0), { ...a, 'gpu.temperature.sensor': 'edge' });
       out.add(GPU.temp, round(g.memTemp, 0), { ...a, 'gpu.temperature.sensor': 'memory' });
       out.add(GPU.power, round(power, 1), a);
       out.add(GPU.powerLimit, this.limitW, a);
       out.add(GPU.energy, round(g.energyJ, 3), a, g.start);
-      out.add(GPU.clock, smMhz, { ...a, 'gpu.clock.type': 'sm' });
-      out.add(GPU.clock, smMhz, { ...a, 'gpu.clock.type': 'graphics' });
-      out.add(GPU.clock, MEM_MHZ, { ...a, 'gpu.clock.type': 'memory' });
+      out.add(GPU.clock, smMhz * 1e6, { ...a, 'gpu.clock.type': 'sm' });
+      out.add(GPU.clock, smMhz * 1e6, { ...a, 'gpu.clock.type': 'graphics' });
+      out.add(GPU.clock, MEM_MHZ * 1e6, { ...a, 'gpu.clock.type': 'memory' });
       out.add(GPU.throttle, powerCapped ? 1 : 0, { ...a, 'gpu.throttle.cause': 'power' });
       out.add(GPU.throttle, thermal ? 1 : 0, { ...a, 'gpu.throttle.cause': 'thermal' });
       out.add(GPU.throttle, 0, { ...a, 'gpu.throttle.cause': 'sw' });
@@ -173,6 +174,7 @@ export const simPlugin: PluginManifest = {
     GPU.memTotal,
     GPU.memUsed,
     GPU.memUtil,
+    GPU.memCapacity,
     GPU.pcie,
     GPU.power,
     GPU.powerLimit,

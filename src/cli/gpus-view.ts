@@ -13,7 +13,8 @@ export interface GpuRecord {
   pci_bus_id: string;
   lost: boolean;
   utilization: number | null;
-  memory_utilization: number | null;
+  /** Memory-controller busy time (0..1), not how full the memory is. */
+  memory_controller_utilization: number | null;
   memory_used_bytes: number | null;
   memory_total_bytes: number | null;
   temperature_celsius: Record<string, number>;
@@ -78,7 +79,7 @@ export function gpuView(points: readonly Point[]): GpuRecord[] {
         pci_bus_id: String(a['gpu.pci.bus_id']),
         lost: false,
         utilization: null,
-        memory_utilization: null,
+        memory_controller_utilization: null,
         memory_used_bytes: null,
         memory_total_bytes: null,
         temperature_celsius: {},
@@ -100,8 +101,8 @@ export function gpuView(points: readonly Point[]): GpuRecord[] {
       case 'gpu.utilization':
         g.utilization = p.value;
         break;
-      case 'gpu.memory.utilization':
-        g.memory_utilization = p.value;
+      case 'gpu.memory.controller.utilization':
+        g.memory_controller_utilization = p.value;
         break;
       case 'gpu.memory.used':
         g.memory_used_bytes = p.value;

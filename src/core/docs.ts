@@ -6,9 +6,11 @@ import {
   ATTRIBUTION_ATTRIBUTE_PREFIXES,
   METRICS,
   SCOPE_ATTRIBUTES,
+  RENAMED,
   prometheusName,
   type MetricDef,
 } from './metrics/registry.js';
+import { CONVENTION_ROWS, SAME_IN_CONVENTIONS, conventionRowOf } from './metrics/conventions.js';
 
 const KIND: Record<MetricDef['kind'], string> = { gauge: 'gauge', sum: 'monotonic sum', updown: 'up-down sum', histogram: 'histogram' };
 const SCOPE_TITLE: Record<MetricDef['scope'], string> = {
@@ -28,7 +30,7 @@ export function renderMetricsDoc(emitters: ReadonlyMap<string, readonly string[]
       'not edit: a test fails when this file is stale. -->',
     '',
     'Units are [UCUM](https://ucum.org/) as OpenTelemetry uses them, and are the same for every vendor:',
-    'ratios are 0..1 with unit `1` (never percent), power `W`, energy `J`, memory `By`, temperature `Cel`, clocks `MHz`.',
+    'ratios are 0..1 with unit `1` (never percent), power `W`, energy `J`, memory `By`, temperature `Cel`, clocks `Hz`.',
     'A *monotonic sum* is a cumulative counter (OTLP Sum, cumulative temporality, monotonic); a backend computes rates from it.',
     'A *histogram* is cumulative explicit buckets (OTLP Histogram, cumulative temporality); under its Prometheus name it is the series',
     '`<name>_bucket{le="..."}` (cumulative counts, `le="+Inf"` the count), `<name>_sum` and `<name>_count`, on the pull endpoint as in a',
@@ -54,7 +56,7 @@ export function renderMetricsDoc(emitters: ReadonlyMap<string, readonly string[]
       `Kubernetes; see docs/kubernetes.md), and ${ATTRIBUTION_ATTRIBUTE_PREFIXES.map((a) => `\`${a}<name>\``).join(', ')} ` +
       `for the pod labels \`[kubernetes] labels\` promotes.`,
     `Every engine point carries ${SCOPE_ATTRIBUTES.engine.required.map((a) => `\`${a}\``).join(', ')} ` +
-      `(the endpoint) and, where known, ${SCOPE_ATTRIBUTES.engine.optional.map((a) => `\`${a}\``).join(', ')}: ` +
+      `(the endpoint and the engine) and, where known, ${SCOPE_ATTRIBUTES.engine.optional.map((a) => `\`${a}\``).join(', ')}: ` +
       `\`process.pid\` and \`process.owner\` are the process listening on a local endpoint's port ` +
       `and its user (OpenTelemetry's process owner: the name, or the uid where the user database ` +
       `has none), whose \`[limits] series_per_user\` the page counts against; attribution adds ` +
@@ -67,23 +69,59 @@ export function renderMetricsDoc(emitters: ReadonlyMap<string, readonly string[]
       'resource_attributes`.',
     '',
   ];
+  out.push(...renamedSection(), ...conventionsSection());
   for (const scope of ['gpu', 'engine', 'nccl', 'host', 'agent'] as const) {
     out.push(
       `## ${SCOPE_TITLE[scope]}`,
       '',
-      '| OTLP name | unit | kind | attributes | Prometheus name | emitted by | description |',
-      '| --- | --- | --- | --- | --- | --- | --- |',
+      '| OTLP name | unit | kind | attributes | Prometheus name | semantic conventions | emitted by | description |',
+      '| --- | --- | --- | --- | --- | --- | --- | --- |',
     );
     for (const d of METRICS.filter((x) => x.scope === scope)) {
       const by = (emitters.get(d.name) ?? []).join(', ') || '-';
       out.push(
         `| \`${d.name}\` | ${d.unit ? `\`${d.unit}\`` : '-'} | ${KIND[d.kind]} | ${d.attributes.map((a) => `\`${a}\``).join(', ')} ` +
-          `| \`${prometheusName(d)}\` | ${by} | ${d.description.replace(/\|/g, '\\|')} |`,
+          `| \`${prometheusName(d)}\` | ${conventionsCell(d)} | ${by} | ${d.description.replace(/\|/g, '\\|')} |`,
       );
     }
     out.push('');
   }
   return out.join('\n');
+}
+
+/** A metric's name under the OpenTelemetry conventions: the hw.* it is sent as, the same name, or none defined. */
+function conventionsCell(d: MetricDef): string {
+  const r = conventionRowOf(d.name);
+  if (r) return `\`${r.to.name}\` (hw)`;
+  return SAME_IN_CONVENTIONS.has(d.name) ? 'the same' : '-';
+}
+
+function renamedSection(): string[] {
+  const out: string[] = [];
+  for (const release of new Set(RENAMED.map((r) => r.release))) {
+    out.push(`## Renamed in ${release}`, '', '| old name | new name | why |', '| --- | --- | --- |');
+    for (const r of RENAMED.filter((x) => x.release === release)) out.push(`| ${r.from} | ${r.to} | ${r.why} |`);
+    out.push('');
+  }
+  return out;
+}
+
+function conventionsSection(): string[] {
+  return [
+    '## The OpenTelemetry semantic conventions (`semantic_conventions = hw`)',
+    '',
+    'The conventions (1.44, hardware metrics, Development stability) define some GPU metrics. `[otlp]` and `[prometheus]`',
+    "`semantic_conventions = hw` send those under the conventions' names instead of the l9gpu ones, each point with the",
+    "conventions' identity besides the product's own attributes (which stay: attribution, `l9gpu jobs --source promql` and",
+    "the dashboards join on them): `hw.id` (the GPU UUID), `hw.type`, `hw.model`, `hw.vendor` and, from the GPU's",
+    '`gpu.info`, `hw.driver_version`, `hw.serial_number`, `hw.firmware_version` (VBIOS). The other metrics keep their',
+    'l9gpu names (the conventions define none for them). The dashboards and alert rules read both namings.',
+    '',
+    '| l9gpu | sent as (hw) | Prometheus name (hw) | what else |',
+    '| --- | --- | --- | --- |',
+    ...CONVENTION_ROWS.map((r) => `| \`${r.from.name}\` | \`${r.to.name}\` | \`${prometheusName(r.to)}\` | ${r.note} |`),
+    '',
+  ];
 }
 
 /** Words of text in lines of at most width characters, each starting with prefix (counted in the width). */

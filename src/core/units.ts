@@ -3,7 +3,7 @@
  * with a unit (amd-smi {value, unit} leaves, hl-smi "226 W" cells and
  * "[MiB]" headers). One table, so that "MB" means the same for every vendor.
  */
-export type BaseUnit = '1' | 'By' | 'W' | 'J' | 'Cel' | 'MHz' | 'By/s';
+export type BaseUnit = '1' | 'By' | 'W' | 'J' | 'Cel' | 'Hz' | 'By/s';
 
 /** unit -> [base unit, multiplier, divisor]: dividing keeps 41 % == 0.41 and 350123 mW == 350.123 W exactly. */
 const TABLE: Record<string, [BaseUnit, number, number]> = {
@@ -30,10 +30,10 @@ const TABLE: Record<string, [BaseUnit, number, number]> = {
   c: ['Cel', 1, 1],
   '°c': ['Cel', 1, 1],
   cel: ['Cel', 1, 1],
-  mhz: ['MHz', 1, 1],
-  ghz: ['MHz', 1e3, 1],
-  khz: ['MHz', 1, 1e3],
-  hz: ['MHz', 1, 1e6],
+  mhz: ['Hz', 1e6, 1],
+  ghz: ['Hz', 1e9, 1],
+  khz: ['Hz', 1e3, 1],
+  hz: ['Hz', 1, 1],
   'b/s': ['By/s', 1, 1],
   'kb/s': ['By/s', 1024, 1],
   'mb/s': ['By/s', 1024 ** 2, 1],

@@ -29,7 +29,7 @@ export function addToSample(s: GpuSample, p: SamplePoint): boolean {
     case 'gpu.utilization':
       s.util = p.value;
       return true;
-    case 'gpu.memory.utilization':
+    case 'gpu.memory.controller.utilization':
       s.memUtil = p.value;
       return true;
     case 'gpu.memory.used':

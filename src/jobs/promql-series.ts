@@ -10,13 +10,14 @@
 import { ATTRIBUTION_ATTRIBUTES, METRICS, SCOPE_ATTRIBUTES, findMetric, prometheusName } from '../core/metrics/registry.js';
 import type { Attributes } from '../core/metrics/model.js';
 import { type CommRow } from './communication.js';
+import { CONVENTION_ROWS } from '../core/metrics/conventions.js';
 import { query, type PromqlOptions, type Series } from './promql-client.js';
 
 export type { PromqlOptions } from './promql-client.js';
 
 export const USED = [
   'gpu.utilization',
-  'gpu.memory.utilization',
+  'gpu.memory.controller.utilization',
   'gpu.memory.used',
   'gpu.memory.total',
   'gpu.power.draw',
@@ -58,10 +59,28 @@ export function jobMatcher(naming: Naming, ids: string | readonly string[]): str
     : `${label}=~${JSON.stringify(anyOf(ids))}`;
 }
 
+/**
+ * The names a metric's series can have in a backend under this naming: its own and, where the OpenTelemetry
+ * conventions define it, the conventions' (a node whose sink sends semantic_conventions = hw).
+ */
+export function spellings(name: string, naming: Naming): string[] {
+  const defs = [findMetric(name)!, ...(CONVENTIONS_OF.has(name) ? [CONVENTIONS_OF.get(name)!] : [])];
+  return defs.map((d) => (naming === 'otel' ? d.name : prometheusName(d)));
+}
+
+const CONVENTIONS_OF = new Map(CONVENTION_ROWS.filter((r) => !r.expand).map((r) => [r.from.name, r.to]));
+
+/** A metric's series under every name it can have, and these matchers. */
+const named = (name: string, naming: Naming, matchers: string): string => {
+  const names = spellings(name, naming);
+  if (naming === 'prometheus' && names.length === 1) return `${names[0]}{${matchers}}`;
+  return names.length === 1
+    ? `{__name__=${JSON.stringify(names[0])},${matchers}}`
+    : `{__name__=~${JSON.stringify(anyOf(names))},${matchers}}`;
+};
+
 export function selector(name: string, naming: Naming, jobId: string | readonly string[]): string {
-  if (naming === 'otel') return `{__name__=${JSON.stringify(name)},${jobMatcher(naming, jobId)}}`;
-  const def = findMetric(name)!;
-  return `${prometheusName(def)}{${jobMatcher(naming, jobId)}}`;
+  return named(name, naming, jobMatcher(naming, jobId));
 }
 
 /**
@@ -69,17 +88,21 @@ export function selector(name: string, naming: Naming, jobId: string | readonly 
  * series' name; a function of it, last_over_time, would drop it).
  */
 export function namesSelector(names: readonly string[], naming: Naming, ids: string | readonly string[]): string {
-  const spelled = naming === 'otel' ? names : names.map((n) => prometheusName(findMetric(n)!));
+  const spelled = names.flatMap((n) => spellings(n, naming));
   return `{__name__=~${JSON.stringify(anyOf(spelled))},${jobMatcher(naming, ids)}}`;
 }
 
 /** A series' metric, by l9gpu's name, under either naming. */
 export function nameOf(s: Series, naming: Naming): string | undefined {
   const n = s.metric.__name__;
-  return n === undefined ? undefined : naming === 'otel' ? n : PROM_TO_NAME.get(n);
+  return n === undefined ? undefined : naming === 'otel' ? (OTEL_TO_NAME.get(n) ?? n) : PROM_TO_NAME.get(n);
 }
 
-export const PROM_TO_NAME = new Map(METRICS.map((m) => [prometheusName(m), m.name]));
+export const PROM_TO_NAME = new Map([
+  ...METRICS.map((m) => [prometheusName(m), m.name] as const),
+  ...[...CONVENTIONS_OF].map(([ours, hw]) => [prometheusName(hw), ours] as const),
+]);
+const OTEL_TO_NAME = new Map([...CONVENTIONS_OF].map(([ours, hw]) => [hw.name, ours]));
 
 /** The job id a series is labelled with, under either naming. */
 export function jobOf(s: Series): string | undefined {
@@ -111,8 +134,7 @@ export const anyOf = (xs: readonly string[]): string => xs.map((x) => x.replace(
 /** The series of the GPUs `uuids` that carry no job (info mode's). */
 export function gpuSelector(name: string, naming: Naming, uuids: readonly string[]): string {
   const re = JSON.stringify(anyOf(uuids));
-  if (naming === 'otel') return `{__name__=${JSON.stringify(name)},"gpu.uuid"=~${re},"slurm.job.id"=""}`;
-  return `${prometheusName(findMetric(name)!)}{gpu_uuid=~${re},slurm_job_id=""}`;
+  return named(name, naming, naming === 'otel' ? `"gpu.uuid"=~${re},"slurm.job.id"=""` : `gpu_uuid=~${re},slurm_job_id=""`);
 }
 
 export function attributes(labels: Record<string, string>, naming: Naming): Attributes {

@@ -60,6 +60,11 @@ export interface EngineTable {
   readonly enabled?: (rule: SeriesRule) => boolean;
 }
 
+/** An engine's points name it (gen_ai.provider.name, which the GenAI conventions require); dcgm's GPU points do not. */
+export function providerAttributes(table: EngineTable): Attributes {
+  return table.rules.some((r) => r.metric.scope === 'engine') ? { 'gen_ai.provider.name': table.engine } : {};
+}
+
 /** What was made of one series by one rule, kept by its frozen Labels. */
 interface Made {
   /** Its attributes, or why it has none (its identity: dcgm's UUID). */

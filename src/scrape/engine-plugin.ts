@@ -12,7 +12,7 @@ import { PointBuffer, type Attributes, type Emitter } from '../core/metrics/mode
 import type { Plugin, PluginContext, PluginManifest } from '../core/plugin.js';
 import { redactUrl } from '../core/redact.js';
 import { clip, printable } from '../core/printable.js';
-import { ConvertState, convertPage, familiesWithoutSamples, type EngineTable } from './convert.js';
+import { ConvertState, convertPage, familiesWithoutSamples, providerAttributes, type EngineTable } from './convert.js';
 import { formatOf, LabelSets, parseExposition, parsePage, type Family } from './exposition.js';
 import { createPageFetcher, type PageFetcher } from './fetch-page.js';
 import { scrapedSection, type Discovery, type ScrapedSpec } from './section.js';
@@ -125,7 +125,10 @@ export class ScrapedPlugin implements Plugin {
   private readonly limits: Limits;
   private readonly budgets: BudgetLedger;
   private readonly owners: OwnerSeries;
+  /** providerAttributes: the points' gen_ai.provider.name. */
+  private readonly provider: Attributes;
   constructor(private readonly o: ScrapedOptions) {
+    this.provider = providerAttributes(o.table);
     this.auto = o.endpoints.includes('auto') && !!o.discover;
     this.limits = o.limits ?? DEFAULT_LIMITS;
     this.budgets = o.budgets ?? new BudgetLedger(o.log);
@@ -133,7 +136,7 @@ export class ScrapedPlugin implements Plugin {
     this.targets = o.endpoints
       .filter((u) => u !== 'auto')
       .map((url) => {
-        const base = endpointAttributes(url);
+        const base = { ...endpointAttributes(url), ...this.provider };
         const local = isLocalHost(String(base['server.address']), o.hostNames ?? []);
         return {
           url,
@@ -230,7 +233,7 @@ export class ScrapedPlugin implements Plugin {
         if (/no whole answer/.test((e as Error).message)) silent++;
       }
       if (ours) {
-        const base = { ...endpointAttributes(url), 'process.pid': l.pid };
+        const base = { ...endpointAttributes(url), ...this.provider, 'process.pid': l.pid };
         this.targets.push({
           url,
           key: this.keyOf(url),

@@ -8,7 +8,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PointBuffer, type Point } from '../core/metrics/model.js';
-import { ConvertState, convertPage, type EngineTable } from './convert.js';
+import { ConvertState, convertPage, providerAttributes, type EngineTable } from './convert.js';
 import { parseExposition } from './exposition.js';
 
 /** The points page.prom of a case folder gives on a first scrape, at a fixed time, from the endpoint 127.0.0.1:8000. */
@@ -19,7 +19,7 @@ export function goldenPagePoints(table: EngineTable, dir: string): Point[] {
   convertPage(table, parseExposition(readFileSync(join(dir, 'page.prom'), 'utf8')), {
     out,
     state,
-    base: { 'server.address': '127.0.0.1', 'server.port': 8000 },
+    base: { 'server.address': '127.0.0.1', 'server.port': 8000, ...providerAttributes(table) },
     now: Date.UTC(2026, 10, 23),
   });
   state.end();

@@ -9,6 +9,7 @@
  * secrets kept in files come through the core's HTTP client and
  * secret-files.ts, for both transports.
  */
+import { namingOf } from '../core/metrics/conventions.js';
 import { redactUrl } from '../core/redact.js';
 import { OTLP_SECTION } from './sections.js';
 import type zlib from 'node:zlib';
@@ -48,9 +49,12 @@ class OtlpSink implements Sink {
   private readonly headers: Record<string, string>;
   private readonly secrets: SecretHeaders;
   private readonly tls: TlsFiles;
+  /** The names it sends ([otlp] semantic_conventions). */
+  private readonly naming: (b: Batch) => Batch;
 
   constructor(private readonly ctx: SinkContext) {
     const s = readSection(ctx.config, OTLP_SECTION);
+    this.naming = namingOf(s.semantic_conventions);
     this.url = otlpEndpoint(ctx.config);
     if (!this.url) throw new ConfigError('[otlp] endpoint: required when the otlp sink is enabled', { section: 'otlp', key: 'endpoint' });
     this.json = s.protocol === 'http/json';
@@ -130,7 +134,7 @@ class OtlpSink implements Sink {
 
   write(batch: Batch): void {
     if (batch.points.length === 0) return;
-    this.pending.push(batch);
+    this.pending.push(this.naming(batch));
     this.pendingPoints += batch.points.length;
   }
 

@@ -13,6 +13,7 @@
  * page of strings each time. A page's buffer is used again for a later page
  * once no response is writing it.
  */
+import { namingOf } from '../core/metrics/conventions.js';
 import { PROMETHEUS_SECTION } from './sections.js';
 import type http from 'node:http';
 import { gzipSync } from 'node:zlib';
@@ -173,7 +174,11 @@ class PrometheusSink implements Sink {
   /** The port actually bound (differs from the config when it says 0). */
   port = 0;
 
+  /** The names on the page ([prometheus] semantic_conventions). */
+  private readonly naming: (b: Batch) => Batch;
+
   constructor(private readonly ctx: SinkContext) {
+    this.naming = namingOf(readSection(ctx.config, PROMETHEUS_SECTION).semantic_conventions);
     // read here: a web_config that cannot be used is a configuration error before anything listens
     this.web = webStateOf(ctx.config, ctx.log);
     this.privacy();
@@ -322,7 +327,8 @@ class PrometheusSink implements Sink {
     res.end(page.bytes);
   }
 
-  write(batch: Batch): void {
+  write(given: Batch): void {
+    const batch = this.naming(given);
     this.latest.set(batch.source, { time: batch.time, intervalMs: batch.intervalMs, points: batch.points.length, batch });
     this.drop();
   }

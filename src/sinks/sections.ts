@@ -1,6 +1,7 @@
 /** The sinks' configuration sections, apart from the sinks' code: reading a configuration loads no sink. */
 import { checkRequestHeaders, defineSection, type ConfigValue } from '../core/config/schema.js';
 import { secretFileKeys, tlsClientKeys } from '../core/config/client-keys.js';
+import { NAMINGS } from '../core/metrics/conventions.js';
 
 const SIGNAL_PATH = '/v1/metrics';
 /** OTEL_EXPORTER_OTLP_ENDPOINT is a base URL: the spec appends the signal path. */
@@ -11,6 +12,20 @@ const msToDuration = (raw: string): string => {
 };
 
 const OTLP_ENV = (what: string) => [`OTEL_EXPORTER_OTLP_METRICS_${what}`, `OTEL_EXPORTER_OTLP_${what}`];
+
+/** Which names the sink sends: the product's gpu.* (the default) or the OpenTelemetry hardware conventions' hw.*. */
+const conventionsKey = (what: string) =>
+  ({
+    key: 'semantic_conventions',
+    type: 'enum',
+    values: NAMINGS,
+    default: 'l9gpu',
+    description:
+      `Metric names ${what}: l9gpu (gpu.*, the default) or hw, the OpenTelemetry semantic conventions' hardware ` +
+      'names (hw.gpu.utilization, hw.power with hw.type = gpu, hw.status, ...) and identity attributes (hw.id, ' +
+      'hw.model, hw.vendor, hw.driver_version, hw.serial_number, hw.firmware_version) for every metric they ' +
+      "define, beside the product's own attributes; the others keep their l9gpu names (docs/metrics.md: the mapping).",
+  }) as const;
 
 export const OTLP_SECTION = defineSection({
   name: 'otlp',
@@ -44,6 +59,7 @@ export const OTLP_SECTION = defineSection({
       env: [{ name: 'OTEL_EXPORTER_OTLP_METRICS_COMPRESSION' }, { name: 'OTEL_EXPORTER_OTLP_COMPRESSION' }],
       description: 'Request body compression.',
     },
+    conventionsKey('sent'),
     {
       key: 'headers',
       type: 'map',
@@ -124,6 +140,7 @@ export const PROMETHEUS_SECTION = defineSection({
       check: urlPath,
       description: 'URL path of the metrics page: starts with /.',
     },
+    conventionsKey('on the page'),
     {
       key: 'resource_labels',
       type: 'list',

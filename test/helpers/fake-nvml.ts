@@ -165,6 +165,9 @@ export function h100(i: number, over: Record<string, unknown> = {}): FakeGpu {
     name: 'NVIDIA H100 80GB HBM3',
     pci_bus_id: `00000000:${hex(0x18 + i * 0x10).toUpperCase()}:00.0`,
     minor: i,
+    // the board's serial (13 digits, as NVIDIA's data-center boards print it) and VBIOS version; a GeForce has no serial
+    serial: `16549220${String(10000 + i)}`,
+    vbios_version: '96.00.99.00.01',
     util_gpu: 87,
     util_mem: 40,
     mem_total: 85_899_345_920,

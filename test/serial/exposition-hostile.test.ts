@@ -308,7 +308,17 @@ const RAW_CONTROL_BYTE = (b: number): boolean => b <= 0x08 || (b >= 0x0b && b <=
 const expected = (v: string): string => boundLabel(v, LABEL_LENGTH).replace(RAW_CONTROL, '\ufffd');
 
 /** The labels of ours every engine series carries, and the scraper's own. */
-const BASE = new Set(['__name__', 'job', 'instance', 'server_address', 'server_port', 'process_pid', 'process_owner', 'host_name']);
+const BASE = new Set([
+  '__name__',
+  'job',
+  'instance',
+  'server_address',
+  'server_port',
+  'gen_ai_provider_name',
+  'process_pid',
+  'process_owner',
+  'host_name',
+]);
 const PROM_NAME: Record<Row['family'], string> = {
   gauge: 'vllm_requests_running',
   counter: 'vllm_tokens_prompt_total',
@@ -443,7 +453,7 @@ test(
       const url = `http://127.0.0.1:${promPort}/metrics`;
       const ofEngine = (p: Page) =>
         new RegExp(
-          `^vllm_\\w+\\{server_address="127\\.0\\.0\\.1",server_port="${ports.get(p)}",` +
+          `^vllm_\\w+\\{server_address="127\\.0\\.0\\.1",server_port="${ports.get(p)}",gen_ai_provider_name="vllm",` +
             `process_pid="${servers.get(p)}",process_owner="nobody"`,
           'm',
         );

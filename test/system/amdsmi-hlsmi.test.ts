@@ -54,7 +54,7 @@ test('amd-smi {"gpu_data": [...]} output: every field in the registry unit, N/A 
     'gpu.pcie.throughput',
   ])
     assert.equal(pts.filter((p) => p.name === name).length, 0, name);
-  assert.equal(get(pts, 'gpu.memory.utilization', g0), 0.41);
+  assert.equal(get(pts, 'gpu.memory.controller.utilization', g0), 0.41);
   assert.equal(get(pts, 'gpu.memory.total', g0), 196592 * MiB, 'amd-smi MB is MiB');
   assert.equal(get(pts, 'gpu.memory.used', g0), 181203 * MiB);
   assert.equal(get(pts, 'gpu.memory.free', g0), 15389 * MiB);
@@ -69,20 +69,36 @@ test('amd-smi {"gpu_data": [...]} output: every field in the registry unit, N/A 
   assert.equal(get(pts, 'gpu.power.limit', g0), 750, 'from static limit.socket_power');
   assert.equal(get(pts, 'gpu.power.limit', { 'gpu.uuid': '36ff74a1-0000-1000-80ba-bb7c3f5a0c54' }), 700);
   assert.equal(get(pts, 'gpu.energy.consumption', g0), 4738123.891);
-  assert.equal(get(pts, 'gpu.clock.frequency', { ...g0, 'gpu.clock.type': 'graphics' }), 2100);
-  assert.equal(get(pts, 'gpu.clock.frequency', { ...g0, 'gpu.clock.type': 'memory' }), 1300);
+  assert.equal(get(pts, 'gpu.clock.frequency', { ...g0, 'gpu.clock.type': 'graphics' }), 2100e6);
+  assert.equal(get(pts, 'gpu.clock.frequency', { ...g0, 'gpu.clock.type': 'memory' }), 1300e6);
   assert.equal(get(pts, 'gpu.ecc.errors', { ...g0, 'error.type': 'corrected', 'gpu.ecc.scope': 'volatile' }), 12);
   assert.equal(get(pts, 'gpu.ecc.errors', { ...g0, 'error.type': 'uncorrected', 'gpu.ecc.scope': 'volatile' }), 0);
   assert.equal(get(pts, 'gpu.ecc.block.errors', { ...g0, 'error.type': 'corrected', 'gpu.ecc.block': 'umc' }), 10);
   assert.equal(get(pts, 'gpu.ecc.block.errors', { ...g0, 'error.type': 'corrected', 'gpu.ecc.block': 'gfx' }), 2);
   assert.equal(get(pts, 'gpu.ecc.block.errors', { ...g0, 'error.type': 'corrected', 'gpu.ecc.block': 'pcie_bif' }), undefined);
   assert.equal(get(pts, 'gpu.pcie.replays', g0), 7);
-  assert.equal(get(pts, 'gpu.fan.speed', g0), undefined, 'N/A');
+  assert.equal(get(pts, 'gpu.fan.speed_ratio', g0), undefined, 'N/A');
   assert.equal(get(pts, 'gpu.process.count', g0), 1);
   assert.equal(get(pts, 'gpu.process.memory.used', { ...g0, 'process.pid': 2391045 }), 178012 * MiB);
   assert.equal(get(pts, 'gpu.process.count', { 'gpu.uuid': '36ff74a1-0000-1000-80ba-bb7c3f5a0c54' }), 0);
   for (const p of pts.filter((x) => x.name === 'gpu.energy.consumption' || x.name === 'gpu.ecc.errors')) assert.equal(p.kind, 'sum');
   assert.deepEqual(t.calls('amd-smi').sort(), ['list --json', 'metric --json', 'process --json', 'static --json']);
+  // static's driver.version, asic.asic_serial (this static.json has no board section) and vbios.version, which GPU 1's lacks
+  assert.deepEqual(
+    pts
+      .filter((p) => p.name === 'gpu.info')
+      .map((p) => [
+        p.attributes['gpu.index'],
+        p.value,
+        p.attributes['gpu.driver.version'],
+        p.attributes['gpu.serial_number'],
+        p.attributes['gpu.firmware.version'],
+      ]),
+    [
+      [0, 1, '6.8.5', '0x7B4FD9C1E28F0000', '022.040.003.042.000001'],
+      [1, 1, '6.8.5', '0xBB7C3F5A0C540000', undefined],
+    ],
+  );
   assert.deepEqual(
     [...new Set(pts.map((p) => p.name))].sort(),
     [
@@ -93,10 +109,12 @@ test('amd-smi {"gpu_data": [...]} output: every field in the registry unit, N/A 
       'gpu.engine.active',
       'gpu.health',
       'gpu.health.score',
+      'gpu.info',
+      'gpu.memory.capacity.utilization',
+      'gpu.memory.controller.utilization',
       'gpu.memory.free',
       'gpu.memory.total',
       'gpu.memory.used',
-      'gpu.memory.utilization',
       'gpu.pcie.replays',
       'gpu.power.draw',
       'gpu.power.limit',
@@ -119,10 +137,11 @@ test('amd-smi bare-list output of older releases, other units (uJ), and a proces
   assert.equal(get(pts, 'gpu.temperature', { ...g, 'gpu.temperature.sensor': 'edge' }), 34);
   assert.equal(get(pts, 'gpu.energy.consumption', g), 81.234567, 'uJ -> J');
   assert.equal(get(pts, 'gpu.power.limit', g), 241, 'socket_power N/A: max_power');
-  assert.equal(get(pts, 'gpu.fan.speed', g), 0.17);
+  assert.equal(get(pts, 'gpu.fan.speed_ratio', g), 0.17);
   assert.equal(get(pts, 'gpu.ecc.errors', { ...g, 'error.type': 'corrected', 'gpu.ecc.scope': 'volatile' }), undefined, 'N/A');
   assert.equal(get(pts, 'gpu.process.count', g), 0);
   assert.equal(pts.find((p) => p.name === 'gpu.utilization')!.attributes['gpu.model'], 'AMD Radeon PRO W7900');
+  assert.equal(pts.filter((p) => p.name === 'gpu.info').length, 0, 'a static output without driver, serial or VBIOS: no gpu.info');
 });
 
 test('a failing or missing amd-smi is a clear, counted error and a FAIL in doctor', async () => {
@@ -184,6 +203,12 @@ test('hl-smi CSV with units: mapped by header, converted, [N/A] skipped, refresh
   assert.equal(last(g1, 'gpu.temperature', { 'gpu.temperature.sensor': 'edge' }), 51);
   assert.equal(last(g1, 'gpu.ecc.errors', { 'error.type': 'corrected', 'gpu.ecc.scope': 'volatile' }), 1);
   assert.equal(last(g1, 'gpu.info', { 'gpu.driver.version': '1.18.0-ee698fb' }), 1);
+  assert.match(t.calls('hl-smi')[0]!, /,serial -f csv$/, "the board's serial number is queried");
+  assert.equal(
+    pts.filter((x) => x.name === 'gpu.info' && 'gpu.serial_number' in x.attributes).length,
+    0,
+    'this testdata predates the serial column: no serial made up',
+  );
   const p = pts.find((x) => x.attributes['gpu.uuid'] === g1)!;
   assert.equal(p.attributes['gpu.vendor'], 'intel');
   assert.equal(p.attributes['gpu.model'], 'HL-325L');
@@ -195,6 +220,7 @@ test('hl-smi CSV with units: mapped by header, converted, [N/A] skipped, refresh
       'gpu.health',
       'gpu.health.score',
       'gpu.info',
+      'gpu.memory.capacity.utilization',
       'gpu.memory.free',
       'gpu.memory.total',
       'gpu.memory.used',

@@ -68,7 +68,8 @@ test('every NVML field arrives with the registry name and unit, converted exactl
           { pid: 4343, used: '18446744073709551615' },
         ],
       }),
-      h100(1),
+      // no serial number: NOT_SUPPORTED, as a GeForce board answers
+      h100(1, { serial: undefined }),
     ],
   });
   const r = await runCli(['daemon', '--once', '--plugin', 'nvml', '--sink', 'stdout'], fake.env());
@@ -88,7 +89,7 @@ test('every NVML field arrives with the registry name and unit, converted exactl
     'the sysfs form, whatever NVML prints',
   );
   assert.equal(one(pts, 'gpu.utilization', g0), 0.87, 'percent -> ratio');
-  assert.equal(one(pts, 'gpu.memory.utilization', g0), 0.4);
+  assert.equal(one(pts, 'gpu.memory.controller.utilization', g0), 0.4);
   assert.equal(one(pts, 'gpu.memory.used', g0), 42_949_672_960);
   assert.equal(one(pts, 'gpu.memory.free', g0), 42_412_802_048);
   assert.equal(one(pts, 'gpu.memory.total', g0), 85_899_345_920);
@@ -98,9 +99,9 @@ test('every NVML field arrives with the registry name and unit, converted exactl
   assert.equal(one(pts, 'gpu.power.draw', g0), 350.123, 'mW -> W');
   assert.equal(one(pts, 'gpu.power.limit', g0), 700, 'mW -> W');
   assert.equal(one(pts, 'gpu.energy.consumption', g0), 123_456.789, 'mJ -> J');
-  assert.equal(one(pts, 'gpu.clock.frequency', { ...g0, 'gpu.clock.type': 'sm' }), 1755);
-  assert.equal(one(pts, 'gpu.clock.frequency', { ...g0, 'gpu.clock.type': 'graphics' }), 1755);
-  assert.equal(one(pts, 'gpu.clock.frequency', { ...g0, 'gpu.clock.type': 'memory' }), 2619);
+  assert.equal(one(pts, 'gpu.clock.frequency', { ...g0, 'gpu.clock.type': 'sm' }), 1755e6);
+  assert.equal(one(pts, 'gpu.clock.frequency', { ...g0, 'gpu.clock.type': 'graphics' }), 1755e6);
+  assert.equal(one(pts, 'gpu.clock.frequency', { ...g0, 'gpu.clock.type': 'memory' }), 2619e6);
   assert.equal(one(pts, 'gpu.throttle.active', { ...g0, 'gpu.throttle.cause': 'power' }), 1, 'SwPowerCap');
   for (const c of ['thermal', 'hw', 'sw'])
     assert.equal(one(pts, 'gpu.throttle.active', { ...g0, 'gpu.throttle.cause': c }), 0, `${c}: idle (0x1) is not throttling`);
@@ -119,7 +120,7 @@ test('every NVML field arrives with the registry name and unit, converted exactl
   assert.equal(one(pts, 'gpu.pcie.throughput', { ...g0, 'network.io.direction': 'transmit' }), 1000 * 1024, 'KB/s -> By/s');
   assert.equal(one(pts, 'gpu.pcie.throughput', { ...g0, 'network.io.direction': 'receive' }), 2000 * 1024);
   assert.equal(one(pts, 'gpu.pcie.replays', g0), 3);
-  assert.equal(one(pts, 'gpu.fan.speed', g0), 0.3, 'percent -> ratio');
+  assert.equal(one(pts, 'gpu.fan.speed_ratio', g0), 0.3, 'percent -> ratio');
   assert.equal(one(pts, 'gpu.performance_state', g0), 0);
   assert.equal(
     one(pts, 'gpu.interconnect.io', { ...g0, 'network.io.direction': 'transmit', 'gpu.interconnect.type': 'nvlink' }),
@@ -135,6 +136,19 @@ test('every NVML field arrives with the registry name and unit, converted exactl
     'NVML_VALUE_NOT_AVAILABLE is no value, not 1.8e19 bytes',
   );
   assert.equal(one(pts, 'gpu.info', { ...g0, 'gpu.driver.version': '550.54.15' }), 1);
+  assert.deepEqual(
+    pick(pts, 'gpu.info').map((p) => [
+      p.attributes['gpu.device.minor'],
+      p.attributes['gpu.serial_number'],
+      p.attributes['gpu.firmware.version'],
+    ]),
+    [
+      [0, '1654922010000', '96.00.99.00.01'],
+      [1, undefined, '96.00.99.00.01'],
+    ],
+    'nvmlDeviceGetSerial and nvmlDeviceGetVbiosVersion, read once; a board without a serial has no attribute, and no error said',
+  );
+  assert.doesNotMatch(r.stderr, /nvmlDeviceGetSerial|nvmlDeviceGetVbiosVersion/);
   assert.equal(one(pts, 'gpu.lost', g0), 0);
   for (const p of pts) assert.ok(['gpu.', 'l9gpu.'].some((x) => p.name.startsWith(x)));
   // every GPU metric of the registry, but for AMD's per-block ECC, those that need more than
@@ -170,9 +184,9 @@ test('NOT_SUPPORTED fields are skipped and said once per GPU; other errors too',
     await d.waitStderr(/power: Unknown Error \(999\)/);
     const pts = d.points();
     const g0 = fake.desc.devices[0]!.uuid;
-    assert.equal(pick(pts, 'gpu.fan.speed', { 'gpu.uuid': g0 }).length, 0);
+    assert.equal(pick(pts, 'gpu.fan.speed_ratio', { 'gpu.uuid': g0 }).length, 0);
     assert.equal(pick(pts, 'gpu.power.draw', { 'gpu.uuid': g0 }).length, 0);
-    assert.ok(pick(pts, 'gpu.fan.speed', { 'gpu.uuid': fake.desc.devices[1]!.uuid }).length >= 5, 'the other GPU still reports it');
+    assert.ok(pick(pts, 'gpu.fan.speed_ratio', { 'gpu.uuid': fake.desc.devices[1]!.uuid }).length >= 5, 'the other GPU still reports it');
     assert.equal(d.stderr.split('fan speed is not supported').length - 1, 1, 'said once');
     assert.equal(d.stderr.split('power: Unknown Error (999)').length - 1, 1, 'an unexpected error is said once too');
   } finally {

@@ -111,7 +111,7 @@ test('otlp: gzip protobuf with headers, decoded exactly: resource, scope, kinds,
     assert.equal(rss.unit, 'By');
     assert.equal(metrics.get('gpu.temperature')!.unit, 'Cel');
     assert.equal(metrics.get('gpu.power.draw')!.unit, 'W');
-    assert.equal(metrics.get('gpu.clock.frequency')!.unit, 'MHz');
+    assert.equal(metrics.get('gpu.clock.frequency')!.unit, 'Hz');
     assert.equal(metrics.get('gpu.pcie.throughput')!.unit, 'By/s');
     assert.equal(metrics.get('gpu.ecc.errors')!.sum!.isMonotonic, true);
 

@@ -104,7 +104,7 @@ test('the OTLP unit reaches the backend: Prometheus-style names carry the unit s
   });
   for (const n of [
     'gpu_utilization_ratio',
-    'gpu_memory_utilization_ratio',
+    'gpu_memory_controller_utilization_ratio',
     'gpu_memory_used_bytes',
     'gpu_memory_total_bytes',
     'gpu_temperature_celsius',

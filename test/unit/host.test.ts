@@ -13,7 +13,11 @@ const TD = join(ROOT, 'plugins', 'host', 'testdata');
 
 test('parsers read the recorded /proc files exactly', () => {
   const a = parseProcStat(readFileSync(join(TD, 'proc-a', 'stat'), 'utf8'));
-  assert.deepEqual(a, { busy: 12819, total: 84698, cpus: 2 });
+  assert.deepEqual(a, {
+    modes: { user: 10444, nice: 0, system: 2331, idle: 71702, iowait: 177, interrupt: 37, steal: 7 },
+    total: 84698,
+    cpus: 2,
+  });
   const mem = parseMeminfo(readFileSync(join(TD, 'proc-a', 'meminfo'), 'utf8'));
   assert.equal(mem.MemTotal, 24684084 * 1024);
   assert.equal(mem.SReclaimable, 75964 * 1024);
@@ -47,14 +51,21 @@ test('the host plugin turns two /proc snapshots into exact values and units', as
   await plugin.collect(out, new AbortController().signal);
   const get = (name: string, state?: string) =>
     out.points.find((p) => p.metric.name === name && (state === undefined || p.attributes['system.memory.state'] === state))?.value;
-  assert.equal(get('system.cpu.utilization'), 1 / 201);
+  // proc-a -> proc-b: 1 jiffy of user, 200 of idle
+  const modes = Object.fromEntries(
+    out.points.filter((p) => p.metric.name === 'system.cpu.utilization').map((p) => [p.attributes['cpu.mode'], p.value]),
+  );
+  assert.deepEqual(modes, { user: 1 / 201, nice: 0, system: 0, idle: 200 / 201, iowait: 0, interrupt: 0, steal: 0 });
   assert.equal(get('system.cpu.logical.count'), 2);
   assert.equal(get('system.memory.limit'), 24684084 * 1024);
   assert.equal(get('system.memory.usage', 'used'), (24684084 - 23683972 - 19056 - 823688 - 75964) * 1024);
   assert.equal(get('system.memory.usage', 'free'), 23683972 * 1024);
   assert.equal(get('system.memory.usage', 'buffers'), 19056 * 1024);
   assert.equal(get('system.memory.usage', 'cached'), (823688 + 75964) * 1024);
-  assert.equal(get('system.memory.utilization'), 1 - 24349732 / 24684084);
+  assert.equal(get('system.memory.utilization', 'used'), (24684084 - 23683972 - 19056 - 823688 - 75964) / 24684084);
+  assert.equal(get('system.memory.utilization', 'free'), 23683972 / 24684084);
+  assert.equal(get('system.memory.utilization', 'buffers'), 19056 / 24684084);
+  assert.equal(get('system.memory.utilization', 'cached'), (823688 + 75964) / 24684084);
   assert.equal(get('system.cpu.load_average.1m'), 0.43);
   assert.equal(get('system.cpu.load_average.15m'), 0.15);
 });

@@ -220,6 +220,55 @@ for (const profile of SAMPLER_PROFILES) {
     );
 
     test(
+      "the board's serial number and VBIOS version: read once when the GPUs are enumerated (no call a tick), " +
+        'trimmed, control and format characters made "?", as long as their nvml.h buffers hold; a board without ' +
+        'a serial (NOT_SUPPORTED) has none and nothing is said, another error is said once',
+      async () => {
+        const longest = 'S'.repeat(29); // NVML_DEVICE_SERIAL_BUFFER_SIZE 30, the NUL included
+        const fake = new FakeNvml({
+          devices: [
+            // an OSC sequence, a bell and a right-to-left override; a newline and spaces around
+            gpu(0, { serial: ' SN\u001b]0;pwned\u0007\u202e42 ', vbios_version: '96.00.99.00.01\n' }),
+            gpu(1, { serial: undefined, vbios_version: '96.00.99.00.01' }),
+            gpu(2, { serial: longest, errors: { nvmlDeviceGetVbiosVersion: 999 } }),
+          ],
+        });
+        const x = await sampler(profile, fake, HOUR);
+        try {
+          const notes = x.s.takeNotes().map((n) => n.msg);
+          const first = await x.tick();
+          const t = await x.tick();
+          assert.deepEqual(
+            t.gpus.map((g) => [g.serial, g.vbiosVersion]),
+            [
+              ['SN?]0;pwned??42', '96.00.99.00.01'],
+              [undefined, '96.00.99.00.01'],
+              [longest, undefined],
+            ],
+          );
+          assert.deepEqual(
+            first.gpus.map((g) => g.serial),
+            t.gpus.map((g) => g.serial),
+            'every tick, as read once',
+          );
+          assert.equal(t.calls, 3 * 11, `no serial or VBIOS call a tick: ${t.calls} calls for 3 GPUs`);
+          assert.deepEqual(
+            notes.filter((m) => /Serial|Vbios/.test(m)),
+            [`GPU 2 (${fake.desc.devices[2]!.uuid}): nvmlDeviceGetVbiosVersion: Unknown Error (999): gpu.info goes without it`],
+            'NOT_SUPPORTED is not said; another error is, once',
+          );
+          assert.deepEqual(
+            x.s.takeNotes().filter((n) => /Serial|Vbios/.test(n.msg)),
+            [],
+            'not again a tick',
+          );
+        } finally {
+          await close(x);
+        }
+      },
+    );
+
+    test(
       'every compute process of a GPU, in the entries this driver writes: pid, memory and MIG ids ' +
         "of each (early R535's 32-byte entries read as 32)",
       async () => {

@@ -4,7 +4,8 @@ import { metric } from './registry.js';
 export const GPU = {
   util: metric('gpu.utilization'),
   utilMax: metric('gpu.utilization.max'),
-  memUtil: metric('gpu.memory.utilization'),
+  memUtil: metric('gpu.memory.controller.utilization'),
+  memCapacity: metric('gpu.memory.capacity.utilization'),
   engineActive: metric('gpu.engine.active'),
   smActive: metric('gpu.sm.active'),
   smOccupancy: metric('gpu.sm.occupancy'),
@@ -42,10 +43,15 @@ export const GPU = {
   replays: metric('gpu.pcie.replays'),
   link: metric('gpu.interconnect.throughput'),
   linkIo: metric('gpu.interconnect.io'),
-  fan: metric('gpu.fan.speed'),
+  fan: metric('gpu.fan.speed_ratio'),
   pstate: metric('gpu.performance_state'),
   procCount: metric('gpu.process.count'),
   procMem: metric('gpu.process.memory.used'),
   lost: metric('gpu.lost'),
   info: metric('gpu.info'),
 } as const;
+
+/** Used over total device memory (gpu.memory.capacity.utilization), where both were read and the total is not 0. */
+export function memoryFraction(used: number | undefined, total: number | undefined): number | undefined {
+  return used !== undefined && total ? used / total : undefined;
+}

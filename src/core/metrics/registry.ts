@@ -5,7 +5,7 @@
  *
  * Units are what the value *is* after conversion, for every vendor: ratios are
  * 0..1 with unit "1" (never percent), power W (NVML reports mW), energy J
- * (NVML reports mJ), memory By, temperature Cel, clocks MHz. A 0/1 state (lost,
+ * (NVML reports mJ), memory By, temperature Cel, clocks Hz. A 0/1 state (lost,
  * pending) and an info metric (always 1) are not ratios: no unit, so that no
  * backend names them _ratio. Money is {currency} (UCUM has no currencies; the
  * cost.currency attribute names it), money per hour {currency}/h, CO2e g.
@@ -57,8 +57,8 @@ export const SCOPE_ATTRIBUTES: Record<
   // (the job's GPUs on this node, comma-separated: a point of one engine that serves on several GPUs);
   // process.owner: that process's user (OTel semconv), whose [limits] series_per_user its page counts against
   engine: {
-    required: ['server.address', 'server.port'],
-    optional: ['gen_ai.request.model', 'gen_ai.provider.name', 'process.pid', 'process.owner', 'gpu.uuids'],
+    required: ['server.address', 'server.port', 'gen_ai.provider.name'],
+    optional: ['gen_ai.request.model', 'process.pid', 'process.owner', 'gpu.uuids'],
   },
   // a communicator's operations as one NCCL process (a rank) recorded them (plugins/nccl); nccl.job.id: the job the
   // Inspector's dump folder or file names; process.owner: the file's owner; attribution adds the process's job (slurm.*) and GPU (gpu.uuid,
@@ -325,11 +325,20 @@ export const METRICS: readonly MetricDef[] = Object.freeze([
     ['network.io.direction'],
   ),
   m(
-    'gpu.memory.utilization',
+    'gpu.memory.controller.utilization',
     '1',
     'gauge',
     'gpu',
-    'Fraction of the sample period during which device memory was read or written (memory controller busy, 0..1).',
+    'Fraction of the sample period during which device memory was read or written (memory controller busy, 0..1; ' +
+      'NVML utilization.memory, amd-smi umc_activity, DCGM_FI_DEV_MEM_COPY_UTIL). Not how full the memory is: that is ' +
+      'gpu.memory.capacity.utilization. Named gpu.memory.utilization before 0.2.',
+  ),
+  m(
+    'gpu.memory.capacity.utilization',
+    '1',
+    'gauge',
+    'gpu',
+    "Fraction of the device memory in use (gpu.memory.used / gpu.memory.total, 0..1): the conventions' hw.gpu.memory.utilization.",
   ),
   m('gpu.memory.used', 'By', 'gauge', 'gpu', 'Device memory allocated by processes and the driver.'),
   m('gpu.memory.free', 'By', 'gauge', 'gpu', 'Device memory available for allocation.'),
@@ -357,7 +366,7 @@ export const METRICS: readonly MetricDef[] = Object.freeze([
     'gpu',
     'Energy consumed by the GPU since the driver (or the source) started counting; monotonic, resets on driver reload.',
   ),
-  m('gpu.clock.frequency', 'MHz', 'gauge', 'gpu', 'Current clock frequency.', ['gpu.clock.type']),
+  m('gpu.clock.frequency', 'Hz', 'gauge', 'gpu', 'Current clock frequency, in Hz (MHz before 0.2).', ['gpu.clock.type']),
   m('gpu.throttle.active', '1', 'gauge', 'gpu', '1 while clocks are reduced for the given cause, else 0 (idle is not throttling).', [
     'gpu.throttle.cause',
   ]),
@@ -372,7 +381,13 @@ export const METRICS: readonly MetricDef[] = Object.freeze([
     'GPU-to-GPU interconnect data rate, computed between two samples of the cumulative counter.',
     ['network.io.direction', 'gpu.interconnect.type'],
   ),
-  m('gpu.fan.speed', '1', 'gauge', 'gpu', 'Fan speed as a fraction of its maximum (0..1).'),
+  m(
+    'gpu.fan.speed_ratio',
+    '1',
+    'gauge',
+    'gpu',
+    "Fan speed as a fraction of the fan's rated maximum (may exceed 1, nvml.h); not rpm. Named gpu.fan.speed before 0.2.",
+  ),
   m('gpu.performance_state', '{state}', 'gauge', 'gpu', 'Performance state (0 = maximum performance, 15 = minimum).'),
   m(
     'gpu.memory.reserved',
@@ -424,8 +439,9 @@ export const METRICS: readonly MetricDef[] = Object.freeze([
     '',
     'gauge',
     'gpu',
-    'Always 1; carries slowly changing facts as attributes (driver version, device minor number) for joins.',
-    ['gpu.driver.version', 'gpu.device.minor'],
+    'Always 1; carries slowly changing facts as attributes for joins: driver version, device minor number, the ' +
+      "board's serial number and its VBIOS (NVIDIA, AMD) or firmware (Gaudi) version, where the vendor reports them.",
+    ['gpu.driver.version', 'gpu.device.minor', 'gpu.serial_number', 'gpu.firmware.version'],
   ),
 
   m(
@@ -921,7 +937,10 @@ export const METRICS: readonly MetricDef[] = Object.freeze([
     '1',
     'gauge',
     'host',
-    'Fraction of CPU time not idle or iowait over the sample period, all logical CPUs together (0..1).',
+    'Fraction of CPU time spent in each cpu.mode over the sample period, all logical CPUs together (0..1; the modes ' +
+      'of a sample add up to 1): user, nice, system, idle, iowait, interrupt (irq and softirq), steal. Busy is 1 minus ' +
+      'idle and iowait. One value, not by mode, before 0.2.',
+    ['cpu.mode'],
   ),
   m('system.cpu.logical.count', '{cpu}', 'updown', 'host', 'Logical CPUs online.'),
   m('system.cpu.load_average.1m', '{thread}', 'gauge', 'host', 'Load average over 1 minute.'),
@@ -936,7 +955,15 @@ export const METRICS: readonly MetricDef[] = Object.freeze([
     ['system.memory.state'],
   ),
   m('system.memory.limit', 'By', 'updown', 'host', 'Total usable host memory.'),
-  m('system.memory.utilization', '1', 'gauge', 'host', 'Fraction of host memory not available for allocation (1 - MemAvailable/MemTotal).'),
+  m(
+    'system.memory.utilization',
+    '1',
+    'gauge',
+    'host',
+    'Fraction of host memory in each system.memory.state (system.memory.usage / system.memory.limit): used, free, ' +
+      'buffers, cached. One value, 1 - MemAvailable/MemTotal, before 0.2.',
+    ['system.memory.state'],
+  ),
 
   // --- the agent itself ---
   m('l9gpu.collector.duration', 's', 'gauge', 'agent', 'Wall time of the last collection of a plugin.', ['l9gpu.plugin']),
@@ -1037,6 +1064,55 @@ export const METRICS: readonly MetricDef[] = Object.freeze([
 const byName = new Map(METRICS.map((d) => [d.name, d]));
 if (byName.size !== METRICS.length) throw new Error('metric registry: duplicate metric name');
 
+/** Metrics renamed (or changed in unit or attributes) in a release, for docs/metrics.md: what a dashboard of the release before must change. */
+export interface Renamed {
+  readonly release: string;
+  readonly from: string;
+  readonly to: string;
+  readonly why: string;
+}
+
+export const RENAMED: readonly Renamed[] = Object.freeze([
+  {
+    release: '0.2',
+    from: 'gpu.memory.utilization (gpu_memory_utilization_ratio)',
+    to: 'gpu.memory.controller.utilization (gpu_memory_controller_utilization_ratio)',
+    why:
+      "the memory controller's busy time; the conventions' hw.gpu.memory.utilization is the fraction of memory used, here " +
+      'the new gpu.memory.capacity.utilization',
+  },
+  {
+    release: '0.2',
+    from: 'gpu.fan.speed',
+    to: 'gpu.fan.speed_ratio (Prometheus name unchanged: gpu_fan_speed_ratio)',
+    why: "a fraction of the rated speed: the conventions' hw.fan.speed is rpm, the ratio hw.fan.speed_ratio",
+  },
+  {
+    release: '0.2',
+    from: 'gpu.clock.frequency in MHz (gpu_clock_frequency_MHz)',
+    to: 'gpu.clock.frequency in Hz (gpu_clock_frequency_hertz)',
+    why: 'base units, as Prometheus and the conventions use them (values x 1e6)',
+  },
+  {
+    release: '0.2',
+    from: 'system.cpu.utilization, one series (not idle or iowait)',
+    to: 'system.cpu.utilization by cpu.mode (user, nice, system, idle, iowait, interrupt, steal)',
+    why: "as the conventions and the Collector's hostmetrics receiver carry it; busy = 1 - idle - iowait",
+  },
+  {
+    release: '0.2',
+    from: 'system.memory.utilization, one series (1 - MemAvailable/MemTotal)',
+    to: 'system.memory.utilization by system.memory.state (used, free, buffers, cached)',
+    why: "as the conventions and the hostmetrics receiver carry it: each state's system.memory.usage over system.memory.limit",
+  },
+  {
+    release: '0.2',
+    from: 'engine points with gen_ai.provider.name where known',
+    to: 'every engine point with gen_ai.provider.name (vllm, sglang, tgi, triton, nim)',
+    why: 'the GenAI conventions require it',
+  },
+]);
+
 /** Looks a metric up; throws at module load for a typo rather than at the first sample. */
 export function metric(name: string): MetricDef {
   const def = byName.get(name);
@@ -1120,7 +1196,7 @@ export function prometheusName(def: MetricDef): string {
 
 /** Ratios a source may report above 1: NVML's fan speed is a percentage of the fan's rated speed and "may exceed 100%" (nvml.h); a rank's
  * slowdown is a factor. */
-const RATIOS_ABOVE_ONE = new Set(['gpu.fan.speed', 'nccl.rank.slowdown']);
+const RATIOS_ABOVE_ONE = new Set(['gpu.fan.speed_ratio', 'nccl.rank.slowdown']);
 
 /**
  * The values a metric can take: every l9gpu metric is a count, size, rate,
