@@ -1,11 +1,15 @@
 /**
  * The Grafana dashboards (dashboards/grafana/*.json): a schema for what
  * Grafana needs of a JSON model, every query's metric names against the
- * registry, each panel's unit against the unit of the metric it shows, and
- * every panel and variable query run, with the variables set to real values,
- * on both paths the dashboards are for: a real Prometheus 2.42 scraping the
- * daemons' pull endpoints, and a real VictoriaMetrics the same daemons push
- * to over OTLP with Prometheus naming. The daemons: one on a GPU node whose
+ * registry, each panel's unit against the unit of the metric it shows, every
+ * query of a metric the hardware conventions rename reading both its names,
+ * and every panel and variable query run, with the variables set to real
+ * values, on both paths the dashboards are for: a real Prometheus 2.42
+ * scraping the daemons' pull endpoints, and a real VictoriaMetrics the same
+ * daemons push to over OTLP with Prometheus naming. Each backend holds both
+ * namings (`semantic_conventions`): the GPU node's page is in l9gpu naming and
+ * its OTLP in hw naming, the second node's the other way round, so that every
+ * query runs on both namings and on a mix of them. The daemons: one on a GPU node whose
  * fake NVML GPUs a real Slurm 22.05 job holds (bound by the project's
  * prolog, the way the Slurm suite binds them), scraping recorded pages of
  * the five inference engines and tailing recorded NCCL Inspector logs; one
@@ -26,7 +30,15 @@ import { FakeNvml, h100 } from '../helpers/fake-nvml.js';
 import { freePort } from '../helpers/net.js';
 import { ROOT, tempDir } from '../helpers/paths.js';
 import { PromApi, Prometheus } from '../helpers/prometheus.js';
-import { metricNamesIn, promqlSkeleton, unknownMetricNames } from '../helpers/promql-names.js';
+import {
+  l9gpuName,
+  metricNamesIn,
+  NAMING_PAIRS,
+  namingGaps,
+  promqlSkeleton,
+  selectorsIn,
+  unknownMetricNames,
+} from '../helpers/promql-names.js';
 import { SlurmCluster, TEST_USER } from '../helpers/slurm.js';
 import { VictoriaMetrics, type PromSample } from '../helpers/victoriametrics.js';
 import { waitFor } from '../helpers/wait.js';
@@ -225,18 +237,62 @@ function queriesOf(dashboards: { file: string; d: Dashboard }[]): Query[] {
   );
 }
 
-test('no query names a metric the registry does not export', () => {
-  const dashboards = load();
-  const exprs = [
+test('no query names a metric the registry does not export, in either naming', () => {
+  for (const { where, expr } of allExprs()) {
+    assert.ok(metricNamesIn(expr).length > 0, `${where}: reads no metric: ${expr}`);
+    assert.deepEqual(unknownMetricNames(expr), [], `${where}: ${expr}`);
+  }
+});
+
+// ---------------------------------------------------------------- both namings
+
+/** Every query and variable query of the dashboards, with where it is. */
+function allExprs(dashboards = load()): { where: string; expr: string }[] {
+  return [
     ...queriesOf(dashboards).map((q) => ({ where: `${q.file}: "${q.panel.title}" ${q.target.refId}`, expr: q.target.expr })),
     ...dashboards.flatMap(({ file, d }) =>
       d.templating.list.filter((v) => v.type === 'query').map((v) => ({ where: `${file}: variable ${v.name}`, expr: v.query! })),
     ),
   ];
-  for (const { where, expr } of exprs) {
-    assert.ok(metricNamesIn(expr).length > 0, `${where}: reads no metric: ${expr}`);
-    assert.deepEqual(unknownMetricNames(expr), [], `${where}: ${expr}`);
-  }
+}
+
+test(
+  "a query of a metric the hardware conventions rename reads both its names, the conventions' with their fixed labels " +
+    '(hw_type, hw_gpu_task): the same panels for nodes of either semantic_conventions',
+  (t) => {
+    let paired = 0;
+    for (const { where, expr } of allExprs()) {
+      // the naming check sees every selector the name check does
+      assert.deepEqual(
+        [...new Set(selectorsIn(expr).flatMap((x) => x.names))].sort(),
+        [...metricNamesIn(expr)].sort(),
+        `${where}: selectors ${expr}`,
+      );
+      assert.deepEqual(namingGaps(expr), [], `${where}: ${expr}`);
+      if (NAMING_PAIRS.some((p) => metricNamesIn(expr).includes(p.l9gpu))) paired++;
+    }
+    t.diagnostic(`${paired} queries read a metric of both namings`);
+    assert.ok(paired >= 50, `only ${paired} queries read a renamed metric`);
+  },
+);
+
+test('the naming check fails a query that forgets either name: each such query with one name spelled as the other', () => {
+  const missed: string[] = [];
+  let mutants = 0;
+  for (const { where, expr } of allExprs())
+    for (const p of NAMING_PAIRS) {
+      if (!metricNamesIn(expr).includes(p.l9gpu)) continue;
+      for (const [from, to] of [
+        [p.hw, p.l9gpu],
+        [p.l9gpu, p.hw],
+      ] as const) {
+        const mutant = expr.replace(new RegExp(`(?<![\\w:])${from}(?![\\w:])`, 'g'), to);
+        mutants++;
+        if (namingGaps(mutant).length === 0) missed.push(`${where}: ${from} -> ${to}: ${mutant}`);
+      }
+    }
+  assert.deepEqual(missed, []);
+  assert.ok(mutants >= 100, `${mutants} mutants`);
 });
 
 // ---------------------------------------------------------------- units
@@ -250,6 +306,7 @@ function unitsFor(u: string): string[] {
     By: ['bytes', 'decbytes'],
     'By/s': ['Bps', 'binBps'],
     Cel: ['celsius'],
+    Hz: ['hertz', 'rothz'],
     s: ['s'],
     g: ['massg'],
     '': ['none'],
@@ -271,9 +328,6 @@ function rateUnitsFor(u: string): string[] {
   };
   return known[u] ?? (u.startsWith('{') ? ['cps'] : []);
 }
-/** Scaled before display: MHz times 1e6 in Hz, which Grafana prefixes itself. */
-const SCALED: Record<string, string[]> = { 'MHz*1e6': ['hertz'] };
-
 const BY_NAME = new Map<string, { def: MetricDef; part: '' | '_bucket' | '_sum' | '_count' }>();
 for (const def of METRICS) {
   const name = prometheusName(def);
@@ -309,24 +363,22 @@ const NOT_ADDITIVE = new Set(['1', 'Cel']);
 /**
  * The Grafana units a target's values may carry, or why the target is not
  * checked: it reads several metrics, or derives another quantity (counts,
- * arithmetic, sums of ratios). A counter's rate takes the rate units.
+ * arithmetic, sums of ratios). A counter's rate takes the rate units. A
+ * metric's two names (l9gpu's and the hardware conventions') are one metric.
  */
 function expectedUnits(expr: string): string[] | string {
-  const names = metricNamesIn(expr);
+  const names = [...new Set(metricNamesIn(expr).map(l9gpuName))];
   if (names.length !== 1) return 'reads several metrics';
   const hit = BY_NAME.get(names[0]!);
   if (!hit) return 'unknown metric';
-  let sk = promqlSkeleton(expr);
+  const sk = promqlSkeleton(expr);
   const fns = new Set([...sk.matchAll(/([A-Za-z_]\w*)\s*\(/g)].map((m) => m[1]!));
   if ([...fns].some((f) => CHANGES_UNIT.has(f)) || /\bbool\b/.test(sk)) return 'derived';
   const unit = hit.part === '_count' ? '{count}' : hit.def.unit;
   if (hit.part === '_bucket') return fns.has('histogram_quantile') ? unitsFor(unit) : 'buckets';
-  const scale = /\*\s*(1e6)\s*$/.exec(sk);
-  if (scale) sk = sk.slice(0, scale.index);
   // what is left of arithmetic once function arguments like histogram_quantile's 0.95 are gone
   if (/[*/+%^]|[\w)\]]\s+-\s+[\w(]/.test(sk.replace(/\(\s*[\d.]+\s*,/g, '('))) return 'arithmetic';
   if (fns.has('sum') && NOT_ADDITIVE.has(unit)) return 'a sum of a non-additive unit';
-  if (scale) return SCALED[`${unit}*${scale[1]}`] ?? `scaled ${unit}`;
   return fns.has('rate') || fns.has('irate') ? rateUnitsFor(unit) : unitsFor(unit);
 }
 
@@ -452,6 +504,8 @@ const EXPECTED: [string, string, string, number][] = [
   ['l9gpu-fleet', 'GPUs', 'A', 6],
   ['l9gpu-fleet', 'Nodes', 'A', 2],
   ['l9gpu-fleet', 'Held by jobs', 'A', 2],
+  // a node of each naming on each backend: the GPU node's 2 healthy GPUs and the simulated node's 2
+  ['l9gpu-fleet', 'GPUs by health', 'A', 4],
   ['l9gpu-fleet', 'GPUs by health', 'B', 1],
   ['l9gpu-fleet', 'GPUs by health', 'C', 1],
   ['l9gpu-fleet', 'Idle, held by a job', 'A', 1],
@@ -466,6 +520,32 @@ const EXPECTED: [string, string, string, number][] = [
   ['l9gpu-usage', 'By account', 'C', (UTIL[0]! + UTIL[1]!) / 200],
   ['l9gpu-nccl', 'Stragglers in range', 'A', 1],
 ];
+
+/**
+ * The naming of each node's sinks: the GPU node (every key panel but the fleet's counts) in l9gpu naming on
+ * Prometheus and in hw naming on VictoriaMetrics, the simulated node the other way round, so that each backend
+ * holds both, the fleet panels read both at once, and the key panels check the values in each naming.
+ */
+const NAMING_OF = {
+  node01: { prometheus: 'l9gpu', otlp: 'hw' },
+  simnode: { prometheus: 'hw', otlp: 'l9gpu' },
+} as const;
+
+/**
+ * The names of the conventions' metrics each host's series have on a backend, by naming: the setup's namings
+ * really reached the backend (a sink that ignored semantic_conventions would leave the hw half untested).
+ */
+async function namingsByHost(api: PromApi, at: number): Promise<Record<string, { l9gpu: string[]; hw: string[] }>> {
+  const all = NAMING_PAIRS.flatMap((p) => [p.l9gpu, p.hw]);
+  const found = await api.query(`count by (host_name, __name__) ({__name__=~"${all.join('|')}"})`, at);
+  const out: Record<string, { l9gpu: string[]; hw: string[] }> = {};
+  for (const { metric } of found) {
+    const host = (out[metric.host_name!] ??= { l9gpu: [], hw: [] });
+    (NAMING_PAIRS.some((p) => p.hw === metric.__name__) ? host.hw : host.l9gpu).push(metric.__name__!);
+  }
+  for (const h of Object.values(out)) for (const l of [h.l9gpu, h.hw]) l.sort();
+  return out;
+}
 
 const finite = (r: PromSample[]): boolean =>
   r.some((s) => [...(s.values ?? []), ...(s.value ? [s.value] : [])].some(([, v]) => Number.isFinite(Number(v))));
@@ -562,9 +642,11 @@ for (const mode of ['points', 'info'] as const)
       }
       await vm.start({ prometheusNaming: true });
       const [gpuPort, simPort] = [await freePort(), await freePort()];
-      // both nodes serve the pull endpoint and push over OTLP, at the same interval as the scrapes
-      const sinks = (port: number) =>
-        `[prometheus]\nhost = 127.0.0.1\nport = ${port}\n[otlp]\nendpoint = ${vm.otlpEndpoint}\nexport_interval = ${SCRAPE_S * 1000}ms\n`;
+      // both nodes serve the pull endpoint and push over OTLP, at the same interval as the scrapes, each sink in one of
+      // the namings (NAMING_OF): each backend holds both
+      const sinks = (port: number, host: keyof typeof NAMING_OF) =>
+        `[prometheus]\nhost = 127.0.0.1\nport = ${port}\nsemantic_conventions = ${NAMING_OF[host].prometheus}\n[otlp]\n` +
+        `endpoint = ${vm.otlpEndpoint}\nexport_interval = ${SCRAPE_S * 1000}ms\nsemantic_conventions = ${NAMING_OF[host].otlp}\n`;
       // host_name: the name in the NCCL fixtures' file names (a log is read on the host that wrote it)
       writeFileSync(
         configFile,
@@ -587,14 +669,14 @@ discover = false
 ${engines.join('')}[jobs]
 gpu_hour_price = 2.5
 kwh_price = 0.3
-${sinks(gpuPort)}`,
+${sinks(gpuPort, 'node01')}`,
       );
       const simConfig = join(dir, 'simnode.ini');
       writeFileSync(
         simConfig,
         `[daemon]\nplugins = sim, host\nsinks = prometheus, otlp\ninterval = ${SCRAPE_S * 1000}ms\ncluster ` +
           `= ci\nhost_name = simnode\nattribution = none\nstate_dir = ${join(dir, 'sim-state')}\n[sim]\ngpus ` +
-          `= 2\n${sinks(simPort)}`,
+          `= 2\n${sinks(simPort, 'simnode')}`,
       );
       // accounting is not needed (no sacct here): without slurmdbd the cluster starts in seconds and takes any account
       cluster = new SlurmCluster({ gpus: 4, hookConfig: configFile, withDbd: false });
@@ -684,9 +766,24 @@ ${sinks(gpuPort)}`,
       codes.forEach((c, i) => assert.equal(c, 0, daemons[i]!.stderr));
     });
 
+    test("each backend holds both namings: the GPU node's series in one, the simulated node's in the other", async () => {
+      for (const [backend, api] of [
+        ['prometheus', prom.api],
+        ['otlp', new PromApi(vm.url)],
+      ] as const) {
+        const got = await namingsByHost(api, set.end);
+        for (const host of ['node01', 'simnode'] as const) {
+          const naming = NAMING_OF[host][backend];
+          const other = naming === 'hw' ? 'l9gpu' : 'hw';
+          assert.ok((got[host]?.[naming].length ?? 0) >= 8, `${backend}, ${host}: ${JSON.stringify(got[host])}`);
+          assert.deepEqual(got[host]?.[other], [], `${backend}, ${host}: nothing in ${other} naming`);
+        }
+      }
+    });
+
     test(
-      "Prometheus 2.42 scraping the pull endpoints: every variable query finds the setup's value, " +
-        'every panel query returns a finite number, the key panels the values of the setup',
+      'Prometheus 2.42 scraping the pull endpoints (the GPU node in l9gpu naming, the simulated one in hw naming): ' +
+        "every variable query finds the setup's value, every panel query returns a finite number, the key panels the values of the setup",
       async (t) => {
         const r = await runDashboards(prom.api, set);
         t.diagnostic(`${r.ran} queries over ${set.end - set.start} s of data`);
@@ -694,7 +791,7 @@ ${sinks(gpuPort)}`,
       },
     );
 
-    test('VictoriaMetrics fed over OTLP with Prometheus naming: the same', async (t) => {
+    test('VictoriaMetrics fed over OTLP with Prometheus naming (the GPU node in hw naming, the simulated one in l9gpu naming): the same', async (t) => {
       const r = await runDashboards(new PromApi(vm.url), set);
       t.diagnostic(`${r.ran} queries over ${set.end - set.start} s of data`);
       assert.deepEqual(r.failures, []);

@@ -38,7 +38,10 @@ const log = createLogger('error', () => {});
 const HOST = 'labelnode';
 const gpu = (i: number) => simUuid(HOST, i);
 
-/** One mode's half: a store, the real stage over it, and VictoriaMetrics under both namings behind the OTLP sink. */
+/**
+ * One mode's half: a store, the real stage over it, and VictoriaMetrics under both of its namings behind the OTLP
+ * sink, each once with the l9gpu names and once with the conventions' ([otlp] semantic_conventions = hw).
+ */
 interface Half {
   name: string;
   db: Db;
@@ -46,7 +49,15 @@ interface Half {
   pipeline: Pipeline;
   otel: VictoriaMetrics;
   prom: VictoriaMetrics;
+  hwOtel: VictoriaMetrics;
+  hwProm: VictoriaMetrics;
 }
+const backends = (h: Half): [string, VictoriaMetrics, 'l9gpu' | 'hw'][] => [
+  ['otel', h.otel, 'l9gpu'],
+  ['prometheus', h.prom, 'l9gpu'],
+  ['otel hw', h.hwOtel, 'hw'],
+  ['prometheus hw', h.hwProm, 'hw'],
+];
 
 const halves: Half[] = [];
 before(async () => {
@@ -63,21 +74,23 @@ before(async () => {
       jobLabels,
     });
     const pipeline = new Pipeline(log, { attribution, ledger: new JobLedger(db, log, { seriesMs: 86_400_000, jobsMs: 86_400_000 }) });
-    const [otel, prom] = await Promise.all([new VictoriaMetrics().start(), new VictoriaMetrics().start({ prometheusNaming: true })]);
-    halves.push({ name, db, attribution, pipeline, otel, prom });
+    const [otel, prom, hwOtel, hwProm] = await Promise.all(
+      [false, true, false, true].map((prometheusNaming) => new VictoriaMetrics().start({ prometheusNaming })),
+    );
+    halves.push({ name, db, attribution, pipeline, otel: otel!, prom: prom!, hwOtel: hwOtel!, hwProm: hwProm! });
   }
 });
 after(async () => {
   for (const h of halves) {
     h.db.close();
-    await Promise.all([h.otel.stop(), h.prom.stop()]);
+    await Promise.all(backends(h).map(([, vm]) => vm.stop()));
   }
 });
 
 test(
   "the same batches in points and info mode: every job's PromQL report (GPUs, figures, " +
-    'header, series) and its job-end coverage are identical, under dotted and Prometheus names; ' +
-    "info mode's GPU series carry no job",
+    'header, series) and its job-end coverage are identical, under dotted and Prometheus names, with the ' +
+    "l9gpu names and the conventions' hw names; info mode's GPU series carry no job",
   async () => {
     const plugin = await simPlugin.create({
       config: configFrom({ sim: { gpus: '3', seed: '7' } }),
@@ -93,14 +106,15 @@ test(
     const t0 = Math.floor(Date.now() / 1000) * 1000 - (TICKS + 6) * STEP;
     const sinks = await Promise.all(
       halves.flatMap((h) =>
-        [h.otel, h.prom].map(async (vm) => {
-          const s = otlpSink.create({ config: configFrom({ otlp: { endpoint: vm.otlpEndpoint } }), log, resource, startTime: t0 });
+        backends(h).map(async ([, vm, naming]) => {
+          const config = configFrom({ otlp: { endpoint: vm.otlpEndpoint, semantic_conventions: naming } });
+          const s = otlpSink.create({ config, log, resource, startTime: t0 });
           await s.start!();
           return s;
         }),
       ),
     );
-    halves.forEach((h, i) => h.pipeline.configure({ sinks: sinks.slice(2 * i, 2 * i + 2) }));
+    halves.forEach((h, i) => h.pipeline.configure({ sinks: sinks.slice(4 * i, 4 * i + 4) }));
     // 7001 holds GPUs 0 and 1 for 14 ticks; 7002 shares GPU 1 with it from tick 4 to 11; GPU 2 is 7003's from tick 2
     // to 7, nobody's, then 7004's from tick 10 on (open at the end): in info mode GPU 2's series goes on between them
     const events: Record<number, [job: string, user: string, gpus: GpuBinding[] | null][]> = {
@@ -147,12 +161,21 @@ test(
       await s.close(Date.now() + 15_000);
       assert.deepEqual({ errors: s.stats.errors, dropped: s.stats.dropped }, { errors: 0, dropped: 0 });
     }
-    await Promise.all(halves.flatMap((h) => [h.otel.flush(), h.prom.flush()]));
+    await Promise.all(halves.flatMap((h) => backends(h).map(([, vm]) => vm.flush())));
     const [points, info] = halves as [Half, Half];
     // what the modes send: in info mode no GPU series names a job, and the shares are the same series
     assert.equal((await info.otel.exportRaw('{__name__="gpu.utilization","slurm.job.id"!=""}')).length, 0);
     assert.equal((await info.otel.exportRaw('{__name__="gpu.utilization"}')).length, 3);
     assert.equal((await points.otel.exportRaw('{__name__="gpu.utilization","slurm.job.id"!=""}')).length, 5, 'one per (GPU, job)');
+    // the hw backends hold the conventions' names, not ours, a series for each of ours, the product's attributes beside
+    for (const h of halves) {
+      const ours = (await h.otel.exportRaw('{__name__="gpu.utilization"}')).length;
+      assert.equal((await h.hwOtel.exportRaw('{__name__="gpu.utilization"}')).length, 0, h.name);
+      const hw = await h.hwOtel.exportRaw('{__name__="hw.gpu.utilization","hw.gpu.task"="general","hw.type"="gpu"}');
+      assert.equal(hw.length, ours, h.name);
+      assert.ok(hw.every((x) => x.metric['hw.id'] === x.metric['gpu.uuid']));
+      assert.equal((await h.hwProm.exportRaw('{__name__="hw_power_watts",hw_type="gpu"}')).length, ours, h.name);
+    }
     const shares = async (h: Half) =>
       (await h.otel.exportRaw('{__name__="gpu.job.share"}')).map((s) => JSON.stringify([s.metric, s.values, s.timestamps])).sort();
     assert.deepEqual(await shares(info), await shares(points));
@@ -160,10 +183,10 @@ test(
     for (const job of ['7001', '7002', '7003', '7004']) {
       const reports: [string, JobReport][] = [];
       for (const h of halves) {
-        for (const vm of [h.otel, h.prom]) {
+        for (const [naming, vm] of backends(h)) {
           const r = await reportFromPromql({ url: vm.url, window: '1h' }, job, null, now);
-          assert.ok(r, `${h.name}: job ${job} found`);
-          reports.push([`${h.name} ${vm === h.otel ? 'otel' : 'prometheus'}`, r]);
+          assert.ok(r, `${h.name} ${naming}: job ${job} found`);
+          reports.push([`${h.name} ${naming}`, r]);
         }
       }
       for (const [name, r] of reports.slice(1)) assert.deepEqual(r, reports[0]![1], `job ${job}: ${name} vs ${reports[0]![0]}`);
@@ -181,8 +204,10 @@ test(
         held,
         `job ${job}`,
       );
-      const cov = await Promise.all(halves.map((h) => jobEndCoverage({ url: h.otel.url, window: '1h' }, job)));
-      assert.deepEqual(cov[1], cov[0], `job ${job}: coverage`);
+      const cov = await Promise.all(
+        halves.flatMap((h) => [h.otel, h.hwOtel].map((vm) => jobEndCoverage({ url: vm.url, window: '1h' }, job))),
+      );
+      for (const c of cov.slice(1)) assert.deepEqual(c, cov[0], `job ${job}: coverage`);
       assert.equal(cov[0]!.ended, job === '7004' ? 0 : held.length);
     }
     // a shared GPU: each job's share of it, the same in both modes
