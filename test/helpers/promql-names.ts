@@ -140,7 +140,8 @@ const TOKEN = new RegExp(
   [
     /\s+/,
     /("(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|`[^`]*`)/, // 1: a string
-    /(\[[^\]]*\]|\d+(?:ms|[smhdwy])(?:\d+(?:ms|[smhdwy]))*(?![\w.])|(?:0x[0-9a-fA-F]+|\d*\.?\d+(?:[eE][+-]?\d+)?)(?![\w.]))/, // 2: a range, duration, number
+    // 2: a range, duration, number
+    /(\[[^\]]*\]|\d+(?:ms|[smhdwy])(?:\d+(?:ms|[smhdwy]))*(?![\w.])|(?:0x[0-9a-fA-F]+|\d*\.?\d+(?:[eE][+-]?\d+)?)(?![\w.]))/,
     /([A-Za-z_:][\w:]*)/, // 3: an identifier
     /(=~|!~|!=|==|>=|<=|[^])/, // 4: an operator or punctuation
   ]

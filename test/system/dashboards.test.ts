@@ -791,7 +791,9 @@ ${sinks(gpuPort, 'node01')}`,
       },
     );
 
-    test('VictoriaMetrics fed over OTLP with Prometheus naming (the GPU node in hw naming, the simulated one in l9gpu naming): the same', async (t) => {
+    const vmTitle =
+      'VictoriaMetrics fed over OTLP with Prometheus naming (the GPU node in hw naming, the simulated one in l9gpu naming): the same';
+    test(vmTitle, async (t) => {
       const r = await runDashboards(new PromApi(vm.url), set);
       t.diagnostic(`${r.ran} queries over ${set.end - set.start} s of data`);
       assert.deepEqual(r.failures, []);

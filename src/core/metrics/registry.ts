@@ -1064,7 +1064,10 @@ export const METRICS: readonly MetricDef[] = Object.freeze([
 const byName = new Map(METRICS.map((d) => [d.name, d]));
 if (byName.size !== METRICS.length) throw new Error('metric registry: duplicate metric name');
 
-/** Metrics renamed (or changed in unit or attributes) in a release, for docs/metrics.md: what a dashboard of the release before must change. */
+/**
+ * Metrics renamed (or changed in unit or attributes) in a release, for docs/metrics.md: what a dashboard of the
+ * release before must change.
+ */
 export interface Renamed {
   readonly release: string;
   readonly from: string;
