@@ -101,7 +101,8 @@ class SimPlugin implements Plugin {
       out.add(GPU.memUsed, Math.round(g.mem), a);
       out.add(GPU.memFree, Math.round(this.memBytes - g.mem), a);
       out.add(GPU.memTotal, this.memBytes, a);
-      out.add(GPU.memCapacity, memoryFraction(Math.round(g.mem), this.memBytes)!, a);
+      // rounded as the sim's other figures are (a backend keeps some 14 digits of a double)
+      out.add(GPU.memCapacity, round(memoryFraction(Math.round(g.mem), this.memBytes)!, 4), a);
       out.add(GPU.temp, round(g.temp, 0), { ...a, 'gpu.temperature.sensor': 'edge' });
       out.add(GPU.temp, round(g.memTemp, 0), { ...a, 'gpu.temperature.sensor': 'memory' });
       out.add(GPU.power, round(power, 1), a);
