@@ -11,7 +11,7 @@ import { noneProvider, type AttributionProvider } from '../src/core/attribution.
 import type { Config } from '../src/core/config/load.js';
 import type { Logger } from '../src/core/log.js';
 import { limitsFrom, type BudgetLedger } from '../src/core/limits.js';
-import { jobLabelsFrom } from '../src/core/job-labels.js';
+import { jobLabelsFrom, summaryGrainOf } from '../src/core/job-labels.js';
 import type { Pipeline, PipelineStages } from '../src/pipeline/pipeline.js';
 import type { Db } from '../src/store/open.js';
 import type { ViewerCache } from '../src/jobs/access.js';
@@ -148,6 +148,7 @@ export class JobAttribution {
           this.o.log.child('ledger'),
           { seriesMs: jobs.series_retention * 1000, jobsMs: jobs.job_retention * 1000 },
           cost,
+          summaryGrainOf(jobLabelsFrom(cfg)),
         );
         this.checkPagesLater(db.name);
       }

@@ -95,6 +95,9 @@ function jobLabelsOf(v: { job_labels: JobLabelMode; omit_from_points: string[] }
   return { mode: v.job_labels, omit: v.omit_from_points };
 }
 
+/** The job-end summaries' grain a mode writes (src/figures/node-summary.ts): per GPU with points, per node with info. */
+export const summaryGrainOf = (l: JobLabels): 'gpu' | 'node' => (l.mode === 'info' ? 'node' : 'gpu');
+
 export function jobLabelsFrom(c: Config): JobLabels {
   return jobLabelsOf(readSection(c, ATTRIBUTION_SECTION));
 }

@@ -7,6 +7,7 @@
 import { findMetric, prometheusName } from '../core/metrics/registry.js';
 import type { Attributes } from '../core/metrics/model.js';
 import type { JobReport } from './report-model.js';
+import { GPU_COUNT_ATTRIBUTE } from '../figures/node-summary.js';
 import { query, type PromqlOptions, type Series } from './promql-client.js';
 import { attributes, byJob, gpuKey, nameOf, namedAs, namesSelector, nodeOf, probeJobs, queryJobs, type Naming } from './promql-series.js';
 
@@ -58,30 +59,35 @@ export async function jobEndSummaries(o: PromqlOptions, names: readonly string[]
   return [];
 }
 
-/** A GPU's job-end summary as its node sent it: the node's own figures of the binding. */
+/** A job-end summary as its node sent it: the node's own figures of a binding (per GPU), or of the run's GPUs there (per node). */
 export interface JobEnd {
   energyJ: number;
-  /** gpu.job.duration: covered seconds times the job's mean share. */
+  /** gpu.job.duration: covered seconds times the job's mean share (summed over the node's GPUs, per node). */
   seconds?: number;
+  /** Per node (job_labels = info): how many of the node's GPUs the summary folds; absent per GPU. */
+  gpus?: number;
 }
 
 export interface JobEndCoverage {
   /** GPUs (node and UUID) with samples of the job. */
   gpus: number;
-  /** Those of them whose job-end summary has reached the backend. */
+  /** Those of them whose job-end summary (their own, or their node's) has reached the backend. */
   ended: number;
-  /** The summaries, by node and UUID (gpuKey). */
+  /** The summaries, by node and UUID (gpuKey), or by node alone (nodeEndKey) for a node's summary. */
   ends: Map<string, JobEnd>;
 }
+
+/** The key of a per-node job-end summary in JobEndCoverage.ends. */
+export const nodeEndKey = (node: string): string => gpuKey(node, '');
 
 /**
  * How far the nodes have got in closing a job: its GPUs (node and UUID) with
  * samples, and those whose job-end summary (gpu.job.energy, exported once a
- * node's epilog closed the GPU's binding) has reached the backend. A backend
- * may show a summary before the samples sent ahead of it (VictoriaMetrics
- * makes fresh samples searchable shard by shard, within seconds): unsettled()
- * tells whether the samples agree with the summaries, settledReport() waits
- * until they do.
+ * node's epilog closed the GPU's binding; in info mode once per node, with
+ * gpu.count and no GPU) has reached the backend. A backend may show a summary
+ * before the samples sent ahead of it (VictoriaMetrics makes fresh samples
+ * searchable shard by shard, within seconds): unsettled() tells whether the
+ * samples agree with the summaries, settledReport() waits until they do.
  */
 export async function jobEndCoverage(o: PromqlOptions, jobId: string): Promise<JobEndCoverage> {
   return (await jobEndCoverages(o, [jobId])).get(jobId)!;
@@ -96,9 +102,10 @@ export async function jobEndCoverages(o: PromqlOptions, ids: readonly string[]):
   for (const naming of ['otel', 'prometheus'] as Naming[]) {
     const group = namedAs(found, naming);
     if (group.length === 0) continue;
+    // a node's summary has gpu.count and no GPU: keyed by the node alone
     const keyOf = (s: Series) => {
       const a = attributes(s.metric, naming);
-      return gpuKey(nodeOf(a), String(a['gpu.uuid']));
+      return a[GPU_COUNT_ATTRIBUTE] !== undefined ? nodeEndKey(nodeOf(a)) : gpuKey(nodeOf(a), String(a['gpu.uuid']));
     };
     const valueOf = (s: Series) => Number(s.values.at(-1)?.[1]);
     // both job-end metrics in one query: a range (a function would drop the names); a GPU's binding sends them once
@@ -106,14 +113,20 @@ export async function jobEndCoverages(o: PromqlOptions, ids: readonly string[]):
     const energy = byJob(ended.filter((s) => nameOf(s, naming) === 'gpu.job.energy'));
     const duration = byJob(ended.filter((s) => nameOf(s, naming) === 'gpu.job.duration'));
     for (const id of group) {
-      const gpus = new Set(found.get(id)!.shares.map(keyOf));
+      const shares = found.get(id)!.shares.map((s) => ({ node: nodeOf(attributes(s.metric, naming)), key: keyOf(s) }));
+      const gpus = new Map(shares.map((s) => [s.key, s.node]));
       const ends = new Map<string, JobEnd>();
-      for (const s of energy.get(id) ?? []) if (Number.isFinite(valueOf(s))) ends.set(keyOf(s), { energyJ: valueOf(s) });
+      for (const s of energy.get(id) ?? []) {
+        if (!Number.isFinite(valueOf(s))) continue;
+        const count = Number(attributes(s.metric, naming)[GPU_COUNT_ATTRIBUTE]);
+        ends.set(keyOf(s), { energyJ: valueOf(s), ...(Number.isFinite(count) ? { gpus: count } : {}) });
+      }
       for (const s of duration.get(id) ?? []) {
         const e = ends.get(keyOf(s));
         if (e && Number.isFinite(valueOf(s))) e.seconds = valueOf(s);
       }
-      out.set(id, { gpus: gpus.size, ended: [...gpus].filter((k) => ends.has(k)).length, ends });
+      const isEnded = ([key, node]: [string, string]) => ends.has(key) || ends.has(nodeEndKey(node));
+      out.set(id, { gpus: gpus.size, ended: [...gpus].filter(isEnded).length, ends });
     }
   }
   return out;
@@ -125,16 +138,30 @@ const near = (a: number, b: number) => Math.abs(a - b) <= 1e-6 * Math.max(1, Mat
  * The report's GPUs whose figures rebuilt from the backend's samples differ
  * from their node's job-end summary (the node's store, exactly, when the
  * samples arrived as sent, over OTLP): the backend does not show every sample
- * yet, or a scrape resampled the series. [] when all agree.
+ * yet, or a scrape resampled the series. A node's summary (info mode) is held
+ * to the sum of the report's GPUs on that node. [] when all agree.
  */
 export function unsettled(report: JobReport, ends: ReadonlyMap<string, JobEnd>): string[] {
-  return report.gpus
-    .filter((g) => {
-      const e = ends.get(gpuKey(g.node, g.uuid));
-      if (!e) return false;
-      return !near(g.figures.energyJ, e.energyJ) || (e.seconds !== undefined && !near(g.figures.seconds * g.figures.shareMean, e.seconds));
-    })
-    .map((g) => `${g.node}/${g.uuid}`);
+  const off = (e: JobEnd | undefined, gpus: JobReport['gpus']) =>
+    e !== undefined &&
+    (!near(
+      gpus.reduce((s, g) => s + g.figures.energyJ, 0),
+      e.energyJ,
+    ) ||
+      (e.seconds !== undefined &&
+        !near(
+          gpus.reduce((s, g) => s + g.figures.seconds * g.figures.shareMean, 0),
+          e.seconds,
+        )));
+  const perGpu = report.gpus.filter((g) => off(ends.get(gpuKey(g.node, g.uuid)), [g])).map((g) => `${g.node}/${g.uuid}`);
+  const nodes = [...new Set(report.gpus.map((g) => g.node))];
+  const perNode = nodes.filter((n) =>
+    off(
+      ends.get(nodeEndKey(n)),
+      report.gpus.filter((g) => g.node === n),
+    ),
+  );
+  return [...perGpu, ...perNode.map((n) => `${n} (its GPUs)`)];
 }
 
 export interface SettleOptions {

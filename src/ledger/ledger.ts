@@ -3,8 +3,9 @@
  * attributed batch alone (its GPU points and the jobs holding each GPU, with
  * their shares) it keeps the per (job run x GPU) rollups and per-minute
  * series in the store, the GPU inventory, prunes old jobs, and emits a
- * job-end summary when a job leaves a GPU. It knows no scheduler: Slurm,
- * Kubernetes or any later provider feeds it the same way.
+ * job-end summary when a job leaves a GPU (per node: the node's last GPU).
+ * It knows no scheduler: Slurm, Kubernetes or any later provider feeds it
+ * the same way.
  */
 import { gapCapMs } from '../figures/gap-cap.js';
 import { identityOf } from '../core/gpu-identity.js';
@@ -19,7 +20,8 @@ import { DeltaRollups } from './deltas-rollup.js';
 import { ENGINE_FIGURES } from './engine-rollup.js';
 import { NCCL_FIGURES } from './nccl-rollup.js';
 import { InventoryWriter } from './inventory.js';
-import { PRUNE_BATCH, RollupWriter, SERIES_BATCH, type RollupBinding } from './rollup-writer.js';
+import { PRUNE_BATCH, RollupWriter, SERIES_BATCH, type Finished, type RollupBinding } from './rollup-writer.js';
+import { GPU_COUNT_ATTRIBUTE, nodeFigures, type SummaryGrain } from '../figures/node-summary.js';
 import { runPrunePass, type PassReport, type PruneStep } from './prune-pass.js';
 import { CostRates, type CostSource } from './cost-rate.js';
 
@@ -48,6 +50,22 @@ export const SUMMARY_METRICS_WITHOUT_GPM = [...new Set(Object.values(SUMMARY).ma
 
 /** Registry names of what the ledger emits. */
 export const LEDGER_METRICS = [...new Set([...Object.values(SUMMARY), ...GPM_SUMMARY.map(([, d]) => d)].map((d) => d.name))];
+
+/** The summaries every grain has: energy, GPU-seconds, and the utilization mean and memory peak where the GPU reads them. */
+function summaryPoints(energyJ: number, seconds: number, util: number | null, memPeak: number | null, a: Attributes): Point[] {
+  return [
+    { metric: SUMMARY.energy, value: energyJ, attributes: a },
+    { metric: SUMMARY.duration, value: seconds, attributes: a },
+    ...(util !== null ? [{ metric: SUMMARY.util, value: util, attributes: a }] : []),
+    ...(memPeak !== null ? [{ metric: SUMMARY.mem, value: memPeak, attributes: a }] : []),
+  ];
+}
+
+const SM_ACTIVE = GPM_SUMMARY.find(([k]) => k === 'smActive')![1];
+
+const sameRun = (a: JobShare, b: JobShare) => a.jobId === b.jobId && a.runKey === b.runKey;
+const runId = (j: JobShare) => `${j.jobId}\0${j.runKey}`;
+const currencyOf = (a: Attributes): Attributes => (a['cost.currency'] !== undefined ? { 'cost.currency': a['cost.currency'] } : {});
 
 /** A binding's GPM summary points: the figures the GPU counted (none without GPM). */
 function gpmSummary(f: GpmFigures | null, a: Attributes): Point[] {
@@ -96,12 +114,16 @@ export class JobLedger {
   private readonly counted: readonly DeltaRollups<unknown>[];
   /** Cost rates and job-end cost and CO2e, with [jobs] prices (src/ledger/cost-rate.ts). */
   private readonly cost: CostRates | undefined;
+  /** Per node: the runs that left some of the node's GPUs and hold others still, with their figures of those they left. */
+  private readonly leaving = new Map<string, { share: JobShare; ends: Finished[] }>();
 
   constructor(
     private readonly db: Db,
     private readonly log: Logger,
     private readonly retention: Retention,
     cost?: CostSource,
+    /** Per GPU (job_labels = points) or per node (info): src/figures/node-summary.ts. */
+    private readonly grain: SummaryGrain = 'gpu',
   ) {
     this.cost = cost && new CostRates(cost);
     this.rollups = new RollupWriter(db);
@@ -150,29 +172,65 @@ export class JobLedger {
     return summaries;
   }
 
-  /** Jobs that held a GPU of this batch last time and hold it no more: their final figures, once. */
+  /**
+   * Jobs that held a GPU of this batch last time and hold it no more: their final figures, once (per GPU; per node,
+   * once the run holds none of the node's GPUs).
+   */
   private endedJobs(gpus: ReadonlyMap<string, Attributes>, jobs: Batch['jobs']): Point[] {
     const out: Point[] = [];
     for (const uuid of gpus.keys()) {
       const now = jobs?.get(uuid) ?? [];
       for (const j of this.holders.get(uuid) ?? []) {
-        if (now.some((x) => x.jobId === j.jobId && x.runKey === j.runKey)) continue;
+        if (now.some((x) => sameRun(x, j))) continue;
         const f = this.rollups.finish(j.jobId, j.runKey, uuid);
         if (!f) continue;
-        const a = { ...f.identity, ...j.attributes };
-        out.push(
-          { metric: SUMMARY.energy, value: f.figures.energyJ, attributes: a },
-          { metric: SUMMARY.duration, value: f.figures.seconds * f.figures.shareMean, attributes: a },
-          ...(f.figures.utilMean !== null ? [{ metric: SUMMARY.util, value: f.figures.utilMean, attributes: a }] : []),
-          ...(f.figures.memUsedMax !== null ? [{ metric: SUMMARY.mem, value: f.figures.memUsedMax, attributes: a }] : []),
-          ...gpmSummary(f.figures.gpm, a),
-          ...(this.cost?.jobEnd(f.figures, a, j.partition ?? null) ?? []),
-        );
+        if (this.grain === 'gpu') out.push(...this.gpuSummary(f, j));
+        else {
+          const k = runId(j);
+          const leaving = this.leaving.get(k);
+          if (leaving) leaving.ends.push(f);
+          else this.leaving.set(k, { share: j, ends: [f] });
+        }
       }
       if (now.length) this.holders.set(uuid, now);
       else this.holders.delete(uuid);
     }
+    for (const [k, { share, ends }] of this.leaving) {
+      if ([...this.holders.values()].some((list) => list.some((x) => sameRun(x, share)))) continue;
+      this.leaving.delete(k);
+      out.push(...this.nodeSummary(share, ends));
+    }
     return out;
+  }
+
+  /** A run's job-end summary on one GPU: the GPU's identity and the run's attributes. */
+  private gpuSummary(f: Finished, j: JobShare): Point[] {
+    const a = { ...f.identity, ...j.attributes };
+    return [
+      ...summaryPoints(f.figures.energyJ, f.figures.seconds * f.figures.shareMean, f.figures.utilMean, f.figures.memUsedMax, a),
+      ...gpmSummary(f.figures.gpm, a),
+      ...(this.cost?.jobEnd(f.figures, a, j.partition ?? null) ?? []),
+    ];
+  }
+
+  /** A run's job-end summary on this node, once it holds none of the node's GPUs: the run's attributes and gpu.count. */
+  private nodeSummary(j: JobShare, ends: readonly Finished[]): Point[] {
+    const n = nodeFigures(ends.map((e) => e.figures));
+    const a = { ...j.attributes, [GPU_COUNT_ATTRIBUTE]: n.gpus };
+    // each GPU priced as its own summary is (its model's price), the node's figure their sum
+    const costs = new Map<MetricDef, Point>();
+    for (const e of ends) {
+      for (const p of this.cost?.jobEnd(e.figures, { ...e.identity, ...j.attributes }, j.partition ?? null) ?? []) {
+        const sum = costs.get(p.metric);
+        if (sum) costs.set(p.metric, { ...sum, value: (sum.value as number) + (p.value as number) });
+        else costs.set(p.metric, { metric: p.metric, value: p.value, attributes: { ...a, ...currencyOf(p.attributes) } });
+      }
+    }
+    return [
+      ...summaryPoints(n.energyJ, n.gpuSeconds, n.utilMean, n.memUsedMax, a),
+      ...(n.smActive !== null ? [{ metric: SM_ACTIVE, value: n.smActive, attributes: a }] : []),
+      ...costs.values(),
+    ];
   }
 
   /** The prune pass under way, if one is: resolves with what it did (undefined if it failed: said in the log). */

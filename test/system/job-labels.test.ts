@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { createLogger } from '../../src/core/log.js';
 import { PointBuffer, type Batch } from '../../src/core/metrics/model.js';
-import type { JobLabels } from '../../src/core/job-labels.js';
+import { summaryGrainOf, type JobLabels } from '../../src/core/job-labels.js';
 import { JobLedger } from '../../src/ledger/ledger.js';
 import { Pipeline } from '../../src/pipeline/pipeline.js';
 import { otlpSink } from '../../src/sinks/otlp.js';
@@ -73,7 +73,10 @@ before(async () => {
       budgets: new BudgetLedger(),
       jobLabels,
     });
-    const pipeline = new Pipeline(log, { attribution, ledger: new JobLedger(db, log, { seriesMs: 86_400_000, jobsMs: 86_400_000 }) });
+    const pipeline = new Pipeline(log, {
+      attribution,
+      ledger: new JobLedger(db, log, { seriesMs: 86_400_000, jobsMs: 86_400_000 }, undefined, summaryGrainOf(jobLabels)),
+    });
     const [otel, prom, hwOtel, hwProm] = await Promise.all(
       [false, true, false, true].map((prometheusNaming) => new VictoriaMetrics().start({ prometheusNaming })),
     );
@@ -89,7 +92,7 @@ after(async () => {
 
 test(
   "the same batches in points and info mode: every job's PromQL report (GPUs, figures, " +
-    'header, series) and its job-end coverage are identical, under dotted and Prometheus names, with the ' +
+    'header, series) and the GPUs its job-end summaries cover are identical, under dotted and Prometheus names, with the ' +
     "l9gpu names and the conventions' hw names; info mode's GPU series carry no job",
   async () => {
     const plugin = await simPlugin.create({
@@ -207,7 +210,10 @@ test(
       const cov = await Promise.all(
         halves.flatMap((h) => [h.otel, h.hwOtel].map((vm) => jobEndCoverage({ url: vm.url, window: '1h' }, job))),
       );
-      for (const c of cov.slice(1)) assert.deepEqual(c, cov[0], `job ${job}: coverage`);
+      // the same GPUs ended in every mode; the summaries themselves per GPU in one, per node in the other
+      for (const c of cov.slice(1)) assert.deepEqual([c.gpus, c.ended], [cov[0]!.gpus, cov[0]!.ended], `job ${job}: coverage`);
+      assert.deepEqual(cov[1], cov[0], `job ${job}: coverage, points mode, either naming`);
+      assert.deepEqual(cov[3], cov[2], `job ${job}: coverage, info mode, either naming`);
       assert.equal(cov[0]!.ended, job === '7004' ? 0 : held.length);
     }
     // a shared GPU: each job's share of it, the same in both modes

@@ -368,3 +368,54 @@ test(
     }
   },
 );
+
+test('per node (info mode): one summary set once the run has left every GPU of the node, its GPUs folded as the report folds them', () => {
+  const db = openStore(tempDir());
+  const prices = { perGpuHour: 3600, perModel: [] as [string, number][], perKwh: null, currency: 'USD' };
+  const ledger = new JobLedger(
+    db,
+    createLogger('error', () => {}),
+    { seriesMs: 86_400_000, jobsMs: 86_400_000 },
+    { prices: () => prices, node: () => 'n1' },
+    'node',
+  );
+  const ids = ['GPU-aaaa', 'GPU-bbbb'].map((uuid, index) =>
+    gpuAttributes({ index, uuid, model: 'NVIDIA H100 80GB HBM3', vendor: 'nvidia', pciBusId: `0000:1${index}:00.0` }),
+  );
+  const run: JobShare = { jobId: '42', runKey: 'r0', share: 1, attributes: { 'slurm.job.id': '42', 'slurm.user': 'alice' } };
+  const other: JobShare = { jobId: '43', runKey: 'r0', share: 1, attributes: { 'slurm.job.id': '43' } };
+  // GPU a: utilization 0.2 for 2 s, memory 1 GB; GPU b: 0.8 for 4 s, memory 3 GB; energy 100 J/s and 50 J/s
+  const tick = (i: number, holders: [JobShare[], JobShare[]]): Point[] => {
+    const points = ids.flatMap((a, g) => [
+      { metric: GPU.util, value: g === 0 ? 0.2 : 0.8, attributes: a },
+      { metric: GPU.memUsed, value: (g === 0 ? 1 : 3) * 1e9, attributes: a },
+      { metric: GPU.energy, value: i * (g === 0 ? 100 : 50), attributes: a },
+    ]);
+    const jobs = new Map(ids.map((a, g) => [a['gpu.uuid'] as string, holders[g]!]));
+    // the cost rates (gpu.cost.rate) go out every tick with a price: the summaries are the gpu.job.* points
+    return ledger
+      .observe({ source: 'nvml', time: 1_800_000_000_000 + i * 1000, intervalMs: 1000, points, jobs })
+      .filter((p) => p.metric.name.startsWith('gpu.job.'));
+  };
+  for (let i = 0; i <= 2; i++) assert.deepEqual(tick(i, [[run], [run]]), []);
+  // the run leaves GPU a, another run takes it: nothing yet, the run holds GPU b still
+  for (let i = 3; i <= 4; i++) assert.deepEqual(tick(i, [[other], [run]]), []);
+  const end = tick(5, [[other], []]);
+  assert.deepEqual(
+    end.map((p) => [p.metric.name, p.value, p.attributes['gpu.count'], p.attributes['gpu.uuid'], p.attributes['slurm.user']]),
+    [
+      ['gpu.job.energy', 2 * 100 + 4 * 50, 2, undefined, 'alice'],
+      ['gpu.job.duration', 6, 2, undefined, 'alice'],
+      ['gpu.job.utilization', (0.2 * 2 + 0.8 * 4) / 6, 2, undefined, 'alice'],
+      ['gpu.job.memory.peak', 3e9, 2, undefined, 'alice'],
+      ['gpu.job.cost', end[4]!.value, 2, undefined, 'alice'],
+    ],
+  );
+  // each GPU priced as its own summary is, on GPU-hours kept to 6 decimals: 3600 x (0.000556 + 0.001111)
+  assert.ok(Math.abs((end[4]!.value as number) - 6.0012) < 1e-9, String(end[4]!.value));
+  assert.equal(end[4]!.attributes['cost.currency'], 'USD');
+  assert.deepEqual(tick(6, [[other], []]), [], 'once');
+  // the store keeps the run's figures per GPU
+  assert.equal((db.prepare("SELECT COUNT(*) AS n FROM job_gpu WHERE job_id = '42'").get() as { n: number }).n, 2);
+  db.close();
+});

@@ -122,6 +122,14 @@ export const PERSONAL_ATTRIBUTES: readonly string[] = ['slurm.user', 'slurm.acco
 /** Attributes whose names a configuration adds: promoted pod labels, k8s.pod.label.<label>. */
 export const ATTRIBUTION_ATTRIBUTE_PREFIXES = ['k8s.pod.label.'] as const;
 
+/** How a job-end summary reads per node (src/figures/node-summary.ts). */
+const PER_NODE =
+  ' With [attribution] job_labels = info, once per job run and node instead: its GPUs there folded (summed; means ' +
+  'weighted by the seconds read; the highest peak), gpu.count of them, no GPU identity.';
+/** The attribute of a per-node job-end summary: how many of the node's GPUs the run held. */
+export const GPU_COUNT_ATTRIBUTE = 'gpu.count';
+const NODE_FOLDED = [GPU_COUNT_ATTRIBUTE];
+
 const m = (
   name: string,
   unit: string,
@@ -480,28 +488,33 @@ export const METRICS: readonly MetricDef[] = Object.freeze([
     'gauge',
     'gpu',
     "Energy a job used on the GPU over its whole binding (energy counter delta times the job's " +
-      'share); exported once, when the binding closes.',
+      'share); exported once, when the binding closes.' +
+      PER_NODE,
+    NODE_FOLDED,
   ),
   m(
     'gpu.job.duration',
     's',
     'gauge',
     'gpu',
-    "GPU time of a job on the GPU (sampled seconds times the job's share); exported once, when the binding closes.",
+    "GPU time of a job on the GPU (sampled seconds times the job's share); exported once, when the binding closes." + PER_NODE,
+    NODE_FOLDED,
   ),
   m(
     'gpu.job.utilization',
     '1',
     'gauge',
     'gpu',
-    "Mean utilization (0..1) of the GPU over a job's binding; exported once, when the binding closes.",
+    "Mean utilization (0..1) of the GPU over a job's binding; exported once, when the binding closes." + PER_NODE,
+    NODE_FOLDED,
   ),
   m(
     'gpu.job.memory.peak',
     'By',
     'gauge',
     'gpu',
-    "Peak device memory used on the GPU during a job's binding; exported once, when the binding closes.",
+    "Peak device memory used on the GPU during a job's binding; exported once, when the binding closes." + PER_NODE,
+    NODE_FOLDED,
   ),
   m(
     'gpu.job.sm.active',
@@ -510,7 +523,9 @@ export const METRICS: readonly MetricDef[] = Object.freeze([
     'gpu',
     "Mean SM activity (0..1, gpu.sm.active) of the GPU over a job's binding, each collection " +
       'window weighted by its length; exported once, when the binding closes, on GPUs with GPM ' +
-      '(Hopper and later).',
+      '(Hopper and later).' +
+      PER_NODE,
+    NODE_FOLDED,
   ),
   m(
     'gpu.job.sm.occupancy',
@@ -572,8 +587,9 @@ export const METRICS: readonly MetricDef[] = Object.freeze([
     "What a job's time on the GPU cost, in cost.currency: its GPU-hours (gpu.job.duration / " +
       "3600) at the GPU-hour price of [jobs] (the node's, else the job's partition's, else the " +
       "GPU model's, else the default), plus its energy (gpu.job.energy) in kWh times pue at " +
-      'kwh_price; exported once, when the binding closes, and only with a price configured.',
-    ['cost.currency'],
+      'kwh_price; exported once, when the binding closes, and only with a price configured.' +
+      PER_NODE,
+    ['cost.currency', ...NODE_FOLDED],
   ),
   m(
     'gpu.job.co2e',
@@ -582,7 +598,9 @@ export const METRICS: readonly MetricDef[] = Object.freeze([
     'gpu',
     "Grams of CO2e of a job's energy on the GPU: gpu.job.energy in kWh times [jobs] pue times " +
       'carbon_intensity (gCO2e/kWh); exported once, when the binding closes, and only with ' +
-      'carbon_intensity set.',
+      'carbon_intensity set.' +
+      PER_NODE,
+    NODE_FOLDED,
   ),
   m(
     'gpu.cost.rate',
