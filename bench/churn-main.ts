@@ -7,7 +7,7 @@
  */
 import { parseArgs } from 'node:util';
 import type { JobLabelMode } from '../src/core/job-labels.js';
-import { simulateChurn, type ChurnResult } from './churn.js';
+import { SIZE_MIX, simulateChurn, type ChurnResult } from './churn.js';
 
 const { values: a } = parseArgs({
   options: {
@@ -16,6 +16,8 @@ const { values: a } = parseArgs({
     hours: { type: 'string', default: '6' },
     tick: { type: 'string', default: '10' },
     'job-minutes': { type: 'string', default: '60' },
+    // the GPUs a job takes, drawn from this list: "8" for 8-GPU jobs only; the default is the mix of 1-8
+    'job-gpus': { type: 'string', default: SIZE_MIX.join(',') },
     seed: { type: 'string', default: '1' },
     modes: { type: 'string', default: 'points,info' },
     omit: { type: 'string', default: '' },
@@ -32,6 +34,11 @@ const modes = String(a.modes)
   .split(',')
   .map((m) => m.trim());
 for (const m of modes) if (m !== 'points' && m !== 'info') throw new Error(`--modes: "${m}" is not a job_labels mode (points, info)`);
+const jobGpus = String(a['job-gpus'])
+  .split(',')
+  .map((x) => Number(x.trim()));
+if (jobGpus.some((n) => !Number.isInteger(n) || n < 1 || n > num('gpus')))
+  throw new Error(`--job-gpus ${String(a['job-gpus'])}: GPU counts of 1 to --gpus (${num('gpus')}), comma-separated`);
 const siteNodes = num('site-nodes');
 const siteStarts = num('site-starts');
 
@@ -44,10 +51,11 @@ const row = (cells: string[]) =>
       .join('')}\n`,
   );
 
+const sizes = a['job-gpus'] === SIZE_MIX.join(',') ? '1-8 GPUs' : `${a['job-gpus']} GPU(s)`;
 process.stdout.write(`l9gpu churn simulator (node ${process.version}, ${new Date().toISOString()})\n`);
 process.stdout.write(
   `${a.nodes} nodes x ${a.gpus} sim GPUs, ${a.hours} simulated h at ${a.tick} s ticks, jobs ` +
-    `of 1-8 GPUs (mean ${a['job-minutes']} min, GPUs never idle), seed ${a.seed}${a.omit ? `, omit_from_points = ${a.omit}` : ''}\n\n`,
+    `of ${sizes} (mean ${a['job-minutes']} min, GPUs never idle), seed ${a.seed}${a.omit ? `, omit_from_points = ${a.omit}` : ''}\n\n`,
 );
 const results: ChurnResult[] = [];
 for (const mode of modes as JobLabelMode[]) {
@@ -59,6 +67,7 @@ for (const mode of modes as JobLabelMode[]) {
       hours: num('hours'),
       tickS: num('tick'),
       jobMinutes: num('job-minutes'),
+      jobGpus,
       seed: num('seed'),
       omit: String(a.omit)
         .split(',')

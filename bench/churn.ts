@@ -17,7 +17,7 @@
 import { rmSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { readSection } from '../src/core/config/read.js';
-import { jobLabelsFrom, type JobLabelMode } from '../src/core/job-labels.js';
+import { jobLabelsFrom, summaryGrainOf, type JobLabelMode } from '../src/core/job-labels.js';
 import { limitsFrom } from '../src/core/limits.js';
 import { createLogger } from '../src/core/log.js';
 import { PointBuffer, type Attributes, type Batch } from '../src/core/metrics/model.js';
@@ -51,6 +51,8 @@ export interface ChurnOptions {
   readonly tickS: number;
   /** A job's mean run time (exponential), simulated minutes; a GPU gets its next job at the tick its last one ended. */
   readonly jobMinutes: number;
+  /** Job sizes in GPUs, drawn uniformly from this list (default SIZE_MIX); a job takes fewer where fewer are free. */
+  readonly jobGpus?: readonly number[];
   readonly seed: number;
 }
 
@@ -74,6 +76,8 @@ export interface ChurnResult {
   readonly gpuJobStarts: number;
   /** GPU-job ends (each a job-end summary of its GPU's). */
   readonly gpuJobEnds: number;
+  /** Jobs that ended (each on one node: a node's job-end summaries in info mode). */
+  readonly jobEnds: number;
   /** Series VictoriaMetrics created at the first tick, and after it. */
   readonly warmupSeries: number;
   readonly newSeries: number;
@@ -136,7 +140,7 @@ interface Node {
 }
 
 /** Job sizes in GPUs, drawn uniformly: as many 1-GPU jobs as all others together. */
-const SIZES = [1, 1, 1, 2, 4, 8];
+export const SIZE_MIX: readonly number[] = [1, 1, 1, 2, 4, 8];
 
 async function vmFigures(vm: VictoriaMetrics): Promise<VmFigures> {
   await vm.flush();
@@ -186,7 +190,13 @@ export async function simulateChurn(o: ChurnOptions): Promise<ChurnResult> {
         jobLabels: jobLabelsFrom(cfg),
       });
       const jobs = readSection(cfg, JOBS_SECTION);
-      const ledger = new JobLedger(db, log, { seriesMs: jobs.series_retention * 1000, jobsMs: jobs.job_retention * 1000 });
+      const ledger = new JobLedger(
+        db,
+        log,
+        { seriesMs: jobs.series_retention * 1000, jobsMs: jobs.job_retention * 1000 },
+        undefined,
+        summaryGrainOf(jobLabelsFrom(cfg)),
+      );
       const health = new HealthTracker({ ...healthOptions(cfg), persist: false }, log);
       const resource = resourceAttributes(cfg);
       const sink = otlpSink.create({ config: cfg, log, resource, startTime: t0 });
@@ -206,8 +216,10 @@ export async function simulateChurn(o: ChurnOptions): Promise<ChurnResult> {
 
     let jobSeq = 1000;
     let jobStarts = 0;
+    const sizes = o.jobGpus?.length ? o.jobGpus : SIZE_MIX;
     let gpuJobStarts = 0;
     let gpuJobEnds = 0;
+    let jobEnds = 0;
     /** The epilogs of the node's jobs that ended by `t`, then a prolog per job on the GPUs free after them. */
     const schedule = (n: Node, t: number): void => {
       for (const j of new Set(n.held)) {
@@ -215,11 +227,12 @@ export async function simulateChurn(o: ChurnOptions): Promise<ChurnResult> {
         recordEnd(n.hook, { jobId: j.id, runKey: 'r0' }, { endTime: t - 1, state: 'COMPLETED', exitCode: 0 }, [], 'epilog', t - 1);
         for (const g of j.gpus) n.held[g] = null;
         gpuJobEnds += j.gpus.length;
+        jobEnds++;
       }
       for (;;) {
         const free = n.held.flatMap((j, g) => (j ? [] : [g]));
         if (free.length === 0) break;
-        const gpus = free.slice(0, SIZES[Math.floor(rand() * SIZES.length)]!);
+        const gpus = free.slice(0, sizes[Math.floor(rand() * sizes.length)]!);
         const job: Job = {
           id: String(jobSeq++),
           gpus,
@@ -284,6 +297,7 @@ export async function simulateChurn(o: ChurnOptions): Promise<ChurnResult> {
       jobStarts: jobStarts - warmStarts.jobs,
       gpuJobStarts: gpuJobStarts - warmStarts.gpus,
       gpuJobEnds,
+      jobEnds,
       warmupSeries: warm!.created - base.created,
       newSeries: end.created - warm!.created,
       sentSeries: counted.size,

@@ -33,7 +33,7 @@ test(
   'churn simulator: VictoriaMetrics creates exactly the series the nodes sent, and per GPU ' +
     "and GPU-job what the registry says: the GPU's series, health and the share at the start; " +
     "then per GPU-job start a copy of the GPU's series (points mode only) and a share, per end " +
-    'the job-end summaries',
+    'the job-end summaries (per GPU in points mode, per job and node in info mode)',
   async () => {
     const sim = await simSeriesPerGpu();
     const perGpu = sim + HEALTH_METRICS.length + 1;
@@ -47,14 +47,17 @@ test(
       assert.equal(r.totalSeries, r.sentSeries, `${mode}: VictoriaMetrics' series are the ones sent`);
       assert.equal(r.warmupSeries, o.nodes * o.gpusPerNode * perGpu, `${mode}: the first tick, every GPU in a job`);
       const perStart = (mode === 'points' ? sim : 0) + 1;
-      // sim GPUs have no GPM: their job-end summaries are the plain ones
-      assert.equal(r.newSeries, r.gpuJobStarts * perStart + r.gpuJobEnds * SUMMARY_METRICS_WITHOUT_GPM.length, mode);
+      // sim GPUs have no GPM: their job-end summaries are the plain ones, per GPU in points mode, per job and node in info
+      const summaries = (mode === 'points' ? r.gpuJobEnds : r.jobEnds) * SUMMARY_METRICS_WITHOUT_GPM.length;
+      assert.equal(r.newSeries, r.gpuJobStarts * perStart + summaries, mode);
     }
     const [points, info] = runs as [ChurnResult, ChurnResult];
-    // the same jobs and samples in both modes: only their labels differ
+    assert.ok(info.jobEnds < info.gpuJobEnds, `jobs of several GPUs ended (${info.jobEnds} jobs, ${info.gpuJobEnds} GPU-jobs)`);
+    // the same jobs and samples in both modes: only their labels differ, and the summaries' grain (one sample each)
+    const n = SUMMARY_METRICS_WITHOUT_GPM.length;
     assert.deepEqual(
-      [info.gpuJobStarts, info.gpuJobEnds, info.totalSamples],
-      [points.gpuJobStarts, points.gpuJobEnds, points.totalSamples],
+      [info.gpuJobStarts, info.gpuJobEnds, info.jobEnds, info.totalSamples - info.jobEnds * n],
+      [points.gpuJobStarts, points.gpuJobEnds, points.jobEnds, points.totalSamples - points.gpuJobEnds * n],
     );
   },
 );
