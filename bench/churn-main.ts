@@ -137,5 +137,8 @@ const p = results.find((r) => r.options.mode === 'points');
 const i = results.find((r) => r.options.mode === 'info');
 if (p && i) {
   const ratio = unit(p).perStart / unit(i).perStart;
-  process.stdout.write(`\nnew series per GPU-job start, points / info: ${fmt(ratio, 2)}x (goal: 20x) ${ratio >= 20 ? 'ok' : 'MISSED'}\n`);
+  // issue 43: the goal is for 8-GPU jobs (info mode makes one summary set per job and node, so it grows with the job's size)
+  const eight = jobGpus.every((n) => n === 8);
+  const verdict = eight ? `(goal for 8-GPU jobs: 20x) ${ratio >= 20 ? 'ok' : 'MISSED'}` : '(goal of 20x: for 8-GPU jobs, --job-gpus 8)';
+  process.stdout.write(`\nnew series per GPU-job start, points / info: ${fmt(ratio, 2)}x ${verdict}\n`);
 }
