@@ -22,6 +22,7 @@ import {
   existsSync,
   lstatSync,
   mkdirSync,
+  mkdtempSync,
   readFileSync,
   readlinkSync,
   readdirSync,
@@ -145,6 +146,18 @@ before(() => {
   image = /^(\S+\.oci\.tar) /m.exec(out)?.[1] ?? '';
   assert.ok(deb && rpm && tarball && image, out);
 });
+
+/**
+ * The tree of a package its preinst (%pre) is to refuse: the refusal comes before anything is unpacked, so the
+ * unit alone (every package lays it out) stands for the payload, and the build skips compressing the whole
+ * tree with its Node.js again. Were the refusal to fail, the package would install and the checks after it fail.
+ */
+function refusedTree(tree: string): string {
+  const dir = mkdtempSync(join(work, 'refused-'));
+  mkdirSync(join(dir, 'systemd'));
+  copyFileSync(join(tree, 'systemd/l9gpu.service'), join(dir, 'systemd/l9gpu.service'));
+  return dir;
+}
 
 const managers: ServiceManager[] = [];
 after(async () => {
@@ -532,7 +545,7 @@ test(
 
     // a downgrade to a version whose schema is older than the store's: refused by its preinst, with the reason; nothing changed
     const older = buildDeb(
-      join(unpacked(deb), 'opt/l9gpu'),
+      refusedTree(join(unpacked(deb), 'opt/l9gpu')),
       join(work, 'deb-older'),
       join(work, 'out-older'),
       { ...INFO, version: `${VERSION}~older`, schema: INFO.schema - 1 },
@@ -649,7 +662,7 @@ test(
     assert.deepEqual(systemctlCalls(root).slice(-3), ['daemon-reload', 'is-active --quiet l9gpu.service', 'try-restart l9gpu.service']);
     // an upgrade to a package whose schema is older than the store's: %pre refuses it with the reason, nothing installed
     const lower = buildRpm(
-      tree,
+      refusedTree(tree),
       join(work, 'rpm-lower'),
       join(work, 'out-lower'),
       { ...INFO, version: `${VERSION}.2`, schema: INFO.schema - 1 },
